@@ -1,0 +1,25 @@
+/**
+ * A JSON value that cannot be decoded into (or encoded from) its proto field.
+ * `path` names the field the way a caller would write it: "transactions[3].gasPrice".
+ */
+export class CodecError extends Error {
+  override name = "CodecError";
+  constructor(
+    readonly path: string,
+    readonly reason: string,
+  ) {
+    super(path ? `${path}: ${reason}` : reason);
+  }
+
+  /** The same error one level further out (prefixes the path). */
+  within(segment: string): CodecError {
+    const path = this.path === "" ? segment : this.path.startsWith("[") ? `${segment}${this.path}` : `${segment}.${this.path}`;
+    return new CodecError(path, this.reason);
+  }
+}
+
+/** Re-locates a CodecError one level further out; anything else is a bug and is re-thrown. */
+export function locate(err: unknown, segment: string): CodecError {
+  if (err instanceof CodecError) return err.within(segment);
+  throw err;
+}

@@ -1,0 +1,223 @@
+/**
+ * Ethereum values whose JSON shape is not a plain object: 256-bit quantities,
+ * the block parameter, a block's transactions (hashes or objects), topic
+ * filters (null, one or many) and the log filter's spelling rules.
+ */
+import { create, type DescMessage, type Message } from "@bufbuild/protobuf";
+import { BlockTransactionsSchema, type BlockTransactions } from "../../gen/nodegate/eth/v1/block_pb.js";
+import { type LogFilter, LogFilterSchema, type TopicFilter, TopicFilterSchema } from "../../gen/nodegate/eth/v1/log_pb.js";
+import { type BlockId, BlockIdSchema, BlockTag, type Uint256, Uint256Schema } from "../../gen/nodegate/eth/v1/primitives_pb.js";
+import { TransactionSchema, type Transaction } from "../../gen/nodegate/eth/v1/transaction_pb.js";
+import { CodecError, locate } from "./codec-error.js";
+import { decodeData, decodeQuantityBytes, decodeUint64, encodeData, encodeQuantity, encodeQuantityBytes } from "./hex.js";
+import type { CodecRegistry, SpecialCodecFactory, ValueCodec } from "./message-codec.js";
+
+function fail(reason: string): never {
+  throw new CodecError("", reason);
+}
+
+export const uint256Codec: ValueCodec<Uint256> = {
+  decode: (json) => ({ $typeName: "nodegate.eth.v1.Uint256", value: decodeQuantityBytes(json) }),
+  encode: (value) => {
+    if (value.value.length > 32) fail(`a 256-bit value has at most 32 bytes, got ${value.value.length}`);
+    try {
+      return `"${encodeQuantityBytes(value.value)}"`;
+    } catch {
+      return fail("Uint256.value must not have leading zero bytes");
+    }
+  },
+};
+
+/** Makes a Uint256 from a bigint (for callers and tests). */
+export function uint256(value: bigint): Uint256 {
+  return create(Uint256Schema, { value: decodeQuantityBytes(encodeQuantity(value)) });
+}
+
+export const TAG_NAMES: ReadonlyMap<BlockTag, string> = new Map([
+  [BlockTag.LATEST, "latest"],
+  [BlockTag.EARLIEST, "earliest"],
+  [BlockTag.PENDING, "pending"],
+  [BlockTag.SAFE, "safe"],
+  [BlockTag.FINALIZED, "finalized"],
+]);
+const TAGS_BY_NAME = new Map([...TAG_NAMES].map(([tag, name]) => [name, tag]));
+
+/** Which spellings of the block parameter a method accepts. */
+export interface BlockIdForms {
+  /** A 32-byte hash or an EIP-1898 {blockHash} object. */
+  hash: boolean;
+  /** A decimal block number (JSON integer or digits string), as eth_getBlockReceipts allows. */
+  decimal: boolean;
+}
+
+export const ANY_BLOCK: BlockIdForms = { hash: true, decimal: false };
+export const NUMBER_OR_TAG: BlockIdForms = { hash: false, decimal: false };
+
+const DECIMAL = /^(?:0|[1-9][0-9]*)$/;
+
+/** The block parameter codec for one set of accepted forms. */
+export function blockIdCodec(forms: BlockIdForms): ValueCodec<BlockId> {
+  const want = forms.hash ? "a block number, tag or hash" : "a block number or tag";
+  const decodeString = (json: string): BlockId => {
+    const tag = TAGS_BY_NAME.get(json);
+    if (tag !== undefined) return create(BlockIdSchema, { kind: { case: "tag", value: tag } });
+    if (json.length === 66 && json.startsWith("0x")) {
+      if (!forms.hash) fail(`want ${want}, got a 32-byte hash`);
+      return create(BlockIdSchema, { kind: { case: "hash", value: decodeData(json, { length: 32 }) } });
+    }
+    if (forms.decimal && DECIMAL.test(json)) return fromDecimal(BigInt(json));
+    if (!json.startsWith("0x")) fail(`want ${want}, got "${json.length > 40 ? `${json.slice(0, 37)}...` : json}"`);
+    return create(BlockIdSchema, { kind: { case: "number", value: decodeUint64(json) } });
+  };
+  const fromDecimal = (n: bigint): BlockId => {
+    if (n >= 1n << 64n) fail("block number exceeds 64 bits");
+    return create(BlockIdSchema, { kind: { case: "number", value: n } });
+  };
+  return {
+    decode(json) {
+      if (typeof json === "string") return decodeString(json);
+      if (typeof json === "number" && forms.decimal) {
+        if (!Number.isSafeInteger(json) || json < 0) fail(`want a non-negative block number, got ${json}`);
+        return fromDecimal(BigInt(json));
+      }
+      if (typeof json === "object" && json !== null && !Array.isArray(json) && forms.hash) {
+        // EIP-1898: {"blockNumber": q} or {"blockHash": h, "requireCanonical": b}
+        const o = json as Record<string, unknown>;
+        const keys = Object.keys(o);
+        if ("blockNumber" in o && keys.length === 1) {
+          return create(BlockIdSchema, { kind: { case: "number", value: decodeUint64(o.blockNumber) } });
+        }
+        if ("blockHash" in o && keys.every((k) => k === "blockHash" || k === "requireCanonical")) {
+          if (o.requireCanonical !== undefined && typeof o.requireCanonical !== "boolean") {
+            fail("requireCanonical must be a boolean");
+          }
+          return create(BlockIdSchema, {
+            kind: { case: "hash", value: decodeData(o.blockHash, { length: 32 }) },
+            requireCanonical: o.requireCanonical === true,
+          });
+        }
+        fail('want {"blockNumber": ...} or {"blockHash": ..., "requireCanonical": ...}');
+      }
+      return fail(`want ${want}, got ${json === null ? "null" : Array.isArray(json) ? "an array" : typeof json}`);
+    },
+    encode(value) {
+      const kind = value.kind;
+      switch (kind.case) {
+        case "number":
+          return `"${encodeQuantity(kind.value)}"`;
+        case "tag": {
+          const name = TAG_NAMES.get(kind.value);
+          if (name === undefined) fail("block tag is unspecified");
+          return `"${name}"`;
+        }
+        case "hash":
+          if (!forms.hash) fail(`want ${want}, got a hash`);
+          if (kind.value.length !== 32) fail(`block hash: want 32 bytes, got ${kind.value.length}`);
+          return value.requireCanonical
+            ? `{"blockHash":"${encodeData(kind.value)}","requireCanonical":true}`
+            : `"${encodeData(kind.value)}"`;
+        default:
+          return fail("block is unset: set number, tag or hash");
+      }
+    },
+  };
+}
+
+function blockTransactionsCodec(registry: CodecRegistry): ValueCodec<BlockTransactions> {
+  const transaction = registry.message<Transaction>(TransactionSchema);
+  return {
+    decode(json) {
+      if (!Array.isArray(json)) fail("want an array of transaction hashes or objects");
+      const message = create(BlockTransactionsSchema);
+      if (json.length === 0) return message;
+      let i = 0;
+      try {
+        if (typeof json[0] === "string") {
+          for (; i < json.length; i++) message.hashes.push(decodeData(json[i], { length: 32 }));
+        } else {
+          for (; i < json.length; i++) message.full.push(transaction.decode(json[i]));
+        }
+      } catch (err) {
+        throw locate(err, `[${i}]`);
+      }
+      return message;
+    },
+    encode(value) {
+      if (value.hashes.length && value.full.length) fail("set either hashes or full transactions, not both");
+      if (value.hashes.length) {
+        return `[${value.hashes.map((h) => (h.length === 32 ? `"${encodeData(h)}"` : fail("transaction hash: want 32 bytes"))).join(",")}]`;
+      }
+      return `[${value.full.map((t) => transaction.encode(t)).join(",")}]`;
+    },
+  };
+}
+
+const topicFilterCodec: ValueCodec<TopicFilter> = {
+  decode(json) {
+    if (json === null) return create(TopicFilterSchema);
+    if (typeof json === "string") return create(TopicFilterSchema, { anyOf: [decodeData(json, { length: 32 })] });
+    if (Array.isArray(json)) {
+      return create(TopicFilterSchema, {
+        anyOf: json.map((t, i) => {
+          try {
+            return decodeData(t, { length: 32 });
+          } catch (err) {
+            throw locate(err, `[${i}]`);
+          }
+        }),
+      });
+    }
+    return fail("want null, a 32-byte topic or an array of topics");
+  },
+  encode(value) {
+    const topics = value.anyOf.map((t) => (t.length === 32 ? `"${encodeData(t)}"` : fail("topic: want 32 bytes")));
+    if (topics.length === 0) return "null";
+    return topics.length === 1 ? (topics[0] as string) : `[${topics.join(",")}]`;
+  },
+};
+
+/**
+ * The eth_getLogs filter: accepts the seed's "blockhash" spelling and a single
+ * address string, and rejects blockHash together with fromBlock/toBlock.
+ */
+function logFilterCodec(registry: CodecRegistry, schema: DescMessage): ValueCodec<LogFilter> {
+  const generic = registry.compileGeneric<LogFilter>(schema);
+  return {
+    decode(json) {
+      if (typeof json !== "object" || json === null || Array.isArray(json)) fail("want a filter object");
+      let source = json as Record<string, unknown>;
+      if ("blockhash" in source || typeof source.address === "string") {
+        source = { ...source };
+        if ("blockhash" in source) {
+          if ("blockHash" in source) fail("blockhash and blockHash are the same field; send one");
+          source.blockHash = source.blockhash;
+          delete source.blockhash;
+        }
+        if (typeof source.address === "string") source.address = [source.address];
+      }
+      const filter = generic.decode(source);
+      if (filter.blockHash !== undefined && (filter.fromBlock !== undefined || filter.toBlock !== undefined)) {
+        fail("cannot specify both blockHash and fromBlock/toBlock, choose one or the other");
+      }
+      for (const [name, id] of [["fromBlock", filter.fromBlock], ["toBlock", filter.toBlock]] as const) {
+        if (id?.kind.case === "hash") throw new CodecError(name, "want a block number or tag, got a hash");
+      }
+      return filter;
+    },
+    encode(value) {
+      if (value.blockHash !== undefined && (value.fromBlock !== undefined || value.toBlock !== undefined)) {
+        fail("cannot specify both block_hash and from_block/to_block, choose one or the other");
+      }
+      return generic.encode(value);
+    },
+  };
+}
+
+/** Special codecs of the Ethereum package, by message type name. */
+export const ethSpecialCodecs: ReadonlyMap<string, SpecialCodecFactory> = new Map<string, SpecialCodecFactory>([
+  [Uint256Schema.typeName, () => uint256Codec as ValueCodec<Message>],
+  [BlockIdSchema.typeName, () => blockIdCodec(ANY_BLOCK) as ValueCodec<Message>],
+  [BlockTransactionsSchema.typeName, (registry) => blockTransactionsCodec(registry) as ValueCodec<Message>],
+  [TopicFilterSchema.typeName, () => topicFilterCodec as ValueCodec<Message>],
+  [LogFilterSchema.typeName, (registry, schema) => logFilterCodec(registry, schema) as ValueCodec<Message>],
+]);

@@ -1,0 +1,182 @@
+/**
+ * Strict hex codecs for JSON-RPC values. Decoders reject anything that is not
+ * exactly the encoding they name (Buffer.from(hex) alone silently truncates at
+ * the first bad digit); encoders always write the canonical lowercase form.
+ */
+
+import { CodecError } from "./codec-error.js";
+
+/** Thrown when a JSON value does not have the expected hex encoding. */
+export class HexError extends CodecError {
+  override name = "HexError";
+  constructor(reason: string) {
+    super("", reason);
+  }
+}
+
+const QUANTITY = /^0x(?:0|[1-9a-fA-F][0-9a-fA-F]*)$/;
+const FELT = /^0x(?:0|[1-9a-fA-F][0-9a-fA-F]{0,62})$/;
+const HEX_DIGITS = /^0x[0-9a-fA-F]*$/;
+
+const U64_MAX = (1n << 64n) - 1n;
+const U256_MAX = (1n << 256n) - 1n;
+
+function describe(value: unknown): string {
+  if (typeof value === "string") {
+    return value.length > 80 ? `"${value.slice(0, 77)}..."` : JSON.stringify(value);
+  }
+  return value === null ? "null" : Array.isArray(value) ? "an array" : typeof value;
+}
+
+/** Decodes a QUANTITY ("0x0", "0x1a"; no leading zeros) into a bigint. */
+export function decodeQuantity(value: unknown, maxBits = 256): bigint {
+  if (typeof value !== "string") {
+    throw new HexError(`want a hex quantity string, got ${describe(value)}`);
+  }
+  if (!QUANTITY.test(value)) {
+    if (value === "0x" || !value.startsWith("0x")) {
+      throw new HexError(`invalid hex quantity ${describe(value)}: want 0x followed by hex digits`);
+    }
+    if (HEX_DIGITS.test(value)) {
+      throw new HexError(`invalid hex quantity ${describe(value)}: leading zero digits`);
+    }
+    throw new HexError(`invalid hex quantity ${describe(value)}: not a hex number`);
+  }
+  // 64 hex digits are 256 bits; check length first so BigInt never sees huge input.
+  if (value.length - 2 > Math.ceil(maxBits / 4)) {
+    throw new HexError(`hex quantity ${describe(value)} exceeds ${maxBits} bits`);
+  }
+  const n = BigInt(value);
+  if (maxBits === 64 ? n > U64_MAX : maxBits === 256 ? n > U256_MAX : n >= 1n << BigInt(maxBits)) {
+    throw new HexError(`hex quantity ${describe(value)} exceeds ${maxBits} bits`);
+  }
+  return n;
+}
+
+/** Decodes a QUANTITY that must fit in 64 bits. */
+export function decodeUint64(value: unknown): bigint {
+  return decodeQuantity(value, 64);
+}
+
+/** Encodes a non-negative bigint as a canonical QUANTITY. */
+export function encodeQuantity(value: bigint): string {
+  if (value < 0n) throw new HexError(`negative quantity ${value}`);
+  return `0x${value.toString(16)}`;
+}
+
+export interface DataRules {
+  /** Exact length in bytes (0 = any). */
+  length?: number;
+  /** Maximum length in bytes (0 = any). */
+  maxLength?: number;
+}
+
+/** Decodes DATA ("0x", "0xdeadbeef": two hex digits per byte) into bytes. */
+export function decodeData(value: unknown, rules?: DataRules): Uint8Array {
+  if (typeof value !== "string") {
+    throw new HexError(`want a hex data string, got ${describe(value)}`);
+  }
+  if (value.length < 2 || value.charCodeAt(0) !== 48 || (value.charCodeAt(1) | 0x20) !== 120) {
+    throw new HexError(`invalid hex data ${describe(value)}: want 0x prefix`);
+  }
+  const digits = value.length - 2;
+  if (digits % 2 !== 0) {
+    throw new HexError(`invalid hex data ${describe(value)}: odd number of digits`);
+  }
+  const length = rules?.length ?? 0;
+  if (length && digits !== length * 2) {
+    throw new HexError(`invalid hex data ${describe(value)}: want ${length} bytes, got ${digits / 2}`);
+  }
+  const maxLength = rules?.maxLength ?? 0;
+  if (maxLength && digits > maxLength * 2) {
+    throw new HexError(`invalid hex data ${describe(value)}: want at most ${maxLength} bytes, got ${digits / 2}`);
+  }
+  // Buffer.from stops at the first invalid pair, so a short result means bad input.
+  const bytes = Buffer.from(value.slice(2), "hex");
+  if (bytes.length * 2 !== digits) {
+    throw new HexError(`invalid hex data ${describe(value)}: not hex`);
+  }
+  return bytes;
+}
+
+/** Encodes bytes as DATA: 0x and two lowercase digits per byte. */
+export function encodeData(bytes: Uint8Array): string {
+  if (bytes.length === 0) return "0x";
+  return `0x${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("hex")}`;
+}
+
+/** Big-endian bytes without leading zero bytes (empty for zero). */
+export function bigintToBytes(value: bigint): Uint8Array {
+  if (value < 0n) throw new HexError(`negative value ${value}`);
+  if (value === 0n) return new Uint8Array(0);
+  let hex = value.toString(16);
+  if (hex.length % 2) hex = `0${hex}`;
+  return Buffer.from(hex, "hex");
+}
+
+/** Reads big-endian bytes as an unsigned integer. */
+export function bytesToBigint(bytes: Uint8Array): bigint {
+  if (bytes.length === 0) return 0n;
+  return BigInt(`0x${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("hex")}`);
+}
+
+/** Strips leading zero bytes (a minimal big-endian magnitude). */
+export function trimLeadingZeros(bytes: Uint8Array): Uint8Array {
+  let i = 0;
+  while (i < bytes.length && bytes[i] === 0) i++;
+  return i === 0 ? bytes : bytes.subarray(i);
+}
+
+/** Decodes a QUANTITY into minimal big-endian bytes (for Uint256 values). */
+export function decodeQuantityBytes(value: unknown, maxBits = 256): Uint8Array {
+  return bigintToBytes(decodeQuantity(value, maxBits));
+}
+
+/** Encodes minimal big-endian bytes as a QUANTITY; leading zero bytes are rejected. */
+export function encodeQuantityBytes(bytes: Uint8Array): string {
+  if (bytes.length === 0) return "0x0";
+  if (bytes[0] === 0) throw new HexError("quantity bytes have a leading zero byte");
+  const hex = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("hex");
+  return hex.charCodeAt(0) === 48 ? `0x${hex.slice(1)}` : `0x${hex}`;
+}
+
+/** Decodes a Starknet FELT (0x, at most 63 digits, no leading zeros) into minimal bytes. */
+export function decodeFelt(value: unknown): Uint8Array {
+  if (typeof value !== "string") {
+    throw new HexError(`want a felt hex string, got ${describe(value)}`);
+  }
+  if (!FELT.test(value)) {
+    throw new HexError(`invalid felt ${describe(value)}: want 0x and at most 63 hex digits without leading zeros`);
+  }
+  return bigintToBytes(BigInt(value));
+}
+
+/** Encodes minimal big-endian bytes as a FELT ("0x0" for zero). */
+export function encodeFelt(bytes: Uint8Array): string {
+  return encodeQuantityBytes(trimLeadingZeros(bytes));
+}
+
+/**
+ * Decodes a storage slot as nodes accept it: 0x and 1 to 64 hex digits, any
+ * case, leading zeros allowed; an odd digit count is padded. 64 digits give
+ * 32 bytes, fewer give the minimal value (geth's decodeHash).
+ */
+export function decodeStorageSlot(value: unknown): Uint8Array {
+  if (typeof value !== "string") {
+    throw new HexError(`want a hex storage slot string, got ${describe(value)}`);
+  }
+  if (!HEX_DIGITS.test(value) || value.length === 2) {
+    throw new HexError(`invalid hex in storage slot ${describe(value)}`);
+  }
+  const digits = value.length - 2;
+  if (digits > 64) {
+    throw new HexError(`storage slot too long (want at most 32 bytes): ${describe(value)}`);
+  }
+  if (digits === 64) return Buffer.from(value.slice(2), "hex");
+  return trimLeadingZeros(Buffer.from(digits % 2 ? `0${value.slice(2)}` : value.slice(2), "hex"));
+}
+
+/** Encodes a storage slot: 32 bytes as 64 digits, shorter values as a QUANTITY. */
+export function encodeStorageSlot(bytes: Uint8Array): string {
+  return bytes.length === 32 ? encodeData(bytes) : encodeQuantityBytes(trimLeadingZeros(bytes));
+}

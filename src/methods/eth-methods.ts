@@ -1,0 +1,65 @@
+/**
+ * The Ethereum methods: one entry per EthService RPC. The twelve seed methods
+ * come first; the rest are common reads callers expect next to them.
+ */
+import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { ANY_BLOCK, blockIdCodec, NUMBER_OR_TAG } from "../codec/eth-types.js";
+import type { MethodEntry } from "./method-table.js";
+import type { ParamRules } from "./params-codec.js";
+
+const m = EthService.method;
+
+/** A block param that takes a number or tag; typed callers that leave it unset get "latest". */
+const numberOrTag: ParamRules = { codec: blockIdCodec(NUMBER_OR_TAG), whenUnset: '"latest"' };
+
+/**
+ * A block param that also takes a hash (EIP-1898). The seed calls it required,
+ * but every node defaults it to latest when absent (execution-apis records
+ * that), so the native path lets it be absent.
+ */
+const anyBlock: ParamRules = { codec: blockIdCodec(ANY_BLOCK), whenUnset: '"latest"', optional: true };
+
+/** eth_getBlockReceipts also takes a decimal number (the seed says so); nodes want hex, so it is rewritten. */
+const receiptsBlock: ParamRules = {
+  codec: blockIdCodec({ hash: true, decimal: true }),
+  whenUnset: '"latest"',
+  needsRewrite: (json) => typeof json === "number" || (typeof json === "string" && /^[0-9]+$/.test(json)),
+};
+
+const callObject: ParamRules = { whenUnset: "{}" };
+
+export const ethMethods: readonly MethodEntry[] = [
+  { rpc: m.getStorageAt, params: { block: anyBlock } },
+  {
+    rpc: m.getLogs,
+    params: {
+      filter: {
+        whenUnset: "{}",
+        // The seed spells blockHash as blockhash once; case-sensitive nodes would ignore it.
+        needsRewrite: (json) => typeof json === "object" && json !== null && "blockhash" in json,
+      },
+    },
+  },
+  { rpc: m.getBlockByHash },
+  { rpc: m.getBlockByNumber, params: { block: numberOrTag } },
+  { rpc: m.getUncleByBlockNumberAndIndex, params: { block: numberOrTag } },
+  { rpc: m.getUncleByBlockHashAndIndex },
+  { rpc: m.getTransactionByBlockNumberAndIndex, params: { block: numberOrTag } },
+  { rpc: m.getTransactionReceipt },
+  { rpc: m.getBlockReceipts, params: { block: receiptsBlock } },
+  { rpc: m.estimateGas, params: { transaction: callObject, block: anyBlock } },
+  { rpc: m.call, params: { transaction: callObject, block: anyBlock } },
+  { rpc: m.getProof, params: { block: anyBlock } },
+
+  { rpc: m.blockNumber },
+  { rpc: m.chainId },
+  { rpc: m.gasPrice },
+  { rpc: m.getBalance, params: { block: anyBlock } },
+  { rpc: m.getCode, params: { block: anyBlock } },
+  { rpc: m.getTransactionCount, params: { block: anyBlock } },
+  { rpc: m.getTransactionByHash },
+  { rpc: m.getTransactionByBlockHashAndIndex },
+  { rpc: m.getBlockTransactionCountByNumber, params: { block: numberOrTag } },
+  { rpc: m.getBlockTransactionCountByHash },
+  { rpc: m.feeHistory, params: { newest_block: numberOrTag } },
+];

@@ -1,0 +1,180 @@
+/**
+ * A method's params, derived from its request message: the request's fields
+ * in field-number order are the JSON-RPC positional params (or, for methods
+ * that take named params, keys named after the fields).
+ */
+import { create, type DescField, type DescMessage, type Message } from "@bufbuild/protobuf";
+import { CodecError, locate } from "../codec/codec-error.js";
+import type { CodecRegistry, ValueCodec } from "../codec/message-codec.js";
+
+/** How one param is read and written, beyond its field's codec. */
+export interface ParamRules {
+  /** The native path accepts the param absent (the node applies its default). */
+  optional?: boolean;
+  /** JSON text sent when a typed caller leaves the field unset (for a block: "latest"). */
+  whenUnset?: string;
+  /** Overrides the field's codec (a block param that accepts fewer forms). */
+  codec?: ValueCodec;
+  /**
+   * True when the caller's spelling must be rewritten before it goes upstream
+   * (a decimal block number, the seed's "blockhash" key).
+   */
+  needsRewrite?: (json: unknown) => boolean;
+}
+
+/** A param the native path rejects: JSON-RPC -32602 naming the param. */
+export class InvalidParamsError extends Error {
+  override name = "InvalidParamsError";
+  constructor(message: string) {
+    super(message);
+  }
+}
+
+interface ParamPlan {
+  index: number;
+  /** The name callers see in errors: the field's JSON name (blockHash, fullTransactions). */
+  displayName: string;
+  /** The key of a named param: the proto field name (block_id, index). */
+  namedKey: string;
+  localName: string;
+  list: boolean;
+  message: boolean;
+  codec: ValueCodec;
+  rules: ParamRules;
+}
+
+export interface DecodedParams<M extends Message> {
+  request: M;
+  /** The params JSON text to forward when the caller's text must not go as sent. */
+  rewritten?: string;
+}
+
+export type ParamStyle = "positional" | "positional-or-named";
+
+export class ParamsCodec<M extends Message = Message> {
+  readonly #schema: DescMessage;
+  readonly #plans: ParamPlan[];
+  readonly #style: ParamStyle;
+
+  constructor(
+    registry: CodecRegistry,
+    schema: DescMessage,
+    rules: Readonly<Record<string, ParamRules>>,
+    style: ParamStyle,
+  ) {
+    this.#schema = schema;
+    this.#style = style;
+    for (const name of Object.keys(rules)) {
+      if (!schema.fields.some((f) => f.name === name)) throw new Error(`${schema.typeName} has no field ${name}`);
+    }
+    this.#plans = schema.fields.map((field: DescField, index) => ({
+      index,
+      displayName: field.jsonName,
+      namedKey: field.name,
+      localName: field.localName,
+      list: field.fieldKind === "list",
+      message: field.fieldKind === "message",
+      codec: rules[field.name]?.codec ?? registry.field(field),
+      rules: rules[field.name] ?? {},
+    }));
+  }
+
+  /** The names of the params in order, for documentation and errors. */
+  get names(): string[] {
+    return this.#plans.map((p) => p.displayName);
+  }
+
+  /** Typed request -> JSON params text. Throws CodecError naming the field. */
+  encode(request: M): string {
+    const message = request as unknown as Record<string, unknown>;
+    if (this.#plans.length === 0) return "[]";
+    let out = "[";
+    for (const plan of this.#plans) {
+      const value = message[plan.localName];
+      let text: string;
+      try {
+        if (plan.list) {
+          text = `[${(value as unknown[]).map((v, i) => encodeItem(plan.codec, v, i)).join(",")}]`;
+        } else if (value === undefined) {
+          if (plan.rules.whenUnset === undefined) throw new CodecError("", "required, but unset");
+          text = plan.rules.whenUnset;
+        } else {
+          text = plan.codec.encode(value);
+        }
+      } catch (err) {
+        throw locate(err, plan.displayName);
+      }
+      out += out.length > 1 ? `,${text}` : text;
+    }
+    return `${out}]`;
+  }
+
+  /** JSON params (as parsed from the caller's text) -> typed request. Throws InvalidParamsError. */
+  decode(params: unknown): DecodedParams<M> {
+    let values: unknown[];
+    if (params === undefined || params === null) {
+      values = [];
+    } else if (Array.isArray(params)) {
+      values = params;
+    } else if (typeof params === "object" && this.#style === "positional-or-named") {
+      const named = params as Record<string, unknown>;
+      for (const key of Object.keys(named)) {
+        if (!this.#plans.some((p) => p.namedKey === key)) {
+          throw new InvalidParamsError(`invalid params: unknown param "${key}", want ${this.#plans.map((p) => p.namedKey).join(", ")}`);
+        }
+      }
+      values = this.#plans.map((p) => named[p.namedKey]);
+    } else {
+      throw new InvalidParamsError(
+        this.#style === "positional" ? "invalid params: want a JSON array of positional params" : "invalid params: want a JSON array or object",
+      );
+    }
+    if (values.length > this.#plans.length) {
+      throw new InvalidParamsError(`too many arguments, want at most ${this.#plans.length}`);
+    }
+    const message = create(this.#schema) as unknown as Record<string, unknown>;
+    let rewrite = false;
+    for (const plan of this.#plans) {
+      const json = values[plan.index];
+      if (json === undefined || (json === null && plan.rules.optional)) {
+        if (!plan.rules.optional) {
+          throw new InvalidParamsError(`missing value for required argument ${plan.index} (${plan.displayName})`);
+        }
+        continue;
+      }
+      try {
+        if (plan.list) {
+          if (!Array.isArray(json)) throw new CodecError("", "want an array");
+          message[plan.localName] = json.map((v, i) => decodeItem(plan.codec, v, i));
+        } else {
+          message[plan.localName] = plan.codec.decode(json);
+        }
+      } catch (err) {
+        if (!(err instanceof CodecError)) throw err;
+        const e = err;
+        const where = e.path ? ` ${e.path}` : "";
+        throw new InvalidParamsError(`invalid argument ${plan.index} (${plan.displayName}${where}): ${e.reason}`);
+      }
+      if (plan.rules.needsRewrite?.(json)) rewrite = true;
+    }
+    const request = message as unknown as M;
+    return rewrite ? { request, rewritten: this.encode(request) } : { request };
+  }
+}
+
+function encodeItem(codec: ValueCodec, value: unknown, i: number): string {
+  try {
+    return codec.encode(value);
+  } catch (err) {
+    throw locate(err, `[${i}]`);
+  }
+}
+
+function decodeItem(codec: ValueCodec, value: unknown, i: number): unknown {
+  try {
+    return codec.decode(value);
+  } catch (err) {
+    throw locate(err, `[${i}]`);
+  }
+}
+

@@ -1,0 +1,3 @@
+export default async function setup(): Promise<() => Promise<void>> {
+  return async () => {};
+}
