@@ -1,0 +1,102 @@
+/**
+ * The embedded default upstream: a local Anvil node from the
+ * @foundry-rs/anvil npm package (its platform package ships the binary).
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { createRequire } from "node:module";
+import net from "node:net";
+import { dirname, join } from "node:path";
+
+export interface AnvilOptions {
+  /** Port to listen on; 0 picks a free one. */
+  port?: number;
+  /** Extra command-line arguments (--block-time, --chain-id, ...). */
+  args?: string[];
+}
+
+export interface AnvilNode {
+  /** HTTP JSON-RPC URL. */
+  url: string;
+  /** WebSocket JSON-RPC URL (Anvil serves both on one port). */
+  wsUrl: string;
+  port: number;
+  stop(): Promise<void>;
+}
+
+const PLATFORM_PACKAGES: Record<string, string> = {
+  "linux-x64": "@foundry-rs/anvil-linux-amd64",
+  "linux-arm64": "@foundry-rs/anvil-linux-arm64",
+  "darwin-x64": "@foundry-rs/anvil-darwin-amd64",
+  "darwin-arm64": "@foundry-rs/anvil-darwin-arm64",
+  "win32-x64": "@foundry-rs/anvil-win32-amd64",
+};
+
+/** Path of the anvil binary installed by npm for this platform. */
+export function anvilBinary(): string {
+  const pkg = PLATFORM_PACKAGES[`${process.platform}-${process.arch}`];
+  if (pkg === undefined) throw new Error(`no Anvil build for ${process.platform}-${process.arch}`);
+  const require = createRequire(import.meta.url);
+  const manifest = require.resolve(`${pkg}/package.json`);
+  return join(dirname(manifest), "bin", process.platform === "win32" ? "anvil.exe" : "anvil");
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForRpc(url: string, child: ChildProcess, deadlineMs: number): Promise<void> {
+  const started = Date.now();
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`anvil exited with code ${child.exitCode}`);
+    try {
+      const res = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}',
+      });
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() - started > deadlineMs) throw new Error("anvil did not answer within the deadline");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Starts Anvil on 127.0.0.1 and resolves once it answers JSON-RPC. */
+export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilNode> {
+  const port = options.port || (await freePort());
+  const child = spawn(anvilBinary(), ["--host", "127.0.0.1", "--port", String(port), "--silent", ...(options.args ?? [])], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  child.stderr?.on("data", (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-2000);
+  });
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await waitForRpc(url, child, 15_000);
+  } catch (err) {
+    child.kill("SIGKILL");
+    throw new Error(`${(err as Error).message}${stderr ? `: ${stderr.trim()}` : ""}`);
+  }
+  return {
+    url,
+    wsUrl: `ws://127.0.0.1:${port}`,
+    port,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill("SIGTERM");
+        setTimeout(() => child.kill("SIGKILL"), 3000).unref();
+      }),
+  };
+}

@@ -1,0 +1,52 @@
+/**
+ * The one error type that crosses layers. It holds the JSON-RPC error exactly
+ * as a legacy caller will see it, plus how the typed path and the native HTTP
+ * path express it (gRPC code, HTTP status). Upstream errors and nodegate's own
+ * errors both become a GatewayError; the front doors only render it.
+ */
+import { Code } from "@connectrpc/connect";
+
+export interface JsonRpcErrorObject {
+  code: number;
+  message: string;
+  /** Raw JSON text of error.data, when there is one. */
+  data?: string;
+}
+
+export interface GatewayErrorInit extends JsonRpcErrorObject {
+  grpcCode: Code;
+  /** HTTP status on the native path; 200 for errors the node itself answers with. */
+  httpStatus?: number;
+  /** Seconds a caller should wait before retrying (rate limits), sent as Retry-After and RetryInfo. */
+  retryAfterSeconds?: number;
+  /** Who produced it: the upstream node, or nodegate. */
+  origin?: "upstream" | "nodegate";
+  /** Kept for logs only, never sent. */
+  cause?: unknown;
+}
+
+export class GatewayError extends Error {
+  override name = "GatewayError";
+  readonly code: number;
+  readonly data: string | undefined;
+  readonly grpcCode: Code;
+  readonly httpStatus: number;
+  readonly retryAfterSeconds: number | undefined;
+  readonly origin: "upstream" | "nodegate";
+
+  constructor(init: GatewayErrorInit) {
+    super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
+    this.code = init.code;
+    this.data = init.data;
+    this.grpcCode = init.grpcCode;
+    this.httpStatus = init.httpStatus ?? 200;
+    this.retryAfterSeconds = init.retryAfterSeconds;
+    this.origin = init.origin ?? "nodegate";
+  }
+
+  /** The JSON-RPC error object as JSON text. */
+  toJson(): string {
+    const head = `{"code":${this.code},"message":${JSON.stringify(this.message)}`;
+    return this.data === undefined ? `${head}}` : `${head},"data":${this.data}}`;
+  }
+}

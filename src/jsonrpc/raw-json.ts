@@ -1,0 +1,146 @@
+/**
+ * Finds the spans of JSON values in raw bytes without building them, so the
+ * native path can forward a caller's params and a node's result as the exact
+ * text they sent (ids echoed as written, big numbers untouched, no
+ * parse/stringify of large answers).
+ */
+
+export class RawJsonError extends Error {
+  override name = "RawJsonError";
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+const COLON = 0x3a;
+const COMMA = 0x2c;
+
+export function isWhitespace(c: number | undefined): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+}
+
+export function skipWhitespace(buf: Uint8Array, i: number): number {
+  while (i < buf.length && isWhitespace(buf[i])) i++;
+  return i;
+}
+
+/** Index just after the closing quote of the string starting at `i` (which must be a quote). */
+export function skipString(buf: Uint8Array, i: number): number {
+  let j = i + 1;
+  for (;;) {
+    const q = buf.indexOf(QUOTE, j);
+    if (q < 0) throw new RawJsonError("unterminated string");
+    // A quote preceded by an odd number of backslashes is escaped.
+    let k = q - 1;
+    while (k > i && buf[k] === BACKSLASH) k--;
+    if ((q - 1 - k) % 2 === 0) return q + 1;
+    j = q + 1;
+  }
+}
+
+/**
+ * Index just after the JSON value starting at `i` (leading whitespace allowed).
+ * Checks structure (brackets, strings, separators), not the spelling of
+ * numbers and literals, which JSON.parse of the envelope already checked.
+ */
+export function skipValue(buf: Uint8Array, i: number): number {
+  i = skipWhitespace(buf, i);
+  const c = buf[i];
+  if (c === QUOTE) return skipString(buf, i);
+  if (c !== OPEN_BRACE && c !== OPEN_BRACKET) {
+    // number, true, false, null: runs to the next delimiter
+    let j = i;
+    while (j < buf.length) {
+      const d = buf[j];
+      if (d === COMMA || d === CLOSE_BRACE || d === CLOSE_BRACKET || isWhitespace(d)) break;
+      j++;
+    }
+    if (j === i) throw new RawJsonError(`unexpected ${c === undefined ? "end of input" : `character at ${i}`}`);
+    return j;
+  }
+  let depth = 0;
+  let j = i;
+  while (j < buf.length) {
+    const d = buf[j] as number;
+    if (d === QUOTE) {
+      j = skipString(buf, j);
+      continue;
+    }
+    if (d === OPEN_BRACE || d === OPEN_BRACKET) depth++;
+    else if (d === CLOSE_BRACE || d === CLOSE_BRACKET) {
+      depth--;
+      if (depth === 0) return j + 1;
+    }
+    j++;
+  }
+  throw new RawJsonError("unterminated object or array");
+}
+
+function readKey(buf: Uint8Array, start: number, end: number): string {
+  // Keys with escapes are rare; let JSON.parse read them exactly.
+  const raw = Buffer.from(buf.buffer, buf.byteOffset + start, end - start);
+  return raw.includes(BACKSLASH) ? (JSON.parse(raw.toString("utf8")) as string) : raw.toString("utf8", 1, raw.length - 1);
+}
+
+export interface Span {
+  start: number;
+  end: number;
+}
+
+/**
+ * Calls `visit(key, valueStart)` for each member of the object starting at `i`;
+ * `visit` returns the index after the value (or -1 to let the scanner skip it).
+ * Returns the index after the closing brace.
+ */
+export function scanObject(buf: Uint8Array, i: number, visit: (key: string, valueStart: number) => number): number {
+  i = skipWhitespace(buf, i);
+  if (buf[i] !== OPEN_BRACE) throw new RawJsonError("want an object");
+  i = skipWhitespace(buf, i + 1);
+  if (buf[i] === CLOSE_BRACE) return i + 1;
+  for (;;) {
+    if (buf[i] !== QUOTE) throw new RawJsonError("want a member name");
+    const keyEnd = skipString(buf, i);
+    const key = readKey(buf, i, keyEnd);
+    i = skipWhitespace(buf, keyEnd);
+    if (buf[i] !== COLON) throw new RawJsonError("want ':' after a member name");
+    const valueStart = skipWhitespace(buf, i + 1);
+    const end = visit(key, valueStart);
+    i = skipWhitespace(buf, end < 0 ? skipValue(buf, valueStart) : end);
+    if (buf[i] === COMMA) {
+      i = skipWhitespace(buf, i + 1);
+      continue;
+    }
+    if (buf[i] === CLOSE_BRACE) return i + 1;
+    throw new RawJsonError("want ',' or '}' in an object");
+  }
+}
+
+/** The spans of the elements of the array starting at `i`. */
+export function scanArray(buf: Uint8Array, i: number): { elements: Span[]; end: number } {
+  i = skipWhitespace(buf, i);
+  if (buf[i] !== OPEN_BRACKET) throw new RawJsonError("want an array");
+  const elements: Span[] = [];
+  i = skipWhitespace(buf, i + 1);
+  if (buf[i] === CLOSE_BRACKET) return { elements, end: i + 1 };
+  for (;;) {
+    const start = i;
+    const end = skipValue(buf, i);
+    elements.push({ start, end });
+    i = skipWhitespace(buf, end);
+    if (buf[i] === COMMA) {
+      i = skipWhitespace(buf, i + 1);
+      continue;
+    }
+    if (buf[i] === CLOSE_BRACKET) return { elements, end: i + 1 };
+    throw new RawJsonError("want ',' or ']' in an array");
+  }
+}
+
+/** Index of the last non-whitespace byte at or before `i`, or -1. */
+export function lastNonWhitespace(buf: Uint8Array, i: number): number {
+  while (i >= 0 && isWhitespace(buf[i])) i--;
+  return i;
+}

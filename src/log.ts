@@ -1,0 +1,23 @@
+/**
+ * The root logger. API keys travel in URL paths and headers, so request URLs
+ * and key headers are never logged as they are; these paths are redacted in
+ * case one slips into a log object.
+ */
+import { type DestinationStream, type Logger, type LoggerOptions, pino } from "pino";
+
+export const REDACT_PATHS = [
+  "req.url",
+  "req.headers.authorization",
+  'req.headers["x-api-key"]',
+  "headers.authorization",
+  'headers["x-api-key"]',
+  "apiKey",
+  "key",
+  "url",
+  "upstreamUrl",
+];
+
+export function createLogger(level: string, destination?: DestinationStream): Logger {
+  const options: LoggerOptions = { level, redact: { paths: REDACT_PATHS, censor: "[redacted]" }, base: { service: "nodegate" } };
+  return destination ? pino(options, destination) : pino(options);
+}

@@ -1,0 +1,109 @@
+/**
+ * JSON-RPC over HTTP(S) through an undici keep-alive pool: one POST per call,
+ * a per-request deadline, and cancellation when the caller goes away.
+ */
+import { Pool, errors as undiciErrors } from "undici";
+import { cancelled, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
+import { GatewayError } from "../errors/gateway-error.js";
+import { readReply, requestBody, type UpstreamResult } from "./reply.js";
+import type { CallOptions, Upstream } from "./upstream.js";
+
+export interface HttpUpstreamOptions {
+  /** The node's URL, for example https://mainnet.example/v3/<KEY>. */
+  url: string;
+  /** Safe-to-log name. */
+  label: string;
+  /** Sockets kept open to the node. Default 64. */
+  connections?: number;
+}
+
+/** Socket error codes, in words a caller understands. */
+const NETWORK_ERRORS = new Map([
+  ["ECONNREFUSED", "connection refused"],
+  ["ECONNRESET", "connection reset"],
+  ["EPIPE", "connection closed"],
+  ["ENOTFOUND", "host not found"],
+  ["EAI_AGAIN", "host not found"],
+  ["EHOSTUNREACH", "host unreachable"],
+  ["ENETUNREACH", "host unreachable"],
+  ["ETIMEDOUT", "connect timeout"],
+]);
+
+export class HttpUpstream implements Upstream {
+  readonly label: string;
+  readonly #pool: Pool;
+  readonly #path: string;
+  readonly #headers: Record<string, string>;
+  #nextId = 1;
+
+  constructor(options: HttpUpstreamOptions) {
+    const url = new URL(options.url);
+    if (url.protocol !== "http:" && url.protocol !== "https:") {
+      throw new Error(`upstream ${options.label}: want an http(s) URL`);
+    }
+    this.label = options.label;
+    this.#path = `${url.pathname}${url.search}`;
+    this.#headers = { "content-type": "application/json" };
+    if (url.username || url.password) {
+      const user = decodeURIComponent(url.username);
+      const secret = decodeURIComponent(url.password);
+      this.#headers.authorization = `Basic ${Buffer.from(`${user}:${secret}`).toString("base64")}`;
+    }
+    this.#pool = new Pool(url.origin, {
+      connections: options.connections ?? 64,
+      keepAliveTimeout: 30_000,
+      keepAliveMaxTimeout: 600_000,
+    });
+  }
+
+  async call(method: string, paramsText: string, options: CallOptions): Promise<UpstreamResult> {
+    const id = this.#nextId++;
+    if (this.#nextId > 0x3fffffff) this.#nextId = 1;
+    const timeout = AbortSignal.timeout(options.timeoutMs);
+    const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+    let statusCode: number;
+    let body: Buffer;
+    try {
+      const res = await this.#pool.request({
+        path: this.#path,
+        method: "POST",
+        headers: this.#headers,
+        body: requestBody(id, method, paramsText),
+        signal,
+      });
+      statusCode = res.statusCode;
+      body = Buffer.from(await res.body.arrayBuffer());
+    } catch (err) {
+      throw this.#transportError(err, options, timeout);
+    }
+    if (statusCode !== 200) {
+      // Some providers answer errors (rate limits) with a JSON-RPC body and a non-200 status.
+      try {
+        return readReply(body, id);
+      } catch (err) {
+        if (err instanceof GatewayError && err.origin === "upstream") throw err;
+      }
+      if (statusCode === 429 || statusCode >= 500) {
+        throw upstreamUnavailable(`HTTP ${statusCode}`);
+      }
+      throw upstreamBadResponse(`HTTP ${statusCode}`);
+    }
+    return readReply(body, id);
+  }
+
+  #transportError(err: unknown, options: CallOptions, timeout: AbortSignal): GatewayError {
+    if (options.signal?.aborted) return cancelled();
+    if (timeout.aborted) return upstreamTimeout(options.timeoutMs);
+    const code = (err as { code?: string }).code;
+    const words = code === undefined ? undefined : NETWORK_ERRORS.get(code);
+    if (words !== undefined) return upstreamUnavailable(words, err);
+    if (err instanceof undiciErrors.SocketError) return upstreamUnavailable("connection reset", err);
+    if (err instanceof undiciErrors.ConnectTimeoutError) return upstreamUnavailable("connect timeout", err);
+    if (err instanceof undiciErrors.UndiciError) return upstreamUnavailable(err.message, err);
+    return upstreamUnavailable("request failed", err);
+  }
+
+  async close(): Promise<void> {
+    await this.#pool.close();
+  }
+}

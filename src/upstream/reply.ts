@@ -1,0 +1,111 @@
+/**
+ * Builds a JSON-RPC request for an upstream and reads its reply: the raw span
+ * of the result (never re-serialised), or the node's error as a GatewayError.
+ */
+import { grpcCodeForJsonRpc } from "../errors/code-map.js";
+import { upstreamBadResponse } from "../errors/catalogue.js";
+import { GatewayError } from "../errors/gateway-error.js";
+import { lastNonWhitespace, RawJsonError, scanObject, skipValue, skipWhitespace } from "../jsonrpc/raw-json.js";
+
+/** The result of a successful upstream call: `body.subarray(start, end)` is the result's JSON text. */
+export interface UpstreamResult {
+  body: Buffer;
+  start: number;
+  end: number;
+}
+
+export function resultText(r: UpstreamResult): string {
+  return r.body.toString("utf8", r.start, r.end);
+}
+
+export function resultJson(r: UpstreamResult): unknown {
+  return JSON.parse(resultText(r));
+}
+
+export function requestBody(id: number, method: string, paramsText: string): string {
+  return `{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(method)},"params":${paramsText}}`;
+}
+
+/**
+ * Reads a reply to the request with id `expectedId`. When "jsonrpc" and "id"
+ * come before "result" (every node we know writes them first), the result is
+ * everything up to the closing brace, found without scanning the result.
+ */
+export function readReply(body: Buffer, expectedId: number): UpstreamResult {
+  let id: string | undefined;
+  let sawVersion = false;
+  let result: { start: number; end: number } | undefined;
+  let error: GatewayError | undefined;
+  try {
+    const start = skipWhitespace(body, 0);
+    if (body[start] !== 0x7b) throw new RawJsonError("not a JSON object");
+    let fastEnd = -1;
+    scanObject(body, start, (key, valueStart) => {
+      if (fastEnd >= 0) return body.length; // unreachable: the fast path stops scanning
+      switch (key) {
+        case "jsonrpc":
+          sawVersion = true;
+          return -1;
+        case "id": {
+          const end = skipValue(body, valueStart);
+          id = body.toString("latin1", valueStart, end);
+          return end;
+        }
+        case "result": {
+          if (sawVersion && id !== undefined) {
+            const close = lastNonWhitespace(body, body.length - 1);
+            if (body[close] !== 0x7d) throw new RawJsonError("reply does not end with '}'");
+            const end = lastNonWhitespace(body, close - 1) + 1;
+            result = { start: valueStart, end };
+            fastEnd = close;
+            return close;
+          }
+          const end = skipValue(body, valueStart);
+          result = { start: valueStart, end };
+          return end;
+        }
+        case "error": {
+          const end = skipValue(body, valueStart);
+          error = readError(body, valueStart, end);
+          return end;
+        }
+        default:
+          return -1;
+      }
+    });
+  } catch (err) {
+    if (err instanceof GatewayError) throw err;
+    throw upstreamBadResponse(err instanceof RawJsonError || err instanceof SyntaxError ? err.message : "unreadable reply", err);
+  }
+  if (id !== String(expectedId)) {
+    throw upstreamBadResponse(`reply id ${id ?? "(none)"} does not match request id ${expectedId}`);
+  }
+  if (error !== undefined) throw error;
+  if (result === undefined) throw upstreamBadResponse("reply has neither result nor error");
+  return { body, start: result.start, end: result.end };
+}
+
+function readError(body: Buffer, start: number, end: number): GatewayError {
+  const parsed = JSON.parse(body.toString("utf8", start, end)) as unknown;
+  if (typeof parsed !== "object" || parsed === null) throw new RawJsonError("error is not an object");
+  const e = parsed as Record<string, unknown>;
+  if (typeof e.code !== "number" || !Number.isInteger(e.code) || typeof e.message !== "string") {
+    throw new RawJsonError("error lacks an integer code and a string message");
+  }
+  let data: string | undefined;
+  if ("data" in e) {
+    scanObject(body, start, (key, valueStart) => {
+      if (key !== "data") return -1;
+      const valueEnd = skipValue(body, valueStart);
+      data = body.toString("utf8", valueStart, valueEnd);
+      return valueEnd;
+    });
+  }
+  return new GatewayError({
+    code: e.code,
+    message: e.message,
+    ...(data === undefined ? {} : { data }),
+    grpcCode: grpcCodeForJsonRpc(e.code),
+    origin: "upstream",
+  });
+}
