@@ -1,0 +1,73 @@
+/**
+ * Starts nodegate in-process on an ephemeral port, with its log lines
+ * captured (tests assert on them, and the secret scan reads them).
+ */
+import { Writable } from "node:stream";
+import { createApp } from "../../src/app.js";
+import { type Config, DEFAULT_LIMITS, type NetworkConfig } from "../../src/config.js";
+import type { Gateway } from "../../src/gateway.js";
+import { createLogger } from "../../src/log.js";
+
+export interface TestNodegate {
+  /** Base URL, http://127.0.0.1:PORT */
+  url: string;
+  /** host:port for gRPC clients. */
+  address: string;
+  port: number;
+  key: string;
+  /** JSON-RPC URL for `key`: http://127.0.0.1:PORT/v3/<key> */
+  rpcUrl: string;
+  gateway: Gateway;
+  logs: Record<string, unknown>[];
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  upstreamUrl: string;
+  keys?: string[];
+  networks?: NetworkConfig[];
+  config?: Partial<Config>;
+}
+
+/** Every log line any test nodegate wrote in this worker (for the secret scan). */
+export const allLogLines: string[] = [];
+
+export async function startNodegate(options: StartOptions): Promise<TestNodegate> {
+  const keys = options.keys ?? ["test-key-0123456789abcdef"];
+  const config: Config = {
+    host: "127.0.0.1",
+    port: 0,
+    apiKeys: keys,
+    networks: options.networks ?? [{ name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: options.upstreamUrl }] }],
+    defaultNetwork: "ethereum",
+    embeddedAnvil: false,
+    upstreamTimeoutMs: 10_000,
+    limits: { ...DEFAULT_LIMITS },
+    logLevel: "info",
+    ...options.config,
+  };
+  const logs: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString().split("\n")) {
+        if (!line) continue;
+        allLogLines.push(line);
+        logs.push(JSON.parse(line) as Record<string, unknown>);
+      }
+      done();
+    },
+  });
+  const { gateway, server } = createApp(config, createLogger(config.logLevel, sink), keys);
+  const address = await server.listen(0, "127.0.0.1");
+  const key = keys[0] as string;
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    address: `127.0.0.1:${address.port}`,
+    port: address.port,
+    key,
+    rpcUrl: `http://127.0.0.1:${address.port}/v3/${key}`,
+    gateway,
+    logs,
+    close: () => server.close(),
+  };
+}
