@@ -1,11 +1,15 @@
 /**
  * Builds a running nodegate from a Config: upstream clients, networks, the
- * method table, keys, the gateway and the server. Used by main and by tests.
+ * method table and policies, access control, the gateway and the server.
+ * Used by main and by tests.
  */
 import type { Logger } from "pino";
+import { AccessControl } from "./auth/access-control.js";
 import { ApiKeyStore } from "./auth/api-keys.js";
-import type { Config } from "./config.js";
+import { MemoryRateLimitStore, type RateLimitStore, RateLimiter } from "./auth/rate-limiter.js";
+import { type Config, DEFAULT_FAILOVER, type KeyConfig } from "./config.js";
 import { Gateway } from "./gateway.js";
+import { createPolicies } from "./methods/default-policies.js";
 import { createMethodTable } from "./methods/default-table.js";
 import { createNodegateServer, type NodegateServer } from "./server.js";
 import { HttpUpstream } from "./upstream/http-upstream.js";
@@ -16,22 +20,33 @@ export interface App {
   server: NodegateServer;
 }
 
-export function createApp(config: Config, log: Logger, apiKeys: readonly string[]): App {
+export interface AppDependencies {
+  /** Where rate-limit counters live; in-process by default. */
+  rateLimitStore?: RateLimitStore;
+}
+
+export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[], deps: AppDependencies = {}): App {
   const networks = config.networks.map(
     (n) =>
       new Network({
         name: n.name,
         family: n.family,
         timeoutMs: config.upstreamTimeoutMs,
+        failover: n.failover ?? DEFAULT_FAILOVER,
+        log,
         upstreams: n.upstreams.map((u) => new HttpUpstream({ url: u.url, label: `${n.name}/${u.label}` })),
       }),
   );
+  const access = new AccessControl(new ApiKeyStore(keys, config.plans), new RateLimiter(deps.rateLimitStore ?? new MemoryRateLimitStore()));
   const gateway = new Gateway({
     table: createMethodTable(),
+    policies: createPolicies(),
     networks,
     defaultNetwork: config.defaultNetwork,
-    keys: new ApiKeyStore(apiKeys),
+    access,
     limits: config.limits,
+    passThrough: config.passThrough,
+    corsOrigins: config.corsOrigins,
     log,
   });
   return { gateway, server: createNodegateServer(gateway) };

@@ -1,14 +1,22 @@
 /**
- * nodegate's configuration, read from the environment. These variables always
- * work, so the service can be scripted and containerised:
- *   NODEGATE_UPSTREAM_URL  http(s) URL of the Ethereum upstream; when set, no Anvil is started
+ * nodegate's configuration: an optional YAML file (NODEGATE_CONFIG or
+ * --config) validated with messages that name the bad field and its line,
+ * then environment overrides. These variables always work, so the service
+ * can be scripted and containerised:
+ *   NODEGATE_UPSTREAM_URL  http(s) URL of the default network's upstream; when set, no Anvil is started
  *   NODEGATE_PORT          listen port (default 8080)
  *   NODEGATE_HOST          listen address (default 127.0.0.1)
- *   NODEGATE_API_KEYS      comma-separated accepted keys (default: one generated development key)
+ *   NODEGATE_API_KEYS      comma-separated accepted keys, each optionally "key:plan" (default plan core;
+ *                          default: one generated development key on the growth plan)
  *   NODEGATE_LOG_LEVEL     pino level (default info)
+ *   NODEGATE_CONFIG        path of the YAML configuration file
  */
-import type { Limits } from "./gateway.js";
+import { readFileSync } from "node:fs";
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from "yaml";
 import type { ChainFamily } from "./methods/method-table.js";
+
+export const PLANS = ["core", "growth", "custom"] as const;
+export type Plan = (typeof PLANS)[number];
 
 export interface UpstreamConfig {
   /** Safe-to-log name. */
@@ -16,17 +24,77 @@ export interface UpstreamConfig {
   url: string;
 }
 
+export interface FailoverPolicy {
+  /** Methods that may go to a partner upstream while the primary is down. */
+  methods: string[];
+  /** Plans whose keys may use partner upstreams. */
+  plans: Plan[];
+}
+
 export interface NetworkConfig {
   name: string;
   family: ChainFamily;
+  /** The first is the primary; the rest are partners used for failover. */
   upstreams: UpstreamConfig[];
+  failover?: FailoverPolicy;
+}
+
+export interface RateLimit {
+  /** Sustained requests per second (a token bucket of this size). 0 = unlimited. */
+  requestsPerSecond: number;
+  /** Requests per UTC day. 0 = unlimited. */
+  requestsPerDay: number;
+}
+
+export interface Allowlists {
+  /** JSON-RPC method names; "eth_*" matches a prefix. */
+  methods?: string[];
+  /** 20-byte contract addresses (hex) for methods that take an address. */
+  contractAddresses?: string[];
+  /** Origins: "https://app.example.com", "*.example.com", "example.com". */
+  origins?: string[];
+  /** Substrings of the User-Agent header. */
+  userAgents?: string[];
+}
+
+export interface KeyConfig {
+  key: string;
+  plan: Plan;
+  /** When set, every request must carry it as HTTP Basic password (empty user), as the provider does. */
+  secret?: string;
+  /** Overrides the plan's limits for this key. */
+  rateLimit?: Partial<RateLimit>;
+  allowlists?: Allowlists;
+}
+
+export interface Limits {
+  /** Largest request body accepted on the native path, in bytes. */
+  maxBodyBytes: number;
+  /** Most requests in one JSON-RPC batch. */
+  maxBatchSize: number;
+  /** eth_getLogs: most addresses plus topic entries in one filter. */
+  getLogsMaxParams: number;
+  /** eth_getLogs: most results in one answer. */
+  getLogsMaxResults: number;
+  /** eth_getLogs: longest query, in milliseconds. */
+  getLogsTimeoutMs: number;
+  /** eth_call / eth_estimateGas: the gas param is capped at this multiple of the latest block's gas limit. */
+  gasCapMultiplier: number;
+}
+
+export interface PassThroughConfig {
+  /** JSON-RPC methods outside the typed table that are forwarded verbatim. */
+  methods: string[];
+  /** Also forward state-changing methods (eth_sendRawTransaction). */
+  allowWrites: boolean;
 }
 
 export interface Config {
   host: string;
   port: number;
   /** Accepted API keys; undefined means "generate a development key". */
-  apiKeys: string[] | undefined;
+  keys: KeyConfig[] | undefined;
+  plans: Record<Plan, RateLimit>;
   networks: NetworkConfig[];
   defaultNetwork: string;
   /** Start a local Anvil as the default network's upstream (no upstream configured). */
@@ -34,6 +102,9 @@ export interface Config {
   /** Deadline of one upstream call, in milliseconds. */
   upstreamTimeoutMs: number;
   limits: Limits;
+  passThrough: PassThroughConfig;
+  /** Origins allowed by CORS on both front doors; "*" allows any. Empty: no CORS headers. */
+  corsOrigins: string[];
   logLevel: string;
 }
 
@@ -41,50 +112,368 @@ export class ConfigError extends Error {
   override name = "ConfigError";
 }
 
-function port(value: string | undefined, name: string, fallback: number): number {
-  if (value === undefined || value === "") return fallback;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new ConfigError(`${name}: want a port number 0-65535, got "${value}"`);
-  return n;
+export const DEFAULT_LIMITS: Limits = {
+  maxBodyBytes: 5 * 1024 * 1024,
+  maxBatchSize: 1000,
+  getLogsMaxParams: 5000,
+  getLogsMaxResults: 10_000,
+  getLogsTimeoutMs: 10_000,
+  gasCapMultiplier: 10,
+};
+
+/** Per-plan defaults; per-key settings override them. */
+export const DEFAULT_PLANS: Record<Plan, RateLimit> = {
+  core: { requestsPerSecond: 100, requestsPerDay: 1_000_000 },
+  growth: { requestsPerSecond: 1000, requestsPerDay: 20_000_000 },
+  custom: { requestsPerSecond: 0, requestsPerDay: 0 },
+};
+
+/** The seed's rule: eth_getBlockByHash may fail over to a partner, for Growth and Custom keys. */
+export const DEFAULT_FAILOVER: FailoverPolicy = { methods: ["eth_getBlockByHash"], plans: ["growth", "custom"] };
+
+/** Read-only methods outside the typed table that legacy callers use. */
+export const DEFAULT_PASS_THROUGH = [
+  "eth_accounts",
+  "eth_blobBaseFee",
+  "eth_blockNumber",
+  "eth_chainId",
+  "eth_createAccessList",
+  "eth_feeHistory",
+  "eth_gasPrice",
+  "eth_getBalance",
+  "eth_getBlockTransactionCountByHash",
+  "eth_getBlockTransactionCountByNumber",
+  "eth_getCode",
+  "eth_getTransactionByBlockHashAndIndex",
+  "eth_getTransactionByHash",
+  "eth_getTransactionCount",
+  "eth_getUncleCountByBlockHash",
+  "eth_getUncleCountByBlockNumber",
+  "eth_maxPriorityFeePerGas",
+  "eth_protocolVersion",
+  "eth_simulateV1",
+  "eth_syncing",
+  "net_listening",
+  "net_peerCount",
+  "net_version",
+  "web3_clientVersion",
+  "web3_sha3",
+];
+
+/** State-changing methods, forwarded only when passThrough.allowWrites is true. */
+export const WRITE_METHODS = ["eth_sendRawTransaction"];
+
+function defaults(): Config {
+  return {
+    host: "127.0.0.1",
+    port: 8080,
+    keys: undefined,
+    plans: structuredClone(DEFAULT_PLANS),
+    networks: [{ name: "ethereum", family: "eth", upstreams: [] }],
+    defaultNetwork: "ethereum",
+    embeddedAnvil: true,
+    upstreamTimeoutMs: 30_000,
+    limits: { ...DEFAULT_LIMITS },
+    passThrough: { methods: [...DEFAULT_PASS_THROUGH], allowWrites: false },
+    corsOrigins: [],
+    logLevel: "info",
+  };
 }
 
-function httpUrl(value: string, name: string): string {
+/* ------------------------------------------------------------------ */
+/* YAML file                                                           */
+/* ------------------------------------------------------------------ */
+
+type Path = (string | number)[];
+
+class FileReader {
+  constructor(
+    readonly doc: Document,
+    readonly lines: LineCounter,
+    readonly file: string,
+    readonly env: NodeJS.ProcessEnv,
+  ) {}
+
+  where(path: Path): string {
+    const node = this.doc.getIn(path, true) as { range?: [number, number, number] } | undefined;
+    const name = path.reduce<string>((s, p) => (typeof p === "number" ? `${s}[${p}]` : s ? `${s}.${p}` : p), "");
+    if (node?.range) {
+      const { line, col } = this.lines.linePos(node.range[0]);
+      return `${this.file}:${line}:${col}: ${name}`;
+    }
+    return `${this.file}: ${name}`;
+  }
+
+  fail(path: Path, message: string): never {
+    throw new ConfigError(`${this.where(path)}: ${message}`);
+  }
+
+  has(path: Path): boolean {
+    return this.doc.hasIn(path);
+  }
+
+  raw(path: Path): unknown {
+    const node = this.doc.getIn(path, true);
+    if (node === undefined) return undefined;
+    if (isScalar(node)) return node.value;
+    if (isSeq(node) || isMap(node)) return node;
+    return node;
+  }
+
+  string(path: Path): string | undefined {
+    const v = this.raw(path);
+    if (v === undefined || v === null) return undefined;
+    if (typeof v !== "string") this.fail(path, "want a string");
+    return v.replace(/\$\{([A-Z0-9_]+)\}/g, (_, name: string) => {
+      const value = this.env[name];
+      if (value === undefined) this.fail(path, `environment variable ${name} is not set`);
+      return value;
+    });
+  }
+
+  number(path: Path, min: number, max: number): number | undefined {
+    const v = this.raw(path);
+    if (v === undefined || v === null) return undefined;
+    if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max) this.fail(path, `want an integer from ${min} to ${max}`);
+    return v;
+  }
+
+  boolean(path: Path): boolean | undefined {
+    const v = this.raw(path);
+    if (v === undefined || v === null) return undefined;
+    if (typeof v !== "boolean") this.fail(path, "want true or false");
+    return v;
+  }
+
+  list(path: Path): number {
+    const v = this.raw(path);
+    if (v === undefined || v === null) return 0;
+    if (!isSeq(v)) this.fail(path, "want a list");
+    return v.items.length;
+  }
+
+  strings(path: Path): string[] | undefined {
+    if (!this.has(path)) return undefined;
+    const n = this.list(path);
+    return Array.from({ length: n }, (_, i) => this.string([...path, i]) ?? this.fail([...path, i], "want a string"));
+  }
+
+  keys(path: Path, allowed: readonly string[]): void {
+    const v = this.raw(path);
+    if (v === undefined || v === null) return;
+    if (!isMap(v)) this.fail(path, "want a mapping");
+    for (const item of v.items) {
+      const key = isScalar(item.key) ? String(item.key.value) : "?";
+      if (!allowed.includes(key)) {
+        this.fail([...path, key], `unknown setting (known: ${allowed.join(", ")})`);
+      }
+    }
+  }
+}
+
+function httpUrl(value: string, fail: (m: string) => never, schemes = ["http:", "https:"]): string {
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    throw new ConfigError(`${name}: not a URL`);
+    return fail("not a URL");
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") throw new ConfigError(`${name}: want an http:// or https:// URL`);
+  if (!schemes.includes(url.protocol)) fail(`want a ${schemes.map((s) => `${s}//`).join(" or ")} URL`);
   return value;
 }
 
-export const DEFAULT_LIMITS: Limits = {
-  maxBodyBytes: 5 * 1024 * 1024,
-  maxBatchSize: 1000,
-};
+function plan(value: string | undefined, fail: (m: string) => never): Plan {
+  if (value === undefined) return "core";
+  if (!(PLANS as readonly string[]).includes(value)) fail(`want one of ${PLANS.join(", ")}`);
+  return value as Plan;
+}
 
-export function loadConfig(env: NodeJS.ProcessEnv): Config {
-  const upstreamUrl = env.NODEGATE_UPSTREAM_URL;
-  const keys = env.NODEGATE_API_KEYS?.split(",")
+function readRateLimit(r: FileReader, path: Path): Partial<RateLimit> | undefined {
+  if (!r.has(path)) return undefined;
+  r.keys(path, ["requestsPerSecond", "requestsPerDay"]);
+  const out: Partial<RateLimit> = {};
+  const rps = r.number([...path, "requestsPerSecond"], 0, 10_000_000);
+  const rpd = r.number([...path, "requestsPerDay"], 0, 10_000_000_000);
+  if (rps !== undefined) out.requestsPerSecond = rps;
+  if (rpd !== undefined) out.requestsPerDay = rpd;
+  return out;
+}
+
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+
+/** Applies a YAML configuration text onto `config`. Throws ConfigError naming the field and line. */
+export function applyConfigFile(config: Config, text: string, file: string, env: NodeJS.ProcessEnv): void {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false });
+  if (doc.errors.length > 0) {
+    const e = doc.errors[0] as { message: string; pos: [number, number] };
+    const { line, col } = lines.linePos(e.pos[0]);
+    throw new ConfigError(`${file}:${line}:${col}: invalid YAML: ${e.message.split("\n")[0]}`);
+  }
+  const r = new FileReader(doc, lines, file, env);
+  if (doc.contents === null) return;
+  r.keys([], ["listen", "upstreamTimeoutMs", "limits", "plans", "networks", "defaultNetwork", "keys", "passThrough", "cors", "log", "tls", "drainMs", "stores"]);
+
+  r.keys(["listen"], ["host", "port"]);
+  config.host = r.string(["listen", "host"]) ?? config.host;
+  config.port = r.number(["listen", "port"], 0, 65535) ?? config.port;
+  config.upstreamTimeoutMs = r.number(["upstreamTimeoutMs"], 1, 600_000) ?? config.upstreamTimeoutMs;
+  config.logLevel = r.string(["log", "level"]) ?? config.logLevel;
+  r.keys(["log"], ["level", "pretty"]);
+
+  r.keys(["limits"], Object.keys(DEFAULT_LIMITS));
+  for (const name of Object.keys(DEFAULT_LIMITS) as (keyof Limits)[]) {
+    config.limits[name] = r.number(["limits", name], 1, 1_000_000_000) ?? config.limits[name];
+  }
+
+  r.keys(["plans"], PLANS);
+  for (const p of PLANS) {
+    const rl = readRateLimit(r, ["plans", p]);
+    if (rl) config.plans[p] = { ...config.plans[p], ...rl };
+  }
+
+  if (r.has(["networks"])) {
+    const n = r.list(["networks"]);
+    if (n === 0) r.fail(["networks"], "want at least one network");
+    const seen = new Set<string>();
+    config.networks = [];
+    for (let i = 0; i < n; i++) {
+      const p: Path = ["networks", i];
+      r.keys(p, ["name", "family", "upstreams", "failover"]);
+      const name = r.string([...p, "name"]) ?? r.fail([...p, "name"], "required");
+      if (!/^[A-Za-z0-9_-]+$/.test(name)) r.fail([...p, "name"], "want letters, digits, - and _ only (it is a URL path segment)");
+      if (seen.has(name)) r.fail([...p, "name"], `network ${name} is defined twice`);
+      seen.add(name);
+      const familyName = r.string([...p, "family"]) ?? "ethereum";
+      if (familyName !== "ethereum" && familyName !== "starknet") r.fail([...p, "family"], "want ethereum or starknet");
+      const family: ChainFamily = familyName === "ethereum" ? "eth" : "starknet";
+      const upstreams: UpstreamConfig[] = [];
+      const u = r.list([...p, "upstreams"]);
+      for (let j = 0; j < u; j++) {
+        const up: Path = [...p, "upstreams", j];
+        r.keys(up, ["label", "url"]);
+        const url = r.string([...up, "url"]) ?? r.fail([...up, "url"], "required");
+        httpUrl(url, (m) => r.fail([...up, "url"], m), ["http:", "https:", "ws:", "wss:"]);
+        upstreams.push({ label: r.string([...up, "label"]) ?? (j === 0 ? "primary" : `partner-${j}`), url });
+      }
+      const network: NetworkConfig = { name, family, upstreams };
+      if (r.has([...p, "failover"])) {
+        r.keys([...p, "failover"], ["methods", "plans"]);
+        const plans = (r.strings([...p, "failover", "plans"]) ?? DEFAULT_FAILOVER.plans).map((v, k) =>
+          plan(v, (m) => r.fail([...p, "failover", "plans", k], m)),
+        );
+        network.failover = { methods: r.strings([...p, "failover", "methods"]) ?? DEFAULT_FAILOVER.methods, plans };
+      }
+      config.networks.push(network);
+    }
+    config.defaultNetwork = (config.networks[0] as NetworkConfig).name;
+  }
+  if (r.has(["defaultNetwork"])) {
+    const name = r.string(["defaultNetwork"]) as string;
+    if (!config.networks.some((n) => n.name === name)) r.fail(["defaultNetwork"], `no network named ${name}`);
+    config.defaultNetwork = name;
+  }
+
+  if (r.has(["keys"])) {
+    const n = r.list(["keys"]);
+    const keys: KeyConfig[] = [];
+    for (let i = 0; i < n; i++) {
+      const p: Path = ["keys", i];
+      r.keys(p, ["key", "plan", "secret", "rateLimit", "allowlists"]);
+      const key = r.string([...p, "key"]) ?? r.fail([...p, "key"], "required");
+      if (!/^[A-Za-z0-9_-]{8,128}$/.test(key)) r.fail([...p, "key"], "want 8 to 128 letters, digits, - or _");
+      if (keys.some((k) => k.key === key)) r.fail([...p, "key"], "duplicate key");
+      const entry: KeyConfig = { key, plan: plan(r.string([...p, "plan"]), (m) => r.fail([...p, "plan"], m)) };
+      const secret = r.string([...p, "secret"]);
+      if (secret !== undefined) entry.secret = secret;
+      const rl = readRateLimit(r, [...p, "rateLimit"]);
+      if (rl) entry.rateLimit = rl;
+      if (r.has([...p, "allowlists"])) {
+        const a: Path = [...p, "allowlists"];
+        r.keys(a, ["methods", "contractAddresses", "origins", "userAgents"]);
+        const allow: Allowlists = {};
+        const methods = r.strings([...a, "methods"]);
+        const addresses = r.strings([...a, "contractAddresses"]);
+        const origins = r.strings([...a, "origins"]);
+        const agents = r.strings([...a, "userAgents"]);
+        addresses?.forEach((v, k) => ADDRESS.test(v) || r.fail([...a, "contractAddresses", k], "want a 0x-prefixed 20-byte address"));
+        if (methods) allow.methods = methods;
+        if (addresses) allow.contractAddresses = addresses;
+        if (origins) allow.origins = origins;
+        if (agents) allow.userAgents = agents;
+        entry.allowlists = allow;
+      }
+      keys.push(entry);
+    }
+    config.keys = keys;
+  }
+
+  r.keys(["passThrough"], ["methods", "allowWrites"]);
+  config.passThrough.methods = r.strings(["passThrough", "methods"]) ?? config.passThrough.methods;
+  config.passThrough.allowWrites = r.boolean(["passThrough", "allowWrites"]) ?? config.passThrough.allowWrites;
+  r.keys(["cors"], ["origins"]);
+  config.corsOrigins = r.strings(["cors", "origins"]) ?? config.corsOrigins;
+}
+
+/* ------------------------------------------------------------------ */
+/* Environment                                                         */
+/* ------------------------------------------------------------------ */
+
+function parseKeys(value: string): KeyConfig[] {
+  return value
+    .split(",")
     .map((k) => k.trim())
-    .filter(Boolean);
-  const networks: NetworkConfig[] = [
-    {
-      name: "ethereum",
-      family: "eth",
-      upstreams: upstreamUrl ? [{ label: "primary", url: httpUrl(upstreamUrl, "NODEGATE_UPSTREAM_URL") }] : [],
-    },
-  ];
-  return {
-    host: env.NODEGATE_HOST || "127.0.0.1",
-    port: port(env.NODEGATE_PORT, "NODEGATE_PORT", 8080),
-    apiKeys: keys && keys.length > 0 ? keys : undefined,
-    networks,
-    defaultNetwork: "ethereum",
-    embeddedAnvil: !upstreamUrl,
-    upstreamTimeoutMs: 30_000,
-    limits: { ...DEFAULT_LIMITS },
-    logLevel: env.NODEGATE_LOG_LEVEL || "info",
+    .filter(Boolean)
+    .map((entry) => {
+      const [key, planName] = entry.split(":") as [string, string | undefined];
+      return { key, plan: plan(planName, (m) => { throw new ConfigError(`NODEGATE_API_KEYS: ${key.slice(0, 4)}…: ${m}`); }) };
+    });
+}
+
+export function applyEnv(config: Config, env: NodeJS.ProcessEnv): void {
+  const fail = (name: string) => (m: string): never => {
+    throw new ConfigError(`${name}: ${m}`);
   };
+  if (env.NODEGATE_UPSTREAM_URL) {
+    const url = httpUrl(env.NODEGATE_UPSTREAM_URL, fail("NODEGATE_UPSTREAM_URL"));
+    const network = config.networks.find((n) => n.name === config.defaultNetwork) as NetworkConfig;
+    network.upstreams = [{ label: "primary", url }, ...network.upstreams.slice(1)];
+  }
+  if (env.NODEGATE_PORT) {
+    const n = Number(env.NODEGATE_PORT);
+    if (!Number.isInteger(n) || n < 0 || n > 65535) fail("NODEGATE_PORT")(`want a port number 0-65535, got "${env.NODEGATE_PORT}"`);
+    config.port = n;
+  }
+  if (env.NODEGATE_HOST) config.host = env.NODEGATE_HOST;
+  if (env.NODEGATE_API_KEYS) {
+    const keys = parseKeys(env.NODEGATE_API_KEYS);
+    if (keys.length > 0) config.keys = keys;
+  }
+  if (env.NODEGATE_LOG_LEVEL) config.logLevel = env.NODEGATE_LOG_LEVEL;
+}
+
+/** Loads defaults, then the YAML file (if any), then the environment, and validates the result. */
+export function loadConfig(env: NodeJS.ProcessEnv, configPath: string | undefined = env.NODEGATE_CONFIG): Config {
+  const config = defaults();
+  if (configPath) {
+    let text: string;
+    try {
+      text = readFileSync(configPath, "utf8");
+    } catch (err) {
+      throw new ConfigError(`${configPath}: cannot read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+    applyConfigFile(config, text, configPath, env);
+  }
+  applyEnv(config, env);
+  const primary = config.networks.find((n) => n.name === config.defaultNetwork);
+  config.embeddedAnvil = primary !== undefined && primary.upstreams.length === 0;
+  for (const n of config.networks) {
+    if (n.upstreams.length === 0 && !(config.embeddedAnvil && n.name === config.defaultNetwork)) {
+      throw new ConfigError(`network ${n.name}: no upstream configured`);
+    }
+    if (config.embeddedAnvil && n.name === config.defaultNetwork && n.family !== "eth") {
+      throw new ConfigError(`network ${n.name}: the embedded Anvil serves only an ethereum network; configure an upstream`);
+    }
+  }
+  return config;
 }

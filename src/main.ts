@@ -52,11 +52,12 @@ async function main(): Promise<void> {
     const eth = config.networks.find((n) => n.name === config.defaultNetwork);
     if (eth) eth.upstreams = [{ label: "anvil", url: anvil.url }];
   }
-  const generatedKey = config.apiKeys === undefined;
-  const keys = config.apiKeys ?? [randomBytes(16).toString("hex")];
+  const generatedKey = config.keys === undefined;
+  // The development key is on the growth plan so partner failover can be tried.
+  const keys = config.keys ?? [{ key: randomBytes(16).toString("hex"), plan: "growth" as const }];
   const { server } = createApp(config, log, keys);
   const address = await server.listen(config.port, config.host);
-  process.stdout.write(banner(config, config.host, address.port, keys[0] as string, generatedKey, anvil));
+  process.stdout.write(banner(config, config.host, address.port, (keys[0] as { key: string }).key, generatedKey, anvil));
 
   let stopping = false;
   const stop = async (signal: string) => {

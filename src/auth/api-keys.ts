@@ -1,25 +1,45 @@
 /**
- * The API keys nodegate accepts. Lookup compares in constant time, so a
- * caller cannot learn a key byte by byte from response timing.
+ * The API keys nodegate accepts, with their plans, secrets and allowlists.
+ * Lookup compares in constant time, so a caller cannot learn a key byte by
+ * byte from response timing.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
+import type { Allowlists, KeyConfig, Plan, RateLimit } from "../config.js";
 
 export interface ApiKey {
-  /** The key itself; never logged. */
-  readonly key: string;
   /** A safe-to-log name derived from a hash of the key. */
   readonly label: string;
+  readonly plan: Plan;
+  /** Effective limits: the key's own settings over its plan's defaults. */
+  readonly rateLimit: RateLimit;
+  /** SHA-256 of the secret, when the key requires one. */
+  readonly secretDigest: Buffer | undefined;
+  readonly allowlists: Allowlists | undefined;
 }
 
-function digest(value: string): Buffer {
+export function digest(value: string): Buffer {
   return createHash("sha256").update(value).digest();
+}
+
+/** Constant-time comparison of a candidate against a stored digest. */
+export function matchesDigest(candidate: string, stored: Buffer): boolean {
+  return timingSafeEqual(digest(candidate), stored);
 }
 
 export class ApiKeyStore {
   readonly #keys: { digest: Buffer; key: ApiKey }[];
 
-  constructor(keys: readonly string[]) {
-    this.#keys = keys.map((key) => ({ digest: digest(key), key: { key, label: `key:${digest(key).toString("hex").slice(0, 10)}` } }));
+  constructor(keys: readonly KeyConfig[], plans: Readonly<Record<Plan, RateLimit>>) {
+    this.#keys = keys.map((k) => ({
+      digest: digest(k.key),
+      key: {
+        label: `key:${digest(k.key).toString("hex").slice(0, 10)}`,
+        plan: k.plan,
+        rateLimit: { ...plans[k.plan], ...k.rateLimit },
+        secretDigest: k.secret === undefined ? undefined : digest(k.secret),
+        allowlists: k.allowlists,
+      },
+    }));
   }
 
   /** The matching key, or undefined. Every stored key is compared, match or not. */

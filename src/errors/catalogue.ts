@@ -77,3 +77,40 @@ export function resultNotTypeable(method: string, reason: string): GatewayError 
 export function cancelled(): GatewayError {
   return new GatewayError({ code: -32603, message: "request cancelled by the caller", grpcCode: Code.Canceled, httpStatus: 499 });
 }
+
+/* Keys, allowlists and rate limits: the provider's exact texts and HTTP statuses. */
+
+export const AUTH_MESSAGES = {
+  missingKey: "project id required in the url",
+  unknownKey: "invalid project id",
+  badSecret: "invalid project id or project secret",
+  rejected: "rejected due to project ID settings",
+  rateExceeded: "project ID request rate exceeded",
+  dailyExceeded: "daily request count exceeded, request rate limited",
+} as const;
+
+export function missingKey(): GatewayError {
+  return new GatewayError({ code: -32600, message: AUTH_MESSAGES.missingKey, grpcCode: Code.Unauthenticated, httpStatus: 401 });
+}
+
+export function unknownKey(): GatewayError {
+  return new GatewayError({ code: -32600, message: AUTH_MESSAGES.unknownKey, grpcCode: Code.Unauthenticated, httpStatus: 401 });
+}
+
+export function badSecret(): GatewayError {
+  return new GatewayError({ code: -32600, message: AUTH_MESSAGES.badSecret, grpcCode: Code.Unauthenticated, httpStatus: 401 });
+}
+
+export function rejectedBySettings(): GatewayError {
+  return new GatewayError({ code: -32002, message: AUTH_MESSAGES.rejected, grpcCode: Code.PermissionDenied, httpStatus: 403 });
+}
+
+export function rateLimited(window: "second" | "day", retryAfterSeconds: number): GatewayError {
+  return new GatewayError({
+    code: -32005,
+    message: window === "second" ? AUTH_MESSAGES.rateExceeded : AUTH_MESSAGES.dailyExceeded,
+    grpcCode: Code.ResourceExhausted,
+    httpStatus: 429,
+    retryAfterSeconds,
+  });
+}

@@ -1,15 +1,21 @@
 /**
  * The typed front door: every service in the method table, served by Connect
- * (gRPC, gRPC-Web and the Connect protocol). A handler encodes the request
- * into JSON-RPC params, calls the network, and decodes the result.
+ * (gRPC, gRPC-Web and the Connect protocol). A handler checks access, then
+ * invokes the method (the same path the native door takes) and decodes the
+ * node's result into the response message.
  */
 import { create, type Message } from "@bufbuild/protobuf";
+import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
-import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
+import { RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { JsonRpcErrorSchema, RevertErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
+import type { Credentials } from "../auth/access-control.js";
 import { CodecError } from "../codec/codec-error.js";
 import { resultNotTypeable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
+import { revertData, revertReason } from "../errors/revert.js";
 import type { Gateway } from "../gateway.js";
+import { invokeMethod } from "../methods/invoke.js";
 import type { MethodSpec } from "../methods/method-table.js";
 import { resultJson } from "../upstream/reply.js";
 
@@ -18,35 +24,65 @@ export const API_KEY_HEADER = "x-api-key";
 /** Metadata header that names the network (default: the configured default network). */
 export const NETWORK_HEADER = "x-nodegate-network";
 
-/** A GatewayError as a Connect error whose details carry the JSON-RPC error losslessly. */
+type Detail = NonNullable<ConstructorParameters<typeof ConnectError>[3]>[number];
+
+/**
+ * A GatewayError as a Connect error whose details carry the JSON-RPC error
+ * losslessly (plus the revert bytes and reason for code 3, and RetryInfo for
+ * rate limits).
+ */
 export function toConnectError(err: unknown): ConnectError {
   if (err instanceof ConnectError) return err;
   if (err instanceof GatewayError) {
-    const detail = create(JsonRpcErrorSchema, {
-      code: BigInt(err.code),
-      message: err.message,
-      ...(err.data === undefined ? {} : { data: err.data }),
-    });
-    return new ConnectError(err.message, err.grpcCode, undefined, [{ desc: JsonRpcErrorSchema, value: detail }], err);
+    const details: Detail[] = [
+      {
+        desc: JsonRpcErrorSchema,
+        value: create(JsonRpcErrorSchema, { code: BigInt(err.code), message: err.message, ...(err.data === undefined ? {} : { data: err.data }) }),
+      },
+    ];
+    if (err.code === 3) {
+      const data = revertData(err);
+      const reason = revertReason(err);
+      details.push({
+        desc: RevertErrorSchema,
+        value: create(RevertErrorSchema, { data: data ?? new Uint8Array(0), ...(reason === undefined ? {} : { reason }) }),
+      });
+    }
+    if (err.retryAfterSeconds !== undefined) {
+      details.push({ desc: RetryInfoSchema, value: create(RetryInfoSchema, { retryDelay: durationFromMs(err.retryAfterSeconds * 1000) }) });
+    }
+    return new ConnectError(err.message, err.grpcCode, undefined, details, err);
   }
   return new ConnectError("internal error", Code.Internal, undefined, undefined, err);
 }
 
-async function invoke(gateway: Gateway, spec: MethodSpec, request: Message, ctx: HandlerContext): Promise<Message> {
+export function credentialsFrom(headers: Headers): Credentials {
+  return {
+    key: headers.get(API_KEY_HEADER) ?? undefined,
+    authorization: headers.get("authorization") ?? undefined,
+    origin: headers.get("origin") ?? undefined,
+    userAgent: headers.get("user-agent") ?? undefined,
+  };
+}
+
+async function handle(gateway: Gateway, spec: MethodSpec, request: Message, ctx: HandlerContext): Promise<Message> {
   try {
-    gateway.authenticate(ctx.requestHeader.get(API_KEY_HEADER) ?? undefined);
+    const key = await gateway.access.admit(credentialsFrom(ctx.requestHeader), 1);
     const network = gateway.network(ctx.requestHeader.get(NETWORK_HEADER) ?? undefined);
     if (network.family !== spec.family) {
       throw new ConnectError(`${spec.jsonrpcMethod} is not served on network ${network.name} (a ${network.family} network)`, Code.InvalidArgument);
     }
-    let paramsText: string;
-    try {
-      paramsText = spec.params.encode(request);
-    } catch (err) {
+    const result = await invokeMethod(spec, request, {
+      access: gateway.access,
+      key,
+      network,
+      limits: gateway.limits,
+      policies: gateway.policies,
+      signal: ctx.signal,
+    }).catch((err: unknown) => {
       if (err instanceof CodecError) throw new ConnectError(`invalid ${spec.rpc.input.name}: ${err.message}`, Code.InvalidArgument);
       throw err;
-    }
-    const result = await network.call(spec.jsonrpcMethod, paramsText, { signal: ctx.signal });
+    });
     try {
       return spec.result.decode(resultJson(result));
     } catch (err) {
@@ -63,7 +99,7 @@ export function registerTypedServices(router: ConnectRouter, gateway: Gateway): 
     const impl: Record<string, (request: Message, ctx: HandlerContext) => Promise<Message>> = {};
     for (const rpc of service.methods) {
       const spec = gateway.table.byRpc(rpc);
-      if (spec !== undefined) impl[rpc.localName] = (request, ctx) => invoke(gateway, spec, request, ctx);
+      if (spec !== undefined) impl[rpc.localName] = (request, ctx) => handle(gateway, spec, request, ctx);
     }
     router.service(service, impl as never);
   }

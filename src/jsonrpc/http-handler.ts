@@ -8,7 +8,7 @@ import { invalidRequest } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import type { Gateway } from "../gateway.js";
 import { type Entry, readEnvelope } from "./envelope.js";
-import { type Outcome, renderResponse, runNativeCall } from "./native-call.js";
+import { type NativeCallContext, type Outcome, renderResponse, runNativeCall } from "./native-call.js";
 import type { NativeRoute } from "./paths.js";
 
 type Req = NodeRequest;
@@ -18,8 +18,14 @@ const JSON_HEADERS = { "content-type": "application/json" };
 
 function sendError(res: Res, error: GatewayError, status = error.httpStatus, extraHeaders: Record<string, string> = {}): void {
   const body = `{"jsonrpc":"2.0","id":null,"error":${error.toJson()}}`;
-  res.writeHead(status, { ...JSON_HEADERS, ...extraHeaders });
+  const retry = error.retryAfterSeconds === undefined ? {} : { "retry-after": String(error.retryAfterSeconds) };
+  res.writeHead(status, { ...JSON_HEADERS, ...retry, ...extraHeaders });
   res.end(body);
+}
+
+function header(req: Req, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
 }
 
 /** Reads the body up to `limit` bytes; resolves undefined when it is larger. */
@@ -61,8 +67,14 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       return;
     }
     let network;
+    let key;
     try {
-      gateway.authenticate(route.key);
+      key = gateway.access.authenticate({
+        key: route.key,
+        authorization: header(req, "authorization"),
+        origin: header(req, "origin"),
+        userAgent: header(req, "user-agent"),
+      });
       network = gateway.network(route.network);
     } catch (err) {
       if (err instanceof GatewayError) {
@@ -96,7 +108,26 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       sendError(res, invalidRequest(`batch of ${envelope.entries.length} exceeds the maximum of ${gateway.limits.maxBatchSize}`), 200);
       return;
     }
-    const ctx = { table: gateway.table, network, signal: abort.signal };
+    try {
+      // The provider counts a batch of N as N + 1 requests.
+      await gateway.access.count(key, envelope.batch ? envelope.entries.length + 1 : 1);
+    } catch (err) {
+      if (err instanceof GatewayError) {
+        sendError(res, err);
+        return;
+      }
+      throw err;
+    }
+    const ctx: NativeCallContext = {
+      table: gateway.table,
+      passesThrough: (method) => gateway.passesThrough(method),
+      access: gateway.access,
+      key,
+      network,
+      limits: gateway.limits,
+      policies: gateway.policies,
+      signal: abort.signal,
+    };
     const run = (entry: Entry): Promise<Outcome | undefined> =>
       entry.error !== undefined ? Promise.resolve({ error: entry.error }) : runNativeCall(entry.call, ctx);
     const outcomes = await Promise.all(envelope.entries.map(run));

@@ -28,8 +28,13 @@ const receiptsBlock: ParamRules = {
 
 const callObject: ParamRules = { whenUnset: "{}" };
 
+/** The contract a method reads, for contract-address allowlists. */
+const accountAddress = (r: { address: Uint8Array }) => [r.address];
+const callTarget = (r: { transaction?: { to?: Uint8Array | undefined } | undefined }) => (r.transaction?.to ? [r.transaction.to] : []);
+const filterAddresses = (r: { filter?: { address: Uint8Array[] } | undefined }) => r.filter?.address ?? [];
+
 export const ethMethods: readonly MethodEntry[] = [
-  { rpc: m.getStorageAt, params: { block: anyBlock } },
+  { rpc: m.getStorageAt, params: { block: anyBlock }, addresses: accountAddress },
   {
     rpc: m.getLogs,
     params: {
@@ -39,6 +44,7 @@ export const ethMethods: readonly MethodEntry[] = [
         needsRewrite: (json) => typeof json === "object" && json !== null && "blockhash" in json,
       },
     },
+    addresses: filterAddresses,
   },
   { rpc: m.getBlockByHash },
   { rpc: m.getBlockByNumber, params: { block: numberOrTag } },
@@ -47,16 +53,16 @@ export const ethMethods: readonly MethodEntry[] = [
   { rpc: m.getTransactionByBlockNumberAndIndex, params: { block: numberOrTag } },
   { rpc: m.getTransactionReceipt },
   { rpc: m.getBlockReceipts, params: { block: receiptsBlock } },
-  { rpc: m.estimateGas, params: { transaction: callObject, block: anyBlock } },
-  { rpc: m.call, params: { transaction: callObject, block: anyBlock } },
-  { rpc: m.getProof, params: { block: anyBlock } },
+  { rpc: m.estimateGas, params: { transaction: callObject, block: anyBlock }, addresses: callTarget },
+  { rpc: m.call, params: { transaction: callObject, block: anyBlock }, addresses: callTarget },
+  { rpc: m.getProof, params: { block: anyBlock }, addresses: accountAddress },
 
   { rpc: m.blockNumber },
   { rpc: m.chainId },
   { rpc: m.gasPrice },
-  { rpc: m.getBalance, params: { block: anyBlock } },
-  { rpc: m.getCode, params: { block: anyBlock } },
-  { rpc: m.getTransactionCount, params: { block: anyBlock } },
+  { rpc: m.getBalance, params: { block: anyBlock }, addresses: accountAddress },
+  { rpc: m.getCode, params: { block: anyBlock }, addresses: accountAddress },
+  { rpc: m.getTransactionCount, params: { block: anyBlock }, addresses: accountAddress },
   { rpc: m.getTransactionByHash },
   { rpc: m.getTransactionByBlockHashAndIndex },
   { rpc: m.getBlockTransactionCountByNumber, params: { block: numberOrTag } },

@@ -3,7 +3,7 @@
  * JSON-RPC method, params codec and result codec are derived from the RPC's
  * descriptor and annotations, with per-param rules where a method needs them.
  */
-import { getOption, type DescMethod, type DescService } from "@bufbuild/protobuf";
+import { getOption, type DescMethod, type DescService, type Message } from "@bufbuild/protobuf";
 import { method as methodOption } from "../../gen/nodegate/jsonrpc/v1/options_pb.js";
 import type { CodecRegistry } from "../codec/message-codec.js";
 import { ParamsCodec, type ParamRules, type ParamStyle } from "./params-codec.js";
@@ -20,6 +20,8 @@ export interface MethodEntry {
   paramStyle?: ParamStyle;
   /** Safe to retry or send to another upstream. Every read is. */
   idempotent?: boolean;
+  /** The contract addresses a call names, for the contract-address allowlist. */
+  addresses?: (request: never) => Uint8Array[];
 }
 
 /** A compiled method, ready for both front doors. */
@@ -31,6 +33,7 @@ export interface MethodSpec {
   readonly params: ParamsCodec;
   readonly result: ResultCodec;
   readonly idempotent: boolean;
+  readonly addresses: ((request: Message) => Uint8Array[]) | undefined;
 }
 
 export class MethodTable {
@@ -51,6 +54,7 @@ export class MethodTable {
         params: new ParamsCodec(registry, rpc.input, entry.params ?? {}, entry.paramStyle ?? "positional"),
         result: new ResultCodec(registry, rpc.output),
         idempotent: entry.idempotent ?? true,
+        addresses: entry.addresses as ((request: Message) => Uint8Array[]) | undefined,
       };
       this.#byJsonRpc.set(jsonrpcMethod, spec);
       this.#byRpc.set(rpc, spec);

@@ -1,52 +1,147 @@
 /**
  * A named network (ethereum, starknet, ...): its chain family and the
- * upstreams that serve it. Front doors ask a network, never an upstream.
+ * upstreams that serve it. The first upstream is the primary; partners take
+ * idempotent calls during a primary outage when the failover policy allows
+ * the method and the caller's plan. Each upstream has a circuit breaker.
  */
+import { Code } from "@connectrpc/connect";
+import type { Logger } from "pino";
+import type { FailoverPolicy, Plan } from "../config.js";
+import { upstreamUnavailable } from "../errors/catalogue.js";
+import { GatewayError } from "../errors/gateway-error.js";
 import type { ChainFamily } from "../methods/method-table.js";
+import { ChainHead } from "./chain-head.js";
+import { CircuitBreaker, type CircuitBreakerOptions } from "./circuit-breaker.js";
 import type { UpstreamResult } from "./reply.js";
 import type { Upstream } from "./upstream.js";
 
 export interface NetworkOptions {
   name: string;
   family: ChainFamily;
-  /** The first is the primary. */
+  /** The first is the primary; the rest are partners. */
   upstreams: Upstream[];
   /** Per-request deadline for upstream calls. */
   timeoutMs: number;
+  failover?: FailoverPolicy | undefined;
+  breaker?: CircuitBreakerOptions;
+  log?: Logger | undefined;
 }
 
 export interface NetworkCallOptions {
   signal?: AbortSignal | undefined;
-  /** Overrides the network's deadline (eth_getLogs has its own). */
-  timeoutMs?: number;
+  /** Overrides the network's deadline; such a deadline is the caller's limit, not an outage. */
+  timeoutMs?: number | undefined;
+  /** Safe to send again (to a partner). Default false. */
+  idempotent?: boolean | undefined;
+  /** The caller's plan, for the failover policy. */
+  plan?: Plan | undefined;
+}
+
+/** Failures that mean the upstream is down (not that it answered with an error). */
+export function isOutage(err: unknown): boolean {
+  return err instanceof GatewayError && err.origin === "nodegate" && (err.grpcCode === Code.Unavailable || err.grpcCode === Code.DeadlineExceeded);
+}
+
+interface Member {
+  upstream: Upstream;
+  breaker: CircuitBreaker;
 }
 
 export class Network {
   readonly name: string;
   readonly family: ChainFamily;
-  readonly #upstreams: Upstream[];
+  readonly #members: Member[];
   readonly #timeoutMs: number;
+  readonly #failover: FailoverPolicy | undefined;
+  readonly #log: Logger | undefined;
+  /** Count of calls answered by a partner, for metrics and tests. */
+  failovers = 0;
+  /** The head's gas limits, cached (Ethereum networks). */
+  readonly head: ChainHead;
 
   constructor(options: NetworkOptions) {
     if (options.upstreams.length === 0) throw new Error(`network ${options.name} has no upstream`);
     this.name = options.name;
     this.family = options.family;
-    this.#upstreams = options.upstreams;
+    this.#members = options.upstreams.map((upstream) => ({ upstream, breaker: new CircuitBreaker(options.breaker) }));
     this.#timeoutMs = options.timeoutMs;
+    this.#failover = options.failover;
+    this.#log = options.log;
+    this.head = new ChainHead(this);
   }
 
   get primary(): Upstream {
-    return this.#upstreams[0] as Upstream;
+    return (this.#members[0] as Member).upstream;
   }
 
-  call(method: string, paramsText: string, options: NetworkCallOptions = {}): Promise<UpstreamResult> {
-    return this.primary.call(method, paramsText, {
-      signal: options.signal,
-      timeoutMs: options.timeoutMs ?? this.#timeoutMs,
-    });
+  /** The primary's circuit state (readiness and tests). */
+  get primaryCircuit(): string {
+    return (this.#members[0] as Member).breaker.state;
+  }
+
+  #mayFailOver(method: string, options: NetworkCallOptions): boolean {
+    const policy = this.#failover;
+    return (
+      this.#members.length > 1 &&
+      options.idempotent === true &&
+      policy !== undefined &&
+      policy.methods.includes(method) &&
+      options.plan !== undefined &&
+      policy.plans.includes(options.plan)
+    );
+  }
+
+  async #try(member: Member, method: string, paramsText: string, options: NetworkCallOptions): Promise<UpstreamResult> {
+    const ownDeadline = options.timeoutMs !== undefined;
+    try {
+      const result = await member.upstream.call(method, paramsText, {
+        signal: options.signal,
+        timeoutMs: options.timeoutMs ?? this.#timeoutMs,
+      });
+      member.breaker.success();
+      return result;
+    } catch (err) {
+      if (options.signal?.aborted || (ownDeadline && err instanceof GatewayError && err.grpcCode === Code.DeadlineExceeded)) {
+        member.breaker.release();
+      } else if (isOutage(err)) {
+        member.breaker.failure();
+      } else {
+        member.breaker.success(); // it answered: the upstream is up
+      }
+      throw err;
+    }
+  }
+
+  async call(method: string, paramsText: string, options: NetworkCallOptions = {}): Promise<UpstreamResult> {
+    const primary = this.#members[0] as Member;
+    let outage: unknown;
+    if (primary.breaker.allow()) {
+      try {
+        return await this.#try(primary, method, paramsText, options);
+      } catch (err) {
+        if (!isOutage(err) || options.signal?.aborted) throw err;
+        outage = err;
+      }
+    } else {
+      outage = upstreamUnavailable("the primary upstream is failing; calls are paused while it recovers");
+    }
+    if (this.#mayFailOver(method, options)) {
+      for (const partner of this.#members.slice(1)) {
+        if (!partner.breaker.allow()) continue;
+        try {
+          const result = await this.#try(partner, method, paramsText, options);
+          this.failovers++;
+          this.#log?.warn({ network: this.name, method, upstream: partner.upstream.label }, "answered by a partner upstream during a primary outage");
+          return result;
+        } catch (err) {
+          if (!isOutage(err) || options.signal?.aborted) throw err;
+        }
+      }
+    }
+    throw outage;
   }
 
   async close(): Promise<void> {
-    await Promise.all(this.#upstreams.map((u) => u.close()));
+    await Promise.all(this.#members.map((m) => m.upstream.close()));
   }
 }

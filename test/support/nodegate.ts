@@ -4,7 +4,7 @@
  */
 import { Writable } from "node:stream";
 import { createApp } from "../../src/app.js";
-import { type Config, DEFAULT_LIMITS, type NetworkConfig } from "../../src/config.js";
+import { type Config, DEFAULT_LIMITS, DEFAULT_PASS_THROUGH, DEFAULT_PLANS, type KeyConfig, type NetworkConfig } from "../../src/config.js";
 import type { Gateway } from "../../src/gateway.js";
 import { createLogger } from "../../src/log.js";
 
@@ -24,7 +24,8 @@ export interface TestNodegate {
 
 export interface StartOptions {
   upstreamUrl: string;
-  keys?: string[];
+  /** Accepted keys: plain strings (growth plan) or full key settings. */
+  keys?: (string | KeyConfig)[];
   networks?: NetworkConfig[];
   config?: Partial<Config>;
 }
@@ -33,11 +34,14 @@ export interface StartOptions {
 export const allLogLines: string[] = [];
 
 export async function startNodegate(options: StartOptions): Promise<TestNodegate> {
-  const keys = options.keys ?? ["test-key-0123456789abcdef"];
+  const keys: KeyConfig[] = (options.keys ?? ["test-key-0123456789abcdef"]).map((k) => (typeof k === "string" ? { key: k, plan: "growth" } : k));
   const config: Config = {
     host: "127.0.0.1",
     port: 0,
-    apiKeys: keys,
+    keys,
+    plans: structuredClone(DEFAULT_PLANS),
+    passThrough: { methods: [...DEFAULT_PASS_THROUGH], allowWrites: false },
+    corsOrigins: [],
     networks: options.networks ?? [{ name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: options.upstreamUrl }] }],
     defaultNetwork: "ethereum",
     embeddedAnvil: false,
@@ -59,7 +63,7 @@ export async function startNodegate(options: StartOptions): Promise<TestNodegate
   });
   const { gateway, server } = createApp(config, createLogger(config.logLevel, sink), keys);
   const address = await server.listen(0, "127.0.0.1");
-  const key = keys[0] as string;
+  const key = (keys[0] as KeyConfig).key;
   return {
     url: `http://127.0.0.1:${address.port}`,
     address: `127.0.0.1:${address.port}`,

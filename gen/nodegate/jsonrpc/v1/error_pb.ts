@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file nodegate/jsonrpc/v1/error.proto.
  */
 export const file_nodegate_jsonrpc_v1_error: GenFile = /*@__PURE__*/
-  fileDesc("Ch9ub2RlZ2F0ZS9qc29ucnBjL3YxL2Vycm9yLnByb3RvEhNub2RlZ2F0ZS5qc29ucnBjLnYxIkkKDEpzb25ScGNFcnJvchIMCgRjb2RlGAEgASgDEg8KB21lc3NhZ2UYAiABKAkSEQoEZGF0YRgDIAEoCUgAiAEBQgcKBV9kYXRhYgZwcm90bzM");
+  fileDesc("Ch9ub2RlZ2F0ZS9qc29ucnBjL3YxL2Vycm9yLnByb3RvEhNub2RlZ2F0ZS5qc29ucnBjLnYxIkkKDEpzb25ScGNFcnJvchIMCgRjb2RlGAEgASgDEg8KB21lc3NhZ2UYAiABKAkSEQoEZGF0YRgDIAEoCUgAiAEBQgcKBV9kYXRhIjsKC1JldmVydEVycm9yEgwKBGRhdGEYASABKAwSEwoGcmVhc29uGAIgASgJSACIAQFCCQoHX3JlYXNvbmIGcHJvdG8z");
 
 /**
  * A JSON-RPC error object, carried losslessly in the details of a gRPC status
@@ -49,4 +49,34 @@ export type JsonRpcError = Message<"nodegate.jsonrpc.v1.JsonRpcError"> & {
  */
 export const JsonRpcErrorSchema: GenMessage<JsonRpcError> = /*@__PURE__*/
   messageDesc(file_nodegate_jsonrpc_v1_error, 0);
+
+/**
+ * A revert (JSON-RPC error code 3) in typed form, sent next to JsonRpcError
+ * so a client reads the revert data without parsing text.
+ *
+ * @generated from message nodegate.jsonrpc.v1.RevertError
+ */
+export type RevertError = Message<"nodegate.jsonrpc.v1.RevertError"> & {
+  /**
+   * The ABI-encoded revert data (JSON-RPC error.data), raw bytes.
+   *
+   * @generated from field: bytes data = 1;
+   */
+  data: Uint8Array;
+
+  /**
+   * The reason: the Error(string) text, the Panic description, or the text
+   * after "execution reverted: " in the node's message; unset when unknown.
+   *
+   * @generated from field: optional string reason = 2;
+   */
+  reason?: string | undefined;
+};
+
+/**
+ * Describes the message nodegate.jsonrpc.v1.RevertError.
+ * Use `create(RevertErrorSchema)` to create a new message.
+ */
+export const RevertErrorSchema: GenMessage<RevertError> = /*@__PURE__*/
+  messageDesc(file_nodegate_jsonrpc_v1_error, 1);
 

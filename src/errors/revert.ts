@@ -1,0 +1,83 @@
+/**
+ * Reverts (JSON-RPC code 3): decodes the ABI-encoded revert data of
+ * Error(string) and Panic(uint256), so the message says why even when the
+ * node gave only the data, and typed callers get the reason and raw bytes.
+ */
+import { GatewayError } from "./gateway-error.js";
+
+const ERROR_SELECTOR = "08c379a0";
+const PANIC_SELECTOR = "4e487b71";
+
+/** Solidity's panic codes (docs.soliditylang.org, "Panic via assert and Error via require"). */
+const PANIC_REASONS = new Map<number, string>([
+  [0x00, "generic compiler panic"],
+  [0x01, "assert(false)"],
+  [0x11, "arithmetic underflow or overflow"],
+  [0x12, "division or modulo by zero"],
+  [0x21, "enum overflow"],
+  [0x22, "invalid encoded storage byte array accessed"],
+  [0x31, "out-of-bounds array access; popping an empty array"],
+  [0x32, "out-of-bounds access of an array or bytesN"],
+  [0x41, "out of memory"],
+  [0x51, "uninitialized function"],
+]);
+
+/** The revert data as bytes, when error.data is a hex string. */
+export function revertData(err: GatewayError): Uint8Array | undefined {
+  if (err.data === undefined) return undefined;
+  let hex: unknown;
+  try {
+    hex = JSON.parse(err.data);
+  } catch {
+    return undefined;
+  }
+  if (typeof hex !== "string" || !/^0x(?:[0-9a-fA-F]{2})*$/.test(hex)) return undefined;
+  return Buffer.from(hex.slice(2), "hex");
+}
+
+/** The reason encoded in revert data: the Error(string) text or the Panic description. */
+export function decodeRevertReason(data: Uint8Array): string | undefined {
+  const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  const selector = buf.toString("hex", 0, 4);
+  try {
+    if (selector === ERROR_SELECTOR && buf.length >= 4 + 64) {
+      const offset = Number(BigInt(`0x${buf.toString("hex", 4, 36)}`));
+      const start = 4 + offset;
+      const length = Number(BigInt(`0x${buf.toString("hex", start, start + 32)}`));
+      if (start + 32 + length > buf.length) return undefined;
+      return buf.toString("utf8", start + 32, start + 32 + length);
+    }
+    if (selector === PANIC_SELECTOR && buf.length === 4 + 32) {
+      const code = Number(BigInt(`0x${buf.toString("hex", 4, 36)}`));
+      return PANIC_REASONS.get(code) ?? `panic code 0x${code.toString(16)}`;
+    }
+  } catch {
+    return undefined;
+  }
+  return undefined;
+}
+
+/** The reason a revert error carries: decoded from data, else taken from "execution reverted: <reason>". */
+export function revertReason(err: GatewayError): string | undefined {
+  const data = revertData(err);
+  const decoded = data ? decodeRevertReason(data) : undefined;
+  if (decoded !== undefined) return decoded;
+  const m = /^execution reverted: (.*)$/s.exec(err.message);
+  return m ? m[1] : undefined;
+}
+
+/** A code 3 error whose message lacks the reason gets the decoded one: "execution reverted: <reason>". */
+export function withRevertReason(err: GatewayError): GatewayError {
+  if (err.code !== 3 || err.message !== "execution reverted") return err;
+  const data = revertData(err);
+  const reason = data ? decodeRevertReason(data) : undefined;
+  if (reason === undefined) return err;
+  return new GatewayError({
+    code: err.code,
+    message: `execution reverted: ${reason}`,
+    ...(err.data === undefined ? {} : { data: err.data }),
+    grpcCode: err.grpcCode,
+    httpStatus: err.httpStatus,
+    origin: err.origin,
+  });
+}

@@ -1,0 +1,12 @@
+import { callGasCap, estimateGasBounds } from "./policies/gas-cap.js";
+import { getLogsLimits } from "./policies/get-logs-limits.js";
+import type { MethodPolicy } from "./policy.js";
+
+/** The policies nodegate applies, by JSON-RPC method. */
+export function createPolicies(): ReadonlyMap<string, MethodPolicy> {
+  return new Map<string, MethodPolicy>([
+    ["eth_getLogs", getLogsLimits],
+    ["eth_call", callGasCap],
+    ["eth_estimateGas", estimateGasBounds],
+  ]);
+}

@@ -1,0 +1,72 @@
+/**
+ * The one path a call takes after its front door has read it: the key's
+ * per-call allowlists, the method's policy, the network call (with failover),
+ * and the node's errors restated where the seed says so (reverts). Both front
+ * doors end here; they differ only in how they read params and write results.
+ */
+import type { Message } from "@bufbuild/protobuf";
+import type { ApiKey } from "../auth/api-keys.js";
+import type { AccessControl } from "../auth/access-control.js";
+import type { Limits } from "../config.js";
+import { GatewayError } from "../errors/gateway-error.js";
+import { withRevertReason } from "../errors/revert.js";
+import type { Network } from "../upstream/network.js";
+import type { UpstreamResult } from "../upstream/reply.js";
+import type { MethodSpec } from "./method-table.js";
+import type { MethodPolicy } from "./policy.js";
+
+export interface InvokeContext {
+  access: AccessControl;
+  key: ApiKey;
+  network: Network;
+  limits: Limits;
+  policies: ReadonlyMap<string, MethodPolicy>;
+  signal: AbortSignal;
+}
+
+function restate(err: unknown, policy: MethodPolicy | undefined, ctx: InvokeContext): unknown {
+  if (!(err instanceof GatewayError)) return err;
+  const restated = policy?.onError ? policy.onError(err, { limits: ctx.limits, head: ctx.network.head }) : err;
+  return withRevertReason(restated);
+}
+
+/**
+ * Calls a table method. `callerParams` is the caller's own params text (native
+ * path), forwarded as sent unless a policy changed the request.
+ */
+export async function invokeMethod(spec: MethodSpec, request: Message, ctx: InvokeContext, callerParams?: string): Promise<UpstreamResult> {
+  const addresses = spec.addresses?.(request).map((a) => `0x${Buffer.from(a).toString("hex")}`);
+  ctx.access.checkCall(ctx.key, spec.jsonrpcMethod, addresses);
+  const policy = ctx.policies.get(spec.jsonrpcMethod);
+  const policyCtx = { limits: ctx.limits, head: ctx.network.head };
+  let paramsText = callerParams;
+  try {
+    if (policy?.before && (await policy.before(request, policyCtx))) paramsText = undefined;
+  } catch (err) {
+    throw restate(err, undefined, ctx);
+  }
+  paramsText ??= spec.params.encode(request);
+  let result: UpstreamResult;
+  try {
+    result = await ctx.network.call(spec.jsonrpcMethod, paramsText, {
+      signal: ctx.signal,
+      timeoutMs: policy?.timeoutMs?.(ctx.limits),
+      idempotent: spec.idempotent,
+      plan: ctx.key.plan,
+    });
+  } catch (err) {
+    throw restate(err, policy, ctx);
+  }
+  policy?.after?.(result, request, policyCtx);
+  return result;
+}
+
+/** Forwards a method outside the typed table (pass-through allowlist), params as sent. */
+export async function invokePassThrough(method: string, paramsText: string, idempotent: boolean, ctx: InvokeContext): Promise<UpstreamResult> {
+  ctx.access.checkCall(ctx.key, method, undefined);
+  try {
+    return await ctx.network.call(method, paramsText, { signal: ctx.signal, idempotent, plan: ctx.key.plan });
+  } catch (err) {
+    throw restate(err, undefined, ctx);
+  }
+}
