@@ -33,6 +33,7 @@ export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[
         family: n.family,
         timeoutMs: config.upstreamTimeoutMs,
         failover: n.failover ?? DEFAULT_FAILOVER,
+        breaker: config.circuitBreaker,
         log,
         upstreams: n.upstreams.map((u) => new HttpUpstream({ url: u.url, label: `${n.name}/${u.label}` })),
       }),

@@ -101,6 +101,8 @@ export interface Config {
   embeddedAnvil: boolean;
   /** Deadline of one upstream call, in milliseconds. */
   upstreamTimeoutMs: number;
+  /** When an upstream's circuit opens (consecutive outages) and how long it stays open. */
+  circuitBreaker: { threshold: number; cooldownMs: number };
   limits: Limits;
   passThrough: PassThroughConfig;
   /** Origins allowed by CORS on both front doors; "*" allows any. Empty: no CORS headers. */
@@ -173,6 +175,7 @@ function defaults(): Config {
     defaultNetwork: "ethereum",
     embeddedAnvil: true,
     upstreamTimeoutMs: 30_000,
+    circuitBreaker: { threshold: 5, cooldownMs: 5000 },
     limits: { ...DEFAULT_LIMITS },
     passThrough: { methods: [...DEFAULT_PASS_THROUGH], allowWrites: false },
     corsOrigins: [],
@@ -223,7 +226,7 @@ class FileReader {
   string(path: Path): string | undefined {
     const v = this.raw(path);
     if (v === undefined || v === null) return undefined;
-    if (typeof v !== "string") this.fail(path, "want a string");
+    if (typeof v !== "string") this.fail(path, typeof v === "number" ? 'want a string (YAML reads unquoted 0x... as a number: quote it, "0x...")' : "want a string");
     return v.replace(/\$\{([A-Z0-9_]+)\}/g, (_, name: string) => {
       const value = this.env[name];
       if (value === undefined) this.fail(path, `environment variable ${name} is not set`);
@@ -265,7 +268,10 @@ class FileReader {
     for (const item of v.items) {
       const key = isScalar(item.key) ? String(item.key.value) : "?";
       if (!allowed.includes(key)) {
-        this.fail([...path, key], `unknown setting (known: ${allowed.join(", ")})`);
+        const range = isScalar(item.key) ? item.key.range : undefined;
+        const name = [...path, key].reduce<string>((s, p) => (typeof p === "number" ? `${s}[${p}]` : s ? `${s}.${p}` : p), "");
+        const at = range ? (({ line, col }) => `${line}:${col}`)(this.lines.linePos(range[0])) : "?";
+        throw new ConfigError(`${this.file}:${at}: ${name}: unknown setting (known: ${allowed.join(", ")})`);
       }
     }
   }
@@ -312,12 +318,15 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
   }
   const r = new FileReader(doc, lines, file, env);
   if (doc.contents === null) return;
-  r.keys([], ["listen", "upstreamTimeoutMs", "limits", "plans", "networks", "defaultNetwork", "keys", "passThrough", "cors", "log", "tls", "drainMs", "stores"]);
+  r.keys([], ["listen", "upstreamTimeoutMs", "circuitBreaker", "limits", "plans", "networks", "defaultNetwork", "keys", "passThrough", "cors", "log", "tls", "drainMs", "stores"]);
 
   r.keys(["listen"], ["host", "port"]);
   config.host = r.string(["listen", "host"]) ?? config.host;
   config.port = r.number(["listen", "port"], 0, 65535) ?? config.port;
   config.upstreamTimeoutMs = r.number(["upstreamTimeoutMs"], 1, 600_000) ?? config.upstreamTimeoutMs;
+  r.keys(["circuitBreaker"], ["threshold", "cooldownMs"]);
+  config.circuitBreaker.threshold = r.number(["circuitBreaker", "threshold"], 1, 1000) ?? config.circuitBreaker.threshold;
+  config.circuitBreaker.cooldownMs = r.number(["circuitBreaker", "cooldownMs"], 1, 3_600_000) ?? config.circuitBreaker.cooldownMs;
   config.logLevel = r.string(["log", "level"]) ?? config.logLevel;
   r.keys(["log"], ["level", "pretty"]);
 

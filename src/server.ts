@@ -14,6 +14,7 @@ import type { Gateway } from "./gateway.js";
 import { registerTypedServices } from "./grpc/typed-services.js";
 import { createJsonRpcHttpHandler } from "./jsonrpc/http-handler.js";
 import { matchNativeRoute } from "./jsonrpc/paths.js";
+import { requestLogInterceptor } from "./observability/request-log.js";
 
 type Req = NodeRequest;
 type Res = NodeResponse;
@@ -56,6 +57,7 @@ export function createNodegateServer(gateway: Gateway): NodegateServer {
 
   const handler = connectNodeAdapter({
     routes: (router) => registerTypedServices(router, gateway),
+    interceptors: [requestLogInterceptor(gateway.log)],
     fallback,
   });
 

@@ -120,6 +120,16 @@ const storageSlotCodec: ValueCodec<Uint8Array> = {
   },
 };
 
+const storageKeyCodec: ValueCodec<Uint8Array> = {
+  decode: (json) => decodeStorageSlot(json),
+  encode: (value) => {
+    if (value.length > 32) fail(`a storage key has at most 32 bytes, got ${value.length}`);
+    const padded = new Uint8Array(32);
+    padded.set(value, 32 - value.length);
+    return `"${encodeData(padded)}"`;
+  },
+};
+
 function withQuotes<T>(codec: ValueCodec<T>): ValueCodec<T> {
   return { decode: codec.decode, encode: (value) => `"${codec.encode(value)}"` };
 }
@@ -184,6 +194,7 @@ export class CodecRegistry {
           return feltCodec as ValueCodec;
         }
         if (encoding === Encoding.STORAGE_SLOT) return storageSlotCodec as ValueCodec;
+        if (encoding === Encoding.STORAGE_KEY) return storageKeyCodec as ValueCodec;
         if (encoding === Encoding.UNSPECIFIED || encoding === Encoding.DATA) {
           return dataCodec(rules?.length ?? 0, rules?.maxLength ?? 0) as ValueCodec;
         }

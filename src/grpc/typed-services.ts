@@ -4,57 +4,21 @@
  * invokes the method (the same path the native door takes) and decodes the
  * node's result into the response message.
  */
-import { create, type Message } from "@bufbuild/protobuf";
-import { durationFromMs } from "@bufbuild/protobuf/wkt";
+import type { Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
-import { RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { JsonRpcErrorSchema, RevertErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
 import type { Credentials } from "../auth/access-control.js";
 import { CodecError } from "../codec/codec-error.js";
 import { resultNotTypeable } from "../errors/catalogue.js";
-import { GatewayError } from "../errors/gateway-error.js";
-import { revertData, revertReason } from "../errors/revert.js";
 import type { Gateway } from "../gateway.js";
 import { invokeMethod } from "../methods/invoke.js";
 import type { MethodSpec } from "../methods/method-table.js";
 import { resultJson } from "../upstream/reply.js";
+import { toConnectError } from "./errors.js";
 
 /** Metadata header that carries the API key on gRPC and Connect calls. */
 export const API_KEY_HEADER = "x-api-key";
 /** Metadata header that names the network (default: the configured default network). */
 export const NETWORK_HEADER = "x-nodegate-network";
-
-type Detail = NonNullable<ConstructorParameters<typeof ConnectError>[3]>[number];
-
-/**
- * A GatewayError as a Connect error whose details carry the JSON-RPC error
- * losslessly (plus the revert bytes and reason for code 3, and RetryInfo for
- * rate limits).
- */
-export function toConnectError(err: unknown): ConnectError {
-  if (err instanceof ConnectError) return err;
-  if (err instanceof GatewayError) {
-    const details: Detail[] = [
-      {
-        desc: JsonRpcErrorSchema,
-        value: create(JsonRpcErrorSchema, { code: BigInt(err.code), message: err.message, ...(err.data === undefined ? {} : { data: err.data }) }),
-      },
-    ];
-    if (err.code === 3) {
-      const data = revertData(err);
-      const reason = revertReason(err);
-      details.push({
-        desc: RevertErrorSchema,
-        value: create(RevertErrorSchema, { data: data ?? new Uint8Array(0), ...(reason === undefined ? {} : { reason }) }),
-      });
-    }
-    if (err.retryAfterSeconds !== undefined) {
-      details.push({ desc: RetryInfoSchema, value: create(RetryInfoSchema, { retryDelay: durationFromMs(err.retryAfterSeconds * 1000) }) });
-    }
-    return new ConnectError(err.message, err.grpcCode, undefined, details, err);
-  }
-  return new ConnectError("internal error", Code.Internal, undefined, undefined, err);
-}
 
 export function credentialsFrom(headers: Headers): Credentials {
   return {

@@ -10,6 +10,7 @@ import type { Gateway } from "../gateway.js";
 import { type Entry, readEnvelope } from "./envelope.js";
 import { type NativeCallContext, type Outcome, renderResponse, runNativeCall } from "./native-call.js";
 import type { NativeRoute } from "./paths.js";
+import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
 
 type Req = NodeRequest;
 type Res = NodeResponse;
@@ -57,6 +58,25 @@ function readBody(req: Req, limit: number): Promise<Buffer | undefined> {
 
 export function createJsonRpcHttpHandler(gateway: Gateway) {
   return async function handleJsonRpcHttp(req: Req, res: Res, route: NativeRoute): Promise<void> {
+    const started = performance.now();
+    const requestId = requestIdFrom(header(req, REQUEST_ID_HEADER));
+    res.setHeader(REQUEST_ID_HEADER, requestId);
+    const logged: { methods: string[]; errors: number } = { methods: [], errors: 0 };
+    res.on("finish", () => {
+      gateway.log.info(
+        {
+          door: "jsonrpc-http",
+          method: logged.methods.length <= 1 ? logged.methods[0] : `batch(${logged.methods.length})`,
+          ...(logged.methods.length > 1 ? { methods: logged.methods.slice(0, 10) } : {}),
+          status: res.statusCode,
+          errors: logged.errors,
+          network: route.network,
+          requestId,
+          ms: Math.round((performance.now() - started) * 100) / 100,
+        },
+        "request",
+      );
+    });
     if (req.method !== "POST") {
       sendError(res, invalidRequest("use POST"), 405, { allow: "POST" });
       return;
@@ -130,7 +150,9 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
     };
     const run = (entry: Entry): Promise<Outcome | undefined> =>
       entry.error !== undefined ? Promise.resolve({ error: entry.error }) : runNativeCall(entry.call, ctx);
+    for (const entry of envelope.entries) if (entry.call) logged.methods.push(entry.call.method.slice(0, 64));
     const outcomes = await Promise.all(envelope.entries.map(run));
+    logged.errors = outcomes.filter((o) => o?.error !== undefined).length;
     if (abort.signal.aborted) return;
 
     const parts: Buffer[] = [];

@@ -46,6 +46,7 @@ export async function startNodegate(options: StartOptions): Promise<TestNodegate
     defaultNetwork: "ethereum",
     embeddedAnvil: false,
     upstreamTimeoutMs: 10_000,
+    circuitBreaker: { threshold: 5, cooldownMs: 5000 },
     limits: { ...DEFAULT_LIMITS },
     logLevel: "info",
     ...options.config,

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file nodegate/jsonrpc/v1/options.proto.
  */
 export const file_nodegate_jsonrpc_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("CiFub2RlZ2F0ZS9qc29ucnBjL3YxL29wdGlvbnMucHJvdG8SE25vZGVnYXRlLmpzb25ycGMudjEidQoKRmllbGRSdWxlcxIvCghlbmNvZGluZxgBIAEoDjIdLm5vZGVnYXRlLmpzb25ycGMudjEuRW5jb2RpbmcSDgoGbGVuZ3RoGAIgASgNEhIKCm1heF9sZW5ndGgYAyABKA0SEgoKb21pdF9lbXB0eRgEIAEoCCIcCgxNZXNzYWdlUnVsZXMSDAoEbGlzdBgBIAEoCCqWAQoIRW5jb2RpbmcSGAoURU5DT0RJTkdfVU5TUEVDSUZJRUQQABIVChFFTkNPRElOR19RVUFOVElUWRABEhEKDUVOQ09ESU5HX0RBVEEQAhIRCg1FTkNPRElOR19GRUxUEAMSGAoURU5DT0RJTkdfSlNPTl9OVU1CRVIQBBIZChVFTkNPRElOR19TVE9SQUdFX1NMT1QQBTpWCgVmaWVsZBIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYuY4DIAEoCzIfLm5vZGVnYXRlLmpzb25ycGMudjEuRmllbGRSdWxlc1IFZmllbGQ6XgoHbWVzc2FnZRIfLmdvb2dsZS5wcm90b2J1Zi5NZXNzYWdlT3B0aW9ucxi5jgMgASgLMiEubm9kZWdhdGUuanNvbnJwYy52MS5NZXNzYWdlUnVsZXNSB21lc3NhZ2U6OAoGbWV0aG9kEh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYuY4DIAEoCVIGbWV0aG9kYgZwcm90bzM", [file_google_protobuf_descriptor]);
+  fileDesc("CiFub2RlZ2F0ZS9qc29ucnBjL3YxL29wdGlvbnMucHJvdG8SE25vZGVnYXRlLmpzb25ycGMudjEidQoKRmllbGRSdWxlcxIvCghlbmNvZGluZxgBIAEoDjIdLm5vZGVnYXRlLmpzb25ycGMudjEuRW5jb2RpbmcSDgoGbGVuZ3RoGAIgASgNEhIKCm1heF9sZW5ndGgYAyABKA0SEgoKb21pdF9lbXB0eRgEIAEoCCIcCgxNZXNzYWdlUnVsZXMSDAoEbGlzdBgBIAEoCCqwAQoIRW5jb2RpbmcSGAoURU5DT0RJTkdfVU5TUEVDSUZJRUQQABIVChFFTkNPRElOR19RVUFOVElUWRABEhEKDUVOQ09ESU5HX0RBVEEQAhIRCg1FTkNPRElOR19GRUxUEAMSGAoURU5DT0RJTkdfSlNPTl9OVU1CRVIQBBIZChVFTkNPRElOR19TVE9SQUdFX1NMT1QQBRIYChRFTkNPRElOR19TVE9SQUdFX0tFWRAGOlYKBWZpZWxkEh0uZ29vZ2xlLnByb3RvYnVmLkZpZWxkT3B0aW9ucxi5jgMgASgLMh8ubm9kZWdhdGUuanNvbnJwYy52MS5GaWVsZFJ1bGVzUgVmaWVsZDpeCgdtZXNzYWdlEh8uZ29vZ2xlLnByb3RvYnVmLk1lc3NhZ2VPcHRpb25zGLmOAyABKAsyIS5ub2RlZ2F0ZS5qc29ucnBjLnYxLk1lc3NhZ2VSdWxlc1IHbWVzc2FnZTo4CgZtZXRob2QSHi5nb29nbGUucHJvdG9idWYuTWV0aG9kT3B0aW9ucxi5jgMgASgJUgZtZXRob2RiBnByb3RvMw", [file_google_protobuf_descriptor]);
 
 /**
  * Field-level JSON-RPC annotations.
@@ -135,6 +135,15 @@ export enum Encoding {
    * @generated from enum value: ENCODING_STORAGE_SLOT = 5;
    */
   STORAGE_SLOT = 5,
+
+  /**
+   * A storage key in a request (at most 32 bytes, big-endian): read like
+   * STORAGE_SLOT, always written as 32 bytes (64 hex digits), the one form
+   * every node accepts.
+   *
+   * @generated from enum value: ENCODING_STORAGE_KEY = 6;
+   */
+  STORAGE_KEY = 6,
 }
 
 /**

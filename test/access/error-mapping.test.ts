@@ -1,0 +1,126 @@
+/**
+ * The one mapping table between JSON-RPC and gRPC codes, a test per row:
+ * an upstream error with that code reaches a typed caller as the row's gRPC
+ * status carrying the original code, message and data, and reaches a native
+ * caller unchanged. nodegate's own failures have their own stable codes.
+ */
+import { Code, ConnectError } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
+import { freePort } from "../../src/embedded/anvil.js";
+import { GRPC_TO_JSONRPC, JSONRPC_TO_GRPC, jsonRpcCodeForGrpc } from "../../src/errors/code-map.js";
+import { NODEGATE_CODES } from "../../src/errors/catalogue.js";
+import { fromConnectError } from "../../src/grpc/errors.js";
+import { connectClient } from "../support/grpc-clients.js";
+import { post, rpc } from "../support/http.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+import { type Answer, type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
+
+let upstream: ProgrammableUpstream;
+let ng: TestNodegate;
+let answer: Answer = { result: "0x1" };
+
+beforeAll(async () => {
+  upstream = await startProgrammableUpstream(() => answer);
+  ng = await startNodegate({ upstreamUrl: upstream.url, config: { upstreamTimeoutMs: 400 } });
+});
+afterAll(async () => {
+  await ng?.close();
+  await upstream?.close();
+});
+
+async function typed(): Promise<ConnectError> {
+  try {
+    await connectClient(ng.url, EthService, ng.key, "grpc").blockNumber({});
+  } catch (err) {
+    return ConnectError.from(err);
+  }
+  throw new Error("expected an error");
+}
+
+describe("JSON-RPC error code -> gRPC status (one test per row)", () => {
+  for (const row of JSONRPC_TO_GRPC) {
+    it(`${row.jsonrpc} (${row.meaning}) -> ${Code[row.grpc]}`, async () => {
+      const error = { code: row.jsonrpc, message: `node says ${row.meaning}`, data: { detail: [1, "two"] } };
+      answer = { error };
+      const err = await typed();
+      expect(err.code).toBe(row.grpc);
+      expect(err.rawMessage).toBe(error.message);
+      const [d] = err.findDetails(JsonRpcErrorSchema);
+      expect({ code: Number(d?.code), message: d?.message, data: JSON.parse(d?.data ?? "null") }).toEqual(error);
+      // ...the native path gives the node's error unchanged, and the status maps back to it.
+      const native = await post(ng.rpcUrl, rpc("eth_blockNumber", [], 7));
+      expect(native.status).toBe(200);
+      expect(native.json).toEqual({ jsonrpc: "2.0", id: 7, error });
+      const back = fromConnectError(err);
+      expect({ ...back, data: JSON.parse(back.data ?? "null") }).toEqual(native.json.error);
+    });
+  }
+
+  it("an unmapped code becomes UNKNOWN and keeps its code in the details", async () => {
+    answer = { error: { code: -39999, message: "vendor specific" } };
+    const err = await typed();
+    expect(err.code).toBe(Code.Unknown);
+    expect(Number(err.findDetails(JsonRpcErrorSchema)[0]?.code)).toBe(-39999);
+  });
+});
+
+describe("gRPC status -> JSON-RPC code, for statuses without details", () => {
+  for (const [grpc, jsonrpc] of GRPC_TO_JSONRPC) {
+    it(`${Code[grpc]} -> ${jsonrpc}`, () => {
+      expect(jsonRpcCodeForGrpc(grpc)).toBe(jsonrpc);
+      expect(fromConnectError(new ConnectError("foreign status", grpc))).toEqual({ code: jsonrpc, message: "foreign status" });
+    });
+  }
+});
+
+describe("nodegate's own failures have stable codes that collide with no provider code", () => {
+  it("the codes are nodegate's range and not in the node table", () => {
+    for (const code of Object.values(NODEGATE_CODES)) {
+      expect(code).toBeGreaterThanOrEqual(-32059);
+      expect(code).toBeLessThanOrEqual(-32050);
+      expect(JSONRPC_TO_GRPC.some((r) => r.jsonrpc === code)).toBe(false);
+    }
+  });
+
+  const cases: [string, Answer, number, Code, number][] = [
+    ["HTTP 503", { raw: "busy", status: 503 }, NODEGATE_CODES.upstreamUnavailable, Code.Unavailable, 503],
+    ["connection dropped", { destroy: true }, NODEGATE_CODES.upstreamUnavailable, Code.Unavailable, 503],
+    ["invalid JSON", { raw: "{not json" }, NODEGATE_CODES.upstreamBadResponse, Code.Unavailable, 502],
+    ["a reply with the wrong id", { raw: '{"jsonrpc":"2.0","id":999999999,"result":"0x1"}' }, NODEGATE_CODES.upstreamBadResponse, Code.Unavailable, 502],
+    ["no answer within the deadline", { delayMs: 1500, then: { result: "0x1" } }, NODEGATE_CODES.upstreamTimeout, Code.DeadlineExceeded, 504],
+  ];
+  for (const [name, a, code, grpc, http] of cases) {
+    it(`${name} -> ${code} / ${Code[grpc]} / HTTP ${http}`, async () => {
+      answer = a;
+      // A fresh nodegate, so earlier outages have not opened its circuit breaker.
+      const fresh = await startNodegate({ upstreamUrl: upstream.url, config: { upstreamTimeoutMs: 400 } });
+      try {
+        const native = await post(fresh.rpcUrl, rpc("eth_blockNumber"));
+        expect(native.status).toBe(http);
+        expect(native.json.error.code).toBe(code);
+        const err = await connectClient(fresh.url, EthService, fresh.key, "grpc")
+          .blockNumber({})
+          .then(() => undefined, (e: unknown) => ConnectError.from(e));
+        expect(err?.code).toBe(grpc);
+        expect(Number(err?.findDetails(JsonRpcErrorSchema)[0]?.code)).toBe(code);
+      } finally {
+        await fresh.close();
+      }
+    });
+  }
+
+  it("a refused connection -> upstream unavailable", async () => {
+    const port = await freePort();
+    const down = await startNodegate({ upstreamUrl: `http://127.0.0.1:${port}/v3/upstream-secret-key` });
+    try {
+      const native = await post(down.rpcUrl, rpc("eth_blockNumber"));
+      expect(native.status).toBe(503);
+      expect(native.json.error).toEqual({ code: NODEGATE_CODES.upstreamUnavailable, message: "upstream unavailable: connection refused" });
+      expect(native.text).not.toContain("upstream-secret-key");
+    } finally {
+      await down.close();
+    }
+  });
+});

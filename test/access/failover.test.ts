@@ -1,0 +1,145 @@
+/**
+ * Partner failover during a primary outage, per the seed: eth_getBlockByHash
+ * goes to a partner for Growth and Custom keys only; Core keys get the outage
+ * error. The policy is configurable; a circuit breaker keeps a dead primary
+ * from being hammered; node errors (not outages) never fail over.
+ */
+import { Code, ConnectError } from "@connectrpc/connect";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { NODEGATE_CODES } from "../../src/errors/catalogue.js";
+import { connectClient } from "../support/grpc-clients.js";
+import { post, rpc } from "../support/http.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+import { type Answer, type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
+
+const CORE = "core-key-000000001";
+const GROWTH = "growth-key-0000001";
+const CUSTOM = "custom-key-0000001";
+
+let anvil: AnvilNode;
+let primary: ProgrammableUpstream;
+let primaryAnswer: Answer;
+let genesisHash: string;
+const started: TestNodegate[] = [];
+
+async function gateway(failover?: { methods: string[]; plans: ("core" | "growth" | "custom")[] }, breaker = { threshold: 5, cooldownMs: 60_000 }) {
+  const ng = await startNodegate({
+    upstreamUrl: primary.url,
+    keys: [
+      { key: CORE, plan: "core" },
+      { key: GROWTH, plan: "growth" },
+      { key: CUSTOM, plan: "custom" },
+    ],
+    networks: [
+      {
+        name: "ethereum",
+        family: "eth",
+        upstreams: [
+          { label: "primary", url: primary.url },
+          { label: "partner", url: anvil.url },
+        ],
+        ...(failover ? { failover } : {}),
+      },
+    ],
+    config: { circuitBreaker: breaker },
+  });
+  started.push(ng);
+  return ng;
+}
+
+beforeAll(async () => {
+  anvil = await startAnvil();
+  primary = await startProgrammableUpstream(() => primaryAnswer);
+  genesisHash = (await post(anvil.url, rpc("eth_getBlockByNumber", ["0x0", false]))).json.result.hash;
+});
+afterEach(async () => {
+  while (started.length) await started.pop()?.close();
+  primaryAnswer = { raw: "unavailable", status: 503 };
+});
+afterAll(async () => {
+  await primary?.close();
+  await anvil?.stop();
+});
+
+const byHash = () => rpc("eth_getBlockByHash", [genesisHash, false]);
+
+describe("failover to a partner during a primary outage", () => {
+  for (const [name, outage] of [
+    ["HTTP 503", { raw: "unavailable", status: 503 }],
+    ["a reset connection", { destroy: true }],
+  ] as [string, Answer][]) {
+    it(`${name}: Growth and Custom keys get eth_getBlockByHash from the partner, on both doors`, async () => {
+      primaryAnswer = outage;
+      const ng = await gateway();
+      for (const key of [GROWTH, CUSTOM]) {
+        const native = await post(`${ng.url}/v3/${key}`, byHash());
+        expect(native.json.result.hash).toBe(genesisHash);
+      }
+      const typed = await connectClient(ng.url, EthService, GROWTH, "grpc").getBlockByHash({ blockHash: Buffer.from(genesisHash.slice(2), "hex") });
+      expect(typed.block?.number).toBe(0n);
+      expect(ng.gateway.network(undefined).failovers).toBe(3);
+    });
+  }
+
+  it("Core keys get the outage error", async () => {
+    primaryAnswer = { raw: "unavailable", status: 503 };
+    const ng = await gateway();
+    const native = await post(`${ng.url}/v3/${CORE}`, byHash());
+    expect(native.status).toBe(503);
+    expect(native.json.error.code).toBe(NODEGATE_CODES.upstreamUnavailable);
+    const err = await connectClient(ng.url, EthService, CORE, "grpc")
+      .getBlockByHash({ blockHash: Buffer.from(genesisHash.slice(2), "hex") })
+      .then(() => undefined, (e: unknown) => ConnectError.from(e));
+    expect(err?.code).toBe(Code.Unavailable);
+    expect(ng.gateway.network(undefined).failovers).toBe(0);
+  });
+
+  it("other methods do not fail over under the seed's policy", async () => {
+    primaryAnswer = { raw: "unavailable", status: 503 };
+    const ng = await gateway();
+    const native = await post(`${ng.url}/v3/${GROWTH}`, rpc("eth_getBlockByNumber", ["0x0", false]));
+    expect(native.json.error.code).toBe(NODEGATE_CODES.upstreamUnavailable);
+  });
+
+  it("the policy is configurable (methods and plans)", async () => {
+    primaryAnswer = { raw: "unavailable", status: 503 };
+    const ng = await gateway({ methods: ["eth_getBlockByNumber"], plans: ["core"] });
+    expect((await post(`${ng.url}/v3/${CORE}`, rpc("eth_getBlockByNumber", ["0x0", false]))).json.result.hash).toBe(genesisHash);
+    expect((await post(`${ng.url}/v3/${GROWTH}`, rpc("eth_getBlockByNumber", ["0x0", false]))).json.error.code).toBe(NODEGATE_CODES.upstreamUnavailable);
+    expect((await post(`${ng.url}/v3/${CORE}`, byHash())).json.error.code).toBe(NODEGATE_CODES.upstreamUnavailable);
+  });
+
+  it("a node error is an answer, not an outage: no failover", async () => {
+    primaryAnswer = { error: { code: -32000, message: "header not found" } };
+    const ng = await gateway();
+    const native = await post(`${ng.url}/v3/${GROWTH}`, byHash());
+    expect(native.json.error).toEqual({ code: -32000, message: "header not found" });
+    expect(ng.gateway.network(undefined).failovers).toBe(0);
+  });
+});
+
+describe("circuit breaker", () => {
+  it("stops sending to a dead primary after the threshold, then probes it after the cooldown", async () => {
+    primaryAnswer = { raw: "unavailable", status: 503 };
+    const ng = await gateway(undefined, { threshold: 3, cooldownMs: 300 });
+    const before = primary.requests.length;
+    for (let i = 0; i < 6; i++) {
+      const res = await post(`${ng.url}/v3/${GROWTH}`, byHash());
+      expect(res.json.result.hash).toBe(genesisHash); // answered by the partner throughout
+    }
+    expect(primary.requests.length - before).toBe(3);
+    expect(ng.gateway.network(undefined).primaryCircuit).toBe("open");
+    const core = await post(`${ng.url}/v3/${CORE}`, rpc("eth_blockNumber"));
+    expect(core.json.error.code).toBe(NODEGATE_CODES.upstreamUnavailable);
+    expect(primary.requests.length - before).toBe(3);
+
+    primaryAnswer = { forward: anvil.url };
+    await new Promise((r) => setTimeout(r, 350));
+    const probe = await post(`${ng.url}/v3/${CORE}`, rpc("eth_blockNumber"));
+    expect(probe.json.result).toBe("0x0");
+    expect(primary.requests.length - before).toBe(4);
+    expect(ng.gateway.network(undefined).primaryCircuit).toBe("closed");
+  });
+});

@@ -1,0 +1,158 @@
+/**
+ * Keys, secrets and allowlists on both front doors, with the provider's
+ * outcomes: 401 texts, 403 + -32002, and the matching gRPC statuses carrying
+ * the same JSON-RPC code and message in their details.
+ */
+import { Code, ConnectError } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
+import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { connectClient } from "../support/grpc-clients.js";
+import { basic, post, rpc } from "../support/http.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+
+const OPEN = "open-key-0000000001";
+const SECRET_KEY = "secret-key-00000001";
+const SECRET = "s3cr3t-value";
+const METHODS_ONLY = "methods-key-0000001";
+const CONTRACT = "0x1111111111111111111111111111111111111111";
+const OTHER = "0x2222222222222222222222222222222222222222";
+const CONTRACTS_ONLY = "contract-key-000001";
+const ORIGIN_AND_AGENT = "origin-agent-key-01";
+
+let anvil: AnvilNode;
+let ng: TestNodegate;
+
+beforeAll(async () => {
+  anvil = await startAnvil();
+  ng = await startNodegate({
+    upstreamUrl: anvil.url,
+    keys: [
+      { key: OPEN, plan: "core" },
+      { key: SECRET_KEY, plan: "growth", secret: SECRET },
+      { key: METHODS_ONLY, plan: "core", allowlists: { methods: ["eth_chainId", "eth_getBlock*"] } },
+      { key: CONTRACTS_ONLY, plan: "core", allowlists: { contractAddresses: [CONTRACT] } },
+      { key: ORIGIN_AND_AGENT, plan: "core", allowlists: { origins: ["*.example.com", "https://app.test"], userAgents: ["good-agent"] } },
+    ],
+  });
+});
+afterAll(async () => {
+  await ng?.close();
+  await anvil?.stop();
+});
+
+function url(key?: string): string {
+  return key === undefined ? `${ng.url}/v3/` : `${ng.url}/v3/${key}`;
+}
+
+async function typedError(key: string | undefined, headers: Record<string, string> = {}, call = "chainId"): Promise<ConnectError> {
+  const client = connectClient(ng.url, EthService, key ?? "", "grpc");
+  try {
+    const fn = (client as unknown as Record<string, (r: object, o: object) => Promise<unknown>>)[call] as (r: object, o: object) => Promise<unknown>;
+    await fn({ address: Buffer.from(OTHER.slice(2), "hex") }, { headers });
+  } catch (err) {
+    return ConnectError.from(err);
+  }
+  throw new Error("expected the typed call to fail");
+}
+
+function detail(err: ConnectError) {
+  const [d] = err.findDetails(JsonRpcErrorSchema);
+  return d ? { code: Number(d.code), message: d.message } : undefined;
+}
+
+describe("API keys", () => {
+  it("a missing key: 401 'project id required in the url' / UNAUTHENTICATED", async () => {
+    const native = await post(url(), rpc("eth_chainId"));
+    expect(native.status).toBe(401);
+    expect(native.json.error.message).toBe("project id required in the url");
+    const typed = await typedError(undefined);
+    expect(typed.code).toBe(Code.Unauthenticated);
+    expect(detail(typed)).toEqual({ code: native.json.error.code, message: "project id required in the url" });
+  });
+
+  it("an unknown key: 401 'invalid project id' / UNAUTHENTICATED", async () => {
+    const native = await post(url("not-a-key-at-all"), rpc("eth_chainId"));
+    expect(native.status).toBe(401);
+    expect(native.json.error.message).toBe("invalid project id");
+    const typed = await typedError("not-a-key-at-all");
+    expect(typed.code).toBe(Code.Unauthenticated);
+    expect(detail(typed)?.message).toBe("invalid project id");
+  });
+
+  it("a known key answers on both doors", async () => {
+    const native = await post(url(OPEN), rpc("eth_chainId"));
+    expect(native.json.result).toBe("0x7a69");
+    const typed = await connectClient(ng.url, EthService, OPEN, "grpc").chainId({});
+    expect(typed.chainId).toBe(31337n);
+  });
+});
+
+describe("API key secret (HTTP Basic, empty user)", () => {
+  it("is required when the key has one", async () => {
+    const missing = await post(url(SECRET_KEY), rpc("eth_chainId"));
+    expect(missing.status).toBe(401);
+    expect(missing.json.error.message).toBe("invalid project id or project secret");
+    const wrong = await post(url(SECRET_KEY), rpc("eth_chainId"), basic("wrong"));
+    expect(wrong.status).toBe(401);
+    const typed = await typedError(SECRET_KEY, basic("wrong"));
+    expect(typed.code).toBe(Code.Unauthenticated);
+    expect(detail(typed)?.message).toBe("invalid project id or project secret");
+  });
+
+  it("lets the right secret through on both doors", async () => {
+    const ok = await post(url(SECRET_KEY), rpc("eth_chainId"), basic(SECRET));
+    expect(ok.json.result).toBe("0x7a69");
+    const typed = await connectClient(ng.url, EthService, SECRET_KEY, "grpc").chainId({}, { headers: basic(SECRET) });
+    expect(typed.chainId).toBe(31337n);
+  });
+});
+
+describe("allowlists", () => {
+  it("methods: listed (and prefix-matched) methods pass, others get 403 -32002 / PERMISSION_DENIED", async () => {
+    expect((await post(url(METHODS_ONLY), rpc("eth_chainId"))).json.result).toBe("0x7a69");
+    expect((await post(url(METHODS_ONLY), rpc("eth_getBlockByNumber", ["latest", false]))).json.result.number).toBe("0x0");
+    const rejected = await post(url(METHODS_ONLY), rpc("eth_getBalance", [OTHER, "latest"]));
+    expect(rejected.status).toBe(403);
+    expect(rejected.json.error).toEqual({ code: -32002, message: "rejected due to project ID settings" });
+    const typed = await typedError(METHODS_ONLY, {}, "getBalance");
+    expect(typed.code).toBe(Code.PermissionDenied);
+    expect(detail(typed)).toEqual({ code: -32002, message: "rejected due to project ID settings" });
+  });
+
+  it("a rejected member of a batch is rejected alone", async () => {
+    const res = await post(url(METHODS_ONLY), [rpc("eth_chainId", [], 1), rpc("eth_blockNumber", [], 2)]);
+    expect(res.status).toBe(200);
+    expect(res.json[0].result).toBe("0x7a69");
+    expect(res.json[1].error.code).toBe(-32002);
+  });
+
+  it("contract addresses apply to methods that take an address, and only to them", async () => {
+    expect((await post(url(CONTRACTS_ONLY), rpc("eth_getBalance", [CONTRACT, "latest"]))).json.result).toBe("0x0");
+    expect((await post(url(CONTRACTS_ONLY), rpc("eth_getBalance", [OTHER, "latest"]))).json.error.code).toBe(-32002);
+    expect((await post(url(CONTRACTS_ONLY), rpc("eth_call", [{ to: CONTRACT, data: "0x" }, "latest"]))).json.result).toBe("0x");
+    expect((await post(url(CONTRACTS_ONLY), rpc("eth_call", [{ to: OTHER }, "latest"]))).json.error.code).toBe(-32002);
+    expect((await post(url(CONTRACTS_ONLY), rpc("eth_getLogs", [{ address: [CONTRACT, OTHER] }]))).json.error.code).toBe(-32002);
+    expect((await post(url(CONTRACTS_ONLY), rpc("eth_getLogs", [{ address: CONTRACT }]))).json.result).toEqual([]);
+    // A method without an address param is not restricted by this list.
+    expect((await post(url(CONTRACTS_ONLY), rpc("eth_chainId"))).json.result).toBe("0x7a69");
+    const typed = await typedError(CONTRACTS_ONLY, {}, "getBalance");
+    expect(typed.code).toBe(Code.PermissionDenied);
+  });
+
+  it("origins and user agents are ANDed; entries within a type are ORed", async () => {
+    const both = { origin: "https://dapp.example.com", "user-agent": "good-agent/1.0" };
+    expect((await post(url(ORIGIN_AND_AGENT), rpc("eth_chainId"), both)).json.result).toBe("0x7a69");
+    expect((await post(url(ORIGIN_AND_AGENT), rpc("eth_chainId"), { ...both, origin: "https://app.test" })).json.result).toBe("0x7a69");
+    const badOrigin = await post(url(ORIGIN_AND_AGENT), rpc("eth_chainId"), { ...both, origin: "https://evil.org" });
+    expect(badOrigin.status).toBe(403);
+    expect(badOrigin.json.error.code).toBe(-32002);
+    const badAgent = await post(url(ORIGIN_AND_AGENT), rpc("eth_chainId"), { ...both, "user-agent": "curl/8" });
+    expect(badAgent.status).toBe(403);
+    const wrongScheme = await post(url(ORIGIN_AND_AGENT), rpc("eth_chainId"), { ...both, origin: "http://app.test" });
+    expect(wrongScheme.status).toBe(403);
+    const typed = await typedError(ORIGIN_AND_AGENT, { origin: "https://evil.org", "user-agent": "good-agent" });
+    expect(typed.code).toBe(Code.PermissionDenied);
+  });
+});

@@ -1,0 +1,85 @@
+/**
+ * Per-key rate limits: the provider's 429 and -32005 texts, Retry-After, a
+ * batch of N counted as N + 1, and RESOURCE_EXHAUSTED with RetryInfo on gRPC.
+ * Each limit is tripped by a single request, so no test depends on timing.
+ */
+import { Code, ConnectError } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
+import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { MemoryRateLimitStore, RateLimiter } from "../../src/auth/rate-limiter.js";
+import { connectClient } from "../support/grpc-clients.js";
+import { post, rpc } from "../support/http.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+
+const PER_SECOND = "per-second-key-0001";
+const PER_DAY = "per-day-key-0000001";
+const DAILY_ONE = "daily-one-key-00001";
+
+let anvil: AnvilNode;
+let ng: TestNodegate;
+
+beforeAll(async () => {
+  anvil = await startAnvil();
+  ng = await startNodegate({
+    upstreamUrl: anvil.url,
+    keys: [
+      { key: PER_SECOND, plan: "core", rateLimit: { requestsPerSecond: 2, requestsPerDay: 0 } },
+      { key: PER_DAY, plan: "core", rateLimit: { requestsPerSecond: 0, requestsPerDay: 2 } },
+      { key: DAILY_ONE, plan: "core", rateLimit: { requestsPerSecond: 0, requestsPerDay: 1 } },
+    ],
+  });
+});
+afterAll(async () => {
+  await ng?.close();
+  await anvil?.stop();
+});
+
+const batch = (n: number) => Array.from({ length: n }, (_, i) => rpc("eth_chainId", [], i + 1));
+
+describe("rate limits", () => {
+  it("a batch of N counts as N + 1: two calls fit a limit of 2, a batch of two does not", async () => {
+    const res = await post(`${ng.url}/v3/${PER_SECOND}`, batch(2));
+    expect(res.status).toBe(429);
+    expect(res.json.error).toEqual({ code: -32005, message: "project ID request rate exceeded" });
+    expect(res.headers.get("retry-after")).toBe("1");
+  });
+
+  it("the daily limit has its own message", async () => {
+    const res = await post(`${ng.url}/v3/${PER_DAY}`, batch(2));
+    expect(res.status).toBe(429);
+    expect(res.json.error).toEqual({ code: -32005, message: "daily request count exceeded, request rate limited" });
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+  });
+
+  it("gRPC: RESOURCE_EXHAUSTED with the JSON-RPC error and a RetryInfo delay", async () => {
+    const client = connectClient(ng.url, EthService, DAILY_ONE, "grpc");
+    expect((await client.chainId({})).chainId).toBe(31337n);
+    const err = await client.chainId({}).then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    );
+    expect(err?.code).toBe(Code.ResourceExhausted);
+    const [json] = err?.findDetails(JsonRpcErrorSchema) ?? [];
+    expect(json?.code).toBe(-32005n);
+    expect(json?.message).toBe("daily request count exceeded, request rate limited");
+    const [retry] = err?.findDetails(RetryInfoSchema) ?? [];
+    expect(Number(retry?.retryDelay?.seconds)).toBeGreaterThan(0);
+    // The native path shares the same counters.
+    expect((await post(`${ng.url}/v3/${DAILY_ONE}`, rpc("eth_chainId"))).status).toBe(429);
+  });
+});
+
+describe("RateLimiter windows", () => {
+  it("resets the per-second count in the next second and keeps keys apart", async () => {
+    const limiter = new RateLimiter(new MemoryRateLimitStore());
+    const limit = { requestsPerSecond: 2, requestsPerDay: 0 };
+    const t = 1_700_000_000_000;
+    expect(await limiter.take("a", limit, 2, t)).toEqual({ ok: true });
+    expect((await limiter.take("a", limit, 1, t + 10)).ok).toBe(false);
+    expect(await limiter.take("b", limit, 1, t + 10)).toEqual({ ok: true });
+    expect(await limiter.take("a", limit, 1, t + 1000)).toEqual({ ok: true });
+  });
+});

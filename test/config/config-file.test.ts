@@ -1,0 +1,100 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "../../src/config.js";
+
+function file(text: string): string {
+  const path = join(mkdtempSync(join(tmpdir(), "nodegate-config-")), "nodegate.yaml");
+  writeFileSync(path, text);
+  return path;
+}
+
+function errorOf(text: string, env: NodeJS.ProcessEnv = {}): string {
+  try {
+    loadConfig(env, file(text));
+  } catch (err) {
+    if (err instanceof ConfigError) return err.message;
+    throw err;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+const VALID = `
+listen:
+  host: 0.0.0.0
+  port: 9000
+networks:
+  - name: mainnet
+    family: ethereum
+    upstreams:
+      - label: provider
+        url: https://mainnet.example/v3/\${PROVIDER_KEY}
+      - label: partner
+        url: https://partner.example/rpc
+    failover:
+      methods: [eth_getBlockByHash, eth_getBlockByNumber]
+      plans: [growth]
+keys:
+  - key: abcdefgh12345678
+    plan: growth
+    secret: s3cret
+    rateLimit: { requestsPerSecond: 5 }
+    allowlists:
+      methods: [eth_call]
+      contractAddresses: ["0x1111111111111111111111111111111111111111"]
+limits:
+  getLogsMaxResults: 500
+`;
+
+describe("configuration file", () => {
+  it("reads a full file, with environment interpolation", () => {
+    const config = loadConfig({ PROVIDER_KEY: "pk" }, file(VALID));
+    expect(config.port).toBe(9000);
+    expect(config.host).toBe("0.0.0.0");
+    expect(config.defaultNetwork).toBe("mainnet");
+    expect(config.networks[0]?.upstreams.map((u) => u.url)).toEqual(["https://mainnet.example/v3/pk", "https://partner.example/rpc"]);
+    expect(config.networks[0]?.failover).toEqual({ methods: ["eth_getBlockByHash", "eth_getBlockByNumber"], plans: ["growth"] });
+    expect(config.keys?.[0]).toMatchObject({ key: "abcdefgh12345678", plan: "growth", secret: "s3cret", rateLimit: { requestsPerSecond: 5 } });
+    expect(config.limits.getLogsMaxResults).toBe(500);
+    expect(config.limits.getLogsMaxParams).toBe(5000);
+    expect(config.embeddedAnvil).toBe(false);
+  });
+
+  it("environment variables override the file", () => {
+    const config = loadConfig({ PROVIDER_KEY: "pk", NODEGATE_PORT: "7000", NODEGATE_API_KEYS: "k1:custom,k2", NODEGATE_UPSTREAM_URL: "http://127.0.0.1:1" }, file(VALID));
+    expect(config.port).toBe(7000);
+    expect(config.keys).toEqual([
+      { key: "k1", plan: "custom" },
+      { key: "k2", plan: "core" },
+    ]);
+    expect(config.networks[0]?.upstreams[0]?.url).toBe("http://127.0.0.1:1");
+    expect(config.networks[0]?.upstreams[1]?.label).toBe("partner");
+  });
+
+  it.each([
+    ["unknown top-level setting", "lisen:\n  port: 1\n", /:1:1: lisen: unknown setting/],
+    ["bad port", "listen:\n  port: 99999\n", /:2:9: listen\.port: want an integer from 0 to 65535/],
+    ["bad plan", "keys:\n  - key: abcdefgh12345678\n    plan: gold\n", /:3:11: keys\[0\]\.plan: want one of core, growth, custom/],
+    ["bad address", "keys:\n  - key: abcdefgh12345678\n    allowlists:\n      contractAddresses: [0x12]\n", /:4:27: keys\[0\]\.allowlists\.contractAddresses\[0\]: want a string \(YAML reads unquoted 0x\.\.\. as a number/],
+    ["short address", 'keys:\n  - key: abcdefgh12345678\n    allowlists:\n      contractAddresses: ["0x12"]\n', /:4:27: keys\[0\]\.allowlists\.contractAddresses\[0\]: want a 0x-prefixed 20-byte address/],
+    ["bad upstream URL", "networks:\n  - name: x\n    upstreams:\n      - url: ftp://x\n", /:4:14: networks\[0\]\.upstreams\[0\]\.url: want a http:\/\/ or https:\/\/ or ws:\/\/ or wss:\/\/ URL/],
+    ["missing environment variable", "networks:\n  - name: x\n    upstreams:\n      - url: https://a/\${NOPE}\n", /upstreams\[0\]\.url: environment variable NOPE is not set/],
+    ["network without upstream", "networks:\n  - name: other\n    family: starknet\n", /network other: the embedded Anvil serves only an ethereum network/],
+    ["invalid YAML", "listen: [\n", /:2:1: invalid YAML/],
+  ])("names the field and line: %s", (_, text, pattern) => {
+    expect(errorOf(text)).toMatch(pattern);
+  });
+
+  it("environment errors name the variable", () => {
+    expect(() => loadConfig({ NODEGATE_PORT: "x" })).toThrow(/NODEGATE_PORT: want a port number/);
+    expect(() => loadConfig({ NODEGATE_UPSTREAM_URL: "ftp://x" })).toThrow(/NODEGATE_UPSTREAM_URL: want a http/);
+    expect(() => loadConfig({ NODEGATE_API_KEYS: "abc:gold" })).toThrow(/NODEGATE_API_KEYS: abc…: want one of core, growth, custom/);
+  });
+
+  it("with no upstream anywhere, the embedded Anvil is the default", () => {
+    const config = loadConfig({});
+    expect(config.embeddedAnvil).toBe(true);
+    expect(config.keys).toBeUndefined();
+  });
+});

@@ -1,0 +1,202 @@
+/**
+ * The seed's limits, enforced by nodegate whatever the upstream allows, on
+ * both front doors: eth_getLogs parameters, results and duration; the gas
+ * cap of eth_call and eth_estimateGas; reverts as code 3 with their data.
+ */
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Address, encodeFunctionData } from "viem";
+import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { LogFilterSchema } from "../../gen/nodegate/eth/v1/log_pb.js";
+import { JsonRpcErrorSchema, RevertErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
+import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { connectClient } from "../support/grpc-clients.js";
+import { post, rpc } from "../support/http.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+import { deployProbe } from "../support/probe.js";
+import { type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
+
+let anvil: AnvilNode;
+let recorder: ProgrammableUpstream;
+let ng: TestNodegate;
+let probe: Awaited<ReturnType<typeof deployProbe>>;
+let firstBlock: bigint;
+let secondBlock: bigint;
+
+const hex = (n: bigint | number) => `0x${n.toString(16)}`;
+const bytes = (h: string) => Buffer.from(h.slice(2), "hex");
+
+async function typedError(p: Promise<unknown>): Promise<ConnectError> {
+  return p.then(
+    () => {
+      throw new Error("expected an error");
+    },
+    (e: unknown) => ConnectError.from(e),
+  );
+}
+
+beforeAll(async () => {
+  anvil = await startAnvil({ args: ["--gas-limit", "60000000"] });
+  probe = await deployProbe(anvil.url);
+  // 6,000 logs in each of two blocks: together more than eth_getLogs may return, each alone fewer.
+  const blocks: bigint[] = [];
+  for (let i = 0; i < 2; i++) {
+    const hash = await probe.wallet.writeContract({ address: probe.address, abi: probe.abi, functionName: "storeMany", args: [6_000n], gas: 40_000_000n });
+    const receipt = await probe.client.waitForTransactionReceipt({ hash });
+    expect(receipt.status).toBe("success");
+    blocks.push(receipt.blockNumber);
+  }
+  [firstBlock, secondBlock] = blocks as [bigint, bigint];
+  // nodegate talks to Anvil through a recorder, so tests can see exactly what went upstream.
+  recorder = await startProgrammableUpstream(() => ({ forward: anvil.url }));
+  ng = await startNodegate({ upstreamUrl: recorder.url });
+}, 120_000);
+afterAll(async () => {
+  await ng?.close();
+  await recorder?.close();
+  await anvil?.stop();
+});
+
+describe("eth_getLogs limits", () => {
+  it("more than 10,000 results: -32005 with a narrower range in data, on both doors", async () => {
+    const filter = { fromBlock: hex(firstBlock), toBlock: hex(secondBlock), address: probe.address };
+    const native = await post(ng.rpcUrl, rpc("eth_getLogs", [filter]));
+    expect(native.json.error.code).toBe(-32005);
+    expect(native.json.error.message).toBe("query returned more than 10000 results");
+    expect(native.json.error.data).toEqual({ limit: 10000, from: hex(firstBlock), to: hex(firstBlock) });
+    const err = await typedError(
+      connectClient(ng.url, EthService, ng.key, "grpc").getLogs({
+        filter: create(LogFilterSchema, {
+          address: [bytes(probe.address)],
+          fromBlock: { kind: { case: "number", value: firstBlock } },
+          toBlock: { kind: { case: "number", value: secondBlock } },
+        }),
+      }),
+    );
+    expect(err.code).toBe(Code.ResourceExhausted);
+    expect(err.findDetails(JsonRpcErrorSchema)[0]?.message).toBe("query returned more than 10000 results");
+  });
+
+  it("the suggested range answers on both doors", async () => {
+    const filter = { fromBlock: hex(firstBlock), toBlock: hex(firstBlock), address: probe.address };
+    const native = await post(ng.rpcUrl, rpc("eth_getLogs", [filter]));
+    expect(native.json.result).toHaveLength(6000);
+    const typed = await connectClient(ng.url, EthService, ng.key, "grpc").getLogs({
+      filter: create(LogFilterSchema, { address: [bytes(probe.address)], blockHash: bytes(native.json.result[0].blockHash) }),
+    });
+    expect(typed.logs).toHaveLength(6000);
+    expect(typed.logs[5999]?.logIndex).toBe(5999n);
+  });
+
+  it("more than 5,000 addresses and topics: -32005 before anything goes upstream", async () => {
+    const before = recorder.count("eth_getLogs");
+    const addresses = Array.from({ length: 4999 }, (_, i) => `0x${(i + 1).toString(16).padStart(40, "0")}`);
+    const topic = `0x${"11".repeat(32)}`;
+    const native = await post(ng.rpcUrl, rpc("eth_getLogs", [{ address: addresses, topics: [[topic, topic]] }]));
+    expect(native.json.error.code).toBe(-32005);
+    expect(native.json.error.message).toMatch(/5001 addresses and topics, more than the limit of 5000/);
+    // 5,000 exactly is allowed.
+    const ok = await post(ng.rpcUrl, rpc("eth_getLogs", [{ address: addresses, topics: [topic] }]));
+    expect(ok.json.result).toEqual([]);
+    expect(recorder.count("eth_getLogs")).toBe(before + 1);
+  });
+
+  it("longer than the query deadline: -32005 'query timeout exceeded', and the upstream request is cancelled", async () => {
+    const slow = await startProgrammableUpstream(() => ({ delayMs: 5000, then: { result: [] } }));
+    const fast = await startNodegate({ upstreamUrl: slow.url, config: { limits: { ...ng.gateway.limits, getLogsTimeoutMs: 200 } } });
+    try {
+      const native = await post(fast.rpcUrl, rpc("eth_getLogs", [{}]));
+      expect(native.json.error).toEqual({ code: -32005, message: "query timeout exceeded" });
+      const err = await typedError(connectClient(fast.url, EthService, fast.key, "grpc").getLogs({}));
+      expect(err.code).toBe(Code.ResourceExhausted);
+      expect(err.findDetails(JsonRpcErrorSchema)[0]?.message).toBe("query timeout exceeded");
+      expect(slow.requests).toHaveLength(2);
+      expect(slow.requests.every((r) => r.abandoned)).toBe(true);
+    } finally {
+      await fast.close();
+      await slow.close();
+    }
+  });
+});
+
+describe("gas cap: 10x the latest block's gas limit", () => {
+  it("a gas param above the cap is lowered to the cap before it goes upstream (both methods, both doors)", async () => {
+    const latest = await post(anvil.url, rpc("eth_getBlockByNumber", ["latest", false]));
+    const cap = BigInt(latest.json.result.gasLimit) * 10n;
+    const data = encodeFunctionData({ abi: probe.abi, functionName: "stored" });
+    const call = { to: probe.address, data, gas: hex(cap * 100n) };
+    const native = await post(ng.rpcUrl, rpc("eth_call", [call, "latest"]));
+    expect(BigInt(native.json.result)).toBe(7n);
+    const sent = recorder.requests.filter((r) => r.method === "eth_call").at(-1)?.params as [{ gas: string }];
+    expect(BigInt(sent[0].gas)).toBe(cap);
+
+    const typed = await connectClient(ng.url, EthService, ng.key, "grpc").estimateGas({
+      transaction: { to: bytes(probe.address), input: bytes(data), gas: cap * 3n },
+    });
+    expect(typed.gas).toBeGreaterThan(21_000n);
+    const sentEstimate = recorder.requests.filter((r) => r.method === "eth_estimateGas").at(-1)?.params as [{ gas: string }];
+    expect(BigInt(sentEstimate[0].gas)).toBe(cap);
+  });
+
+  it("a gas param at or under the cap goes as the caller sent it", async () => {
+    const call = { to: probe.address, data: encodeFunctionData({ abi: probe.abi, functionName: "stored" }), gas: "0x1000000" };
+    await post(ng.rpcUrl, rpc("eth_call", [call, "latest"]));
+    const sent = recorder.requests.filter((r) => r.method === "eth_call").at(-1);
+    expect(JSON.parse(sent?.body ?? "{}").params[0].gas).toBe("0x1000000");
+  });
+
+  it("eth_estimateGas without gas is bounded by the pending block's gas limit", async () => {
+    const pending = await post(anvil.url, rpc("eth_getBlockByNumber", ["pending", false]));
+    const data = encodeFunctionData({ abi: probe.abi, functionName: "burn", args: [10n] });
+    const native = await post(ng.rpcUrl, rpc("eth_estimateGas", [{ to: probe.address, data }]));
+    expect(BigInt(native.json.result)).toBeGreaterThan(21_000n);
+    const sent = recorder.requests.filter((r) => r.method === "eth_estimateGas").at(-1)?.params as [{ gas: string }];
+    expect(BigInt(sent[0].gas)).toBe(BigInt(pending.json.result.gasLimit));
+    // A call needing more than that bound cannot be estimated, even though the cap is 10x.
+    const huge = encodeFunctionData({ abi: probe.abi, functionName: "burn", args: [2_000_000n] });
+    const tooBig = await post(ng.rpcUrl, rpc("eth_estimateGas", [{ to: probe.address, data: huge }]));
+    expect(tooBig.json.error).toBeDefined();
+  });
+});
+
+describe("reverts: code 3 with the revert data", () => {
+  it("Error(string): the node's message and data on the native path; typed details carry bytes and reason", async () => {
+    const data = encodeFunctionData({ abi: probe.abi, functionName: "fail", args: ["no way"] });
+    const native = await post(ng.rpcUrl, rpc("eth_call", [{ to: probe.address, data }, "latest"]));
+    expect(native.json.error.code).toBe(3);
+    expect(native.json.error.message).toBe("execution reverted: no way");
+    expect(native.json.error.data).toMatch(/^0x08c379a0/);
+    const err = await typedError(connectClient(ng.url, EthService, ng.key, "grpc").call({ transaction: { to: bytes(probe.address as Address), input: bytes(data) } }));
+    expect(err.code).toBe(Code.FailedPrecondition);
+    const [json] = err.findDetails(JsonRpcErrorSchema);
+    expect(json?.code).toBe(3n);
+    expect(JSON.parse(json?.data ?? "null")).toBe(native.json.error.data);
+    const [revert] = err.findDetails(RevertErrorSchema);
+    expect(revert?.reason).toBe("no way");
+    expect(`0x${Buffer.from(revert?.data ?? []).toString("hex")}`).toBe(native.json.error.data);
+  });
+
+  it("Panic(uint256) is decoded into the reason", async () => {
+    const data = encodeFunctionData({ abi: probe.abi, functionName: "failPanic" });
+    const err = await typedError(connectClient(ng.url, EthService, ng.key, "grpc").call({ transaction: { to: bytes(probe.address), input: bytes(data) } }));
+    expect(err.findDetails(RevertErrorSchema)[0]?.reason).toBe("division or modulo by zero");
+  });
+
+  it("when the node gives only the data, the reason is decoded into the message on both doors", async () => {
+    const reasonData =
+      "0x08c379a0" + "20".padStart(64, "0") + "4".padStart(64, "0") + Buffer.from("boom").toString("hex").padEnd(64, "0");
+    const bare = await startProgrammableUpstream(() => ({ error: { code: 3, message: "execution reverted", data: reasonData } }));
+    const n = await startNodegate({ upstreamUrl: bare.url });
+    try {
+      const native = await post(n.rpcUrl, rpc("eth_call", [{ to: probe.address }, "latest"]));
+      expect(native.json.error).toEqual({ code: 3, message: "execution reverted: boom", data: reasonData });
+      const err = await typedError(connectClient(n.url, EthService, n.key, "grpc").call({ transaction: { to: bytes(probe.address) } }));
+      expect(err.rawMessage).toBe("execution reverted: boom");
+      expect(err.findDetails(RevertErrorSchema)[0]?.reason).toBe("boom");
+    } finally {
+      await n.close();
+      await bare.close();
+    }
+  });
+});

@@ -1,0 +1,132 @@
+/**
+ * A JSON-RPC upstream on 127.0.0.1 whose answers a test decides: results,
+ * node errors, raw bodies, HTTP statuses, delays, dropped connections, or
+ * forwarding to a real node. It records every request it receives, so tests
+ * can prove what nodegate sent (or that it sent nothing).
+ */
+import http from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+
+export interface UpstreamRequest {
+  method: string;
+  params: unknown;
+  id: unknown;
+  /** The raw body as received. */
+  body: string;
+  headers: http.IncomingHttpHeaders;
+  path: string;
+  /** True when the client closed the request before it was answered (it cancelled). */
+  abandoned: boolean;
+}
+
+export type Answer =
+  | { result: unknown }
+  | { error: { code: number; message: string; data?: unknown } }
+  /** A body sent as is, with a status (default 200). */
+  | { raw: string; status?: number }
+  /** Destroy the connection without answering. */
+  | { destroy: true }
+  /** Wait, then answer. */
+  | { delayMs: number; then: Answer }
+  /** Forward to a real node and relay its answer. */
+  | { forward: string };
+
+export type Handler = (request: UpstreamRequest) => Answer | Promise<Answer>;
+
+export interface ProgrammableUpstream {
+  url: string;
+  port: number;
+  requests: UpstreamRequest[];
+  handler: Handler;
+  /** Requests received for one method. */
+  count(method: string): number;
+  close(): Promise<void>;
+}
+
+async function forward(url: string, body: string): Promise<string> {
+  const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body });
+  return res.text();
+}
+
+export async function startProgrammableUpstream(handler: Handler, path = "/"): Promise<ProgrammableUpstream> {
+  const sockets = new Set<Socket>();
+  const timers = new Set<NodeJS.Timeout>();
+  const state: ProgrammableUpstream = {
+    url: "",
+    port: 0,
+    requests: [],
+    handler,
+    count: (method) => state.requests.filter((r) => r.method === method).length,
+    close: async () => {
+      for (const t of timers) clearTimeout(t);
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+  const answer = async (req: http.IncomingMessage, res: http.ServerResponse, body: string, request: UpstreamRequest, a: Answer): Promise<void> => {
+    if ("delayMs" in a) {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(() => {
+          timers.delete(t);
+          resolve();
+        }, a.delayMs);
+        timers.add(t);
+      });
+      if (res.destroyed) return;
+      return answer(req, res, body, request, a.then);
+    }
+    if ("destroy" in a) {
+      req.socket.destroy();
+      return;
+    }
+    if ("forward" in a) {
+      const text = await forward(a.forward, body);
+      res.writeHead(200, { "content-type": "application/json" }).end(text);
+      return;
+    }
+    if ("raw" in a) {
+      res.writeHead(a.status ?? 200, { "content-type": "application/json" }).end(a.raw);
+      return;
+    }
+    const id = JSON.stringify(request.id ?? null);
+    const payload = "result" in a ? `"result":${JSON.stringify(a.result)}` : `"error":${JSON.stringify(a.error)}`;
+    res.writeHead(200, { "content-type": "application/json" }).end(`{"jsonrpc":"2.0","id":${id},${payload}}`);
+  };
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks).toString("utf8");
+      let parsed: { method?: string; params?: unknown; id?: unknown } = {};
+      try {
+        parsed = JSON.parse(body) as typeof parsed;
+      } catch {
+        // recorded as is; the handler decides
+      }
+      const request: UpstreamRequest = {
+        method: String(parsed.method),
+        params: parsed.params,
+        id: parsed.id,
+        body,
+        headers: req.headers,
+        path: req.url ?? "/",
+        abandoned: false,
+      };
+      res.on("close", () => {
+        if (!res.writableFinished) request.abandoned = true;
+      });
+      state.requests.push(request);
+      Promise.resolve(state.handler(request))
+        .then((a) => answer(req, res, body, request, a))
+        .catch(() => req.socket.destroy());
+    });
+  });
+  server.on("connection", (s: Socket) => {
+    sockets.add(s);
+    s.on("close", () => sockets.delete(s));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  state.port = (server.address() as AddressInfo).port;
+  state.url = `http://127.0.0.1:${state.port}${path}`;
+  return state;
+}
