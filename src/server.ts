@@ -10,7 +10,9 @@ import http2 from "node:http2";
 import net, { type AddressInfo, type Socket } from "node:net";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { NodeRequest, NodeResponse } from "./http-types.js";
+import { handleCors } from "./cors.js";
 import type { Gateway } from "./gateway.js";
+import { registerGenericService } from "./grpc/generic-service.js";
 import { registerTypedServices } from "./grpc/typed-services.js";
 import { createJsonRpcHttpHandler } from "./jsonrpc/http-handler.js";
 import { matchNativeRoute } from "./jsonrpc/paths.js";
@@ -56,13 +58,20 @@ export function createNodegateServer(gateway: Gateway): NodegateServer {
   };
 
   const handler = connectNodeAdapter({
-    routes: (router) => registerTypedServices(router, gateway),
+    routes: (router) => {
+      registerTypedServices(router, gateway);
+      registerGenericService(router, gateway);
+    },
     interceptors: [requestLogInterceptor(gateway.log)],
     fallback,
   });
 
-  const h1 = http.createServer({ keepAliveTimeout: 65_000 }, handler);
-  const h2 = http2.createServer({}, handler);
+  const handle = (req: Req, res: Res): void => {
+    if (handleCors(gateway.corsOrigins, req, res)) return;
+    handler(req, res);
+  };
+  const h1 = http.createServer({ keepAliveTimeout: 65_000 }, handle);
+  const h2 = http2.createServer({}, handle);
   const sockets = new Set<Socket>();
 
   const tcp = net.createServer((socket) => {

@@ -1,0 +1,52 @@
+/**
+ * JsonRpcService.Call: the native path's semantics (typed table methods
+ * validated, allowlisted methods passed through, results as the node wrote
+ * them) for typed callers, with the typed path's auth and error statuses.
+ */
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
+import { type CallRequest, type CallResponse, CallResponseSchema, JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
+import type { Gateway } from "../gateway.js";
+import { runNativeCall } from "../jsonrpc/native-call.js";
+import { resultText } from "../upstream/reply.js";
+import { toConnectError } from "./errors.js";
+import { credentialsFrom, NETWORK_HEADER } from "./typed-services.js";
+
+async function call(gateway: Gateway, request: CallRequest, ctx: HandlerContext): Promise<CallResponse> {
+  try {
+    const key = await gateway.access.admit(credentialsFrom(ctx.requestHeader), 1);
+    const network = gateway.network(ctx.requestHeader.get(NETWORK_HEADER) ?? undefined);
+    if (request.method === "") throw new ConnectError("method is required", Code.InvalidArgument);
+    const paramsText = request.paramsJson.trim() === "" ? "[]" : request.paramsJson;
+    let params: unknown;
+    try {
+      params = JSON.parse(paramsText);
+    } catch {
+      throw new ConnectError("params_json is not valid JSON", Code.InvalidArgument);
+    }
+    if (typeof params !== "object" || params === null) {
+      throw new ConnectError("params_json must be a JSON array or object", Code.InvalidArgument);
+    }
+    const outcome = await runNativeCall(
+      { id: "0", method: request.method, params, paramsText },
+      {
+        table: gateway.table,
+        passesThrough: (m) => gateway.passesThrough(m),
+        access: gateway.access,
+        key,
+        network,
+        limits: gateway.limits,
+        policies: gateway.policies,
+        signal: ctx.signal,
+      },
+    );
+    if (outcome.error !== undefined) throw outcome.error;
+    return create(CallResponseSchema, { resultJson: resultText(outcome.result) });
+  } catch (err) {
+    throw toConnectError(err);
+  }
+}
+
+export function registerGenericService(router: ConnectRouter, gateway: Gateway): void {
+  router.service(JsonRpcService, { call: (request, ctx) => call(gateway, request, ctx) });
+}

@@ -1,0 +1,170 @@
+/**
+ * Legacy callers on the native HTTP path: allowlisted methods outside the
+ * typed table pass through verbatim (writes only when enabled); typed callers
+ * reach the same allowlist through JsonRpcService.Call; the JSON-RPC 2.0
+ * envelope (batches, ids, notifications, every error code); HTTP rules; CORS.
+ */
+import { Code, ConnectError } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseEther } from "viem";
+import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
+import { JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
+import { DEFAULT_LIMITS } from "../../src/config.js";
+import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { connectClient, grpcJsClient } from "../support/grpc-clients.js";
+import { post, rpc } from "../support/http.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+import { deployProbe } from "../support/probe.js";
+import { type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
+
+let anvil: AnvilNode;
+let recorder: ProgrammableUpstream;
+let ng: TestNodegate;
+let writer: TestNodegate;
+
+beforeAll(async () => {
+  anvil = await startAnvil();
+  recorder = await startProgrammableUpstream(() => ({ forward: anvil.url }));
+  ng = await startNodegate({ upstreamUrl: recorder.url, config: { corsOrigins: ["https://dapp.example"], limits: { ...DEFAULT_LIMITS, maxBatchSize: 5, maxBodyBytes: 64 * 1024 } } });
+  writer = await startNodegate({ upstreamUrl: anvil.url, config: { passThrough: { methods: ["net_version"], allowWrites: true } } });
+});
+afterAll(async () => {
+  await ng?.close();
+  await writer?.close();
+  await recorder?.close();
+  await anvil?.stop();
+});
+
+describe("pass-through allowlist", () => {
+  it.each(["net_version", "web3_clientVersion", "eth_syncing", "eth_accounts", "eth_maxPriorityFeePerGas", "net_listening"])(
+    "%s is forwarded verbatim and answered as the node answers",
+    async (method) => {
+      const direct = await post(anvil.url, rpc(method, [], 3));
+      const via = await post(ng.rpcUrl, rpc(method, [], 3));
+      expect(via.json).toEqual(direct.json);
+      expect(recorder.requests.at(-1)?.method).toBe(method);
+    },
+  );
+
+  it("params go exactly as sent", async () => {
+    const params = '["0x68656c6c6f"]';
+    await post(ng.rpcUrl, `{"jsonrpc":"2.0","id":1,"method":"web3_sha3","params":${params}}`);
+    expect(recorder.requests.at(-1)?.body).toContain(`"params":${params}`);
+  });
+
+  it("a method on no list is -32601 and nothing goes upstream", async () => {
+    const before = recorder.requests.length;
+    const res = await post(ng.rpcUrl, rpc("debug_traceTransaction", ["0x00"]));
+    expect(res.json.error.code).toBe(-32601);
+    expect(recorder.requests.length).toBe(before);
+  });
+
+  it("eth_sendRawTransaction is refused unless writes are enabled", async () => {
+    const probe = await deployProbe(anvil.url);
+    const signed = await probe.wallet.signTransaction({
+      account: probe.account,
+      to: "0x000000000000000000000000000000000000dEaD",
+      value: parseEther("0.001"),
+      nonce: await probe.client.getTransactionCount({ address: probe.account.address }),
+      gas: 21_000n,
+      maxFeePerGas: 10_000_000_000n,
+      maxPriorityFeePerGas: 1n,
+      chain: probe.wallet.chain,
+    } as never);
+    const refused = await post(ng.rpcUrl, rpc("eth_sendRawTransaction", [signed]));
+    expect(refused.json.error.code).toBe(-32601);
+    const accepted = await post(writer.rpcUrl, rpc("eth_sendRawTransaction", [signed]));
+    expect(accepted.json.result).toMatch(/^0x[0-9a-f]{64}$/);
+    const receipt = await post(anvil.url, rpc("eth_getTransactionReceipt", [accepted.json.result]));
+    expect(receipt.json.result.status).toBe("0x1");
+  });
+
+  it("a configured list replaces the default", async () => {
+    expect((await post(writer.rpcUrl, rpc("net_version"))).json.result).toBe("31337");
+    expect((await post(writer.rpcUrl, rpc("web3_clientVersion"))).json.error.code).toBe(-32601);
+  });
+});
+
+describe("JsonRpcService.Call for typed callers", () => {
+  it("reaches pass-through methods (grpc-js and connect-es)", async () => {
+    const grpc = grpcJsClient(ng.address, JsonRpcService);
+    const res = await grpc.call<{ resultJson: string }>("call", { $typeName: "nodegate.jsonrpc.v1.CallRequest", method: "net_version", paramsJson: "" } as never, { "x-api-key": ng.key });
+    grpc.close();
+    expect(JSON.parse(res.resultJson)).toBe("31337");
+    const connect = await connectClient(ng.url, JsonRpcService, ng.key).call({ method: "eth_getBlockByNumber", paramsJson: '["0x0", false]' });
+    expect(JSON.parse(connect.resultJson).number).toBe("0x0");
+  });
+
+  it("validates table methods and maps errors to statuses with details", async () => {
+    const client = connectClient(ng.url, JsonRpcService, ng.key, "grpc");
+    const bad = await client.call({ method: "eth_getBalance", paramsJson: '["0x12"]' }).then(() => undefined, (e: unknown) => ConnectError.from(e));
+    expect(bad?.code).toBe(Code.InvalidArgument);
+    expect(Number(bad?.findDetails(JsonRpcErrorSchema)[0]?.code)).toBe(-32602);
+    const unknown = await client.call({ method: "nope_nope" }).then(() => undefined, (e: unknown) => ConnectError.from(e));
+    expect(unknown?.code).toBe(Code.Unimplemented);
+    const notJson = await client.call({ method: "net_version", paramsJson: "[" }).then(() => undefined, (e: unknown) => ConnectError.from(e));
+    expect(notJson?.code).toBe(Code.InvalidArgument);
+  });
+});
+
+describe("JSON-RPC 2.0 envelope on HTTP", () => {
+  it("answers a batch in order, each member with its own id, invalid members individually", async () => {
+    const res = await post(ng.rpcUrl, [rpc("eth_chainId", [], "a"), { jsonrpc: "2.0", id: 2, method: 5 }, rpc("eth_getBalance", ["0x1"], 3), 7, rpc("nope", [], 4)]);
+    expect(res.status).toBe(200);
+    expect(res.json.map((r: { id: unknown }) => r.id)).toEqual(["a", 2, 3, null, 4]);
+    expect(res.json[0].result).toBe("0x7a69");
+    expect(res.json[1].error.code).toBe(-32600);
+    expect(res.json[2].error.code).toBe(-32602);
+    expect(res.json[3].error.code).toBe(-32600);
+    expect(res.json[4].error.code).toBe(-32601);
+  });
+
+  it("an empty batch is -32600; a batch over the maximum is refused with a clear message", async () => {
+    expect((await post(ng.rpcUrl, [])).json.error.code).toBe(-32600);
+    const big = await post(ng.rpcUrl, Array.from({ length: 6 }, (_, i) => rpc("eth_chainId", [], i)));
+    expect(big.json.error).toEqual({ code: -32600, message: "invalid request: batch of 6 exceeds the maximum of 5" });
+  });
+
+  it("echoes ids as their raw text and answers no notification", async () => {
+    const text = '[{"jsonrpc":"2.0","id":12345678901234567890123,"method":"eth_chainId"},{"jsonrpc":"2.0","id":1.50,"method":"eth_chainId"},{"jsonrpc":"2.0","method":"eth_chainId"}]';
+    const res = await post(ng.rpcUrl, text);
+    expect(res.text).toContain('"id":12345678901234567890123,');
+    expect(res.text).toContain('"id":1.50,');
+    expect(res.json).toHaveLength(2);
+    const only = await post(ng.rpcUrl, { jsonrpc: "2.0", method: "eth_chainId" });
+    expect(only.status).toBe(204);
+    expect(only.text).toBe("");
+  });
+
+  it("gives -32700 with id null for unparsable text, -32600 for a bad jsonrpc version", async () => {
+    expect((await post(ng.rpcUrl, '{"jsonrpc":"2.0",')).json).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "parse error" } });
+    expect((await post(ng.rpcUrl, { jsonrpc: "1.0", id: 9, method: "eth_chainId" })).json).toMatchObject({ id: 9, error: { code: -32600 } });
+    expect((await post(ng.rpcUrl, { jsonrpc: "2.0", id: 9, method: "eth_chainId", params: "x" })).json.error.code).toBe(-32600);
+  });
+});
+
+describe("HTTP rules", () => {
+  it("only POST with application/json, and a body size limit", async () => {
+    const get = await fetch(ng.rpcUrl);
+    expect(get.status).toBe(405);
+    expect(get.headers.get("allow")).toBe("POST");
+    const text = await post(ng.rpcUrl, JSON.stringify(rpc("eth_chainId")), { "content-type": "text/plain" });
+    expect(text.status).toBe(415);
+    const huge = await post(ng.rpcUrl, rpc("eth_call", [{ data: `0x${"00".repeat(40 * 1024)}` }, "latest"]));
+    expect(huge.status).toBe(413);
+    expect(huge.json.error.message).toMatch(/exceeds 65536 bytes/);
+    // still serving
+    expect((await post(ng.rpcUrl, rpc("eth_chainId"))).json.result).toBe("0x7a69");
+  });
+
+  it("CORS: preflight answered for configured origins; others get no CORS headers", async () => {
+    const pre = await fetch(ng.rpcUrl, { method: "OPTIONS", headers: { origin: "https://dapp.example", "access-control-request-method": "POST" } });
+    expect(pre.status).toBe(204);
+    expect(pre.headers.get("access-control-allow-origin")).toBe("https://dapp.example");
+    expect(pre.headers.get("access-control-allow-headers")).toContain("x-api-key");
+    const ok = await post(ng.rpcUrl, rpc("eth_chainId"), { origin: "https://dapp.example" });
+    expect(ok.headers.get("access-control-allow-origin")).toBe("https://dapp.example");
+    const other = await post(ng.rpcUrl, rpc("eth_chainId"), { origin: "https://evil.example" });
+    expect(other.headers.get("access-control-allow-origin")).toBeNull();
+  });
+});
