@@ -4,11 +4,12 @@
  * reach the same allowlist through JsonRpcService.Call; the JSON-RPC 2.0
  * envelope (batches, ids, notifications, every error code); HTTP rules; CORS.
  */
+import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseEther } from "viem";
 import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
-import { JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
+import { CallRequestSchema, type CallResponse, JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { DEFAULT_LIMITS } from "../../src/config.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { connectClient, grpcJsClient } from "../support/grpc-clients.js";
@@ -88,7 +89,7 @@ describe("pass-through allowlist", () => {
 describe("JsonRpcService.Call for typed callers", () => {
   it("reaches pass-through methods (grpc-js and connect-es)", async () => {
     const grpc = grpcJsClient(ng.address, JsonRpcService);
-    const res = await grpc.call<{ resultJson: string }>("call", { $typeName: "nodegate.jsonrpc.v1.CallRequest", method: "net_version", paramsJson: "" } as never, { "x-api-key": ng.key });
+    const res = await grpc.call<CallResponse>("call", create(CallRequestSchema, { method: "net_version" }), { "x-api-key": ng.key });
     grpc.close();
     expect(JSON.parse(res.resultJson)).toBe("31337");
     const connect = await connectClient(ng.url, JsonRpcService, ng.key).call({ method: "eth_getBlockByNumber", paramsJson: '["0x0", false]' });
