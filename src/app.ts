@@ -11,6 +11,7 @@ import { type Config, DEFAULT_FAILOVER, type KeyConfig } from "./config.js";
 import { Gateway } from "./gateway.js";
 import { createPolicies } from "./methods/default-policies.js";
 import { createMethodTable } from "./methods/default-table.js";
+import { Metrics } from "./observability/metrics.js";
 import { createNodegateServer, type NodegateServer } from "./server.js";
 import { HttpUpstream } from "./upstream/http-upstream.js";
 import { Network } from "./upstream/network.js";
@@ -26,6 +27,7 @@ export interface AppDependencies {
 }
 
 export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[], deps: AppDependencies = {}): App {
+  const metrics = new Metrics();
   const networks = config.networks.map(
     (n) =>
       new Network({
@@ -34,6 +36,7 @@ export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[
         timeoutMs: config.upstreamTimeoutMs,
         failover: n.failover ?? DEFAULT_FAILOVER,
         breaker: config.circuitBreaker,
+        metrics,
         log,
         upstreams: n.upstreams.map((u) => new HttpUpstream({ url: u.url, label: `${n.name}/${u.label}` })),
       }),
@@ -49,6 +52,7 @@ export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[
     passThrough: config.passThrough,
     corsOrigins: config.corsOrigins,
     log,
+    metrics,
   });
   return { gateway, server: createNodegateServer(gateway) };
 }

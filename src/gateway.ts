@@ -10,6 +10,7 @@ import type { Limits, PassThroughConfig } from "./config.js";
 import { GatewayError } from "./errors/gateway-error.js";
 import type { MethodTable } from "./methods/method-table.js";
 import type { MethodPolicy } from "./methods/policy.js";
+import type { Metrics } from "./observability/metrics.js";
 import type { Network } from "./upstream/network.js";
 
 export interface GatewayOptions {
@@ -23,6 +24,7 @@ export interface GatewayOptions {
   passThrough: PassThroughConfig;
   corsOrigins: readonly string[];
   log: Logger;
+  metrics: Metrics;
 }
 
 export class Gateway {
@@ -33,6 +35,7 @@ export class Gateway {
   readonly log: Logger;
   readonly defaultNetwork: string;
   readonly corsOrigins: readonly string[];
+  readonly metrics: Metrics;
   readonly #networks: Map<string, Network>;
   readonly #passThrough: Set<string>;
 
@@ -44,6 +47,7 @@ export class Gateway {
     this.log = options.log;
     this.defaultNetwork = options.defaultNetwork;
     this.corsOrigins = options.corsOrigins;
+    this.metrics = options.metrics;
     this.#networks = new Map(options.networks.map((n) => [n.name, n]));
     if (!this.#networks.has(options.defaultNetwork)) throw new Error(`default network ${options.defaultNetwork} is not configured`);
     this.#passThrough = new Set(options.passThrough.methods);

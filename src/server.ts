@@ -62,7 +62,7 @@ export function createNodegateServer(gateway: Gateway): NodegateServer {
       registerTypedServices(router, gateway);
       registerGenericService(router, gateway);
     },
-    interceptors: [requestLogInterceptor(gateway.log)],
+    interceptors: [requestLogInterceptor(gateway.log, gateway.metrics)],
     fallback,
   });
 

@@ -10,7 +10,7 @@ import type { Gateway } from "../gateway.js";
 import { type Entry, readEnvelope } from "./envelope.js";
 import { type NativeCallContext, type Outcome, renderResponse, runNativeCall } from "./native-call.js";
 import type { NativeRoute } from "./paths.js";
-import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
+import { observeCall, REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
 
 type Req = NodeRequest;
 type Res = NodeResponse;
@@ -61,8 +61,13 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
     const started = performance.now();
     const requestId = requestIdFrom(header(req, REQUEST_ID_HEADER));
     res.setHeader(REQUEST_ID_HEADER, requestId);
-    const logged: { methods: string[]; errors: number } = { methods: [], errors: 0 };
+    const logged: { methods: string[]; errors: number; outcomes: string[] } = { methods: [], errors: 0, outcomes: [] };
     res.on("finish", () => {
+      const seconds = (performance.now() - started) / 1000;
+      logged.methods.forEach((method, i) => {
+        const label = gateway.table.byJsonRpc(method) || gateway.passesThrough(method) ? method : "other";
+        observeCall(gateway.metrics, "jsonrpc-http", label, logged.outcomes[i] ?? String(res.statusCode), seconds);
+      });
       gateway.log.info(
         {
           door: "jsonrpc-http",
@@ -153,6 +158,9 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
     for (const entry of envelope.entries) if (entry.call) logged.methods.push(entry.call.method.slice(0, 64));
     const outcomes = await Promise.all(envelope.entries.map(run));
     logged.errors = outcomes.filter((o) => o?.error !== undefined).length;
+    envelope.entries.forEach((entry, i) => {
+      if (entry.call) logged.outcomes.push(outcomes[i]?.error ? String(outcomes[i]?.error?.code) : "ok");
+    });
     if (abort.signal.aborted) return;
 
     const parts: Buffer[] = [];

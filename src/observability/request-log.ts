@@ -1,11 +1,12 @@
 /**
- * One structured line per request, on both front doors: front door, method,
- * outcome, duration and a request id (echoed from x-request-id, or made up).
- * Keys and URLs are never part of it.
+ * One structured line and the request metrics per request, on both front
+ * doors: front door, method, outcome, duration and a request id (echoed from
+ * x-request-id, or made up). Keys and URLs are never part of it.
  */
 import { randomUUID } from "node:crypto";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "pino";
+import type { Metrics } from "./metrics.js";
 
 export const REQUEST_ID_HEADER = "x-request-id";
 
@@ -20,23 +21,56 @@ function typedDoor(contentType: string | null): string {
   return "connect";
 }
 
-/** Connect interceptor: logs each typed call and returns its request id in a header. */
-export function requestLogInterceptor(log: Logger): Interceptor {
+/** Counts one call in the request metrics. */
+export function observeCall(metrics: Metrics, door: string, method: string, outcome: string, seconds: number): void {
+  metrics.requests.inc({ door, method, outcome });
+  metrics.requestSeconds.observe({ door, method }, seconds);
+}
+
+/** Connect interceptor: logs and counts each typed call and returns its request id in a header. */
+export function requestLogInterceptor(log: Logger, metrics: Metrics): Interceptor {
   return (next) => async (req) => {
     const started = performance.now();
     const requestId = requestIdFrom(req.header.get(REQUEST_ID_HEADER));
-    const base = { door: typedDoor(req.header.get("content-type")), method: req.method.name, requestId };
-    try {
-      const res = await next(req);
-      res.header.set(REQUEST_ID_HEADER, requestId);
-      log.info({ ...base, status: "ok", ms: Math.round((performance.now() - started) * 100) / 100 }, "request");
-      return res;
-    } catch (err) {
+    const door = typedDoor(req.header.get("content-type"));
+    const method = `${req.service.typeName}/${req.method.name}`;
+    const streaming = req.stream;
+    if (streaming) metrics.openStreams.inc();
+    const done = (status: string, extra: Record<string, unknown> = {}, level: "info" | "warn" = "info") => {
+      if (streaming) metrics.openStreams.dec();
+      const ms = performance.now() - started;
+      observeCall(metrics, door, method, status, ms / 1000);
+      log[level]({ door, method, requestId, status, ...extra, ms: Math.round(ms * 100) / 100 }, "request");
+    };
+    const failed = (err: unknown): ConnectError => {
       const e = ConnectError.from(err);
       e.metadata.set(REQUEST_ID_HEADER, requestId);
-      const level = e.code === Code.Internal || e.code === Code.Unknown ? "warn" : "info";
-      log[level]({ ...base, status: Code[e.code], error: e.rawMessage, ms: Math.round((performance.now() - started) * 100) / 100 }, "request");
-      throw e;
+      done(Code[e.code], { error: e.rawMessage.slice(0, 200) }, e.code === Code.Internal || e.code === Code.Unknown ? "warn" : "info");
+      return e;
+    };
+    let res;
+    try {
+      res = await next(req);
+    } catch (err) {
+      throw failed(err);
     }
+    res.header.set(REQUEST_ID_HEADER, requestId);
+    if (!res.stream) {
+      done("ok");
+      return res;
+    }
+    // A stream is done when its messages end (or fail), not when it starts.
+    const messages = res.message;
+    return {
+      ...res,
+      message: (async function* () {
+        try {
+          yield* messages;
+        } catch (err) {
+          throw failed(err);
+        }
+        done("ok");
+      })(),
+    };
   };
 }

@@ -10,6 +10,7 @@ import type { FailoverPolicy, Plan } from "../config.js";
 import { upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import type { ChainFamily } from "../methods/method-table.js";
+import type { Metrics } from "../observability/metrics.js";
 import { ChainHead } from "./chain-head.js";
 import { CircuitBreaker, type CircuitBreakerOptions } from "./circuit-breaker.js";
 import type { UpstreamResult } from "./reply.js";
@@ -25,6 +26,7 @@ export interface NetworkOptions {
   failover?: FailoverPolicy | undefined;
   breaker?: CircuitBreakerOptions;
   log?: Logger | undefined;
+  metrics?: Metrics | undefined;
 }
 
 export interface NetworkCallOptions {
@@ -54,8 +56,11 @@ export class Network {
   readonly #timeoutMs: number;
   readonly #failover: FailoverPolicy | undefined;
   readonly #log: Logger | undefined;
+  readonly #metrics: Metrics | undefined;
   /** Count of calls answered by a partner, for metrics and tests. */
   failovers = 0;
+  /** When an upstream of this network last answered (a result or a node error), ms since epoch; 0 = never. */
+  lastAnswerAt = 0;
   /** The head's gas limits, cached (Ethereum networks). */
   readonly head: ChainHead;
 
@@ -67,6 +72,7 @@ export class Network {
     this.#timeoutMs = options.timeoutMs;
     this.#failover = options.failover;
     this.#log = options.log;
+    this.#metrics = options.metrics;
     this.head = new ChainHead(this);
   }
 
@@ -93,22 +99,30 @@ export class Network {
 
   async #try(member: Member, method: string, paramsText: string, options: NetworkCallOptions): Promise<UpstreamResult> {
     const ownDeadline = options.timeoutMs !== undefined;
+    const labels = { network: this.name, upstream: member.upstream.label };
+    const stop = this.#metrics?.upstreamSeconds.startTimer(labels);
     try {
       const result = await member.upstream.call(method, paramsText, {
         signal: options.signal,
         timeoutMs: options.timeoutMs ?? this.#timeoutMs,
       });
       member.breaker.success();
+      this.lastAnswerAt = Date.now();
       return result;
     } catch (err) {
       if (options.signal?.aborted || (ownDeadline && err instanceof GatewayError && err.grpcCode === Code.DeadlineExceeded)) {
         member.breaker.release();
       } else if (isOutage(err)) {
         member.breaker.failure();
+        this.#metrics?.upstreamErrors.inc({ ...labels, kind: "outage" });
       } else {
         member.breaker.success(); // it answered: the upstream is up
+        this.lastAnswerAt = Date.now();
+        this.#metrics?.upstreamErrors.inc({ ...labels, kind: "node_error" });
       }
       throw err;
+    } finally {
+      stop?.();
     }
   }
 
@@ -131,6 +145,7 @@ export class Network {
         try {
           const result = await this.#try(partner, method, paramsText, options);
           this.failovers++;
+          this.#metrics?.failovers.inc({ network: this.name, upstream: partner.upstream.label });
           this.#log?.warn({ network: this.name, method, upstream: partner.upstream.label }, "answered by a partner upstream during a primary outage");
           return result;
         } catch (err) {

@@ -1,0 +1,40 @@
+/**
+ * grpc.health.v1.Health: Check and Watch, per service, following upstream
+ * state (see HealthMonitor). Watch re-evaluates while a watcher is connected
+ * and sends a message whenever the status changes.
+ */
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
+import { Health, HealthCheckResponse_ServingStatus as Status, HealthCheckResponseSchema } from "../../gen/grpc/health/v1/health_pb.js";
+import type { HealthMonitor } from "../observability/health.js";
+
+function toStatus(state: boolean | undefined): Status {
+  return state === undefined ? Status.SERVICE_UNKNOWN : state ? Status.SERVING : Status.NOT_SERVING;
+}
+
+export function registerHealth(router: ConnectRouter, monitor: HealthMonitor, watchIntervalMs = 5000): void {
+  router.service(Health, {
+    async check(request) {
+      const state = await monitor.serviceStatus(request.service);
+      if (state === undefined) throw new ConnectError(`unknown service ${request.service}`, Code.NotFound);
+      return create(HealthCheckResponseSchema, { status: toStatus(state) });
+    },
+    async *watch(request, ctx) {
+      let last: Status | undefined;
+      while (!ctx.signal.aborted) {
+        const status = toStatus(await monitor.serviceStatus(request.service));
+        if (status !== last) {
+          last = status;
+          yield create(HealthCheckResponseSchema, { status });
+        }
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, watchIntervalMs);
+          ctx.signal.addEventListener("abort", () => {
+            clearTimeout(timer);
+            resolve();
+          }, { once: true });
+        });
+      }
+    },
+  });
+}

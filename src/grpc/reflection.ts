@@ -1,0 +1,115 @@
+/**
+ * gRPC server reflection, v1 and v1alpha, so grpcurl, buf curl and Postman
+ * list and call every service without the proto files. Answers from the
+ * compiled-in descriptors of the services nodegate serves.
+ */
+import { create, createRegistry, type DescFile, type DescMessage, type DescService, type Registry, toBinary } from "@bufbuild/protobuf";
+import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
+import type { ConnectRouter } from "@connectrpc/connect";
+import * as v1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
+import * as v1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
+
+const NOT_FOUND = 5;
+const INVALID_ARGUMENT = 3;
+
+/** The files of the services and everything they import. */
+function filesOf(services: readonly DescService[]): Map<string, DescFile> {
+  const files = new Map<string, DescFile>();
+  const visit = (file: DescFile) => {
+    if (files.has(file.name)) return;
+    files.set(file.name, file);
+    for (const dep of file.dependencies) visit(dep);
+  };
+  for (const s of services) visit(s.file);
+  return files;
+}
+
+/** A file and its transitive dependencies, each serialized once. */
+function withDependencies(file: DescFile): Uint8Array[] {
+  const seen = new Set<string>();
+  const out: Uint8Array[] = [];
+  const visit = (f: DescFile) => {
+    if (seen.has(f.name)) return;
+    seen.add(f.name);
+    out.push(toBinary(FileDescriptorProtoSchema, f.proto));
+    for (const dep of f.dependencies) visit(dep);
+  };
+  visit(file);
+  return out;
+}
+
+function fileOfSymbol(registry: Registry, services: readonly DescService[], symbol: string): DescFile | undefined {
+  const direct = registry.get(symbol);
+  if (direct !== undefined) return direct.file;
+  // A method ("pkg.Service.Method") or a field/value: look up its parent.
+  const parent = symbol.slice(0, symbol.lastIndexOf("."));
+  const service = services.find((s) => s.typeName === parent);
+  if (service !== undefined) return service.file;
+  const owner = registry.get(parent);
+  return owner?.file;
+}
+
+type Schemas = typeof v1 | typeof v1alpha;
+
+function answer(schemas: Schemas, registry: Registry, files: Map<string, DescFile>, services: readonly DescService[], request: v1.ServerReflectionRequest) {
+  const base = { validHost: request.host, originalRequest: request } as const;
+  const error = (code: number, message: string) =>
+    create(schemas.ServerReflectionResponseSchema as typeof v1.ServerReflectionResponseSchema, {
+      ...base,
+      messageResponse: { case: "errorResponse", value: { errorCode: code, errorMessage: message } },
+    });
+  const filesResponse = (file: DescFile | undefined, what: string) =>
+    file === undefined
+      ? error(NOT_FOUND, `${what} not found`)
+      : create(schemas.ServerReflectionResponseSchema as typeof v1.ServerReflectionResponseSchema, {
+          ...base,
+          messageResponse: { case: "fileDescriptorResponse", value: { fileDescriptorProto: withDependencies(file) } },
+        });
+  const r = request.messageRequest;
+  switch (r.case) {
+    case "listServices":
+      return create(schemas.ServerReflectionResponseSchema as typeof v1.ServerReflectionResponseSchema, {
+        ...base,
+        messageResponse: { case: "listServicesResponse", value: { service: services.map((s) => ({ name: s.typeName })) } },
+      });
+    case "fileByFilename":
+      return filesResponse(files.get(r.value), `file ${r.value}`);
+    case "fileContainingSymbol":
+      return filesResponse(fileOfSymbol(registry, services, r.value), `symbol ${r.value}`);
+    case "fileContainingExtension": {
+      const message = registry.getMessage(r.value.containingType);
+      const ext = message ? registry.getExtensionFor(message, r.value.extensionNumber) : undefined;
+      return filesResponse(ext?.file, `extension ${r.value.extensionNumber} of ${r.value.containingType}`);
+    }
+    case "allExtensionNumbersOfType": {
+      const message = registry.getMessage(r.value);
+      if (message === undefined) return error(NOT_FOUND, `type ${r.value} not found`);
+      const numbers: number[] = [];
+      for (const file of files.values()) {
+        for (const ext of file.extensions) if ((ext.extendee as DescMessage).typeName === r.value) numbers.push(ext.number);
+      }
+      return create(schemas.ServerReflectionResponseSchema as typeof v1.ServerReflectionResponseSchema, {
+        ...base,
+        messageResponse: { case: "allExtensionNumbersResponse", value: { baseTypeName: r.value, extensionNumber: numbers } },
+      });
+    }
+    default:
+      return error(INVALID_ARGUMENT, "empty reflection request");
+  }
+}
+
+/** Registers both reflection services; `services` are all the services the server offers (reflection included). */
+export function registerReflection(router: ConnectRouter, served: readonly DescService[]): void {
+  const services = [...served, v1.ServerReflection, v1alpha.ServerReflection];
+  const files = filesOf(services);
+  const registry = createRegistry(...files.values());
+  for (const schemas of [v1, v1alpha] as const) {
+    router.service(schemas.ServerReflection as typeof v1.ServerReflection, {
+      async *serverReflectionInfo(requests) {
+        for await (const request of requests) {
+          yield answer(schemas, registry, files, services, request as v1.ServerReflectionRequest);
+        }
+      },
+    });
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * Readiness from upstream state: a network is ready when one of its
+ * upstreams answered recently; when none did, a cheap probe call decides.
+ * No timers run in the background: probes happen when someone asks.
+ */
+import type { Gateway } from "../gateway.js";
+import type { Network } from "../upstream/network.js";
+
+export interface HealthOptions {
+  /** An answer this recent means ready without probing. Default 30 s. */
+  recentMs?: number;
+  /** Deadline of a probe call. Default 2 s. */
+  probeTimeoutMs?: number;
+}
+
+const PROBE_METHOD = { eth: "eth_chainId", starknet: "starknet_chainId" } as const;
+
+export class HealthMonitor {
+  readonly #gateway: Gateway;
+  readonly #recentMs: number;
+  readonly #probeTimeoutMs: number;
+  readonly #probes = new Map<string, Promise<boolean>>();
+  readonly #otherServices: readonly string[];
+
+  /** `otherServices`: served services not tied to one chain family; they follow the default network. */
+  constructor(gateway: Gateway, otherServices: readonly string[], options: HealthOptions = {}) {
+    this.#gateway = gateway;
+    this.#otherServices = otherServices;
+    this.#recentMs = options.recentMs ?? 30_000;
+    this.#probeTimeoutMs = options.probeTimeoutMs ?? 2000;
+  }
+
+  /** Whether the network answered recently, probing it (once, however many ask) if it did not. */
+  networkReady(network: Network): Promise<boolean> {
+    if (Date.now() - network.lastAnswerAt < this.#recentMs) return Promise.resolve(true);
+    let probe = this.#probes.get(network.name);
+    if (probe === undefined) {
+      probe = network
+        .call(PROBE_METHOD[network.family], "[]", { timeoutMs: this.#probeTimeoutMs, idempotent: true })
+        .then(
+          () => true,
+          () => Date.now() - network.lastAnswerAt < this.#recentMs, // a node error is still an answer
+        )
+        .finally(() => this.#probes.delete(network.name));
+      this.#probes.set(network.name, probe);
+    }
+    return probe;
+  }
+
+  /** Readiness of every network. */
+  async networks(): Promise<Record<string, boolean>> {
+    const nets = this.#gateway.networks();
+    const states = await Promise.all(nets.map((n) => this.networkReady(n)));
+    return Object.fromEntries(nets.map((n, i) => [n.name, states[i] as boolean]));
+  }
+
+  /**
+   * Status of a gRPC service: SERVING when a network of its chain family is
+   * ready ("" is the whole server: every network ready); undefined when the
+   * service is unknown.
+   */
+  async serviceStatus(service: string): Promise<boolean | undefined> {
+    if (service === "") return Object.values(await this.networks()).every(Boolean);
+    const spec = this.#gateway.table.all().find((m) => m.service.typeName === service);
+    const nets = this.#gateway.networks();
+    if (spec === undefined) {
+      // Services not tied to one family (generic JSON-RPC, health, reflection) follow the default network.
+      if (!this.#otherServices.includes(service)) return undefined;
+      return this.networkReady(this.#gateway.network(undefined));
+    }
+    const family = nets.filter((n) => n.family === spec.family);
+    if (family.length === 0) return false;
+    const states = await Promise.all(family.map((n) => this.networkReady(n)));
+    return states.some(Boolean);
+  }
+}
