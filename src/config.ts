@@ -2,6 +2,8 @@
  * nodegate's configuration, read from the environment. These variables always
  * work, so the service can be scripted and containerised:
  *   NODEGATE_UPSTREAM_URL  http(s) URL of the Ethereum upstream; when set, no Anvil is started
+ *   NODEGATE_STARKNET_UPSTREAM_URL  http(s) URL of a Starknet node; defines the network "starknet"
+ *                          (callers reach it at /starknet/v3/<KEY> or with x-nodegate-network: starknet)
  *   NODEGATE_PORT          listen port (default 8080)
  *   NODEGATE_HOST          listen address (default 127.0.0.1)
  *   NODEGATE_API_KEYS      comma-separated accepted keys (default: one generated development key)
@@ -76,6 +78,14 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       upstreams: upstreamUrl ? [{ label: "primary", url: httpUrl(upstreamUrl, "NODEGATE_UPSTREAM_URL") }] : [],
     },
   ];
+  const starknetUrl = env.NODEGATE_STARKNET_UPSTREAM_URL;
+  if (starknetUrl) {
+    networks.push({
+      name: "starknet",
+      family: "starknet",
+      upstreams: [{ label: "primary", url: httpUrl(starknetUrl, "NODEGATE_STARKNET_UPSTREAM_URL") }],
+    });
+  }
   return {
     host: env.NODEGATE_HOST || "127.0.0.1",
     port: port(env.NODEGATE_PORT, "NODEGATE_PORT", 8080),

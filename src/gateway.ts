@@ -6,7 +6,7 @@ import type { Logger } from "pino";
 import type { ApiKey, ApiKeyStore } from "./auth/api-keys.js";
 import { GatewayError } from "./errors/gateway-error.js";
 import { Code } from "@connectrpc/connect";
-import type { MethodTable } from "./methods/method-table.js";
+import type { ChainFamily, MethodTable } from "./methods/method-table.js";
 import type { Network } from "./upstream/network.js";
 
 export interface Limits {
@@ -54,9 +54,22 @@ export class Gateway {
   network(name: string | undefined): Network {
     const network = this.#networks.get(name ?? this.defaultNetwork);
     if (network === undefined) {
-      throw new GatewayError({ code: -32601, message: `unknown network ${JSON.stringify(name)}`, grpcCode: Code.NotFound, httpStatus: 404 });
+      const known = [...this.#networks.keys()].join(", ");
+      throw new GatewayError({
+        code: -32601,
+        message: `unknown network ${JSON.stringify(name)}; configured networks: ${known}`,
+        grpcCode: Code.NotFound,
+        httpStatus: 404,
+      });
     }
     return network;
+  }
+
+  /** The network that serves a chain family: the default network if it does, else the first configured one. */
+  homeNetwork(family: ChainFamily): Network | undefined {
+    const fallback = this.#networks.get(this.defaultNetwork);
+    if (fallback?.family === family) return fallback;
+    return [...this.#networks.values()].find((n) => n.family === family);
   }
 
   networks(): Network[] {

@@ -7,7 +7,7 @@ import { create, type Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
 import { CodecError } from "../codec/codec-error.js";
-import { resultNotTypeable } from "../errors/catalogue.js";
+import { noNetworkOfFamily, resultNotTypeable, wrongNetworkFamily } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import type { Gateway } from "../gateway.js";
 import type { MethodSpec } from "../methods/method-table.js";
@@ -37,7 +37,14 @@ async function invoke(gateway: Gateway, spec: MethodSpec, request: Message, ctx:
     gateway.authenticate(ctx.requestHeader.get(API_KEY_HEADER) ?? undefined);
     const network = gateway.network(ctx.requestHeader.get(NETWORK_HEADER) ?? undefined);
     if (network.family !== spec.family) {
-      throw new ConnectError(`${spec.jsonrpcMethod} is not served on network ${network.name} (a ${network.family} network)`, Code.InvalidArgument);
+      const home = gateway.homeNetwork(spec.family)?.name;
+      throw wrongNetworkFamily({
+        method: spec.jsonrpcMethod,
+        methodFamily: spec.family,
+        network: network.name,
+        networkFamily: network.family,
+        fix: home === undefined ? noNetworkOfFamily(spec.family) : `set the ${NETWORK_HEADER} header to "${home}"`,
+      });
     }
     let paramsText: string;
     try {

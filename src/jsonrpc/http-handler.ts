@@ -7,6 +7,7 @@ import type { NodeRequest, NodeResponse } from "../http-types.js";
 import { invalidRequest } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import type { Gateway } from "../gateway.js";
+import type { ChainFamily } from "../methods/method-table.js";
 import { type Entry, readEnvelope } from "./envelope.js";
 import { type Outcome, renderResponse, runNativeCall } from "./native-call.js";
 import type { NativeRoute } from "./paths.js";
@@ -96,7 +97,7 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       sendError(res, invalidRequest(`batch of ${envelope.entries.length} exceeds the maximum of ${gateway.limits.maxBatchSize}`), 200);
       return;
     }
-    const ctx = { table: gateway.table, network, signal: abort.signal };
+    const ctx = { table: gateway.table, network, signal: abort.signal, homeNetwork: (f: ChainFamily) => gateway.homeNetwork(f)?.name };
     const run = (entry: Entry): Promise<Outcome | undefined> =>
       entry.error !== undefined ? Promise.resolve({ error: entry.error }) : runNativeCall(entry.call, ctx);
     const outcomes = await Promise.all(envelope.entries.map(run));

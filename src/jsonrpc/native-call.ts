@@ -3,9 +3,9 @@
  * the same codecs as the typed path, then forwarded as the caller wrote them,
  * and the node's result returned untouched.
  */
-import { cancelled, invalidParams, methodNotFound } from "../errors/catalogue.js";
+import { cancelled, invalidParams, methodNotFound, noNetworkOfFamily, wrongNetworkFamily } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
-import type { MethodTable } from "../methods/method-table.js";
+import type { ChainFamily, MethodTable } from "../methods/method-table.js";
 import { InvalidParamsError } from "../methods/params-codec.js";
 import type { UpstreamResult } from "../upstream/reply.js";
 import type { Network } from "../upstream/network.js";
@@ -17,13 +17,29 @@ export interface NativeCallContext {
   table: MethodTable;
   network: Network;
   signal: AbortSignal;
+  /** The name of the network that serves a chain family, for the wrong-family error's advice. */
+  homeNetwork?: (family: ChainFamily) => string | undefined;
+}
+
+function wrongFamilyFix(family: ChainFamily, ctx: NativeCallContext): string {
+  if (ctx.homeNetwork === undefined) return "send it to /<network>/v3/<KEY> of a network of that family";
+  const home = ctx.homeNetwork(family);
+  return home === undefined ? noNetworkOfFamily(family) : `send it to /${home}/v3/<KEY>`;
 }
 
 export async function runNativeCall(call: Call, ctx: NativeCallContext): Promise<Outcome> {
   try {
     const spec = ctx.table.byJsonRpc(call.method);
-    if (spec === undefined || spec.family !== ctx.network.family) {
-      return { error: methodNotFound(call.method) };
+    if (spec === undefined) return { error: methodNotFound(call.method) };
+    if (spec.family !== ctx.network.family) {
+      const error = wrongNetworkFamily({
+        method: call.method,
+        methodFamily: spec.family,
+        network: ctx.network.name,
+        networkFamily: ctx.network.family,
+        fix: wrongFamilyFix(spec.family, ctx),
+      });
+      return { error };
     }
     let paramsText = call.paramsText ?? "[]";
     try {
