@@ -31,6 +31,7 @@ function fail(reason: string): never {
 }
 
 function describe(value: unknown): string {
+  if (value === undefined) return "nothing (the key is missing)";
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
   if (typeof value === "string") return value.length > 40 ? `"${value.slice(0, 37)}..."` : JSON.stringify(value);
