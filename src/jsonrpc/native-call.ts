@@ -22,7 +22,7 @@ export interface NativeCallContext {
 }
 
 function wrongFamilyFix(family: ChainFamily, ctx: NativeCallContext): string {
-  if (ctx.homeNetwork === undefined) return "send it to /<network>/v3/<KEY> of a network of that family";
+  if (ctx.homeNetwork === undefined) return "send it to a network of that family (/<network>/v3/<KEY>)";
   const home = ctx.homeNetwork(family);
   return home === undefined ? noNetworkOfFamily(family) : `send it to /${home}/v3/<KEY>`;
 }

@@ -9,7 +9,11 @@ import type { CodecRegistry, ValueCodec } from "../codec/message-codec.js";
 
 /** How one param is read and written, beyond its field's codec. */
 export interface ParamRules {
-  /** The native path accepts the param absent (the node applies its default). */
+  /**
+   * The native path accepts the param absent (the node applies its default),
+   * and a typed caller who leaves it unset (or empty, for a list) sends none
+   * when no whenUnset is given and no later param is set.
+   */
   optional?: boolean;
   /** JSON text sent when a typed caller leaves the field unset (for a block: "latest"). */
   whenUnset?: string;
