@@ -4,6 +4,8 @@
  * then environment overrides. These variables always work, so the service
  * can be scripted and containerised:
  *   NODEGATE_UPSTREAM_URL  http(s) URL of the default network's upstream; when set, no Anvil is started
+ *   NODEGATE_STARKNET_UPSTREAM_URL  http(s) URL of a Starknet node; defines the network "starknet"
+ *                          (callers reach it at /starknet/v3/<KEY> or with x-nodegate-network: starknet)
  *   NODEGATE_PORT          listen port (default 8080)
  *   NODEGATE_HOST          listen address (default 127.0.0.1)
  *   NODEGATE_API_KEYS      comma-separated accepted keys, each optionally "key:plan" (default plan core;
@@ -447,6 +449,15 @@ export function applyEnv(config: Config, env: NodeJS.ProcessEnv): void {
     const url = httpUrl(env.NODEGATE_UPSTREAM_URL, fail("NODEGATE_UPSTREAM_URL"));
     const network = config.networks.find((n) => n.name === config.defaultNetwork) as NetworkConfig;
     network.upstreams = [{ label: "primary", url }, ...network.upstreams.slice(1)];
+  }
+  if (env.NODEGATE_STARKNET_UPSTREAM_URL) {
+    const url = httpUrl(env.NODEGATE_STARKNET_UPSTREAM_URL, fail("NODEGATE_STARKNET_UPSTREAM_URL"));
+    const existing = config.networks.find((n) => n.name === "starknet");
+    if (existing !== undefined && existing.family !== "starknet") {
+      fail("NODEGATE_STARKNET_UPSTREAM_URL")('the configured network "starknet" is not a starknet network');
+    }
+    if (existing) existing.upstreams = [{ label: "primary", url }, ...existing.upstreams.slice(1)];
+    else config.networks.push({ name: "starknet", family: "starknet", upstreams: [{ label: "primary", url }] });
   }
   if (env.NODEGATE_PORT) {
     const n = Number(env.NODEGATE_PORT);

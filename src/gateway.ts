@@ -8,7 +8,7 @@ import type { Logger } from "pino";
 import type { AccessControl } from "./auth/access-control.js";
 import type { Limits, PassThroughConfig } from "./config.js";
 import { GatewayError } from "./errors/gateway-error.js";
-import type { MethodTable } from "./methods/method-table.js";
+import type { ChainFamily, MethodTable } from "./methods/method-table.js";
 import type { MethodPolicy } from "./methods/policy.js";
 import type { Metrics } from "./observability/metrics.js";
 import type { Network } from "./upstream/network.js";
@@ -60,12 +60,19 @@ export class Gateway {
     if (network === undefined) {
       throw new GatewayError({
         code: -32601,
-        message: `unknown network ${JSON.stringify(name)}; configured: ${[...this.#networks.keys()].join(", ")}`,
+        message: `unknown network ${JSON.stringify(name)}; configured networks: ${[...this.#networks.keys()].join(", ")}`,
         grpcCode: Code.NotFound,
         httpStatus: 404,
       });
     }
     return network;
+  }
+
+  /** The network that serves a chain family: the default network if it does, else the first configured one. */
+  homeNetwork(family: ChainFamily): Network | undefined {
+    const fallback = this.#networks.get(this.defaultNetwork);
+    if (fallback?.family === family) return fallback;
+    return [...this.#networks.values()].find((n) => n.family === family);
   }
 
   networks(): Network[] {

@@ -20,6 +20,7 @@ function banner(config: Config, host: string, port: number, key: string, generat
     `  upstream:          ${upstream}`,
     `  API key:           ${key}${generatedKey ? "   (development key, generated at start; set NODEGATE_API_KEYS to choose keys)" : ""}`,
     `  JSON-RPC (HTTP):   ${http}/v3/${key}`,
+    ...config.networks.filter((n) => n.name !== config.defaultNetwork).map((n) => `  JSON-RPC ${`${n.name}:`.padEnd(10)}${http}/${n.name}/v3/${key}`),
     `  gRPC / Connect:    ${shown}:${port}  (plaintext HTTP/2; key in the "${API_KEY_HEADER}" header)`,
     "",
     "Try the native JSON-RPC path:",

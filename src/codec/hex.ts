@@ -153,7 +153,10 @@ export function decodeFelt(value: unknown): Uint8Array {
 
 /** Encodes minimal big-endian bytes as a FELT ("0x0" for zero). */
 export function encodeFelt(bytes: Uint8Array): string {
-  return encodeQuantityBytes(trimLeadingZeros(bytes));
+  const text = encodeQuantityBytes(trimLeadingZeros(bytes));
+  // 32 bytes can hold 64 digits; a felt has at most 63, and decodeFelt rejects more.
+  if (text.length > 65) throw new HexError(`a felt has at most 63 hex digits (252 bits), got ${text.length - 2}`);
+  return text;
 }
 
 /**

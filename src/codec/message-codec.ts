@@ -209,9 +209,11 @@ export class CodecRegistry {
     const desc = field.enum as NonNullable<DescField["enum"]>;
     const byName = new Map<string, number>();
     const byNumber = new Map<number, string>();
+    // protobuf-es gives the shared prefix in lower case ("data_availability_mode_").
+    const prefix = desc.sharedPrefix ?? "";
     for (const v of desc.values) {
       if (v.number === 0) continue;
-      const name = v.name.startsWith(desc.sharedPrefix ?? "") ? v.name.slice((desc.sharedPrefix ?? "").length) : v.name;
+      const name = v.name.toLowerCase().startsWith(prefix) ? v.name.slice(prefix.length) : v.name;
       byName.set(name, v.number);
       byNumber.set(v.number, name);
     }

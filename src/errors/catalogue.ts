@@ -29,6 +29,40 @@ export function methodNotFound(method: string): GatewayError {
   });
 }
 
+const FAMILY_NAMES: Readonly<Record<string, string>> = { eth: "Ethereum", starknet: "Starknet" };
+
+export interface WrongNetworkFamily {
+  method: string;
+  /** The chain family the method belongs to (eth, starknet). */
+  methodFamily: string;
+  network: string;
+  networkFamily: string;
+  /** How the caller reaches a network of the method's family, in the terms of their front door. */
+  fix: string;
+}
+
+/**
+ * A method of one chain family sent to a network of another (a Starknet
+ * method on the Ethereum network). JSON-RPC callers get -32601, what a node
+ * of the other family would answer, with a message that says where to go;
+ * typed callers get INVALID_ARGUMENT, since the request names the network.
+ */
+export function wrongNetworkFamily(w: WrongNetworkFamily): GatewayError {
+  const family = (f: string) => FAMILY_NAMES[f] ?? f;
+  const methodFamily = family(w.methodFamily);
+  const article = /^[AEIOU]/i.test(methodFamily) ? "an" : "a";
+  return new GatewayError({
+    code: -32601,
+    message: `${w.method} is ${article} ${methodFamily} method, but network "${w.network}" serves ${family(w.networkFamily)} methods; ${w.fix}`,
+    grpcCode: Code.InvalidArgument,
+  });
+}
+
+/** The fix for a wrong-family call when no network of the method's family is configured. */
+export function noNetworkOfFamily(family: string): string {
+  return `this nodegate has no ${FAMILY_NAMES[family] ?? family} network configured`;
+}
+
 export function invalidParams(message: string): GatewayError {
   return new GatewayError({ code: -32602, message, grpcCode: Code.InvalidArgument });
 }

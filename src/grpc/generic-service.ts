@@ -31,6 +31,7 @@ async function call(gateway: Gateway, request: CallRequest, ctx: HandlerContext)
       { id: "0", method: request.method, params, paramsText },
       {
         table: gateway.table,
+        homeNetwork: (family) => gateway.homeNetwork(family)?.name,
         passesThrough: (m) => gateway.passesThrough(m),
         access: gateway.access,
         key,

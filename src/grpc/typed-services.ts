@@ -8,7 +8,7 @@ import type { Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import type { Credentials } from "../auth/access-control.js";
 import { CodecError } from "../codec/codec-error.js";
-import { resultNotTypeable } from "../errors/catalogue.js";
+import { noNetworkOfFamily, resultNotTypeable, wrongNetworkFamily } from "../errors/catalogue.js";
 import type { Gateway } from "../gateway.js";
 import { invokeMethod } from "../methods/invoke.js";
 import type { MethodSpec } from "../methods/method-table.js";
@@ -34,7 +34,14 @@ async function handle(gateway: Gateway, spec: MethodSpec, request: Message, ctx:
     const key = await gateway.access.admit(credentialsFrom(ctx.requestHeader), 1);
     const network = gateway.network(ctx.requestHeader.get(NETWORK_HEADER) ?? undefined);
     if (network.family !== spec.family) {
-      throw new ConnectError(`${spec.jsonrpcMethod} is not served on network ${network.name} (a ${network.family} network)`, Code.InvalidArgument);
+      const home = gateway.homeNetwork(spec.family)?.name;
+      throw wrongNetworkFamily({
+        method: spec.jsonrpcMethod,
+        methodFamily: spec.family,
+        network: network.name,
+        networkFamily: network.family,
+        fix: home === undefined ? noNetworkOfFamily(spec.family) : `set the ${NETWORK_HEADER} header to "${home}"`,
+      });
     }
     const result = await invokeMethod(spec, request, {
       access: gateway.access,

@@ -145,6 +145,7 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
     }
     const ctx: NativeCallContext = {
       table: gateway.table,
+      homeNetwork: (family) => gateway.homeNetwork(family)?.name,
       passesThrough: (method) => gateway.passesThrough(method),
       access: gateway.access,
       key,

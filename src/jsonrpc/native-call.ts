@@ -5,10 +5,10 @@
  * result comes back untouched.
  */
 import { WRITE_METHODS } from "../config.js";
-import { cancelled, invalidParams, methodNotFound } from "../errors/catalogue.js";
+import { cancelled, invalidParams, methodNotFound, noNetworkOfFamily, wrongNetworkFamily } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { type InvokeContext, invokeMethod, invokePassThrough } from "../methods/invoke.js";
-import type { MethodTable } from "../methods/method-table.js";
+import type { ChainFamily, MethodTable } from "../methods/method-table.js";
 import { InvalidParamsError } from "../methods/params-codec.js";
 import type { UpstreamResult } from "../upstream/reply.js";
 import type { Call } from "./envelope.js";
@@ -18,17 +18,31 @@ export type Outcome = { result: UpstreamResult; error?: undefined } | { result?:
 export interface NativeCallContext extends InvokeContext {
   table: MethodTable;
   passesThrough(method: string): boolean;
+  /** The name of the network that serves a chain family, for the wrong-family error's advice. */
+  homeNetwork?: (family: ChainFamily) => string | undefined;
 }
 
-function wrongFamily(method: string, ctx: NativeCallContext): GatewayError {
-  return methodNotFound(`${method} (network ${ctx.network.name} serves ${ctx.network.family} methods)`);
+function wrongFamilyFix(family: ChainFamily, ctx: NativeCallContext): string {
+  if (ctx.homeNetwork === undefined) return "send it to a network of that family (/<network>/v3/<KEY>)";
+  const home = ctx.homeNetwork(family);
+  return home === undefined ? noNetworkOfFamily(family) : `send it to /${home}/v3/<KEY>`;
+}
+
+function wrongFamily(method: string, family: ChainFamily, ctx: NativeCallContext): GatewayError {
+  return wrongNetworkFamily({
+    method,
+    methodFamily: family,
+    network: ctx.network.name,
+    networkFamily: ctx.network.family,
+    fix: wrongFamilyFix(family, ctx),
+  });
 }
 
 export async function runNativeCall(call: Call, ctx: NativeCallContext): Promise<Outcome> {
   try {
     const spec = ctx.table.byJsonRpc(call.method);
     if (spec !== undefined) {
-      if (spec.family !== ctx.network.family) return { error: wrongFamily(call.method, ctx) };
+      if (spec.family !== ctx.network.family) return { error: wrongFamily(call.method, spec.family, ctx) };
       let decoded;
       try {
         decoded = spec.params.decode(call.params);

@@ -9,7 +9,11 @@ import type { CodecRegistry, ValueCodec } from "../codec/message-codec.js";
 
 /** How one param is read and written, beyond its field's codec. */
 export interface ParamRules {
-  /** The native path accepts the param absent (the node applies its default). */
+  /**
+   * The native path accepts the param absent (the node applies its default),
+   * and a typed caller who leaves it unset (or empty, for a list) sends none
+   * when no whenUnset is given and no later param is set.
+   */
   optional?: boolean;
   /** JSON text sent when a typed caller leaves the field unset (for a block: "latest"). */
   whenUnset?: string;
@@ -67,9 +71,11 @@ export class ParamsCodec<M extends Message = Message> {
     for (const name of Object.keys(rules)) {
       if (!schema.fields.some((f) => f.name === name)) throw new Error(`${schema.typeName} has no field ${name}`);
     }
+    // Starknet params are named in snake_case (block_id); Ethereum callers know the JSON names (blockHash).
+    const starknet = schema.typeName.startsWith("nodegate.starknet.");
     this.#plans = schema.fields.map((field: DescField, index) => ({
       index,
-      displayName: field.jsonName,
+      displayName: starknet ? field.name : field.jsonName,
       namedKey: field.name,
       localName: field.localName,
       list: field.fieldKind === "list",
@@ -87,16 +93,19 @@ export class ParamsCodec<M extends Message = Message> {
   /** Typed request -> JSON params text. Throws CodecError naming the field. */
   encode(request: M): string {
     const message = request as unknown as Record<string, unknown>;
-    if (this.#plans.length === 0) return "[]";
-    let out = "[";
+    const texts: (string | undefined)[] = [];
     for (const plan of this.#plans) {
       const value = message[plan.localName];
-      let text: string;
+      let text: string | undefined;
       try {
         if (plan.list) {
-          text = `[${(value as unknown[]).map((v, i) => encodeItem(plan.codec, v, i)).join(",")}]`;
+          const list = value as unknown[];
+          text =
+            list.length === 0 && plan.rules.optional && plan.rules.whenUnset === undefined
+              ? undefined
+              : `[${list.map((v, i) => encodeItem(plan.codec, v, i)).join(",")}]`;
         } else if (value === undefined) {
-          if (plan.rules.whenUnset === undefined) throw new CodecError("", "required, but unset");
+          if (plan.rules.whenUnset === undefined && !plan.rules.optional) throw new CodecError("", "required, but unset");
           text = plan.rules.whenUnset;
         } else {
           text = plan.codec.encode(value);
@@ -104,9 +113,13 @@ export class ParamsCodec<M extends Message = Message> {
       } catch (err) {
         throw locate(err, plan.displayName);
       }
-      out += out.length > 1 ? `,${text}` : text;
+      texts.push(text);
     }
-    return `${out}]`;
+    // An optional param left unset is not sent (nodes that predate it reject it); only trailing ones can be left out.
+    while (texts.length > 0 && texts[texts.length - 1] === undefined) texts.pop();
+    const gap = texts.indexOf(undefined);
+    if (gap >= 0) throw new CodecError(this.#plans[gap]?.displayName ?? "", "unset, but a later param is set");
+    return `[${texts.join(",")}]`;
   }
 
   /** JSON params (as parsed from the caller's text) -> typed request. Throws InvalidParamsError. */
