@@ -7,7 +7,7 @@ import { create, type Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
 import { CodecError } from "../codec/codec-error.js";
-import { resultNotTypeable } from "../errors/catalogue.js";
+import { invalidParams, resultNotTypeable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import type { Gateway } from "../gateway.js";
 import type { MethodSpec } from "../methods/method-table.js";
@@ -43,7 +43,8 @@ async function invoke(gateway: Gateway, spec: MethodSpec, request: Message, ctx:
     try {
       paramsText = spec.params.encode(request);
     } catch (err) {
-      if (err instanceof CodecError) throw new ConnectError(`invalid ${spec.rpc.input.name}: ${err.message}`, Code.InvalidArgument);
+      // A GatewayError, so the status carries the JsonRpcError detail like every other nodegate error.
+      if (err instanceof CodecError) throw invalidParams(`invalid ${spec.rpc.input.name}: ${err.message}`);
       throw err;
     }
     const result = await network.call(spec.jsonrpcMethod, paramsText, { signal: ctx.signal });
