@@ -78,7 +78,8 @@ function walkMessage(json: unknown, schema: DescMessage, where: string, seen: (k
 }
 
 function walkField(json: unknown, field: DescField, where: string, seen: (k: KeySeen) => void): void {
-  const message = field.fieldKind === "message" ? field.message : field.fieldKind === "list" && field.listKind === "message" ? field.message : undefined;
+  const isMessage = field.fieldKind === "message" || (field.fieldKind === "list" && field.listKind === "message");
+  const message = isMessage ? field.message : undefined;
   if (message === undefined || json === null) return;
   if (field.fieldKind === "list" && Array.isArray(json)) {
     json.forEach((item, i) => {

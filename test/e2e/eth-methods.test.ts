@@ -5,7 +5,7 @@
  * answer, re-encoded with the method table's result codec, must equal what
  * Anvil itself answers for the same call: the typed path loses nothing.
  */
-import { create, type DescMethod, equals, type Message } from "@bufbuild/protobuf";
+import { create, type DescMethod, equals, type Message, type MessageInitShape } from "@bufbuild/protobuf";
 import {
   bytesToBigInt,
   bytesToHex,
@@ -56,7 +56,6 @@ import {
 import type { Log } from "../../gen/nodegate/eth/v1/log_pb.js";
 import { BlockTag, type BlockIdSchema, type Uint256 } from "../../gen/nodegate/eth/v1/primitives_pb.js";
 import { TransactionReceiptSchema } from "../../gen/nodegate/eth/v1/receipt_pb.js";
-import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { createMethodTable } from "../../src/methods/default-table.js";
 import { postJson, resultText, rpcResult } from "../support/json-rpc.js";
@@ -149,7 +148,8 @@ const cases: MethodCase[] = [
   methodCase<GetStorageAtResponse>({
     title: "eth_getStorageAt: slot 0 (short position 0x0) at the first store's block holds 42",
     rpc: m.getStorageAt,
-    request: () => create(GetStorageAtRequestSchema, { address: bytes(s.address), position: new Uint8Array(0), block: atNumber(s.firstStore.blockNumber) }),
+    request: () =>
+      create(GetStorageAtRequestSchema, { address: bytes(s.address), position: new Uint8Array(0), block: atNumber(s.firstStore.blockNumber) }),
     params: () => [s.address, "0x0", toHex(s.firstStore.blockNumber)],
     check: (res) => {
       expect(res.value?.length).toBe(32);
