@@ -8,7 +8,7 @@ import type { Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import type { Credentials } from "../auth/access-control.js";
 import { CodecError } from "../codec/codec-error.js";
-import { noNetworkOfFamily, resultNotTypeable, wrongNetworkFamily } from "../errors/catalogue.js";
+import { invalidParams, noNetworkOfFamily, resultNotTypeable, wrongNetworkFamily } from "../errors/catalogue.js";
 import type { Gateway } from "../gateway.js";
 import { invokeMethod } from "../methods/invoke.js";
 import type { MethodSpec } from "../methods/method-table.js";
@@ -51,7 +51,7 @@ async function handle(gateway: Gateway, spec: MethodSpec, request: Message, ctx:
       policies: gateway.policies,
       signal: ctx.signal,
     }).catch((err: unknown) => {
-      if (err instanceof CodecError) throw new ConnectError(`invalid ${spec.rpc.input.name}: ${err.message}`, Code.InvalidArgument);
+      if (err instanceof CodecError) throw invalidParams(`invalid ${spec.rpc.input.name}: ${err.message}`);
       throw err;
     });
     try {

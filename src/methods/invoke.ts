@@ -39,13 +39,13 @@ export async function invokeMethod(spec: MethodSpec, request: Message, ctx: Invo
   ctx.access.checkCall(ctx.key, spec.jsonrpcMethod, addresses);
   const policy = ctx.policies.get(spec.jsonrpcMethod);
   const policyCtx = { limits: ctx.limits, head: ctx.network.head };
-  let paramsText = callerParams;
+  // Encoding validates a typed request; do it before a policy may call the upstream.
+  let paramsText = callerParams ?? spec.params.encode(request);
   try {
-    if (policy?.before && (await policy.before(request, policyCtx))) paramsText = undefined;
+    if (policy?.before && (await policy.before(request, policyCtx))) paramsText = spec.params.encode(request);
   } catch (err) {
     throw restate(err, undefined, ctx);
   }
-  paramsText ??= spec.params.encode(request);
   let result: UpstreamResult;
   try {
     result = await ctx.network.call(spec.jsonrpcMethod, paramsText, {

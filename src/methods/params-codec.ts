@@ -164,9 +164,9 @@ export class ParamsCodec<M extends Message = Message> {
         }
       } catch (err) {
         if (!(err instanceof CodecError)) throw err;
-        const e = err;
-        const where = e.path ? ` ${e.path}` : "";
-        throw new InvalidParamsError(`invalid argument ${plan.index} (${plan.displayName}${where}): ${e.reason}`);
+        // Same path spelling as the typed path: "storageKeys[0]", "transaction.to".
+        const where = err.within(plan.displayName).path;
+        throw new InvalidParamsError(`invalid argument ${plan.index} (${where}): ${err.reason}`);
       }
       if (plan.rules.needsRewrite?.(json)) rewrite = true;
     }

@@ -94,7 +94,7 @@ describe("native params: named (the provider's example) and positional (the spec
     ["a missing block_id", [], "missing value for required argument 0 (block_id)"],
     ["an Ethereum-style param name", { blockId: "latest", index: 0 }, 'invalid params: unknown param "blockId", want block_id, index, response_flags'],
     ["a hex index", ["latest", "0x1"], "invalid argument 1 (index): want a non-negative JSON integer, got \"0x1\""],
-    ["an unknown response flag", ["latest", 0, ["INCLUDE_TRACES"]], "invalid argument 2 (response_flags [0]): want one of INCLUDE_PROOF_FACTS, got \"INCLUDE_TRACES\""],
+    ["an unknown response flag", ["latest", 0, ["INCLUDE_TRACES"]], "invalid argument 2 (response_flags[0]): want one of INCLUDE_PROOF_FACTS, got \"INCLUDE_TRACES\""],
     ["too many params", ["latest", 0, [], 1], "too many arguments, want at most 3"],
   ])("rejects %s, naming the param", (_name, json, message) => {
     expect(invalid(() => params.decode(json))).toBe(message);

@@ -174,7 +174,7 @@ describe("native path, POST /starknet/v3/<KEY>", () => {
     const reply = await post(starknetPath(), call(8, METHOD, '{"block_id":{"block_number":"0x1"},"index":0}'));
     expect(reply.body.error).toEqual({
       code: -32602,
-      message: 'invalid argument 0 (block_id block_number): want a JSON integer (Starknet block numbers are not hex), got "0x1"',
+      message: 'invalid argument 0 (block_id.block_number): want a JSON integer (Starknet block numbers are not hex), got "0x1"',
     });
     expect(upstreamSaw(before)).toEqual([]);
   });

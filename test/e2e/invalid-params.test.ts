@@ -1,0 +1,310 @@
+/**
+ * Invalid params are refused by nodegate itself, on both front doors, with
+ * an error that names the argument or field, and nothing reaches the node:
+ * nodegate talks to Anvil through a counting upstream whose count must not
+ * move. A valid call before and after shows the counter counts and the
+ * process keeps serving.
+ */
+import { create, type DescMethod, type Message } from "@bufbuild/protobuf";
+import { Code } from "@connectrpc/connect";
+import { status as GrpcStatus } from "@grpc/grpc-js";
+import { BaseError, createPublicClient, http, type PublicClient, RpcRequestError } from "viem";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  ChainIdRequestSchema,
+  EthService,
+  GetBlockByHashRequestSchema,
+  GetBlockByNumberRequestSchema,
+  GetLogsRequestSchema,
+  GetProofRequestSchema,
+  GetStorageAtRequestSchema,
+  GetTransactionByBlockNumberAndIndexRequestSchema,
+  EstimateGasRequestSchema,
+} from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { BlockTag } from "../../gen/nodegate/eth/v1/primitives_pb.js";
+import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { type CountingUpstream, startCountingUpstream } from "../support/counting-upstream.js";
+import { connectErrorOf, grpcErrorOf, jsonRpcErrorOfConnect, jsonRpcErrorOfGrpc } from "../support/grpc-status.js";
+import { type JsonRpcReply, postJson } from "../support/json-rpc.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+import { connectCaller, grpcJsCaller, type TypedCaller } from "../support/typed-callers.js";
+
+let anvil: AnvilNode;
+let upstream: CountingUpstream;
+let ng: TestNodegate;
+let grpcJs: TypedCaller;
+let connect: TypedCaller;
+let viem: PublicClient;
+
+beforeAll(async () => {
+  anvil = await startAnvil();
+  upstream = await startCountingUpstream(anvil.url);
+  ng = await startNodegate({ upstreamUrl: upstream.url });
+  grpcJs = grpcJsCaller(ng, EthService, ng.key);
+  connect = connectCaller(ng, EthService, ng.key);
+  viem = createPublicClient({ transport: http(ng.rpcUrl) }) as PublicClient;
+});
+
+afterAll(async () => {
+  grpcJs?.close();
+  await ng?.close();
+  await upstream?.close();
+  await anvil?.stop();
+});
+
+const ADDRESS = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266";
+const HASH = `0x${"ab".repeat(32)}`;
+
+/** Runs `body` and checks that the upstream saw no request meanwhile. */
+async function withoutUpstreamTraffic(body: () => Promise<void>): Promise<void> {
+  const before = upstream.count;
+  await body();
+  expect(upstream.count).toBe(before);
+}
+
+describe("the counting upstream", () => {
+  it("counts a valid call on each front door (so an unchanged count means nothing was sent)", async () => {
+    const before = upstream.count;
+    await postJson(ng.rpcUrl, { jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] });
+    await grpcJs.call(EthService.method.chainId, create(ChainIdRequestSchema));
+    await connect.call(EthService.method.chainId, create(ChainIdRequestSchema));
+    expect(upstream.count).toBe(before + 3);
+    expect(upstream.methods.slice(-3)).toEqual(["eth_chainId", "eth_chainId", "eth_chainId"]);
+  });
+});
+
+interface NativeCase {
+  title: string;
+  method: string;
+  params: unknown;
+  /** Text the -32602 message must contain: the argument and what is wrong with it. */
+  names: string[];
+}
+
+const nativeCases: NativeCase[] = [
+  {
+    title: "bad hex digits in an address",
+    method: "eth_getStorageAt",
+    params: [`0x${"zz".repeat(20)}`, "0x0", "latest"],
+    names: ["argument 0 (address)", "not hex"],
+  },
+  {
+    title: "an address of the wrong length",
+    method: "eth_getProof",
+    params: ["0x1234", [], "latest"],
+    names: ["argument 0 (address)", "want 20 bytes, got 2"],
+  },
+  {
+    title: "an odd number of hex digits in a hash",
+    method: "eth_getTransactionReceipt",
+    params: [`${HASH}0`],
+    names: ["argument 0 (transactionHash)", "odd number of digits"],
+  },
+  { title: "too many params", method: "eth_getTransactionReceipt", params: [HASH, "extra"], names: ["too many arguments, want at most 1"] },
+  {
+    title: "a missing required param (the block hash)",
+    method: "eth_getBlockByHash",
+    params: [],
+    names: ["missing value for required argument 0 (blockHash)"],
+  },
+  {
+    title: "a missing required param (the transaction-details flag)",
+    method: "eth_getBlockByNumber",
+    params: ["latest"],
+    names: ["missing value for required argument 1 (fullTransactions)"],
+  },
+  {
+    title: "blockHash together with fromBlock in a log filter",
+    method: "eth_getLogs",
+    params: [{ blockHash: HASH, fromBlock: "0x1" }],
+    names: ["argument 0 (filter)", "cannot specify both blockHash and fromBlock/toBlock"],
+  },
+  {
+    title: "a block hash where only a number or tag is allowed (eth_getBlockByNumber)",
+    method: "eth_getBlockByNumber",
+    params: [HASH, false],
+    names: ["argument 0 (block)", "want a block number or tag, got a 32-byte hash"],
+  },
+  {
+    title: "a block hash where only a number or tag is allowed (eth_getUncleByBlockNumberAndIndex)",
+    method: "eth_getUncleByBlockNumberAndIndex",
+    params: [HASH, "0x0"],
+    names: ["argument 0 (block)", "want a block number or tag"],
+  },
+  {
+    title: "a block hash as a log filter's fromBlock",
+    method: "eth_getLogs",
+    params: [{ fromBlock: HASH }],
+    names: ["argument 0 (filter.fromBlock)", "want a block number or tag"],
+  },
+  {
+    title: "a quantity with a leading zero (the index)",
+    method: "eth_getTransactionByBlockNumberAndIndex",
+    params: ["0x1", "0x01"],
+    names: ["argument 1 (index)", "leading zero"],
+  },
+  {
+    title: "a storage key longer than 32 bytes",
+    method: "eth_getProof",
+    params: [ADDRESS, [`0x${"11".repeat(33)}`], "latest"],
+    names: ["argument 1 (storageKeys[0])", "too long"],
+  },
+  {
+    title: "a non-boolean transaction-details flag",
+    method: "eth_getBlockByHash",
+    params: [HASH, "yes"],
+    names: ["argument 1 (fullTransactions)", "want a boolean"],
+  },
+  {
+    title: "a bad field inside the call object",
+    method: "eth_estimateGas",
+    params: [{ to: "0x12" }, "latest"],
+    names: ["argument 0 (transaction.to)", "want 20 bytes"],
+  },
+  {
+    title: "params as an object for a positional method",
+    method: "eth_call",
+    params: { to: ADDRESS },
+    names: ["want a JSON array of positional params"],
+  },
+];
+
+describe("native path: -32602 naming the argument, nothing sent upstream", () => {
+  for (const c of nativeCases) {
+    it(c.title, async () => {
+      await withoutUpstreamTraffic(async () => {
+        const reply = await postJson(ng.rpcUrl, { jsonrpc: "2.0", id: 12, method: c.method, params: c.params });
+        expect(reply.status).toBe(200);
+        const body = reply.json as JsonRpcReply;
+        expect(body.id).toBe(12);
+        expect(body.error?.code).toBe(-32602);
+        for (const text of c.names) expect(body.error?.message).toContain(text);
+      });
+    });
+  }
+
+  it("viem sees the -32602 error with its message", async () => {
+    await withoutUpstreamTraffic(async () => {
+      const err = await viem.request({ method: "eth_getBlockByNumber", params: [HASH as never, false] }).catch((e: unknown) => e);
+      const rpcError = err instanceof BaseError ? (err.walk((e) => e instanceof RpcRequestError) as RpcRequestError | null) : null;
+      expect(rpcError?.code).toBe(-32602);
+      expect(rpcError?.details).toContain("argument 0 (block)");
+    });
+  });
+
+  it("a batch answers each bad member on its own and forwards only the good one", async () => {
+    const before = upstream.count;
+    const reply = await postJson(ng.rpcUrl, [
+      { jsonrpc: "2.0", id: 1, method: "eth_getBlockByNumber", params: [HASH, false] },
+      { jsonrpc: "2.0", id: 2, method: "eth_chainId", params: [] },
+      { jsonrpc: "2.0", id: 3, method: "eth_getTransactionReceipt", params: [] },
+    ]);
+    const bodies = reply.json as JsonRpcReply[];
+    expect(bodies.map((b) => [b.id, b.error?.code ?? b.result])).toEqual([
+      [1, -32602],
+      [2, "0x7a69"],
+      [3, -32602],
+    ]);
+    expect(upstream.count).toBe(before + 1);
+  });
+});
+
+interface TypedCase {
+  title: string;
+  rpc: DescMethod;
+  request(): Message;
+  /** Text the INVALID_ARGUMENT message must contain: the field and what is wrong with it. */
+  names: string[];
+}
+
+const typedCases: TypedCase[] = [
+  {
+    title: "an address of 19 bytes",
+    rpc: EthService.method.getStorageAt,
+    request: () => create(GetStorageAtRequestSchema, { address: new Uint8Array(19) }),
+    names: ["address", "want 20 bytes, got 19"],
+  },
+  {
+    title: "a missing block hash",
+    rpc: EthService.method.getBlockByHash,
+    request: () => create(GetBlockByHashRequestSchema, {}),
+    names: ["blockHash", "want 32 bytes, got 0"],
+  },
+  {
+    title: "block_hash together with from_block in a log filter",
+    rpc: EthService.method.getLogs,
+    request: () =>
+      create(GetLogsRequestSchema, { filter: { blockHash: new Uint8Array(32), fromBlock: { kind: { case: "number", value: 1n } } } }),
+    names: ["filter", "cannot specify both block_hash and from_block/to_block"],
+  },
+  {
+    title: "a block hash where only a number or tag is allowed",
+    rpc: EthService.method.getBlockByNumber,
+    request: () => create(GetBlockByNumberRequestSchema, { block: { kind: { case: "hash", value: new Uint8Array(32) } } }),
+    names: ["block", "want a block number or tag, got a hash"],
+  },
+  {
+    title: "a block id with nothing set",
+    rpc: EthService.method.getTransactionByBlockNumberAndIndex,
+    request: () => create(GetTransactionByBlockNumberAndIndexRequestSchema, { block: {}, index: 0n }),
+    names: ["block", "block is unset"],
+  },
+  {
+    title: "an unspecified block tag",
+    rpc: EthService.method.getBlockByNumber,
+    request: () => create(GetBlockByNumberRequestSchema, { block: { kind: { case: "tag", value: BlockTag.UNSPECIFIED } } }),
+    names: ["block", "block tag is unspecified"],
+  },
+  {
+    title: "a Uint256 with a leading zero byte",
+    rpc: EthService.method.estimateGas,
+    request: () => create(EstimateGasRequestSchema, { transaction: { value: { value: new Uint8Array([0, 1]) } } }),
+    names: ["transaction.value", "leading zero"],
+  },
+  {
+    title: "a storage key of 33 bytes",
+    rpc: EthService.method.getProof,
+    request: () => create(GetProofRequestSchema, { address: new Uint8Array(20), storageKeys: [new Uint8Array(33)] }),
+    names: ["storageKeys[0]", "at most 32 bytes"],
+  },
+  {
+    title: "a topic of 31 bytes",
+    rpc: EthService.method.getLogs,
+    request: () => create(GetLogsRequestSchema, { filter: { topics: [{ anyOf: [new Uint8Array(31)] }] } }),
+    names: ["filter.topics[0]", "want 32 bytes"],
+  },
+];
+
+describe("typed path: INVALID_ARGUMENT naming the field, nothing sent upstream", () => {
+  for (const c of typedCases) {
+    it(`grpc-js: ${c.title}`, async () => {
+      await withoutUpstreamTraffic(async () => {
+        const err = await grpcErrorOf(grpcJs.call(c.rpc, c.request()));
+        expect(err.code).toBe(GrpcStatus.INVALID_ARGUMENT);
+        const detail = jsonRpcErrorOfGrpc(err);
+        expect(detail.code).toBe(-32602n);
+        for (const text of c.names) expect(detail.message).toContain(text);
+      });
+    });
+
+    it(`connect-es: ${c.title}`, async () => {
+      await withoutUpstreamTraffic(async () => {
+        const err = await connectErrorOf(connect.call(c.rpc, c.request()));
+        expect(err.code).toBe(Code.InvalidArgument);
+        for (const text of c.names) expect(err.rawMessage).toContain(text);
+        const detail = jsonRpcErrorOfConnect(err);
+        expect(detail.code).toBe(-32602n);
+        expect(detail.message).toBe(err.rawMessage);
+      });
+    });
+  }
+});
+
+describe("after all the bad input", () => {
+  it("the process still serves both front doors", async () => {
+    const reply = await postJson(ng.rpcUrl, { jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] });
+    expect((reply.json as JsonRpcReply).result).toBe("0x7a69");
+    const typed = await grpcJs.call<{ chainId?: bigint } & Message>(EthService.method.chainId, create(ChainIdRequestSchema));
+    expect(typed.chainId).toBe(31337n);
+  });
+});

@@ -1,0 +1,177 @@
+/**
+ * Reverts of eth_call and eth_estimateGas on a real node: the native path
+ * returns the node's error object (code 3, its message, the revert data);
+ * the typed path returns FAILED_PRECONDITION whose details carry the same
+ * JsonRpcError, read with grpc-js (grpc-status-details-bin) and connect-es.
+ */
+import { create } from "@bufbuild/protobuf";
+import { Code } from "@connectrpc/connect";
+import { status as GrpcStatus } from "@grpc/grpc-js";
+import {
+  BaseError,
+  ContractFunctionRevertedError,
+  createPublicClient,
+  encodeErrorResult,
+  encodeFunctionData,
+  type Hex,
+  hexToBytes,
+  http,
+  type PublicClient,
+} from "viem";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CallRequestSchema, EstimateGasRequestSchema, EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { connectErrorOf, grpcErrorOf, jsonRpcErrorOfConnect, jsonRpcErrorOfGrpc } from "../support/grpc-status.js";
+import { type JsonRpcReply, postJson, rpcReply } from "../support/json-rpc.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+import { deployProbeScenario, type ProbeScenario } from "../support/probe-scenario.js";
+import { connectCaller, grpcJsCaller, type TypedCaller } from "../support/typed-callers.js";
+
+let anvil: AnvilNode;
+let ng: TestNodegate;
+let s: ProbeScenario;
+let viem: PublicClient;
+let grpcJs: TypedCaller;
+let connect: TypedCaller;
+
+beforeAll(async () => {
+  anvil = await startAnvil();
+  s = await deployProbeScenario(anvil.url);
+  ng = await startNodegate({ upstreamUrl: anvil.url });
+  grpcJs = grpcJsCaller(ng, EthService, ng.key);
+  connect = connectCaller(ng, EthService, ng.key);
+  viem = createPublicClient({ transport: http(ng.rpcUrl) }) as PublicClient;
+});
+
+afterAll(async () => {
+  grpcJs?.close();
+  await ng?.close();
+  await anvil?.stop();
+});
+
+const ERROR_STRING = [{ type: "error", name: "Error", inputs: [{ name: "message", type: "string" }] }] as const;
+const PANIC = [{ type: "error", name: "Panic", inputs: [{ name: "code", type: "uint256" }] }] as const;
+
+interface RevertCase {
+  title: string;
+  input(): Hex;
+  /** The ABI-encoded revert data the contract produces, computed independently of the node. */
+  data(): Hex;
+}
+
+const reverts: RevertCase[] = [
+  {
+    title: 'fail("boom"): Error(string)',
+    input: () => encodeFunctionData({ abi: s.probe.abi, functionName: "fail", args: ["boom"] }),
+    data: () => encodeErrorResult({ abi: ERROR_STRING, errorName: "Error", args: ["boom"] }),
+  },
+  {
+    title: "failPanic(): Panic(0x12), division by zero",
+    input: () => encodeFunctionData({ abi: s.probe.abi, functionName: "failPanic" }),
+    data: () => encodeErrorResult({ abi: PANIC, errorName: "Panic", args: [0x12n] }),
+  },
+  {
+    title: "failCustom(5): a custom error",
+    input: () => encodeFunctionData({ abi: s.probe.abi, functionName: "failCustom", args: [5n] }),
+    data: () => encodeErrorResult({ abi: s.probe.abi, errorName: "Custom", args: [5n, "custom error"] }),
+  },
+  {
+    title: "failEmpty(): no revert data",
+    input: () => encodeFunctionData({ abi: s.probe.abi, functionName: "failEmpty" }),
+    data: () => "0x",
+  },
+];
+
+const METHODS = ["eth_call", "eth_estimateGas"] as const;
+
+function typedRequest(method: (typeof METHODS)[number], input: Hex) {
+  const transaction = { from: hexToBytes(s.sender), to: hexToBytes(s.address), input: hexToBytes(input) };
+  return method === "eth_call"
+    ? { rpc: EthService.method.call, request: create(CallRequestSchema, { transaction }) }
+    : { rpc: EthService.method.estimateGas, request: create(EstimateGasRequestSchema, { transaction }) };
+}
+
+/** What Anvil itself answers, to compare nodegate's answers with. */
+async function nodeError(method: string, input: Hex): Promise<NonNullable<JsonRpcReply["error"]>> {
+  const reply = await rpcReply(anvil.url, method, [{ from: s.sender, to: s.address, input }, "latest"]);
+  if (reply.error === undefined) throw new Error(`${method} did not revert on the node`);
+  return reply.error;
+}
+
+for (const method of METHODS) {
+  describe(`${method} reverts`, () => {
+    for (const r of reverts) {
+      it(`native path: ${r.title} comes back as the node's code 3 error`, async () => {
+        const params = [{ from: s.sender, to: s.address, input: r.input() }, "latest"];
+        const reply = await postJson(ng.rpcUrl, { jsonrpc: "2.0", id: 41, method, params });
+        expect(reply.status).toBe(200);
+        const body = reply.json as JsonRpcReply;
+        expect(body.id).toBe(41);
+        expect(body.result).toBeUndefined();
+        expect(body.error?.code).toBe(3);
+        expect(body.error?.data).toBe(r.data());
+        expect(body.error).toEqual(await nodeError(method, r.input()));
+      });
+
+      it(`grpc-js: ${r.title} is FAILED_PRECONDITION carrying the JsonRpcError`, async () => {
+        const { rpc, request } = typedRequest(method, r.input());
+        const err = await grpcErrorOf(grpcJs.call(rpc, request));
+        expect(err.code).toBe(GrpcStatus.FAILED_PRECONDITION);
+        const detail = jsonRpcErrorOfGrpc(err);
+        const expected = await nodeError(method, r.input());
+        expect(detail.code).toBe(3n);
+        expect(detail.message).toBe(expected.message);
+        expect(detail.data).toBe(JSON.stringify(r.data()));
+      });
+
+      it(`connect-es: ${r.title} is FailedPrecondition carrying the JsonRpcError`, async () => {
+        const { rpc, request } = typedRequest(method, r.input());
+        const err = await connectErrorOf(connect.call(rpc, request));
+        expect(err.code).toBe(Code.FailedPrecondition);
+        const expected = await nodeError(method, r.input());
+        expect(err.rawMessage).toBe(expected.message);
+        const detail = jsonRpcErrorOfConnect(err);
+        expect(detail.code).toBe(3n);
+        expect(detail.message).toBe(expected.message);
+        expect(detail.data).toBe(JSON.stringify(r.data()));
+      });
+    }
+
+    it('the message of fail("boom") is the node\'s "execution reverted: boom"', async () => {
+      expect((await nodeError(method, reverts[0]?.input() as Hex)).message).toBe("execution reverted: boom");
+    });
+  });
+}
+
+describe("viem on the native path decodes the revert", () => {
+  const revertOf = (err: unknown) =>
+    err instanceof BaseError ? (err.walk((e) => e instanceof ContractFunctionRevertedError) as ContractFunctionRevertedError | null) : null;
+
+  it("eth_call (readContract): reason and custom error arguments", async () => {
+    const failed = await viem.readContract({ address: s.address, abi: s.probe.abi, functionName: "fail", args: ["boom"] }).catch((e: unknown) => e);
+    expect(revertOf(failed)?.reason).toBe("boom");
+    const custom = await viem.readContract({ address: s.address, abi: s.probe.abi, functionName: "failCustom", args: [5n] }).catch((e: unknown) => e);
+    expect(revertOf(custom)?.data?.errorName).toBe("Custom");
+    expect(revertOf(custom)?.data?.args).toEqual([5n, "custom error"]);
+  });
+
+  it("eth_estimateGas (estimateContractGas): reason", async () => {
+    const failed = await viem
+      .estimateContractGas({ account: s.sender, address: s.address, abi: s.probe.abi, functionName: "fail", args: ["boom"] })
+      .catch((e: unknown) => e);
+    expect(revertOf(failed)?.reason).toBe("boom");
+  });
+});
+
+describe("the gRPC status message on grpc-js", () => {
+  // Known interop defect, outside nodegate's code: connect-node writes
+  // grpc-message with encodeURIComponent, and grpc-js reads it with decodeURI,
+  // which leaves reserved characters escaped ("execution reverted%3A boom").
+  // The JsonRpcError detail is unaffected (binary trailer). Flip this to `it`
+  // once either side is fixed or nodegate works around it.
+  it.fails("reads exactly the node's message", async () => {
+    const { rpc, request } = typedRequest("eth_call", reverts[0]?.input() as Hex);
+    const err = await grpcErrorOf(grpcJs.call(rpc, request));
+    expect(err.details).toBe("execution reverted: boom");
+  });
+});
