@@ -7,8 +7,7 @@ import type { NodeRequest, NodeResponse } from "../http-types.js";
 import { invalidRequest } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import type { Gateway } from "../gateway.js";
-import { type Entry, readEnvelope } from "./envelope.js";
-import { type Outcome, renderResponse, runNativeCall } from "./native-call.js";
+import { answerJsonRpc } from "./answer.js";
 import type { NativeRoute } from "./paths.js";
 
 type Req = NodeRequest;
@@ -82,43 +81,19 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       if (!res.writableFinished) abort.abort();
     });
 
-    let envelope;
-    try {
-      envelope = readEnvelope(body);
-    } catch (err) {
-      if (err instanceof GatewayError) {
-        sendError(res, err, 200);
-        return;
-      }
-      throw err;
-    }
-    if (envelope.batch && envelope.entries.length > gateway.limits.maxBatchSize) {
-      sendError(res, invalidRequest(`batch of ${envelope.entries.length} exceeds the maximum of ${gateway.limits.maxBatchSize}`), 200);
-      return;
-    }
-    const ctx = { table: gateway.table, network, signal: abort.signal };
-    const run = (entry: Entry): Promise<Outcome | undefined> =>
-      entry.error !== undefined ? Promise.resolve({ error: entry.error }) : runNativeCall(entry.call, ctx);
-    const outcomes = await Promise.all(envelope.entries.map(run));
-    if (abort.signal.aborted) return;
-
-    const parts: Buffer[] = [];
-    let status = 200;
-    envelope.entries.forEach((entry, i) => {
-      const id = entry.error !== undefined ? entry.id : entry.call.id;
-      if (id === undefined) return; // a notification gets no response
-      const outcome = outcomes[i] as Outcome;
-      if (!envelope.batch && outcome.error !== undefined) status = outcome.error.httpStatus;
-      if (envelope.batch) parts.push(Buffer.from(parts.length === 0 ? "[" : ","));
-      parts.push(...renderResponse(id, outcome));
+    const answer = await answerJsonRpc(body, {
+      table: gateway.table,
+      network,
+      signal: abort.signal,
+      maxBatchSize: gateway.limits.maxBatchSize,
     });
-    if (parts.length === 0) {
+    if (abort.signal.aborted) return;
+    if (answer.body === undefined) {
       res.writeHead(204);
       res.end();
       return;
     }
-    if (envelope.batch) parts.push(Buffer.from("]"));
-    res.writeHead(status, JSON_HEADERS);
-    res.end(Buffer.concat(parts));
+    res.writeHead(answer.status, JSON_HEADERS);
+    res.end(answer.body);
   };
 }
