@@ -46,7 +46,7 @@ async function invoke(gateway: Gateway, spec: MethodSpec, request: Message, ctx:
       if (err instanceof CodecError) throw new ConnectError(`invalid ${spec.rpc.input.name}: ${err.message}`, Code.InvalidArgument);
       throw err;
     }
-    const result = await network.call(spec.jsonrpcMethod, paramsText, { signal: ctx.signal });
+    const result = await network.call(spec.jsonrpcMethod, paramsText, { signal: ctx.signal, idempotent: spec.idempotent });
     try {
       return spec.result.decode(resultJson(result));
     } catch (err) {

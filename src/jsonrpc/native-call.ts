@@ -33,7 +33,7 @@ export async function runNativeCall(call: Call, ctx: NativeCallContext): Promise
       if (err instanceof InvalidParamsError) return { error: invalidParams(err.message) };
       throw err;
     }
-    const result = await ctx.network.call(spec.jsonrpcMethod, paramsText, { signal: ctx.signal });
+    const result = await ctx.network.call(spec.jsonrpcMethod, paramsText, { signal: ctx.signal, idempotent: spec.idempotent });
     return { result };
   } catch (err) {
     if (err instanceof GatewayError) return { error: err };

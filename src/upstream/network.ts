@@ -19,6 +19,8 @@ export interface NetworkCallOptions {
   signal?: AbortSignal | undefined;
   /** Overrides the network's deadline (eth_getLogs has its own). */
   timeoutMs?: number;
+  /** Passed to the upstream, which may resend an idempotent call after a dropped connection. */
+  idempotent?: boolean | undefined;
 }
 
 export class Network {
@@ -43,6 +45,7 @@ export class Network {
     return this.primary.call(method, paramsText, {
       signal: options.signal,
       timeoutMs: options.timeoutMs ?? this.#timeoutMs,
+      idempotent: options.idempotent,
     });
   }
 
