@@ -14,6 +14,8 @@ export interface Limits {
   maxBodyBytes: number;
   /** Most requests in one JSON-RPC batch. */
   maxBatchSize: number;
+  /** Largest message on the native WebSocket path, in bytes; default maxBodyBytes. */
+  maxWsMessageBytes?: number;
 }
 
 export interface GatewayOptions {

@@ -14,6 +14,8 @@ import type { Gateway } from "./gateway.js";
 import { registerTypedServices } from "./grpc/typed-services.js";
 import { createJsonRpcHttpHandler } from "./jsonrpc/http-handler.js";
 import { matchNativeRoute } from "./jsonrpc/paths.js";
+import { createJsonRpcWsHandler, isWebSocketUpgrade } from "./jsonrpc/ws-handler.js";
+import { serveUpgradeAsPlainRequest } from "./plain-upgrade.js";
 
 type Req = NodeRequest;
 type Res = NodeResponse;
@@ -27,8 +29,17 @@ export interface NodegateServer {
   close(): Promise<void>;
 }
 
-export function createNodegateServer(gateway: Gateway): NodegateServer {
+export interface NodegateServerOptions {
+  /** How often native WebSocket clients are pinged, in ms; silent ones are closed. Default 30 000. */
+  wsPingIntervalMs?: number | undefined;
+}
+
+export function createNodegateServer(gateway: Gateway, options: NodegateServerOptions = {}): NodegateServer {
   const handleJsonRpcHttp = createJsonRpcHttpHandler(gateway);
+  const wsHandler = createJsonRpcWsHandler(gateway, {
+    maxMessageBytes: gateway.limits.maxWsMessageBytes ?? gateway.limits.maxBodyBytes,
+    pingIntervalMs: options.wsPingIntervalMs ?? 30_000,
+  });
 
   const fallback = (req: Req, res: Res): void => {
     const path = req.url ?? "/";
@@ -43,6 +54,11 @@ export function createNodegateServer(gateway: Gateway): NodegateServer {
           res.end();
         }
       });
+      return;
+    }
+    if (route !== undefined && route.transport === "ws") {
+      res.writeHead(426, { upgrade: "websocket", connection: "Upgrade", "content-type": "text/plain" });
+      res.end("this address takes WebSocket connections\n");
       return;
     }
     if (path === "/healthz") {
@@ -61,6 +77,10 @@ export function createNodegateServer(gateway: Gateway): NodegateServer {
 
   const h1 = http.createServer({ keepAliveTimeout: 65_000 }, handler);
   const h2 = http2.createServer({}, handler);
+  h1.on("upgrade", (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
+    if (isWebSocketUpgrade(req)) wsHandler.handleUpgrade(req, socket, head);
+    else serveUpgradeAsPlainRequest(h1, req, socket, head);
+  });
   const sockets = new Set<Socket>();
 
   const tcp = net.createServer((socket) => {
@@ -93,6 +113,7 @@ export function createNodegateServer(gateway: Gateway): NodegateServer {
       });
     },
     async close() {
+      wsHandler.close();
       await new Promise<void>((resolve) => {
         tcp.close(() => resolve());
         h1.closeAllConnections();
