@@ -4,11 +4,11 @@
  */
 import type { Logger } from "pino";
 import { ApiKeyStore } from "./auth/api-keys.js";
-import type { Config } from "./config.js";
+import { type Config, DEFAULT_WEBSOCKET } from "./config.js";
 import { Gateway } from "./gateway.js";
 import { createMethodTable } from "./methods/default-table.js";
 import { createNodegateServer, type NodegateServer } from "./server.js";
-import { HttpUpstream } from "./upstream/http-upstream.js";
+import { createUpstream } from "./upstream/create-upstream.js";
 import { Network } from "./upstream/network.js";
 
 export interface App {
@@ -17,13 +17,14 @@ export interface App {
 }
 
 export function createApp(config: Config, log: Logger, apiKeys: readonly string[]): App {
+  const websocket = { ...DEFAULT_WEBSOCKET, ...config.websocket };
   const networks = config.networks.map(
     (n) =>
       new Network({
         name: n.name,
         family: n.family,
         timeoutMs: config.upstreamTimeoutMs,
-        upstreams: n.upstreams.map((u) => new HttpUpstream({ url: u.url, label: `${n.name}/${u.label}` })),
+        upstreams: n.upstreams.map((u) => createUpstream(u.url, `${n.name}/${u.label}`, websocket, log)),
       }),
   );
   const gateway = new Gateway({
@@ -34,5 +35,5 @@ export function createApp(config: Config, log: Logger, apiKeys: readonly string[
     limits: config.limits,
     log,
   });
-  return { gateway, server: createNodegateServer(gateway) };
+  return { gateway, server: createNodegateServer(gateway, { wsPingIntervalMs: websocket.pingIntervalMs }) };
 }
