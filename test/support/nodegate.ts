@@ -17,6 +17,8 @@ export interface TestNodegate {
   key: string;
   /** JSON-RPC URL for `key`: http://127.0.0.1:PORT/v3/<key> */
   rpcUrl: string;
+  /** Native WebSocket URL for `key`: ws://127.0.0.1:PORT/ws/v3/<key> */
+  wsUrl: string;
   gateway: Gateway;
   logs: Record<string, unknown>[];
   close(): Promise<void>;
@@ -66,6 +68,7 @@ export async function startNodegate(options: StartOptions): Promise<TestNodegate
     port: address.port,
     key,
     rpcUrl: `http://127.0.0.1:${address.port}/v3/${key}`,
+    wsUrl: `ws://127.0.0.1:${address.port}/ws/v3/${key}`,
     gateway,
     logs,
     close: () => server.close(),
