@@ -87,6 +87,8 @@ export class WsUpstream implements Upstream {
   #pingTimer: NodeJS.Timeout | undefined;
   #pongDeadline: NodeJS.Timeout | undefined;
   #closing: Promise<void> | undefined;
+  /** Why the last connection failed or dropped, for the errors of requests that waited for a new one. */
+  #lastError: string | undefined;
 
   constructor(options: WsUpstreamOptions) {
     const url = new URL(options.url);
@@ -123,7 +125,7 @@ export class WsUpstream implements Upstream {
       const id = this.#allocateId();
       const signal = options.signal;
       const onAbort = (): void => this.#fail(id, cancelled());
-      const deadline = setTimeout(() => this.#fail(id, upstreamTimeout(options.timeoutMs)), options.timeoutMs);
+      const deadline = setTimeout(() => this.#fail(id, this.#deadlineError(id, options.timeoutMs)), options.timeoutMs);
       signal?.addEventListener("abort", onAbort, { once: true });
       const pending: Pending = {
         method,
@@ -194,6 +196,13 @@ export class WsUpstream implements Upstream {
     });
   }
 
+  /** A request that never got onto a connection failed for want of one, not because the node was slow. */
+  #deadlineError(id: number, timeoutMs: number): GatewayError {
+    if (this.#pending.get(id)?.sentOn !== undefined) return upstreamTimeout(timeoutMs);
+    const why = this.#lastError === undefined ? "" : ` (${this.#lastError})`;
+    return upstreamUnavailable(`no connection to the node within ${timeoutMs} ms${why}`);
+  }
+
   #allocateId(): number {
     for (;;) {
       const id = this.#nextId;
@@ -230,7 +239,10 @@ export class WsUpstream implements Upstream {
       }
     });
     // 'close' follows every error; the listener only keeps the error from being thrown.
-    socket.on("error", (err) => this.#log?.debug({ err: err.message }, "WebSocket upstream error"));
+    socket.on("error", (err) => {
+      if (socket === this.#socket) this.#lastError = err.message;
+      this.#log?.debug({ err: err.message }, "WebSocket upstream error");
+    });
     socket.on("close", (code) => this.#onDropped(socket, `closed with code ${code}`));
   }
 
@@ -239,6 +251,7 @@ export class WsUpstream implements Upstream {
     const reconnected = this.#everOpened;
     this.#everOpened = true;
     this.#attempt = 0;
+    this.#lastError = undefined;
     this.#setState("open", reconnected);
     if (reconnected) this.#log?.info("WebSocket upstream reconnected");
     this.#pingTimer = setInterval(() => this.#ping(socket), this.#pingIntervalMs);
@@ -335,6 +348,7 @@ export class WsUpstream implements Upstream {
   #onDropped(socket: WebSocket, reason: string): void {
     if (socket !== this.#socket) return;
     this.#socket = undefined;
+    this.#lastError ??= reason;
     this.#stopKeepAlive();
     socket.terminate();
     if (this.#everOpened) this.#log?.warn({ reason }, "WebSocket upstream connection dropped");
