@@ -3,6 +3,7 @@
  * Same method table, validation and upstream as the typed path; the node's
  * answer goes back as the node wrote it, under the caller's id.
  */
+import { setMaxListeners } from "node:events";
 import type { NodeRequest, NodeResponse } from "../http-types.js";
 import { invalidRequest } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
@@ -77,6 +78,8 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       return;
     }
     const abort = new AbortController();
+    // Each call of a batch listens to this signal; a large batch is normal, not a leak.
+    setMaxListeners(0, abort.signal);
     res.on("close", () => {
       if (!res.writableFinished) abort.abort();
     });

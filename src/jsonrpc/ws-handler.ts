@@ -4,6 +4,7 @@
  * network are checked before the upgrade is accepted; after that every text
  * message is answered exactly as the HTTP path answers a POST body.
  */
+import { setMaxListeners } from "node:events";
 import { STATUS_CODES, type IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocket, WebSocketServer } from "ws";
@@ -79,6 +80,8 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
 
   const serve = (ws: WebSocket, network: Network): void => {
     const state: ClientState = { alive: true, abort: new AbortController() };
+    // Every call in flight on the connection listens to this signal; many at once is normal, not a leak.
+    setMaxListeners(0, state.abort.signal);
     clients.set(ws, state);
     keepAlive ??= setInterval(sweep, options.pingIntervalMs);
     const ctx = { table: gateway.table, network, signal: state.abort.signal, maxBatchSize: gateway.limits.maxBatchSize };

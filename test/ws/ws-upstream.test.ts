@@ -307,11 +307,19 @@ describe("nodegate over a WebSocket upstream", () => {
     expect(await overHttp(2)).toBe(2n);
     expect(await overWs(3)).toBe(3n);
 
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on("warning", onWarning);
+    cleanups.push(() => void process.off("warning", onWarning));
+
     const doors = [typed, overHttp, overWs];
     const numbers = Array.from({ length: BLOCKS }, (_, i) => i + 1);
     const answers = await Promise.all(numbers.map((n) => (doors[n % 3] as (n: number) => Promise<bigint | undefined>)(n)));
     expect(answers).toEqual(numbers.map(BigInt));
     expect(p.accepted).toBe(1);
+    // Many calls in flight on one client connection share its abort signal; that must not read as a leak.
+    await new Promise((r) => setImmediate(r));
+    expect(warnings).not.toContain("MaxListenersExceededWarning");
   });
 
   it("gives in-flight calls the documented outcome on both doors when the upstream socket drops", async () => {
