@@ -13,7 +13,7 @@ import { createPolicies } from "./methods/default-policies.js";
 import { createMethodTable } from "./methods/default-table.js";
 import { Metrics } from "./observability/metrics.js";
 import { createNodegateServer, type NodegateServer } from "./server.js";
-import { HttpUpstream } from "./upstream/http-upstream.js";
+import { createUpstream } from "./upstream/create-upstream.js";
 import { Network } from "./upstream/network.js";
 
 export interface App {
@@ -38,7 +38,7 @@ export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[
         breaker: config.circuitBreaker,
         metrics,
         log,
-        upstreams: n.upstreams.map((u) => new HttpUpstream({ url: u.url, label: `${n.name}/${u.label}` })),
+        upstreams: n.upstreams.map((u) => createUpstream(u.url, `${n.name}/${u.label}`, config.websocket, log)),
       }),
   );
   const access = new AccessControl(new ApiKeyStore(keys, config.plans), new RateLimiter(deps.rateLimitStore ?? new MemoryRateLimitStore()));
@@ -54,5 +54,5 @@ export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[
     log,
     metrics,
   });
-  return { gateway, server: createNodegateServer(gateway) };
+  return { gateway, server: createNodegateServer(gateway, { wsPingIntervalMs: config.websocket.pingIntervalMs }) };
 }

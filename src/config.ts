@@ -4,6 +4,10 @@
  * then environment overrides. These variables always work, so the service
  * can be scripted and containerised:
  *   NODEGATE_UPSTREAM_URL  http(s) URL of the default network's upstream; when set, no Anvil is started
+ *   NODEGATE_UPSTREAM_WS_URL  ws(s) URL of the default network's upstream; when set, it is used instead of
+ *                          NODEGATE_UPSTREAM_URL (one multiplexed WebSocket) and no Anvil is started
+ *   NODEGATE_UPSTREAM_TRANSPORT  http (default) or ws: which of the embedded Anvil's endpoints nodegate
+ *                          uses when no upstream URL is set
  *   NODEGATE_STARKNET_UPSTREAM_URL  http(s) URL of a Starknet node; defines the network "starknet"
  *                          (callers reach it at /starknet/v3/<KEY> or with x-nodegate-network: starknet)
  *   NODEGATE_PORT          listen port (default 8080)
@@ -69,11 +73,31 @@ export interface KeyConfig {
   allowlists?: Allowlists;
 }
 
+export interface WebSocketSettings {
+  /** Ping interval for WebSocket peers (native clients and ws upstreams), in ms. */
+  pingIntervalMs: number;
+  /** An upstream that leaves a ping unanswered this long has dropped, in ms. */
+  pongTimeoutMs: number;
+  /** First upstream reconnect delay, doubled per failed attempt, in ms. */
+  reconnectMinDelayMs: number;
+  /** Longest upstream reconnect delay, in ms. */
+  reconnectMaxDelayMs: number;
+}
+
+export const DEFAULT_WEBSOCKET: WebSocketSettings = {
+  pingIntervalMs: 30_000,
+  pongTimeoutMs: 10_000,
+  reconnectMinDelayMs: 250,
+  reconnectMaxDelayMs: 30_000,
+};
+
 export interface Limits {
   /** Largest request body accepted on the native path, in bytes. */
   maxBodyBytes: number;
   /** Most requests in one JSON-RPC batch. */
   maxBatchSize: number;
+  /** Largest message on the native WebSocket path, in bytes. */
+  maxWsMessageBytes: number;
   /** eth_getLogs: most addresses plus topic entries in one filter. */
   getLogsMaxParams: number;
   /** eth_getLogs: most results in one answer. */
@@ -110,6 +134,10 @@ export interface Config {
   /** Origins allowed by CORS on both front doors; "*" allows any. Empty: no CORS headers. */
   corsOrigins: string[];
   logLevel: string;
+  /** Which endpoint of the embedded Anvil to use (default http). */
+  embeddedTransport: "http" | "ws";
+  /** WebSocket keep-alive and reconnect timing. */
+  websocket: WebSocketSettings;
 }
 
 export class ConfigError extends Error {
@@ -119,6 +147,7 @@ export class ConfigError extends Error {
 export const DEFAULT_LIMITS: Limits = {
   maxBodyBytes: 5 * 1024 * 1024,
   maxBatchSize: 1000,
+  maxWsMessageBytes: 5 * 1024 * 1024,
   getLogsMaxParams: 5000,
   getLogsMaxResults: 10_000,
   getLogsTimeoutMs: 10_000,
@@ -182,6 +211,8 @@ function defaults(): Config {
     passThrough: { methods: [...DEFAULT_PASS_THROUGH], allowWrites: false },
     corsOrigins: [],
     logLevel: "info",
+    embeddedTransport: "http",
+    websocket: { ...DEFAULT_WEBSOCKET },
   };
 }
 
@@ -320,12 +351,16 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
   }
   const r = new FileReader(doc, lines, file, env);
   if (doc.contents === null) return;
-  r.keys([], ["listen", "upstreamTimeoutMs", "circuitBreaker", "limits", "plans", "networks", "defaultNetwork", "keys", "passThrough", "cors", "log", "tls", "drainMs", "stores"]);
+  r.keys([], ["listen", "upstreamTimeoutMs", "websocket", "circuitBreaker", "limits", "plans", "networks", "defaultNetwork", "keys", "passThrough", "cors", "log", "tls", "drainMs", "stores"]);
 
   r.keys(["listen"], ["host", "port"]);
   config.host = r.string(["listen", "host"]) ?? config.host;
   config.port = r.number(["listen", "port"], 0, 65535) ?? config.port;
   config.upstreamTimeoutMs = r.number(["upstreamTimeoutMs"], 1, 600_000) ?? config.upstreamTimeoutMs;
+  r.keys(["websocket"], Object.keys(DEFAULT_WEBSOCKET));
+  for (const name of Object.keys(DEFAULT_WEBSOCKET) as (keyof WebSocketSettings)[]) {
+    config.websocket[name] = r.number(["websocket", name], 1, 3_600_000) ?? config.websocket[name];
+  }
   r.keys(["circuitBreaker"], ["threshold", "cooldownMs"]);
   config.circuitBreaker.threshold = r.number(["circuitBreaker", "threshold"], 1, 1000) ?? config.circuitBreaker.threshold;
   config.circuitBreaker.cooldownMs = r.number(["circuitBreaker", "cooldownMs"], 1, 3_600_000) ?? config.circuitBreaker.cooldownMs;
@@ -445,10 +480,17 @@ export function applyEnv(config: Config, env: NodeJS.ProcessEnv): void {
   const fail = (name: string) => (m: string): never => {
     throw new ConfigError(`${name}: ${m}`);
   };
-  if (env.NODEGATE_UPSTREAM_URL) {
-    const url = httpUrl(env.NODEGATE_UPSTREAM_URL, fail("NODEGATE_UPSTREAM_URL"));
+  if (env.NODEGATE_UPSTREAM_URL || env.NODEGATE_UPSTREAM_WS_URL) {
+    // Both are checked; the WebSocket URL wins when both are set.
+    const http = env.NODEGATE_UPSTREAM_URL ? httpUrl(env.NODEGATE_UPSTREAM_URL, fail("NODEGATE_UPSTREAM_URL")) : undefined;
+    const ws = env.NODEGATE_UPSTREAM_WS_URL ? httpUrl(env.NODEGATE_UPSTREAM_WS_URL, fail("NODEGATE_UPSTREAM_WS_URL"), ["ws:", "wss:"]) : undefined;
     const network = config.networks.find((n) => n.name === config.defaultNetwork) as NetworkConfig;
-    network.upstreams = [{ label: "primary", url }, ...network.upstreams.slice(1)];
+    network.upstreams = [{ label: "primary", url: (ws ?? http) as string }, ...network.upstreams.slice(1)];
+  }
+  if (env.NODEGATE_UPSTREAM_TRANSPORT) {
+    const t = env.NODEGATE_UPSTREAM_TRANSPORT;
+    if (t !== "http" && t !== "ws") fail("NODEGATE_UPSTREAM_TRANSPORT")(`want http or ws, got "${t}"`);
+    config.embeddedTransport = t as "http" | "ws";
   }
   if (env.NODEGATE_STARKNET_UPSTREAM_URL) {
     const url = httpUrl(env.NODEGATE_STARKNET_UPSTREAM_URL, fail("NODEGATE_STARKNET_UPSTREAM_URL"));

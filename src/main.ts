@@ -13,13 +13,14 @@ import { redactUrl } from "./upstream/upstream.js";
 function banner(config: Config, host: string, port: number, key: string, generatedKey: boolean, anvil: AnvilNode | undefined): string {
   const shown = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
   const http = `http://${shown}:${port}`;
-  const upstream = anvil ? `embedded Anvil at ${anvil.url}` : redactUrl(config.networks[0]?.upstreams[0]?.url ?? "");
+  const upstream = anvil ? `embedded Anvil at ${config.embeddedTransport === "ws" ? anvil.wsUrl : anvil.url}` : redactUrl(config.networks[0]?.upstreams[0]?.url ?? "");
   return [
     "",
     "nodegate is running",
     `  upstream:          ${upstream}`,
     `  API key:           ${key}${generatedKey ? "   (development key, generated at start; set NODEGATE_API_KEYS to choose keys)" : ""}`,
     `  JSON-RPC (HTTP):   ${http}/v3/${key}`,
+    `  JSON-RPC (WS):     ws://${shown}:${port}/ws/v3/${key}`,
     ...config.networks.filter((n) => n.name !== config.defaultNetwork).map((n) => `  JSON-RPC ${`${n.name}:`.padEnd(10)}${http}/${n.name}/v3/${key}`),
     `  gRPC / Connect:    ${shown}:${port}  (plaintext HTTP/2; key in the "${API_KEY_HEADER}" header)`,
     "",
@@ -51,7 +52,7 @@ async function main(): Promise<void> {
   if (config.embeddedAnvil) {
     anvil = await startAnvil();
     const eth = config.networks.find((n) => n.name === config.defaultNetwork);
-    if (eth) eth.upstreams = [{ label: "anvil", url: anvil.url }];
+    if (eth) eth.upstreams = [{ label: "anvil", url: config.embeddedTransport === "ws" ? anvil.wsUrl : anvil.url }];
   }
   const generatedKey = config.keys === undefined;
   // The development key is on the growth plan so partner failover can be tried.

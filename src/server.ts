@@ -16,6 +16,8 @@ import { registerGenericService } from "./grpc/generic-service.js";
 import { registerTypedServices } from "./grpc/typed-services.js";
 import { createJsonRpcHttpHandler } from "./jsonrpc/http-handler.js";
 import { matchNativeRoute } from "./jsonrpc/paths.js";
+import { createJsonRpcWsHandler, isWebSocketUpgrade } from "./jsonrpc/ws-handler.js";
+import { serveUpgradeAsPlainRequest } from "./plain-upgrade.js";
 import { requestLogInterceptor } from "./observability/request-log.js";
 
 type Req = NodeRequest;
@@ -30,8 +32,17 @@ export interface NodegateServer {
   close(): Promise<void>;
 }
 
-export function createNodegateServer(gateway: Gateway): NodegateServer {
+export interface NodegateServerOptions {
+  /** How often native WebSocket clients are pinged, in ms; silent ones are closed. Default 30 000. */
+  wsPingIntervalMs?: number | undefined;
+}
+
+export function createNodegateServer(gateway: Gateway, options: NodegateServerOptions = {}): NodegateServer {
   const handleJsonRpcHttp = createJsonRpcHttpHandler(gateway);
+  const wsHandler = createJsonRpcWsHandler(gateway, {
+    maxMessageBytes: gateway.limits.maxWsMessageBytes,
+    pingIntervalMs: options.wsPingIntervalMs ?? 30_000,
+  });
 
   const fallback = (req: Req, res: Res): void => {
     const path = req.url ?? "/";
@@ -46,6 +57,11 @@ export function createNodegateServer(gateway: Gateway): NodegateServer {
           res.end();
         }
       });
+      return;
+    }
+    if (route !== undefined && route.transport === "ws") {
+      res.writeHead(426, { upgrade: "websocket", connection: "Upgrade", "content-type": "text/plain" });
+      res.end("this address takes WebSocket connections\n");
       return;
     }
     if (path === "/healthz") {
@@ -72,6 +88,10 @@ export function createNodegateServer(gateway: Gateway): NodegateServer {
   };
   const h1 = http.createServer({ keepAliveTimeout: 65_000 }, handle);
   const h2 = http2.createServer({}, handle);
+  h1.on("upgrade", (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
+    if (isWebSocketUpgrade(req)) wsHandler.handleUpgrade(req, socket, head);
+    else serveUpgradeAsPlainRequest(h1, req, socket, head);
+  });
   const sockets = new Set<Socket>();
 
   const tcp = net.createServer((socket) => {
@@ -104,6 +124,7 @@ export function createNodegateServer(gateway: Gateway): NodegateServer {
       });
     },
     async close() {
+      wsHandler.close();
       await new Promise<void>((resolve) => {
         tcp.close(() => resolve());
         h1.closeAllConnections();

@@ -78,6 +78,22 @@ export function upstreamUnavailable(reason: string, cause?: unknown): GatewayErr
   });
 }
 
+/**
+ * The upstream connection dropped while the request was in flight, and the
+ * request was not retried: its method may already have taken effect, or its
+ * one retry was lost too. Same code as upstreamUnavailable: callers that
+ * handle "upstream unavailable" handle this.
+ */
+export function upstreamConnectionLost(method: string, retried: boolean): GatewayError {
+  const why = retried ? "it was lost again on its one retry" : `${method} is not retried because it may already have taken effect`;
+  return new GatewayError({
+    code: NODEGATE_CODES.upstreamUnavailable,
+    message: `upstream unavailable: the connection was lost while ${method} was in flight; ${why}`,
+    grpcCode: Code.Unavailable,
+    httpStatus: 503,
+  });
+}
+
 export function upstreamTimeout(timeoutMs: number): GatewayError {
   return new GatewayError({
     code: NODEGATE_CODES.upstreamTimeout,

@@ -3,14 +3,15 @@
  * Same method table, validation and upstream as the typed path; the node's
  * answer goes back as the node wrote it, under the caller's id.
  */
+import { setMaxListeners } from "node:events";
 import type { NodeRequest, NodeResponse } from "../http-types.js";
 import { invalidRequest } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import type { Gateway } from "../gateway.js";
-import { type Entry, readEnvelope } from "./envelope.js";
-import { type NativeCallContext, type Outcome, renderResponse, runNativeCall } from "./native-call.js";
+import { answerJsonRpc, type CallRecord } from "./answer.js";
+import { logAnswer } from "./answer-log.js";
 import type { NativeRoute } from "./paths.js";
-import { observeCall, REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
+import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
 
 type Req = NodeRequest;
 type Res = NodeResponse;
@@ -61,27 +62,8 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
     const started = performance.now();
     const requestId = requestIdFrom(header(req, REQUEST_ID_HEADER));
     res.setHeader(REQUEST_ID_HEADER, requestId);
-    const logged: { methods: string[]; errors: number; outcomes: string[] } = { methods: [], errors: 0, outcomes: [] };
-    res.on("finish", () => {
-      const seconds = (performance.now() - started) / 1000;
-      logged.methods.forEach((method, i) => {
-        const label = gateway.table.byJsonRpc(method) || gateway.passesThrough(method) ? method : "other";
-        observeCall(gateway.metrics, "jsonrpc-http", label, logged.outcomes[i] ?? String(res.statusCode), seconds);
-      });
-      gateway.log.info(
-        {
-          door: "jsonrpc-http",
-          method: logged.methods.length <= 1 ? logged.methods[0] : `batch(${logged.methods.length})`,
-          ...(logged.methods.length > 1 ? { methods: logged.methods.slice(0, 10) } : {}),
-          status: res.statusCode,
-          errors: logged.errors,
-          network: route.network,
-          requestId,
-          ms: Math.round((performance.now() - started) * 100) / 100,
-        },
-        "request",
-      );
-    });
+    let calls: CallRecord[] = [];
+    res.on("finish", () => logAnswer(gateway, "jsonrpc-http", calls, started, { status: res.statusCode, network: route.network, requestId }));
     if (req.method !== "POST") {
       sendError(res, invalidRequest("use POST"), 405, { allow: "POST" });
       return;
@@ -115,35 +97,12 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       return;
     }
     const abort = new AbortController();
+    // Each call of a batch listens to this signal; a large batch is normal, not a leak.
+    setMaxListeners(0, abort.signal);
     res.on("close", () => {
       if (!res.writableFinished) abort.abort();
     });
-
-    let envelope;
-    try {
-      envelope = readEnvelope(body);
-    } catch (err) {
-      if (err instanceof GatewayError) {
-        sendError(res, err, 200);
-        return;
-      }
-      throw err;
-    }
-    if (envelope.batch && envelope.entries.length > gateway.limits.maxBatchSize) {
-      sendError(res, invalidRequest(`batch of ${envelope.entries.length} exceeds the maximum of ${gateway.limits.maxBatchSize}`), 200);
-      return;
-    }
-    try {
-      // The provider counts a batch of N as N + 1 requests.
-      await gateway.access.count(key, envelope.batch ? envelope.entries.length + 1 : 1);
-    } catch (err) {
-      if (err instanceof GatewayError) {
-        sendError(res, err);
-        return;
-      }
-      throw err;
-    }
-    const ctx: NativeCallContext = {
+    const answer = await answerJsonRpc(body, {
       table: gateway.table,
       homeNetwork: (family) => gateway.homeNetwork(family)?.name,
       passesThrough: (method) => gateway.passesThrough(method),
@@ -153,34 +112,17 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       limits: gateway.limits,
       policies: gateway.policies,
       signal: abort.signal,
-    };
-    const run = (entry: Entry): Promise<Outcome | undefined> =>
-      entry.error !== undefined ? Promise.resolve({ error: entry.error }) : runNativeCall(entry.call, ctx);
-    for (const entry of envelope.entries) if (entry.call) logged.methods.push(entry.call.method.slice(0, 64));
-    const outcomes = await Promise.all(envelope.entries.map(run));
-    logged.errors = outcomes.filter((o) => o?.error !== undefined).length;
-    envelope.entries.forEach((entry, i) => {
-      if (entry.call) logged.outcomes.push(outcomes[i]?.error ? String(outcomes[i]?.error?.code) : "ok");
+      maxBatchSize: gateway.limits.maxBatchSize,
     });
+    calls = answer.calls;
     if (abort.signal.aborted) return;
-
-    const parts: Buffer[] = [];
-    let status = 200;
-    envelope.entries.forEach((entry, i) => {
-      const id = entry.error !== undefined ? entry.id : entry.call.id;
-      if (id === undefined) return; // a notification gets no response
-      const outcome = outcomes[i] as Outcome;
-      if (!envelope.batch && outcome.error !== undefined) status = outcome.error.httpStatus;
-      if (envelope.batch) parts.push(Buffer.from(parts.length === 0 ? "[" : ","));
-      parts.push(...renderResponse(id, outcome));
-    });
-    if (parts.length === 0) {
+    if (answer.body === undefined) {
       res.writeHead(204);
       res.end();
       return;
     }
-    if (envelope.batch) parts.push(Buffer.from("]"));
-    res.writeHead(status, JSON_HEADERS);
-    res.end(Buffer.concat(parts));
+    const retry = answer.retryAfterSeconds === undefined ? {} : { "retry-after": String(answer.retryAfterSeconds) };
+    res.writeHead(answer.status, { ...JSON_HEADERS, ...retry });
+    res.end(answer.body);
   };
 }

@@ -105,6 +105,7 @@ export class Network {
       const result = await member.upstream.call(method, paramsText, {
         signal: options.signal,
         timeoutMs: options.timeoutMs ?? this.#timeoutMs,
+        idempotent: options.idempotent,
       });
       member.breaker.success();
       this.lastAnswerAt = Date.now();

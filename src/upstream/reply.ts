@@ -85,6 +85,25 @@ export function readReply(body: Buffer, expectedId: number): UpstreamResult {
   return { body, start: result.start, end: result.end };
 }
 
+/**
+ * The raw id text of a message from a node, read without scanning the result
+ * when the id comes first (as every node writes it); undefined when the
+ * message has no id (a subscription notification). Throws RawJsonError for
+ * text that is not a JSON object.
+ */
+export function peekReplyId(body: Buffer): string | undefined {
+  const close = lastNonWhitespace(body, body.length - 1);
+  let id: string | undefined;
+  scanObject(body, skipWhitespace(body, 0), (key, valueStart) => {
+    if (key !== "id") return -1;
+    const end = skipValue(body, valueStart);
+    id = body.toString("latin1", valueStart, end);
+    // Jump to the closing brace: the rest (the result) is read later, by readReply.
+    return body[close] === 0x7d ? close : end;
+  });
+  return id;
+}
+
 function readError(body: Buffer, start: number, end: number): GatewayError {
   const parsed = JSON.parse(body.toString("utf8", start, end)) as unknown;
   if (typeof parsed !== "object" || parsed === null) throw new RawJsonError("error is not an object");

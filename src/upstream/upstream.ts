@@ -5,6 +5,8 @@ export interface CallOptions {
   signal?: AbortSignal | undefined;
   /** Per-request deadline in milliseconds. */
   timeoutMs: number;
+  /** Safe to send again when the connection drops mid-flight (the method table says); unset means no. */
+  idempotent?: boolean | undefined;
 }
 
 /** One JSON-RPC node nodegate forwards to (HTTP pool or WebSocket multiplexer). */

@@ -4,7 +4,7 @@
  */
 import { Writable } from "node:stream";
 import { createApp } from "../../src/app.js";
-import { type Config, DEFAULT_LIMITS, DEFAULT_PASS_THROUGH, DEFAULT_PLANS, type KeyConfig, type NetworkConfig } from "../../src/config.js";
+import { type Config, DEFAULT_LIMITS, DEFAULT_WEBSOCKET, DEFAULT_PASS_THROUGH, DEFAULT_PLANS, type KeyConfig, type NetworkConfig } from "../../src/config.js";
 import type { Gateway } from "../../src/gateway.js";
 import { createLogger } from "../../src/log.js";
 
@@ -17,6 +17,8 @@ export interface TestNodegate {
   key: string;
   /** JSON-RPC URL for `key`: http://127.0.0.1:PORT/v3/<key> */
   rpcUrl: string;
+  /** Native WebSocket URL for `key`: ws://127.0.0.1:PORT/ws/v3/<key> */
+  wsUrl: string;
   gateway: Gateway;
   logs: Record<string, unknown>[];
   close(): Promise<void>;
@@ -49,6 +51,8 @@ export async function startNodegate(options: StartOptions): Promise<TestNodegate
     circuitBreaker: { threshold: 5, cooldownMs: 5000 },
     limits: { ...DEFAULT_LIMITS },
     logLevel: "info",
+    embeddedTransport: "http",
+    websocket: { ...DEFAULT_WEBSOCKET },
     ...options.config,
   };
   const logs: Record<string, unknown>[] = [];
@@ -71,6 +75,7 @@ export async function startNodegate(options: StartOptions): Promise<TestNodegate
     port: address.port,
     key,
     rpcUrl: `http://127.0.0.1:${address.port}/v3/${key}`,
+    wsUrl: `ws://127.0.0.1:${address.port}/ws/v3/${key}`,
     gateway,
     logs,
     close: () => server.close(),

@@ -1,0 +1,80 @@
+/**
+ * Answers one JSON-RPC request text (a single request or a batch), whatever
+ * carried it: the HTTP handler and the WebSocket handler both hand the text
+ * here and send back what it returns, so the envelope rules, batch counting
+ * and rate limits live in one place.
+ */
+import { invalidRequest } from "../errors/catalogue.js";
+import { GatewayError } from "../errors/gateway-error.js";
+import { type Entry, readEnvelope } from "./envelope.js";
+import { type NativeCallContext, type Outcome, renderResponse, runNativeCall } from "./native-call.js";
+
+export interface AnswerContext extends NativeCallContext {
+  /** Most requests in one batch; a larger batch is answered with one -32600. */
+  maxBatchSize: number;
+}
+
+/** One call of the text and how it ended ("ok" or the JSON-RPC error code), for logs and metrics. */
+export interface CallRecord {
+  method: string;
+  outcome: string;
+}
+
+export interface Answer {
+  /** The response text, or undefined when nothing is sent back (only notifications). */
+  body: Buffer | undefined;
+  /** The HTTP status: a single request's error status (or a rate limit's 429), else 200. */
+  status: number;
+  /** Seconds to wait before retrying, when the key's rate limit refused the text. */
+  retryAfterSeconds?: number | undefined;
+  calls: CallRecord[];
+}
+
+function envelopeError(error: GatewayError, status = 200): Answer {
+  return {
+    body: Buffer.from(`{"jsonrpc":"2.0","id":null,"error":${error.toJson()}}`),
+    status,
+    retryAfterSeconds: error.retryAfterSeconds,
+    calls: [],
+  };
+}
+
+/** Runs every call in the text and renders the response; batch answers keep the request order. */
+export async function answerJsonRpc(text: Buffer, ctx: AnswerContext): Promise<Answer> {
+  let envelope;
+  try {
+    envelope = readEnvelope(text);
+  } catch (err) {
+    if (err instanceof GatewayError) return envelopeError(err);
+    throw err;
+  }
+  if (envelope.batch && envelope.entries.length > ctx.maxBatchSize) {
+    return envelopeError(invalidRequest(`batch of ${envelope.entries.length} exceeds the maximum of ${ctx.maxBatchSize}`));
+  }
+  try {
+    // The provider counts a batch of N as N + 1 requests.
+    await ctx.access.count(ctx.key, envelope.batch ? envelope.entries.length + 1 : 1);
+  } catch (err) {
+    if (err instanceof GatewayError) return envelopeError(err, err.httpStatus);
+    throw err;
+  }
+  const run = (entry: Entry): Promise<Outcome> =>
+    entry.error !== undefined ? Promise.resolve({ error: entry.error }) : runNativeCall(entry.call, ctx);
+  const outcomes = await Promise.all(envelope.entries.map(run));
+
+  const calls: CallRecord[] = [];
+  const parts: Buffer[] = [];
+  let status = 200;
+  envelope.entries.forEach((entry, i) => {
+    const outcome = outcomes[i] as Outcome;
+    if (entry.call) calls.push({ method: entry.call.method.slice(0, 64), outcome: outcome.error ? String(outcome.error.code) : "ok" });
+    const id = entry.error !== undefined ? entry.id : entry.call.id;
+    if (id === undefined) return; // a notification gets no response
+    if (!envelope.batch && outcome.error !== undefined) status = outcome.error.httpStatus;
+    if (envelope.batch) parts.push(Buffer.from(parts.length === 0 ? "[" : ","));
+    parts.push(...renderResponse(id, outcome));
+  });
+  if (parts.length === 0) return { body: undefined, status, calls };
+  if (envelope.batch) parts.push(Buffer.from("]"));
+  return { body: Buffer.concat(parts), status, calls };
+}

@@ -1,0 +1,181 @@
+/**
+ * The native JSON-RPC path over WebSocket: /ws/v3/<KEY> (and
+ * /<network>/ws/v3/<KEY>) on the same port as everything else. The key and
+ * network are checked before the upgrade is accepted; after that every text
+ * message is answered exactly as the HTTP path answers a POST body.
+ */
+import { setMaxListeners } from "node:events";
+import { STATUS_CODES, type IncomingMessage } from "node:http";
+import type { Duplex } from "node:stream";
+import { WebSocket, WebSocketServer } from "ws";
+import { invalidRequest } from "../errors/catalogue.js";
+import { GatewayError } from "../errors/gateway-error.js";
+import type { Gateway } from "../gateway.js";
+import type { Network } from "../upstream/network.js";
+import type { ApiKey } from "../auth/api-keys.js";
+import { type AnswerContext, answerJsonRpc } from "./answer.js";
+import { logAnswer } from "./answer-log.js";
+import { matchNativeRoute } from "./paths.js";
+
+export interface WsHandlerOptions {
+  /** Largest message accepted, in bytes; a larger one closes the connection with 1009. */
+  maxMessageBytes: number;
+  /** Every client is pinged this often; one that has neither answered nor sent anything since the previous round is closed. */
+  pingIntervalMs: number;
+}
+
+export interface JsonRpcWsHandler {
+  /** Takes over an HTTP/1.1 WebSocket upgrade: refuses it with an HTTP status, or accepts it. */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
+  /** Number of open client connections. */
+  readonly clientCount: number;
+  /** Closes every client connection (1001) and stops the keep-alive timer. */
+  close(): void;
+}
+
+const INTERNAL_ERROR = '{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}';
+
+/** Whether an upgrade request asks for WebSocket (and not, say, h2c). */
+export function isWebSocketUpgrade(req: IncomingMessage): boolean {
+  return (req.headers.upgrade ?? "").toLowerCase() === "websocket";
+}
+
+/** Answers an upgrade request with a plain HTTP response and drops the connection. */
+function refuse(socket: Duplex, status: number, contentType: string, body: string): void {
+  const head = [
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}`,
+    "Connection: close",
+    `Content-Type: ${contentType}`,
+    `Content-Length: ${Buffer.byteLength(body)}`,
+  ];
+  socket.once("finish", () => socket.destroy());
+  socket.end(`${head.join("\r\n")}\r\n\r\n${body}`);
+}
+
+interface ClientState {
+  alive: boolean;
+  /** Aborted when the client goes away, so its upstream calls stop. */
+  abort: AbortController;
+}
+
+export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptions): JsonRpcWsHandler {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: options.maxMessageBytes, perMessageDeflate: false });
+  const clients = new Map<WebSocket, ClientState>();
+  let keepAlive: NodeJS.Timeout | undefined;
+
+  const sweep = (): void => {
+    for (const [ws, state] of clients) {
+      if (!state.alive) {
+        gateway.log.debug("closing a native WebSocket client that stopped answering pings");
+        ws.terminate();
+        continue;
+      }
+      state.alive = false;
+      ws.ping();
+    }
+  };
+
+  const send = (ws: WebSocket, body: Buffer | string): void => {
+    // A Buffer would go out as a binary frame unless told otherwise; JSON-RPC clients expect text.
+    if (ws.readyState === WebSocket.OPEN) ws.send(body, { binary: false });
+  };
+
+  const serve = (ws: WebSocket, network: Network, key: ApiKey, routeNetwork: string | undefined): void => {
+    const state: ClientState = { alive: true, abort: new AbortController() };
+    // Every call in flight on the connection listens to this signal; many at once is normal, not a leak.
+    setMaxListeners(0, state.abort.signal);
+    clients.set(ws, state);
+    gateway.metrics.openWebSockets.inc();
+    keepAlive ??= setInterval(sweep, options.pingIntervalMs);
+    const ctx: AnswerContext = {
+      table: gateway.table,
+      homeNetwork: (family) => gateway.homeNetwork(family)?.name,
+      passesThrough: (method) => gateway.passesThrough(method),
+      access: gateway.access,
+      key,
+      network,
+      limits: gateway.limits,
+      policies: gateway.policies,
+      signal: state.abort.signal,
+      maxBatchSize: gateway.limits.maxBatchSize,
+    };
+
+    ws.on("pong", () => {
+      state.alive = true;
+    });
+    ws.on("message", (data, isBinary) => {
+      state.alive = true;
+      if (isBinary) {
+        const error = invalidRequest("binary messages are not accepted; send the request as a text message");
+        send(ws, `{"jsonrpc":"2.0","id":null,"error":${error.toJson()}}`);
+        return;
+      }
+      // Each message is answered when its calls finish, so a slow call does not hold up the next message.
+      const started = performance.now();
+      answerJsonRpc(data as Buffer, ctx).then(
+        (answer) => {
+          logAnswer(gateway, "jsonrpc-ws", answer.calls, started, { status: answer.status, network: routeNetwork });
+          if (answer.body !== undefined) send(ws, answer.body);
+        },
+        (err: unknown) => {
+          gateway.log.error({ err }, "native WebSocket request failed");
+          send(ws, INTERNAL_ERROR);
+        },
+      );
+    });
+    // ws reports protocol violations (oversized message, invalid UTF-8) here and then closes with the matching code.
+    ws.on("error", (err) => gateway.log.debug({ err: err.message }, "native WebSocket client error"));
+    ws.on("close", () => {
+      state.abort.abort();
+      clients.delete(ws);
+      gateway.metrics.openWebSockets.dec();
+      if (clients.size === 0 && keepAlive !== undefined) {
+        clearInterval(keepAlive);
+        keepAlive = undefined;
+      }
+    });
+  };
+
+  return {
+    handleUpgrade(req, socket, head) {
+      socket.on("error", () => socket.destroy());
+      const route = matchNativeRoute(req.url ?? "/");
+      if (route === undefined || route.transport !== "ws") {
+        refuse(socket, 404, "text/plain", "not found\n");
+        return;
+      }
+      let network: Network;
+      let key: ApiKey;
+      try {
+        const header = (name: string) => {
+          const v = req.headers[name];
+          return Array.isArray(v) ? v[0] : v;
+        };
+        key = gateway.access.authenticate({
+          key: route.key,
+          authorization: header("authorization"),
+          origin: header("origin"),
+          userAgent: header("user-agent"),
+        });
+        network = gateway.network(route.network);
+      } catch (err) {
+        if (!(err instanceof GatewayError)) throw err;
+        // The same status and body as the HTTP path gives for the same failure.
+        refuse(socket, err.httpStatus, "application/json", `{"jsonrpc":"2.0","id":null,"error":${err.toJson()}}`);
+        return;
+      }
+      wss.handleUpgrade(req, socket, head, (ws) => serve(ws, network, key, route.network));
+    },
+    get clientCount() {
+      return clients.size;
+    },
+    close() {
+      if (keepAlive !== undefined) clearInterval(keepAlive);
+      keepAlive = undefined;
+      for (const [ws, state] of clients) {
+        state.abort.abort();
+        ws.close(1001, "server shutting down");
+      }
+    },
+  };
+}

@@ -1,0 +1,25 @@
+/**
+ * Picks an upstream's transport by its URL scheme: http(s) gets the HTTP
+ * pool, ws(s) the multiplexed WebSocket.
+ */
+import type { Logger } from "pino";
+import type { WebSocketSettings } from "../config.js";
+import { HttpUpstream } from "./http-upstream.js";
+import type { Upstream } from "./upstream.js";
+import { WsUpstream } from "./ws-upstream.js";
+
+export function createUpstream(url: string, label: string, websocket: WebSocketSettings, log?: Logger): Upstream {
+  const scheme = new URL(url).protocol;
+  if (scheme === "ws:" || scheme === "wss:") {
+    return new WsUpstream({
+      url,
+      label,
+      pingIntervalMs: websocket.pingIntervalMs,
+      pongTimeoutMs: websocket.pongTimeoutMs,
+      reconnectMinDelayMs: websocket.reconnectMinDelayMs,
+      reconnectMaxDelayMs: websocket.reconnectMaxDelayMs,
+      log,
+    });
+  }
+  return new HttpUpstream({ url, label });
+}

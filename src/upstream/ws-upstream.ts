@@ -1,0 +1,372 @@
+/**
+ * JSON-RPC over one multiplexed WebSocket to the node. nodegate numbers the
+ * requests itself (callers' ids never reach the node), so replies that come
+ * back in any order find their caller. The connection is kept alive with
+ * pings, re-opened with capped exponential backoff when it drops, and a
+ * request in flight at the drop is sent once more on the new connection when
+ * its method is idempotent, or fails with upstreamConnectionLost otherwise.
+ *
+ * Subscriptions (later) hook in through onSubscription (notifications routed
+ * by subscription id) and onStateChange (to resubscribe after a reconnect).
+ */
+import type { Logger } from "pino";
+import WebSocket from "ws";
+import { cancelled, upstreamConnectionLost, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
+import { GatewayError } from "../errors/gateway-error.js";
+import { backoffDelay } from "./backoff.js";
+import { readSubscriptionNotification, type SubscriptionNotification } from "./notification.js";
+import { peekReplyId, readReply, requestBody, type UpstreamResult } from "./reply.js";
+import type { CallOptions, Upstream } from "./upstream.js";
+
+export interface WsUpstreamOptions {
+  /** The node's WebSocket URL, for example wss://mainnet.example/ws/v3/<KEY>. */
+  url: string;
+  /** Safe-to-log name. */
+  label: string;
+  /** How often the connection is pinged, in ms. Default 30 000. */
+  pingIntervalMs?: number | undefined;
+  /** A ping unanswered for this long counts as a dropped connection, in ms; also the handshake deadline. Default 10 000. */
+  pongTimeoutMs?: number | undefined;
+  /** First reconnect delay, doubled per failed attempt, in ms. Default 250. */
+  reconnectMinDelayMs?: number | undefined;
+  /** Longest reconnect delay, in ms. Default 30 000. */
+  reconnectMaxDelayMs?: number | undefined;
+  /** Largest message accepted from the node, in bytes. Default 256 MiB (providers cap eth_getLogs answers near 150 MB). */
+  maxMessageBytes?: number | undefined;
+  log?: Logger | undefined;
+}
+
+/**
+ * idle: never used yet; connecting: opening (first time or again); open;
+ * disconnected: dropped, waiting to reconnect; closed: close() was called.
+ */
+export type WsUpstreamState = "idle" | "connecting" | "open" | "disconnected" | "closed";
+
+export interface WsStateChange {
+  state: WsUpstreamState;
+  /** True when the connection opened again after an earlier one dropped (subscriptions must be renewed). */
+  reconnected: boolean;
+}
+
+export type NotificationListener = (notification: SubscriptionNotification) => void;
+
+interface Pending {
+  method: string;
+  paramsText: string;
+  idempotent: boolean;
+  /** Already sent again after a dropped connection; it gets no second retry. */
+  retried: boolean;
+  /** The connection the request went out on; undefined while it waits for one. */
+  sentOn: WebSocket | undefined;
+  resolve(result: UpstreamResult): void;
+  reject(error: GatewayError): void;
+  /** Clears the deadline and the abort listener. */
+  cleanup(): void;
+}
+
+const MAX_ID = 0x7fffffff;
+
+export class WsUpstream implements Upstream {
+  readonly label: string;
+  readonly #url: string;
+  readonly #pingIntervalMs: number;
+  readonly #pongTimeoutMs: number;
+  readonly #reconnect: { minDelayMs: number; maxDelayMs: number };
+  readonly #maxMessageBytes: number;
+  readonly #log: Logger | undefined;
+
+  readonly #pending = new Map<number, Pending>();
+  readonly #subscriptions = new Map<string, NotificationListener>();
+  readonly #stateListeners = new Set<(change: WsStateChange) => void>();
+  #nextId = 1;
+  #state: WsUpstreamState = "idle";
+  #socket: WebSocket | undefined;
+  #everOpened = false;
+  #attempt = 0;
+  #reconnectTimer: NodeJS.Timeout | undefined;
+  #pingTimer: NodeJS.Timeout | undefined;
+  #pongDeadline: NodeJS.Timeout | undefined;
+  #closing: Promise<void> | undefined;
+  /** Why the last connection failed or dropped, for the errors of requests that waited for a new one. */
+  #lastError: string | undefined;
+
+  constructor(options: WsUpstreamOptions) {
+    const url = new URL(options.url);
+    if (url.protocol !== "ws:" && url.protocol !== "wss:") throw new Error(`upstream ${options.label}: want a ws(s) URL`);
+    this.label = options.label;
+    this.#url = options.url;
+    this.#pingIntervalMs = options.pingIntervalMs ?? 30_000;
+    this.#pongTimeoutMs = options.pongTimeoutMs ?? 10_000;
+    this.#reconnect = { minDelayMs: options.reconnectMinDelayMs ?? 250, maxDelayMs: options.reconnectMaxDelayMs ?? 30_000 };
+    this.#maxMessageBytes = options.maxMessageBytes ?? 256 * 1024 * 1024;
+    this.#log = options.log?.child({ upstream: options.label });
+  }
+
+  get state(): WsUpstreamState {
+    return this.#state;
+  }
+
+  /** Requests waiting for an answer, sent or not. */
+  get pendingCount(): number {
+    return this.#pending.size;
+  }
+
+  /** Requests sent on the current connection and not yet answered. */
+  get inFlightCount(): number {
+    let n = 0;
+    for (const p of this.#pending.values()) if (p.sentOn !== undefined && p.sentOn === this.#socket) n++;
+    return n;
+  }
+
+  call(method: string, paramsText: string, options: CallOptions): Promise<UpstreamResult> {
+    if (this.#state === "closed") return Promise.reject(upstreamUnavailable("the upstream client is closed"));
+    if (options.signal?.aborted) return Promise.reject(cancelled());
+    return new Promise<UpstreamResult>((resolve, reject) => {
+      const id = this.#allocateId();
+      const signal = options.signal;
+      const onAbort = (): void => this.#fail(id, cancelled());
+      const deadline = setTimeout(() => this.#fail(id, this.#deadlineError(id, options.timeoutMs)), options.timeoutMs);
+      signal?.addEventListener("abort", onAbort, { once: true });
+      const pending: Pending = {
+        method,
+        paramsText,
+        idempotent: options.idempotent === true,
+        retried: false,
+        sentOn: undefined,
+        resolve,
+        reject,
+        cleanup: () => {
+          clearTimeout(deadline);
+          signal?.removeEventListener("abort", onAbort);
+        },
+      };
+      this.#pending.set(id, pending);
+      if (this.#state === "idle") this.#connect();
+      else if (this.#state === "open" && this.#socket !== undefined) this.#send(this.#socket, id, pending);
+      // Otherwise it waits in #pending and goes out when the connection opens (or its deadline passes).
+    });
+  }
+
+  /** Opens the connection now instead of at the first call (subscribers want it up). */
+  start(): void {
+    if (this.#state === "idle") this.#connect();
+  }
+
+  /**
+   * Routes notifications for `subscriptionId` (as the node wrote it) to
+   * `listener`; returns the function that stops routing them.
+   */
+  onSubscription(subscriptionId: string, listener: NotificationListener): () => void {
+    this.#subscriptions.set(subscriptionId, listener);
+    return () => {
+      if (this.#subscriptions.get(subscriptionId) === listener) this.#subscriptions.delete(subscriptionId);
+    };
+  }
+
+  /** Calls `listener` on every state change; returns the function that stops it. */
+  onStateChange(listener: (change: WsStateChange) => void): () => void {
+    this.#stateListeners.add(listener);
+    return () => this.#stateListeners.delete(listener);
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= this.#shutdown();
+    return this.#closing;
+  }
+
+  async #shutdown(): Promise<void> {
+    this.#setState("closed", false);
+    clearTimeout(this.#reconnectTimer);
+    this.#stopKeepAlive();
+    for (const id of [...this.#pending.keys()]) this.#fail(id, upstreamUnavailable("the upstream client was closed"));
+    this.#subscriptions.clear();
+    const socket = this.#socket;
+    this.#socket = undefined;
+    if (socket === undefined || socket.readyState === WebSocket.CLOSED) return;
+    await new Promise<void>((resolve) => {
+      socket.once("close", () => resolve());
+      if (socket.readyState === WebSocket.OPEN) {
+        socket.close(1000, "nodegate closing");
+        // A node that does not answer the close frame must not hold shutdown up.
+        const force = setTimeout(() => socket.terminate(), this.#pongTimeoutMs);
+        socket.once("close", () => clearTimeout(force));
+      } else {
+        socket.terminate();
+      }
+    });
+  }
+
+  /** A request that never got onto a connection failed for want of one, not because the node was slow. */
+  #deadlineError(id: number, timeoutMs: number): GatewayError {
+    if (this.#pending.get(id)?.sentOn !== undefined) return upstreamTimeout(timeoutMs);
+    const why = this.#lastError === undefined ? "" : ` (${this.#lastError})`;
+    return upstreamUnavailable(`no connection to the node within ${timeoutMs} ms${why}`);
+  }
+
+  #allocateId(): number {
+    for (;;) {
+      const id = this.#nextId;
+      this.#nextId = id >= MAX_ID ? 1 : id + 1;
+      if (!this.#pending.has(id)) return id;
+    }
+  }
+
+  #setState(state: WsUpstreamState, reconnected: boolean): void {
+    this.#state = state;
+    for (const listener of this.#stateListeners) {
+      try {
+        listener({ state, reconnected });
+      } catch (err) {
+        this.#log?.error({ err }, "WebSocket upstream state listener failed");
+      }
+    }
+  }
+
+  #connect(): void {
+    this.#setState("connecting", false);
+    const socket = new WebSocket(this.#url, {
+      perMessageDeflate: false,
+      maxPayload: this.#maxMessageBytes,
+      handshakeTimeout: this.#pongTimeoutMs,
+    });
+    this.#socket = socket;
+    socket.on("open", () => this.#onOpen(socket));
+    socket.on("message", (data, isBinary) => this.#onMessage(socket, data as Buffer, isBinary));
+    socket.on("pong", () => {
+      if (socket === this.#socket) {
+        clearTimeout(this.#pongDeadline);
+        this.#pongDeadline = undefined;
+      }
+    });
+    // 'close' follows every error; the listener only keeps the error from being thrown.
+    socket.on("error", (err) => {
+      if (socket === this.#socket) this.#lastError = err.message;
+      this.#log?.debug({ err: err.message }, "WebSocket upstream error");
+    });
+    socket.on("close", (code) => this.#onDropped(socket, `closed with code ${code}`));
+  }
+
+  #onOpen(socket: WebSocket): void {
+    if (socket !== this.#socket) return;
+    const reconnected = this.#everOpened;
+    this.#everOpened = true;
+    this.#attempt = 0;
+    this.#lastError = undefined;
+    this.#setState("open", reconnected);
+    if (reconnected) this.#log?.info("WebSocket upstream reconnected");
+    this.#pingTimer = setInterval(() => this.#ping(socket), this.#pingIntervalMs);
+    for (const [id, pending] of this.#pending) {
+      if (pending.sentOn === undefined) this.#send(socket, id, pending);
+    }
+  }
+
+  #send(socket: WebSocket, id: number, pending: Pending): void {
+    pending.sentOn = socket;
+    socket.send(requestBody(id, pending.method, pending.paramsText), (err) => {
+      if (err) this.#onDropped(socket, `send failed: ${err.message}`);
+    });
+  }
+
+  #ping(socket: WebSocket): void {
+    if (socket !== this.#socket || this.#pongDeadline !== undefined) return;
+    this.#pongDeadline = setTimeout(() => this.#onDropped(socket, `no pong within ${this.#pongTimeoutMs} ms`), this.#pongTimeoutMs);
+    socket.ping();
+  }
+
+  #stopKeepAlive(): void {
+    clearInterval(this.#pingTimer);
+    clearTimeout(this.#pongDeadline);
+    this.#pingTimer = undefined;
+    this.#pongDeadline = undefined;
+  }
+
+  #onMessage(socket: WebSocket, data: Buffer, isBinary: boolean): void {
+    if (socket !== this.#socket) return;
+    if (isBinary) {
+      this.#log?.warn("WebSocket upstream sent a binary message; ignored");
+      return;
+    }
+    let idText: string | undefined;
+    try {
+      idText = peekReplyId(data);
+    } catch (err) {
+      this.#log?.warn({ err: (err as Error).message }, "WebSocket upstream sent an unreadable message; ignored");
+      return;
+    }
+    if (idText === undefined) {
+      this.#onNotification(data);
+      return;
+    }
+    const id = /^[0-9]{1,10}$/.test(idText) ? Number(idText) : -1;
+    const pending = this.#pending.get(id);
+    if (pending === undefined || pending.sentOn !== socket) {
+      // A late answer to a call that timed out or was cancelled, or one the node could not attribute (id null).
+      this.#log?.debug({ id: idText }, "WebSocket upstream reply matches no waiting request");
+      return;
+    }
+    let result: UpstreamResult;
+    try {
+      result = readReply(data, id);
+    } catch (err) {
+      this.#fail(id, err instanceof GatewayError ? err : upstreamUnavailable("unreadable reply", err));
+      return;
+    }
+    this.#pending.delete(id);
+    pending.cleanup();
+    pending.resolve(result);
+  }
+
+  #onNotification(data: Buffer): void {
+    let notification: SubscriptionNotification | undefined;
+    try {
+      notification = readSubscriptionNotification(data);
+    } catch (err) {
+      this.#log?.warn({ err: (err as Error).message }, "WebSocket upstream sent an unreadable notification; ignored");
+      return;
+    }
+    const listener = notification === undefined ? undefined : this.#subscriptions.get(notification.subscription);
+    if (notification === undefined || listener === undefined) {
+      this.#log?.debug("WebSocket upstream message without id matches no subscription");
+      return;
+    }
+    try {
+      listener(notification);
+    } catch (err) {
+      this.#log?.error({ err }, "subscription listener failed");
+    }
+  }
+
+  #fail(id: number, error: GatewayError): void {
+    const pending = this.#pending.get(id);
+    if (pending === undefined) return;
+    this.#pending.delete(id);
+    pending.cleanup();
+    pending.reject(error);
+  }
+
+  /** Forgets a dead connection, settles what was in flight on it, and schedules the next attempt. */
+  #onDropped(socket: WebSocket, reason: string): void {
+    if (socket !== this.#socket) return;
+    this.#socket = undefined;
+    this.#lastError ??= reason;
+    this.#stopKeepAlive();
+    socket.terminate();
+    if (this.#everOpened) this.#log?.warn({ reason }, "WebSocket upstream connection dropped");
+    for (const [id, pending] of this.#pending) {
+      if (pending.sentOn !== socket) continue;
+      if (pending.idempotent && !pending.retried) {
+        pending.retried = true;
+        pending.sentOn = undefined;
+      } else {
+        this.#fail(id, upstreamConnectionLost(pending.method, pending.retried));
+      }
+    }
+    if (this.#state === "closed") return;
+    this.#setState("disconnected", false);
+    const delay = backoffDelay(this.#attempt++, this.#reconnect);
+    this.#reconnectTimer = setTimeout(() => {
+      this.#reconnectTimer = undefined;
+      if (this.#state !== "closed") this.#connect();
+    }, delay);
+  }
+}

@@ -1,0 +1,413 @@
+/**
+ * The WebSocket upstream against a real Anvil, through a TCP proxy the test
+ * can stall or sever: multiplexing, deadlines, cancellation, keep-alive,
+ * reconnect, the outcome of requests in flight at a drop, and shutdown; then
+ * the same through nodegate's two front doors.
+ */
+import { AccessControl } from "../../src/auth/access-control.js";
+import { MemoryRateLimitStore, RateLimiter } from "../../src/auth/rate-limiter.js";
+import { createPolicies } from "../../src/methods/default-policies.js";
+import { Metrics } from "../../src/observability/metrics.js";
+import { create } from "@bufbuild/protobuf";
+import type * as grpc from "@grpc/grpc-js";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import {
+  CallRequestSchema,
+  type CallResponse,
+  EthService,
+  GetBlockByNumberRequestSchema,
+  type GetBlockByNumberResponse,
+} from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { ApiKeyStore } from "../../src/auth/api-keys.js";
+import { DEFAULT_LIMITS, DEFAULT_PLANS } from "../../src/config.js";
+import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { GatewayError } from "../../src/errors/gateway-error.js";
+import { Gateway } from "../../src/gateway.js";
+import { createLogger } from "../../src/log.js";
+import { createCodecRegistry } from "../../src/methods/default-table.js";
+import { ethMethods } from "../../src/methods/eth-methods.js";
+import { MethodTable } from "../../src/methods/method-table.js";
+import { createNodegateServer } from "../../src/server.js";
+import { Network } from "../../src/upstream/network.js";
+import { resultJson, resultText } from "../../src/upstream/reply.js";
+import { type WsStateChange, WsUpstream, type WsUpstreamOptions } from "../../src/upstream/ws-upstream.js";
+import { grpcJsClient } from "../support/grpc-clients.js";
+import { jsonRpcErrorOfGrpc } from "../support/grpc-status.js";
+import { startNodegate } from "../support/nodegate.js";
+import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
+import { openWsSession } from "../support/ws-session.js";
+
+const BLOCKS = 200;
+const GRPC_UNAVAILABLE = 14;
+
+let anvil: AnvilNode;
+/** Everything each test started, stopped in afterAll even when the test failed. */
+const cleanups: (() => Promise<void> | void)[] = [];
+
+beforeAll(async () => {
+  anvil = await startAnvil();
+  await anvilRpc("anvil_mine", [`0x${BLOCKS.toString(16)}`]);
+});
+afterAll(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+  await anvil?.stop();
+});
+
+async function anvilRpc(method: string, params: unknown[]): Promise<unknown> {
+  const res = await fetch(anvil.url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
+  return ((await res.json()) as { result: unknown }).result;
+}
+
+async function proxy(): Promise<TcpProxy> {
+  const p = await startTcpProxy(anvil.port);
+  cleanups.push(() => p.close());
+  return p;
+}
+
+function upstream(p: TcpProxy, options: Partial<WsUpstreamOptions> = {}): WsUpstream {
+  const u = new WsUpstream({
+    url: `ws://127.0.0.1:${p.port}`,
+    label: "test",
+    // Held replies hold pongs too; these tests choose when the connection drops.
+    pongTimeoutMs: 60_000,
+    reconnectMinDelayMs: 20,
+    reconnectMaxDelayMs: 200,
+    ...options,
+  });
+  cleanups.push(() => u.close());
+  return u;
+}
+
+const hex = (n: number) => `0x${n.toString(16)}`;
+const blockParams = (n: number) => `["${hex(n)}",false]`;
+const opts = (extra: { idempotent?: boolean; signal?: AbortSignal; timeoutMs?: number } = {}) => ({ timeoutMs: 10_000, ...extra });
+
+/** The state changes an upstream goes through, recorded for assertions. */
+function recordStates(u: WsUpstream): WsStateChange[] {
+  const seen: WsStateChange[] = [];
+  u.onStateChange((c) => seen.push(c));
+  return seen;
+}
+
+async function rejection(promise: Promise<unknown>): Promise<GatewayError> {
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(GatewayError);
+  return err as GatewayError;
+}
+
+describe("WsUpstream: multiplexing", () => {
+  it("returns the node's result as raw text and the node's errors as GatewayErrors", async () => {
+    const u = upstream(await proxy());
+    expect(resultText(await u.call("eth_chainId", "[]", opts()))).toBe('"0x7a69"');
+    const err = await rejection(u.call("eth_getBalance", '["0x12"]', opts()));
+    expect(err.origin).toBe("upstream");
+    expect(err.code).toBe(-32602);
+  });
+
+  it("keeps 200 concurrent requests apart on one connection", async () => {
+    const p = await proxy();
+    const u = upstream(p);
+    const numbers = Array.from({ length: BLOCKS }, (_, i) => BLOCKS - i);
+    const answers = await Promise.all(numbers.map((n) => u.call("eth_getBlockByNumber", blockParams(n), opts({ idempotent: true }))));
+    answers.forEach((answer, i) => {
+      expect((resultJson(answer) as { number: string }).number).toBe(hex(numbers[i] as number));
+    });
+    expect(p.accepted).toBe(1);
+  });
+
+  it("routes a subscription's notifications to its listener", async () => {
+    const u = upstream(await proxy());
+    const id = resultJson(await u.call("eth_subscribe", '["newHeads"]', opts())) as string;
+    const heads: unknown[] = [];
+    const stop = u.onSubscription(id, (n) => heads.push(resultJson(n.result)));
+    const before = Number(await anvilRpc("eth_blockNumber", []));
+    await anvilRpc("evm_mine", []);
+    await vi.waitFor(() => expect(heads).toHaveLength(1));
+    expect(heads[0]).toMatchObject({ number: hex(before + 1) });
+    stop();
+    await u.call("eth_unsubscribe", JSON.stringify([id]), opts());
+  });
+});
+
+describe("WsUpstream: deadlines and cancellation", () => {
+  it("rejects at the deadline and forgets the request", async () => {
+    const p = await proxy();
+    const u = upstream(p);
+    await u.call("eth_chainId", "[]", opts());
+    p.holdReplies(true);
+    const err = await rejection(u.call("eth_chainId", "[]", opts({ timeoutMs: 100 })));
+    expect(err.code).toBe(-32051);
+    expect(u.pendingCount).toBe(0);
+    p.holdReplies(false);
+    // The late reply finds no one waiting and confuses nobody.
+    const next = await u.call("eth_getBlockByNumber", blockParams(9), opts());
+    expect((resultJson(next) as { number: string }).number).toBe(hex(9));
+  });
+
+  it("rejects with cancelled when the caller aborts, and forgets the request", async () => {
+    const p = await proxy();
+    const u = upstream(p);
+    await u.call("eth_chainId", "[]", opts());
+    p.holdReplies(true);
+    const abort = new AbortController();
+    const call = u.call("eth_chainId", "[]", opts({ signal: abort.signal }));
+    await vi.waitFor(() => expect(u.inFlightCount).toBe(1));
+    abort.abort();
+    expect((await rejection(call)).grpcCode).toBe(1); // Canceled
+    expect(u.pendingCount).toBe(0);
+    p.holdReplies(false);
+    expect(resultText(await u.call("eth_chainId", "[]", opts()))).toBe('"0x7a69"');
+  });
+});
+
+describe("WsUpstream: dropped connections", () => {
+  it("retries an idempotent request in flight once on the new connection, and fails a non-idempotent one cleanly", async () => {
+    const p = await proxy();
+    const u = upstream(p);
+    const states = recordStates(u);
+    await u.call("eth_chainId", "[]", opts());
+    p.holdReplies(true);
+    const idempotent = u.call("eth_getBlockByNumber", blockParams(17), opts({ idempotent: true }));
+    const nonIdempotent = u.call("eth_call", "[{}]", opts({ idempotent: false }));
+    await vi.waitFor(() => expect(u.inFlightCount).toBe(2));
+    p.holdReplies(false);
+    p.sever();
+
+    const lost = await rejection(nonIdempotent);
+    expect(lost).toMatchObject({ code: -32050, grpcCode: GRPC_UNAVAILABLE, httpStatus: 503 });
+    expect(lost.message).toContain("eth_call is not retried");
+    expect((resultJson(await idempotent) as { number: string }).number).toBe(hex(17));
+    expect(p.accepted).toBe(2);
+    expect(states.map((s) => s.state)).toEqual(["connecting", "open", "disconnected", "connecting", "open"]);
+    expect(states.at(-1)?.reconnected).toBe(true);
+    expect(resultText(await u.call("eth_chainId", "[]", opts()))).toBe('"0x7a69"');
+  });
+
+  it("gives an idempotent request only one retry", async () => {
+    const p = await proxy();
+    const u = upstream(p);
+    await u.call("eth_chainId", "[]", opts());
+    p.holdReplies(true);
+    const outcome = rejection(u.call("eth_chainId", "[]", opts({ idempotent: true })));
+    await vi.waitFor(() => expect(u.inFlightCount).toBe(1));
+    p.sever();
+    // Re-sent on the second connection, where replies are still held; then that one drops too.
+    await vi.waitFor(() => expect(p.accepted === 2 && u.inFlightCount === 1).toBe(true));
+    p.sever();
+    const err = await outcome;
+    expect(err.code).toBe(-32050);
+    expect(err.message).toContain("lost again on its one retry");
+    p.holdReplies(false);
+    expect(resultText(await u.call("eth_chainId", "[]", opts()))).toBe('"0x7a69"');
+  });
+
+  it("holds requests made while disconnected until it reconnects, up to their deadline", async () => {
+    const p = await proxy();
+    const u = upstream(p);
+    await u.call("eth_chainId", "[]", opts());
+    p.refuse(true);
+    p.sever();
+    await vi.waitFor(() => expect(u.state).toBe("disconnected"));
+    const waits = u.call("eth_getBlockByNumber", blockParams(3), opts({ idempotent: true }));
+    const givesUp = await rejection(u.call("eth_chainId", "[]", opts({ timeoutMs: 100 })));
+    // It never reached the node, so it fails as "unavailable" (with the reason), not as a slow node.
+    expect(givesUp).toMatchObject({ code: -32050, grpcCode: GRPC_UNAVAILABLE, httpStatus: 503 });
+    expect(givesUp.message).toContain("no connection to the node within 100 ms");
+    const acceptedWhileDown = p.accepted;
+    p.refuse(false);
+    expect((resultJson(await waits) as { number: string }).number).toBe(hex(3));
+    expect(p.accepted).toBe(acceptedWhileDown + 1);
+  });
+
+  it("treats a connection whose pongs stop as dropped, and reconnects", async () => {
+    const p = await proxy();
+    const u = upstream(p, { pingIntervalMs: 30, pongTimeoutMs: 60 });
+    const states = recordStates(u);
+    await u.call("eth_chainId", "[]", opts());
+    p.holdReplies(true);
+    await vi.waitFor(() => expect(u.state).not.toBe("open"));
+    p.holdReplies(false);
+    await vi.waitFor(() => expect(u.state).toBe("open"));
+    expect(states.some((s) => s.state === "open" && s.reconnected)).toBe(true);
+    expect(p.accepted).toBeGreaterThanOrEqual(2);
+    expect(resultText(await u.call("eth_chainId", "[]", opts()))).toBe('"0x7a69"');
+  });
+});
+
+describe("WsUpstream: close", () => {
+  it("rejects what is pending, closes its socket and leaves no timers or sockets behind", async () => {
+    const p = await proxy();
+    const before = process.getActiveResourcesInfo().sort();
+    const u = new WsUpstream({ url: `ws://127.0.0.1:${p.port}`, label: "close-test", pingIntervalMs: 1000, reconnectMinDelayMs: 20 });
+    await u.call("eth_chainId", "[]", opts());
+    p.sever();
+    await vi.waitFor(() => expect(u.state).toBe("open"));
+    p.holdReplies(true);
+    const pending = u.call("eth_chainId", "[]", opts({ idempotent: true }));
+    await vi.waitFor(() => expect(u.inFlightCount).toBe(1));
+    const pendingOutcome = rejection(pending);
+    await u.close();
+    expect((await pendingOutcome).code).toBe(-32050);
+    expect((await rejection(u.call("eth_chainId", "[]", opts()))).code).toBe(-32050);
+    p.holdReplies(false);
+    await vi.waitFor(() => expect(p.open).toBe(0));
+    // Polled by hand: vi.waitFor's own timers would show up in the snapshot.
+    let now = process.getActiveResourcesInfo().sort();
+    for (let i = 0; i < 50 && JSON.stringify(now) !== JSON.stringify(before); i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      now = process.getActiveResourcesInfo().sort();
+    }
+    expect(now).toEqual(before);
+  });
+});
+
+describe("nodegate over a WebSocket upstream", () => {
+  it("serves typed and native calls, and 200 concurrent mixed calls over one upstream connection", async () => {
+    const p = await proxy();
+    const ng = await startNodegate({ upstreamUrl: `ws://127.0.0.1:${p.port}` });
+    cleanups.push(() => ng.close());
+    const grpcClient = grpcJsClient(ng.address, EthService);
+    cleanups.push(() => grpcClient.close());
+    const ws = await openWsSession(ng.wsUrl);
+    cleanups.push(() => ws.close());
+
+    const typed = (n: number) =>
+      grpcClient
+        .call<GetBlockByNumberResponse>(
+          "getBlockByNumber",
+          create(GetBlockByNumberRequestSchema, { block: { kind: { case: "number", value: BigInt(n) } } }),
+          { "x-api-key": ng.key },
+        )
+        .then((r) => r.block?.number);
+    const overHttp = (n: number) =>
+      fetch(ng.rpcUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: `{"jsonrpc":"2.0","id":${n},"method":"eth_getBlockByNumber","params":${blockParams(n)}}`,
+      })
+        .then((r) => r.json() as Promise<{ id: number; result: { number: string } }>)
+        .then((r) => (r.id === n ? BigInt(r.result.number) : -1n));
+    const wsAnswers = new Map<number, (n: bigint) => void>();
+    void (async () => {
+      for (;;) {
+        const reply = JSON.parse(await ws.next()) as { id: number; result: { number: string } };
+        wsAnswers.get(reply.id)?.(BigInt(reply.result.number));
+      }
+    })();
+    const overWs = (n: number) =>
+      new Promise<bigint>((resolve) => {
+        wsAnswers.set(n, resolve);
+        ws.send(`{"jsonrpc":"2.0","id":${n},"method":"eth_getBlockByNumber","params":${blockParams(n)}}`);
+      });
+
+    expect(await typed(1)).toBe(1n);
+    expect(await overHttp(2)).toBe(2n);
+    expect(await overWs(3)).toBe(3n);
+
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on("warning", onWarning);
+    cleanups.push(() => void process.off("warning", onWarning));
+
+    const doors = [typed, overHttp, overWs];
+    const numbers = Array.from({ length: BLOCKS }, (_, i) => i + 1);
+    const answers = await Promise.all(numbers.map((n) => (doors[n % 3] as (n: number) => Promise<bigint | undefined>)(n)));
+    expect(answers).toEqual(numbers.map(BigInt));
+    expect(p.accepted).toBe(1);
+    // Many calls in flight on one client connection share its abort signal; that must not read as a leak.
+    await new Promise((r) => setImmediate(r));
+    expect(warnings).not.toContain("MaxListenersExceededWarning");
+  });
+
+  it("gives in-flight calls the documented outcome on both doors when the upstream socket drops", async () => {
+    const p = await proxy();
+    // A table in which eth_call is not idempotent, so the drop's other outcome can be seen on real doors.
+    const table = new MethodTable(
+      createCodecRegistry(),
+      ethMethods.map((e) => (e.rpc === EthService.method.call ? { ...e, idempotent: false } : e)),
+    );
+    const ws = upstream(p);
+    const key = "drop-test-key";
+    const gateway = new Gateway({
+      table,
+      networks: [new Network({ name: "ethereum", family: "eth", upstreams: [ws], timeoutMs: 10_000 })],
+      defaultNetwork: "ethereum",
+      access: new AccessControl(new ApiKeyStore([{ key, plan: "growth" }], DEFAULT_PLANS), new RateLimiter(new MemoryRateLimitStore())),
+      policies: createPolicies(),
+      passThrough: { methods: [], allowWrites: false },
+      corsOrigins: [],
+      limits: { ...DEFAULT_LIMITS },
+      log: createLogger("silent"),
+      metrics: new Metrics({ processMetrics: false }),
+    });
+    const server = createNodegateServer(gateway);
+    const { port } = await server.listen(0, "127.0.0.1");
+    cleanups.push(() => server.close());
+    const grpcClient = grpcJsClient(`127.0.0.1:${port}`, EthService);
+    cleanups.push(() => grpcClient.close());
+    const native = (body: string) =>
+      fetch(`http://127.0.0.1:${port}/v3/${key}`, { method: "POST", headers: { "content-type": "application/json" }, body }).then(
+        async (r) => ({ status: r.status, body: (await r.json()) as { id: number; result?: { number: string }; error?: { code: number; message: string } } }),
+      );
+    const typedBlock = (n: number) =>
+      grpcClient.call<GetBlockByNumberResponse>(
+        "getBlockByNumber",
+        create(GetBlockByNumberRequestSchema, { block: { kind: { case: "number", value: BigInt(n) } } }),
+        { "x-api-key": key },
+      );
+    const typedCall = () =>
+      grpcClient.call<CallResponse>("call", create(CallRequestSchema, { transaction: {} }), { "x-api-key": key });
+
+    expect((await native('{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}')).body.result).toBe("0x7a69");
+    p.holdReplies(true);
+    const nativeIdempotent = native(`{"jsonrpc":"2.0","id":5,"method":"eth_getBlockByNumber","params":${blockParams(5)}}`);
+    const nativeNonIdempotent = native('{"jsonrpc":"2.0","id":6,"method":"eth_call","params":[{}]}');
+    const typedIdempotent = typedBlock(7);
+    const typedNonIdempotent = typedCall().then(
+      () => undefined,
+      (e: grpc.ServiceError) => e,
+    );
+    await vi.waitFor(() => expect(ws.inFlightCount).toBe(4));
+    p.holdReplies(false);
+    p.sever();
+
+    expect((await nativeIdempotent).body).toMatchObject({ id: 5, result: { number: hex(5) } });
+    const nativeLost = await nativeNonIdempotent;
+    expect(nativeLost.status).toBe(503);
+    expect(nativeLost.body).toMatchObject({ id: 6, error: { code: -32050 } });
+    expect(nativeLost.body.error?.message).toContain("connection was lost");
+    expect((await typedIdempotent).block?.number).toBe(7n);
+    const typedLost = await typedNonIdempotent;
+    expect(typedLost?.code).toBe(GRPC_UNAVAILABLE);
+    expect(jsonRpcErrorOfGrpc(typedLost as grpc.ServiceError)).toMatchObject({ code: -32050n });
+
+    // After the reconnect, both doors work again.
+    expect((await typedCall()).data?.length).toBe(0);
+    expect((await native('{"jsonrpc":"2.0","id":9,"method":"eth_call","params":[{}]}')).body).toMatchObject({ id: 9, result: "0x" });
+    expect(p.accepted).toBe(2);
+  });
+
+  it("aborts a WebSocket client's upstream calls when the client goes away", async () => {
+    const p = await proxy();
+    const ng = await startNodegate({ upstreamUrl: `ws://127.0.0.1:${p.port}` });
+    cleanups.push(() => ng.close());
+    const u = ng.gateway.network(undefined).primary as WsUpstream;
+    const client = await openWsSession(ng.wsUrl);
+    client.send('{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}');
+    await client.next();
+    p.holdReplies(true);
+    client.send('{"jsonrpc":"2.0","id":2,"method":"eth_chainId","params":[]}');
+    client.send('[{"jsonrpc":"2.0","id":3,"method":"eth_chainId","params":[]},{"jsonrpc":"2.0","id":4,"method":"eth_blockNumber","params":[]}]');
+    await vi.waitFor(() => expect(u.inFlightCount).toBe(3));
+    await client.close();
+    await vi.waitFor(() => expect(u.pendingCount).toBe(0));
+    p.holdReplies(false);
+  });
+});
