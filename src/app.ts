@@ -3,6 +3,7 @@
  * method table and policies, access control, the gateway and the server.
  * Used by main and by tests.
  */
+import { readFileSync } from "node:fs";
 import type { Logger } from "pino";
 import { AccessControl } from "./auth/access-control.js";
 import { ApiKeyStore } from "./auth/api-keys.js";
@@ -54,5 +55,6 @@ export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[
     log,
     metrics,
   });
-  return { gateway, server: createNodegateServer(gateway, { wsPingIntervalMs: config.websocket.pingIntervalMs }) };
+  const tls = config.tls ? { cert: readFileSync(config.tls.certFile), key: readFileSync(config.tls.keyFile) } : undefined;
+  return { gateway, server: createNodegateServer(gateway, { wsPingIntervalMs: config.websocket.pingIntervalMs, tls, drainMs: config.drainMs }) };
 }

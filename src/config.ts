@@ -136,6 +136,10 @@ export interface Config {
   logLevel: string;
   /** Which endpoint of the embedded Anvil to use (default http). */
   embeddedTransport: "http" | "ws";
+  /** PEM files: serve TLS on the same port (HTTP/2 with ALPN, HTTP/1.1 fallback). */
+  tls: { certFile: string; keyFile: string } | undefined;
+  /** On SIGTERM/SIGINT, how long in-flight requests and streams may take to finish, in ms. */
+  drainMs: number;
   /** WebSocket keep-alive and reconnect timing. */
   websocket: WebSocketSettings;
 }
@@ -213,6 +217,8 @@ function defaults(): Config {
     logLevel: "info",
     embeddedTransport: "http",
     websocket: { ...DEFAULT_WEBSOCKET },
+    tls: undefined,
+    drainMs: 10_000,
   };
 }
 
@@ -457,6 +463,20 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
   r.keys(["passThrough"], ["methods", "allowWrites"]);
   config.passThrough.methods = r.strings(["passThrough", "methods"]) ?? config.passThrough.methods;
   config.passThrough.allowWrites = r.boolean(["passThrough", "allowWrites"]) ?? config.passThrough.allowWrites;
+  config.drainMs = r.number(["drainMs"], 0, 600_000) ?? config.drainMs;
+  if (r.has(["tls"])) {
+    r.keys(["tls"], ["certFile", "keyFile"]);
+    const certFile = r.string(["tls", "certFile"]) ?? r.fail(["tls", "certFile"], "required with tls");
+    const keyFile = r.string(["tls", "keyFile"]) ?? r.fail(["tls", "keyFile"], "required with tls");
+    for (const [name, path] of [["certFile", certFile], ["keyFile", keyFile]] as const) {
+      try {
+        readFileSync(path);
+      } catch (err) {
+        r.fail(["tls", name], `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      }
+    }
+    config.tls = { certFile, keyFile };
+  }
   r.keys(["cors"], ["origins"]);
   config.corsOrigins = r.strings(["cors", "origins"]) ?? config.corsOrigins;
 }

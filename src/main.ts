@@ -36,17 +36,42 @@ function banner(config: Config, host: string, port: number, key: string, generat
   ].join("\n");
 }
 
-async function main(): Promise<void> {
-  let config: Config;
+const HELP = `nodegate: typed gRPC/Connect and native JSON-RPC access to blockchain nodes
+
+Usage:
+  nodegate [--config FILE]        start the service (no upstream configured: a local Anvil node)
+  nodegate check-config FILE      validate a configuration file and exit (0: valid, 2: invalid)
+  nodegate --help                 this text
+
+Environment (overrides the file):
+  NODEGATE_CONFIG                 configuration file (same as --config)
+  NODEGATE_UPSTREAM_URL           http(s) URL of the default network's upstream
+  NODEGATE_UPSTREAM_WS_URL        ws(s) URL of the default network's upstream
+  NODEGATE_UPSTREAM_TRANSPORT     http or ws: which endpoint of the embedded Anvil to use
+  NODEGATE_STARKNET_UPSTREAM_URL  http(s) URL of a Starknet node (network "starknet")
+  NODEGATE_PORT, NODEGATE_HOST    listen address (default 127.0.0.1:8080)
+  NODEGATE_API_KEYS               comma-separated keys, each optionally key:plan (core, growth, custom)
+  NODEGATE_LOG_LEVEL              pino level (default info)
+
+See README.md and examples/nodegate.example.yaml.
+`;
+
+function fail(message: string, code = 2): never {
+  process.stderr.write(`nodegate: ${message}\n`);
+  process.exit(code);
+}
+
+function loadOrExit(configPath: string | undefined): Config {
   try {
-    config = loadConfig(process.env);
+    return loadConfig(process.env, configPath);
   } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`nodegate: ${err.message}\n`);
-      process.exit(2);
-    }
+    if (err instanceof ConfigError) fail(err.message);
     throw err;
   }
+}
+
+async function start(configPath: string | undefined): Promise<void> {
+  const config = loadOrExit(configPath);
   const log = createLogger(config.logLevel);
   let anvil: AnvilNode | undefined;
   if (config.embeddedAnvil) {
@@ -65,16 +90,40 @@ async function main(): Promise<void> {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    log.info({ signal }, "shutting down");
-    await server.close();
+    log.info({ signal, inFlight: server.inFlight, drainMs: config.drainMs }, "shutting down: draining in-flight requests");
+    await server.close(config.drainMs);
     await anvil?.stop();
+    log.info("stopped");
     process.exit(0);
   };
   process.on("SIGINT", () => void stop("SIGINT"));
   process.on("SIGTERM", () => void stop("SIGTERM"));
 }
 
-main().catch((err: unknown) => {
+export async function main(argv: string[]): Promise<void> {
+  const [first, second] = argv;
+  if (first === "--help" || first === "-h" || first === "help") {
+    process.stdout.write(HELP);
+    return;
+  }
+  if (first === "check-config") {
+    if (!second) fail("check-config needs a FILE");
+    const config = loadOrExit(second);
+    const keys = config.keys?.length ?? 0;
+    process.stdout.write(
+      `${second}: valid (${config.networks.length} network${config.networks.length === 1 ? "" : "s"}: ${config.networks.map((n) => `${n.name} [${n.family}, ${n.upstreams.length} upstream${n.upstreams.length === 1 ? "" : "s"}]`).join(", ")}; ${keys} key${keys === 1 ? "" : "s"}; listen ${config.host}:${config.port})\n`,
+    );
+    return;
+  }
+  if (first === "--config") {
+    if (!second) fail("--config needs a FILE");
+    return start(second);
+  }
+  if (first !== undefined) fail(`unknown argument ${first}; see nodegate --help`);
+  return start(undefined);
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
   process.stderr.write(`nodegate: ${(err as Error).stack ?? String(err)}\n`);
   process.exit(1);
 });

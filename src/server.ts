@@ -1,24 +1,31 @@
 /**
- * Composition root: one listening port that serves gRPC (HTTP/2 cleartext,
- * as @grpc/grpc-js connects), gRPC-Web and Connect (HTTP/1.1 and HTTP/2), and
- * the native JSON-RPC path. The first bytes of each connection decide whether
- * it goes to the HTTP/2 or the HTTP/1.1 server (Node cannot serve both
- * cleartext protocols from one server).
+ * Composition root of the listening side: one port that serves gRPC (HTTP/2,
+ * as @grpc/grpc-js connects), gRPC-Web and Connect (HTTP/1.1 and HTTP/2), the
+ * native JSON-RPC path over HTTP and WebSocket, health, readiness and metrics.
+ * In cleartext the first bytes of each connection decide whether it goes to
+ * the HTTP/2 or the HTTP/1.1 server (Node cannot serve both cleartext
+ * protocols from one server); with TLS, ALPN decides.
  */
 import http from "node:http";
 import http2 from "node:http2";
 import net, { type AddressInfo, type Socket } from "node:net";
+import type { DescService } from "@bufbuild/protobuf";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import type { NodeRequest, NodeResponse } from "./http-types.js";
+import { Health } from "../gen/grpc/health/v1/health_pb.js";
+import { JsonRpcService } from "../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { handleCors } from "./cors.js";
 import type { Gateway } from "./gateway.js";
 import { registerGenericService } from "./grpc/generic-service.js";
+import { registerHealth } from "./grpc/health-service.js";
+import { registerReflection } from "./grpc/reflection.js";
 import { registerTypedServices } from "./grpc/typed-services.js";
+import type { NodeRequest, NodeResponse } from "./http-types.js";
 import { createJsonRpcHttpHandler } from "./jsonrpc/http-handler.js";
 import { matchNativeRoute } from "./jsonrpc/paths.js";
 import { createJsonRpcWsHandler, isWebSocketUpgrade } from "./jsonrpc/ws-handler.js";
-import { serveUpgradeAsPlainRequest } from "./plain-upgrade.js";
+import { HealthMonitor } from "./observability/health.js";
 import { requestLogInterceptor } from "./observability/request-log.js";
+import { serveUpgradeAsPlainRequest } from "./plain-upgrade.js";
 
 type Req = NodeRequest;
 type Res = NodeResponse;
@@ -28,13 +35,27 @@ const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 export interface NodegateServer {
   /** Starts listening; resolves with the bound address. */
   listen(port: number, host?: string): Promise<AddressInfo>;
-  /** Stops accepting, closes open connections and the upstreams. */
-  close(): Promise<void>;
+  /**
+   * Graceful stop: stops accepting, lets in-flight requests and streams finish
+   * for up to `drainMs`, then closes what is left and the upstreams.
+   */
+  close(drainMs?: number): Promise<void>;
+  /** Requests being answered right now. */
+  readonly inFlight: number;
 }
 
 export interface NodegateServerOptions {
   /** How often native WebSocket clients are pinged, in ms; silent ones are closed. Default 30 000. */
   wsPingIntervalMs?: number | undefined;
+  /** PEM certificate and key: serve TLS (HTTP/2 with ALPN, HTTP/1.1 fallback) instead of cleartext. */
+  tls?: { cert: string | Buffer; key: string | Buffer } | undefined;
+  /** Default drain time of close(), in ms. Default 10 000. */
+  drainMs?: number | undefined;
+}
+
+/** The services the typed door offers (the method table's, the generic one, health). */
+function servedServices(gateway: Gateway): DescService[] {
+  return [...gateway.table.services(), JsonRpcService, Health];
 }
 
 export function createNodegateServer(gateway: Gateway, options: NodegateServerOptions = {}): NodegateServer {
@@ -43,6 +64,12 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     maxMessageBytes: gateway.limits.maxWsMessageBytes,
     pingIntervalMs: options.wsPingIntervalMs ?? 30_000,
   });
+  const services = servedServices(gateway);
+  const health = new HealthMonitor(
+    gateway,
+    services.filter((s) => !gateway.table.services().includes(s)).map((s) => s.typeName),
+  );
+  let draining = false;
 
   const fallback = (req: Req, res: Res): void => {
     const path = req.url ?? "/";
@@ -64,72 +91,146 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       res.end("this address takes WebSocket connections\n");
       return;
     }
-    if (path === "/healthz") {
-      res.writeHead(200, { "content-type": "text/plain" });
-      res.end("ok\n");
-      return;
+    switch (path) {
+      case "/healthz":
+        res.writeHead(200, { "content-type": "text/plain" });
+        res.end("ok\n");
+        return;
+      case "/readyz":
+        health.networks().then(
+          (networks) => {
+            const ready = !draining && Object.values(networks).every(Boolean);
+            res.writeHead(ready ? 200 : 503, { "content-type": "application/json" });
+            res.end(JSON.stringify({ ready, draining, networks }));
+          },
+          () => {
+            res.writeHead(503, { "content-type": "application/json" });
+            res.end('{"ready":false}');
+          },
+        );
+        return;
+      case "/metrics":
+        gateway.metrics.registry.metrics().then((text) => {
+          res.writeHead(200, { "content-type": gateway.metrics.registry.contentType });
+          res.end(text);
+        });
+        return;
+      default:
+        res.writeHead(404, { "content-type": "text/plain" });
+        res.end("not found\n");
     }
-    res.writeHead(404, { "content-type": "text/plain" });
-    res.end("not found\n");
   };
 
   const handler = connectNodeAdapter({
     routes: (router) => {
       registerTypedServices(router, gateway);
       registerGenericService(router, gateway);
+      registerHealth(router, health);
+      registerReflection(router, services);
     },
     interceptors: [requestLogInterceptor(gateway.log, gateway.metrics)],
     fallback,
   });
 
+  let inFlight = 0;
+  const idleWaiters: (() => void)[] = [];
   const handle = (req: Req, res: Res): void => {
+    inFlight++;
+    res.once("close", () => {
+      inFlight--;
+      if (inFlight === 0) for (const wake of idleWaiters.splice(0)) wake();
+    });
+    // While draining, HTTP/1.1 connections are closed after their current response.
+    if (draining && "setHeader" in res && req.httpVersionMajor === 1) res.setHeader("connection", "close");
     if (handleCors(gateway.corsOrigins, req, res)) return;
     handler(req, res);
   };
-  const h1 = http.createServer({ keepAliveTimeout: 65_000 }, handle);
-  const h2 = http2.createServer({}, handle);
-  h1.on("upgrade", (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
-    if (isWebSocketUpgrade(req)) wsHandler.handleUpgrade(req, socket, head);
-    else serveUpgradeAsPlainRequest(h1, req, socket, head);
-  });
-  const sockets = new Set<Socket>();
 
-  const tcp = net.createServer((socket) => {
+  const onUpgrade = (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
+    if (draining) {
+      socket.destroy();
+      return;
+    }
+    if (isWebSocketUpgrade(req)) wsHandler.handleUpgrade(req, socket, head);
+    else if (plain !== undefined) serveUpgradeAsPlainRequest(plain, req, socket, head);
+    else socket.destroy();
+  };
+
+  const sockets = new Set<Socket>();
+  const sessions = new Set<http2.Http2Session>();
+  const track = (socket: Socket) => {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
-    socket.once("data", (head: Buffer) => {
-      // Peek at the first bytes, put them back, and hand the socket to the
-      // server that speaks its protocol; both read what is already buffered.
-      socket.pause();
-      socket.unshift(head);
-      const n = Math.min(head.length, H2_PREFACE.length);
-      const isH2 = head.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
-      if (isH2) {
-        h2.emit("connection", socket);
-      } else {
-        h1.emit("connection", socket);
-        socket.resume(); // the HTTP/1.1 server reads by 'data' events; the HTTP/2 one drains the buffer itself
-      }
+  };
+  const trackSession = (session: http2.Http2Session) => {
+    sessions.add(session);
+    session.on("close", () => sessions.delete(session));
+  };
+
+  let listener: net.Server;
+  let plain: http.Server | undefined;
+  if (options.tls) {
+    const secure = http2.createSecureServer({ cert: options.tls.cert, key: options.tls.key, allowHTTP1: true }, handle);
+    secure.on("upgrade", onUpgrade);
+    secure.on("secureConnection", track);
+    secure.on("session", trackSession);
+    listener = secure;
+  } else {
+    plain = http.createServer({ keepAliveTimeout: 65_000 }, handle);
+    const h2 = http2.createServer({}, handle);
+    plain.on("upgrade", onUpgrade);
+    h2.on("session", trackSession);
+    const h1 = plain;
+    listener = net.createServer((socket) => {
+      track(socket);
+      socket.once("data", (head: Buffer) => {
+        // Peek at the first bytes, put them back, and hand the socket to the
+        // server that speaks its protocol; both read what is already buffered.
+        socket.pause();
+        socket.unshift(head);
+        const n = Math.min(head.length, H2_PREFACE.length);
+        if (head.subarray(0, n).equals(H2_PREFACE.subarray(0, n))) {
+          h2.emit("connection", socket);
+        } else {
+          h1.emit("connection", socket);
+          socket.resume(); // the HTTP/1.1 server reads by 'data' events; the HTTP/2 one drains the buffer itself
+        }
+      });
     });
-  });
+  }
 
   return {
+    get inFlight() {
+      return inFlight;
+    },
     listen(port, host = "127.0.0.1") {
       return new Promise((resolve, reject) => {
-        tcp.once("error", reject);
-        tcp.listen(port, host, () => {
-          tcp.off("error", reject);
-          resolve(tcp.address() as AddressInfo);
+        listener.once("error", reject);
+        listener.listen(port, host, () => {
+          listener.off("error", reject);
+          resolve(listener.address() as AddressInfo);
         });
       });
     },
-    async close() {
+    async close(drainMs = options.drainMs ?? 10_000) {
+      draining = true;
+      const stopped = new Promise<void>((resolve) => listener.close(() => resolve()));
+      // HTTP/2 clients get a GOAWAY: they finish their streams and open no new ones.
+      for (const session of sessions) session.close();
+      plain?.closeIdleConnections();
       wsHandler.close();
-      await new Promise<void>((resolve) => {
-        tcp.close(() => resolve());
-        h1.closeAllConnections();
-        for (const socket of sockets) socket.destroy();
-      });
+      if (inFlight > 0) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, drainMs);
+          idleWaiters.push(() => {
+            clearTimeout(timer);
+            resolve();
+          });
+        });
+      }
+      for (const session of sessions) session.destroy();
+      for (const socket of sockets) socket.destroy();
+      await stopped;
       await gateway.close();
     },
   };

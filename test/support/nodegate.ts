@@ -53,6 +53,8 @@ export async function startNodegate(options: StartOptions): Promise<TestNodegate
     logLevel: "info",
     embeddedTransport: "http",
     websocket: { ...DEFAULT_WEBSOCKET },
+    tls: undefined,
+    drainMs: 5000,
     ...options.config,
   };
   const logs: Record<string, unknown>[] = [];
