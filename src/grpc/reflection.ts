@@ -16,8 +16,9 @@ const INVALID_ARGUMENT = 3;
 function filesOf(services: readonly DescService[]): Map<string, DescFile> {
   const files = new Map<string, DescFile>();
   const visit = (file: DescFile) => {
-    if (files.has(file.name)) return;
-    files.set(file.name, file);
+    // proto.name is the import path with ".proto", as clients ask for it; DescFile.name drops the suffix.
+    if (files.has(file.proto.name)) return;
+    files.set(file.proto.name, file);
     for (const dep of file.dependencies) visit(dep);
   };
   for (const s of services) visit(s.file);
@@ -29,8 +30,8 @@ function withDependencies(file: DescFile): Uint8Array[] {
   const seen = new Set<string>();
   const out: Uint8Array[] = [];
   const visit = (f: DescFile) => {
-    if (seen.has(f.name)) return;
-    seen.add(f.name);
+    if (seen.has(f.proto.name)) return;
+    seen.add(f.proto.name);
     out.push(toBinary(FileDescriptorProtoSchema, f.proto));
     for (const dep of f.dependencies) visit(dep);
   };

@@ -1,0 +1,248 @@
+/**
+ * What operators and explorers use: gRPC reflection (a reflection client and
+ * buf curl list and call services without proto files), grpc.health.v1
+ * following upstream state, /healthz and /readyz, a Prometheus scrape, TLS on
+ * the same port, and the CLI.
+ */
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { create, fromBinary } from "@bufbuild/protobuf";
+import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import * as grpc from "@grpc/grpc-js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Health, HealthCheckRequestSchema, type HealthCheckResponse, HealthCheckResponse_ServingStatus as Status } from "../../gen/grpc/health/v1/health_pb.js";
+import * as reflectionV1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
+import * as reflectionV1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
+import { EthService, type ChainIdResponse, ChainIdRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { grpcJsClient } from "../support/grpc-clients.js";
+import { post, rpc } from "../support/http.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+import { type Answer, type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
+
+const run = promisify(execFile);
+const ROOT = join(import.meta.dirname, "../..");
+
+let anvil: AnvilNode;
+let switchable: ProgrammableUpstream;
+let upstreamAnswer: Answer;
+let ng: TestNodegate;
+
+beforeAll(async () => {
+  anvil = await startAnvil();
+  upstreamAnswer = { forward: anvil.url };
+  switchable = await startProgrammableUpstream(() => upstreamAnswer);
+  ng = await startNodegate({ upstreamUrl: switchable.url });
+});
+afterAll(async () => {
+  await ng?.close();
+  await switchable?.close();
+  await anvil?.stop();
+});
+
+async function reflect<S extends typeof reflectionV1 | typeof reflectionV1alpha>(schemas: S, requests: reflectionV1.ServerReflectionRequest["messageRequest"][]) {
+  const client = createClient(schemas.ServerReflection as typeof reflectionV1.ServerReflection, createGrpcTransport({ baseUrl: ng.url }));
+  async function* input() {
+    for (const r of requests) yield create(reflectionV1.ServerReflectionRequestSchema, { messageRequest: r });
+  }
+  const out: reflectionV1.ServerReflectionResponse[] = [];
+  for await (const res of client.serverReflectionInfo(input())) out.push(res);
+  return out;
+}
+
+describe("gRPC server reflection", () => {
+  for (const [version, schemas] of [["v1", reflectionV1], ["v1alpha", reflectionV1alpha]] as const) {
+    it(`${version}: lists every service and serves their files with dependencies`, async () => {
+      const [list, file, method, byName] = await reflect(schemas, [
+        { case: "listServices", value: "" },
+        { case: "fileContainingSymbol", value: "nodegate.eth.v1.EthService" },
+        { case: "fileContainingSymbol", value: "nodegate.eth.v1.EthService.GetBlockByNumber" },
+        { case: "fileByFilename", value: "nodegate/eth/v1/block.proto" },
+      ]);
+      const names = list?.messageResponse.case === "listServicesResponse" ? list.messageResponse.value.service.map((s) => s.name) : [];
+      expect(names).toEqual(
+        expect.arrayContaining([
+          "nodegate.eth.v1.EthService",
+          "nodegate.starknet.v1.StarknetService",
+          "nodegate.jsonrpc.v1.JsonRpcService",
+          "grpc.health.v1.Health",
+          "grpc.reflection.v1.ServerReflection",
+          "grpc.reflection.v1alpha.ServerReflection",
+        ]),
+      );
+      for (const r of [file, method]) {
+        expect(r?.messageResponse.case).toBe("fileDescriptorResponse");
+        const files = r?.messageResponse.case === "fileDescriptorResponse" ? r.messageResponse.value.fileDescriptorProto.map((b) => fromBinary(FileDescriptorProtoSchema, b).name) : [];
+        expect(files).toContain("nodegate/eth/v1/eth_service.proto");
+        expect(files).toContain("nodegate/jsonrpc/v1/options.proto");
+        expect(files).toContain("google/protobuf/descriptor.proto");
+      }
+      expect(byName?.messageResponse.case).toBe("fileDescriptorResponse");
+    });
+  }
+
+  it("answers an unknown symbol with NOT_FOUND in the stream, and keeps the stream", async () => {
+    const [missing, list] = await reflect(reflectionV1, [
+      { case: "fileContainingSymbol", value: "no.such.Thing" },
+      { case: "listServices", value: "" },
+    ]);
+    expect(missing?.messageResponse.case === "errorResponse" && missing.messageResponse.value.errorCode).toBe(5);
+    expect(list?.messageResponse.case).toBe("listServicesResponse");
+  });
+
+  it("buf curl lists and calls services through reflection alone", async () => {
+    const buf = join(ROOT, "node_modules/.bin/buf");
+    const services = await run(buf, ["curl", "--protocol", "grpc", "--http2-prior-knowledge", "--list-services", ng.url]);
+    expect(services.stdout).toContain("nodegate.eth.v1.EthService");
+    const call = await run(buf, [
+      "curl", "--protocol", "grpc", "--http2-prior-knowledge", "-H", `x-api-key: ${ng.key}`,
+      "-d", "{}", `${ng.url}/nodegate.eth.v1.EthService/ChainId`,
+    ]);
+    expect(JSON.parse(call.stdout)).toEqual({ chainId: "31337" });
+  });
+});
+
+describe("health", () => {
+  const check = (client: ReturnType<typeof grpcJsClient>, service: string) =>
+    client.call<HealthCheckResponse>("check", create(HealthCheckRequestSchema, { service }));
+
+  it("grpc.health.v1 Check follows upstream state per service; unknown services are NOT_FOUND", async () => {
+    const client = grpcJsClient(ng.address, Health);
+    try {
+      expect((await check(client, "")).status).toBe(Status.SERVING);
+      expect((await check(client, "nodegate.eth.v1.EthService")).status).toBe(Status.SERVING);
+      // No starknet network is configured: its service cannot serve.
+      expect((await check(client, "nodegate.starknet.v1.StarknetService")).status).toBe(Status.NOT_SERVING);
+      await expect(check(client, "no.Such")).rejects.toMatchObject({ code: grpc.status.NOT_FOUND });
+    } finally {
+      client.close();
+    }
+  });
+
+  it("/healthz is process liveness; /readyz follows the upstream; Watch streams the change", async () => {
+    const down = await startProgrammableUpstream(() => ({ destroy: true }));
+    const idle = await startNodegate({ upstreamUrl: down.url });
+    try {
+      expect((await fetch(`${idle.url}/healthz`)).status).toBe(200);
+      const notReady = await fetch(`${idle.url}/readyz`);
+      expect(notReady.status).toBe(503);
+      expect(await notReady.json()).toEqual({ ready: false, draining: false, networks: { ethereum: false } });
+
+      const client = createClient(Health, createGrpcTransport({ baseUrl: idle.url }));
+      const abort = new AbortController();
+      const seen: Status[] = [];
+      const watching = (async () => {
+        for await (const res of client.watch({ service: "nodegate.eth.v1.EthService" }, { signal: abort.signal })) {
+          seen.push(res.status);
+          if (seen.length === 1) down.handler = () => ({ forward: anvil.url });
+          if (seen.length === 2) abort.abort();
+        }
+      })().catch(() => undefined);
+      await post(idle.rpcUrl, rpc("eth_chainId")).catch(() => undefined);
+      await watching;
+      expect(seen[0]).toBe(Status.NOT_SERVING);
+      expect((await fetch(`${idle.url}/readyz`)).status).toBe(200);
+    } finally {
+      await idle.close();
+      await down.close();
+    }
+  }, 20_000);
+});
+
+describe("metrics", () => {
+  async function scrape(): Promise<Map<string, number>> {
+    const res = await fetch(`${ng.url}/metrics`);
+    expect(res.headers.get("content-type")).toContain("text/plain");
+    const samples = new Map<string, number>();
+    for (const line of (await res.text()).split("\n")) {
+      if (!line || line.startsWith("#")) continue;
+      const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*(?:\{[^}]*\})?) (\S+)$/.exec(line);
+      expect(m, line).not.toBeNull();
+      samples.set(m?.[1] as string, Number(m?.[2]));
+    }
+    return samples;
+  }
+
+  it("a Prometheus scrape parses and counts requests by door, method and outcome, and upstream latency", async () => {
+    const okHttp = 'nodegate_requests_total{door="jsonrpc-http",method="eth_chainId",outcome="ok"}';
+    const badHttp = 'nodegate_requests_total{door="jsonrpc-http",method="eth_getBalance",outcome="-32602"}';
+    const okGrpc = 'nodegate_requests_total{door="grpc",method="nodegate.eth.v1.EthService/ChainId",outcome="ok"}';
+    const upstream = 'nodegate_upstream_duration_seconds_count{network="ethereum",upstream="ethereum/primary"}';
+    const before = await scrape();
+    await post(ng.rpcUrl, rpc("eth_chainId"));
+    await post(ng.rpcUrl, rpc("eth_chainId"));
+    await post(ng.rpcUrl, rpc("eth_getBalance", ["0x12"]));
+    const client = grpcJsClient(ng.address, EthService);
+    await client.call<ChainIdResponse>("chainId", create(ChainIdRequestSchema), { "x-api-key": ng.key });
+    client.close();
+    const after = await scrape();
+    const delta = (name: string) => (after.get(name) ?? 0) - (before.get(name) ?? 0);
+    expect(delta(okHttp)).toBe(2);
+    expect(delta(badHttp)).toBe(1);
+    expect(delta(okGrpc)).toBe(1);
+    expect(delta(upstream)).toBe(3); // the invalid call never went upstream
+    expect(after.has("nodegate_process_resident_memory_bytes")).toBe(true);
+  });
+});
+
+describe("TLS on the same port", () => {
+  it("serves gRPC over HTTP/2 (ALPN) and the native path over HTTP/1.1", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "nodegate-tls-"));
+    await run("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"), "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"]);
+    const secure = await startNodegate({
+      upstreamUrl: anvil.url,
+      config: { tls: { certFile: join(dir, "cert.pem"), keyFile: join(dir, "key.pem") } },
+    });
+    try {
+      const cert = readFileSync(join(dir, "cert.pem"));
+      const client = new grpc.Client(`localhost:${secure.port}`, grpc.credentials.createSsl(cert));
+      const chainId = await new Promise<Buffer>((resolve, reject) => {
+        const md = new grpc.Metadata();
+        md.set("x-api-key", secure.key);
+        client.makeUnaryRequest("/nodegate.eth.v1.EthService/ChainId", (x: Buffer) => x, (x: Buffer) => x, Buffer.alloc(0), md, (err, res) => (err ? reject(err) : resolve(res as Buffer)));
+      });
+      client.close();
+      expect(chainId.length).toBeGreaterThan(0);
+      const https = await import("node:https");
+      const body = await new Promise<string>((resolve, reject) => {
+        const req = https.request(
+          { host: "127.0.0.1", port: secure.port, path: `/v3/${secure.key}`, method: "POST", ca: cert, servername: "localhost", headers: { "content-type": "application/json" } },
+          (res) => {
+            let text = "";
+            res.on("data", (d) => (text += d));
+            res.on("end", () => resolve(`${res.httpVersion} ${text}`));
+          },
+        );
+        req.on("error", reject);
+        req.end(JSON.stringify(rpc("eth_chainId")));
+      });
+      expect(body).toBe('1.1 {"jsonrpc":"2.0","id":1,"result":"0x7a69"}');
+    } finally {
+      await secure.close();
+    }
+  });
+});
+
+describe("the nodegate command", () => {
+  const cli = (...args: string[]) => run(process.execPath, [join(ROOT, "bin/nodegate.mjs"), ...args]).catch((e: { code: number; stderr: string; stdout: string }) => e);
+
+  it("--help names the commands and the environment contract", async () => {
+    const { stdout } = (await cli("--help")) as { stdout: string };
+    for (const word of ["check-config", "NODEGATE_UPSTREAM_URL", "NODEGATE_PORT", "NODEGATE_API_KEYS", "NODEGATE_STARKNET_UPSTREAM_URL"]) expect(stdout).toContain(word);
+  });
+
+  it("check-config validates a file: 0 when valid, 2 naming the field and line when not", async () => {
+    const ok = (await run(process.execPath, [join(ROOT, "bin/nodegate.mjs"), "check-config", join(ROOT, "examples/nodegate.example.yaml")], {
+      env: { ...process.env, PROVIDER_KEY: "p", PARTNER_URL: "https://partner.example/rpc", CLIENT_KEY_1: "client-key-1-xyz", CLIENT_KEY_2: "client-key-2-xyz", CLIENT_SECRET_2: "s" },
+    })) as { stdout: string };
+    expect(ok.stdout).toContain("valid (1 network: ethereum [eth, 2 upstreams]; 2 keys");
+    const bad = (await cli("check-config", join(ROOT, "test/fixtures/bad-config.yaml"))) as { code: number; stderr: string };
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/bad-config\.yaml:\d+:\d+: keys\[0\]\.plan: want one of core, growth, custom/);
+  });
+});
