@@ -1,13 +1,16 @@
 /**
  * Keeps a dead upstream from being hammered: after `threshold` consecutive
  * outages the circuit opens and calls fail fast; after `cooldownMs` one probe
- * call is let through, and its outcome closes or re-opens the circuit.
+ * call is let through, and its outcome closes or re-opens the circuit. A
+ * probe still unanswered after another `cooldownMs` (a slow upstream) does not
+ * hold the circuit shut: the next call may probe too, so an upstream that has
+ * recovered answers again within a cooldown, however long its deadline.
  */
 
 export interface CircuitBreakerOptions {
   /** Consecutive outages that open the circuit. Default 5. */
   threshold?: number;
-  /** How long the circuit stays open before a probe, in ms. Default 5000. */
+  /** How long the circuit stays open before a probe, in ms. Default 1000. */
   cooldownMs?: number;
 }
 
@@ -20,10 +23,11 @@ export class CircuitBreaker {
   #openedAt = 0;
   #state: CircuitState = "closed";
   #probing = false;
+  #probeStartedAt = 0;
 
   constructor(options: CircuitBreakerOptions = {}) {
     this.#threshold = options.threshold ?? 5;
-    this.#cooldownMs = options.cooldownMs ?? 5000;
+    this.#cooldownMs = options.cooldownMs ?? 1000;
   }
 
   get state(): CircuitState {
@@ -38,8 +42,9 @@ export class CircuitBreaker {
       this.#state = "half-open";
       this.#probing = false;
     }
-    if (this.#probing) return false;
+    if (this.#probing && now - this.#probeStartedAt < this.#cooldownMs) return false;
     this.#probing = true;
+    this.#probeStartedAt = now;
     return true;
   }
 

@@ -29,7 +29,7 @@ export interface WsUpstreamOptions {
   pongTimeoutMs?: number | undefined;
   /** First reconnect delay, doubled per failed attempt, in ms. Default 250. */
   reconnectMinDelayMs?: number | undefined;
-  /** Longest reconnect delay, in ms. Default 30 000. */
+  /** Longest reconnect delay, in ms. Default 1000, so a node that comes back is reached within a second. */
   reconnectMaxDelayMs?: number | undefined;
   /** Largest message accepted from the node, in bytes. Default 256 MiB (providers cap eth_getLogs answers near 150 MB). */
   maxMessageBytes?: number | undefined;
@@ -97,7 +97,7 @@ export class WsUpstream implements Upstream {
     this.#url = options.url;
     this.#pingIntervalMs = options.pingIntervalMs ?? 30_000;
     this.#pongTimeoutMs = options.pongTimeoutMs ?? 10_000;
-    this.#reconnect = { minDelayMs: options.reconnectMinDelayMs ?? 250, maxDelayMs: options.reconnectMaxDelayMs ?? 30_000 };
+    this.#reconnect = { minDelayMs: options.reconnectMinDelayMs ?? 250, maxDelayMs: options.reconnectMaxDelayMs ?? 1000 };
     this.#maxMessageBytes = options.maxMessageBytes ?? 256 * 1024 * 1024;
     this.#log = options.log?.child({ upstream: options.label });
   }
@@ -254,7 +254,8 @@ export class WsUpstream implements Upstream {
     this.#lastError = undefined;
     this.#setState("open", reconnected);
     if (reconnected) this.#log?.info("WebSocket upstream reconnected");
-    this.#pingTimer = setInterval(() => this.#ping(socket), this.#pingIntervalMs);
+    // Keep-alive and reconnect timers never keep the process alive by themselves.
+    this.#pingTimer = setInterval(() => this.#ping(socket), this.#pingIntervalMs).unref();
     for (const [id, pending] of this.#pending) {
       if (pending.sentOn === undefined) this.#send(socket, id, pending);
     }
@@ -269,7 +270,7 @@ export class WsUpstream implements Upstream {
 
   #ping(socket: WebSocket): void {
     if (socket !== this.#socket || this.#pongDeadline !== undefined) return;
-    this.#pongDeadline = setTimeout(() => this.#onDropped(socket, `no pong within ${this.#pongTimeoutMs} ms`), this.#pongTimeoutMs);
+    this.#pongDeadline = setTimeout(() => this.#onDropped(socket, `no pong within ${this.#pongTimeoutMs} ms`), this.#pongTimeoutMs).unref();
     socket.ping();
   }
 
@@ -367,6 +368,6 @@ export class WsUpstream implements Upstream {
     this.#reconnectTimer = setTimeout(() => {
       this.#reconnectTimer = undefined;
       if (this.#state !== "closed") this.#connect();
-    }, delay);
+    }, delay).unref();
   }
 }

@@ -4,7 +4,7 @@
  */
 import { Writable } from "node:stream";
 import { createApp } from "../../src/app.js";
-import { type Config, DEFAULT_LIMITS, DEFAULT_WEBSOCKET, DEFAULT_PASS_THROUGH, DEFAULT_PLANS, type KeyConfig, type NetworkConfig } from "../../src/config.js";
+import { type Config, DEFAULT_CIRCUIT_BREAKER, DEFAULT_LIMITS, DEFAULT_WEBSOCKET, DEFAULT_PASS_THROUGH, DEFAULT_PLANS, type KeyConfig, type NetworkConfig } from "../../src/config.js";
 import type { Gateway } from "../../src/gateway.js";
 import { createLogger } from "../../src/log.js";
 
@@ -48,7 +48,7 @@ export async function startNodegate(options: StartOptions): Promise<TestNodegate
     defaultNetwork: "ethereum",
     embeddedAnvil: false,
     upstreamTimeoutMs: 10_000,
-    circuitBreaker: { threshold: 5, cooldownMs: 5000 },
+    circuitBreaker: { ...DEFAULT_CIRCUIT_BREAKER },
     limits: { ...DEFAULT_LIMITS },
     logLevel: "info",
     embeddedTransport: "http",
