@@ -63,6 +63,7 @@ export class HttpUpstream implements Upstream {
     const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
     let statusCode: number;
     let body: Buffer;
+    let framed: boolean;
     try {
       const res = await this.#pool.request({
         path: this.#path,
@@ -72,6 +73,9 @@ export class HttpUpstream implements Upstream {
         signal,
       });
       statusCode = res.statusCode;
+      // undici fails a body shorter than its content-length or missing its last chunk; a body that
+      // simply ends when the connection closes has no such check, so readReply scans it whole.
+      framed = res.headers["content-length"] !== undefined || /chunked/i.test(String(res.headers["transfer-encoding"] ?? ""));
       body = Buffer.from(await res.body.arrayBuffer());
     } catch (err) {
       throw this.#transportError(err, options, timeout);
@@ -79,7 +83,7 @@ export class HttpUpstream implements Upstream {
     if (statusCode !== 200) {
       // Some providers answer errors (rate limits) with a JSON-RPC body and a non-200 status.
       try {
-        return readReply(body, id);
+        return readReply(body, id, { verify: !framed });
       } catch (err) {
         if (err instanceof GatewayError && err.origin === "upstream") throw err;
       }
@@ -88,7 +92,7 @@ export class HttpUpstream implements Upstream {
       }
       throw upstreamBadResponse(`HTTP ${statusCode}`);
     }
-    return readReply(body, id);
+    return readReply(body, id, { verify: !framed });
   }
 
   #transportError(err: unknown, options: CallOptions, timeout: AbortSignal): GatewayError {

@@ -26,12 +26,24 @@ export function requestBody(id: number, method: string, paramsText: string): str
   return `{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(method)},"params":${paramsText}}`;
 }
 
+export interface ReadReplyOptions {
+  /**
+   * Scan the whole reply, result included, for a complete JSON structure.
+   * For bodies whose transport cannot vouch that they arrived whole (an HTTP
+   * body that ended when the connection closed): a truncated text must not
+   * be forwarded as a result. Framed bodies (content-length, chunked,
+   * WebSocket messages) arrive whole or not at all, and skip the scan.
+   */
+  verify?: boolean;
+}
+
 /**
  * Reads a reply to the request with id `expectedId`. When "jsonrpc" and "id"
  * come before "result" (every node we know writes them first), the result is
- * everything up to the closing brace, found without scanning the result.
+ * everything up to the closing brace, found without scanning the result
+ * (unless `verify` asks for the scan).
  */
-export function readReply(body: Buffer, expectedId: number): UpstreamResult {
+export function readReply(body: Buffer, expectedId: number, options: ReadReplyOptions = {}): UpstreamResult {
   let id: string | undefined;
   let sawVersion = false;
   let result: { start: number; end: number } | undefined;
@@ -40,7 +52,7 @@ export function readReply(body: Buffer, expectedId: number): UpstreamResult {
     const start = skipWhitespace(body, 0);
     if (body[start] !== 0x7b) throw new RawJsonError("not a JSON object");
     let fastEnd = -1;
-    scanObject(body, start, (key, valueStart) => {
+    const end = scanObject(body, start, (key, valueStart) => {
       if (fastEnd >= 0) return body.length; // unreachable: the fast path stops scanning
       switch (key) {
         case "jsonrpc":
@@ -52,7 +64,7 @@ export function readReply(body: Buffer, expectedId: number): UpstreamResult {
           return end;
         }
         case "result": {
-          if (sawVersion && id !== undefined) {
+          if (sawVersion && id !== undefined && options.verify !== true) {
             const close = lastNonWhitespace(body, body.length - 1);
             if (body[close] !== 0x7d) throw new RawJsonError("reply does not end with '}'");
             const end = lastNonWhitespace(body, close - 1) + 1;
@@ -73,6 +85,7 @@ export function readReply(body: Buffer, expectedId: number): UpstreamResult {
           return -1;
       }
     });
+    if (options.verify === true && skipWhitespace(body, end) !== body.length) throw new RawJsonError("text after the reply object");
   } catch (err) {
     if (err instanceof GatewayError) throw err;
     throw upstreamBadResponse(err instanceof RawJsonError || err instanceof SyntaxError ? err.message : "unreadable reply", err);
