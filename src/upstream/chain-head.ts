@@ -3,8 +3,11 @@
  * the latest and pending blocks' gas limits, refreshed at most once per
  * `maxAgeMs` and fetched by one call however many callers ask at once.
  */
+import { upstreamBadResponse } from "../errors/catalogue.js";
 import type { Network } from "./network.js";
 import { resultText } from "./reply.js";
+
+const QUANTITY = /^0x(0|[1-9a-fA-F][0-9a-fA-F]{0,63})$/;
 
 interface Cached {
   value: bigint;
@@ -36,9 +39,16 @@ export class ChainHead {
 
   async #fetch(tag: string): Promise<bigint> {
     const result = await this.#network.call("eth_getBlockByNumber", `["${tag}",false]`, { idempotent: true });
-    const block = JSON.parse(resultText(result)) as { gasLimit?: string } | null;
-    if (block === null || typeof block.gasLimit !== "string") throw new Error(`the ${tag} block has no gasLimit`);
-    const value = BigInt(block.gasLimit);
+    // A node's odd answer is the node's fault, said as such, not an internal error of the caller's request.
+    let block: { gasLimit?: unknown } | null;
+    try {
+      block = JSON.parse(resultText(result)) as { gasLimit?: unknown } | null;
+    } catch {
+      throw upstreamBadResponse(`the ${tag} block is not JSON`);
+    }
+    const gasLimit = block?.gasLimit;
+    if (typeof gasLimit !== "string" || !QUANTITY.test(gasLimit)) throw upstreamBadResponse(`the ${tag} block has no gasLimit quantity`);
+    const value = BigInt(gasLimit);
     this.#cache.set(tag, { value, at: Date.now() });
     return value;
   }
