@@ -88,7 +88,8 @@ export const DEFAULT_WEBSOCKET: WebSocketSettings = {
   pingIntervalMs: 30_000,
   pongTimeoutMs: 10_000,
   reconnectMinDelayMs: 250,
-  reconnectMaxDelayMs: 30_000,
+  // A node that comes back is reached again within a second; one connection attempt a second to a dead node costs nothing.
+  reconnectMaxDelayMs: 1000,
 };
 
 export interface Limits {
@@ -106,6 +107,22 @@ export interface Limits {
   getLogsTimeoutMs: number;
   /** eth_call / eth_estimateGas: the gas param is capped at this multiple of the latest block's gas limit. */
   gasCapMultiplier: number;
+  /**
+   * A client must send a request's headers within this, in ms, counted from
+   * the connection's first byte (or the end of its previous response); on
+   * HTTP/2 its first stream must open within it. Slow-loris clients are cut off.
+   */
+  headersTimeoutMs: number;
+  /** A client must send a whole request (headers and body) within this, in ms. Not the time to answer it. */
+  requestTimeoutMs: number;
+  /** A connection with no request in progress is closed after this, in ms (HTTP/1.1 keep-alive, HTTP/2 sessions without streams). */
+  idleTimeoutMs: number;
+  /** Native WebSocket connections one key may hold open at once. */
+  maxWsConnectionsPerKey: number;
+  /** Requests (native HTTP bodies, WebSocket messages, typed calls) one key may have in progress at once. */
+  maxConcurrentRequestsPerKey: number;
+  /** Subscriptions one key may hold open at once (eth_subscribe, typed streams). */
+  maxSubscriptionsPerKey: number;
 }
 
 export interface PassThroughConfig {
@@ -156,7 +173,20 @@ export const DEFAULT_LIMITS: Limits = {
   getLogsMaxResults: 10_000,
   getLogsTimeoutMs: 10_000,
   gasCapMultiplier: 10,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  idleTimeoutMs: 65_000,
+  maxWsConnectionsPerKey: 100,
+  maxConcurrentRequestsPerKey: 1000,
+  maxSubscriptionsPerKey: 1000,
 };
+
+/**
+ * Five consecutive outages open an upstream's circuit; one second later a
+ * probe call may go through, so a recovered upstream answers again within a
+ * second of coming back.
+ */
+export const DEFAULT_CIRCUIT_BREAKER = { threshold: 5, cooldownMs: 1000 };
 
 /** Per-plan defaults; per-key settings override them. */
 export const DEFAULT_PLANS: Record<Plan, RateLimit> = {
@@ -210,7 +240,7 @@ function defaults(): Config {
     defaultNetwork: "ethereum",
     embeddedAnvil: true,
     upstreamTimeoutMs: 30_000,
-    circuitBreaker: { threshold: 5, cooldownMs: 5000 },
+    circuitBreaker: { ...DEFAULT_CIRCUIT_BREAKER },
     limits: { ...DEFAULT_LIMITS },
     passThrough: { methods: [...DEFAULT_PASS_THROUGH], allowWrites: false },
     corsOrigins: [],
@@ -376,6 +406,9 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
   r.keys(["limits"], Object.keys(DEFAULT_LIMITS));
   for (const name of Object.keys(DEFAULT_LIMITS) as (keyof Limits)[]) {
     config.limits[name] = r.number(["limits", name], 1, 1_000_000_000) ?? config.limits[name];
+  }
+  if (config.limits.headersTimeoutMs > config.limits.requestTimeoutMs) {
+    r.fail(["limits", r.has(["limits", "headersTimeoutMs"]) ? "headersTimeoutMs" : "requestTimeoutMs"], "headersTimeoutMs must not exceed requestTimeoutMs");
   }
 
   r.keys(["plans"], PLANS);

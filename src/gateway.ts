@@ -6,6 +6,7 @@
 import { Code } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { AccessControl } from "./auth/access-control.js";
+import { KeyQuotas } from "./auth/key-quotas.js";
 import type { Limits, PassThroughConfig } from "./config.js";
 import { GatewayError } from "./errors/gateway-error.js";
 import type { ChainFamily, MethodTable } from "./methods/method-table.js";
@@ -36,6 +37,8 @@ export class Gateway {
   readonly defaultNetwork: string;
   readonly corsOrigins: readonly string[];
   readonly metrics: Metrics;
+  /** What each key holds open at once (connections, requests in progress, subscriptions). */
+  readonly quotas: KeyQuotas;
   readonly #networks: Map<string, Network>;
   readonly #passThrough: Set<string>;
 
@@ -48,6 +51,7 @@ export class Gateway {
     this.defaultNetwork = options.defaultNetwork;
     this.corsOrigins = options.corsOrigins;
     this.metrics = options.metrics;
+    this.quotas = new KeyQuotas(options.limits);
     this.#networks = new Map(options.networks.map((n) => [n.name, n]));
     if (!this.#networks.has(options.defaultNetwork)) throw new Error(`default network ${options.defaultNetwork} is not configured`);
     this.#passThrough = new Set(options.passThrough.methods);

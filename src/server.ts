@@ -13,6 +13,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import { JsonRpcService } from "../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
+import { closeIfSilent, guardHttp2Session, http1TimeoutOptions } from "./client-timeouts.js";
 import { handleCors } from "./cors.js";
 import type { Gateway } from "./gateway.js";
 import { registerGenericService } from "./grpc/generic-service.js";
@@ -162,27 +163,36 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
   };
-  const trackSession = (session: http2.Http2Session) => {
+  const trackSession = (session: http2.ServerHttp2Session) => {
     sessions.add(session);
     session.on("close", () => sessions.delete(session));
+    guardHttp2Session(session, gateway.limits);
   };
 
   let listener: net.Server;
   let plain: http.Server | undefined;
   if (options.tls) {
-    const secure = http2.createSecureServer({ cert: options.tls.cert, key: options.tls.key, allowHTTP1: true }, handle);
+    const secure = http2.createSecureServer(
+      { cert: options.tls.cert, key: options.tls.key, allowHTTP1: true, handshakeTimeout: gateway.limits.headersTimeoutMs },
+      handle,
+    );
+    Object.assign(secure, http1TimeoutOptions(gateway.limits));
     secure.on("upgrade", onUpgrade);
     secure.on("secureConnection", track);
     secure.on("session", trackSession);
     listener = secure;
   } else {
-    plain = http.createServer({ keepAliveTimeout: 65_000 }, handle);
+    plain = http.createServer(http1TimeoutOptions(gateway.limits), handle);
+    // Node starts checking the headers and request deadlines when a server listens; this one is handed
+    // its connections instead, so it is told to start.
+    plain.emit("listening");
     const h2 = http2.createServer({}, handle);
     plain.on("upgrade", onUpgrade);
     h2.on("session", trackSession);
     const h1 = plain;
     listener = net.createServer((socket) => {
       track(socket);
+      closeIfSilent(socket, gateway.limits);
       socket.once("data", (head: Buffer) => {
         // Peek at the first bytes, put them back, and hand the socket to the
         // server that speaks its protocol; both read what is already buffered.
@@ -218,16 +228,20 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       // HTTP/2 clients get a GOAWAY: they finish their streams and open no new ones.
       for (const session of sessions) session.close();
       plain?.closeIdleConnections();
+      // WebSocket clients stop being read, get the answers to what they sent, then a 1001 close.
+      const wsDrained = wsHandler.drain();
+      const httpDrained =
+        inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => idleWaiters.push(resolve));
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.all([wsDrained, httpDrained]),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, drainMs);
+        }),
+      ]);
+      clearTimeout(timer);
       wsHandler.close();
-      if (inFlight > 0) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, drainMs);
-          idleWaiters.push(() => {
-            clearTimeout(timer);
-            resolve();
-          });
-        });
-      }
+      plain?.close(); // stops Node's deadline checks
       for (const session of sessions) session.destroy();
       for (const socket of sockets) socket.destroy();
       await stopped;

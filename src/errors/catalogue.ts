@@ -164,3 +164,23 @@ export function rateLimited(window: "second" | "day", retryAfterSeconds: number)
     retryAfterSeconds,
   });
 }
+
+/* Per-key quotas on what a key holds open at once. */
+
+export const QUOTA_MESSAGES = {
+  connections: "too many connections for this key",
+  requests: "too many concurrent requests for this key",
+  subscriptions: "too many subscriptions for this key",
+} as const;
+
+/** The key already holds its maximum of connections, requests in progress or subscriptions. */
+export function quotaExceeded(kind: keyof typeof QUOTA_MESSAGES, limit: number): GatewayError {
+  return new GatewayError({
+    code: -32005,
+    message: QUOTA_MESSAGES[kind],
+    data: `{"limit":${limit}}`,
+    grpcCode: Code.ResourceExhausted,
+    httpStatus: 429,
+    retryAfterSeconds: 1,
+  });
+}

@@ -13,8 +13,11 @@ import { toConnectError } from "./errors.js";
 import { credentialsFrom, NETWORK_HEADER } from "./typed-services.js";
 
 async function call(gateway: Gateway, request: CallRequest, ctx: HandlerContext): Promise<CallResponse> {
+  let release: (() => void) | undefined;
   try {
-    const key = await gateway.access.admit(credentialsFrom(ctx.requestHeader), 1);
+    const key = gateway.access.authenticate(credentialsFrom(ctx.requestHeader));
+    release = gateway.quotas.acquire(key, "requests");
+    await gateway.access.count(key, 1);
     const network = gateway.network(ctx.requestHeader.get(NETWORK_HEADER) ?? undefined);
     if (request.method === "") throw new ConnectError("method is required", Code.InvalidArgument);
     const paramsText = request.paramsJson.trim() === "" ? "[]" : request.paramsJson;
@@ -45,6 +48,8 @@ async function call(gateway: Gateway, request: CallRequest, ctx: HandlerContext)
     return create(CallResponseSchema, { resultJson: resultText(outcome.result) });
   } catch (err) {
     throw toConnectError(err);
+  } finally {
+    release?.();
   }
 }
 

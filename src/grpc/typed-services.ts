@@ -30,8 +30,11 @@ export function credentialsFrom(headers: Headers): Credentials {
 }
 
 async function handle(gateway: Gateway, spec: MethodSpec, request: Message, ctx: HandlerContext): Promise<Message> {
+  let release: (() => void) | undefined;
   try {
-    const key = await gateway.access.admit(credentialsFrom(ctx.requestHeader), 1);
+    const key = gateway.access.authenticate(credentialsFrom(ctx.requestHeader));
+    release = gateway.quotas.acquire(key, "requests");
+    await gateway.access.count(key, 1);
     const network = gateway.network(ctx.requestHeader.get(NETWORK_HEADER) ?? undefined);
     if (network.family !== spec.family) {
       const home = gateway.homeNetwork(spec.family)?.name;
@@ -62,6 +65,8 @@ async function handle(gateway: Gateway, spec: MethodSpec, request: Message, ctx:
     }
   } catch (err) {
     throw toConnectError(err);
+  } finally {
+    release?.();
   }
 }
 

@@ -4,6 +4,7 @@
  * here and send back what it returns, so the envelope rules, batch counting
  * and rate limits live in one place.
  */
+import type { KeyQuotas } from "../auth/key-quotas.js";
 import { invalidRequest } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { type Entry, readEnvelope } from "./envelope.js";
@@ -12,6 +13,8 @@ import { type NativeCallContext, type Outcome, renderResponse, runNativeCall } f
 export interface AnswerContext extends NativeCallContext {
   /** Most requests in one batch; a larger batch is answered with one -32600. */
   maxBatchSize: number;
+  /** Per-key quotas: the text holds one of the key's concurrent requests while it is answered. */
+  quotas?: KeyQuotas | undefined;
 }
 
 /** One call of the text and how it ended ("ok" or the JSON-RPC error code), for logs and metrics. */
@@ -51,16 +54,24 @@ export async function answerJsonRpc(text: Buffer, ctx: AnswerContext): Promise<A
   if (envelope.batch && envelope.entries.length > ctx.maxBatchSize) {
     return envelopeError(invalidRequest(`batch of ${envelope.entries.length} exceeds the maximum of ${ctx.maxBatchSize}`));
   }
+  let release: (() => void) | undefined;
   try {
+    release = ctx.quotas?.acquire(ctx.key, "requests");
     // The provider counts a batch of N as N + 1 requests.
     await ctx.access.count(ctx.key, envelope.batch ? envelope.entries.length + 1 : 1);
   } catch (err) {
+    release?.();
     if (err instanceof GatewayError) return envelopeError(err, err.httpStatus);
     throw err;
   }
   const run = (entry: Entry): Promise<Outcome> =>
     entry.error !== undefined ? Promise.resolve({ error: entry.error }) : runNativeCall(entry.call, ctx);
-  const outcomes = await Promise.all(envelope.entries.map(run));
+  let outcomes: Outcome[];
+  try {
+    outcomes = await Promise.all(envelope.entries.map(run));
+  } finally {
+    release?.();
+  }
 
   const calls: CallRecord[] = [];
   const parts: Buffer[] = [];

@@ -113,6 +113,7 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       policies: gateway.policies,
       signal: abort.signal,
       maxBatchSize: gateway.limits.maxBatchSize,
+      quotas: gateway.quotas,
     });
     calls = answer.calls;
     if (abort.signal.aborted) return;

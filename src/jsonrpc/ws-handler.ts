@@ -29,7 +29,12 @@ export interface JsonRpcWsHandler {
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
   /** Number of open client connections. */
   readonly clientCount: number;
-  /** Closes every client connection (1001) and stops the keep-alive timer. */
+  /**
+   * Graceful stop: reads no further messages, lets every message already read
+   * be answered, then closes each connection (1001). Resolves when all are closed.
+   */
+  drain(): Promise<void>;
+  /** Closes every client connection (1001) now, cancelling what is in flight, and stops the keep-alive timer. */
   close(): void;
 }
 
@@ -41,12 +46,13 @@ export function isWebSocketUpgrade(req: IncomingMessage): boolean {
 }
 
 /** Answers an upgrade request with a plain HTTP response and drops the connection. */
-function refuse(socket: Duplex, status: number, contentType: string, body: string): void {
+function refuse(socket: Duplex, status: number, contentType: string, body: string, extraHeaders: string[] = []): void {
   const head = [
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}`,
     "Connection: close",
     `Content-Type: ${contentType}`,
     `Content-Length: ${Buffer.byteLength(body)}`,
+    ...extraHeaders,
   ];
   socket.once("finish", () => socket.destroy());
   socket.end(`${head.join("\r\n")}\r\n\r\n${body}`);
@@ -56,7 +62,13 @@ interface ClientState {
   alive: boolean;
   /** Aborted when the client goes away, so its upstream calls stop. */
   abort: AbortController;
+  /** Messages read and not yet answered. */
+  answering: number;
+  /** Set by drain(): close once nothing is being answered. */
+  draining: boolean;
 }
+
+const GOING_AWAY = 1001;
 
 export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptions): JsonRpcWsHandler {
   const wss = new WebSocketServer({ noServer: true, maxPayload: options.maxMessageBytes, perMessageDeflate: false });
@@ -80,13 +92,25 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
     if (ws.readyState === WebSocket.OPEN) ws.send(body, { binary: false });
   };
 
+  /** Closes a draining client once every message it sent has been answered (after queued sends, which ws keeps in order). */
+  const closeWhenAnswered = (ws: WebSocket, state: ClientState): void => {
+    // Messages the socket had already buffered may still be emitted after pause(); give them a turn first.
+    setImmediate(() => {
+      if (state.answering > 0 || ws.readyState !== WebSocket.OPEN) return;
+      // Read again so the client's close frame is seen; messages after this one are not read as requests.
+      ws.resume();
+      ws.close(GOING_AWAY, "server shutting down");
+    });
+  };
+
   const serve = (ws: WebSocket, network: Network, key: ApiKey, routeNetwork: string | undefined): void => {
-    const state: ClientState = { alive: true, abort: new AbortController() };
+    const state: ClientState = { alive: true, abort: new AbortController(), answering: 0, draining: false };
     // Every call in flight on the connection listens to this signal; many at once is normal, not a leak.
     setMaxListeners(0, state.abort.signal);
     clients.set(ws, state);
     gateway.metrics.openWebSockets.inc();
-    keepAlive ??= setInterval(sweep, options.pingIntervalMs);
+    // The server keeps the process alive, not the keep-alive sweep.
+    keepAlive ??= setInterval(sweep, options.pingIntervalMs).unref();
     const ctx: AnswerContext = {
       table: gateway.table,
       homeNetwork: (family) => gateway.homeNetwork(family)?.name,
@@ -98,6 +122,7 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
       policies: gateway.policies,
       signal: state.abort.signal,
       maxBatchSize: gateway.limits.maxBatchSize,
+      quotas: gateway.quotas,
     };
 
     ws.on("pong", () => {
@@ -105,6 +130,8 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
     });
     ws.on("message", (data, isBinary) => {
       state.alive = true;
+      // Closing (drained, or the client left): a message now cannot be answered, so it is not started.
+      if (ws.readyState !== WebSocket.OPEN) return;
       if (isBinary) {
         const error = invalidRequest("binary messages are not accepted; send the request as a text message");
         send(ws, `{"jsonrpc":"2.0","id":null,"error":${error.toJson()}}`);
@@ -112,16 +139,22 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
       }
       // Each message is answered when its calls finish, so a slow call does not hold up the next message.
       const started = performance.now();
-      answerJsonRpc(data as Buffer, ctx).then(
-        (answer) => {
-          logAnswer(gateway, "jsonrpc-ws", answer.calls, started, { status: answer.status, network: routeNetwork });
-          if (answer.body !== undefined) send(ws, answer.body);
-        },
-        (err: unknown) => {
-          gateway.log.error({ err }, "native WebSocket request failed");
-          send(ws, INTERNAL_ERROR);
-        },
-      );
+      state.answering++;
+      answerJsonRpc(data as Buffer, ctx)
+        .then(
+          (answer) => {
+            logAnswer(gateway, "jsonrpc-ws", answer.calls, started, { status: answer.status, network: routeNetwork });
+            if (answer.body !== undefined) send(ws, answer.body);
+          },
+          (err: unknown) => {
+            gateway.log.error({ err }, "native WebSocket request failed");
+            send(ws, INTERNAL_ERROR);
+          },
+        )
+        .finally(() => {
+          state.answering--;
+          if (state.draining) closeWhenAnswered(ws, state);
+        });
     });
     // ws reports protocol violations (oversized message, invalid UTF-8) here and then closes with the matching code.
     ws.on("error", (err) => gateway.log.debug({ err: err.message }, "native WebSocket client error"));
@@ -146,6 +179,7 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
       }
       let network: Network;
       let key: ApiKey;
+      let release: () => void;
       try {
         const header = (name: string) => {
           const v = req.headers[name];
@@ -158,16 +192,29 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
           userAgent: header("user-agent"),
         });
         network = gateway.network(route.network);
+        release = gateway.quotas.acquire(key, "connections");
       } catch (err) {
         if (!(err instanceof GatewayError)) throw err;
         // The same status and body as the HTTP path gives for the same failure.
-        refuse(socket, err.httpStatus, "application/json", `{"jsonrpc":"2.0","id":null,"error":${err.toJson()}}`);
+        const retry = err.retryAfterSeconds === undefined ? [] : [`Retry-After: ${err.retryAfterSeconds}`];
+        refuse(socket, err.httpStatus, "application/json", `{"jsonrpc":"2.0","id":null,"error":${err.toJson()}}`, retry);
         return;
       }
+      // The connection is the key's until its socket closes, whether or not the upgrade completes.
+      socket.once("close", release);
       wss.handleUpgrade(req, socket, head, (ws) => serve(ws, network, key, route.network));
     },
     get clientCount() {
       return clients.size;
+    },
+    drain() {
+      const closed = [...clients.keys()].map((ws) => new Promise<void>((resolve) => ws.once("close", () => resolve())));
+      for (const [ws, state] of clients) {
+        state.draining = true;
+        ws.pause();
+        closeWhenAnswered(ws, state);
+      }
+      return Promise.all(closed).then(() => undefined);
     },
     close() {
       if (keepAlive !== undefined) clearInterval(keepAlive);

@@ -1,0 +1,67 @@
+/**
+ * Deadlines that keep slow or silent clients from holding connections: a
+ * connection must start and finish sending each request in time (slow-loris),
+ * and one with nothing in progress is closed when idle. HTTP/1.1 uses Node's
+ * own headersTimeout, requestTimeout and keepAliveTimeout; HTTP/2 has no such
+ * settings, so its sessions are watched here.
+ */
+import type http2 from "node:http2";
+import type { Socket } from "node:net";
+import type { Limits } from "./config.js";
+
+export type ClientTimeouts = Pick<Limits, "headersTimeoutMs" | "requestTimeoutMs" | "idleTimeoutMs">;
+
+/** Node checks its HTTP/1.1 deadlines on an interval; this keeps the check a fraction of the shortest deadline. */
+function checkInterval(t: ClientTimeouts): number {
+  return Math.max(50, Math.min(1000, Math.floor(t.headersTimeoutMs / 4)));
+}
+
+/** Options of an HTTP/1.1 server (http.createServer) that enforce the deadlines. */
+export function http1TimeoutOptions(t: ClientTimeouts) {
+  return {
+    headersTimeout: t.headersTimeoutMs,
+    requestTimeout: t.requestTimeoutMs,
+    keepAliveTimeout: t.idleTimeoutMs,
+    connectionsCheckingInterval: checkInterval(t),
+  };
+}
+
+/**
+ * Destroys a connection that sends no byte within the headers deadline (a
+ * client that connects and stays silent never reaches an HTTP parser).
+ * The guard ends with the first byte; the HTTP servers take over from there.
+ */
+export function closeIfSilent(socket: Socket, t: ClientTimeouts): void {
+  const onSilent = (): void => {
+    socket.destroy();
+  };
+  socket.setTimeout(t.headersTimeoutMs);
+  socket.once("timeout", onSilent);
+  socket.once("data", () => {
+    socket.setTimeout(0);
+    socket.off("timeout", onSilent);
+  });
+}
+
+/**
+ * Watches an HTTP/2 session: its first stream must open within the headers
+ * deadline (a client that trickles the preface or its first HEADERS is cut
+ * off), and it is closed (GOAWAY) when it has had no stream open and no
+ * traffic for the idle deadline. Sessions with open streams (a long server
+ * stream) are left alone however quiet they are.
+ */
+export function guardHttp2Session(session: http2.ServerHttp2Session, t: ClientTimeouts): void {
+  let open = 0;
+  const firstStream = setTimeout(() => session.destroy(), t.headersTimeoutMs).unref();
+  session.on("stream", (stream: http2.ServerHttp2Stream) => {
+    clearTimeout(firstStream);
+    open++;
+    stream.once("close", () => {
+      open--;
+    });
+  });
+  session.setTimeout(t.idleTimeoutMs, () => {
+    if (open === 0 && !session.closed && !session.destroyed) session.close();
+  });
+  session.once("close", () => clearTimeout(firstStream));
+}
