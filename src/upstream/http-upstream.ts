@@ -29,6 +29,26 @@ const NETWORK_ERRORS = new Map([
   ["ETIMEDOUT", "connect timeout"],
 ]);
 
+/**
+ * The provider's own rate-limit answer (HTTP 429 with a JSON-RPC error, as
+ * -32005): passed on as the provider sent it, its error with its status and
+ * its Retry-After (whole seconds), so native callers back off as they would
+ * from the provider, and typed callers get RESOURCE_EXHAUSTED with RetryInfo.
+ */
+function asProviderRateLimit(err: GatewayError, retryAfter: string | string[] | undefined): GatewayError {
+  const header = Array.isArray(retryAfter) ? retryAfter[0] : retryAfter;
+  const seconds = header !== undefined && /^[0-9]{1,9}$/.test(header.trim()) ? Number(header.trim()) : undefined;
+  return new GatewayError({
+    code: err.code,
+    message: err.message,
+    ...(err.data === undefined ? {} : { data: err.data }),
+    grpcCode: err.grpcCode,
+    httpStatus: 429,
+    ...(seconds === undefined ? {} : { retryAfterSeconds: seconds }),
+    origin: "upstream",
+  });
+}
+
 export class HttpUpstream implements Upstream {
   readonly label: string;
   readonly #pool: Pool;
@@ -64,6 +84,7 @@ export class HttpUpstream implements Upstream {
     let statusCode: number;
     let body: Buffer;
     let framed: boolean;
+    let retryAfter: string | string[] | undefined;
     try {
       const res = await this.#pool.request({
         path: this.#path,
@@ -73,6 +94,7 @@ export class HttpUpstream implements Upstream {
         signal,
       });
       statusCode = res.statusCode;
+      retryAfter = res.headers["retry-after"];
       // undici fails a body shorter than its content-length or missing its last chunk; a body that
       // simply ends when the connection closes has no such check, so readReply scans it whole.
       framed = res.headers["content-length"] !== undefined || /chunked/i.test(String(res.headers["transfer-encoding"] ?? ""));
@@ -85,7 +107,9 @@ export class HttpUpstream implements Upstream {
       try {
         return readReply(body, id, { verify: !framed });
       } catch (err) {
-        if (err instanceof GatewayError && err.origin === "upstream") throw err;
+        if (err instanceof GatewayError && err.origin === "upstream") {
+          throw statusCode === 429 ? asProviderRateLimit(err, retryAfter) : err;
+        }
       }
       if (statusCode === 429 || statusCode >= 500) {
         throw upstreamUnavailable(`HTTP ${statusCode}`);
