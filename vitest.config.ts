@@ -7,5 +7,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",
+    // Concurrent tests (the fault table) each run their own nodegate; most of their time is waiting.
+    maxConcurrency: 20,
   },
 });

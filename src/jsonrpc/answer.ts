@@ -76,16 +76,20 @@ export async function answerJsonRpc(text: Buffer, ctx: AnswerContext): Promise<A
   const calls: CallRecord[] = [];
   const parts: Buffer[] = [];
   let status = 200;
+  let retryAfterSeconds: number | undefined;
   envelope.entries.forEach((entry, i) => {
     const outcome = outcomes[i] as Outcome;
     if (entry.call) calls.push({ method: entry.call.method.slice(0, 64), outcome: outcome.error ? String(outcome.error.code) : "ok" });
     const id = entry.error !== undefined ? entry.id : entry.call.id;
     if (id === undefined) return; // a notification gets no response
-    if (!envelope.batch && outcome.error !== undefined) status = outcome.error.httpStatus;
+    if (!envelope.batch && outcome.error !== undefined) {
+      status = outcome.error.httpStatus;
+      retryAfterSeconds = outcome.error.retryAfterSeconds;
+    }
     if (envelope.batch) parts.push(Buffer.from(parts.length === 0 ? "[" : ","));
     parts.push(...renderResponse(id, outcome));
   });
   if (parts.length === 0) return { body: undefined, status, calls };
   if (envelope.batch) parts.push(Buffer.from("]"));
-  return { body: Buffer.concat(parts), status, calls };
+  return { body: Buffer.concat(parts), status, retryAfterSeconds, calls };
 }

@@ -7,6 +7,7 @@ import { createApp } from "../../src/app.js";
 import { type Config, DEFAULT_CIRCUIT_BREAKER, DEFAULT_LIMITS, DEFAULT_WEBSOCKET, DEFAULT_PASS_THROUGH, DEFAULT_PLANS, type KeyConfig, type NetworkConfig } from "../../src/config.js";
 import type { Gateway } from "../../src/gateway.js";
 import { createLogger } from "../../src/log.js";
+import type { NodegateServer } from "../../src/server.js";
 
 export interface TestNodegate {
   /** Base URL, http://127.0.0.1:PORT */
@@ -20,6 +21,8 @@ export interface TestNodegate {
   /** Native WebSocket URL for `key`: ws://127.0.0.1:PORT/ws/v3/<key> */
   wsUrl: string;
   gateway: Gateway;
+  /** The listening side (requests in flight, graceful close). */
+  server: NodegateServer;
   logs: Record<string, unknown>[];
   close(): Promise<void>;
 }
@@ -79,6 +82,7 @@ export async function startNodegate(options: StartOptions): Promise<TestNodegate
     rpcUrl: `http://127.0.0.1:${address.port}/v3/${key}`,
     wsUrl: `ws://127.0.0.1:${address.port}/ws/v3/${key}`,
     gateway,
+    server,
     logs,
     close: () => server.close(),
   };

@@ -1,8 +1,9 @@
 /**
  * A JSON-RPC upstream on 127.0.0.1 whose answers a test decides: results,
- * node errors, raw bodies, HTTP statuses, delays, dropped connections, or
- * forwarding to a real node. It records every request it receives, so tests
- * can prove what nodegate sent (or that it sent nothing).
+ * node errors, raw bodies, HTTP statuses, delays, dropped connections, bodies
+ * cut off part way, refused connections, or forwarding to a real node. It
+ * records every request it receives, so tests can prove what nodegate sent
+ * (or that it sent nothing).
  */
 import http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
@@ -22,8 +23,15 @@ export interface UpstreamRequest {
 export type Answer =
   | { result: unknown }
   | { error: { code: number; message: string; data?: unknown } }
-  /** A body sent as is, with a status (default 200). */
-  | { raw: string; status?: number }
+  /** A body sent as is, with a status (default 200) and extra headers. */
+  | { raw: string; status?: number; headers?: Record<string, string> }
+  /**
+   * The first `bytes` bytes of `body`, then the connection ends: "reset"
+   * announces the whole length (content-length) and destroys the socket;
+   * "close" sends no length and closes cleanly, as an HTTP/1.0-style body
+   * that ends with the connection.
+   */
+  | { cut: string; bytes: number; how: "reset" | "close" }
   /** Destroy the connection without answering. */
   | { destroy: true }
   /** Wait, then answer. */
@@ -40,6 +48,13 @@ export interface ProgrammableUpstream {
   handler: Handler;
   /** Requests received for one method. */
   count(method: string): number;
+  /** Connections open to it now. */
+  readonly openConnections: number;
+  /**
+   * On: stops listening and drops every connection, so connecting fails with
+   * ECONNREFUSED; off: listens on the same port again.
+   */
+  refuseConnections(refuse: boolean): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -57,10 +72,23 @@ export async function startProgrammableUpstream(handler: Handler, path = "/"): P
     requests: [],
     handler,
     count: (method) => state.requests.filter((r) => r.method === method).length,
+    get openConnections() {
+      return sockets.size;
+    },
+    refuseConnections: async (refuse) => {
+      if (refuse === !server.listening) return;
+      if (refuse) {
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        for (const s of sockets) s.destroy();
+        await closed;
+      } else {
+        await new Promise<void>((resolve) => server.listen(state.port, "127.0.0.1", () => resolve()));
+      }
+    },
     close: async () => {
       for (const t of timers) clearTimeout(t);
       for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      if (server.listening) await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
   const answer = async (req: http.IncomingMessage, res: http.ServerResponse, body: string, request: UpstreamRequest, a: Answer): Promise<void> => {
@@ -85,7 +113,18 @@ export async function startProgrammableUpstream(handler: Handler, path = "/"): P
       return;
     }
     if ("raw" in a) {
-      res.writeHead(a.status ?? 200, { "content-type": "application/json" }).end(a.raw);
+      res.writeHead(a.status ?? 200, { "content-type": "application/json", ...a.headers }).end(a.raw);
+      return;
+    }
+    if ("cut" in a) {
+      const part = Buffer.from(a.cut).subarray(0, a.bytes);
+      if (a.how === "reset") {
+        res.writeHead(200, { "content-type": "application/json", "content-length": String(Buffer.byteLength(a.cut)) });
+        res.write(part, () => req.socket.destroy());
+      } else {
+        // Written on the socket by hand: Node's server would frame the body (content-length or chunked).
+        req.socket.end(Buffer.concat([Buffer.from("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n"), part]));
+      }
       return;
     }
     const id = JSON.stringify(request.id ?? null);
