@@ -27,20 +27,20 @@ export function http1TimeoutOptions(t: ClientTimeouts) {
 }
 
 /**
- * Destroys a connection that sends no byte within the headers deadline (a
- * client that connects and stays silent never reaches an HTTP parser).
- * The guard ends with the first byte; the HTTP servers take over from there.
+ * Destroys a connection that has not said which protocol it speaks within the
+ * headers deadline (a client that connects and stays silent, or trickles its
+ * first bytes, never reaches an HTTP parser). Returns the function that ends
+ * the guard, called when the connection is handed to an HTTP server, whose
+ * own deadlines take over.
  */
-export function closeIfSilent(socket: Socket, t: ClientTimeouts): void {
-  const onSilent = (): void => {
-    socket.destroy();
+export function closeUnlessIdentified(socket: Socket, t: ClientTimeouts): () => void {
+  const timer = setTimeout(() => socket.destroy(), t.headersTimeoutMs).unref();
+  const done = (): void => clearTimeout(timer);
+  socket.once("close", done);
+  return () => {
+    done();
+    socket.off("close", done);
   };
-  socket.setTimeout(t.headersTimeoutMs);
-  socket.once("timeout", onSilent);
-  socket.once("data", () => {
-    socket.setTimeout(0);
-    socket.off("timeout", onSilent);
-  });
 }
 
 /**

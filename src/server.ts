@@ -13,7 +13,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import { JsonRpcService } from "../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
-import { closeIfSilent, guardHttp2Session, http1TimeoutOptions } from "./client-timeouts.js";
+import { closeUnlessIdentified, guardHttp2Session, http1TimeoutOptions } from "./client-timeouts.js";
 import { handleCors } from "./cors.js";
 import type { Gateway } from "./gateway.js";
 import { registerGenericService } from "./grpc/generic-service.js";
@@ -192,20 +192,28 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     const h1 = plain;
     listener = net.createServer((socket) => {
       track(socket);
-      closeIfSilent(socket, gateway.limits);
-      socket.once("data", (head: Buffer) => {
-        // Peek at the first bytes, put them back, and hand the socket to the
-        // server that speaks its protocol; both read what is already buffered.
+      const identified = closeUnlessIdentified(socket, gateway.limits);
+      let head: Buffer = Buffer.alloc(0);
+      const sniff = (chunk: Buffer): void => {
+        head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
+        const n = Math.min(head.length, H2_PREFACE.length);
+        const h2Prefix = head.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
+        // "P" may begin "POST" or the HTTP/2 preface: wait until the bytes tell.
+        if (h2Prefix && n < H2_PREFACE.length) return;
+        // Put the bytes back and hand the socket to the server that speaks its
+        // protocol; both read what is already buffered.
+        socket.off("data", sniff);
+        identified();
         socket.pause();
         socket.unshift(head);
-        const n = Math.min(head.length, H2_PREFACE.length);
-        if (head.subarray(0, n).equals(H2_PREFACE.subarray(0, n))) {
+        if (h2Prefix) {
           h2.emit("connection", socket);
         } else {
           h1.emit("connection", socket);
           socket.resume(); // the HTTP/1.1 server reads by 'data' events; the HTTP/2 one drains the buffer itself
         }
-      });
+      };
+      socket.on("data", sniff);
     });
   }
 

@@ -1,0 +1,333 @@
+/**
+ * Limits that protect the process from its clients, with small configured
+ * values so each shows quickly: slow-loris and silent connections on
+ * HTTP/1.1 and HTTP/2 are cut off at the headers deadline, a body that
+ * trickles at the request deadline, idle connections at the idle deadline; a
+ * body sent without a length is still held to the size limit; one key may
+ * hold only so many WebSocket connections, requests in progress and
+ * subscriptions. Each refusal is a clear error, and nodegate keeps serving.
+ * (The body-size limit with a length, the batch size and the WebSocket
+ * message size are tested in test/jsonrpc and test/ws.)
+ */
+import http from "node:http";
+import http2 from "node:http2";
+import net from "node:net";
+import { Code } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { acquireSubscription, KeyQuotas } from "../../src/auth/key-quotas.js";
+import { ApiKeyStore } from "../../src/auth/api-keys.js";
+import { ConfigError, DEFAULT_LIMITS, DEFAULT_PLANS, loadConfig } from "../../src/config.js";
+import { GatewayError } from "../../src/errors/gateway-error.js";
+import { connectClient } from "../support/grpc-clients.js";
+import { connectErrorOf, jsonRpcErrorOfConnect } from "../support/grpc-status.js";
+import { post, rpc } from "../support/http.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+import { type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
+import { openWsCaller, type WsCaller } from "../support/ws-calls.js";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const HEADERS_MS = 400;
+const REQUEST_MS = 800;
+const IDLE_MS = 600;
+const KEY = "limits-key-3c1d77aa";
+const OTHER_KEY = "limits-other-key-90be";
+
+let upstream: ProgrammableUpstream;
+let ng: TestNodegate;
+/** Upstream answers to eth_blockNumber wait this long, so requests stay in progress. */
+let slowMs = 0;
+
+beforeAll(async () => {
+  upstream = await startProgrammableUpstream((r) =>
+    r.method === "eth_blockNumber" && slowMs > 0 ? { delayMs: slowMs, then: { result: "0x10" } } : { result: r.method === "eth_chainId" ? "0x7a69" : "0x10" },
+  );
+  ng = await startNodegate({
+    upstreamUrl: upstream.url,
+    keys: [
+      { key: KEY, plan: "custom" },
+      { key: OTHER_KEY, plan: "custom" },
+    ],
+    config: {
+      limits: {
+        ...DEFAULT_LIMITS,
+        maxBodyBytes: 4096,
+        headersTimeoutMs: HEADERS_MS,
+        requestTimeoutMs: REQUEST_MS,
+        idleTimeoutMs: IDLE_MS,
+        maxWsConnectionsPerKey: 2,
+        maxConcurrentRequestsPerKey: 3,
+        maxSubscriptionsPerKey: 2,
+      },
+    },
+  });
+});
+afterAll(async () => {
+  await ng?.close();
+  await upstream?.close();
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A raw TCP connection to nodegate that records what it receives and when the server closes it. */
+async function rawConnection(): Promise<{ socket: net.Socket; received: () => string; closed: Promise<void>; isClosed: () => boolean }> {
+  const socket = net.connect(ng.port, "127.0.0.1");
+  await new Promise<void>((resolve, reject) => {
+    socket.once("connect", resolve);
+    socket.once("error", reject);
+  });
+  let text = "";
+  let closedFlag = false;
+  socket.on("data", (d: Buffer) => (text += d.toString("latin1")));
+  socket.on("error", () => {});
+  const closed = new Promise<void>((resolve) =>
+    socket.once("close", () => {
+      closedFlag = true;
+      resolve();
+    }),
+  );
+  return { socket, received: () => text, closed, isClosed: () => closedFlag };
+}
+
+/** Sends `text` one byte every `everyMs` until the server closes the connection; resolves with how much it got out. */
+async function trickle(conn: Awaited<ReturnType<typeof rawConnection>>, text: string, everyMs: number): Promise<number> {
+  let sent = 0;
+  while (sent < text.length && !conn.isClosed()) {
+    conn.socket.write(text[sent] as string);
+    sent++;
+    await Promise.race([sleep(everyMs), conn.closed]);
+  }
+  return sent;
+}
+
+async function stillServing(): Promise<void> {
+  expect((await post(ng.rpcUrl.replace(ng.key, KEY), rpc("eth_chainId"))).json.result).toBe("0x7a69");
+}
+
+describe("slow and silent clients (HTTP/1.1)", () => {
+  it("a slow-loris client sending its headers a byte at a time is cut off at the headers deadline, with 408", async () => {
+    const conn = await rawConnection();
+    const head = `POST /v3/${KEY} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nX-Padding: ${"x".repeat(200)}\r\n\r\n`;
+    const sent = await trickle(conn, head, 50);
+    await conn.closed;
+    // Cut off long before the whole head went out (it would take about 14 s at this pace).
+    expect(sent).toBeLessThan(head.length / 2);
+    expect(conn.received()).toMatch(/^HTTP\/1\.1 408 /);
+    await stillServing();
+  });
+
+  it("a request whose first bytes arrive one by one ('P', 'O', ...) is still read as HTTP/1.1 and served in time", async () => {
+    const conn = await rawConnection();
+    const body = JSON.stringify(rpc("eth_chainId"));
+    const request = `POST /v3/${KEY} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`;
+    for (const part of [request.slice(0, 1), request.slice(1, 2), request.slice(2)]) {
+      conn.socket.write(part);
+      await sleep(30);
+    }
+    await conn.closed;
+    expect(conn.received()).toMatch(/^HTTP\/1\.1 200 [\s\S]*"result":"0x7a69"/);
+  });
+
+  it("a client that connects and sends nothing is closed at the headers deadline", async () => {
+    const conn = await rawConnection();
+    await sleep(HEADERS_MS / 2);
+    expect(conn.isClosed()).toBe(false);
+    await conn.closed;
+    expect(conn.received()).toBe("");
+    await stillServing();
+  });
+
+  it("a body that trickles is cut off at the request deadline, with 408", async () => {
+    const conn = await rawConnection();
+    const body = JSON.stringify(rpc("eth_chainId"));
+    conn.socket.write(`POST /v3/${KEY} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+    const sent = await trickle(conn, body, 100);
+    await conn.closed;
+    expect(sent).toBeLessThan(body.length);
+    expect(conn.received()).toMatch(/^HTTP\/1\.1 408 /);
+    await stillServing();
+  });
+
+  it("a keep-alive connection left idle after its response is closed at the idle deadline", async () => {
+    const conn = await rawConnection();
+    const body = JSON.stringify(rpc("eth_chainId"));
+    conn.socket.write(`POST /v3/${KEY} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    await sleep(IDLE_MS / 2);
+    expect(conn.received()).toMatch(/^HTTP\/1\.1 200 [\s\S]*"result":"0x7a69"/);
+    expect(conn.isClosed()).toBe(false);
+    await conn.closed;
+  });
+
+  it("a body sent without a length (chunked) is still held to the size limit: 413, and the connection serves on", async () => {
+    const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = http.request({ host: "127.0.0.1", port: ng.port, path: `/v3/${KEY}`, method: "POST", headers: { "content-type": "application/json" } }, (r) => {
+        let body = "";
+        r.on("data", (d: Buffer) => (body += d.toString()));
+        r.on("end", () => resolve({ status: r.statusCode ?? 0, body }));
+      });
+      req.on("error", reject);
+      for (let i = 0; i < 10; i++) req.write(`{"pad":"${"a".repeat(1000)}"}`);
+      req.end();
+    });
+    expect(res.status).toBe(413);
+    expect(JSON.parse(res.body)).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "invalid request: request body exceeds 4096 bytes" } });
+    await stillServing();
+  });
+});
+
+describe("slow and silent clients (HTTP/2)", () => {
+  it("a client trickling the connection preface is cut off at the headers deadline", async () => {
+    const conn = await rawConnection();
+    const preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".padEnd(200, "\0");
+    const sent = await trickle(conn, preface, 50);
+    await conn.closed;
+    expect(sent).toBeLessThan(preface.length / 2);
+    await stillServing();
+  });
+
+  it("a session that never opens a stream is closed at the headers deadline; one that goes idle, at the idle deadline", async () => {
+    const silent = http2.connect(ng.url);
+    silent.on("error", () => {});
+    const silentClosed = new Promise<void>((resolve) => silent.once("close", () => resolve()));
+    await sleep(HEADERS_MS / 2);
+    expect(silent.closed || silent.destroyed).toBe(false);
+    await silentClosed;
+
+    const idle = http2.connect(ng.url);
+    idle.on("error", () => {});
+    const idleClosed = new Promise<void>((resolve) => idle.once("close", () => resolve()));
+    let goaway = false;
+    idle.once("goaway", () => (goaway = true));
+    const body = JSON.stringify(rpc("eth_chainId"));
+    const answer = await new Promise<string>((resolve, reject) => {
+      const stream = idle.request({ ":method": "POST", ":path": `/v3/${KEY}`, "content-type": "application/json" });
+      let text = "";
+      stream.on("data", (d: Buffer) => (text += d.toString()));
+      stream.on("end", () => resolve(text));
+      stream.on("error", reject);
+      stream.end(body);
+    });
+    expect(JSON.parse(answer).result).toBe("0x7a69");
+    // Past the headers deadline, a session that has had a stream is not cut off for that...
+    await sleep(HEADERS_MS + 100);
+    expect(idle.closed || idle.destroyed).toBe(false);
+    // ...but it is told to go away (GOAWAY) once idle for the idle deadline.
+    await idleClosed;
+    expect(goaway).toBe(true);
+    await stillServing();
+  });
+});
+
+/** Tries a WebSocket upgrade; the refusal's status, headers and body, or "open" (and the caller). */
+async function upgrade(key: string): Promise<{ status: number; retryAfter: string | undefined; body: string } | WsCaller> {
+  try {
+    return await openWsCaller(`ws://127.0.0.1:${ng.port}/ws/v3/${key}`);
+  } catch {
+    return new Promise((resolve, reject) => {
+      const req = http.request({
+        host: "127.0.0.1",
+        port: ng.port,
+        path: `/ws/v3/${key}`,
+        headers: { connection: "Upgrade", upgrade: "websocket", "sec-websocket-version": "13", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==" },
+      });
+      req.on("upgrade", (_res, socket) => {
+        socket.destroy();
+        reject(new Error("the second attempt was accepted"));
+      });
+      req.on("response", (res) => {
+        let body = "";
+        res.on("data", (d: Buffer) => (body += d.toString()));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, retryAfter: res.headers["retry-after"], body }));
+      });
+      req.on("error", reject);
+      req.end();
+    });
+  }
+}
+
+describe("per-key quotas", () => {
+  it("WebSocket connections: the one over the limit is refused with 429 and -32005; closing one makes room; other keys are not affected", async () => {
+    const first = await openWsCaller(`ws://127.0.0.1:${ng.port}/ws/v3/${KEY}`);
+    const second = await openWsCaller(`ws://127.0.0.1:${ng.port}/ws/v3/${KEY}`);
+    const third = await upgrade(KEY);
+    expect("status" in third && third).toEqual({
+      status: 429,
+      retryAfter: "1",
+      body: JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32005, message: "too many connections for this key", data: { limit: 2 } } }),
+    });
+    const other = await openWsCaller(`ws://127.0.0.1:${ng.port}/ws/v3/${OTHER_KEY}`);
+    expect((await other.call("eth_chainId", [])).result).toBe("0x7a69");
+    expect((await second.call("eth_chainId", [])).result).toBe("0x7a69");
+    await first.close();
+    const again = await upgrade(KEY);
+    expect("call" in again).toBe(true);
+    for (const c of [second, other, again as WsCaller]) await c.close();
+  });
+
+  it("requests in progress: over the limit, -32005 on every door (HTTP 429); when they finish, the key is served again", async () => {
+    slowMs = 500;
+    try {
+      const url = `${ng.url}/v3/${KEY}`;
+      const inProgress = [post(url, rpc("eth_blockNumber", [], 1)), post(url, rpc("eth_blockNumber", [], 2)), post(url, rpc("eth_blockNumber", [], 3))];
+      for (let i = 0; i < 100 && upstream.count("eth_blockNumber") < 3; i++) await sleep(10);
+      const native = await post(url, rpc("eth_chainId", [], 4));
+      expect(native.status).toBe(429);
+      expect(native.headers.get("retry-after")).toBe("1");
+      expect(native.json).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32005, message: "too many concurrent requests for this key", data: { limit: 3 } } });
+      const typed = await connectErrorOf(connectClient(ng.url, EthService, KEY, "grpc").chainId({}));
+      expect(typed.code).toBe(Code.ResourceExhausted);
+      expect(jsonRpcErrorOfConnect(typed)).toMatchObject({ code: -32005n, message: "too many concurrent requests for this key" });
+      // Another key is not held back by this one.
+      expect((await post(`${ng.url}/v3/${OTHER_KEY}`, rpc("eth_chainId"))).json.result).toBe("0x7a69");
+      expect((await Promise.all(inProgress)).map((r) => r.json.result)).toEqual(["0x10", "0x10", "0x10"]);
+      expect((await post(url, rpc("eth_chainId"))).json.result).toBe("0x7a69");
+    } finally {
+      slowMs = 0;
+    }
+  });
+
+  it("subscriptions: the check a subscription takes refuses the one over the limit, and a release makes room", () => {
+    const quotas = new KeyQuotas({ ...DEFAULT_LIMITS, maxSubscriptionsPerKey: 2 });
+    const [key, other] = ["sub-key-1234567", "sub-key-7654321"].map((k) => new ApiKeyStore([{ key: k, plan: "core" }], DEFAULT_PLANS).lookup(k)) as [never, never];
+    const first = acquireSubscription(quotas, key);
+    acquireSubscription(quotas, key);
+    const refused = (() => {
+      try {
+        acquireSubscription(quotas, key);
+      } catch (err) {
+        return err;
+      }
+      return undefined;
+    })();
+    expect(refused).toBeInstanceOf(GatewayError);
+    expect(refused).toMatchObject({ code: -32005, message: "too many subscriptions for this key", grpcCode: Code.ResourceExhausted, httpStatus: 429 });
+    expect(acquireSubscription(quotas, other)).toBeTypeOf("function");
+    first();
+    first(); // a second release gives nothing more back
+    expect(quotas.held(key, "subscriptions")).toBe(1);
+    expect(acquireSubscription(quotas, key)).toBeTypeOf("function");
+    expect(quotas.held(key, "subscriptions")).toBe(2);
+  });
+});
+
+describe("configuration", () => {
+  it("the deadlines and quotas are YAML limits, and a headers deadline beyond the request deadline is refused", () => {
+    const dir = mkdtempSync(join(tmpdir(), "nodegate-limits-"));
+    const good = join(dir, "good.yaml");
+    writeFileSync(good, "limits:\n  headersTimeoutMs: 5000\n  requestTimeoutMs: 20000\n  idleTimeoutMs: 30000\n  maxWsConnectionsPerKey: 7\n  maxConcurrentRequestsPerKey: 8\n  maxSubscriptionsPerKey: 9\n");
+    expect(loadConfig({}, good).limits).toMatchObject({
+      headersTimeoutMs: 5000,
+      requestTimeoutMs: 20000,
+      idleTimeoutMs: 30000,
+      maxWsConnectionsPerKey: 7,
+      maxConcurrentRequestsPerKey: 8,
+      maxSubscriptionsPerKey: 9,
+    });
+    const bad = join(dir, "bad.yaml");
+    writeFileSync(bad, "limits:\n  requestTimeoutMs: 1000\n  headersTimeoutMs: 2000\n");
+    expect(() => loadConfig({}, bad)).toThrow(ConfigError);
+    expect(() => loadConfig({}, bad)).toThrow(/bad\.yaml:3:21: limits\.headersTimeoutMs: headersTimeoutMs must not exceed requestTimeoutMs/);
+  });
+});
