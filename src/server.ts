@@ -232,6 +232,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     },
     async close(drainMs = options.drainMs ?? 10_000) {
       draining = true;
+      health.drain();
       const stopped = new Promise<void>((resolve) => listener.close(() => resolve()));
       // HTTP/2 clients get a GOAWAY: they finish their streams and open no new ones.
       for (const session of sessions) session.close();

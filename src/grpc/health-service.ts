@@ -21,19 +21,28 @@ export function registerHealth(router: ConnectRouter, monitor: HealthMonitor, wa
     },
     async *watch(request, ctx) {
       let last: Status | undefined;
-      while (!ctx.signal.aborted) {
+      // The watch ends when the caller leaves, or when the server drains (after saying NOT_SERVING), so it does not hold shutdown up.
+      const stop = AbortSignal.any([ctx.signal, monitor.draining]);
+      while (!stop.aborted) {
         const status = toStatus(await monitor.serviceStatus(request.service));
         if (status !== last) {
           last = status;
           yield create(HealthCheckResponseSchema, { status });
         }
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, watchIntervalMs);
-          ctx.signal.addEventListener("abort", () => {
+          const wake = (): void => {
             clearTimeout(timer);
             resolve();
-          }, { once: true });
+          };
+          const timer = setTimeout(() => {
+            stop.removeEventListener("abort", wake);
+            resolve();
+          }, watchIntervalMs);
+          stop.addEventListener("abort", wake, { once: true });
         });
+      }
+      if (monitor.draining.aborted && !ctx.signal.aborted && last !== Status.NOT_SERVING) {
+        yield create(HealthCheckResponseSchema, { status: Status.NOT_SERVING });
       }
     },
   });

@@ -21,6 +21,7 @@ export class HealthMonitor {
   readonly #probeTimeoutMs: number;
   readonly #probes = new Map<string, Promise<boolean>>();
   readonly #otherServices: readonly string[];
+  readonly #draining = new AbortController();
 
   /** `otherServices`: served services not tied to one chain family; they follow the default network. */
   constructor(gateway: Gateway, otherServices: readonly string[], options: HealthOptions = {}) {
@@ -28,6 +29,16 @@ export class HealthMonitor {
     this.#otherServices = otherServices;
     this.#recentMs = options.recentMs ?? 30_000;
     this.#probeTimeoutMs = options.probeTimeoutMs ?? 2000;
+  }
+
+  /** Aborted when the server starts draining: watchers report NOT_SERVING and end their streams. */
+  get draining(): AbortSignal {
+    return this.#draining.signal;
+  }
+
+  /** The server is shutting down. */
+  drain(): void {
+    this.#draining.abort();
   }
 
   /** Whether the network answered recently, probing it (once, however many ask) if it did not. */

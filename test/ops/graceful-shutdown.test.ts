@@ -1,17 +1,23 @@
 /**
  * SIGTERM during load: nodegate (a real child process, started as npm start
- * does) stops accepting, lets every accepted request finish, closes its
- * upstream sockets and exits 0. No accepted request is lost.
+ * does) stops accepting, lets every accepted request finish (HTTP, gRPC, and
+ * messages already sent on native WebSockets, which then get a 1001 close),
+ * ends health Watch streams with NOT_SERVING, closes its upstream sockets and
+ * exits 0. No accepted request is lost.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ChainIdRequestSchema, type ChainIdResponse, EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { freePort } from "../../src/embedded/anvil.js";
 import { grpcJsClient } from "../support/grpc-clients.js";
 import { post, rpc } from "../support/http.js";
 import { type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
+import { openWsCaller } from "../support/ws-calls.js";
 
 const ROOT = join(import.meta.dirname, "../..");
 const KEY = "shutdown-test-key-1";
@@ -42,21 +48,41 @@ it("answers every accepted request, then exits 0", async () => {
   expect(output).toContain("nodegate is running");
 
   const base = `http://127.0.0.1:${port}`;
+  // A health watcher, serving before the load starts.
+  const health = createClient(Health, createGrpcTransport({ baseUrl: base }));
+  const statuses: ServingStatus[] = [];
+  const watching = (async () => {
+    for await (const res of health.watch({ service: "" })) statuses.push(res.status);
+  })();
+  for (let i = 0; i < 100 && statuses.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+  expect(statuses).toEqual([ServingStatus.SERVING]);
+  const before = upstream.requests.length;
+
   const grpc = grpcJsClient(`127.0.0.1:${port}`, EthService);
+  const sockets = await Promise.all([0, 1].map(() => openWsCaller(`ws://127.0.0.1:${port}/ws/v3/${KEY}`)));
   const native = Array.from({ length: 40 }, (_, i) => post(`${base}/v3/${KEY}`, rpc("eth_chainId", [], i)));
   const typed = Array.from({ length: 20 }, () => grpc.call<ChainIdResponse>("chainId", create(ChainIdRequestSchema), { "x-api-key": KEY }));
+  const overWs = sockets.flatMap((ws) => Array.from({ length: 10 }, () => ws.call("eth_chainId", [])));
   // Let every request reach the upstream before the signal.
-  for (let i = 0; i < 100 && upstream.requests.length < 60; i++) await new Promise((r) => setTimeout(r, 20));
-  expect(upstream.requests.length).toBe(60);
+  for (let i = 0; i < 100 && upstream.requests.length < before + 80; i++) await new Promise((r) => setTimeout(r, 20));
+  expect(upstream.requests.length).toBe(before + 80);
   child.kill("SIGTERM");
 
   const nativeResults = await Promise.all(native);
   const typedResults = await Promise.all(typed);
+  const wsResults = await Promise.all(overWs);
   grpc.close();
   expect(nativeResults.map((r) => r.status)).toEqual(Array(40).fill(200));
   expect(nativeResults.map((r) => r.json.id)).toEqual(Array.from({ length: 40 }, (_, i) => i));
   expect(nativeResults.every((r) => r.json.result === "0x7a69")).toBe(true);
   expect(typedResults.every((r) => r.chainId === 31337n)).toBe(true);
+  expect(wsResults.map((r) => r.result)).toEqual(Array(20).fill("0x7a69"));
+  // Each WebSocket got every answer, then the going-away close.
+  expect(await Promise.all(sockets.map((ws) => ws.closed))).toEqual([1001, 1001]);
+  expect(sockets.flatMap((ws) => ws.strays)).toEqual([]);
+  // The watcher was told, and its stream ended cleanly rather than being cut at the end of the drain.
+  await watching;
+  expect(statuses).toEqual([ServingStatus.SERVING, ServingStatus.NOT_SERVING]);
   expect(await exited).toBe(0);
   expect(output).not.toMatch(/error/i);
   // After the drain the port is closed: new connections are refused, not half-answered.
