@@ -314,6 +314,16 @@ function isJsonText(raw: string): boolean {
   }
 }
 
+/** An unknown member's value as JSON text; one nested too deeply to write out is the caller's error, not ours. */
+function unknownFieldText(value: unknown): string {
+  try {
+    return JSON.stringify(value);
+  } catch (err) {
+    if (err instanceof RangeError) fail("nested too deeply");
+    throw err;
+  }
+}
+
 function newExtras(): JsonExtras {
   return create(JsonExtrasSchema);
 }
@@ -337,7 +347,7 @@ function objectMessageCodec(schema: DescMessage, fields: FieldPlan[], hasExtras:
           if (plan === undefined) {
             if (!hasExtras) fail(`unknown field`);
             extras ??= newExtras();
-            extras.unknownFields[key] = JSON.stringify(value);
+            extras.unknownFields[key] = unknownFieldText(value);
             continue;
           }
           if (value === null) {

@@ -38,7 +38,8 @@ export interface ReadReplyOptions {
 }
 
 /**
- * Reads a reply to the request with id `expectedId`. When "jsonrpc" and "id"
+ * Reads a reply to the request with id `expectedId` (on HTTP, the one request
+ * of its exchange). When "jsonrpc" and "id"
  * come before "result" (every node we know writes them first), the result is
  * everything up to the closing brace, found without scanning the result
  * (unless `verify` asks for the scan).
@@ -91,6 +92,9 @@ export function readReply(body: Buffer, expectedId: number, options: ReadReplyOp
     throw upstreamBadResponse(err instanceof RawJsonError || err instanceof SyntaxError ? err.message : "unreadable reply", err);
   }
   if (id !== String(expectedId)) {
+    // A node that could not read the request (parse error, invalid request) answers with id null, as JSON-RPC 2.0
+    // says; on a connection that carries one request, that error is the answer to it.
+    if (id === "null" && error !== undefined) throw error;
     throw upstreamBadResponse(`reply id ${id ?? "(none)"} does not match request id ${expectedId}`);
   }
   if (error !== undefined) throw error;
