@@ -4,6 +4,7 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     globalSetup: ["test/setup/global-setup.ts"],
+    setupFiles: ["test/setup/secret-collector.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",

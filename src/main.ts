@@ -84,7 +84,9 @@ async function start(configPath: string | undefined): Promise<void> {
   const keys = config.keys ?? [{ key: randomBytes(16).toString("hex"), plan: "growth" as const }];
   const { server } = createApp(config, log, keys);
   const address = await server.listen(config.port, config.host);
-  process.stdout.write(banner(config, config.host, address.port, (keys[0] as { key: string }).key, generatedKey, anvil));
+  // A configured key is a secret, and stdout ends up in log stores: only a key generated for this run is shown.
+  const shownKey = generatedKey ? (keys[0] as { key: string }).key : "<KEY>";
+  process.stdout.write(banner(config, config.host, address.port, shownKey, generatedKey, anvil));
 
   let stopping = false;
   const stop = async (signal: string) => {

@@ -2,6 +2,8 @@
  * Neither the client's key (nor its secret) nor the upstream provider's key
  * appears in any log line or any response, whatever happens: answers, node
  * errors, auth failures, bad params, upstream outages, on both front doors.
+ * (One scenario, on purpose; the suite-wide scan in test/support/secret-scan.ts
+ * checks everything every test saw.)
  */
 import { ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, expect, it } from "vitest";

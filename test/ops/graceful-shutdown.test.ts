@@ -17,10 +17,12 @@ import { freePort } from "../../src/embedded/anvil.js";
 import { grpcJsClient } from "../support/grpc-clients.js";
 import { post, rpc } from "../support/http.js";
 import { type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
+import { recordSeen, registerSecret } from "../support/secret-scan.js";
 import { openWsCaller } from "../support/ws-calls.js";
 
 const ROOT = join(import.meta.dirname, "../..");
 const KEY = "shutdown-test-key-1";
+registerSecret(KEY, "client key (child process)");
 let upstream: ProgrammableUpstream;
 let child: ChildProcess | undefined;
 
@@ -84,6 +86,7 @@ it("answers every accepted request, then exits 0", async () => {
   await watching;
   expect(statuses).toEqual([ServingStatus.SERVING, ServingStatus.NOT_SERVING]);
   expect(await exited).toBe(0);
+  recordSeen("nodegate stdout and stderr", output);
   expect(output).not.toMatch(/error/i);
   // After the drain the port is closed: new connections are refused, not half-answered.
   await expect(fetch(`${base}/healthz`)).rejects.toThrow();

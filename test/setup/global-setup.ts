@@ -1,3 +1,26 @@
+/**
+ * The run's shared setup: a directory for the secret scan's records, and at
+ * the end of the run the scan itself (see test/support/secret-scan.ts), which
+ * fails the run when any secret appears in anything nodegate produced.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { SCAN_DIR_ENV, scanRecords } from "../support/secret-scan.js";
+
 export default async function setup(): Promise<() => Promise<void>> {
-  return async () => {};
+  const dir = mkdtempSync(join(tmpdir(), "nodegate-secret-scan-"));
+  process.env[SCAN_DIR_ENV] = dir;
+  return async () => {
+    try {
+      const { secrets, texts, hits } = scanRecords(dir);
+      if (hits.length > 0) {
+        const lines = hits.slice(0, 20).map((h) => `  ${h.what} in ${h.file} (${h.source}): ${JSON.stringify(h.context)}`);
+        throw new Error(`secret scan: ${hits.length} hit(s) of ${secrets} secrets in ${texts} texts:\n${lines.join("\n")}`);
+      }
+      process.stdout.write(`secret scan: ${secrets} secrets, ${texts} texts seen by the tests, no hit\n`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
 }

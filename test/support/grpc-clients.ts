@@ -2,10 +2,20 @@
  * Real clients for the typed path: @grpc/grpc-js (how backend services call,
  * here with protobuf-es messages as the serializer) and connect-es.
  */
-import { fromBinary, type DescMessage, type DescService, type Message, toBinary } from "@bufbuild/protobuf";
+import { fromBinary, type DescMessage, type DescService, type Message, toBinary, toJsonString } from "@bufbuild/protobuf";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
+import { recordSeen } from "./secret-scan.js";
+
+/** What a typed call came back with, for the suite-wide secret scan. */
+function recordError(err: unknown): void {
+  const e = err as { message?: string; details?: unknown; metadata?: { toJSON?: () => unknown; toHttpHeader?: () => unknown } | Headers; rawMessage?: string };
+  recordSeen("gRPC error", JSON.stringify({ message: e.message, raw: e.rawMessage, details: e.details }, (_, v) => (typeof v === "bigint" ? String(v) : v instanceof Uint8Array ? Buffer.from(v).toString("latin1") : v)) ?? "");
+  const md = e.metadata;
+  if (md instanceof Headers) recordSeen("gRPC error metadata", JSON.stringify([...md]));
+  else if (md?.toJSON) recordSeen("gRPC error metadata", JSON.stringify(md.toJSON(), (_, v) => (v?.type === "Buffer" ? Buffer.from(v.data).toString("latin1") : v)));
+}
 
 /** A grpc-js client whose methods are the service's RPCs by local name (getBlockByNumber, ...). */
 export interface GrpcJsClient {
@@ -40,8 +50,17 @@ export function grpcJsClient(address: string, service: DescService): GrpcJsClien
       for (const [k, v] of Object.entries(metadata)) md.set(k, v);
       const fn = client[method];
       if (typeof fn !== "function") throw new Error(`no method ${method}`);
+      const output = service.methods.find((m) => m.localName === method)?.output as DescMessage;
       return new Promise<O>((resolve, reject) => {
-        fn.call(client, request, md, (err, res) => (err ? reject(err) : resolve(res as O)));
+        fn.call(client, request, md, (err, res) => {
+          if (err) {
+            recordError(err);
+            reject(err);
+            return;
+          }
+          recordSeen("gRPC response", toJsonString(output, res as Message));
+          resolve(res as O);
+        });
       });
     },
     close: () => client.close(),
@@ -59,7 +78,15 @@ export function connectClient<S extends DescService>(baseUrl: string, service: S
       (next: Parameters<import("@connectrpc/connect").Interceptor>[0]) =>
         async (req: Parameters<Parameters<import("@connectrpc/connect").Interceptor>[0]>[0]) => {
           req.header.set("x-api-key", key);
-          return next(req);
+          try {
+            const res = await next(req);
+            recordSeen("Connect response headers", JSON.stringify([...res.header]));
+            if (!res.stream) recordSeen("Connect response", toJsonString(req.method.output, res.message));
+            return res;
+          } catch (err) {
+            recordError(err);
+            throw err;
+          }
         },
     ],
   };

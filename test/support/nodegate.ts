@@ -1,6 +1,7 @@
 /**
  * Starts nodegate in-process on an ephemeral port, with its log lines
- * captured (tests assert on them, and the secret scan reads them).
+ * captured (tests assert on them). Its keys, key secrets and upstream keys
+ * are registered with the suite-wide secret scan, which reads every log line.
  */
 import { Writable } from "node:stream";
 import { createApp } from "../../src/app.js";
@@ -8,6 +9,7 @@ import { type Config, DEFAULT_CIRCUIT_BREAKER, DEFAULT_LIMITS, DEFAULT_WEBSOCKET
 import type { Gateway } from "../../src/gateway.js";
 import { createLogger } from "../../src/log.js";
 import type { NodegateServer } from "../../src/server.js";
+import { recordSeen, registerSecret, registerUpstreamUrl } from "./secret-scan.js";
 
 export interface TestNodegate {
   /** Base URL, http://127.0.0.1:PORT */
@@ -60,12 +62,18 @@ export async function startNodegate(options: StartOptions): Promise<TestNodegate
     drainMs: 5000,
     ...options.config,
   };
+  for (const k of keys) {
+    registerSecret(k.key, "client key");
+    registerSecret(k.secret, "client key secret");
+  }
+  for (const network of config.networks) for (const u of network.upstreams) registerUpstreamUrl(u.url);
   const logs: Record<string, unknown>[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {
       for (const line of chunk.toString().split("\n")) {
         if (!line) continue;
         allLogLines.push(line);
+        recordSeen("nodegate log line", line);
         logs.push(JSON.parse(line) as Record<string, unknown>);
       }
       done();

@@ -4,6 +4,7 @@
  * whose id matches no call in flight is kept, so a test can see it.
  */
 import WebSocket from "ws";
+import { recordSeen } from "./secret-scan.js";
 
 export interface WsCaller {
   /** Sends one request with a fresh numeric id; resolves with the parsed answer. */
@@ -31,6 +32,7 @@ export async function openWsCaller(url: string, options: WebSocket.ClientOptions
   );
   socket.on("message", (data: Buffer) => {
     const text = data.toString("utf8");
+    recordSeen("WebSocket message", text);
     let id: unknown;
     try {
       id = (JSON.parse(text) as { id?: unknown }).id;

@@ -3,6 +3,7 @@
  * reads each message as the text the server wrote, in arrival order.
  */
 import WebSocket from "ws";
+import { recordSeen } from "./secret-scan.js";
 
 export interface WsSession {
   socket: WebSocket;
@@ -24,11 +25,17 @@ export function openWsSession(url: string, options: WebSocket.ClientOptions = {}
   const waiters: ((text: string) => void)[] = [];
   socket.on("message", (data: Buffer) => {
     const text = data.toString("utf8");
+    recordSeen("WebSocket message", text);
     const waiter = waiters.shift();
     if (waiter) waiter(text);
     else queue.push(text);
   });
-  const closed = new Promise<number>((resolve) => socket.on("close", (code) => resolve(code)));
+  const closed = new Promise<number>((resolve) =>
+    socket.on("close", (code, reason) => {
+      recordSeen("WebSocket close reason", reason.toString());
+      resolve(code);
+    }),
+  );
   socket.on("error", () => {}); // the close code is what tests look at
   const session: WsSession = {
     socket,
