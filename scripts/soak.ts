@@ -1,0 +1,200 @@
+/**
+ * Soak: nodegate as a child process (started as npm start starts it) in
+ * front of a local Anvil, all on 127.0.0.1, under mixed calls on every front
+ * door at once (native HTTP with batches, native WebSocket, gRPC, Connect)
+ * for SOAK_SECONDS (default 60). Every answer is checked against its call
+ * (ids, and contents that only the right answer has); nodegate's RSS is
+ * sampled from /proc after a warm-up and to the end. Prints a table, and
+ * exits 1 when any call was lost, mismatched or failed, RSS grew 10% or
+ * more after warm-up, or nodegate did not stop cleanly on SIGTERM.
+ *
+ *   npm run soak                               # 60 s, 4 calls in flight per door
+ *   SOAK_SECONDS=600 SOAK_CONCURRENCY=8 npm run soak
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { type AnvilNode, freePort, startAnvil } from "../src/embedded/anvil.js";
+import { connectDoor, type Door, grpcDoor, nativeHttpDoor, nativeWsDoor } from "./soak/doors.js";
+import { type Chain, nextProbe } from "./soak/workload.js";
+
+const SECONDS = Number(process.env.SOAK_SECONDS ?? 60);
+const CONCURRENCY = Number(process.env.SOAK_CONCURRENCY ?? 4);
+const WARMUP_SECONDS = Number(process.env.SOAK_WARMUP_SECONDS ?? Math.max(10, Math.round(SECONDS * 0.2)));
+const CALL_TIMEOUT_MS = 10_000;
+const RSS_GROWTH_LIMIT = 0.1;
+const BLOCKS = 64;
+const ACCOUNTS = 16;
+const KEY = `soak-${randomBytes(8).toString("hex")}`;
+const ROOT = join(import.meta.dirname, "..");
+
+async function anvilRpc(anvil: AnvilNode, method: string, params: unknown[]): Promise<unknown> {
+  const res = await fetch(anvil.url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+  const answer = (await res.json()) as { result?: unknown; error?: { message: string } };
+  if (answer.error) throw new Error(`${method}: ${answer.error.message}`);
+  return answer.result;
+}
+
+/** Mines blocks and funds accounts with distinct balances; reads back what the checks need. */
+async function prepareChain(anvil: AnvilNode): Promise<Chain> {
+  await anvilRpc(anvil, "anvil_mine", [`0x${BLOCKS.toString(16)}`]);
+  const hashes: string[] = [];
+  for (let n = 0; n <= BLOCKS; n++) hashes.push(((await anvilRpc(anvil, "eth_getBlockByNumber", [`0x${n.toString(16)}`, false])) as { hash: string }).hash);
+  const accounts = Array.from({ length: ACCOUNTS }, (_, i) => ({ address: `0x${randomBytes(20).toString("hex")}`, wei: 10n ** 18n + BigInt(i) * 7919n }));
+  for (const a of accounts) await anvilRpc(anvil, "anvil_setBalance", [a.address, `0x${a.wei.toString(16)}`]);
+  return { hashes, accounts };
+}
+
+async function startNodegate(anvil: AnvilNode, port: number): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, "src/main.ts")], {
+    cwd: ROOT,
+    env: { ...process.env, NODEGATE_UPSTREAM_URL: anvil.url, NODEGATE_PORT: String(port), NODEGATE_HOST: "127.0.0.1", NODEGATE_API_KEYS: `${KEY}:custom`, NODEGATE_LOG_LEVEL: "warn" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
+  child.stderr?.on("data", (d: Buffer) => process.stderr.write(d));
+  for (let i = 0; i < 400 && !output.includes("nodegate is running"); i++) await new Promise((r) => setTimeout(r, 50));
+  if (!output.includes("nodegate is running")) throw new Error(`nodegate did not start:\n${output}`);
+  return child;
+}
+
+/** VmRSS of a process, in bytes. */
+function rssOf(pid: number): number {
+  const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return m ? Number(m[1]) * 1024 : Number.NaN;
+}
+
+interface DoorStats {
+  calls: number;
+  ok: number;
+  mismatched: number;
+  errors: number;
+  lost: number;
+  latenciesMs: number[];
+  sample?: string;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted.length === 0 ? Number.NaN : (sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number);
+}
+
+const median = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
+const mib = (b: number) => `${(b / 1048576).toFixed(1)} MiB`;
+
+async function runDoor(door: Door, chain: Chain, until: number, stats: DoorStats): Promise<void> {
+  const worker = async () => {
+    while (Date.now() < until) {
+      const probe = nextProbe(chain);
+      const started = performance.now();
+      let timer: NodeJS.Timeout | undefined;
+      const verdict = await Promise.race([
+        door.call(probe).catch((err: unknown) => ({ outcome: "error" as const, calls: 1, detail: (err as Error).message })),
+        new Promise<undefined>((resolve) => {
+          timer = setTimeout(() => resolve(undefined), CALL_TIMEOUT_MS);
+        }),
+      ]);
+      clearTimeout(timer);
+      if (verdict === undefined) {
+        stats.calls++;
+        stats.lost++;
+        continue;
+      }
+      stats.latenciesMs.push(performance.now() - started);
+      stats.calls += verdict.calls;
+      if (verdict.outcome === "ok") stats.ok += verdict.calls;
+      else {
+        if (verdict.outcome === "mismatch") stats.mismatched += verdict.calls;
+        else stats.errors += verdict.calls;
+        stats.sample ??= verdict.detail;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+}
+
+async function main(): Promise<void> {
+  const anvil = await startAnvil();
+  const chain = await prepareChain(anvil);
+  const port = await freePort();
+  const child = await startNodegate(anvil, port);
+  const pid = child.pid as number;
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const base = `http://127.0.0.1:${port}`;
+  const doors: Door[] = [
+    nativeHttpDoor(`${base}/v3/${KEY}`, chain, () => nextProbe(chain)),
+    await nativeWsDoor(`ws://127.0.0.1:${port}/ws/v3/${KEY}`, chain),
+    grpcDoor(`127.0.0.1:${port}`, KEY, chain),
+    connectDoor(base, KEY, chain),
+  ];
+  const stats = doors.map((): DoorStats => ({ calls: 0, ok: 0, mismatched: 0, errors: 0, lost: 0, latenciesMs: [] }));
+
+  process.stdout.write(`soak: ${SECONDS} s, ${CONCURRENCY} calls in flight per door, warm-up ${WARMUP_SECONDS} s, nodegate pid ${pid} on 127.0.0.1:${port}, upstream Anvil\n`);
+  const started = Date.now();
+  const samples: { t: number; rss: number }[] = [];
+  const sampler = setInterval(() => samples.push({ t: (Date.now() - started) / 1000, rss: rssOf(pid) }), 1000);
+  const progress = setInterval(() => {
+    const done = stats.reduce((n, s) => n + s.calls, 0);
+    process.stdout.write(`  ${Math.round((Date.now() - started) / 1000)} s: ${done} calls, RSS ${mib(rssOf(pid))}\n`);
+  }, 10_000);
+  const until = started + SECONDS * 1000;
+  await Promise.all(doors.map((door, i) => runDoor(door, chain, until, stats[i] as DoorStats)));
+  const elapsed = (Date.now() - started) / 1000;
+  clearInterval(sampler);
+  clearInterval(progress);
+  samples.push({ t: elapsed, rss: rssOf(pid) });
+
+  for (const door of doors) await door.close();
+  child.kill("SIGTERM");
+  const exitCode = await exited;
+  await anvil.stop();
+
+  // Report.
+  const rows = doors.map((door, i) => {
+    const s = stats[i] as DoorStats;
+    const sorted = [...s.latenciesMs].sort((a, b) => a - b);
+    return [door.name, s.calls, s.ok, s.mismatched, s.errors, s.lost, (s.calls / elapsed).toFixed(0), percentile(sorted, 50).toFixed(2), percentile(sorted, 99).toFixed(2)];
+  });
+  const total = stats.reduce((t, s) => ({ calls: t.calls + s.calls, ok: t.ok + s.ok, mismatched: t.mismatched + s.mismatched, errors: t.errors + s.errors, lost: t.lost + s.lost }), {
+    calls: 0,
+    ok: 0,
+    mismatched: 0,
+    errors: 0,
+    lost: 0,
+  });
+  rows.push(["total", total.calls, total.ok, total.mismatched, total.errors, total.lost, (total.calls / elapsed).toFixed(0), "", ""]);
+  const header = ["door", "calls", "ok", "mismatched", "errors", "lost", "calls/s", "p50 ms", "p99 ms"];
+  const widths = header.map((h, c) => Math.max(h.length, ...rows.map((r) => String(r[c]).length)));
+  const line = (cells: (string | number)[]) => cells.map((v, c) => (c === 0 ? String(v).padEnd(widths[c] as number) : String(v).padStart(widths[c] as number))).join("  ");
+  process.stdout.write(`\n${line(header)}\n${rows.map(line).join("\n")}\n`);
+  for (const [i, s] of stats.entries()) if (s.sample) process.stdout.write(`  first problem on ${doors[i]?.name}: ${s.sample}\n`);
+
+  const warm = samples.filter((x) => x.t >= WARMUP_SECONDS && x.t < WARMUP_SECONDS + 5).map((x) => x.rss);
+  const end = samples.slice(-5).map((x) => x.rss);
+  const warmRss = median(warm);
+  const endRss = median(end);
+  const growth = (endRss - warmRss) / warmRss;
+  const after = samples.filter((x) => x.t >= WARMUP_SECONDS).map((x) => x.rss);
+  process.stdout.write(
+    `\nnodegate RSS: ${mib(warmRss)} after warm-up (median of ${warm.length} samples from ${WARMUP_SECONDS} s), ${mib(endRss)} at the end (median of the last ${end.length}), ` +
+      `growth ${(growth * 100).toFixed(1)}% (limit ${RSS_GROWTH_LIMIT * 100}%); range after warm-up ${mib(Math.min(...after))} to ${mib(Math.max(...after))}; peak ${mib(Math.max(...samples.map((x) => x.rss)))}\n`,
+  );
+  process.stdout.write(`nodegate exit code after SIGTERM: ${exitCode}\n`);
+
+  const problems = [
+    total.lost > 0 ? `${total.lost} calls lost` : "",
+    total.mismatched > 0 ? `${total.mismatched} answers did not match their calls` : "",
+    total.errors > 0 ? `${total.errors} calls failed` : "",
+    !(growth < RSS_GROWTH_LIMIT) ? `RSS grew ${(growth * 100).toFixed(1)}% after warm-up` : "",
+    exitCode !== 0 ? `nodegate exited with ${exitCode}` : "",
+    SECONDS < 60 ? `ran ${SECONDS} s, less than the 60 s a soak needs` : "",
+  ].filter(Boolean);
+  process.stdout.write(problems.length === 0 ? "\nPASS\n" : `\nFAIL: ${problems.join("; ")}\n`);
+  process.exitCode = problems.length === 0 ? 0 : 1;
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`soak: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});
