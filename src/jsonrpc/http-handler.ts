@@ -91,7 +91,14 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       }
       throw err;
     }
-    const body = await readBody(req, gateway.limits.maxBodyBytes);
+    let body: Buffer | undefined;
+    try {
+      body = await readBody(req, gateway.limits.maxBodyBytes);
+    } catch (err) {
+      // The client went away (or was cut off by a deadline) before its body arrived: nobody to answer, nothing wrong here.
+      gateway.log.debug({ err: (err as Error).message }, "native request body not received");
+      return;
+    }
     if (body === undefined) {
       sendError(res, invalidRequest(`request body exceeds ${gateway.limits.maxBodyBytes} bytes`), 413);
       return;

@@ -312,6 +312,18 @@ describe("per-key quotas", () => {
   });
 });
 
+describe("what the limits leave behind", () => {
+  it("a client that goes away part way through its body is not an error; none of the above was logged as one", async () => {
+    const conn = await rawConnection();
+    conn.socket.write(`POST /v3/${KEY} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"jsonrpc"`);
+    await sleep(50);
+    conn.socket.destroy();
+    await conn.closed;
+    await stillServing();
+    expect(ng.logs.filter((l) => (l.level as number) >= 50)).toEqual([]);
+  });
+});
+
 describe("configuration", () => {
   it("the deadlines and quotas are YAML limits, and a headers deadline beyond the request deadline is refused", () => {
     const dir = mkdtempSync(join(tmpdir(), "nodegate-limits-"));
