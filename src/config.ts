@@ -123,6 +123,8 @@ export interface Limits {
   maxConcurrentRequestsPerKey: number;
   /** Subscriptions one key may hold open at once (eth_subscribe, typed streams). */
   maxSubscriptionsPerKey: number;
+  /** Answers waiting to be read by a native WebSocket client, in bytes; a client that lets more pile up is disconnected. */
+  maxWsUnreadBytes: number;
 }
 
 export interface PassThroughConfig {
@@ -179,6 +181,7 @@ export const DEFAULT_LIMITS: Limits = {
   maxWsConnectionsPerKey: 100,
   maxConcurrentRequestsPerKey: 1000,
   maxSubscriptionsPerKey: 1000,
+  maxWsUnreadBytes: 64 * 1024 * 1024,
 };
 
 /**

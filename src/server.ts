@@ -63,6 +63,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   const handleJsonRpcHttp = createJsonRpcHttpHandler(gateway);
   const wsHandler = createJsonRpcWsHandler(gateway, {
     maxMessageBytes: gateway.limits.maxWsMessageBytes,
+    maxUnreadBytes: gateway.limits.maxWsUnreadBytes,
     pingIntervalMs: options.wsPingIntervalMs ?? 30_000,
   });
   const services = servedServices(gateway);

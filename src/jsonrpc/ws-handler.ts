@@ -22,6 +22,8 @@ export interface WsHandlerOptions {
   maxMessageBytes: number;
   /** Every client is pinged this often; one that has neither answered nor sent anything since the previous round is closed. */
   pingIntervalMs: number;
+  /** Answers a client has not read, in bytes; past this it is disconnected (it keeps asking but does not read). Default unlimited. */
+  maxUnreadBytes?: number | undefined;
 }
 
 export interface JsonRpcWsHandler {
@@ -88,8 +90,15 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
   };
 
   const send = (ws: WebSocket, body: Buffer | string): void => {
+    if (ws.readyState !== WebSocket.OPEN) return;
+    // A client that asks and does not read would have nodegate hold its answers without bound.
+    if (options.maxUnreadBytes !== undefined && ws.bufferedAmount > options.maxUnreadBytes) {
+      gateway.log.debug({ unreadBytes: ws.bufferedAmount }, "closing a native WebSocket client that does not read its answers");
+      ws.terminate();
+      return;
+    }
     // A Buffer would go out as a binary frame unless told otherwise; JSON-RPC clients expect text.
-    if (ws.readyState === WebSocket.OPEN) ws.send(body, { binary: false });
+    ws.send(body, { binary: false });
   };
 
   /** Closes a draining client once every message it sent has been answered (after queued sends, which ws keeps in order). */

@@ -25,6 +25,7 @@ import { post, rpc } from "../support/http.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
 import { openWsCaller, type WsCaller } from "../support/ws-calls.js";
+import WebSocket from "ws";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -41,9 +42,11 @@ let ng: TestNodegate;
 let slowMs = 0;
 
 beforeAll(async () => {
-  upstream = await startProgrammableUpstream((r) =>
-    r.method === "eth_blockNumber" && slowMs > 0 ? { delayMs: slowMs, then: { result: "0x10" } } : { result: r.method === "eth_chainId" ? "0x7a69" : "0x10" },
-  );
+  upstream = await startProgrammableUpstream((r) => {
+    if (r.method === "eth_blockNumber" && slowMs > 0) return { delayMs: slowMs, then: { result: "0x10" } };
+    if (r.method === "eth_getCode") return { result: `0x${"ab".repeat(50_000)}` };
+    return { result: r.method === "eth_chainId" ? "0x7a69" : "0x10" };
+  });
   ng = await startNodegate({
     upstreamUrl: upstream.url,
     keys: [
@@ -309,6 +312,30 @@ describe("per-key quotas", () => {
     expect(quotas.held(key, "subscriptions")).toBe(1);
     expect(acquireSubscription(quotas, key)).toBeTypeOf("function");
     expect(quotas.held(key, "subscriptions")).toBe(2);
+  });
+});
+
+describe("a WebSocket client that asks but does not read", () => {
+  it("is disconnected once its unread answers pass the limit; others are served", async () => {
+    // Its own nodegate: the default quotas, so every answer is a large one.
+    const own = await startNodegate({ upstreamUrl: upstream.url, keys: [KEY], config: { limits: { ...DEFAULT_LIMITS, maxWsUnreadBytes: 256 * 1024 } } });
+    const reader = await openWsCaller(`ws://127.0.0.1:${own.port}/ws/v3/${KEY}`);
+    const hog = new WebSocket(`ws://127.0.0.1:${own.port}/ws/v3/${KEY}`, { perMessageDeflate: false });
+    hog.on("error", () => {});
+    await new Promise((resolve) => hog.once("open", resolve));
+    const open = async () => (await own.gateway.metrics.openWebSockets.get()).values[0]?.value;
+    expect(await open()).toBe(2);
+    hog.pause(); // reads nothing more
+    const request = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_getCode", params: [`0x${"12".repeat(20)}`, "latest"] });
+    // 400 answers of 100 kB: far more than the socket buffers hold, so they pile up in nodegate.
+    for (let i = 0; i < 400; i++) hog.send(request);
+    for (let i = 0; i < 300 && (await open()) !== 1; i++) await sleep(20);
+    expect(await open()).toBe(1);
+    hog.resume();
+    expect(await new Promise((resolve) => hog.once("close", resolve))).toBe(1006);
+    expect((await reader.call("eth_chainId", [])).result).toBe("0x7a69");
+    await reader.close();
+    await own.close();
   });
 });
 
