@@ -220,11 +220,16 @@ it(
   fuzzTimeoutMs(GRPC_RUNS),
 );
 
-/** One raw HTTP/2 request: the gRPC status from the headers (trailers-only) or the trailers. */
+let rawSession: http2.ClientHttp2Session | undefined;
+
+/** One raw HTTP/2 request (on one session, opened again if the server closed it): the gRPC status from the headers (trailers-only) or the trailers. */
 function rawGrpc(path: string, contentType: string, body: Uint8Array): Promise<{ httpStatus: number; grpcStatus: string | undefined }> {
-  return new Promise((resolve, reject) => {
-    const session = http2.connect(ng.url);
-    session.on("error", reject);
+  if (rawSession === undefined || rawSession.closed || rawSession.destroyed) {
+    rawSession = http2.connect(ng.url);
+    rawSession.on("error", () => {});
+  }
+  const session = rawSession;
+  return new Promise((resolve) => {
     const stream = session.request({ ":method": "POST", ":path": path, "content-type": contentType, te: "trailers", "x-api-key": KEY });
     let httpStatus = 0;
     let grpcStatus: string | undefined;
@@ -238,7 +243,6 @@ function rawGrpc(path: string, contentType: string, body: Uint8Array): Promise<{
     });
     stream.on("data", (d: Buffer) => chunks.push(d));
     stream.on("close", () => {
-      session.close();
       // gRPC-Web sends its trailers as the body's last frame (flag 0x80).
       const data = Buffer.concat(chunks);
       for (let i = 0; grpcStatus === undefined && i + 5 <= data.length; i += 5 + data.readUInt32BE(i + 1)) {
@@ -282,6 +286,7 @@ it(
       }),
       fuzzParameters(RAW_RUNS),
     );
+    rawSession?.close();
     expect(ng.logs.filter((l) => (l.level as number) >= 50)).toEqual([]);
   },
   fuzzTimeoutMs(RAW_RUNS),
