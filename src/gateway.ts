@@ -6,8 +6,10 @@
 import { Code } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { AccessControl } from "./auth/access-control.js";
+import type { ApiKey } from "./auth/api-keys.js";
 import type { Limits, PassThroughConfig } from "./config.js";
 import { GatewayError } from "./errors/gateway-error.js";
+import type { InvokeContext } from "./methods/invoke.js";
 import type { ChainFamily, MethodTable } from "./methods/method-table.js";
 import type { MethodPolicy } from "./methods/policy.js";
 import type { Metrics } from "./observability/metrics.js";
@@ -73,6 +75,11 @@ export class Gateway {
     const fallback = this.#networks.get(this.defaultNetwork);
     if (fallback?.family === family) return fallback;
     return [...this.#networks.values()].find((n) => n.family === family);
+  }
+
+  /** The context a caller's calls run in, on either door. */
+  invokeContext(key: ApiKey, network: Network, signal: AbortSignal): InvokeContext {
+    return { access: this.access, key, network, limits: this.limits, policies: this.policies, signal };
   }
 
   networks(): Network[] {
