@@ -4,6 +4,11 @@
  * goes away (fail fast) and comes back (reconnect), and a Redis that stops
  * answering (the command fails, the connection is replaced).
  */
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseRedisUrl, redactRedisUrl, RedisClient, type RedisClientState, RedisReplyError, RedisUnavailableError } from "../../src/redis/resp-client.js";
 import { redisRequirement, type RedisServer, startRedisServer } from "../support/redis-server.js";
@@ -153,7 +158,7 @@ describe.skipIf(redisRequirement.skip)("RedisClient against redis-server", () =>
 describe.skipIf(redisRequirement.skip || redisRequirement.missing !== undefined)("RedisClient AUTH", () => {
   let redis: RedisServer;
   beforeAll(async () => {
-    redis = await startRedisServer(["--requirepass", "s3cret"]);
+    redis = await startRedisServer({ args: ["--requirepass", "s3cret"] });
   });
   afterAll(async () => {
     await redis?.stop();
@@ -183,6 +188,40 @@ describe.skipIf(redisRequirement.skip || redisRequirement.missing !== undefined)
     const client = new RedisClient({ url: redis.url });
     try {
       await expect(client.command(["GET", "x"])).rejects.toThrow(/^NOAUTH/);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe.skipIf(redisRequirement.skip || redisRequirement.missing !== undefined)("RedisClient over TLS (rediss://)", () => {
+  let redis: RedisServer;
+  let ca: Buffer;
+  beforeAll(async () => {
+    const dir = mkdtempSync(join(tmpdir(), "nodegate-redis-tls-"));
+    const [certFile, keyFile] = [join(dir, "cert.pem"), join(dir, "key.pem")];
+    await promisify(execFile)("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", keyFile, "-out", certFile, "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"]);
+    ca = readFileSync(certFile);
+    redis = await startRedisServer({ tls: { certFile, keyFile }, args: ["--requirepass", "tls-pass"] });
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  it("talks TLS to a server its CA vouches for, with AUTH inside the tunnel", async () => {
+    const client = new RedisClient({ url: `rediss://:tls-pass@localhost:${redis.port}`, tls: { ca } });
+    try {
+      expect(client.endpoint.tls).toBe(true);
+      expect(await client.command(["ECHO", "over tls"])).toEqual(Buffer.from("over tls"));
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("refuses a certificate it cannot verify", async () => {
+    const client = new RedisClient({ url: `rediss://:tls-pass@localhost:${redis.port}`, reconnect: { minDelayMs: 10_000, maxDelayMs: 10_000 } });
+    try {
+      await expect(client.ready()).rejects.toThrow(/self.signed certificate/);
     } finally {
       await client.close();
     }

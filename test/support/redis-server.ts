@@ -5,6 +5,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import net, { type AddressInfo } from "node:net";
+import tls from "node:tls";
 import { requirePackages } from "./system-packages.js";
 
 export const redisRequirement = requirePackages([["redis-server", "redis-server", ["--version"]]]);
@@ -26,10 +27,20 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-function spawnRedis(port: number, extraArgs: string[]): Promise<ChildProcess> {
+export interface RedisServerOptions {
+  /** More redis-server options (--requirepass x). */
+  args?: string[];
+  /** Serve TLS only (rediss://), with these PEM files. */
+  tls?: { certFile: string; keyFile: string };
+}
+
+function spawnRedis(port: number, options: RedisServerOptions): Promise<ChildProcess> {
+  const listen = options.tls
+    ? ["--port", "0", "--tls-port", String(port), "--tls-cert-file", options.tls.certFile, "--tls-key-file", options.tls.keyFile, "--tls-auth-clients", "no"]
+    : ["--port", String(port)];
   const child = spawn(
     "redis-server",
-    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning", ...extraArgs],
+    [...listen, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning", ...(options.args ?? [])],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   return new Promise((resolve, reject) => {
@@ -40,8 +51,8 @@ function spawnRedis(port: number, extraArgs: string[]): Promise<ChildProcess> {
     }, 10_000);
     // With --loglevel warning nothing may be printed, so readiness is a PING that answers.
     const probe = setInterval(() => {
-      const socket = net.connect(port, "127.0.0.1");
-      socket.once("connect", () => socket.write("PING\r\n"));
+      const socket = options.tls ? tls.connect({ port, host: "127.0.0.1", rejectUnauthorized: false }) : net.connect(port, "127.0.0.1");
+      socket.once(options.tls ? "secureConnect" : "connect", () => socket.write("PING\r\n"));
       socket.once("data", (data) => {
         socket.destroy();
         if (data.toString().startsWith("+PONG") || data.toString().startsWith("-NOAUTH")) {
@@ -65,10 +76,9 @@ function spawnRedis(port: number, extraArgs: string[]): Promise<ChildProcess> {
   });
 }
 
-/** Starts redis-server; `extraArgs` are more redis-server options (--requirepass x). */
-export async function startRedisServer(extraArgs: string[] = []): Promise<RedisServer> {
+export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
   const port = await freePort();
-  let child: ChildProcess | undefined = await spawnRedis(port, extraArgs);
+  let child: ChildProcess | undefined = await spawnRedis(port, options);
   const stop = async () => {
     const running = child;
     child = undefined;
@@ -81,11 +91,11 @@ export async function startRedisServer(extraArgs: string[] = []): Promise<RedisS
   };
   return {
     port,
-    url: `redis://127.0.0.1:${port}`,
+    url: `${options.tls ? "rediss" : "redis"}://127.0.0.1:${port}`,
     stop,
     async start() {
       if (child !== undefined) return;
-      child = await spawnRedis(port, extraArgs);
+      child = await spawnRedis(port, options);
     },
   };
 }
