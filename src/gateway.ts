@@ -27,6 +27,8 @@ export interface GatewayOptions {
   corsOrigins: readonly string[];
   log: Logger;
   metrics: Metrics;
+  /** Released by close() after the networks (shared stores' connections). */
+  closers?: readonly (() => Promise<void>)[];
 }
 
 export class Gateway {
@@ -40,6 +42,7 @@ export class Gateway {
   readonly metrics: Metrics;
   readonly #networks: Map<string, Network>;
   readonly #passThrough: Set<string>;
+  readonly #closers: readonly (() => Promise<void>)[];
 
   constructor(options: GatewayOptions) {
     this.table = options.table;
@@ -53,6 +56,7 @@ export class Gateway {
     this.#networks = new Map(options.networks.map((n) => [n.name, n]));
     if (!this.#networks.has(options.defaultNetwork)) throw new Error(`default network ${options.defaultNetwork} is not configured`);
     this.#passThrough = new Set(options.passThrough.methods);
+    this.#closers = options.closers ?? [];
     if (options.passThrough.allowWrites) this.#passThrough.add("eth_sendRawTransaction");
   }
 
@@ -93,5 +97,6 @@ export class Gateway {
 
   async close(): Promise<void> {
     await Promise.all(this.networks().map((n) => n.close()));
+    await Promise.all(this.#closers.map((close) => close()));
   }
 }
