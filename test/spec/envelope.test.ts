@@ -18,8 +18,8 @@ import { createMethodTable } from "../../src/methods/default-table.js";
 import { type CountingUpstream, startCountingUpstream } from "../support/counting-upstream.js";
 import { ANVIL_KEY_0 } from "../support/probe.js";
 import { FIXTURE_BLOCK, type StarknetFixtureUpstream, startStarknetFixtureUpstream } from "../support/starknet-fixture-upstream.js";
-import { Code, HttpDoor, type JsonRpcReply, TypedDoor, WsDoor, wsUpgrade } from "./harness/doors.js";
-import { openSpecGateway, type SpecGateway, starknetDoors } from "./harness/gateway.js";
+import { Code, HttpDoor, type JsonRpcReply, TypedDoor, wsUpgrade } from "./harness/doors.js";
+import { openSpecGateway, type SpecGateway } from "./harness/gateway.js";
 import { specRule } from "./harness/spec-rule.js";
 
 const UNKNOWN_HASH: Hex = `0x${"5a".repeat(32)}`;
@@ -146,7 +146,7 @@ specRule("envelope.method", async () => {
 });
 
 specRule("envelope.params", async () => {
-  const starknetHttp = starknetDoors(g.ng, "starknet").http;
+  const starknetHttp = g.on("starknet").http;
   const named = `{"block_id":{"block_number":${FIXTURE_BLOCK.number}},"index":1}`;
   for (const door of [g.http, g.ws]) {
     const call = (method: string, params: unknown) => door.call(method, params);
@@ -157,16 +157,12 @@ specRule("envelope.params", async () => {
     });
     expect((await call("eth_getBlockByNumber", undefined)).error).toEqual({ code: -32602, message: "missing value for required argument 0 (block)" });
   }
-  const overWs = new WsDoor(`ws://127.0.0.1:${g.ng.port}/starknet/ws/v3/${g.ng.key}`);
-  try {
-    for (const reply of [await starknetHttp.call("starknet_getTransactionByBlockIdAndIndex", JSON.parse(named)), await overWs.call("starknet_getTransactionByBlockIdAndIndex", JSON.parse(named))]) {
-      expect(reply.result).toEqual(FIXTURE_BLOCK.transactions[1]);
-    }
-    const positional = await starknetHttp.call("starknet_getTransactionByBlockIdAndIndex", [{ block_number: FIXTURE_BLOCK.number }, 1]);
-    expect(positional.result).toEqual(FIXTURE_BLOCK.transactions[1]);
-  } finally {
-    await overWs.close();
+  const overWs = g.on("starknet").ws;
+  for (const reply of [await starknetHttp.call("starknet_getTransactionByBlockIdAndIndex", JSON.parse(named)), await overWs.call("starknet_getTransactionByBlockIdAndIndex", JSON.parse(named))]) {
+    expect(reply.result).toEqual(FIXTURE_BLOCK.transactions[1]);
   }
+  const positional = await starknetHttp.call("starknet_getTransactionByBlockIdAndIndex", [{ block_number: FIXTURE_BLOCK.number }, 1]);
+  expect(positional.result).toEqual(FIXTURE_BLOCK.transactions[1]);
 });
 
 specRule("envelope.id", async () => {

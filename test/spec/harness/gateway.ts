@@ -11,39 +11,56 @@ import type { Recording } from "../../support/fixture-upstream.js";
 import { type StartOptions, startNodegate, type TestNodegate } from "../../support/nodegate.js";
 import { HttpDoor, TypedDoor, WsDoor } from "./doors.js";
 
-export interface SpecGateway {
-  ng: TestNodegate;
+/** The doors to one network: /<network>/v3/<KEY>, /<network>/ws/v3/<KEY>, and the typed services with x-nodegate-network. */
+export interface NetworkDoors {
   http: HttpDoor;
   ws: WsDoor;
-  /** EthService on the default network. */
   eth: TypedDoor;
+  starknet: TypedDoor;
+}
+
+export interface SpecGateway extends NetworkDoors {
+  ng: TestNodegate;
+  /** The doors to a named network (opened once, closed with the gateway). */
+  on(network: string): NetworkDoors;
   close(): Promise<void>;
 }
 
-/** Starts nodegate and opens a client on each door (the WebSocket connects on first use). */
-export async function openSpecGateway(options: StartOptions): Promise<SpecGateway> {
-  const ng = await startNodegate(options);
-  const http = new HttpDoor(ng.rpcUrl);
-  const ws = new WsDoor(ng.wsUrl);
-  const eth = new TypedDoor(ng, EthService, { [API_KEY_HEADER]: ng.key });
+function openDoors(ng: TestNodegate, network: string | undefined): NetworkDoors {
+  const prefix = network === undefined ? "" : `/${network}`;
+  const headers = network === undefined ? { [API_KEY_HEADER]: ng.key } : { [API_KEY_HEADER]: ng.key, [NETWORK_HEADER]: network };
   return {
-    ng,
-    http,
-    ws,
-    eth,
-    close: async () => {
-      eth.close();
-      await ws.close();
-      await ng.close();
-    },
+    http: new HttpDoor(`${ng.url}${prefix}/v3/${ng.key}`),
+    ws: new WsDoor(`ws://127.0.0.1:${ng.port}${prefix}/ws/v3/${ng.key}`),
+    eth: new TypedDoor(ng, EthService, headers),
+    starknet: new TypedDoor(ng, StarknetService, headers),
   };
 }
 
-/** The Starknet doors of a gateway whose network `name` is a Starknet network. */
-export function starknetDoors(ng: TestNodegate, name: string): { http: HttpDoor; typed: TypedDoor } {
+/** Starts nodegate and opens a client on each door of its default network (the WebSocket connects on first use). */
+export async function openSpecGateway(options: StartOptions): Promise<SpecGateway> {
+  const ng = await startNodegate(options);
+  const doors = new Map<string | undefined, NetworkDoors>([[undefined, openDoors(ng, undefined)]]);
+  const on = (network: string | undefined): NetworkDoors => {
+    let d = doors.get(network);
+    if (d === undefined) {
+      d = openDoors(ng, network);
+      doors.set(network, d);
+    }
+    return d;
+  };
   return {
-    http: new HttpDoor(`${ng.url}/${name}/v3/${ng.key}`),
-    typed: new TypedDoor(ng, StarknetService, { [API_KEY_HEADER]: ng.key, [NETWORK_HEADER]: name }),
+    ...on(undefined),
+    ng,
+    on,
+    close: async () => {
+      for (const d of doors.values()) {
+        d.eth.close();
+        d.starknet.close();
+        await d.ws.close();
+      }
+      await ng.close();
+    },
   };
 }
 
