@@ -197,7 +197,7 @@ export const SPEC_RULES: readonly SpecRule[] = [
     quotes: [q(SERVICE, "Where a method says so, it is required.")],
     doors: NATIVE_AND_TYPED,
     decision:
-      "Enforced for eth_getBlockByNumber, eth_getUncleByBlockNumberAndIndex, eth_getTransactionByBlockNumberAndIndex and eth_getBlockReceipts. eth_getStorageAt, eth_call, eth_estimateGas and eth_getProof accept it absent on the native path, because every node defaults it to latest and callers rely on that (execution-apis records it). A typed request cannot leave a param out, so unset means latest.",
+      "Enforced for eth_getBlockByNumber, eth_getUncleByBlockNumberAndIndex, eth_getTransactionByBlockNumberAndIndex and eth_getBlockReceipts. eth_getStorageAt, eth_call, eth_estimateGas and eth_getProof accept it absent on the native path, because callers rely on geth defaulting it (execution-apis records that), and nodegate sends latest in its place, since not every node has the default (Anvil refuses eth_getStorageAt without it). A typed request cannot leave a param out, so unset means latest.",
     deviation: true,
   },
 
@@ -553,7 +553,7 @@ export const SPEC_RULES: readonly SpecRule[] = [
     title: "eth_estimateGas takes a call object and a block and returns a quantity; over WS too",
     quotes: [q(ENDPOINTS, row("eth_estimateGas (WS)", "transaction call object (required); block number (listed as required: string block number or tag)", "hex quantity, the gas estimate"))],
     doors: ALL_DOORS,
-    decision: "The block may be left out on the native path (nodes default to latest); see encoding.block-parameter-required.",
+    decision: "The block may be left out on the native path (nodegate sends latest); see encoding.block-parameter-required.",
   },
   {
     id: "endpoints.eth_call",

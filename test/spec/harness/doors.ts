@@ -157,7 +157,8 @@ export class TypedDoor {
       grpcErrorOf(this.#grpc.call(rpc.localName, request, this.#headers)),
       connectErrorOf(this.#viaConnect(rpc, request)),
     ]);
-    if (grpcError.code !== connectError.code) throw new Error(`grpc-js got status ${grpcError.code}, connect-es ${connectError.code}`);
+    // grpc-js and Connect number status codes the same way (the gRPC codes).
+    if (Number(grpcError.code) !== Number(connectError.code)) throw new Error(`grpc-js got status ${grpcError.code}, connect-es ${connectError.code}`);
     let error: TypedFailure["error"];
     if (connectError.details.length > 0) {
       const viaConnect = jsonRpcErrorOfConnect(connectError);
