@@ -4,7 +4,8 @@
  * recorder, so a test sees what reached the node.
  */
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { encodeDeployData, encodeFunctionData, type Hex, hexToBytes, toHex } from "viem";
+import { Contract, type InterfaceAbi, JsonRpcProvider } from "ethers";
+import { createPublicClient, encodeDeployData, encodeFunctionData, type Hex, hexToBytes, http, toHex } from "viem";
 import { afterAll, beforeAll, expect } from "vitest";
 import {
   CallRequestSchema,
@@ -63,6 +64,18 @@ const typedEstimate = (transaction: CallInit) => g.eth.call<EstimateGasResponse>
 const bytes = (h: Hex) => hexToBytes(h);
 
 specRule("call.from", async () => {
+  // Real clients read a contract without an account, and send no from.
+  const viem = createPublicClient({ transport: http(g.http.url) });
+  expect(await viem.readContract({ address: s.address, abi: s.probe.abi, functionName: "stored" })).toBe(s.secondStore.value);
+  expect(sentCall("eth_call")).not.toHaveProperty("from");
+  const provider = new JsonRpcProvider(g.http.url, 31337, { staticNetwork: true });
+  try {
+    const ethersProbe = new Contract(s.address, s.probe.abi as InterfaceAbi, provider);
+    expect(await ethersProbe.getFunction("stored").staticCall()).toBe(s.secondStore.value);
+    expect(sentCall("eth_call")).not.toHaveProperty("from");
+  } finally {
+    provider.destroy();
+  }
   // Without from: a read needs no account.
   expect(BigInt(await g.http.result("eth_call", [{ to: s.address, data: stored() }, "latest"]))).toBe(s.secondStore.value);
   expect(bytesToBigint((await typedCall({ to: bytes(s.address), data: bytes(stored()) })).data ?? new Uint8Array())).toBe(s.secondStore.value);

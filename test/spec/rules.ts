@@ -607,7 +607,7 @@ export const SPEC_RULES: readonly SpecRule[] = [
     title: "from is optional for eth_estimateGas and, unlike the table says, for eth_call",
     quotes: [q(CALL, row("from", "20-byte address", "optional", "required", "sender"))],
     doors: NATIVE_AND_TYPED,
-    decision: "eth_call accepts a call object without from: a contract read needs no account, and viem, ethers and web3.js send none. When given, it is the sender the contract sees.",
+    decision: "eth_call accepts a call object without from: a contract read needs no account, and viem and ethers send none for one (the test reads through both). When given, it is the sender the node runs the call as.",
     deviation: true,
   },
   {
