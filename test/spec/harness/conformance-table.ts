@@ -139,8 +139,9 @@ export function checkConformance(specText = readFileSync(SPEC_PATH, "utf8"), tes
 
 const DOOR_NAMES: Readonly<Record<Door, string>> = { http: "HTTP", ws: "WS", typed: "typed" };
 
+/** Text for a table cell: pipes escaped, and angle brackets too (GitHub would take <API_KEY> for an HTML tag). */
 function cell(text: string): string {
-  return text.replaceAll("|", "\\|").replaceAll("\n", " ");
+  return text.replaceAll("|", "\\|").replaceAll("<", "&lt;").replaceAll(">", "&gt;").replaceAll("\n", " ");
 }
 
 function statusOf(rule: SpecRule): string {
