@@ -11,7 +11,7 @@ import { afterAll, beforeAll, expect } from "vitest";
 import { RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { BlockNumberRequestSchema, CallRequestSchema, EstimateGasRequestSchema, EthService, GetLogsRequestSchema, type GetLogsResponse } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { API_KEY_HEADER } from "../../src/grpc/typed-services.js";
-import { DEFAULT_LIMITS } from "../../src/config.js";
+import { DEFAULT_LIMITS, DEFAULT_PLANS } from "../../src/config.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { deployProbeScenario, type ProbeScenario } from "../support/probe-scenario.js";
 import { type ProgrammableUpstream, startProgrammableUpstream, type UpstreamRequest } from "../support/programmable-upstream.js";
@@ -153,6 +153,13 @@ specRule("limits.gas-cap", async () => {
 });
 
 specRule("limits.not-shown", async () => {
+  // The plans' defaults, as the conformance table states them (custom: 0 means unlimited).
+  expect(DEFAULT_PLANS).toEqual({
+    core: { requestsPerSecond: 100, requestsPerDay: 1_000_000 },
+    growth: { requestsPerSecond: 1000, requestsPerDay: 20_000_000 },
+    custom: { requestsPerSecond: 0, requestsPerDay: 0 },
+  });
+  expect([DEFAULT_LIMITS.maxBodyBytes, DEFAULT_LIMITS.maxWsMessageBytes, DEFAULT_LIMITS.maxBatchSize]).toEqual([5 * 1024 * 1024, 5 * 1024 * 1024, 1000]);
   const chainId = { jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] };
   // Per second: a batch of two costs three requests, more than a burst of two.
   const burst = await g.http.post([chainId, chainId], { url: `${g.ng.url}/v3/${BURST_KEY}` });
