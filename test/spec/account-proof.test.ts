@@ -7,9 +7,10 @@
 import { create } from "@bufbuild/protobuf";
 import { bytesToHex, type Hex, hexToBytes, keccak256, toHex } from "viem";
 import { afterAll, beforeAll, expect } from "vitest";
-import { EthService, GetProofRequestSchema, type GetProofResponse } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { EthService, GetProofRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { type AccountProof, AccountProofSchema, StorageProofSchema } from "../../gen/nodegate/eth/v1/proof_pb.js";
 import { bytesToBigint } from "../../src/codec/hex.js";
+import { BlockTag } from "../../gen/nodegate/eth/v1/primitives_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { type FixtureUpstream, loadFixture, startFixtureUpstream } from "../support/fixture-upstream.js";
 import { balanceSlot, deployProbeScenario, type ProbeScenario, STORED_SLOT } from "../support/probe-scenario.js";
@@ -64,12 +65,12 @@ async function proofOf(address: Hex, keys: Hex[], block: bigint | "latest", door
   const params = [address, keys, block === "latest" ? "latest" : toHex(block)];
   const native = await doors.http.result("eth_getProof", params);
   expect(await doors.ws.result("eth_getProof", params)).toEqual(native);
-  const typed = await doors.eth.call<GetProofResponse>(
+  const typed = await doors.eth.call(
     m.getProof,
     create(GetProofRequestSchema, {
       address: hexToBytes(address),
       storageKeys: keys.map((k) => hexToBytes(k)),
-      block: block === "latest" ? { kind: { case: "tag", value: 1 } } : { kind: { case: "number", value: block } },
+      block: block === "latest" ? { kind: { case: "tag", value: BlockTag.LATEST } } : { kind: { case: "number", value: block } },
     }),
   );
   return { native, typed: typed.proof as AccountProof };

@@ -9,7 +9,7 @@ import http from "node:http";
 import { create } from "@bufbuild/protobuf";
 import { type Hex, hexToBytes } from "viem";
 import { afterAll, beforeAll, expect } from "vitest";
-import { BlockNumberRequestSchema, EthService, GetBlockByHashRequestSchema, type GetBlockByHashResponse } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { BlockNumberRequestSchema, EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { NODEGATE_CODES } from "../../src/errors/catalogue.js";
 import { API_KEY_HEADER } from "../../src/grpc/typed-services.js";
@@ -89,7 +89,13 @@ specRule("auth.key-in-path", async () => {
 function bareRequest(path: string, body: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: "127.0.0.1", port: g.ng.port, path, method: "POST", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } },
+      {
+        host: "127.0.0.1",
+        port: g.ng.port,
+        path,
+        method: "POST",
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
@@ -150,7 +156,7 @@ specRule("endpoints.getBlockByHash-failover", async () => {
   // Growth (the default key) and Custom keys get the partner's answer.
   expect((await failing.http.post(request)).json.result.hash).toBe(genesisHash);
   expect((await failing.http.post(request, { url: `${g.ng.url}/failing/v3/${CUSTOM}` })).json.result.hash).toBe(genesisHash);
-  const typed = await failing.eth.call<GetBlockByHashResponse>(m.getBlockByHash, create(GetBlockByHashRequestSchema, { blockHash: hexToBytes(genesisHash) }));
+  const typed = await failing.eth.call(m.getBlockByHash, { blockHash: hexToBytes(genesisHash) });
   expect(typed.block?.number).toBe(0n);
   // Core keys get the outage.
   const core = await failing.http.post(request, { url: `${g.ng.url}/failing/v3/${CORE}` });
@@ -158,7 +164,7 @@ specRule("endpoints.getBlockByHash-failover", async () => {
   expect(core.json.error.code).toBe(NODEGATE_CODES.upstreamUnavailable);
   const coreTyped = new TypedDoor(g.ng, EthService, { [API_KEY_HEADER]: CORE, "x-nodegate-network": "failing" });
   try {
-    const failure = await coreTyped.fail(m.getBlockByHash, create(GetBlockByHashRequestSchema, { blockHash: hexToBytes(genesisHash) }));
+    const failure = await coreTyped.fail(m.getBlockByHash, { blockHash: hexToBytes(genesisHash) });
     expect(failure.code).toBe(Code.Unavailable);
     expect(failure.error?.code).toBe(NODEGATE_CODES.upstreamUnavailable);
   } finally {

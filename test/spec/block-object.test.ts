@@ -11,10 +11,6 @@ import { afterAll, beforeAll, expect } from "vitest";
 import { type Block, BlockSchema } from "../../gen/nodegate/eth/v1/block_pb.js";
 import {
   EthService,
-  GetBlockByHashRequestSchema,
-  type GetBlockByHashResponse,
-  GetBlockByNumberRequestSchema,
-  type GetBlockByNumberResponse,
   GetUncleByBlockHashAndIndexRequestSchema,
   type GetUncleByBlockHashAndIndexResponse,
   GetUncleByBlockNumberAndIndexRequestSchema,
@@ -25,9 +21,9 @@ import { bytesToBigint } from "../../src/codec/hex.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { type FixtureUpstream, loadFixture, startFixtureUpstream } from "../support/fixture-upstream.js";
 import { deployProbeScenario, type ProbeScenario } from "../support/probe-scenario.js";
-import type { NetworkDoors } from "./harness/gateway.js";
-import { conformanceRecordings, openSpecGateway, type SpecGateway } from "./harness/gateway.js";
+import { conformanceRecordings, type NetworkDoors, openSpecGateway, type SpecGateway } from "./harness/gateway.js";
 import { expectData, expectQuantity, expectTypedCarries, typedJson } from "./harness/json-forms.js";
+import { nodeRpc } from "./harness/node-rpc.js";
 import { specRule } from "./harness/spec-rule.js";
 
 const m = EthService.method;
@@ -52,10 +48,7 @@ let recorded: NetworkDoors;
 /** A block Anvil mined with two transactions in it. */
 let twoTxBlock: bigint;
 
-async function anvilRpc(method: string, params: unknown[]): Promise<unknown> {
-  const res = await fetch(anvil.url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
-  return ((await res.json()) as { result: unknown }).result;
-}
+const anvilRpc = (method: string, params: unknown[]): Promise<unknown> => nodeRpc(anvil.url, method, params);
 
 beforeAll(async () => {
   anvil = await startAnvil();
@@ -100,7 +93,7 @@ interface BothBlocks {
 /** A block by number through the native and typed doors of a network. */
 async function blockByNumber(doors: NetworkDoors, block: BlockIdInit, param: string, full: boolean): Promise<BothBlocks> {
   const native = await doors.http.result("eth_getBlockByNumber", [param, full]);
-  const typed = await doors.eth.call<GetBlockByNumberResponse>(m.getBlockByNumber, create(GetBlockByNumberRequestSchema, { block, fullTransactions: full }));
+  const typed = await doors.eth.call(m.getBlockByNumber, { block, fullTransactions: full });
   expect(native).not.toBeNull();
   return { native, typed: typed.block as Block };
 }
@@ -161,7 +154,7 @@ specRule("block.hash", () =>
     "hash",
     async ({ native, typed }) => {
       expect(hex(typed.hash)).toBe(expectData(native.hash, "hash", 32));
-      const byHash = await g.eth.call<GetBlockByHashResponse>(m.getBlockByHash, create(GetBlockByHashRequestSchema, { blockHash: typed.hash as Uint8Array }));
+      const byHash = await g.eth.call(m.getBlockByHash, { blockHash: typed.hash as Uint8Array });
       expect(byHash.block?.number).toBe(twoTxBlock);
     },
     true,
@@ -224,7 +217,9 @@ specRule("block.parentHash", () =>
   }),
 );
 
-specRule("block.receiptsRoot", () => row("receiptsRoot", ({ native, typed }) => expect(hex(typed.receiptsRoot)).toBe(expectData(native.receiptsRoot, "receiptsRoot", 32))));
+specRule("block.receiptsRoot", () =>
+  row("receiptsRoot", ({ native, typed }) => expect(hex(typed.receiptsRoot)).toBe(expectData(native.receiptsRoot, "receiptsRoot", 32))),
+);
 
 specRule("block.sha3Uncles", () =>
   row("sha3Uncles", async ({ native, typed }) => {
@@ -243,7 +238,9 @@ specRule("block.size", () =>
   }),
 );
 
-specRule("block.stateRoot", () => row("stateRoot", ({ native, typed }) => expect(hex(typed.stateRoot)).toBe(expectData(native.stateRoot, "stateRoot", 32))));
+specRule("block.stateRoot", () =>
+  row("stateRoot", ({ native, typed }) => expect(hex(typed.stateRoot)).toBe(expectData(native.stateRoot, "stateRoot", 32))),
+);
 
 specRule("block.timestamp", () =>
   row("timestamp", async ({ native, typed }) => {
@@ -285,7 +282,9 @@ specRule("block.transactions", async () => {
 });
 
 specRule("block.transactionsRoot", () =>
-  row("transactionsRoot", ({ native, typed }) => expect(hex(typed.transactionsRoot)).toBe(expectData(native.transactionsRoot, "transactionsRoot", 32))),
+  row("transactionsRoot", ({ native, typed }) => {
+    expect(hex(typed.transactionsRoot)).toBe(expectData(native.transactionsRoot, "transactionsRoot", 32));
+  }),
 );
 
 specRule("block.uncles", () =>
@@ -305,13 +304,17 @@ async function uncleOn(rpc: DescMethod, params: unknown[], request: Message): Pr
   const method = rpc === m.getUncleByBlockHashAndIndex ? "eth_getUncleByBlockHashAndIndex" : "eth_getUncleByBlockNumberAndIndex";
   const native = await recorded.http.result(method, params);
   expect(await recorded.ws.result(method, params)).toEqual(native);
-  const typed = await recorded.eth.call<GetUncleByBlockNumberAndIndexResponse | GetUncleByBlockHashAndIndexResponse>(rpc, request);
+  const typed = (await recorded.eth.call(rpc, request)) as GetUncleByBlockNumberAndIndexResponse | GetUncleByBlockHashAndIndexResponse;
   expect(native).not.toBeNull();
   return { native, typed: typed.uncle as Block };
 }
 
 const minedUncle = () =>
-  uncleOn(m.getUncleByBlockNumberAndIndex, [toHex(UNCLED_BLOCK), "0x0"], create(GetUncleByBlockNumberAndIndexRequestSchema, { block: atNumber(UNCLED_BLOCK), index: 0n }));
+  uncleOn(
+    m.getUncleByBlockNumberAndIndex,
+    [toHex(UNCLED_BLOCK), "0x0"],
+    create(GetUncleByBlockNumberAndIndexRequestSchema, { block: atNumber(UNCLED_BLOCK), index: 0n }),
+  );
 const pendingUncle = () =>
   uncleOn(m.getUncleByBlockNumberAndIndex, ["pending", "0x0"], create(GetUncleByBlockNumberAndIndexRequestSchema, { block: atPending, index: 0n }));
 

@@ -3,17 +3,11 @@
  * field, and the four rules that follow it, against a real Anvil behind a
  * recorder, so a test sees what reached the node.
  */
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { type MessageInitShape } from "@bufbuild/protobuf";
 import { Contract, type InterfaceAbi, JsonRpcProvider } from "ethers";
 import { createPublicClient, encodeDeployData, encodeFunctionData, type Hex, hexToBytes, http, toHex } from "viem";
 import { afterAll, beforeAll, expect } from "vitest";
-import {
-  CallRequestSchema,
-  type CallResponse,
-  EstimateGasRequestSchema,
-  type EstimateGasResponse,
-  EthService,
-} from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import type { TransactionCallSchema } from "../../gen/nodegate/eth/v1/transaction_pb.js";
 import { bytesToBigint } from "../../src/codec/hex.js";
 import { uint256 } from "../../src/codec/eth-types.js";
@@ -59,8 +53,8 @@ function sentCall(method: string): Record<string, unknown> {
   return (JSON.parse(request?.body ?? "{}") as { params: [Record<string, unknown>] }).params[0];
 }
 
-const typedCall = (transaction: CallInit) => g.eth.call<CallResponse>(m.call, create(CallRequestSchema, { transaction }));
-const typedEstimate = (transaction: CallInit) => g.eth.call<EstimateGasResponse>(m.estimateGas, create(EstimateGasRequestSchema, { transaction }));
+const typedCall = (transaction: CallInit) => g.eth.call(m.call, { transaction });
+const typedEstimate = (transaction: CallInit) => g.eth.call(m.estimateGas, { transaction });
 const bytes = (h: Hex) => hexToBytes(h);
 
 specRule("call.from", async () => {
@@ -85,7 +79,7 @@ specRule("call.from", async () => {
   // With from, the node runs the call as that account: one without ether cannot send any.
   expect(await g.http.result("eth_call", [{ from: s.sender, to: SOMEONE, value: "0x1" }, "latest"])).toBe("0x");
   expect((await g.http.call("eth_call", [{ from: POOR, to: SOMEONE, value: "0x1" }, "latest"])).error).toBeDefined();
-  const typedPoor = await g.eth.fail(m.call, create(CallRequestSchema, { transaction: { from: bytes(POOR), to: bytes(SOMEONE), value: uint256(1n) } }));
+  const typedPoor = await g.eth.fail(m.call, { transaction: { from: bytes(POOR), to: bytes(SOMEONE), value: uint256(1n) } });
   expect(typedPoor.error).toBeDefined();
   expect(sentCall("eth_call").from).toBe(POOR);
 });
@@ -110,7 +104,7 @@ specRule("call.gas", async () => {
   expect(sentCall("eth_call").gas).toBe("0x7530");
   expect(await g.http.result("eth_call", [{ to: s.address, data: work, gas: toHex(5_000_000) }, "latest"])).toMatch(/^0x[0-9a-f]{64}$/);
   expect(await g.http.result("eth_call", [{ to: s.address, data: work }, "latest"])).toMatch(/^0x[0-9a-f]{64}$/);
-  const starved = await g.eth.fail(m.call, create(CallRequestSchema, { transaction: { to: bytes(s.address), data: bytes(work), gas: 30_000n } }));
+  const starved = await g.eth.fail(m.call, { transaction: { to: bytes(s.address), data: bytes(work), gas: 30_000n } });
   expect(starved.error).toBeDefined();
   expect(sentCall("eth_call").gas).toBe("0x7530");
   expect((await typedCall({ to: bytes(s.address), data: bytes(work), gas: 5_000_000n })).data).toHaveLength(32);
@@ -118,22 +112,26 @@ specRule("call.gas", async () => {
 
 specRule("call.gasPrice", async () => {
   const price = await g.http.result("eth_gasPrice", []);
-  expect(BigInt(await g.http.result("eth_call", [{ from: s.sender, to: s.address, data: stored(), gasPrice: price }, "latest"]))).toBe(s.secondStore.value);
+  const priced = await g.http.result("eth_call", [{ from: s.sender, to: s.address, data: stored(), gasPrice: price }, "latest"]);
+  expect(BigInt(priced)).toBe(s.secondStore.value);
   expect(sentCall("eth_call").gasPrice).toBe(price);
   await typedCall({ from: bytes(s.sender), to: bytes(s.address), data: bytes(stored()), gasPrice: uint256(BigInt(price)) });
   expect(sentCall("eth_call").gasPrice).toBe(price);
   // A price the sender cannot pay for the gas is refused by the node: the price reached it.
-  expect((await g.http.call("eth_call", [{ from: POOR, to: s.address, data: stored(), gas: "0x10000", gasPrice: price }, "latest"])).error).toBeDefined();
+  const unaffordable = await g.http.call("eth_call", [{ from: POOR, to: s.address, data: stored(), gas: "0x10000", gasPrice: price }, "latest"]);
+  expect(unaffordable.error).toBeDefined();
 });
 
 specRule("call.maxPriorityFeePerGas", async () => {
   const block = await g.http.result("eth_getBlockByNumber", ["latest", false]);
   const maxFee = BigInt(block.baseFeePerGas) * 2n;
-  expect(BigInt(await g.http.result("eth_call", [{ from: s.sender, to: s.address, data: stored(), maxFeePerGas: toHex(maxFee), maxPriorityFeePerGas: "0x1" }, "latest"]))).toBe(s.secondStore.value);
+  const fees = { from: s.sender, to: s.address, data: stored(), maxFeePerGas: toHex(maxFee) };
+  expect(BigInt(await g.http.result("eth_call", [{ ...fees, maxPriorityFeePerGas: "0x1" }, "latest"]))).toBe(s.secondStore.value);
   expect(sentCall("eth_call").maxPriorityFeePerGas).toBe("0x1");
   // A tip above the fee cap is refused by the node, on both doors.
-  expect((await g.http.call("eth_call", [{ from: s.sender, to: s.address, data: stored(), maxFeePerGas: toHex(maxFee), maxPriorityFeePerGas: toHex(maxFee + 1n) }, "latest"])).error).toBeDefined();
-  const typed = await g.eth.fail(m.call, create(CallRequestSchema, { transaction: { from: bytes(s.sender), to: bytes(s.address), data: bytes(stored()), maxFeePerGas: uint256(maxFee), maxPriorityFeePerGas: uint256(maxFee + 1n) } }));
+  expect((await g.http.call("eth_call", [{ ...fees, maxPriorityFeePerGas: toHex(maxFee + 1n) }, "latest"])).error).toBeDefined();
+  const typedFees = { maxFeePerGas: uint256(maxFee), maxPriorityFeePerGas: uint256(maxFee + 1n) };
+  const typed = await g.eth.fail(m.call, { transaction: { from: bytes(s.sender), to: bytes(s.address), data: bytes(stored()), ...typedFees } });
   expect(typed.error).toBeDefined();
   expect(sentCall("eth_call").maxPriorityFeePerGas).toBe(toHex(maxFee + 1n));
 });
@@ -141,10 +139,11 @@ specRule("call.maxPriorityFeePerGas", async () => {
 specRule("call.maxFeePerGas", async () => {
   const block = await g.http.result("eth_getBlockByNumber", ["latest", false]);
   const baseFee = BigInt(block.baseFeePerGas);
-  expect(BigInt(await g.http.result("eth_call", [{ from: s.sender, to: s.address, data: stored(), maxFeePerGas: toHex(baseFee * 2n) }, "latest"]))).toBe(s.secondStore.value);
+  const capped = { to: s.address, data: stored(), maxFeePerGas: toHex(baseFee * 2n) };
+  expect(BigInt(await g.http.result("eth_call", [{ ...capped, from: s.sender }, "latest"]))).toBe(s.secondStore.value);
   expect(sentCall("eth_call").maxFeePerGas).toBe(toHex(baseFee * 2n));
   // The sender must afford gas times the fee cap: an account without ether cannot.
-  expect((await g.http.call("eth_call", [{ from: POOR, to: s.address, data: stored(), gas: "0x10000", maxFeePerGas: toHex(baseFee * 2n) }, "latest"])).error).toBeDefined();
+  expect((await g.http.call("eth_call", [{ ...capped, from: POOR, gas: "0x10000" }, "latest"])).error).toBeDefined();
   const typed = await typedCall({ from: bytes(s.sender), to: bytes(s.address), data: bytes(stored()), maxFeePerGas: uint256(baseFee * 2n) });
   expect(bytesToBigint(typed.data ?? new Uint8Array())).toBe(s.secondStore.value);
   expect(sentCall("eth_call").maxFeePerGas).toBe(toHex(baseFee * 2n));
@@ -156,7 +155,7 @@ specRule("call.value", async () => {
   // More than the sender holds: the node refuses, so the value reached it.
   const balance = BigInt(await g.http.result("eth_getBalance", [s.sender, "latest"]));
   expect((await g.http.call("eth_call", [{ from: s.sender, to: SOMEONE, value: toHex(balance + 1n) }, "latest"])).error).toBeDefined();
-  const typed = await g.eth.fail(m.call, create(CallRequestSchema, { transaction: { from: bytes(s.sender), to: bytes(SOMEONE), value: uint256(balance + 1n) } }));
+  const typed = await g.eth.fail(m.call, { transaction: { from: bytes(s.sender), to: bytes(SOMEONE), value: uint256(balance + 1n) } });
   expect(typed.error).toBeDefined();
   expect(sentCall("eth_call").value).toBe(toHex(balance + 1n));
   // Probe has no payable function: value sent to it reverts.
@@ -222,7 +221,7 @@ specRule("call.estimate-upper-bound", async () => {
   // Work needing more than the bound cannot be estimated.
   const huge = burn(2_000_000n);
   expect((await g.http.call("eth_estimateGas", [{ to: s.address, data: huge }])).error).toBeDefined();
-  const typed = await g.eth.fail(m.estimateGas, create(EstimateGasRequestSchema, { transaction: { to: bytes(s.address), data: bytes(huge) } }));
+  const typed = await g.eth.fail(m.estimateGas, { transaction: { to: bytes(s.address), data: bytes(huge) } });
   expect(typed.error).toBeDefined();
 });
 
@@ -238,8 +237,8 @@ specRule("call.revert-code-3", async () => {
     expect(reply.result).toBeUndefined();
   }
   for (const failure of [
-    await g.eth.fail(m.call, create(CallRequestSchema, { transaction: { to: bytes(s.address), data: bytes(fail) } })),
-    await g.eth.fail(m.estimateGas, create(EstimateGasRequestSchema, { transaction: { from: bytes(s.sender), to: bytes(s.address), data: bytes(fail) } })),
+    await g.eth.fail(m.call, { transaction: { to: bytes(s.address), data: bytes(fail) } }),
+    await g.eth.fail(m.estimateGas, { transaction: { from: bytes(s.sender), to: bytes(s.address), data: bytes(fail) } }),
   ]) {
     expect(failure.code).toBe(Code.FailedPrecondition);
     expect(failure.error?.code).toBe(3);

@@ -20,7 +20,9 @@ describe("the spec conformance table", () => {
 
   it("a quote that is not in the spec is a problem", () => {
     const edited = spec.replace("Mixed-case hex is accepted in requests.", "Hex is accepted in requests.");
-    expect(checkConformance(edited).problems).toEqual(['encoding.mixed-case: "Mixed-case hex is accepted in requests." is not under "What the service does" in the spec']);
+    expect(checkConformance(edited).problems).toEqual([
+      'encoding.mixed-case: "Mixed-case hex is accepted in requests." is not under "What the service does" in the spec',
+    ]);
   });
 
   it("every \"not shown\" sentence of the spec has a row that says what nodegate chose", () => {

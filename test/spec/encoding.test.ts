@@ -7,18 +7,7 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { bytesToHex, encodeFunctionData, getAddress, type Hex, hexToBytes, toHex } from "viem";
 import { afterAll, beforeAll, expect } from "vitest";
 import { BlockSchema } from "../../gen/nodegate/eth/v1/block_pb.js";
-import {
-  EthService,
-  GetBlockByHashRequestSchema,
-  type GetBlockByHashResponse,
-  GetBlockByNumberRequestSchema,
-  type GetBlockByNumberResponse,
-  GetBlockReceiptsRequestSchema,
-  GetStorageAtRequestSchema,
-  type GetStorageAtResponse,
-  GetTransactionByBlockNumberAndIndexRequestSchema,
-  type GetTransactionByBlockNumberAndIndexResponse,
-} from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { EthService, GetTransactionByBlockNumberAndIndexRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { BlockTag, type BlockIdSchema } from "../../gen/nodegate/eth/v1/primitives_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { createMethodTable } from "../../src/methods/default-table.js";
@@ -26,6 +15,7 @@ import { deployProbeScenario, type ProbeScenario, STORED_SLOT } from "../support
 import { Code } from "./harness/doors.js";
 import { openSpecGateway, type SpecGateway } from "./harness/gateway.js";
 import { expectData, expectQuantity, typedJson } from "./harness/json-forms.js";
+import { nodeRpc } from "./harness/node-rpc.js";
 import { specRule } from "./harness/spec-rule.js";
 
 const m = EthService.method;
@@ -45,7 +35,7 @@ beforeAll(async () => {
   anvil = await startAnvil();
   s = await deployProbeScenario(anvil.url);
   // Empty blocks up to 0x10, so some block numbers have hex letters.
-  await fetch(anvil.url, { method: "POST", headers: { "content-type": "application/json" }, body: '{"jsonrpc":"2.0","id":1,"method":"anvil_mine","params":["0x10"]}' });
+  await nodeRpc(anvil.url, "anvil_mine", ["0x10"]);
   letteredBlock = 0xan;
   g = await openSpecGateway({ upstreamUrl: anvil.url });
 });
@@ -64,7 +54,7 @@ specRule("encoding.quantity", async () => {
   const tx = block.transactions[0];
   for (const key of ["gas", "nonce", "value", "transactionIndex", "blockNumber"]) expectQuantity(tx[key], `transaction.${key}`);
 
-  const typed = await g.eth.call<GetBlockByNumberResponse>(m.getBlockByNumber, create(GetBlockByNumberRequestSchema, { block: atNumber(s.firstStore.blockNumber), fullTransactions: true }));
+  const typed = await g.eth.call(m.getBlockByNumber, { block: atNumber(s.firstStore.blockNumber), fullTransactions: true });
   expect(typed.block?.number).toBe(BigInt(block.number));
   expect(typed.block?.gasLimit).toBe(BigInt(block.gasLimit));
   expect(typed.block?.transactions?.full[0]?.nonce).toBe(BigInt(tx.nonce));
@@ -88,7 +78,9 @@ specRule("encoding.mixed-case", async () => {
   const upperHashes = await g.http.post({ jsonrpc: "2.0", id: 1, method: "eth_getBlockByHash", params: [shout(s.firstStore.blockHash), false] });
   const upperNumber = await g.http.post({ jsonrpc: "2.0", id: 2, method: "eth_getBlockByNumber", params: [shout(toHex(letteredBlock)), false] });
   const storage = await g.http.post({ jsonrpc: "2.0", id: 3, method: "eth_getStorageAt", params: [checksummed, shout(STORED_SLOT), "latest"] });
-  const topics = await g.http.post({ jsonrpc: "2.0", id: 4, method: "eth_getLogs", params: [{ address: checksummed, fromBlock: "0x0", topics: [null, shout(`0x${s.sender.slice(2).toLowerCase().padStart(64, "0")}`)] }] });
+  const senderTopic = shout(`0x${s.sender.slice(2).toLowerCase().padStart(64, "0")}`);
+  const filter = { address: checksummed, fromBlock: "0x0", topics: [null, senderTopic] };
+  const topics = await g.http.post({ jsonrpc: "2.0", id: 4, method: "eth_getLogs", params: [filter] });
 
   expect(upperHashes.json.result.hash).toBe(s.firstStore.blockHash);
   expect(upperNumber.json.result.number).toBe("0xa");
@@ -98,11 +90,11 @@ specRule("encoding.mixed-case", async () => {
   for (const reply of [upperHashes, upperNumber, storage, topics]) expect(reply.text).not.toMatch(/0x[0-9a-f]*[A-F]/);
 
   // Typed callers send bytes and integers; what comes back writes out in lowercase, equal to the native answer.
-  const typed = await g.eth.call<GetBlockByHashResponse>(m.getBlockByHash, create(GetBlockByHashRequestSchema, { blockHash: hexToBytes(s.firstStore.blockHash), fullTransactions: false }));
+  const typed = await g.eth.call(m.getBlockByHash, { blockHash: hexToBytes(s.firstStore.blockHash), fullTransactions: false });
   const text = table.byRpc(m.getBlockByHash)?.result.encode(typed) ?? "";
   expect(text).not.toMatch(/0x[0-9a-f]*[A-F]/);
   expect(JSON.parse(text)).toEqual(upperHashes.json.result);
-  const typedStorage = await g.eth.call<GetStorageAtResponse>(m.getStorageAt, create(GetStorageAtRequestSchema, { address: hexToBytes(checksummed), position: hexToBytes(STORED_SLOT) }));
+  const typedStorage = await g.eth.call(m.getStorageAt, { address: hexToBytes(checksummed), position: hexToBytes(STORED_SLOT) });
   expect(table.byRpc(m.getStorageAt)?.result.encode(typedStorage)).toBe(`"${storage.json.result}"`);
 });
 
@@ -122,13 +114,14 @@ specRule("encoding.data-lengths", async () => {
     code: -32602,
     message: `invalid argument 0 (filter.topics[0]): invalid hex data "${longTopic}": want 32 bytes, got 33`,
   });
-  expect((await g.http.call("eth_getTransactionReceipt", [`0x${"44".repeat(33)}`])).error?.message).toMatch(/^invalid argument 0 \(transactionHash\): .*want 32 bytes, got 33$/);
+  const longHash = await g.http.call("eth_getTransactionReceipt", [`0x${"44".repeat(33)}`]);
+  expect(longHash.error?.message).toMatch(/^invalid argument 0 \(transactionHash\): .*want 32 bytes, got 33$/);
 
-  const typedAddress = await g.eth.fail(m.getStorageAt, create(GetStorageAtRequestSchema, { address: hexToBytes(shortAddress as Hex) }));
+  const typedAddress = await g.eth.fail(m.getStorageAt, { address: hexToBytes(shortAddress as Hex) });
   expect(typedAddress.code).toBe(Code.InvalidArgument);
   expect(typedAddress.error?.code).toBe(-32602);
   expect(typedAddress.error?.message).toMatch(/address.*want 20 bytes, got 19/);
-  const typedHash = await g.eth.fail(m.getBlockByHash, create(GetBlockByHashRequestSchema, { blockHash: hexToBytes(shortHash as Hex) }));
+  const typedHash = await g.eth.fail(m.getBlockByHash, { blockHash: hexToBytes(shortHash as Hex) });
   expect(typedHash.code).toBe(Code.InvalidArgument);
   expect(typedHash.error?.message).toMatch(/blockHash.*want 32 bytes, got 31/);
 
@@ -154,7 +147,7 @@ specRule("encoding.block-parameter", async () => {
   for (const [name, tag] of tags) {
     const native = await g.http.result("eth_getBlockByNumber", [name, false]);
     expect(native, name).not.toBeNull();
-    const typed = await g.eth.call<GetBlockByNumberResponse>(m.getBlockByNumber, create(GetBlockByNumberRequestSchema, { block: atTag(tag) }));
+    const typed = await g.eth.call(m.getBlockByNumber, { block: atTag(tag) });
     expect(bytesToHex(typed.block?.parentHash ?? new Uint8Array()), name).toBe(native.parentHash);
   }
   expect(BigInt((await g.http.result("eth_getBlockByNumber", ["earliest", false])).number)).toBe(0n);
@@ -166,7 +159,7 @@ specRule("encoding.block-parameter", async () => {
       message: `invalid argument 0 (block): want a block number or tag, got "${bad}"`,
     });
   }
-  const unsetTag = await g.eth.fail(m.getBlockByNumber, create(GetBlockByNumberRequestSchema, { block: atTag(BlockTag.UNSPECIFIED) }));
+  const unsetTag = await g.eth.fail(m.getBlockByNumber, { block: atTag(BlockTag.UNSPECIFIED) });
   expect(unsetTag.code).toBe(Code.InvalidArgument);
 });
 
@@ -186,13 +179,13 @@ specRule("encoding.block-parameter-required", async () => {
 
   // A typed request that leaves the block unset asks for latest.
   const latest = await g.http.result("eth_getBlockByNumber", ["latest", false]);
-  const typed = await g.eth.call<GetBlockByNumberResponse>(m.getBlockByNumber, create(GetBlockByNumberRequestSchema, {}));
+  const typed = await g.eth.call(m.getBlockByNumber, {});
   expect(typed.block?.number).toBe(BigInt(latest.number));
-  const tx = await g.eth.call<GetTransactionByBlockNumberAndIndexResponse>(
+  const tx = await g.eth.call(
     m.getTransactionByBlockNumberAndIndex,
     create(GetTransactionByBlockNumberAndIndexRequestSchema, { index: 0n }),
   );
   expect(tx.transaction).toBeUndefined(); // the latest block is an empty one Anvil mined
-  const receipts = await g.eth.call(m.getBlockReceipts, create(GetBlockReceiptsRequestSchema, {}));
+  const receipts = await g.eth.call(m.getBlockReceipts, {});
   expect(table.byRpc(m.getBlockReceipts)?.result.encode(receipts)).toBe("[]");
 });

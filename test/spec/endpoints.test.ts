@@ -6,38 +6,12 @@
  * Anvil behind a recorder; uncles come from a recorded mainnet block, the
  * rollup method from the Starknet fixture node.
  */
-import { create, type DescMethod, type Message } from "@bufbuild/protobuf";
+import type { DescMessage, DescMethod, MessageInitShape } from "@bufbuild/protobuf";
 import { bytesToHex, concat, encodeFunctionData, type Hex, hexToBytes, keccak256, pad, toHex } from "viem";
 import { afterAll, beforeAll, expect } from "vitest";
-import {
-  CallRequestSchema,
-  type CallResponse,
-  EstimateGasRequestSchema,
-  type EstimateGasResponse,
-  EthService,
-  GetBlockByHashRequestSchema,
-  type GetBlockByHashResponse,
-  GetBlockByNumberRequestSchema,
-  type GetBlockByNumberResponse,
-  GetBlockReceiptsRequestSchema,
-  type GetBlockReceiptsResponse,
-  GetLogsRequestSchema,
-  type GetLogsResponse,
-  GetProofRequestSchema,
-  type GetProofResponse,
-  GetStorageAtRequestSchema,
-  type GetStorageAtResponse,
-  GetTransactionByBlockNumberAndIndexRequestSchema,
-  type GetTransactionByBlockNumberAndIndexResponse,
-  GetTransactionReceiptRequestSchema,
-  type GetTransactionReceiptResponse,
-  GetUncleByBlockHashAndIndexRequestSchema,
-  type GetUncleByBlockHashAndIndexResponse,
-  GetUncleByBlockNumberAndIndexRequestSchema,
-  type GetUncleByBlockNumberAndIndexResponse,
-} from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { BlockTag } from "../../gen/nodegate/eth/v1/primitives_pb.js";
-import { GetTransactionByBlockIdAndIndexRequestSchema, StarknetService } from "../../gen/nodegate/starknet/v1/starknet_service_pb.js";
+import { StarknetService } from "../../gen/nodegate/starknet/v1/starknet_service_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { createMethodTable } from "../../src/methods/default-table.js";
 import { type FixtureUpstream, loadFixture, startFixtureUpstream } from "../support/fixture-upstream.js";
@@ -58,6 +32,8 @@ const ROLLUP = "starknet_getTransactionByBlockIdAndIndex";
 const atNumber = (n: bigint) => ({ kind: { case: "number" as const, value: n } });
 const atTag = (tag: BlockTag) => ({ kind: { case: "tag" as const, value: tag } });
 const hex = (b: Uint8Array | undefined): Hex => bytesToHex(b ?? new Uint8Array());
+/** The -32602 a call gets without a required param. */
+const missing = (index: number, name: string) => ({ code: -32602, message: `missing value for required argument ${index} (${name})` });
 
 let anvil: AnvilNode;
 let recorder: ProgrammableUpstream;
@@ -99,78 +75,124 @@ interface MethodCall {
   method: string;
   /** Marked WS in the spec. */
   ws: boolean;
-  doors: () => NetworkDoors;
-  typed: (doors: NetworkDoors) => TypedDoor;
+  /** The JSON-RPC params. */
   params: () => unknown;
   rpc: DescMethod;
-  request: () => Message;
+  /** The same call as a typed request. */
+  request: () => MessageInitShape<DescMessage>;
+  /** The network that serves it (default: Ethereum on Anvil). */
+  doors?: () => NetworkDoors;
 }
 
-const eth = (method: string, ws: boolean, rpc: DescMethod, params: () => unknown, request: () => Message, doors: () => NetworkDoors = () => g): MethodCall => ({
-  method,
-  ws,
-  doors,
-  typed: (d) => d.eth,
-  params,
-  rpc,
-  request,
-});
+const burn3 = () => encodeFunctionData({ abi: s.probe.abi, functionName: "burn", args: [3n] });
+const storedCall = () => encodeFunctionData({ abi: s.probe.abi, functionName: "stored" });
+const firstStoreBlock = () => atNumber(s.firstStore.blockNumber);
 
 const LISTED: MethodCall[] = [
-  eth("eth_getStorageAt", false, m.getStorageAt, () => [s.address, STORED_SLOT, "latest"], () => create(GetStorageAtRequestSchema, { address: hexToBytes(s.address), position: hexToBytes(STORED_SLOT) })),
-  eth("eth_getLogs", false, m.getLogs, () => [{ blockHash: s.firstStore.blockHash }], () => create(GetLogsRequestSchema, { filter: { blockHash: hexToBytes(s.firstStore.blockHash) } })),
-  eth("eth_getBlockByHash", false, m.getBlockByHash, () => [s.firstStore.blockHash, true], () => create(GetBlockByHashRequestSchema, { blockHash: hexToBytes(s.firstStore.blockHash), fullTransactions: true })),
-  eth("eth_getBlockByNumber", false, m.getBlockByNumber, () => [toHex(s.firstStore.blockNumber), false], () => create(GetBlockByNumberRequestSchema, { block: atNumber(s.firstStore.blockNumber) })),
-  eth(
-    "eth_getUncleByBlockNumberAndIndex",
-    true,
-    m.getUncleByBlockNumberAndIndex,
-    () => [toHex(UNCLED_BLOCK), "0x0"],
-    () => create(GetUncleByBlockNumberAndIndexRequestSchema, { block: atNumber(UNCLED_BLOCK), index: 0n }),
-    () => recorded,
-  ),
-  eth(
-    "eth_getUncleByBlockHashAndIndex",
-    true,
-    m.getUncleByBlockHashAndIndex,
-    () => [UNCLED_BLOCK_HASH, "0x0"],
-    () => create(GetUncleByBlockHashAndIndexRequestSchema, { blockHash: hexToBytes(UNCLED_BLOCK_HASH), index: 0n }),
-    () => recorded,
-  ),
-  eth(
-    "eth_getTransactionByBlockNumberAndIndex",
-    false,
-    m.getTransactionByBlockNumberAndIndex,
-    () => [toHex(s.firstStore.blockNumber), "0x0"],
-    () => create(GetTransactionByBlockNumberAndIndexRequestSchema, { block: atNumber(s.firstStore.blockNumber), index: 0n }),
-  ),
+  {
+    method: "eth_getStorageAt",
+    ws: false,
+    params: () => [s.address, STORED_SLOT, "latest"],
+    rpc: m.getStorageAt,
+    request: () => ({ address: hexToBytes(s.address), position: hexToBytes(STORED_SLOT) }),
+  },
+  {
+    method: "eth_getLogs",
+    ws: false,
+    params: () => [{ blockHash: s.firstStore.blockHash }],
+    rpc: m.getLogs,
+    request: () => ({ filter: { blockHash: hexToBytes(s.firstStore.blockHash) } }),
+  },
+  {
+    method: "eth_getBlockByHash",
+    ws: false,
+    params: () => [s.firstStore.blockHash, true],
+    rpc: m.getBlockByHash,
+    request: () => ({ blockHash: hexToBytes(s.firstStore.blockHash), fullTransactions: true }),
+  },
+  {
+    method: "eth_getBlockByNumber",
+    ws: false,
+    params: () => [toHex(s.firstStore.blockNumber), false],
+    rpc: m.getBlockByNumber,
+    request: () => ({ block: firstStoreBlock() }),
+  },
+  {
+    method: "eth_getUncleByBlockNumberAndIndex",
+    ws: true,
+    params: () => [toHex(UNCLED_BLOCK), "0x0"],
+    rpc: m.getUncleByBlockNumberAndIndex,
+    request: () => ({ block: atNumber(UNCLED_BLOCK), index: 0n }),
+    doors: () => recorded,
+  },
+  {
+    method: "eth_getUncleByBlockHashAndIndex",
+    ws: true,
+    params: () => [UNCLED_BLOCK_HASH, "0x0"],
+    rpc: m.getUncleByBlockHashAndIndex,
+    request: () => ({ blockHash: hexToBytes(UNCLED_BLOCK_HASH), index: 0n }),
+    doors: () => recorded,
+  },
+  {
+    method: "eth_getTransactionByBlockNumberAndIndex",
+    ws: false,
+    params: () => [toHex(s.firstStore.blockNumber), "0x0"],
+    rpc: m.getTransactionByBlockNumberAndIndex,
+    request: () => ({ block: firstStoreBlock(), index: 0n }),
+  },
   {
     method: ROLLUP,
     ws: false,
-    doors: () => starknet,
-    typed: (d) => d.starknet,
     params: () => ({ block_id: { block_number: FIXTURE_BLOCK.number }, index: 0 }),
     rpc: StarknetService.method.getTransactionByBlockIdAndIndex,
-    request: () => create(GetTransactionByBlockIdAndIndexRequestSchema, { blockId: { kind: { case: "blockNumber", value: BigInt(FIXTURE_BLOCK.number) } }, index: 0n }),
+    request: () => ({ blockId: { kind: { case: "blockNumber", value: BigInt(FIXTURE_BLOCK.number) } }, index: 0n }),
+    doors: () => starknet,
   },
-  eth("eth_getTransactionReceipt", true, m.getTransactionReceipt, () => [s.firstStore.hash], () => create(GetTransactionReceiptRequestSchema, { transactionHash: hexToBytes(s.firstStore.hash) })),
-  eth("eth_getBlockReceipts", false, m.getBlockReceipts, () => [toHex(s.firstStore.blockNumber)], () => create(GetBlockReceiptsRequestSchema, { block: atNumber(s.firstStore.blockNumber) })),
-  eth(
-    "eth_estimateGas",
-    true,
-    m.estimateGas,
-    () => [{ from: s.sender, to: s.address, data: encodeFunctionData({ abi: s.probe.abi, functionName: "burn", args: [3n] }) }, "latest"],
-    () => create(EstimateGasRequestSchema, { transaction: { from: hexToBytes(s.sender), to: hexToBytes(s.address), data: hexToBytes(encodeFunctionData({ abi: s.probe.abi, functionName: "burn", args: [3n] })) }, block: atTag(BlockTag.LATEST) }),
-  ),
-  eth(
-    "eth_call",
-    false,
-    m.call,
-    () => [{ to: s.address, data: encodeFunctionData({ abi: s.probe.abi, functionName: "stored" }) }, "latest"],
-    () => create(CallRequestSchema, { transaction: { to: hexToBytes(s.address), data: hexToBytes(encodeFunctionData({ abi: s.probe.abi, functionName: "stored" })) }, block: atTag(BlockTag.LATEST) }),
-  ),
-  eth("eth_getProof", true, m.getProof, () => [s.address, [STORED_SLOT], "latest"], () => create(GetProofRequestSchema, { address: hexToBytes(s.address), storageKeys: [hexToBytes(STORED_SLOT)] })),
+  {
+    method: "eth_getTransactionReceipt",
+    ws: true,
+    params: () => [s.firstStore.hash],
+    rpc: m.getTransactionReceipt,
+    request: () => ({ transactionHash: hexToBytes(s.firstStore.hash) }),
+  },
+  {
+    method: "eth_getBlockReceipts",
+    ws: false,
+    params: () => [toHex(s.firstStore.blockNumber)],
+    rpc: m.getBlockReceipts,
+    request: () => ({ block: firstStoreBlock() }),
+  },
+  {
+    method: "eth_estimateGas",
+    ws: true,
+    params: () => [{ from: s.sender, to: s.address, data: burn3() }, "latest"],
+    rpc: m.estimateGas,
+    request: () => ({
+      transaction: { from: hexToBytes(s.sender), to: hexToBytes(s.address), data: hexToBytes(burn3()) },
+      block: atTag(BlockTag.LATEST),
+    }),
+  },
+  {
+    method: "eth_call",
+    ws: false,
+    params: () => [{ to: s.address, data: storedCall() }, "latest"],
+    rpc: m.call,
+    request: () => ({ transaction: { to: hexToBytes(s.address), data: hexToBytes(storedCall()) }, block: atTag(BlockTag.LATEST) }),
+  },
+  {
+    method: "eth_getProof",
+    ws: true,
+    params: () => [s.address, [STORED_SLOT], "latest"],
+    rpc: m.getProof,
+    request: () => ({ address: hexToBytes(s.address), storageKeys: [hexToBytes(STORED_SLOT)] }),
+  },
 ];
+
+/** The doors of the network that serves a listed call, and its typed service there. */
+function doorsOf(c: MethodCall): { doors: NetworkDoors; typed: TypedDoor } {
+  const doors = c.doors?.() ?? g;
+  return { doors, typed: c.rpc.parent === StarknetService ? doors.starknet : doors.eth };
+}
 
 /** The request text of a listed call, the same bytes on every door. */
 const text = (c: MethodCall, id = 1): string => JSON.stringify({ jsonrpc: "2.0", id, method: c.method, params: c.params() });
@@ -178,12 +200,12 @@ const text = (c: MethodCall, id = 1): string => JSON.stringify({ jsonrpc: "2.0",
 specRule("endpoints.post", async () => {
   expect(LISTED).toHaveLength(13);
   for (const c of LISTED) {
-    const doors = c.doors();
+    const { doors, typed: typedDoor } = doorsOf(c);
     const reply = await doors.http.post(text(c), { headers: { "content-type": "application/json" } });
     expect(reply.status, c.method).toBe(200);
     expect(reply.json.error, c.method).toBeUndefined();
     expect(reply.json.result, c.method).not.toBeNull();
-    const typed = await c.typed(doors).call(c.rpc, c.request());
+    const typed = await typedDoor.call(c.rpc, c.request());
     // The typed answer, written back as JSON, is the node's answer.
     expect(JSON.parse(table.byRpc(c.rpc)?.result.encode(typed) ?? "null"), c.method).toEqual(reply.json.result);
   }
@@ -191,9 +213,15 @@ specRule("endpoints.post", async () => {
 
 specRule("endpoints.ws-marked", async () => {
   const marked = LISTED.filter((c) => c.ws);
-  expect(marked.map((c) => c.method)).toEqual(["eth_getUncleByBlockNumberAndIndex", "eth_getUncleByBlockHashAndIndex", "eth_getTransactionReceipt", "eth_estimateGas", "eth_getProof"]);
+  expect(marked.map((c) => c.method)).toEqual([
+    "eth_getUncleByBlockNumberAndIndex",
+    "eth_getUncleByBlockHashAndIndex",
+    "eth_getTransactionReceipt",
+    "eth_estimateGas",
+    "eth_getProof",
+  ]);
   for (const c of marked) {
-    const doors = c.doors();
+    const { doors } = doorsOf(c);
     const [overHttp, overWs] = [await doors.http.post(text(c, 5)), await doors.ws.send(text(c, 5))];
     expect(overWs, c.method).toBe(overHttp.text);
     expect(JSON.parse(overWs).result, c.method).not.toBeNull();
@@ -204,7 +232,7 @@ specRule("endpoints.ws-unmarked", async () => {
   const unmarked = LISTED.filter((c) => !c.ws);
   expect(unmarked).toHaveLength(8);
   for (const c of unmarked) {
-    const doors = c.doors();
+    const { doors } = doorsOf(c);
     const [overHttp, overWs] = [await doors.http.post(text(c, 6)), await doors.ws.send(text(c, 6))];
     expect(overWs, c.method).toBe(overHttp.text);
     expect(JSON.parse(overWs).result, c.method).not.toBeNull();
@@ -215,13 +243,13 @@ specRule("endpoints.eth_getStorageAt", async () => {
   const at = toHex(s.firstStore.blockNumber);
   const value = await g.http.result("eth_getStorageAt", [s.address, "0x0", at]);
   expect(expectData(value, "value", 32)).toBe(pad(toHex(s.firstStore.value)));
-  const typed = await g.eth.call<GetStorageAtResponse>(m.getStorageAt, create(GetStorageAtRequestSchema, { address: hexToBytes(s.address), position: new Uint8Array(), block: atNumber(s.firstStore.blockNumber) }));
+  const typed = await g.eth.call(m.getStorageAt, { address: hexToBytes(s.address), position: new Uint8Array(), block: firstStoreBlock() });
   expect(typed.value).toHaveLength(32);
   expect(hex(typed.value)).toBe(value);
   // Positional, in the listed order: the address comes first.
   expect((await g.http.call("eth_getStorageAt", ["0x0", s.address, at])).error?.message).toMatch(/^invalid argument 0 \(address\)/);
-  expect((await g.http.call("eth_getStorageAt", [s.address])).error).toEqual({ code: -32602, message: "missing value for required argument 1 (position)" });
-  expect((await g.http.call("eth_getStorageAt", [])).error).toEqual({ code: -32602, message: "missing value for required argument 0 (address)" });
+  expect((await g.http.call("eth_getStorageAt", [s.address])).error).toEqual(missing(1, "position"));
+  expect((await g.http.call("eth_getStorageAt", [])).error).toEqual(missing(0, "address"));
 });
 
 specRule("endpoints.eth_getLogs", async () => {
@@ -229,9 +257,9 @@ specRule("endpoints.eth_getLogs", async () => {
   expect(logs.map((l: { transactionHash: string }) => l.transactionHash)).toEqual([s.firstStore.hash]);
   const none = await g.http.post({ jsonrpc: "2.0", id: 1, method: "eth_getLogs", params: [{ blockHash: s.deploy.blockHash }] });
   expect(none.text).toBe('{"jsonrpc":"2.0","id":1,"result":[]}');
-  const typed = await g.eth.call<GetLogsResponse>(m.getLogs, create(GetLogsRequestSchema, { filter: { blockHash: hexToBytes(s.deploy.blockHash) } }));
+  const typed = await g.eth.call(m.getLogs, { filter: { blockHash: hexToBytes(s.deploy.blockHash) } });
   expect(typed.logs).toEqual([]);
-  expect((await g.http.call("eth_getLogs", [])).error).toEqual({ code: -32602, message: "missing value for required argument 0 (filter)" });
+  expect((await g.http.call("eth_getLogs", [])).error).toEqual(missing(0, "filter"));
 });
 
 specRule("endpoints.eth_getBlockByHash", async () => {
@@ -240,12 +268,13 @@ specRule("endpoints.eth_getBlockByHash", async () => {
   expect(full.transactions[0].hash).toBe(s.firstStore.hash);
   expect(hashes.transactions).toEqual([s.firstStore.hash]);
   expect(await g.http.result("eth_getBlockByHash", [UNKNOWN_HASH, true])).toBeNull();
-  expect((await g.http.call("eth_getBlockByHash", [s.firstStore.blockHash])).error).toEqual({ code: -32602, message: "missing value for required argument 1 (fullTransactions)" });
-  expect((await g.http.call("eth_getBlockByHash", [s.firstStore.blockHash, "true"])).error?.message).toMatch(/^invalid argument 1 \(fullTransactions\): want a boolean/);
-  const typed = await g.eth.call<GetBlockByHashResponse>(m.getBlockByHash, create(GetBlockByHashRequestSchema, { blockHash: hexToBytes(s.firstStore.blockHash), fullTransactions: true }));
+  expect((await g.http.call("eth_getBlockByHash", [s.firstStore.blockHash])).error).toEqual(missing(1, "fullTransactions"));
+  const notBoolean = await g.http.call("eth_getBlockByHash", [s.firstStore.blockHash, "true"]);
+  expect(notBoolean.error?.message).toMatch(/^invalid argument 1 \(fullTransactions\): want a boolean/);
+  const typed = await g.eth.call(m.getBlockByHash, { blockHash: hexToBytes(s.firstStore.blockHash), fullTransactions: true });
   expect(typed.block?.transactions?.full.map((t) => hex(t.hash))).toEqual([s.firstStore.hash]);
-  const missing = await g.eth.call<GetBlockByHashResponse>(m.getBlockByHash, create(GetBlockByHashRequestSchema, { blockHash: hexToBytes(UNKNOWN_HASH) }));
-  expect(missing.block).toBeUndefined();
+  const notFound = await g.eth.call(m.getBlockByHash, { blockHash: hexToBytes(UNKNOWN_HASH) });
+  expect(notFound.block).toBeUndefined();
 });
 
 specRule("endpoints.eth_getBlockByNumber", async () => {
@@ -253,10 +282,10 @@ specRule("endpoints.eth_getBlockByNumber", async () => {
   expect((await g.http.result("eth_getBlockByNumber", [at, true])).transactions[0].hash).toBe(s.secondStore.hash);
   expect((await g.http.result("eth_getBlockByNumber", [at, false])).transactions).toEqual([s.secondStore.hash]);
   expect(await g.http.result("eth_getBlockByNumber", ["0xffffff", false])).toBeNull();
-  expect((await g.http.call("eth_getBlockByNumber", [at])).error).toEqual({ code: -32602, message: "missing value for required argument 1 (fullTransactions)" });
-  const typed = await g.eth.call<GetBlockByNumberResponse>(m.getBlockByNumber, create(GetBlockByNumberRequestSchema, { block: atNumber(s.secondStore.blockNumber), fullTransactions: false }));
+  expect((await g.http.call("eth_getBlockByNumber", [at])).error).toEqual(missing(1, "fullTransactions"));
+  const typed = await g.eth.call(m.getBlockByNumber, { block: atNumber(s.secondStore.blockNumber), fullTransactions: false });
   expect(typed.block?.transactions?.hashes.map((h) => hex(h))).toEqual([s.secondStore.hash]);
-  const future = await g.eth.call<GetBlockByNumberResponse>(m.getBlockByNumber, create(GetBlockByNumberRequestSchema, { block: atNumber(0xffffffn) }));
+  const future = await g.eth.call(m.getBlockByNumber, { block: atNumber(0xffffffn) });
   expect(future.block).toBeUndefined();
 });
 
@@ -272,11 +301,12 @@ specRule("endpoints.eth_getUncleByBlockNumberAndIndex", async () => {
   const uncle = (await uncleNative(method, [toHex(UNCLED_BLOCK), "0x0"])) as { number: string };
   expect(BigInt(uncle.number)).toBe(UNCLED_BLOCK - 1n);
   expect(await uncleNative(method, [toHex(UNCLED_BLOCK), "0x1"])).toBeNull();
-  expect((await recorded.http.call(method, [toHex(UNCLED_BLOCK)])).error).toEqual({ code: -32602, message: "missing value for required argument 1 (index)" });
+  const noIndex = await recorded.http.call(method, [toHex(UNCLED_BLOCK)]);
+  expect(noIndex.error).toEqual(missing(1, "index"));
   expect((await recorded.ws.call(method, [toHex(UNCLED_BLOCK), 0])).error?.message).toMatch(/^invalid argument 1 \(index\): want a hex quantity/);
-  const typed = await recorded.eth.call<GetUncleByBlockNumberAndIndexResponse>(m.getUncleByBlockNumberAndIndex, create(GetUncleByBlockNumberAndIndexRequestSchema, { block: atNumber(UNCLED_BLOCK), index: 0n }));
+  const typed = await recorded.eth.call(m.getUncleByBlockNumberAndIndex, { block: atNumber(UNCLED_BLOCK), index: 0n });
   expect(typed.uncle?.number).toBe(UNCLED_BLOCK - 1n);
-  const past = await recorded.eth.call<GetUncleByBlockNumberAndIndexResponse>(m.getUncleByBlockNumberAndIndex, create(GetUncleByBlockNumberAndIndexRequestSchema, { block: atNumber(UNCLED_BLOCK), index: 1n }));
+  const past = await recorded.eth.call(m.getUncleByBlockNumberAndIndex, { block: atNumber(UNCLED_BLOCK), index: 1n });
   expect(past.uncle).toBeUndefined();
 });
 
@@ -286,9 +316,9 @@ specRule("endpoints.eth_getUncleByBlockHashAndIndex", async () => {
   expect(BigInt(uncle.number)).toBe(UNCLED_BLOCK - 1n);
   expect(await uncleNative(method, [UNCLED_BLOCK_HASH, "0x1"])).toBeNull();
   expect((await recorded.http.call(method, [toHex(UNCLED_BLOCK), "0x0"])).error?.message).toMatch(/^invalid argument 0 \(blockHash\)/);
-  const typed = await recorded.eth.call<GetUncleByBlockHashAndIndexResponse>(m.getUncleByBlockHashAndIndex, create(GetUncleByBlockHashAndIndexRequestSchema, { blockHash: hexToBytes(UNCLED_BLOCK_HASH), index: 0n }));
+  const typed = await recorded.eth.call(m.getUncleByBlockHashAndIndex, { blockHash: hexToBytes(UNCLED_BLOCK_HASH), index: 0n });
   expect(typed.uncle?.number).toBe(UNCLED_BLOCK - 1n);
-  const past = await recorded.eth.call<GetUncleByBlockHashAndIndexResponse>(m.getUncleByBlockHashAndIndex, create(GetUncleByBlockHashAndIndexRequestSchema, { blockHash: hexToBytes(UNCLED_BLOCK_HASH), index: 1n }));
+  const past = await recorded.eth.call(m.getUncleByBlockHashAndIndex, { blockHash: hexToBytes(UNCLED_BLOCK_HASH), index: 1n });
   expect(past.uncle).toBeUndefined();
 });
 
@@ -296,10 +326,10 @@ specRule("endpoints.eth_getTransactionByBlockNumberAndIndex", async () => {
   const at = toHex(s.anonymous.blockNumber);
   expect((await g.http.result("eth_getTransactionByBlockNumberAndIndex", [at, "0x0"])).hash).toBe(s.anonymous.hash);
   expect(await g.http.result("eth_getTransactionByBlockNumberAndIndex", [at, "0x1"])).toBeNull();
-  expect((await g.http.call("eth_getTransactionByBlockNumberAndIndex", [at])).error).toEqual({ code: -32602, message: "missing value for required argument 1 (index)" });
-  const typed = await g.eth.call<GetTransactionByBlockNumberAndIndexResponse>(m.getTransactionByBlockNumberAndIndex, create(GetTransactionByBlockNumberAndIndexRequestSchema, { block: atNumber(s.anonymous.blockNumber), index: 0n }));
+  expect((await g.http.call("eth_getTransactionByBlockNumberAndIndex", [at])).error).toEqual(missing(1, "index"));
+  const typed = await g.eth.call(m.getTransactionByBlockNumberAndIndex, { block: atNumber(s.anonymous.blockNumber), index: 0n });
   expect(hex(typed.transaction?.hash)).toBe(s.anonymous.hash);
-  const past = await g.eth.call<GetTransactionByBlockNumberAndIndexResponse>(m.getTransactionByBlockNumberAndIndex, create(GetTransactionByBlockNumberAndIndexRequestSchema, { block: atNumber(s.anonymous.blockNumber), index: 1n }));
+  const past = await g.eth.call(m.getTransactionByBlockNumberAndIndex, { block: atNumber(s.anonymous.blockNumber), index: 1n });
   expect(past.transaction).toBeUndefined();
 });
 
@@ -307,11 +337,11 @@ specRule("endpoints.eth_getTransactionReceipt", async () => {
   for (const door of [g.http, g.ws]) {
     expect((await door.result("eth_getTransactionReceipt", [s.deploy.hash])).contractAddress).toBe(s.address);
     expect(await door.result("eth_getTransactionReceipt", [UNKNOWN_HASH])).toBeNull();
-    expect((await door.call("eth_getTransactionReceipt", [])).error).toEqual({ code: -32602, message: "missing value for required argument 0 (transactionHash)" });
+    expect((await door.call("eth_getTransactionReceipt", [])).error).toEqual(missing(0, "transactionHash"));
   }
-  const typed = await g.eth.call<GetTransactionReceiptResponse>(m.getTransactionReceipt, create(GetTransactionReceiptRequestSchema, { transactionHash: hexToBytes(s.deploy.hash) }));
+  const typed = await g.eth.call(m.getTransactionReceipt, { transactionHash: hexToBytes(s.deploy.hash) });
   expect(hex(typed.receipt?.contractAddress)).toBe(s.address);
-  const unknown = await g.eth.call<GetTransactionReceiptResponse>(m.getTransactionReceipt, create(GetTransactionReceiptRequestSchema, { transactionHash: hexToBytes(UNKNOWN_HASH) }));
+  const unknown = await g.eth.call(m.getTransactionReceipt, { transactionHash: hexToBytes(UNKNOWN_HASH) });
   expect(unknown.receipt).toBeUndefined();
 });
 
@@ -331,13 +361,13 @@ specRule("endpoints.eth_getBlockReceipts", async () => {
   expect(await g.http.result("eth_getBlockReceipts", ["0xffffff"])).toBeNull();
   expect((await g.http.call("eth_getBlockReceipts", ["0x"])).error?.code).toBe(-32602);
 
-  const typed = await g.eth.call<GetBlockReceiptsResponse>(m.getBlockReceipts, create(GetBlockReceiptsRequestSchema, { block: atNumber(n) }));
+  const typed = await g.eth.call(m.getBlockReceipts, { block: atNumber(n) });
   expect(JSON.parse(table.byRpc(m.getBlockReceipts)?.result.encode(typed) ?? "null")).toEqual(expected);
   for (const tag of [BlockTag.LATEST, BlockTag.EARLIEST, BlockTag.PENDING, BlockTag.FINALIZED, BlockTag.SAFE]) {
-    const byTag = await g.eth.call<GetBlockReceiptsResponse>(m.getBlockReceipts, create(GetBlockReceiptsRequestSchema, { block: atTag(tag) }));
+    const byTag = await g.eth.call(m.getBlockReceipts, { block: atTag(tag) });
     expect(byTag.blockReceipts, BlockTag[tag]).toBeDefined();
   }
-  const future = await g.eth.call<GetBlockReceiptsResponse>(m.getBlockReceipts, create(GetBlockReceiptsRequestSchema, { block: atNumber(0xffffffn) }));
+  const future = await g.eth.call(m.getBlockReceipts, { block: atNumber(0xffffffn) });
   expect(future.blockReceipts).toBeUndefined();
 });
 
@@ -348,22 +378,22 @@ specRule("endpoints.eth_estimateGas", async () => {
     const withoutBlock = expectQuantity(await door.result("eth_estimateGas", [{ from: s.sender, to: s.address, data }]), "estimate");
     expect(withBlock).toBeGreaterThan(21_000n);
     expect(withoutBlock).toBe(withBlock);
-    expect((await door.call("eth_estimateGas", [])).error).toEqual({ code: -32602, message: "missing value for required argument 0 (transaction)" });
+    expect((await door.call("eth_estimateGas", [])).error).toEqual(missing(0, "transaction"));
   }
-  const typed = await g.eth.call<EstimateGasResponse>(m.estimateGas, create(EstimateGasRequestSchema, { transaction: { from: hexToBytes(s.sender), to: hexToBytes(s.address), data: hexToBytes(data) } }));
+  const typed = await g.eth.call(m.estimateGas, { transaction: { from: hexToBytes(s.sender), to: hexToBytes(s.address), data: hexToBytes(data) } });
   expect(typed.gas).toBe(BigInt(await g.http.result("eth_estimateGas", [{ from: s.sender, to: s.address, data }, "latest"])));
 });
 
 specRule("endpoints.eth_call", async () => {
-  const stored = await g.http.result("eth_call", [{ to: s.address, data: encodeFunctionData({ abi: s.probe.abi, functionName: "stored" }) }, "latest"]);
+  const stored = await g.http.result("eth_call", [{ to: s.address, data: storedCall() }, "latest"]);
   expect(BigInt(expectData(stored, "result", 32))).toBe(s.secondStore.value);
   // A call that returns nothing: 0x.
   const nothing = await g.http.post({ jsonrpc: "2.0", id: 1, method: "eth_call", params: [{ to: `0x${"77".repeat(20)}` }, "latest"] });
   expect(nothing.text).toBe('{"jsonrpc":"2.0","id":1,"result":"0x"}');
-  const typed = await g.eth.call<CallResponse>(m.call, create(CallRequestSchema, { transaction: { to: hexToBytes(`0x${"77".repeat(20)}`) }, block: atTag(BlockTag.LATEST) }));
+  const typed = await g.eth.call(m.call, { transaction: { to: hexToBytes(`0x${"77".repeat(20)}`) }, block: atTag(BlockTag.LATEST) });
   expect(typed.data).toHaveLength(0);
   expect(table.byRpc(m.call)?.result.encode(typed)).toBe('"0x"');
-  expect((await g.http.call("eth_call", [])).error).toEqual({ code: -32602, message: "missing value for required argument 0 (transaction)" });
+  expect((await g.http.call("eth_call", [])).error).toEqual(missing(0, "transaction"));
 });
 
 specRule("endpoints.eth_getProof", async () => {
@@ -371,12 +401,13 @@ specRule("endpoints.eth_getProof", async () => {
     const proof = await door.result("eth_getProof", [s.address, [STORED_SLOT], toHex(s.firstStore.blockNumber)]);
     expect(proof.address).toBe(s.address);
     expect(BigInt(proof.storageProof[0].value)).toBe(s.firstStore.value);
-    expect((await door.call("eth_getProof", [s.address, [`0x${"00".repeat(33)}`], "latest"])).error?.message).toMatch(/^invalid argument 1 \(storageKeys\[0\]\): storage slot too long/);
+    const longKey = await door.call("eth_getProof", [s.address, [`0x${"00".repeat(33)}`], "latest"]);
+    expect(longKey.error?.message).toMatch(/^invalid argument 1 \(storageKeys\[0\]\): storage slot too long/);
   }
-  const typed = await g.eth.call<GetProofResponse>(m.getProof, create(GetProofRequestSchema, { address: hexToBytes(s.address), storageKeys: [hexToBytes(STORED_SLOT)], block: atNumber(s.firstStore.blockNumber) }));
+  const typed = await g.eth.call(m.getProof, { address: hexToBytes(s.address), storageKeys: [hexToBytes(STORED_SLOT)], block: firstStoreBlock() });
   expect(hex(typed.proof?.address)).toBe(s.address);
   expect(typed.proof?.storageProof.map((p) => hex(p.key))).toEqual([STORED_SLOT]);
-  const tooLong = await g.eth.fail(m.getProof, create(GetProofRequestSchema, { address: hexToBytes(s.address), storageKeys: [new Uint8Array(33)] }));
+  const tooLong = await g.eth.fail(m.getProof, { address: hexToBytes(s.address), storageKeys: [new Uint8Array(33)] });
   expect(tooLong.code).toBe(Code.InvalidArgument);
 });
 
@@ -388,7 +419,7 @@ specRule("storage.plain-slot", async () => {
     [s.secondStore.blockNumber, s.secondStore.value],
   ] as const) {
     expect(BigInt(await g.http.result("eth_getStorageAt", [s.address, "0x0", toHex(block)]))).toBe(value);
-    const typed = await g.eth.call<GetStorageAtResponse>(m.getStorageAt, create(GetStorageAtRequestSchema, { address: hexToBytes(s.address), position: new Uint8Array(), block: atNumber(block) }));
+    const typed = await g.eth.call(m.getStorageAt, { address: hexToBytes(s.address), position: new Uint8Array(), block: atNumber(block) });
     expect(BigInt(hex(typed.value))).toBe(value);
   }
   // Slot 1 is the mapping's own slot, which holds nothing.
@@ -399,8 +430,9 @@ specRule("storage.mapping-slot", async () => {
   // balances is at slot 1: balances[sender] lives at keccak(pad32(sender) ++ pad32(1)).
   const position = keccak256(concat([pad(s.sender), pad(toHex(1))]));
   const native = BigInt(await g.http.result("eth_getStorageAt", [s.address, position, "latest"]));
-  const typed = await g.eth.call<GetStorageAtResponse>(m.getStorageAt, create(GetStorageAtRequestSchema, { address: hexToBytes(s.address), position: hexToBytes(position) }));
-  const viaContract = BigInt(await g.http.result("eth_call", [{ to: s.address, data: encodeFunctionData({ abi: s.probe.abi, functionName: "balances", args: [s.sender] }) }, "latest"]));
+  const typed = await g.eth.call(m.getStorageAt, { address: hexToBytes(s.address), position: hexToBytes(position) });
+  const balanceCall = encodeFunctionData({ abi: s.probe.abi, functionName: "balances", args: [s.sender] });
+  const viaContract = BigInt(await g.http.result("eth_call", [{ to: s.address, data: balanceCall }, "latest"]));
   expect(native).toBe(s.secondStore.value);
   expect(BigInt(hex(typed.value))).toBe(s.secondStore.value);
   expect(viaContract).toBe(native);

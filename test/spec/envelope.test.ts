@@ -9,8 +9,8 @@ import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { type Hex, hexToBytes } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, expect } from "vitest";
-import { EthService, GetBlockByHashRequestSchema, GetLogsRequestSchema, GetTransactionReceiptRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
-import { CallRequestSchema, JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
+import { EthService, GetLogsRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { StarknetService } from "../../gen/nodegate/starknet/v1/starknet_service_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { API_KEY_HEADER } from "../../src/grpc/typed-services.js";
@@ -55,7 +55,16 @@ async function upstreamCalls(send: () => Promise<unknown>): Promise<number> {
 
 specRule("service.read-only", async () => {
   const account = privateKeyToAccount(ANVIL_KEY_0);
-  const raw = await account.signTransaction({ chainId: 31337, type: "eip1559", to: account.address, value: 1n, gas: 21_000n, maxFeePerGas: 10n ** 10n, maxPriorityFeePerGas: 1n, nonce: 0 });
+  const raw = await account.signTransaction({
+    chainId: 31337,
+    type: "eip1559",
+    to: account.address,
+    value: 1n,
+    gas: 21_000n,
+    maxFeePerGas: 10n ** 10n,
+    maxPriorityFeePerGas: 1n,
+    nonce: 0,
+  });
   const blockBefore = await g.http.result("eth_blockNumber", []);
 
   let native: JsonRpcReply | undefined;
@@ -71,7 +80,7 @@ specRule("service.read-only", async () => {
 
   const generic = new TypedDoor(g.ng, JsonRpcService, { [API_KEY_HEADER]: g.ng.key });
   try {
-    const typed = await generic.fail(JsonRpcService.method.call, create(CallRequestSchema, { method: "eth_sendRawTransaction", paramsJson: JSON.stringify([raw]) }));
+    const typed = await generic.fail(JsonRpcService.method.call, { method: "eth_sendRawTransaction", paramsJson: JSON.stringify([raw]) });
     expect(typed.code).toBe(Code.Unimplemented);
     expect(typed.error?.code).toBe(-32601);
   } finally {
@@ -89,7 +98,10 @@ specRule("service.read-only", async () => {
 specRule("transport.http-post", async () => {
   const ok = await g.http.post({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] });
   expect([ok.status, ok.json.result]).toEqual([200, "0x7a69"]);
-  const withCharset = await g.http.post({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }, { headers: { "content-type": "application/json; charset=utf-8" } });
+  const withCharset = await g.http.post(
+    { jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] },
+    { headers: { "content-type": "application/json; charset=utf-8" } },
+  );
   expect(withCharset.status).toBe(200);
 
   const get = await g.http.post(undefined, { method: "GET" });
@@ -120,10 +132,15 @@ specRule("envelope.jsonrpc", async () => {
     const send = async (text: string) => JSON.parse(door instanceof HttpDoor ? (await door.post(text)).text : await door.send(text)) as JsonRpcReply;
     const ok = await send('{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}');
     expect(ok).toEqual({ jsonrpc: "2.0", id: 1, result: "0x7a69" });
-    for (const bad of ['{"id":2,"method":"eth_chainId","params":[]}', '{"jsonrpc":"1.0","id":2,"method":"eth_chainId","params":[]}', '{"jsonrpc":2.0,"id":2,"method":"eth_chainId","params":[]}']) {
+    for (const bad of [
+      '{"id":2,"method":"eth_chainId","params":[]}',
+      '{"jsonrpc":"1.0","id":2,"method":"eth_chainId","params":[]}',
+      '{"jsonrpc":2.0,"id":2,"method":"eth_chainId","params":[]}',
+    ]) {
       expect(await send(bad), bad).toEqual({ jsonrpc: "2.0", id: 2, error: { code: -32600, message: 'invalid request: jsonrpc must be "2.0"' } });
     }
-    const batch = (await send('[{"jsonrpc":"2.0","id":1,"method":"eth_chainId"},{"jsonrpc":"2.0","id":2,"method":"eth_nope"}]')) as unknown as JsonRpcReply[];
+    const pair = '[{"jsonrpc":"2.0","id":1,"method":"eth_chainId"},{"jsonrpc":"2.0","id":2,"method":"eth_nope"}]';
+    const batch = (await send(pair)) as unknown as JsonRpcReply[];
     expect(batch.map((r) => r.jsonrpc)).toEqual(["2.0", "2.0"]);
   }
 });
@@ -158,8 +175,8 @@ specRule("envelope.params", async () => {
     expect((await call("eth_getBlockByNumber", undefined)).error).toEqual({ code: -32602, message: "missing value for required argument 0 (block)" });
   }
   const overWs = g.on("starknet").ws;
-  for (const reply of [await starknetHttp.call("starknet_getTransactionByBlockIdAndIndex", JSON.parse(named)), await overWs.call("starknet_getTransactionByBlockIdAndIndex", JSON.parse(named))]) {
-    expect(reply.result).toEqual(FIXTURE_BLOCK.transactions[1]);
+  for (const door of [starknetHttp, overWs]) {
+    expect((await door.call("starknet_getTransactionByBlockIdAndIndex", JSON.parse(named))).result).toEqual(FIXTURE_BLOCK.transactions[1]);
   }
   const positional = await starknetHttp.call("starknet_getTransactionByBlockIdAndIndex", [{ block_number: FIXTURE_BLOCK.number }, 1]);
   expect(positional.result).toEqual(FIXTURE_BLOCK.transactions[1]);
@@ -199,13 +216,14 @@ specRule("response.envelope", async () => {
 specRule("response.nothing-found", async () => {
   const table = createMethodTable();
   const nobody = `0x${"77".repeat(20)}`;
-  expect((await g.http.post({ jsonrpc: "2.0", id: 1, method: "eth_getBlockByHash", params: [UNKNOWN_HASH, true] })).text).toBe('{"jsonrpc":"2.0","id":1,"result":null}');
-  expect((await g.http.post({ jsonrpc: "2.0", id: 1, method: "eth_getTransactionReceipt", params: [UNKNOWN_HASH] })).text).toBe('{"jsonrpc":"2.0","id":1,"result":null}');
-  expect((await g.http.post({ jsonrpc: "2.0", id: 1, method: "eth_getLogs", params: [{ address: nobody, fromBlock: "0x0" }] })).text).toBe('{"jsonrpc":"2.0","id":1,"result":[]}');
+  const answer = async (method: string, params: unknown[]) => (await g.http.post({ jsonrpc: "2.0", id: 1, method, params })).text;
+  expect(await answer("eth_getBlockByHash", [UNKNOWN_HASH, true])).toBe('{"jsonrpc":"2.0","id":1,"result":null}');
+  expect(await answer("eth_getTransactionReceipt", [UNKNOWN_HASH])).toBe('{"jsonrpc":"2.0","id":1,"result":null}');
+  expect(await answer("eth_getLogs", [{ address: nobody, fromBlock: "0x0" }])).toBe('{"jsonrpc":"2.0","id":1,"result":[]}');
 
-  const block = await g.eth.call(EthService.method.getBlockByHash, create(GetBlockByHashRequestSchema, { blockHash: hexToBytes(UNKNOWN_HASH), fullTransactions: true }));
+  const block = await g.eth.call(EthService.method.getBlockByHash, { blockHash: hexToBytes(UNKNOWN_HASH), fullTransactions: true });
   expect(block).toEqual(create(EthService.method.getBlockByHash.output));
-  const receipt = await g.eth.call(EthService.method.getTransactionReceipt, create(GetTransactionReceiptRequestSchema, { transactionHash: hexToBytes(UNKNOWN_HASH) }));
+  const receipt = await g.eth.call(EthService.method.getTransactionReceipt, { transactionHash: hexToBytes(UNKNOWN_HASH) });
   expect(table.byRpc(EthService.method.getTransactionReceipt)?.result.encode(receipt)).toBe("null");
   const logs = await g.eth.call(
     EthService.method.getLogs,
@@ -229,11 +247,13 @@ specRule("endpoints.batch", async () => {
     '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: a request must be a JSON object"}}',
     '{"jsonrpc":"2.0","id":3,"result":null}',
   ];
-  const tooMany = `[${Array.from({ length: g.ng.gateway.limits.maxBatchSize + 1 }, (_, i) => `{"jsonrpc":"2.0","id":${i},"method":"eth_chainId"}`).join(",")}]`;
+  const overLimit = Array.from({ length: g.ng.gateway.limits.maxBatchSize + 1 }, (_, i) => `{"jsonrpc":"2.0","id":${i},"method":"eth_chainId"}`);
+  const tooMany = `[${overLimit.join(",")}]`;
   for (const send of [async (t: string) => (await g.http.post(t)).text, (t: string) => g.ws.send(t)]) {
     expect(await send(text)).toBe(`[${expected.join(",")}]`);
     expect(JSON.parse(await send("[]"))).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "invalid request: empty batch" } });
-    expect(await upstreamCalls(async () => expect(JSON.parse(await send(tooMany)).error.message).toBe("invalid request: batch of 1001 exceeds the maximum of 1000"))).toBe(0);
+    const refused = async () => expect(JSON.parse(await send(tooMany)).error.message).toBe("invalid request: batch of 1001 exceeds the maximum of 1000");
+    expect(await upstreamCalls(refused)).toBe(0);
   }
   // Only notifications: nothing to answer.
   const silent = await g.http.post('[{"jsonrpc":"2.0","method":"eth_chainId"}]');
@@ -257,7 +277,7 @@ specRule("version.policy", async () => {
   for (const service of table.services()) expect(service.file.proto.package, service.typeName).toMatch(/^nodegate\.[a-z]+\.v\d+$/);
   for (const service of [JsonRpcService]) expect(service.file.proto.package).toMatch(/\.v\d+$/);
   // The typed door answers under the versioned service name; the native door only under /v3.
-  const block = await g.eth.call(EthService.method.getBlockByHash, create(GetBlockByHashRequestSchema, { blockHash: hexToBytes(UNKNOWN_HASH) }));
+  const block = await g.eth.call(EthService.method.getBlockByHash, { blockHash: hexToBytes(UNKNOWN_HASH) });
   expect(block.$typeName).toBe("nodegate.eth.v1.GetBlockByHashResponse");
   expect((await g.http.post({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }, { url: `${g.ng.url}/v1/${g.ng.key}` })).status).toBe(404);
 });

@@ -4,12 +4,12 @@
  * of malformed requests, unknown methods and bad params). A real Anvil
  * behind a recorder; scripted upstreams for what a node answers badly.
  */
-import { create } from "@bufbuild/protobuf";
 import { encodeErrorResult, encodeFunctionData, hexToBytes } from "viem";
 import { afterAll, beforeAll, expect } from "vitest";
-import { CallRequestSchema as EthCallRequestSchema, EthService, GetBlockByHashRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { RevertErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
 import { CallRequestSchema, JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
+import { DEFAULT_LIMITS } from "../../src/config.js";
 import { type AnvilNode, freePort, startAnvil } from "../../src/embedded/anvil.js";
 import { API_KEY_HEADER } from "../../src/grpc/typed-services.js";
 import { deployProbeScenario, type ProbeScenario } from "../support/probe-scenario.js";
@@ -58,7 +58,7 @@ beforeAll(async () => {
       { name: "down", family: "eth", upstreams: [{ label: "down", url: nobody }] },
       { name: "slow", family: "eth", upstreams: [{ label: "slow", url: slow.url }] },
     ],
-    config: { upstreamTimeoutMs: 500, limits: { maxBodyBytes: 4096, maxBatchSize: 1000, maxWsMessageBytes: 4096, getLogsMaxParams: 5000, getLogsMaxResults: 10_000, getLogsTimeoutMs: 10_000, gasCapMultiplier: 10 } },
+    config: { upstreamTimeoutMs: 500, limits: { ...DEFAULT_LIMITS, maxBodyBytes: 4096 } },
   });
 });
 
@@ -92,7 +92,7 @@ specRule("errors.shape", async () => {
   }
   expect((await g.http.post(revert)).json.error.data).toBe(BOOM);
   // Typed: the same error object rides in the status.
-  const typed = await g.eth.fail(m.call, create(EthCallRequestSchema, { transaction: { to: hexToBytes(s.address), data: hexToBytes(failCall()) } }));
+  const typed = await g.eth.fail(m.call, { transaction: { to: hexToBytes(s.address), data: hexToBytes(failCall()) } });
   expect(typed.error).toEqual({ code: 3, message: "execution reverted: boom", data: JSON.stringify(BOOM) });
 });
 
@@ -103,7 +103,7 @@ specRule("errors.revert", async () => {
       expect((await door.call(method, params)).error, method).toEqual({ code: 3, message: "execution reverted: boom", data: BOOM });
     }
   }
-  const typed = await g.eth.fail(m.call, create(EthCallRequestSchema, { transaction: { to: hexToBytes(s.address), data: hexToBytes(failCall()) } }));
+  const typed = await g.eth.fail(m.call, { transaction: { to: hexToBytes(s.address), data: hexToBytes(failCall()) } });
   expect(typed.code).toBe(Code.FailedPrecondition);
   const [detail] = typed.connectError.findDetails(RevertErrorSchema);
   expect(detail?.reason).toBe("boom");
@@ -114,7 +114,7 @@ specRule("errors.revert", async () => {
   for (const door of [plain.http, plain.ws]) {
     expect((await door.call("eth_call", params)).error).toEqual({ code: 3, message: "execution reverted: boom", data: BOOM });
   }
-  const decoded = await plain.eth.fail(m.call, create(EthCallRequestSchema, { transaction: { to: hexToBytes(s.address) } }));
+  const decoded = await plain.eth.fail(m.call, { transaction: { to: hexToBytes(s.address) } });
   expect(decoded.error?.message).toBe("execution reverted: boom");
   expect(decoded.connectError.findDetails(RevertErrorSchema)[0]?.reason).toBe("boom");
 });
@@ -157,9 +157,17 @@ specRule("errors.other-codes", async () => {
   const before = recorder.requests.length;
   const cases: [string, string, JsonRpcReply][] = [
     ["parse error", "{", { jsonrpc: "2.0", id: null, error: { code: -32700, message: "parse error" } }],
-    ["params neither array nor object", '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":"x"}', { jsonrpc: "2.0", id: 1, error: { code: -32600, message: "invalid request: params must be an array or an object" } }],
+    [
+      "params neither array nor object",
+      '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":"x"}',
+      { jsonrpc: "2.0", id: 1, error: { code: -32600, message: "invalid request: params must be an array or an object" } },
+    ],
     ["not an object", "42", { jsonrpc: "2.0", id: null, error: { code: -32600, message: "invalid request: a request must be a JSON object" } }],
-    ["unknown method", '{"jsonrpc":"2.0","id":2,"method":"eth_mine","params":[]}', { jsonrpc: "2.0", id: 2, error: { code: -32601, message: "the method eth_mine does not exist/is not available" } }],
+    [
+      "unknown method",
+      '{"jsonrpc":"2.0","id":2,"method":"eth_mine","params":[]}',
+      { jsonrpc: "2.0", id: 2, error: { code: -32601, message: "the method eth_mine does not exist/is not available" } },
+    ],
     [
       "bad params",
       '{"jsonrpc":"2.0","id":3,"method":"eth_getBlockByNumber","params":["0xzz",false]}',
@@ -174,13 +182,13 @@ specRule("errors.other-codes", async () => {
   for (const [what, text, expected] of cases) expect((await g.http.post(text)).json, what).toEqual(expected);
   expect(recorder.requests.length).toBe(before);
 
-  const badHash = await g.eth.fail(m.getBlockByHash, create(GetBlockByHashRequestSchema, { blockHash: new Uint8Array(5) }));
+  const badHash = await g.eth.fail(m.getBlockByHash, { blockHash: new Uint8Array(5) });
   expect(badHash.code).toBe(Code.InvalidArgument);
   expect(badHash.error?.code).toBe(-32602);
   expect(badHash.error?.message).toMatch(/blockHash/);
   const generic = new TypedDoor(g.ng, JsonRpcService, { [API_KEY_HEADER]: g.ng.key });
   try {
-    const unknown = await generic.fail(JsonRpcService.method.call, create(CallRequestSchema, { method: "eth_mine", paramsJson: "[]" }));
+    const unknown = await generic.fail(JsonRpcService.method.call, { method: "eth_mine", paramsJson: "[]" });
     expect(unknown.code).toBe(Code.Unimplemented);
     expect(unknown.error).toEqual({ code: -32601, message: "the method eth_mine does not exist/is not available" });
   } finally {

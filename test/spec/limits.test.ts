@@ -9,7 +9,7 @@ import { create } from "@bufbuild/protobuf";
 import { encodeFunctionData, hexToBytes, toHex } from "viem";
 import { afterAll, beforeAll, expect } from "vitest";
 import { RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { BlockNumberRequestSchema, CallRequestSchema, EstimateGasRequestSchema, EthService, GetLogsRequestSchema, type GetLogsResponse } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { BlockNumberRequestSchema, EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { API_KEY_HEADER } from "../../src/grpc/typed-services.js";
 import { DEFAULT_LIMITS, DEFAULT_PLANS } from "../../src/config.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
@@ -17,6 +17,7 @@ import { deployProbeScenario, type ProbeScenario } from "../support/probe-scenar
 import { type ProgrammableUpstream, startProgrammableUpstream, type UpstreamRequest } from "../support/programmable-upstream.js";
 import { Code, TypedDoor, wsUpgrade } from "./harness/doors.js";
 import { openSpecGateway, type SpecGateway } from "./harness/gateway.js";
+import { nodeRpc } from "./harness/node-rpc.js";
 import { specRule } from "./harness/spec-rule.js";
 
 const m = EthService.method;
@@ -49,8 +50,8 @@ beforeAll(async () => {
     startProgrammableUpstream(copiesOfTemplate),
     startProgrammableUpstream(() => ({ delayMs: 5000, then: { result: [] } })),
   ]);
-  const logs = await (await fetch(anvil.url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_getLogs", params: [{ blockHash: s.firstStore.blockHash }] }) })).json();
-  template = (logs as { result: Record<string, unknown>[] }).result[0] as Record<string, unknown>;
+  const logs = (await nodeRpc(anvil.url, "eth_getLogs", [{ blockHash: s.firstStore.blockHash }])) as Record<string, unknown>[];
+  template = logs[0] as Record<string, unknown>;
   g = await openSpecGateway({
     upstreamUrl: recorder.url,
     keys: [
@@ -87,7 +88,7 @@ specRule("limits.getLogs-params", async () => {
     code: -32005,
     message: "query has 5001 addresses and topics, more than the limit of 5000",
   });
-  const typed = await g.eth.fail(m.getLogs, create(GetLogsRequestSchema, { filter: { address: addresses(5001).map((a) => hexToBytes(a as `0x${string}`)) } }));
+  const typed = await g.eth.fail(m.getLogs, { filter: { address: addresses(5001).map((a) => hexToBytes(a as `0x${string}`)) } });
   expect(typed.code).toBe(Code.ResourceExhausted);
   expect(typed.error).toEqual({ code: -32005, message: "query has 5001 addresses and topics, more than the limit of 5000" });
   expect(recorder.count("eth_getLogs")).toBe(before + 1);
@@ -97,7 +98,7 @@ specRule("limits.getLogs-results", async () => {
   const many = g.on("many");
   expect(g.ng.gateway.limits.getLogsMaxResults).toBe(10_000);
   expect(await many.http.result("eth_getLogs", [{ fromBlock: toHex(10_000) }])).toHaveLength(10_000);
-  const typedUnder = await many.eth.call<GetLogsResponse>(m.getLogs, create(GetLogsRequestSchema, { filter: { fromBlock: { kind: { case: "number", value: 3n } } } }));
+  const typedUnder = await many.eth.call(m.getLogs, { filter: { fromBlock: { kind: { case: "number", value: 3n } } } });
   expect(typedUnder.logs).toHaveLength(3);
 
   const over = await many.http.call("eth_getLogs", [{ fromBlock: toHex(10_001) }]);
@@ -105,7 +106,7 @@ specRule("limits.getLogs-results", async () => {
   expect(over.error?.message).toBe("query returned more than 10000 results");
   // nodegate's deviation: data says the limit and a narrower range (see getLogs.narrow-range).
   expect(over.error?.data).toEqual({ limit: 10_000, from: template.blockNumber, to: template.blockNumber });
-  const typed = await many.eth.fail(m.getLogs, create(GetLogsRequestSchema, { filter: { fromBlock: { kind: { case: "number", value: 10_001n } } } }));
+  const typed = await many.eth.fail(m.getLogs, { filter: { fromBlock: { kind: { case: "number", value: 10_001n } } } });
   expect(typed.code).toBe(Code.ResourceExhausted);
   expect(typed.error?.message).toBe("query returned more than 10000 results");
 });
@@ -118,7 +119,7 @@ specRule("limits.getLogs-duration", async () => {
   try {
     const before = slow.requests.length;
     expect((await hasty.http.call("eth_getLogs", [{}])).error).toEqual({ code: -32005, message: "query timeout exceeded" });
-    const typed = await hasty.eth.fail(m.getLogs, create(GetLogsRequestSchema, {}));
+    const typed = await hasty.eth.fail(m.getLogs, {});
     expect(typed.code).toBe(Code.ResourceExhausted);
     expect(typed.error).toEqual({ code: -32005, message: "query timeout exceeded" });
     // Each request the node got was given up on, not left running.
@@ -133,7 +134,10 @@ specRule("limits.getLogs-duration", async () => {
 specRule("limits.gas-cap", async () => {
   const latest = await g.http.result("eth_getBlockByNumber", ["latest", false]);
   const cap = BigInt(latest.gasLimit) * 10n;
-  const sentGas = (method: string) => (JSON.parse(recorder.requests.filter((r) => r.method === method).at(-1)?.body ?? "{}").params[0] as { gas: string }).gas;
+  const sentGas = (method: string): string => {
+    const body = recorder.requests.filter((r) => r.method === method).at(-1)?.body ?? "{}";
+    return (JSON.parse(body) as { params: [{ gas: string }] }).params[0].gas;
+  };
   const data = encodeFunctionData({ abi: s.probe.abi, functionName: "stored" });
   expect(BigInt(await g.http.result("eth_call", [{ to: s.address, data, gas: toHex(cap * 100n) }, "latest"]))).toBe(s.secondStore.value);
   expect(sentGas("eth_call")).toBe(toHex(cap));
@@ -142,10 +146,10 @@ specRule("limits.gas-cap", async () => {
   await g.http.result("eth_estimateGas", [{ to: s.address, data, gas: toHex(cap + 1n) }]);
   expect(sentGas("eth_estimateGas")).toBe(toHex(cap));
 
-  const typedCall = await g.eth.call(m.call, create(CallRequestSchema, { transaction: { to: hexToBytes(s.address), data: hexToBytes(data), gas: cap * 3n } }));
+  const typedCall = await g.eth.call(m.call, { transaction: { to: hexToBytes(s.address), data: hexToBytes(data), gas: cap * 3n } });
   expect(typedCall.$typeName).toBe("nodegate.eth.v1.CallResponse");
   expect(sentGas("eth_call")).toBe(toHex(cap));
-  await g.eth.call(m.estimateGas, create(EstimateGasRequestSchema, { transaction: { to: hexToBytes(s.address), data: hexToBytes(data), gas: cap * 3n } }));
+  await g.eth.call(m.estimateGas, { transaction: { to: hexToBytes(s.address), data: hexToBytes(data), gas: cap * 3n } });
   expect(sentGas("eth_estimateGas")).toBe(toHex(cap));
   // Under the cap, the caller's gas goes as sent.
   await g.http.result("eth_call", [{ to: s.address, data, gas: "0x1000000" }, "latest"]);
@@ -159,7 +163,8 @@ specRule("limits.not-shown", async () => {
     growth: { requestsPerSecond: 1000, requestsPerDay: 20_000_000 },
     custom: { requestsPerSecond: 0, requestsPerDay: 0 },
   });
-  expect([DEFAULT_LIMITS.maxBodyBytes, DEFAULT_LIMITS.maxWsMessageBytes, DEFAULT_LIMITS.maxBatchSize]).toEqual([5 * 1024 * 1024, 5 * 1024 * 1024, 1000]);
+  const { maxBodyBytes, maxWsMessageBytes, maxBatchSize } = DEFAULT_LIMITS;
+  expect([maxBodyBytes, maxWsMessageBytes, maxBatchSize]).toEqual([5 * 1024 * 1024, 5 * 1024 * 1024, 1000]);
   const chainId = { jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] };
   // Per second: a batch of two costs three requests, more than a burst of two.
   const burst = await g.http.post([chainId, chainId], { url: `${g.ng.url}/v3/${BURST_KEY}` });

@@ -5,17 +5,12 @@
  * upstream); pending logs and a removed log come from recorded answers on a
  * second network.
  */
-import { create, equals, type MessageInitShape } from "@bufbuild/protobuf";
+import { equals, type MessageInitShape } from "@bufbuild/protobuf";
 import { bytesToHex, decodeAbiParameters, encodeFunctionData, type Hex, hexToBytes, pad, toEventSelector, toHex } from "viem";
 import { afterAll, beforeAll, expect } from "vitest";
-import {
-  EthService,
-  GetLogsRequestSchema,
-  type GetLogsResponse,
-  GetTransactionReceiptRequestSchema,
-  type GetTransactionReceiptResponse,
-} from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { type Log, type LogFilterSchema, LogSchema } from "../../gen/nodegate/eth/v1/log_pb.js";
+import { BlockTag } from "../../gen/nodegate/eth/v1/primitives_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { type FixtureUpstream, loadFixture, startFixtureUpstream } from "../support/fixture-upstream.js";
 import { deployProbeScenario, type ProbeScenario } from "../support/probe-scenario.js";
@@ -23,6 +18,7 @@ import { type ProgrammableUpstream, startProgrammableUpstream } from "../support
 import { Code } from "./harness/doors.js";
 import { type NetworkDoors, openSpecGateway, type SpecGateway } from "./harness/gateway.js";
 import { expectData, expectQuantity, expectTypedCarries } from "./harness/json-forms.js";
+import { nodeRpc } from "./harness/node-rpc.js";
 import { specRule } from "./harness/spec-rule.js";
 
 const m = EthService.method;
@@ -45,23 +41,21 @@ let payer: Hex;
 
 type FilterInit = MessageInitShape<typeof LogFilterSchema>;
 
-async function anvilRpc(method: string, params: unknown[]): Promise<unknown> {
-  const res = await fetch(anvil.url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
-  return ((await res.json()) as { result: unknown }).result;
-}
+const anvilRpc = (method: string, params: unknown[]): Promise<unknown> => nodeRpc(anvil.url, method, params);
 
 beforeAll(async () => {
   anvil = await startAnvil();
   s = await deployProbeScenario(anvil.url);
   payer = ((await anvilRpc("eth_accounts", [])) as Hex[])[1] as Hex;
   await anvilRpc("evm_setAutomine", [false]);
-  const store = (value: bigint) => anvilRpc("eth_sendTransaction", [{ from: payer, to: s.address, data: encodeFunctionData({ abi: s.probe.abi, functionName: "store", args: [value, "0x"] }) }]) as Promise<Hex>;
+  const send = (data: Hex) => anvilRpc("eth_sendTransaction", [{ from: payer, to: s.address, data }]) as Promise<Hex>;
+  const store = (value: bigint) => send(encodeFunctionData({ abi: s.probe.abi, functionName: "store", args: [value, "0x"] }));
   const txs: [Hex, Hex] = [await store(1n), await store(2n)];
   await anvilRpc("evm_mine", []);
   await anvilRpc("evm_setAutomine", [true]);
   const number = BigInt((await anvilRpc("eth_blockNumber", [])) as string);
   pairBlock = { number, hash: ((await anvilRpc("eth_getBlockByNumber", [toHex(number), false])) as { hash: Hex }).hash, txs };
-  await anvilRpc("eth_sendTransaction", [{ from: payer, to: s.address, data: encodeFunctionData({ abi: s.probe.abi, functionName: "storeMany", args: [3n] }) }]);
+  await send(encodeFunctionData({ abi: s.probe.abi, functionName: "storeMany", args: [3n] }));
   manyBlock = number + 1n;
 
   recorder = await startProgrammableUpstream(() => ({ forward: anvil.url }));
@@ -90,15 +84,17 @@ interface BothLogs {
 /** eth_getLogs through the native and typed doors of a network. */
 async function logsOf(filter: Record<string, unknown>, typedFilter: FilterInit, doors: NetworkDoors = g): Promise<BothLogs> {
   const native = await doors.http.result("eth_getLogs", [filter]);
-  const typed = await doors.eth.call<GetLogsResponse>(m.getLogs, create(GetLogsRequestSchema, { filter: typedFilter }));
-  expect(typed.logs.map((l) => bytesToHex(l.transactionHash ?? new Uint8Array()))).toEqual(native.map((l: { transactionHash: string | null }) => l.transactionHash ?? "0x"));
+  const typed = await doors.eth.call(m.getLogs, { filter: typedFilter });
+  const nativeHashes = native.map((l: { transactionHash: string | null }) => l.transactionHash ?? "0x");
+  expect(typed.logs.map((l) => bytesToHex(l.transactionHash ?? new Uint8Array()))).toEqual(nativeHashes);
   return { native, typed: typed.logs };
 }
 
 const atNumber = (n: bigint) => ({ kind: { case: "number" as const, value: n } });
+const PENDING = { kind: { case: "tag" as const, value: BlockTag.PENDING } };
 const inPair = () => logsOf({ blockHash: pairBlock.hash }, { blockHash: hexToBytes(pairBlock.hash) });
 const pendingLogs = () =>
-  logsOf({ fromBlock: "pending", toBlock: "pending" }, { fromBlock: { kind: { case: "tag", value: 3 } }, toBlock: { kind: { case: "tag", value: 3 } } }, recorded);
+  logsOf({ fromBlock: "pending", toBlock: "pending" }, { fromBlock: PENDING, toBlock: PENDING }, recorded);
 const hex = (b: Uint8Array | undefined): Hex => bytesToHex(b ?? new Uint8Array());
 
 /** A log row: every log carries the key in its typed form; then null on the pending log when the spec says so. */
@@ -222,7 +218,10 @@ specRule("log.topics", async () => {
 specRule("filter.address", async () => {
   const range = { fromBlock: "0x0", toBlock: "latest" };
   const one = await logsOf({ ...range, address: s.address }, { fromBlock: atNumber(0n), address: [hexToBytes(s.address)] });
-  const list = await logsOf({ ...range, address: [NOBODY, s.address] }, { fromBlock: atNumber(0n), address: [hexToBytes(NOBODY), hexToBytes(s.address)] });
+  const list = await logsOf(
+    { ...range, address: [NOBODY, s.address] },
+    { fromBlock: atNumber(0n), address: [hexToBytes(NOBODY), hexToBytes(s.address)] },
+  );
   const nobody = await logsOf({ ...range, address: NOBODY }, { fromBlock: atNumber(0n), address: [hexToBytes(NOBODY)] });
   expect(one.native.length).toBe(8); // two scenario stores, the anonymous event, the pair, storeMany's three
   expect(list.native).toEqual(one.native);
@@ -235,7 +234,7 @@ specRule("filter.address", async () => {
 });
 
 specRule("filter.fromBlock", async () => {
-  const logs = await logsOf({ toBlock: "latest" }, { toBlock: { kind: { case: "tag", value: 1 } } });
+  const logs = await logsOf({ toBlock: "latest" }, { toBlock: { kind: { case: "tag", value: BlockTag.LATEST } } });
   expect(logs.native.map((l) => BigInt(l.blockNumber as string))).toEqual([manyBlock, manyBlock, manyBlock]);
   expect(logs.typed.map((l) => l.blockNumber)).toEqual([manyBlock, manyBlock, manyBlock]);
   const none = await logsOf({}, {});
@@ -268,7 +267,10 @@ specRule("filter.topics", async () => {
 
 specRule("filter.blockHash", async () => {
   const byHash = await inPair();
-  const byRange = await logsOf({ fromBlock: toHex(pairBlock.number), toBlock: toHex(pairBlock.number) }, { fromBlock: atNumber(pairBlock.number), toBlock: atNumber(pairBlock.number) });
+  const byRange = await logsOf(
+    { fromBlock: toHex(pairBlock.number), toBlock: toHex(pairBlock.number) },
+    { fromBlock: atNumber(pairBlock.number), toBlock: atNumber(pairBlock.number) },
+  );
   expect(byHash.native).toHaveLength(2);
   expect(byHash.native).toEqual(byRange.native);
   byHash.typed.forEach((l, i) => expect(equals(LogSchema, l, byRange.typed[i] as Log)).toBe(true));
@@ -282,7 +284,7 @@ specRule("filter.blockHash-excludes-range", async () => {
       message: "invalid argument 0 (filter): cannot specify both blockHash and fromBlock/toBlock, choose one or the other",
     });
   }
-  const typed = await g.eth.fail(m.getLogs, create(GetLogsRequestSchema, { filter: { blockHash: hexToBytes(pairBlock.hash), fromBlock: atNumber(1n) } }));
+  const typed = await g.eth.fail(m.getLogs, { filter: { blockHash: hexToBytes(pairBlock.hash), fromBlock: atNumber(1n) } });
   expect(typed.code).toBe(Code.InvalidArgument);
   expect(typed.error?.code).toBe(-32602);
   expect(typed.error?.message).toMatch(/cannot specify both block_hash and from_block\/to_block/);
@@ -300,7 +302,7 @@ specRule("filter.blockhash-spelling", async () => {
     message: "invalid argument 0 (filter): blockhash and blockHash are the same field; send one",
   });
   // The typed field is block_hash, written upstream as blockHash.
-  await g.eth.call(m.getLogs, create(GetLogsRequestSchema, { filter: { blockHash: hexToBytes(pairBlock.hash) } }));
+  await g.eth.call(m.getLogs, { filter: { blockHash: hexToBytes(pairBlock.hash) } });
   const typedSent = recorder.requests.filter((r) => r.method === "eth_getLogs").at(-1);
   expect(Object.keys((typedSent?.params as [Record<string, unknown>])[0])).toEqual(["blockHash"]);
 });
@@ -314,13 +316,13 @@ specRule("getLogs.narrow-range", async () => {
     const native = await narrow.http.call("eth_getLogs", [{ fromBlock: toHex(from), toBlock: toHex(to) }]);
     const suggested = { limit: 2, from: toHex(from), to: toHex(s.secondStore.blockNumber) };
     expect(native.error).toEqual({ code: -32005, message: "query returned more than 2 results", data: suggested });
-    const typed = await narrow.eth.fail(m.getLogs, create(GetLogsRequestSchema, { filter: { fromBlock: atNumber(from), toBlock: atNumber(to) } }));
+    const typed = await narrow.eth.fail(m.getLogs, { filter: { fromBlock: atNumber(from), toBlock: atNumber(to) } });
     expect(typed.code).toBe(Code.ResourceExhausted);
     expect(JSON.parse(typed.error?.data ?? "null")).toEqual(suggested);
     // The suggested range answers.
     const within = await narrow.http.result("eth_getLogs", [{ fromBlock: suggested.from, toBlock: suggested.to }]);
     expect(within.map((l: { transactionHash: string }) => l.transactionHash)).toEqual([s.firstStore.hash, s.secondStore.hash]);
-    const typedWithin = await narrow.eth.call<GetLogsResponse>(m.getLogs, create(GetLogsRequestSchema, { filter: { fromBlock: atNumber(from), toBlock: atNumber(BigInt(suggested.to)) } }));
+    const typedWithin = await narrow.eth.call(m.getLogs, { filter: { fromBlock: atNumber(from), toBlock: atNumber(BigInt(suggested.to)) } });
     expect(typedWithin.logs).toHaveLength(2);
   } finally {
     await narrow.close();
@@ -330,11 +332,12 @@ specRule("getLogs.narrow-range", async () => {
 specRule("events.logs-by-polling", async () => {
   for (const hash of pairBlock.txs) {
     const receipt = await g.http.result("eth_getTransactionReceipt", [hash]);
-    const polled = (await g.http.result("eth_getLogs", [{ blockHash: pairBlock.hash }])).filter((l: { transactionHash: string }) => l.transactionHash === hash);
+    const inBlock: { transactionHash: string }[] = await g.http.result("eth_getLogs", [{ blockHash: pairBlock.hash }]);
+    const polled = inBlock.filter((l) => l.transactionHash === hash);
     expect(polled).toHaveLength(1);
     expect(receipt.logs).toEqual(polled);
-    const typedReceipt = await g.eth.call<GetTransactionReceiptResponse>(m.getTransactionReceipt, create(GetTransactionReceiptRequestSchema, { transactionHash: hexToBytes(hash) }));
-    const typedLogs = await g.eth.call<GetLogsResponse>(m.getLogs, create(GetLogsRequestSchema, { filter: { blockHash: hexToBytes(pairBlock.hash) } }));
+    const typedReceipt = await g.eth.call(m.getTransactionReceipt, { transactionHash: hexToBytes(hash) });
+    const typedLogs = await g.eth.call(m.getLogs, { filter: { blockHash: hexToBytes(pairBlock.hash) } });
     const match = typedLogs.logs.filter((l) => hex(l.transactionHash) === hash);
     expect(typedReceipt.receipt?.logs).toHaveLength(1);
     expect(equals(LogSchema, typedReceipt.receipt?.logs[0] as Log, match[0] as Log)).toBe(true);

@@ -3,14 +3,9 @@
  * (eth_getTransactionReceipt is marked WS): receipts of a real Anvil, and a
  * pre-Byzantium receipt with root as geth answers it (execution-apis).
  */
-import { create } from "@bufbuild/protobuf";
 import { bytesToHex, encodeFunctionData, type Hex, hexToBytes, toEventSelector, toHex } from "viem";
 import { afterAll, beforeAll, expect } from "vitest";
-import {
-  EthService,
-  GetTransactionReceiptRequestSchema,
-  type GetTransactionReceiptResponse,
-} from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import type { Uint256 } from "../../gen/nodegate/eth/v1/primitives_pb.js";
 import { type TransactionReceipt, TransactionReceiptSchema } from "../../gen/nodegate/eth/v1/receipt_pb.js";
 import { bytesToBigint } from "../../src/codec/hex.js";
@@ -19,6 +14,7 @@ import { type FixtureUpstream, startFixtureUpstream } from "../support/fixture-u
 import { deployProbeScenario, type ProbeScenario } from "../support/probe-scenario.js";
 import { conformanceRecordings, type NetworkDoors, openSpecGateway, type SpecGateway } from "./harness/gateway.js";
 import { expectData, expectQuantity, expectTypedCarries } from "./harness/json-forms.js";
+import { nodeRpc } from "./harness/node-rpc.js";
 import { specRule } from "./harness/spec-rule.js";
 
 const m = EthService.method;
@@ -37,10 +33,7 @@ let failed: Hex;
 const u256 = (v: Uint256 | undefined): bigint => bytesToBigint(v?.value ?? new Uint8Array());
 const hex = (b: Uint8Array | undefined): Hex => bytesToHex(b ?? new Uint8Array());
 
-async function anvilRpc(method: string, params: unknown[]): Promise<unknown> {
-  const res = await fetch(anvil.url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
-  return ((await res.json()) as { result: unknown }).result;
-}
+const anvilRpc = (method: string, params: unknown[]): Promise<unknown> => nodeRpc(anvil.url, method, params);
 
 beforeAll(async () => {
   anvil = await startAnvil();
@@ -48,12 +41,14 @@ beforeAll(async () => {
   const [, payer, payee] = (await anvilRpc("eth_accounts", [])) as Hex[];
   await anvilRpc("evm_setAutomine", [false]);
   const transfer = (await anvilRpc("eth_sendTransaction", [{ from: payer, to: payee, value: "0x1" }])) as Hex;
-  const store = (await anvilRpc("eth_sendTransaction", [{ from: payer, to: s.address, data: encodeFunctionData({ abi: s.probe.abi, functionName: "store", args: [7n, "0x01"] }) }])) as Hex;
+  const storeData = encodeFunctionData({ abi: s.probe.abi, functionName: "store", args: [7n, "0x01"] });
+  const store = (await anvilRpc("eth_sendTransaction", [{ from: payer, to: s.address, data: storeData }])) as Hex;
   await anvilRpc("evm_mine", []);
   await anvilRpc("evm_setAutomine", [true]);
   pair = [transfer, store];
   // A call that reverts, given enough gas to be mined anyway.
-  failed = (await anvilRpc("eth_sendTransaction", [{ from: payer, to: s.address, gas: "0x30000", data: encodeFunctionData({ abi: s.probe.abi, functionName: "fail", args: ["no"] }) }])) as Hex;
+  const failData = encodeFunctionData({ abi: s.probe.abi, functionName: "fail", args: ["no"] });
+  failed = (await anvilRpc("eth_sendTransaction", [{ from: payer, to: s.address, gas: "0x30000", data: failData }])) as Hex;
 
   fixtures = await startFixtureUpstream(conformanceRecordings(["tests/eth_getTransactionReceipt/get-legacy-receipt.io"]));
   g = await openSpecGateway({
@@ -81,7 +76,7 @@ interface BothReceipts {
 async function receiptOf(hash: Hex, doors: NetworkDoors = g): Promise<BothReceipts> {
   const native = await doors.http.result("eth_getTransactionReceipt", [hash]);
   expect(await doors.ws.result("eth_getTransactionReceipt", [hash])).toEqual(native);
-  const typed = await doors.eth.call<GetTransactionReceiptResponse>(m.getTransactionReceipt, create(GetTransactionReceiptRequestSchema, { transactionHash: hexToBytes(hash) }));
+  const typed = await doors.eth.call(m.getTransactionReceipt, { transactionHash: hexToBytes(hash) });
   expect(native).not.toBeNull();
   return { native, typed: typed.receipt as TransactionReceipt };
 }
@@ -133,7 +128,8 @@ specRule("receipt.effectiveGasPrice", async () => {
   const tx = await g.http.result("eth_getTransactionByHash", [s.secondStore.hash]);
   const block = await g.http.result("eth_getBlockByNumber", [toHex(s.secondStore.blockNumber), false]);
   const baseFee = BigInt(block.baseFeePerGas);
-  const tip = BigInt(tx.maxPriorityFeePerGas) < BigInt(tx.maxFeePerGas) - baseFee ? BigInt(tx.maxPriorityFeePerGas) : BigInt(tx.maxFeePerGas) - baseFee;
+  const [priority, room] = [BigInt(tx.maxPriorityFeePerGas), BigInt(tx.maxFeePerGas) - baseFee];
+  const tip = priority < room ? priority : room;
   expect(u256(eip1559.typed.effectiveGasPrice)).toBe(baseFee + tip);
   expect(expectQuantity(eip1559.native.effectiveGasPrice, "effectiveGasPrice")).toBe(baseFee + tip);
 });
@@ -213,7 +209,7 @@ specRule("receipt.transactionHash", async () => {
 specRule("receipt.transactionIndex", async () => {
   const [first, second] = [await receiptOf(pair[0]), await receiptOf(pair[1])];
   carried("transactionIndex", first, second);
-  expect([expectQuantity(first.native.transactionIndex, "transactionIndex"), expectQuantity(second.native.transactionIndex, "transactionIndex")]).toEqual([0n, 1n]);
+  expect([first, second].map((r) => expectQuantity(r.native.transactionIndex, "transactionIndex"))).toEqual([0n, 1n]);
   expect([first.typed.transactionIndex, second.typed.transactionIndex]).toEqual([0n, 1n]);
 });
 

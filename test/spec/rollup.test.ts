@@ -6,18 +6,19 @@
  * (test/support/starknet-fixture-upstream.ts), which answers as pathfinder
  * and juno do; Ethereum is served too, to show the families stay apart.
  */
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { type MessageInitShape } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, expect } from "vitest";
 import { BlockTag, type BlockIdSchema } from "../../gen/nodegate/starknet/v1/primitives_pb.js";
-import {
-  GetTransactionByBlockIdAndIndexRequestSchema,
-  type GetTransactionByBlockIdAndIndexResponse,
-  StarknetService,
-} from "../../gen/nodegate/starknet/v1/starknet_service_pb.js";
+import { StarknetService } from "../../gen/nodegate/starknet/v1/starknet_service_pb.js";
 import type { InvokeTransactionV0, InvokeTransactionV1, TransactionWithHash } from "../../gen/nodegate/starknet/v1/transaction_pb.js";
 import { decodeFelt } from "../../src/codec/hex.js";
 import { createMethodTable } from "../../src/methods/default-table.js";
-import { FIXTURE_BLOCK, type StarknetBlock, type StarknetFixtureUpstream, startStarknetFixtureUpstream } from "../support/starknet-fixture-upstream.js";
+import {
+  FIXTURE_BLOCK,
+  type StarknetBlock,
+  type StarknetFixtureUpstream,
+  startStarknetFixtureUpstream,
+} from "../support/starknet-fixture-upstream.js";
 import { STARKNET_FIXTURES, starknetFixture } from "../support/starknet-fixtures.js";
 import { type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
 import { Code } from "./harness/doors.js";
@@ -60,9 +61,13 @@ afterAll(async () => {
 });
 
 /** One transaction through both doors; the typed answer written back is the native answer. */
-async function transactionAt(blockId: unknown, typedBlock: BlockIdInit, index: number): Promise<{ native: Record<string, unknown>; typed: TransactionWithHash }> {
+async function transactionAt(
+  blockId: unknown,
+  typedBlock: BlockIdInit,
+  index: number,
+): Promise<{ native: Record<string, unknown>; typed: TransactionWithHash }> {
   const native = await starknet.http.result(METHOD, { block_id: blockId, index });
-  const typed = await starknet.starknet.call<GetTransactionByBlockIdAndIndexResponse>(rpc, create(GetTransactionByBlockIdAndIndexRequestSchema, { blockId: typedBlock, index: BigInt(index) }));
+  const typed = await starknet.starknet.call(rpc, { blockId: typedBlock, index: BigInt(index) });
   expect(JSON.parse(resultCodec?.encode(typed) ?? "null")).toEqual(native);
   return { native, typed: typed.transaction as TransactionWithHash };
 }
@@ -99,7 +104,7 @@ specRule("rollup.other-variants", async () => {
   // A variant nodegate does not model: forwarded untouched natively; typed callers are told it does not fit.
   const future = await starknet.http.result(METHOD, { block_id: { block_number: FUTURE_BLOCK.number }, index: 0 });
   expect(future).toEqual(FUTURE_BLOCK.transactions[0]);
-  const typed = await starknet.starknet.fail(rpc, create(GetTransactionByBlockIdAndIndexRequestSchema, { blockId: atNumber(FUTURE_BLOCK.number), index: 0n }));
+  const typed = await starknet.starknet.fail(rpc, { blockId: atNumber(FUTURE_BLOCK.number), index: 0n });
   expect(typed.code).toBe(Code.Internal);
   expect(typed.error?.code).toBe(-32053);
 });
@@ -107,7 +112,8 @@ specRule("rollup.other-variants", async () => {
 specRule("endpoints.rollup_getTransactionByBlockIdAndIndex", async () => {
   const expected = FIXTURE_BLOCK.transactions[1];
   expect(await starknet.http.result(METHOD, { block_id: { block_number: FIXTURE_BLOCK.number }, index: 1 })).toEqual(expected);
-  expect(await starknet.http.result(METHOD, { index: 1, block_id: { block_number: FIXTURE_BLOCK.number } })).toEqual(expected); // named: order does not matter
+  // Named: their order does not matter.
+  expect(await starknet.http.result(METHOD, { index: 1, block_id: { block_number: FIXTURE_BLOCK.number } })).toEqual(expected);
   for (const [params, message] of [
     [{ block_id: { block_number: FIXTURE_BLOCK.number }, index: "0x2" }, 'invalid argument 1 (index): want a non-negative JSON integer, got "0x2"'],
     [{ block_id: { block_number: FIXTURE_BLOCK.number }, index: 2.5 }, "invalid argument 1 (index): want a non-negative JSON integer, got number 2.5"],
@@ -117,9 +123,9 @@ specRule("endpoints.rollup_getTransactionByBlockIdAndIndex", async () => {
   ] as const) {
     expect((await starknet.http.call(METHOD, params)).error, JSON.stringify(params)).toEqual({ code: -32602, message });
   }
-  const typed = await starknet.starknet.call<GetTransactionByBlockIdAndIndexResponse>(rpc, create(GetTransactionByBlockIdAndIndexRequestSchema, { blockId: atNumber(FIXTURE_BLOCK.number), index: 1n }));
+  const typed = await starknet.starknet.call(rpc, { blockId: atNumber(FIXTURE_BLOCK.number), index: 1n });
   expect(JSON.parse(resultCodec?.encode(typed) ?? "null")).toEqual(expected);
-  const unset = await starknet.starknet.fail(rpc, create(GetTransactionByBlockIdAndIndexRequestSchema, { index: 2n }));
+  const unset = await starknet.starknet.fail(rpc, { index: 2n });
   expect(unset.code).toBe(Code.InvalidArgument);
   expect(unset.error?.message).toMatch(/block_id/);
 });
@@ -134,7 +140,7 @@ specRule("endpoints.rollup-method-name", async () => {
   const onEthereum = await g.http.call(METHOD, { block_id: "latest", index: 0 });
   expect(onEthereum.error?.code).toBe(-32601);
   expect(onEthereum.error?.message).toContain(`send it to /starknet/v3/<KEY>`);
-  const typedOnEthereum = await g.starknet.fail(rpc, create(GetTransactionByBlockIdAndIndexRequestSchema, { blockId: { kind: { case: "tag", value: BlockTag.LATEST } }, index: 0n }));
+  const typedOnEthereum = await g.starknet.fail(rpc, { blockId: { kind: { case: "tag", value: BlockTag.LATEST } }, index: 0n });
   expect(typedOnEthereum.code).toBe(Code.InvalidArgument);
   expect(typedOnEthereum.error?.message).toContain('set the x-nodegate-network header to "starknet"');
 });

@@ -73,16 +73,19 @@ const ERRORS = "Errors";
 const LIMITS = "Limits";
 const VERSIONING = "Versioning";
 
-/** One field row of a resource table, checked on the doors that serve it. */
-function field(prefix: string, section: string, doors: readonly Door[], cells: [string, string, string], title: string, extra: Partial<SpecRule> = {}): SpecRule {
-  return { id: `${prefix}.${cells[0]}`, title, quotes: [q(section, row(...cells))], doors, ...extra };
+type Row = [field: string, type: string, notes: string];
+type FieldRule = (cells: Row, title: string, extra?: Partial<SpecRule>) => SpecRule;
+
+/** The rules of one resource table: one per field row, id "<prefix>.<field>". */
+function tableOf(prefix: string, section: string, doors: readonly Door[]): FieldRule {
+  return (cells, title, extra = {}) => ({ id: `${prefix}.${cells[0]}`, title, quotes: [q(section, row(...cells))], doors, ...extra });
 }
 
-const blockField = (cells: [string, string, string], title: string, extra: Partial<SpecRule> = {}) => field("block", BLOCK, NATIVE_AND_TYPED, cells, title, extra);
-const txField = (cells: [string, string, string], title: string, extra: Partial<SpecRule> = {}) => field("tx", TX, NATIVE_AND_TYPED, cells, title, extra);
-const receiptField = (cells: [string, string, string], title: string, extra: Partial<SpecRule> = {}) => field("receipt", RECEIPT, ALL_DOORS, cells, title, extra);
-const logField = (cells: [string, string, string], title: string, extra: Partial<SpecRule> = {}) => field("log", LOG, NATIVE_AND_TYPED, cells, title, extra);
-const proofField = (cells: [string, string, string], title: string, extra: Partial<SpecRule> = {}) => field("proof", PROOF, ALL_DOORS, cells, title, extra);
+const blockField = tableOf("block", BLOCK, NATIVE_AND_TYPED);
+const txField = tableOf("tx", TX, NATIVE_AND_TYPED);
+const receiptField = tableOf("receipt", RECEIPT, ALL_DOORS);
+const logField = tableOf("log", LOG, NATIVE_AND_TYPED);
+const proofField = tableOf("proof", PROOF, ALL_DOORS);
 
 export const SPEC_RULES: readonly SpecRule[] = [
   /* What the service does: purpose, transports, envelopes, encoding */
@@ -118,7 +121,10 @@ export const SPEC_RULES: readonly SpecRule[] = [
   {
     id: "envelope.jsonrpc",
     title: 'jsonrpc must be "2.0" (missing or other values: -32600), and every response carries "2.0"',
-    quotes: [q(SERVICE, row("jsonrpc", "string", "yes", "the value is the text 2.0")), q(VERSIONING, "The JSON-RPC protocol version is the text 2.0 in the jsonrpc field.")],
+    quotes: [
+      q(SERVICE, row("jsonrpc", "string", "yes", "the value is the text 2.0")),
+      q(VERSIONING, "The JSON-RPC protocol version is the text 2.0 in the jsonrpc field."),
+    ],
     doors: NATIVE,
   },
   {
@@ -371,7 +377,10 @@ export const SPEC_RULES: readonly SpecRule[] = [
   {
     id: "filter.blockHash-excludes-range",
     title: "blockHash with fromBlock or toBlock is -32602 (typed: INVALID_ARGUMENT) before anything goes upstream",
-    quotes: [q(FILTER, "when present, fromBlock and toBlock are not allowed"), q(LOGS_RULES, "When blockHash is present, fromBlock and toBlock must not be present.")],
+    quotes: [
+      q(FILTER, "when present, fromBlock and toBlock are not allowed"),
+      q(LOGS_RULES, "When blockHash is present, fromBlock and toBlock must not be present."),
+    ],
     doors: NATIVE_AND_TYPED,
   },
   {

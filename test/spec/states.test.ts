@@ -6,23 +6,10 @@
  * the pending block and log with the spec's nulls (which Anvil fills in) are
  * recorded answers on a second network.
  */
-import { create } from "@bufbuild/protobuf";
 import { encodeFunctionData, type Hex, hexToBytes, toHex } from "viem";
 import { afterAll, beforeAll, expect } from "vitest";
 import { type Block, BlockSchema } from "../../gen/nodegate/eth/v1/block_pb.js";
-import {
-  EthService,
-  GetBlockByNumberRequestSchema,
-  type GetBlockByNumberResponse,
-  GetBlockReceiptsRequestSchema,
-  type GetBlockReceiptsResponse,
-  GetLogsRequestSchema,
-  type GetLogsResponse,
-  GetTransactionByHashRequestSchema,
-  type GetTransactionByHashResponse,
-  GetTransactionReceiptRequestSchema,
-  type GetTransactionReceiptResponse,
-} from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { LogSchema } from "../../gen/nodegate/eth/v1/log_pb.js";
 import { BlockTag } from "../../gen/nodegate/eth/v1/primitives_pb.js";
 import { TransactionSchema } from "../../gen/nodegate/eth/v1/transaction_pb.js";
@@ -32,6 +19,7 @@ import { type FixtureUpstream, loadFixture, startFixtureUpstream } from "../supp
 import { deployProbeScenario, type ProbeScenario } from "../support/probe-scenario.js";
 import { type NetworkDoors, openSpecGateway, type SpecGateway } from "./harness/gateway.js";
 import { typedJson } from "./harness/json-forms.js";
+import { nodeRpc } from "./harness/node-rpc.js";
 import { specRule } from "./harness/spec-rule.js";
 
 const m = EthService.method;
@@ -46,16 +34,14 @@ let g: SpecGateway;
 let recorded: NetworkDoors;
 let pendingHash: Hex;
 
-async function anvilRpc(method: string, params: unknown[]): Promise<unknown> {
-  const res = await fetch(anvil.url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
-  return ((await res.json()) as { result: unknown }).result;
-}
+const anvilRpc = (method: string, params: unknown[]): Promise<unknown> => nodeRpc(anvil.url, method, params);
 
 beforeAll(async () => {
   anvil = await startAnvil();
   s = await deployProbeScenario(anvil.url);
   await anvilRpc("evm_setAutomine", [false]);
-  pendingHash = (await anvilRpc("eth_sendTransaction", [{ from: s.sender, to: s.address, data: encodeFunctionData({ abi: s.probe.abi, functionName: "store", args: [43n, "0xcafe"] }) }])) as Hex;
+  const store = encodeFunctionData({ abi: s.probe.abi, functionName: "store", args: [43n, "0xcafe"] });
+  pendingHash = (await anvilRpc("eth_sendTransaction", [{ from: s.sender, to: s.address, data: store }])) as Hex;
   fixtures = await startFixtureUpstream(loadFixture("spec-shapes.json").recordings);
   g = await openSpecGateway({
     upstreamUrl: anvil.url,
@@ -81,7 +67,7 @@ specRule("state.pending-nulls", async () => {
   const block = await recorded.http.result("eth_getBlockByNumber", ["pending", true]);
   expect(nullKeys(block)).toEqual(["hash", "logsBloom", "nonce", "number"]);
   for (const tx of block.transactions) expect(nullKeys(tx)).toEqual(["blockHash", "blockNumber", "transactionIndex"]);
-  const typedBlock = (await recorded.eth.call<GetBlockByNumberResponse>(m.getBlockByNumber, create(GetBlockByNumberRequestSchema, { block: PENDING, fullTransactions: true }))).block as Block;
+  const typedBlock = (await recorded.eth.call(m.getBlockByNumber, { block: PENDING, fullTransactions: true })).block as Block;
   expect([...(typedBlock.jsonExtras?.nullKeys ?? [])].sort()).toEqual(["hash", "logsBloom", "nonce", "number"]);
   expect([typedBlock.hash, typedBlock.logsBloom, typedBlock.nonce, typedBlock.number]).toEqual([undefined, undefined, undefined, undefined]);
   expect(typedJson(BlockSchema, typedBlock)).toEqual(block);
@@ -89,7 +75,7 @@ specRule("state.pending-nulls", async () => {
   // A transaction in the node's pool (a real Anvil answer).
   const tx = await g.http.result("eth_getTransactionByHash", [pendingHash]);
   expect(nullKeys(tx)).toEqual(["blockHash", "blockNumber", "transactionIndex"]);
-  const typedTx = (await g.eth.call<GetTransactionByHashResponse>(m.getTransactionByHash, create(GetTransactionByHashRequestSchema, { transactionHash: hexToBytes(pendingHash) }))).transaction;
+  const typedTx = (await g.eth.call(m.getTransactionByHash, { transactionHash: hexToBytes(pendingHash) })).transaction;
   expect([...(typedTx?.jsonExtras?.nullKeys ?? [])].sort()).toEqual(["blockHash", "blockNumber", "transactionIndex"]);
   expect(typedJson(TransactionSchema, typedTx as never)).toEqual(tx);
 
@@ -97,15 +83,17 @@ specRule("state.pending-nulls", async () => {
   const logs = await recorded.http.result("eth_getLogs", [{ fromBlock: "pending", toBlock: "pending" }]);
   expect(logs).toHaveLength(1);
   expect(nullKeys(logs[0])).toEqual(["blockHash", "blockNumber", "logIndex", "transactionHash", "transactionIndex"]);
-  const typedLogs = await recorded.eth.call<GetLogsResponse>(m.getLogs, create(GetLogsRequestSchema, { filter: { fromBlock: PENDING, toBlock: PENDING } }));
-  expect([...(typedLogs.logs[0]?.jsonExtras?.nullKeys ?? [])].sort()).toEqual(["blockHash", "blockNumber", "logIndex", "transactionHash", "transactionIndex"]);
+  const typedLogs = await recorded.eth.call(m.getLogs, { filter: { fromBlock: PENDING, toBlock: PENDING } });
+  const typedNulls = [...(typedLogs.logs[0]?.jsonExtras?.nullKeys ?? [])].sort();
+  expect(typedNulls).toEqual(["blockHash", "blockNumber", "logIndex", "transactionHash", "transactionIndex"]);
   expect(typedJson(LogSchema, typedLogs.logs[0] as never)).toEqual(logs[0]);
 });
 
 specRule("state.pending-receipt", async () => {
-  expect((await g.http.post({ jsonrpc: "2.0", id: 1, method: "eth_getTransactionReceipt", params: [pendingHash] })).text).toBe('{"jsonrpc":"2.0","id":1,"result":null}');
+  const overHttp = await g.http.post({ jsonrpc: "2.0", id: 1, method: "eth_getTransactionReceipt", params: [pendingHash] });
+  expect(overHttp.text).toBe('{"jsonrpc":"2.0","id":1,"result":null}');
   expect(await g.ws.result("eth_getTransactionReceipt", [pendingHash])).toBeNull();
-  const typed = await g.eth.call<GetTransactionReceiptResponse>(m.getTransactionReceipt, create(GetTransactionReceiptRequestSchema, { transactionHash: hexToBytes(pendingHash) }));
+  const typed = await g.eth.call(m.getTransactionReceipt, { transactionHash: hexToBytes(pendingHash) });
   expect(typed.receipt).toBeUndefined();
   // It is pending, not unknown: the node has the transaction.
   expect((await g.http.result("eth_getTransactionByHash", [pendingHash])).hash).toBe(pendingHash);
@@ -115,8 +103,8 @@ specRule("state.pending-block-receipts", async () => {
   const latest = await g.http.result("eth_getBlockReceipts", ["latest"]);
   expect(latest.map((r: { transactionHash: string }) => r.transactionHash)).toEqual([s.anonymous.hash]);
   expect(await g.http.result("eth_getBlockReceipts", ["pending"])).toEqual(latest);
-  const typedPending = await g.eth.call<GetBlockReceiptsResponse>(m.getBlockReceipts, create(GetBlockReceiptsRequestSchema, { block: PENDING }));
-  const typedLatest = await g.eth.call<GetBlockReceiptsResponse>(m.getBlockReceipts, create(GetBlockReceiptsRequestSchema, { block: LATEST }));
+  const typedPending = await g.eth.call(m.getBlockReceipts, { block: PENDING });
+  const typedLatest = await g.eth.call(m.getBlockReceipts, { block: LATEST });
   expect(table.byRpc(m.getBlockReceipts)?.result.encode(typedPending)).toBe(table.byRpc(m.getBlockReceipts)?.result.encode(typedLatest));
   expect(typedPending.blockReceipts?.receipts).toHaveLength(1);
 });
@@ -128,7 +116,7 @@ specRule("state.transitions", async () => {
   const mined = BigInt((await anvilRpc("eth_blockNumber", [])) as string);
   const receipt = await g.http.result("eth_getTransactionReceipt", [pendingHash]);
   expect(receipt.blockNumber).toBe(toHex(mined));
-  const typed = await g.eth.call<GetTransactionReceiptResponse>(m.getTransactionReceipt, create(GetTransactionReceiptRequestSchema, { transactionHash: hexToBytes(pendingHash) }));
+  const typed = await g.eth.call(m.getTransactionReceipt, { transactionHash: hexToBytes(pendingHash) });
   expect(typed.receipt?.blockNumber).toBe(mined);
   const tx = await g.http.result("eth_getTransactionByHash", [pendingHash]);
   expect(tx.blockNumber).toBe(toHex(mined));

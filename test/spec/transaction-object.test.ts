@@ -7,13 +7,7 @@
 import { create } from "@bufbuild/protobuf";
 import { bytesToHex, encodeFunctionData, type Hex, hexToBytes, toHex } from "viem";
 import { afterAll, beforeAll, expect } from "vitest";
-import {
-  EthService,
-  GetTransactionByBlockNumberAndIndexRequestSchema,
-  type GetTransactionByBlockNumberAndIndexResponse,
-  GetTransactionByHashRequestSchema,
-  type GetTransactionByHashResponse,
-} from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { EthService, GetTransactionByBlockNumberAndIndexRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import type { Uint256 } from "../../gen/nodegate/eth/v1/primitives_pb.js";
 import { type Transaction, TransactionSchema } from "../../gen/nodegate/eth/v1/transaction_pb.js";
 import { bytesToBigint } from "../../src/codec/hex.js";
@@ -21,6 +15,7 @@ import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { deployProbeScenario, type Mined, type ProbeScenario, STORED_SLOT } from "../support/probe-scenario.js";
 import { openSpecGateway, type SpecGateway } from "./harness/gateway.js";
 import { expectData, expectQuantity, expectTypedCarries, QUANTITY } from "./harness/json-forms.js";
+import { nodeRpc } from "./harness/node-rpc.js";
 import { specRule } from "./harness/spec-rule.js";
 
 const m = EthService.method;
@@ -38,10 +33,7 @@ let payer: Hex;
 const u256 = (v: Uint256 | undefined): bigint => bytesToBigint(v?.value ?? new Uint8Array());
 const hex = (b: Uint8Array | undefined): Hex => bytesToHex(b ?? new Uint8Array());
 
-async function anvilRpc(method: string, params: unknown[]): Promise<unknown> {
-  const res = await fetch(anvil.url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
-  return ((await res.json()) as { result: unknown }).result;
-}
+const anvilRpc = (method: string, params: unknown[]): Promise<unknown> => nodeRpc(anvil.url, method, params);
 
 beforeAll(async () => {
   anvil = await startAnvil();
@@ -50,11 +42,12 @@ beforeAll(async () => {
   payer = accounts[1] as Hex;
   await anvilRpc("evm_setAutomine", [false]);
   await anvilRpc("eth_sendTransaction", [{ from: payer, to: accounts[2], value: toHex(TRANSFERRED) }]);
-  await anvilRpc("eth_sendTransaction", [{ from: payer, to: s.address, data: encodeFunctionData({ abi: s.probe.abi, functionName: "store", args: [7n, "0x"] }) }]);
+  const store = (value: bigint) => encodeFunctionData({ abi: s.probe.abi, functionName: "store", args: [value, "0x"] });
+  await anvilRpc("eth_sendTransaction", [{ from: payer, to: s.address, data: store(7n) }]);
   await anvilRpc("evm_mine", []);
   pairBlock = BigInt((await anvilRpc("eth_blockNumber", [])) as string);
   // Left in the pool for the whole file: automine stays off.
-  pendingHash = (await anvilRpc("eth_sendTransaction", [{ from: payer, to: s.address, data: encodeFunctionData({ abi: s.probe.abi, functionName: "store", args: [8n, "0x"] }) }])) as Hex;
+  pendingHash = (await anvilRpc("eth_sendTransaction", [{ from: payer, to: s.address, data: store(8n) }])) as Hex;
   g = await openSpecGateway({ upstreamUrl: anvil.url });
 });
 
@@ -71,7 +64,7 @@ interface BothTransactions {
 /** The transaction at an index of a block, through the native and typed doors. */
 async function txAt(block: bigint, index = 0n): Promise<BothTransactions> {
   const native = await g.http.result("eth_getTransactionByBlockNumberAndIndex", [toHex(block), toHex(index)]);
-  const typed = await g.eth.call<GetTransactionByBlockNumberAndIndexResponse>(
+  const typed = await g.eth.call(
     m.getTransactionByBlockNumberAndIndex,
     create(GetTransactionByBlockNumberAndIndexRequestSchema, { block: { kind: { case: "number", value: block } }, index }),
   );
@@ -84,7 +77,7 @@ const of = (mined: Mined) => txAt(mined.blockNumber);
 /** The pending transaction (by hash: its block does not exist yet), through both doors. */
 async function pendingTx(): Promise<BothTransactions> {
   const native = await g.http.result("eth_getTransactionByHash", [pendingHash]);
-  const typed = await g.eth.call<GetTransactionByHashResponse>(m.getTransactionByHash, create(GetTransactionByHashRequestSchema, { transactionHash: hexToBytes(pendingHash) }));
+  const typed = await g.eth.call(m.getTransactionByHash, { transactionHash: hexToBytes(pendingHash) });
   return { native, typed: typed.transaction as Transaction };
 }
 
@@ -246,7 +239,7 @@ specRule("tx.transactionIndex", async () => {
   const second = await txAt(pairBlock, 1n);
   const p = await pendingTx();
   carried("transactionIndex", first, second, p);
-  expect([expectQuantity(first.native.transactionIndex, "transactionIndex"), expectQuantity(second.native.transactionIndex, "transactionIndex")]).toEqual([0n, 1n]);
+  expect([first, second].map((t) => expectQuantity(t.native.transactionIndex, "transactionIndex"))).toEqual([0n, 1n]);
   expect([first.typed.transactionIndex, second.typed.transactionIndex]).toEqual([0n, 1n]);
   expect(p.native.transactionIndex).toBeNull();
 });

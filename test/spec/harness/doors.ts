@@ -4,7 +4,16 @@
  * and typed (every call made through both grpc-js and connect-es, which must
  * agree).
  */
-import { type DescMethod, type DescService, equals, type Message } from "@bufbuild/protobuf";
+import {
+  create,
+  type DescMessage,
+  type DescMethod,
+  type DescService,
+  equals,
+  type Message,
+  type MessageInitShape,
+  type MessageShape,
+} from "@bufbuild/protobuf";
 import { Code, type ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { type GrpcJsClient, grpcJsClient } from "../../support/grpc-clients.js";
@@ -142,23 +151,33 @@ export class TypedDoor {
     return fn(request, { headers: this.#headers });
   }
 
-  /** Both clients' response; they must be equal. */
-  async call<O extends Message>(rpc: DescMethod, request: Message): Promise<O> {
+  /** Both clients' response to the request (a message or its init shape); they must be equal. */
+  async call<I extends DescMessage, O extends DescMessage>(
+    rpc: DescMethod & { input: I; output: O },
+    init: MessageInitShape<I>,
+  ): Promise<MessageShape<O>> {
     noteDoor("typed");
-    const [viaGrpc, viaConnect] = await Promise.all([this.#grpc.call<O>(rpc.localName, request, this.#headers), this.#viaConnect(rpc, request)]);
-    if (!equals(rpc.output, viaGrpc, viaConnect)) throw new Error(`grpc-js and connect-es got different ${rpc.output.typeName}`);
+    const request = create(rpc.input, init);
+    const [viaGrpc, viaConnect] = await Promise.all([
+      this.#grpc.call<MessageShape<O>>(rpc.localName, request, this.#headers),
+      this.#viaConnect(rpc, request),
+    ]);
+    if (!equals(rpc.output, viaGrpc, viaConnect as MessageShape<O>)) throw new Error(`grpc-js and connect-es got different ${rpc.output.typeName}`);
     return viaGrpc;
   }
 
   /** How the call fails on both clients; they must agree on the code and the JsonRpcError. */
-  async fail(rpc: DescMethod, request: Message): Promise<TypedFailure> {
+  async fail<I extends DescMessage>(rpc: DescMethod & { input: I }, init: MessageInitShape<I>): Promise<TypedFailure> {
     noteDoor("typed");
+    const request = create(rpc.input, init);
     const [grpcError, connectError] = await Promise.all([
       grpcErrorOf(this.#grpc.call(rpc.localName, request, this.#headers)),
       connectErrorOf(this.#viaConnect(rpc, request)),
     ]);
     // grpc-js and Connect number status codes the same way (the gRPC codes).
-    if (Number(grpcError.code) !== Number(connectError.code)) throw new Error(`grpc-js got status ${grpcError.code}, connect-es ${connectError.code}`);
+    if (Number(grpcError.code) !== Number(connectError.code)) {
+      throw new Error(`grpc-js got status ${grpcError.code}, connect-es ${connectError.code}`);
+    }
     let error: TypedFailure["error"];
     if (connectError.details.length > 0) {
       const viaConnect = jsonRpcErrorOfConnect(connectError);

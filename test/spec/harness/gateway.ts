@@ -28,7 +28,8 @@ export interface SpecGateway extends NetworkDoors {
 
 function openDoors(ng: TestNodegate, network: string | undefined): NetworkDoors {
   const prefix = network === undefined ? "" : `/${network}`;
-  const headers: Record<string, string> = network === undefined ? { [API_KEY_HEADER]: ng.key } : { [API_KEY_HEADER]: ng.key, [NETWORK_HEADER]: network };
+  const headers: Record<string, string> = { [API_KEY_HEADER]: ng.key };
+  if (network !== undefined) headers[NETWORK_HEADER] = network;
   return {
     http: new HttpDoor(`${ng.url}${prefix}/v3/${ng.key}`),
     ws: new WsDoor(`ws://127.0.0.1:${ng.port}${prefix}/ws/v3/${ng.key}`),
