@@ -2,14 +2,18 @@
  * Keeps docs/spec-conformance.md, test/spec/rules.ts, the spec's words and
  * the spec tests from drifting apart.
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { checkConformance, DOC_PATH, renderConformanceTable, SPEC_PATH } from "./harness/conformance-table.js";
+import { checkConformance, DOC_PATH, renderConformanceTable, SHARED_SPEC_PATH, SPEC_PATH } from "./harness/conformance-table.js";
 import { SPEC_RULES } from "./rules.js";
 
 const spec = readFileSync(SPEC_PATH, "utf8");
 
 describe("the spec conformance table", () => {
+  it.runIf(existsSync(SHARED_SPEC_PATH))("the vendored spec is ../shared/spec's, unedited (skipped where the workspace has no shared folder)", () => {
+    expect(spec).toBe(readFileSync(SHARED_SPEC_PATH, "utf8"));
+  });
+
   it("every quote is in the spec, every rule has one test, every test has a rule", () => {
     expect(checkConformance(spec).problems).toEqual([]);
   });

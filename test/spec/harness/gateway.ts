@@ -4,6 +4,7 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { CONFORMANCE_DIR } from "../../support/conformance.js";
 import { EthService } from "../../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { StarknetService } from "../../../gen/nodegate/starknet/v1/starknet_service_pb.js";
 import { API_KEY_HEADER, NETWORK_HEADER } from "../../../src/grpc/typed-services.js";
@@ -65,7 +66,6 @@ export async function openSpecGateway(options: StartOptions): Promise<SpecGatewa
   };
 }
 
-const CONFORMANCE_DIR = join(import.meta.dirname, "../../../../shared/conformance/execution-apis");
 
 interface ConformanceCase {
   file: string;
