@@ -6,9 +6,11 @@
 import { Code } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { AccessControl } from "./auth/access-control.js";
+import type { ApiKey } from "./auth/api-keys.js";
 import { KeyQuotas } from "./auth/key-quotas.js";
 import type { Limits, PassThroughConfig } from "./config.js";
 import { GatewayError } from "./errors/gateway-error.js";
+import type { InvokeContext } from "./methods/invoke.js";
 import type { ChainFamily, MethodTable } from "./methods/method-table.js";
 import type { MethodPolicy } from "./methods/policy.js";
 import type { Metrics } from "./observability/metrics.js";
@@ -26,6 +28,8 @@ export interface GatewayOptions {
   corsOrigins: readonly string[];
   log: Logger;
   metrics: Metrics;
+  /** Released by close() after the networks (shared stores' connections). */
+  closers?: readonly (() => Promise<void>)[];
 }
 
 export class Gateway {
@@ -41,6 +45,7 @@ export class Gateway {
   readonly quotas: KeyQuotas;
   readonly #networks: Map<string, Network>;
   readonly #passThrough: Set<string>;
+  readonly #closers: readonly (() => Promise<void>)[];
 
   constructor(options: GatewayOptions) {
     this.table = options.table;
@@ -55,6 +60,7 @@ export class Gateway {
     this.#networks = new Map(options.networks.map((n) => [n.name, n]));
     if (!this.#networks.has(options.defaultNetwork)) throw new Error(`default network ${options.defaultNetwork} is not configured`);
     this.#passThrough = new Set(options.passThrough.methods);
+    this.#closers = options.closers ?? [];
     if (options.passThrough.allowWrites) this.#passThrough.add("eth_sendRawTransaction");
   }
 
@@ -79,6 +85,11 @@ export class Gateway {
     return [...this.#networks.values()].find((n) => n.family === family);
   }
 
+  /** The context a caller's calls run in, on either door. */
+  invokeContext(key: ApiKey, network: Network, signal: AbortSignal): InvokeContext {
+    return { access: this.access, key, network, limits: this.limits, policies: this.policies, signal };
+  }
+
   networks(): Network[] {
     return [...this.#networks.values()];
   }
@@ -90,5 +101,6 @@ export class Gateway {
 
   async close(): Promise<void> {
     await Promise.all(this.networks().map((n) => n.close()));
+    await Promise.all(this.#closers.map((close) => close()));
   }
 }

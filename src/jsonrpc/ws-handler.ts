@@ -15,6 +15,7 @@ import type { Network } from "../upstream/network.js";
 import type { ApiKey } from "../auth/api-keys.js";
 import { type AnswerContext, answerJsonRpc } from "./answer.js";
 import { logAnswer } from "./answer-log.js";
+import { nativeCallContext } from "./native-call.js";
 import { matchNativeRoute } from "./paths.js";
 
 export interface WsHandlerOptions {
@@ -121,15 +122,7 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
     // The server keeps the process alive, not the keep-alive sweep.
     keepAlive ??= setInterval(sweep, options.pingIntervalMs).unref();
     const ctx: AnswerContext = {
-      table: gateway.table,
-      homeNetwork: (family) => gateway.homeNetwork(family)?.name,
-      passesThrough: (method) => gateway.passesThrough(method),
-      access: gateway.access,
-      key,
-      network,
-      limits: gateway.limits,
-      policies: gateway.policies,
-      signal: state.abort.signal,
+      ...nativeCallContext(gateway, key, network, state.abort.signal),
       maxBatchSize: gateway.limits.maxBatchSize,
       quotas: gateway.quotas,
     };

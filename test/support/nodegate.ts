@@ -8,8 +8,9 @@ import { createApp } from "../../src/app.js";
 import { type Config, DEFAULT_CIRCUIT_BREAKER, DEFAULT_LIMITS, DEFAULT_WEBSOCKET, DEFAULT_PASS_THROUGH, DEFAULT_PLANS, type KeyConfig, type NetworkConfig } from "../../src/config.js";
 import type { Gateway } from "../../src/gateway.js";
 import { createLogger } from "../../src/log.js";
+import type { Stores } from "../../src/stores/create-stores.js";
 import type { NodegateServer } from "../../src/server.js";
-import { recordSeen, registerSecret, registerUpstreamUrl } from "./secret-scan.js";
+import { recordSeen, registerSecret, registerUrlSecrets } from "./secret-scan.js";
 
 export interface TestNodegate {
   /** Base URL, http://127.0.0.1:PORT */
@@ -23,6 +24,8 @@ export interface TestNodegate {
   /** Native WebSocket URL for `key`: ws://127.0.0.1:PORT/ws/v3/<key> */
   wsUrl: string;
   gateway: Gateway;
+  /** Rate-limit and cache stores (Redis when config.stores.redisUrl is set). */
+  stores: Stores;
   /** The listening side (requests in flight, graceful close). */
   server: NodegateServer;
   logs: Record<string, unknown>[];
@@ -66,7 +69,8 @@ export async function startNodegate(options: StartOptions): Promise<TestNodegate
     registerSecret(k.key, "client key");
     registerSecret(k.secret, "client key secret");
   }
-  for (const network of config.networks) for (const u of network.upstreams) registerUpstreamUrl(u.url);
+  for (const network of config.networks) for (const u of network.upstreams) registerUrlSecrets(u.url);
+  if (config.stores?.redisUrl !== undefined) registerUrlSecrets(config.stores.redisUrl);
   const logs: Record<string, unknown>[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {
@@ -79,7 +83,7 @@ export async function startNodegate(options: StartOptions): Promise<TestNodegate
       done();
     },
   });
-  const { gateway, server } = createApp(config, createLogger(config.logLevel, sink), keys);
+  const { gateway, server, stores } = createApp(config, createLogger(config.logLevel, sink), keys);
   const address = await server.listen(0, "127.0.0.1");
   const key = (keys[0] as KeyConfig).key;
   return {
@@ -90,6 +94,7 @@ export async function startNodegate(options: StartOptions): Promise<TestNodegate
     rpcUrl: `http://127.0.0.1:${address.port}/v3/${key}`,
     wsUrl: `ws://127.0.0.1:${address.port}/ws/v3/${key}`,
     gateway,
+    stores,
     server,
     logs,
     close: () => server.close(),

@@ -26,8 +26,8 @@ export function registerSecret(value: string | undefined, what: string): void {
   if (value !== undefined && value.length >= MIN_SECRET_LENGTH && !secrets.has(value)) secrets.set(value, what);
 }
 
-/** The secrets in an upstream URL: the provider key in /v3/<KEY> (or a last path segment), user info, query values. */
-export function registerUpstreamUrl(url: string): void {
+/** The secrets in a URL (an upstream's, Redis's): the provider key in /v3/<KEY>, user info, query values. */
+export function registerUrlSecrets(url: string): void {
   let u: URL;
   try {
     u = new URL(url);
