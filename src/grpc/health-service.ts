@@ -21,24 +21,26 @@ export function registerHealth(router: ConnectRouter, monitor: HealthMonitor, wa
     },
     async *watch(request, ctx) {
       let last: Status | undefined;
-      // The watch ends when the caller leaves, or when the server drains (after saying NOT_SERVING), so it does not hold shutdown up.
-      const stop = AbortSignal.any([ctx.signal, monitor.draining]);
-      while (!stop.aborted) {
+      // The watch ends when the caller leaves, or when the server drains (after saying NOT_SERVING), so it does not hold
+      // shutdown up. (Listeners, not AbortSignal.any, which on Node 20 leaves an entry on the long-lived draining signal.)
+      const stopped = () => ctx.signal.aborted || monitor.draining.aborted;
+      while (!stopped()) {
         const status = toStatus(await monitor.serviceStatus(request.service));
         if (status !== last) {
           last = status;
           yield create(HealthCheckResponseSchema, { status });
         }
         await new Promise<void>((resolve) => {
-          const wake = (): void => {
+          const done = (): void => {
             clearTimeout(timer);
+            ctx.signal.removeEventListener("abort", done);
+            monitor.draining.removeEventListener("abort", done);
             resolve();
           };
-          const timer = setTimeout(() => {
-            stop.removeEventListener("abort", wake);
-            resolve();
-          }, watchIntervalMs);
-          stop.addEventListener("abort", wake, { once: true });
+          const timer = setTimeout(done, watchIntervalMs);
+          ctx.signal.addEventListener("abort", done, { once: true });
+          monitor.draining.addEventListener("abort", done, { once: true });
+          if (stopped()) done();
         });
       }
       if (monitor.draining.aborted && !ctx.signal.aborted && last !== Status.NOT_SERVING) {

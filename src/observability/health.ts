@@ -3,6 +3,7 @@
  * upstreams answered recently; when none did, a cheap probe call decides.
  * No timers run in the background: probes happen when someone asks.
  */
+import { setMaxListeners } from "node:events";
 import type { Gateway } from "../gateway.js";
 import type { Network } from "../upstream/network.js";
 
@@ -25,6 +26,8 @@ export class HealthMonitor {
 
   /** `otherServices`: served services not tied to one chain family; they follow the default network. */
   constructor(gateway: Gateway, otherServices: readonly string[], options: HealthOptions = {}) {
+    // Every Watch stream listens for the drain; many at once is normal, not a leak.
+    setMaxListeners(0, this.#draining.signal);
     this.#gateway = gateway;
     this.#otherServices = otherServices;
     this.#recentMs = options.recentMs ?? 30_000;

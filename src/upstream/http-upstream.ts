@@ -79,8 +79,18 @@ export class HttpUpstream implements Upstream {
   async call(method: string, paramsText: string, options: CallOptions): Promise<UpstreamResult> {
     const id = this.#nextId++;
     if (this.#nextId > 0x3fffffff) this.#nextId = 1;
-    const timeout = AbortSignal.timeout(options.timeoutMs);
-    const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+    // Not AbortSignal.any: on Node 20 it leaves an entry on the caller's signal per call, and a native
+    // WebSocket connection's signal lives as long as the connection (one entry per call it makes).
+    const controller = new AbortController();
+    let timedOut = false;
+    const deadline = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, options.timeoutMs).unref();
+    const onCallerGone = (): void => controller.abort();
+    options.signal?.addEventListener("abort", onCallerGone, { once: true });
+    if (options.signal?.aborted) controller.abort();
+    const signal = controller.signal;
     let statusCode: number;
     let body: Buffer;
     let framed: boolean;
@@ -100,7 +110,10 @@ export class HttpUpstream implements Upstream {
       framed = res.headers["content-length"] !== undefined || /chunked/i.test(String(res.headers["transfer-encoding"] ?? ""));
       body = Buffer.from(await res.body.arrayBuffer());
     } catch (err) {
-      throw this.#transportError(err, options, timeout);
+      throw this.#transportError(err, options, timedOut);
+    } finally {
+      clearTimeout(deadline);
+      options.signal?.removeEventListener("abort", onCallerGone);
     }
     if (statusCode !== 200) {
       // Some providers answer errors (rate limits) with a JSON-RPC body and a non-200 status.
@@ -119,9 +132,9 @@ export class HttpUpstream implements Upstream {
     return readReply(body, id, { verify: !framed });
   }
 
-  #transportError(err: unknown, options: CallOptions, timeout: AbortSignal): GatewayError {
+  #transportError(err: unknown, options: CallOptions, timedOut: boolean): GatewayError {
     if (options.signal?.aborted) return cancelled();
-    if (timeout.aborted) return upstreamTimeout(options.timeoutMs);
+    if (timedOut) return upstreamTimeout(options.timeoutMs);
     const code = (err as { code?: string }).code;
     const words = code === undefined ? undefined : NETWORK_ERRORS.get(code);
     if (words !== undefined) return upstreamUnavailable(words, err);
