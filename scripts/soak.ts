@@ -4,7 +4,8 @@
  * door at once (native HTTP with batches, native WebSocket, gRPC, Connect)
  * for SOAK_SECONDS (default 60). Every answer is checked against its call
  * (ids, and contents that only the right answer has); nodegate's RSS is
- * sampled from /proc after a warm-up and to the end. Prints a table, and
+ * sampled from /proc every second (compared as medians of ten samples right
+ * after a warm-up and at the end). Prints a table, and
  * exits 1 when any call was lost, mismatched or failed, RSS grew 10% or
  * more after warm-up, or nodegate did not stop cleanly on SIGTERM.
  *
@@ -21,7 +22,10 @@ import { type Chain, nextProbe } from "./soak/workload.js";
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 60);
 const CONCURRENCY = Number(process.env.SOAK_CONCURRENCY ?? 4);
-const WARMUP_SECONDS = Number(process.env.SOAK_WARMUP_SECONDS ?? Math.max(10, Math.round(SECONDS * 0.2)));
+// Node's heap (and so its RSS) grows to fit the load for a while; on a busy machine that takes longer.
+const WARMUP_SECONDS = Number(process.env.SOAK_WARMUP_SECONDS ?? Math.max(20, Math.round(SECONDS * 0.4)));
+/** RSS is compared as medians over this many one-second samples, so one garbage collection does not decide. */
+const RSS_WINDOW = 10;
 const CALL_TIMEOUT_MS = 10_000;
 const RSS_GROWTH_LIMIT = 0.1;
 const BLOCKS = 64;
@@ -170,8 +174,8 @@ async function main(): Promise<void> {
   process.stdout.write(`\n${line(header)}\n${rows.map(line).join("\n")}\n`);
   for (const [i, s] of stats.entries()) if (s.sample) process.stdout.write(`  first problem on ${doors[i]?.name}: ${s.sample}\n`);
 
-  const warm = samples.filter((x) => x.t >= WARMUP_SECONDS && x.t < WARMUP_SECONDS + 5).map((x) => x.rss);
-  const end = samples.slice(-5).map((x) => x.rss);
+  const warm = samples.filter((x) => x.t >= WARMUP_SECONDS).slice(0, RSS_WINDOW).map((x) => x.rss);
+  const end = samples.slice(-RSS_WINDOW).map((x) => x.rss);
   const warmRss = median(warm);
   const endRss = median(end);
   const growth = (endRss - warmRss) / warmRss;
