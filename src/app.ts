@@ -54,6 +54,7 @@ export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[
     corsOrigins: config.corsOrigins,
     log,
     metrics,
+    subscriptions: config.subscriptions,
   });
   const tls = config.tls ? { cert: readFileSync(config.tls.certFile), key: readFileSync(config.tls.keyFile) } : undefined;
   return { gateway, server: createNodegateServer(gateway, { wsPingIntervalMs: config.websocket.pingIntervalMs, tls, drainMs: config.drainMs }) };

@@ -6,11 +6,12 @@
 import { Code } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { AccessControl } from "./auth/access-control.js";
-import type { Limits, PassThroughConfig } from "./config.js";
+import { DEFAULT_SUBSCRIPTIONS, type Limits, type PassThroughConfig, type SubscriptionSettings } from "./config.js";
 import { GatewayError } from "./errors/gateway-error.js";
 import type { ChainFamily, MethodTable } from "./methods/method-table.js";
 import type { MethodPolicy } from "./methods/policy.js";
 import type { Metrics } from "./observability/metrics.js";
+import { SubscriptionHubs } from "./subscriptions/hubs.js";
 import type { Network } from "./upstream/network.js";
 
 export interface GatewayOptions {
@@ -25,6 +26,8 @@ export interface GatewayOptions {
   corsOrigins: readonly string[];
   log: Logger;
   metrics: Metrics;
+  /** Subscriptions and streams; defaults when unset. */
+  subscriptions?: SubscriptionSettings | undefined;
 }
 
 export class Gateway {
@@ -36,6 +39,8 @@ export class Gateway {
   readonly defaultNetwork: string;
   readonly corsOrigins: readonly string[];
   readonly metrics: Metrics;
+  /** One subscription hub per network (eth_subscribe and the typed streams). */
+  readonly subscriptions: SubscriptionHubs;
   readonly #networks: Map<string, Network>;
   readonly #passThrough: Set<string>;
 
@@ -48,6 +53,7 @@ export class Gateway {
     this.defaultNetwork = options.defaultNetwork;
     this.corsOrigins = options.corsOrigins;
     this.metrics = options.metrics;
+    this.subscriptions = new SubscriptionHubs(options.subscriptions ?? DEFAULT_SUBSCRIPTIONS, options.limits, options.log, options.metrics);
     this.#networks = new Map(options.networks.map((n) => [n.name, n]));
     if (!this.#networks.has(options.defaultNetwork)) throw new Error(`default network ${options.defaultNetwork} is not configured`);
     this.#passThrough = new Set(options.passThrough.methods);
@@ -85,6 +91,7 @@ export class Gateway {
   }
 
   async close(): Promise<void> {
+    await this.subscriptions.close();
     await Promise.all(this.networks().map((n) => n.close()));
   }
 }

@@ -17,7 +17,10 @@ import { handleCors } from "./cors.js";
 import type { Gateway } from "./gateway.js";
 import { registerGenericService } from "./grpc/generic-service.js";
 import { registerHealth } from "./grpc/health-service.js";
+import { nodeRequestContext } from "./grpc/node-request.js";
 import { registerReflection } from "./grpc/reflection.js";
+import { registerStreamLogs } from "./grpc/stream-logs.js";
+import { registerSubscriptionStreams } from "./grpc/subscription-streams.js";
 import { registerTypedServices } from "./grpc/typed-services.js";
 import type { NodeRequest, NodeResponse } from "./http-types.js";
 import { createJsonRpcHttpHandler } from "./jsonrpc/http-handler.js";
@@ -124,11 +127,14 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   const handler = connectNodeAdapter({
     routes: (router) => {
       registerTypedServices(router, gateway);
+      registerSubscriptionStreams(router, gateway);
+      registerStreamLogs(router, gateway);
       registerGenericService(router, gateway);
       registerHealth(router, health);
       registerReflection(router, services);
     },
     interceptors: [requestLogInterceptor(gateway.log, gateway.metrics)],
+    contextValues: nodeRequestContext,
     fallback,
   });
 
@@ -219,6 +225,8 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       for (const session of sessions) session.close();
       plain?.closeIdleConnections();
       wsHandler.close();
+      // Subscription streams never finish by themselves: end them now (clients resume elsewhere) rather than at the drain deadline.
+      const subscriptionsClosed = gateway.subscriptions.close();
       if (inFlight > 0) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, drainMs);
@@ -231,6 +239,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       for (const session of sessions) session.destroy();
       for (const socket of sockets) socket.destroy();
       await stopped;
+      await subscriptionsClosed;
       await gateway.close();
     },
   };

@@ -4,7 +4,16 @@
  */
 import { Writable } from "node:stream";
 import { createApp } from "../../src/app.js";
-import { type Config, DEFAULT_LIMITS, DEFAULT_WEBSOCKET, DEFAULT_PASS_THROUGH, DEFAULT_PLANS, type KeyConfig, type NetworkConfig } from "../../src/config.js";
+import {
+  type Config,
+  DEFAULT_LIMITS,
+  DEFAULT_PASS_THROUGH,
+  DEFAULT_PLANS,
+  DEFAULT_SUBSCRIPTIONS,
+  DEFAULT_WEBSOCKET,
+  type KeyConfig,
+  type NetworkConfig,
+} from "../../src/config.js";
 import type { Gateway } from "../../src/gateway.js";
 import { createLogger } from "../../src/log.js";
 
@@ -55,6 +64,7 @@ export async function startNodegate(options: StartOptions): Promise<TestNodegate
     websocket: { ...DEFAULT_WEBSOCKET },
     tls: undefined,
     drainMs: 5000,
+    subscriptions: { ...DEFAULT_SUBSCRIPTIONS },
     ...options.config,
   };
   const logs: Record<string, unknown>[] = [];
