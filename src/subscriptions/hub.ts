@@ -78,14 +78,14 @@ export class SubscriptionHub {
         : new ResumeGate(consumer, options.fromBlock, this.#ctx.settings.clientBufferSize, (entry.feed.position ?? 0) - this.#ctx.settings.reorgWindowBlocks);
     const member = gate ?? consumer;
     entry.feed.attach(member);
-    this.#metrics?.subscriptions.inc({ kind: topic.kind });
     let closed = false;
+    let counted = false;
     const subscription: Subscription = {
       close: () => {
         if (closed) return;
         closed = true;
         entry.feed.detach(member);
-        this.#metrics?.subscriptions.dec({ kind: topic.kind });
+        if (counted) this.#metrics?.subscriptions.dec({ kind: topic.kind });
         this.#release(entry);
       },
     };
@@ -98,6 +98,11 @@ export class SubscriptionHub {
     } catch (err) {
       subscription.close();
       throw err;
+    }
+    // Counted once live, so the gauge says how many clients are receiving.
+    if (!closed) {
+      counted = true;
+      this.#metrics?.subscriptions.inc({ kind: topic.kind });
     }
     return subscription;
   }

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { type ChainDriver, chainDriver, type Probe } from "../support/chain-driver.js";
 import { post, rpc } from "../support/http.js";
+import { liveSubscriptions, waitForLiveSubscriptions } from "../support/live-subscriptions.js";
 import { type NativeSubscriber, openNativeSubscriber } from "../support/native-subscriber.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { ANVIL_KEY_0 } from "../support/probe.js";
@@ -26,12 +27,6 @@ let nodegate: TestNodegate;
 let probe: Probe;
 let other: Probe;
 const opened: NativeSubscriber[] = [];
-
-/** Open client subscriptions of one kind, as nodegate's metrics count them. */
-async function subscriptionCount(kind: string): Promise<number> {
-  const metric = await nodegate.gateway.metrics.subscriptions.get();
-  return metric.values.find((v) => v.labels.kind === kind)?.value ?? 0;
-}
 
 async function subscriber(): Promise<NativeSubscriber> {
   const s = await openNativeSubscriber(nodegate.wsUrl);
@@ -195,7 +190,7 @@ describe("bad params", () => {
 
 describe("legacy clients", () => {
   it("viem watchBlocks and watchEvent over webSocket receive blocks and logs", async () => {
-    const before = { heads: await subscriptionCount("newHeads"), logs: await subscriptionCount("logs") };
+    const before = { heads: await liveSubscriptions(nodegate.gateway, "newHeads"), logs: await liveSubscriptions(nodegate.gateway, "logs") };
     const client = createPublicClient({ chain: foundry, transport: webSocket(nodegate.wsUrl) });
     const blocks: bigint[] = [];
     const events: bigint[] = [];
@@ -207,9 +202,8 @@ describe("legacy clients", () => {
     });
     try {
       // viem subscribes asynchronously: wait until both subscriptions are in place.
-      for (let i = 0; i < 300 && ((await subscriptionCount("newHeads")) <= before.heads || (await subscriptionCount("logs")) <= before.logs); i++) {
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await waitForLiveSubscriptions(nodegate.gateway, "newHeads", before.heads + 1);
+      await waitForLiveSubscriptions(nodegate.gateway, "logs", before.logs + 1);
       const first = await probe.store(31n);
       const second = await probe.store(32n);
       for (let i = 0; i < 300 && (events.length < 2 || !blocks.includes(BigInt(second))); i++) await new Promise((r) => setTimeout(r, 10));
