@@ -20,8 +20,10 @@ import type { WsUpstream } from "../upstream/ws-upstream.js";
 /** How the chain moved with one new head. */
 export interface ChainChange {
   head: HeadEvent;
-  /** Set when blocks the feed had passed were replaced: the last block both branches share, and the new branch above it. */
-  reorg?: { ancestor: number; branch: readonly HeadEvent[] } | undefined;
+  /** The headers that became canonical, in order, ending with `head` (more than one after a gap or a reorganization). */
+  branch: readonly HeadEvent[];
+  /** Set when blocks the feed had passed were replaced: the last block both branches share. */
+  reorg?: { ancestor: number } | undefined;
 }
 
 export type ChainListener = (change: ChainChange) => void;
@@ -128,7 +130,7 @@ export class HeadsFeed extends Feed {
       this.#accept(header);
       this.emit(header);
     }
-    const change: ChainChange = { head, reorg: reorged ? { ancestor, branch } : undefined };
+    const change: ChainChange = { head, branch, reorg: reorged ? { ancestor } : undefined };
     for (const listener of this.#chainListeners) listener(change);
   }
 

@@ -102,10 +102,8 @@ export class LogsFeed extends Feed {
   }
 
   async #onChain(change: ChainChange): Promise<void> {
-    if (change.reorg !== undefined) {
-      this.#takeBackOrphans(change.reorg.ancestor, change.reorg.branch);
-      this.#scannedTo = Math.min(this.#scannedTo, change.reorg.ancestor);
-    }
+    this.#takeBackReplaced(change.branch);
+    if (change.reorg !== undefined) this.#scannedTo = Math.min(this.#scannedTo, change.reorg.ancestor);
     if (this.#stale) return;
     if (this.ctx.ws === undefined || change.reorg !== undefined) {
       // Polling, or a new branch whose logs the node may not push: fetch them.
@@ -158,11 +156,16 @@ export class LogsFeed extends Feed {
     this.emit(log);
   }
 
-  /** Takes back the logs sent for blocks above `ancestor` that the new branch does not contain. */
-  #takeBackOrphans(ancestor: number, branch: readonly { number: number; hash: string }[]): void {
-    const canonical = new Map(branch.map((h) => [h.number, h.hash]));
-    const numbers = [...this.#sent.keys()].filter((n) => n > ancestor).sort((a, b) => a - b);
-    for (const n of numbers) if (canonical.get(n) !== this.#sent.get(n)?.hash) this.#takeBack(n);
+  /**
+   * Takes back the logs sent for blocks that newly canonical headers
+   * replaced. Blocks above the branch are judged when their height's header
+   * comes (the node may push a block's logs before its header).
+   */
+  #takeBackReplaced(branch: readonly { number: number; hash: string }[]): void {
+    for (const header of branch) {
+      const sent = this.#sent.get(header.number);
+      if (sent !== undefined && sent.hash !== header.hash) this.#takeBack(header.number);
+    }
   }
 
   /** Sends removed: true for every log sent for block `number`, in log order. */
