@@ -37,7 +37,8 @@ export abstract class Feed {
   readonly #consumers = new Set<Consumer>();
   #work: Promise<void> = Promise.resolve();
   #stopped = false;
-  #retryTimer: NodeJS.Timeout | undefined;
+  /** Pending retries, by what they retry (a newer retry of the same work replaces the older). */
+  readonly #retryTimers = new Map<string, NodeJS.Timeout>();
 
   constructor(topic: Topic, ctx: FeedContext) {
     this.topic = topic;
@@ -78,7 +79,8 @@ export abstract class Feed {
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
-    clearTimeout(this.#retryTimer);
+    for (const timer of this.#retryTimers.values()) clearTimeout(timer);
+    this.#retryTimers.clear();
     await this.shutdown();
   }
 
@@ -115,7 +117,8 @@ export abstract class Feed {
 
   /** Like run, but a failed task is queued again after a backoff until it succeeds or the feed stops. */
   protected runUntilDone(what: string, task: () => Promise<void>, attempt = 0): void {
-    clearTimeout(this.#retryTimer);
+    clearTimeout(this.#retryTimers.get(what));
+    this.#retryTimers.delete(what);
     void this.run(what, async () => {
       try {
         await task();
@@ -123,7 +126,10 @@ export abstract class Feed {
         if (this.#stopped || isHistoryLost(err)) throw err;
         const delay = backoffDelay(attempt, RETRY);
         this.ctx.log.warn({ network: this.ctx.network.name, feed: this.topic.kind, err: (err as Error).message, retryMs: delay }, `${what} failed; retrying`);
-        this.#retryTimer = setTimeout(() => this.runUntilDone(what, task, attempt + 1), delay);
+        this.#retryTimers.set(
+          what,
+          setTimeout(() => this.runUntilDone(what, task, attempt + 1), delay),
+        );
       }
     });
   }
@@ -139,6 +145,7 @@ export abstract class Feed {
   }
 }
 
-function isHistoryLost(err: unknown): err is GatewayError {
+/** The feed could not fill a gap (too long): its subscribers must start over. */
+export function isHistoryLost(err: unknown): err is GatewayError {
   return err instanceof GatewayError && err.code === NODEGATE_CODES.historyLost;
 }

@@ -12,7 +12,7 @@ import { backfillTooLong, historyLost, upstreamBadResponse } from "../errors/cat
 import { BlockWindow } from "./block-window.js";
 import type { HeadEvent } from "./events.js";
 import { readHead } from "./events.js";
-import { type Deliver, Feed, type FeedContext } from "./feed.js";
+import { type Deliver, Feed, type FeedContext, isHistoryLost } from "./feed.js";
 import { Poller } from "./poller.js";
 import { UpstreamSubscription } from "./upstream-subscription.js";
 import type { WsUpstream } from "../upstream/ws-upstream.js";
@@ -82,7 +82,17 @@ export class HeadsFeed extends Feed {
       ws,
       '["newHeads"]',
       {
-        notification: (text) => void this.run("a pushed header", () => this.#onHead(readHead(text))),
+        notification: (text) =>
+          void this.run("a pushed header", async () => {
+            try {
+              await this.#onHead(readHead(text));
+            } catch (err) {
+              if (isHistoryLost(err)) throw err;
+              // Filling the gap failed; the next header may be a while coming, so catch up without waiting for it.
+              this.ctx.log.warn({ network: this.ctx.network.name, err: (err as Error).message }, "following a pushed header failed; retrying");
+              this.runUntilDone("catching up on headers", () => this.#catchUp());
+            }
+          }),
         disconnected: () => {},
         reconnected: () =>
           this.runUntilDone("resubscribing to newHeads after a reconnect", async () => {

@@ -107,7 +107,13 @@ export class LogsFeed extends Feed {
     if (this.#stale) return;
     if (this.ctx.ws === undefined || change.reorg !== undefined) {
       // Polling, or a new branch whose logs the node may not push: fetch them.
-      await this.#scan(this.#scannedTo + 1, change.head.number);
+      try {
+        await this.#scan(this.#scannedTo + 1, change.head.number);
+      } catch (err) {
+        // Not left for the next block to fix: it may be a while coming.
+        this.ctx.log.warn({ network: this.ctx.network.name, err: (err as Error).message }, "fetching new logs failed; retrying");
+        this.runUntilDone("catching up on logs", () => this.#scan(this.#scannedTo + 1, this.#heads.position ?? this.#scannedTo));
+      }
     } else {
       // The node pushes the head's logs around the head itself; everything before it has arrived.
       this.#scannedTo = Math.max(this.#scannedTo, change.head.number - 1);
