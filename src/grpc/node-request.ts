@@ -21,7 +21,11 @@ export function cutTransport(ctx: HandlerContext): void {
   const req = ctx.values.get(nodeRequestKey);
   if (req === undefined) return;
   if (req instanceof http2.Http2ServerRequest) {
-    if (!req.stream.destroyed) req.stream.close(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    if (req.stream.destroyed) return;
+    req.stream.close(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    // The RST_STREAM is out; destroying with a "destroyed" error makes the write Connect is stuck on fail as a
+    // client hang-up, which Connect's adapter expects, instead of as an internal error it reports on stderr.
+    req.stream.destroy(Object.assign(new Error("stream reset: the subscriber read too slowly"), { code: "ERR_STREAM_DESTROYED" }));
     return;
   }
   req.socket.destroy();
