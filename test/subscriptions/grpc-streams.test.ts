@@ -210,3 +210,21 @@ describe("access", () => {
     expect(err?.details).toMatch(/unknown network "nowhere"/);
   });
 });
+
+describe("shutdown", () => {
+  it("ends open subscriptions at once with UNAVAILABLE saying to resume, rather than holding the drain", async () => {
+    // A drain far longer than the test's own timeout: close() must not wait for these streams.
+    const own = await startNodegate({ upstreamUrl: anvil.wsUrl, config: { drainMs: 120_000 } });
+    const client = grpcJsStreamClient(own.address);
+    try {
+      const stream = openGrpcJsStream(client, EthService.method.subscribeNewHeads, create(SubscribeNewHeadsRequestSchema), { "x-api-key": own.key });
+      await waitForLiveSubscriptions(own.gateway, "newHeads", 1);
+      await own.close();
+      const err = await stream.ended;
+      expect(err?.code).toBe(14);
+      expect(decodeURIComponent(err?.details ?? "")).toMatch(/nodegate is shutting down; reconnect \(typed callers: resume with from_block/);
+    } finally {
+      client.close();
+    }
+  });
+});
