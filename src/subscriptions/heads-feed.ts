@@ -9,13 +9,12 @@
  * feeds follow this chain to take back logs of blocks it dropped.
  */
 import { backfillTooLong, historyLost, upstreamBadResponse } from "../errors/catalogue.js";
+import type { WsUpstream } from "../upstream/ws-upstream.js";
 import { BlockWindow } from "./block-window.js";
-import type { HeadEvent } from "./events.js";
-import { readHead } from "./events.js";
+import { type HeadEvent, readHead } from "./events.js";
 import { type Deliver, Feed, type FeedContext, isHistoryLost } from "./feed.js";
 import { Poller } from "./poller.js";
 import { UpstreamSubscription } from "./upstream-subscription.js";
-import type { WsUpstream } from "../upstream/ws-upstream.js";
 
 /** How the chain moved with one new head. */
 export interface ChainChange {
@@ -56,10 +55,6 @@ export class HeadsFeed extends Feed {
   onChain(listener: ChainListener): () => void {
     this.#chainListeners.add(listener);
     return () => this.#chainListeners.delete(listener);
-  }
-
-  get chainListenerCount(): number {
-    return this.#chainListeners.size;
   }
 
   start(): Promise<void> {
@@ -132,6 +127,9 @@ export class HeadsFeed extends Feed {
   async #onHead(head: HeadEvent): Promise<void> {
     if (this.#window.hash(head.number) === head.hash) return; // already passed
     const previous = this.#window.highest;
+    // A lower head is a lagging node (a poll answered by a backend behind the others) or the first block of a new
+    // branch; the branch is taken when its head reaches the height already sent, walking back from there.
+    if (previous !== undefined && head.number < previous.number) return;
     const branch = await this.#linkToWindow(head);
     const ancestor = (branch[0] as HeadEvent).number - 1;
     const reorged = previous !== undefined && ancestor < previous.number;

@@ -6,14 +6,13 @@
  * can drop duplicates after a reconnect and take back (removed: true) the
  * logs of blocks a reorganization dropped, whether or not the node says so.
  */
-import { type ChainChange, type HeadsFeed } from "./heads-feed.js";
+import type { WsUpstream } from "../upstream/ws-upstream.js";
 import { asRemoved, type LogEvent, logKey, readLog } from "./events.js";
 import { type Deliver, Feed, type FeedContext } from "./feed.js";
+import type { ChainChange, HeadsFeed } from "./heads-feed.js";
 import { logPages } from "./log-pages.js";
-import type { LogTopicFilter, Topic } from "./topic.js";
-import { subscribeParams } from "./topic.js";
+import { type LogTopicFilter, subscribeParams, type Topic } from "./topic.js";
 import { UpstreamSubscription } from "./upstream-subscription.js";
-import type { WsUpstream } from "../upstream/ws-upstream.js";
 
 interface SentBlock {
   hash: string;
