@@ -154,7 +154,10 @@ async function* subscriptionStream<T extends Message>(gateway: Gateway, spec: St
           if (finished) s.close();
           else subscription = s;
         },
-        (err: unknown) => queue.end(asGatewayError(err)),
+        (err: unknown) => {
+          if (!(err instanceof GatewayError)) gateway.log.error({ err, method: spec.method }, "subscribing failed");
+          queue.end(asGatewayError(err));
+        },
       );
     for await (const event of queue.events(ctx.signal)) yield spec.decoder.decode(event);
   } catch (err) {

@@ -262,3 +262,37 @@ function applyRemovals(logs: Seen["logs"]): Seen["logs"] {
   }
   return held;
 }
+
+describe("a gap too long to fill", () => {
+  it("ends the subscribers with a clear reason (ABORTED, close 1011) instead of skipping blocks", async () => {
+    const ownRelay = await startWsRelay(anvil.wsUrl);
+    const own = await startNodegate({
+      upstreamUrl: ownRelay.url,
+      config: {
+        websocket: { ...DEFAULT_WEBSOCKET, reconnectMinDelayMs: 20, reconnectMaxDelayMs: 100, pongTimeoutMs: 60_000 },
+        subscriptions: { ...DEFAULT_SUBSCRIPTIONS, maxBackfillBlocks: 5 },
+      },
+    });
+    const client = grpcJsStreamClient(own.address);
+    try {
+      const native = await openNativeSubscriber(own.wsUrl);
+      await native.subscribe("newHeads");
+      const typed = openGrpcJsStream(client, EthService.method.subscribeNewHeads, create(SubscribeNewHeadsRequestSchema), { "x-api-key": own.key });
+      await waitForLiveSubscriptions(own.gateway, "newHeads", 2);
+      ownRelay.refuse(true);
+      ownRelay.sever();
+      await chain.mine(20);
+      ownRelay.refuse(false);
+      const err = await typed.ended;
+      expect(err?.code).toBe(10);
+      expect(decodeURIComponent(err?.details ?? "")).toMatch(/subscription ended: 19 blocks went by while the node was out of reach, more than the 5/);
+      const closed = await native.closed;
+      expect(closed.code).toBe(1011);
+      expect(closed.reason).toMatch(/^subscription ended: 19 blocks went by/);
+    } finally {
+      client.close();
+      await own.close();
+      await ownRelay.close();
+    }
+  });
+});
