@@ -127,6 +127,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   const handler = connectNodeAdapter({
     routes: (router) => {
       registerTypedServices(router, gateway);
+      // After the typed services: these replace the "unimplemented" handlers the EthService streams got there.
       registerSubscriptionStreams(router, gateway);
       registerStreamLogs(router, gateway);
       registerGenericService(router, gateway);

@@ -11,7 +11,7 @@ import { LogSchema } from "../../gen/nodegate/eth/v1/log_pb.js";
 import { GatewayError } from "../../src/errors/gateway-error.js";
 import { pageMessages } from "../../src/grpc/stream-logs.js";
 import { tooManyResults } from "../../src/methods/policies/get-logs-limits.js";
-import { logPages } from "../../src/subscriptions/log-pages.js";
+import { isLogLimitError, logPages } from "../../src/subscriptions/log-pages.js";
 
 /** A chain where block n holds counts[n] logs; a fetch over more than `limit` logs is refused as nodegate refuses it. */
 function fakeChain(counts: number[], limit: number) {
@@ -68,6 +68,25 @@ describe("logPages", () => {
     expect((err as GatewayError).message).toBe("header not found");
     expect(calls).toBe(1);
   });
+});
+
+describe("isLogLimitError", () => {
+  const err = (code: number, message: string) => new GatewayError({ code, message, grpcCode: 8, origin: "upstream" });
+
+  it.each([
+    [-32005, "query returned more than 10000 results"],
+    [-32005, "query returned more than 10000 results. Try with this block range [0x1, 0x2]."],
+    [-32005, "query timeout exceeded"],
+    [-32602, "range 20000 exceeds limit of 10000"],
+    [-32000, "block range is too wide"],
+    [-32602, "Log response size exceeded. You can make eth_getLogs requests with up to a 2K block range"],
+  ])("a smaller page avoids %i %j", (code, message) => expect(isLogLimitError(err(code, message))).toBe(true));
+
+  it.each([
+    [-32005, "query has 6000 addresses and topics, more than the limit of 5000"],
+    [-32000, "header not found"],
+    [-32602, "invalid argument 0: hex string without 0x prefix"],
+  ])("a smaller page does not avoid %i %j", (code, message) => expect(isLogLimitError(err(code, message))).toBe(false));
 });
 
 describe("pageMessages", () => {
