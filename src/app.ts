@@ -7,19 +7,22 @@ import { readFileSync } from "node:fs";
 import type { Logger } from "pino";
 import { AccessControl } from "./auth/access-control.js";
 import { ApiKeyStore } from "./auth/api-keys.js";
-import { MemoryRateLimitStore, type RateLimitStore, RateLimiter } from "./auth/rate-limiter.js";
+import { type RateLimitStore, RateLimiter } from "./auth/rate-limiter.js";
 import { type Config, DEFAULT_FAILOVER, type KeyConfig } from "./config.js";
 import { Gateway } from "./gateway.js";
 import { createPolicies } from "./methods/default-policies.js";
 import { createMethodTable } from "./methods/default-table.js";
 import { Metrics } from "./observability/metrics.js";
 import { createNodegateServer, type NodegateServer } from "./server.js";
+import { createStores, type Stores } from "./stores/create-stores.js";
 import { createUpstream } from "./upstream/create-upstream.js";
 import { Network } from "./upstream/network.js";
 
 export interface App {
   gateway: Gateway;
   server: NodegateServer;
+  /** Rate-limit counters and the cache store (in process, or Redis when configured). */
+  stores: Stores;
 }
 
 export interface AppDependencies {
@@ -42,7 +45,8 @@ export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[
         upstreams: n.upstreams.map((u) => createUpstream(u.url, `${n.name}/${u.label}`, config.websocket, log)),
       }),
   );
-  const access = new AccessControl(new ApiKeyStore(keys, config.plans), new RateLimiter(deps.rateLimitStore ?? new MemoryRateLimitStore()));
+  const stores = createStores(config.stores, log, metrics);
+  const access = new AccessControl(new ApiKeyStore(keys, config.plans), new RateLimiter(deps.rateLimitStore ?? stores.rateLimits));
   const gateway = new Gateway({
     table: createMethodTable(),
     policies: createPolicies(),
@@ -54,8 +58,9 @@ export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[
     corsOrigins: config.corsOrigins,
     log,
     metrics,
+    closers: [() => stores.close()],
     subscriptions: config.subscriptions,
   });
   const tls = config.tls ? { cert: readFileSync(config.tls.certFile), key: readFileSync(config.tls.keyFile) } : undefined;
-  return { gateway, server: createNodegateServer(gateway, { wsPingIntervalMs: config.websocket.pingIntervalMs, tls, drainMs: config.drainMs }) };
+  return { gateway, stores, server: createNodegateServer(gateway, { wsPingIntervalMs: config.websocket.pingIntervalMs, tls, drainMs: config.drainMs }) };
 }

@@ -15,11 +15,13 @@
  *   NODEGATE_API_KEYS      comma-separated accepted keys, each optionally "key:plan" (default plan core;
  *                          default: one generated development key on the growth plan)
  *   NODEGATE_LOG_LEVEL     pino level (default info)
+ *   NODEGATE_REDIS_URL     redis:// or rediss:// URL: rate-limit counters and the cache are shared there
  *   NODEGATE_CONFIG        path of the YAML configuration file
  */
 import { readFileSync } from "node:fs";
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from "yaml";
 import type { ChainFamily } from "./methods/method-table.js";
+import { parseRedisUrl } from "./redis/redis-url.js";
 
 export const PLANS = ["core", "growth", "custom"] as const;
 export type Plan = (typeof PLANS)[number];
@@ -164,8 +166,19 @@ export interface Config {
   drainMs: number;
   /** WebSocket keep-alive and reconnect timing. */
   websocket: WebSocketSettings;
+  /** Where rate-limit counters and the cache live (in process unless Redis is configured). */
+  stores?: StoresConfig;
   /** Subscriptions and streams. */
   subscriptions: SubscriptionSettings;
+}
+
+export interface StoresConfig {
+  /** redis:// or rediss:// URL; unset keeps rate-limit counters and the cache in process. */
+  redisUrl?: string;
+  /** Prepended to every Redis key, so several deployments can share one Redis. Default "nodegate:". */
+  keyPrefix?: string;
+  /** A Redis command unanswered this long counts as Redis being down, in ms. Default 500. */
+  timeoutMs?: number;
 }
 
 export class ConfigError extends Error {
@@ -508,6 +521,24 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
   }
   r.keys(["cors"], ["origins"]);
   config.corsOrigins = r.strings(["cors", "origins"]) ?? config.corsOrigins;
+  if (r.has(["stores"])) {
+    r.keys(["stores"], ["redisUrl", "keyPrefix", "timeoutMs"]);
+    const stores: StoresConfig = {};
+    const redisUrl = r.string(["stores", "redisUrl"]);
+    if (redisUrl !== undefined) {
+      try {
+        parseRedisUrl(redisUrl);
+      } catch (err) {
+        r.fail(["stores", "redisUrl"], (err as Error).message);
+      }
+      stores.redisUrl = redisUrl;
+    }
+    const keyPrefix = r.string(["stores", "keyPrefix"]);
+    if (keyPrefix !== undefined) stores.keyPrefix = keyPrefix;
+    const timeoutMs = r.number(["stores", "timeoutMs"], 1, 60_000);
+    if (timeoutMs !== undefined) stores.timeoutMs = timeoutMs;
+    config.stores = stores;
+  }
 }
 
 /* ------------------------------------------------------------------ */
@@ -561,6 +592,14 @@ export function applyEnv(config: Config, env: NodeJS.ProcessEnv): void {
     if (keys.length > 0) config.keys = keys;
   }
   if (env.NODEGATE_LOG_LEVEL) config.logLevel = env.NODEGATE_LOG_LEVEL;
+  if (env.NODEGATE_REDIS_URL) {
+    try {
+      parseRedisUrl(env.NODEGATE_REDIS_URL);
+    } catch (err) {
+      fail("NODEGATE_REDIS_URL")((err as Error).message);
+    }
+    config.stores = { ...config.stores, redisUrl: env.NODEGATE_REDIS_URL };
+  }
 }
 
 /** Loads defaults, then the YAML file (if any), then the environment, and validates the result. */

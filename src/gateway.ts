@@ -6,8 +6,10 @@
 import { Code } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { AccessControl } from "./auth/access-control.js";
+import type { ApiKey } from "./auth/api-keys.js";
 import { DEFAULT_SUBSCRIPTIONS, type Limits, type PassThroughConfig, type SubscriptionSettings } from "./config.js";
 import { GatewayError } from "./errors/gateway-error.js";
+import type { InvokeContext } from "./methods/invoke.js";
 import type { ChainFamily, MethodTable } from "./methods/method-table.js";
 import type { MethodPolicy } from "./methods/policy.js";
 import type { Metrics } from "./observability/metrics.js";
@@ -26,6 +28,8 @@ export interface GatewayOptions {
   corsOrigins: readonly string[];
   log: Logger;
   metrics: Metrics;
+  /** Released by close() after the networks (shared stores' connections). */
+  closers?: readonly (() => Promise<void>)[];
   /** Subscriptions and streams; defaults when unset. */
   subscriptions?: SubscriptionSettings | undefined;
 }
@@ -43,6 +47,7 @@ export class Gateway {
   readonly subscriptions: SubscriptionHubs;
   readonly #networks: Map<string, Network>;
   readonly #passThrough: Set<string>;
+  readonly #closers: readonly (() => Promise<void>)[];
 
   constructor(options: GatewayOptions) {
     this.table = options.table;
@@ -57,6 +62,7 @@ export class Gateway {
     this.#networks = new Map(options.networks.map((n) => [n.name, n]));
     if (!this.#networks.has(options.defaultNetwork)) throw new Error(`default network ${options.defaultNetwork} is not configured`);
     this.#passThrough = new Set(options.passThrough.methods);
+    this.#closers = options.closers ?? [];
     if (options.passThrough.allowWrites) this.#passThrough.add("eth_sendRawTransaction");
   }
 
@@ -81,6 +87,11 @@ export class Gateway {
     return [...this.#networks.values()].find((n) => n.family === family);
   }
 
+  /** The context a caller's calls run in, on either door. */
+  invokeContext(key: ApiKey, network: Network, signal: AbortSignal): InvokeContext {
+    return { access: this.access, key, network, limits: this.limits, policies: this.policies, signal };
+  }
+
   networks(): Network[] {
     return [...this.#networks.values()];
   }
@@ -93,5 +104,6 @@ export class Gateway {
   async close(): Promise<void> {
     await this.subscriptions.close();
     await Promise.all(this.networks().map((n) => n.close()));
+    await Promise.all(this.#closers.map((close) => close()));
   }
 }

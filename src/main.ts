@@ -52,6 +52,7 @@ Environment (overrides the file):
   NODEGATE_PORT, NODEGATE_HOST    listen address (default 127.0.0.1:8080)
   NODEGATE_API_KEYS               comma-separated keys, each optionally key:plan (core, growth, custom)
   NODEGATE_LOG_LEVEL              pino level (default info)
+  NODEGATE_REDIS_URL              redis:// URL: share rate-limit counters and the cache between instances
 
 See README.md and examples/nodegate.example.yaml.
 `;

@@ -7,7 +7,7 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import { type CallRequest, type CallResponse, CallResponseSchema, JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import type { Gateway } from "../gateway.js";
-import { runNativeCall } from "../jsonrpc/native-call.js";
+import { nativeCallContext, runNativeCall } from "../jsonrpc/native-call.js";
 import { resultText } from "../upstream/reply.js";
 import { toConnectError } from "./errors.js";
 import { credentialsFrom, NETWORK_HEADER } from "./typed-services.js";
@@ -27,20 +27,7 @@ async function call(gateway: Gateway, request: CallRequest, ctx: HandlerContext)
     if (typeof params !== "object" || params === null) {
       throw new ConnectError("params_json must be a JSON array or object", Code.InvalidArgument);
     }
-    const outcome = await runNativeCall(
-      { id: "0", method: request.method, params, paramsText },
-      {
-        table: gateway.table,
-        homeNetwork: (family) => gateway.homeNetwork(family)?.name,
-        passesThrough: (m) => gateway.passesThrough(m),
-        access: gateway.access,
-        key,
-        network,
-        limits: gateway.limits,
-        policies: gateway.policies,
-        signal: ctx.signal,
-      },
-    );
+    const outcome = await runNativeCall({ id: "0", method: request.method, params, paramsText }, nativeCallContext(gateway, key, network, ctx.signal));
     if (outcome.error !== undefined) throw outcome.error;
     return create(CallResponseSchema, { resultJson: resultText(outcome.result) });
   } catch (err) {

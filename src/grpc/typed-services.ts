@@ -43,14 +43,7 @@ async function handle(gateway: Gateway, spec: MethodSpec, request: Message, ctx:
         fix: home === undefined ? noNetworkOfFamily(spec.family) : `set the ${NETWORK_HEADER} header to "${home}"`,
       });
     }
-    const result = await invokeMethod(spec, request, {
-      access: gateway.access,
-      key,
-      network,
-      limits: gateway.limits,
-      policies: gateway.policies,
-      signal: ctx.signal,
-    }).catch((err: unknown) => {
+    const result = await invokeMethod(spec, request, gateway.invokeContext(key, network, ctx.signal)).catch((err: unknown) => {
       if (err instanceof CodecError) throw invalidParams(`invalid ${spec.rpc.input.name}: ${err.message}`);
       throw err;
     });

@@ -9,6 +9,7 @@ import { invalidRequest } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import type { Gateway } from "../gateway.js";
 import { answerJsonRpc, type CallRecord } from "./answer.js";
+import { nativeCallContext } from "./native-call.js";
 import { logAnswer } from "./answer-log.js";
 import type { NativeRoute } from "./paths.js";
 import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
@@ -103,15 +104,7 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       if (!res.writableFinished) abort.abort();
     });
     const answer = await answerJsonRpc(body, {
-      table: gateway.table,
-      homeNetwork: (family) => gateway.homeNetwork(family)?.name,
-      passesThrough: (method) => gateway.passesThrough(method),
-      access: gateway.access,
-      key,
-      network,
-      limits: gateway.limits,
-      policies: gateway.policies,
-      signal: abort.signal,
+      ...nativeCallContext(gateway, key, network, abort.signal),
       maxBatchSize: gateway.limits.maxBatchSize,
     });
     calls = answer.calls;

@@ -10,6 +10,9 @@ import { GatewayError } from "../errors/gateway-error.js";
 import { type InvokeContext, invokeMethod, invokePassThrough } from "../methods/invoke.js";
 import type { ChainFamily, MethodTable } from "../methods/method-table.js";
 import { InvalidParamsError } from "../methods/params-codec.js";
+import type { ApiKey } from "../auth/api-keys.js";
+import type { Gateway } from "../gateway.js";
+import type { Network } from "../upstream/network.js";
 import type { UpstreamResult } from "../upstream/reply.js";
 import type { Call } from "./envelope.js";
 
@@ -26,6 +29,16 @@ export interface NativeCallContext extends InvokeContext {
 
 /** Methods that need a connection that stays open. */
 const SUBSCRIPTION_METHODS = new Set(["eth_subscribe", "eth_unsubscribe"]);
+
+/** The context of one native caller: its key, network and cancellation, with the gateway's table and allowlist. */
+export function nativeCallContext(gateway: Gateway, key: ApiKey, network: Network, signal: AbortSignal): NativeCallContext {
+  return {
+    ...gateway.invokeContext(key, network, signal),
+    table: gateway.table,
+    homeNetwork: (family) => gateway.homeNetwork(family)?.name,
+    passesThrough: (method) => gateway.passesThrough(method),
+  };
+}
 
 function wrongFamilyFix(family: ChainFamily, ctx: NativeCallContext): string {
   if (ctx.homeNetwork === undefined) return "send it to a network of that family (/<network>/v3/<KEY>)";

@@ -15,6 +15,7 @@ import type { Network } from "../upstream/network.js";
 import type { ApiKey } from "../auth/api-keys.js";
 import { type AnswerContext, answerJsonRpc } from "./answer.js";
 import { logAnswer } from "./answer-log.js";
+import { nativeCallContext } from "./native-call.js";
 import { matchNativeRoute } from "./paths.js";
 import { createWsSubscriptionSession } from "./ws-subscriptions.js";
 
@@ -98,18 +99,7 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
       bufferSize: gateway.subscriptions.settings.clientBufferSize,
       log: gateway.log,
     });
-    const ctx: AnswerContext = {
-      table: gateway.table,
-      homeNetwork: (family) => gateway.homeNetwork(family)?.name,
-      passesThrough: (method) => gateway.passesThrough(method),
-      access: gateway.access,
-      key,
-      network,
-      limits: gateway.limits,
-      policies: gateway.policies,
-      signal: state.abort.signal,
-      maxBatchSize: gateway.limits.maxBatchSize,
-    };
+    const ctx: AnswerContext = { ...nativeCallContext(gateway, key, network, state.abort.signal), maxBatchSize: gateway.limits.maxBatchSize };
 
     ws.on("pong", () => {
       state.alive = true;

@@ -1,5 +1,6 @@
 import { callGasCap, estimateGasBounds } from "./policies/gas-cap.js";
 import { getLogsLimits } from "./policies/get-logs-limits.js";
+import { pendingReceiptsAreLatest } from "./policies/pending-receipts.js";
 import type { MethodPolicy } from "./policy.js";
 
 /** The policies nodegate applies, by JSON-RPC method. */
@@ -8,5 +9,6 @@ export function createPolicies(): ReadonlyMap<string, MethodPolicy> {
     ["eth_getLogs", getLogsLimits],
     ["eth_call", callGasCap],
     ["eth_estimateGas", estimateGasBounds],
+    ["eth_getBlockReceipts", pendingReceiptsAreLatest],
   ]);
 }

@@ -10,9 +10,11 @@ import type { CodecRegistry, ValueCodec } from "../codec/message-codec.js";
 /** How one param is read and written, beyond its field's codec. */
 export interface ParamRules {
   /**
-   * The native path accepts the param absent (the node applies its default),
-   * and a typed caller who leaves it unset (or empty, for a list) sends none
-   * when no whenUnset is given and no later param is set.
+   * The native path accepts the param absent: with a whenUnset, nodegate sends
+   * that in its place (not every node has the default: Anvil requires the
+   * block of eth_getStorageAt); without one, the node applies its default. A
+   * typed caller who leaves it unset (or empty, for a list) sends none when no
+   * whenUnset is given and no later param is set.
    */
   optional?: boolean;
   /** JSON text sent when a typed caller leaves the field unset (for a block: "latest"). */
@@ -153,6 +155,7 @@ export class ParamsCodec<M extends Message = Message> {
         if (!plan.rules.optional) {
           throw new InvalidParamsError(`missing value for required argument ${plan.index} (${plan.displayName})`);
         }
+        if (plan.rules.whenUnset !== undefined) rewrite = true;
         continue;
       }
       try {

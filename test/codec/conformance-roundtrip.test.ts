@@ -1,28 +1,24 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { equals } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { createMethodTable } from "../../src/methods/default-table.js";
 import type { MethodSpec } from "../../src/methods/method-table.js";
+import { CONFORMANCE_DIR, conformanceCases, SHARED_CONFORMANCE_DIR } from "../support/conformance.js";
 
-const dir = join(import.meta.dirname, "../../../shared/conformance/execution-apis");
 const table = createMethodTable();
+const cases = conformanceCases();
 
-interface Case {
-  file: string;
-  method: string;
-  request: { params?: unknown };
-  response: { result?: unknown; error?: unknown };
-}
-
-const cases: Case[] = readdirSync(dir)
-  .filter((f) => f.endsWith(".jsonl"))
-  .flatMap((f) =>
-    readFileSync(join(dir, f), "utf8")
-      .split("\n")
-      .filter(Boolean)
-      .map((line) => JSON.parse(line) as Case),
-  );
+describe("the vendored conformance fixtures", () => {
+  // The copy must be the shared original, byte for byte, wherever the original is present.
+  it.runIf(existsSync(SHARED_CONFORMANCE_DIR))("equal ../shared/conformance/execution-apis (skipped where the workspace has no shared folder)", () => {
+    const names = readdirSync(SHARED_CONFORMANCE_DIR).sort();
+    expect(readdirSync(CONFORMANCE_DIR).filter((f) => f !== "SOURCE.md").sort()).toEqual(names);
+    for (const name of names) {
+      expect(readFileSync(join(CONFORMANCE_DIR, name), "utf8"), name).toBe(readFileSync(join(SHARED_CONFORMANCE_DIR, name), "utf8"));
+    }
+  });
+});
 
 /** Hex case aside: addresses may come checksummed; nodegate writes lowercase. */
 function lowerHex(value: unknown): unknown {

@@ -14,9 +14,10 @@ import { BlockTransactionsSchema } from "../../gen/nodegate/eth/v1/block_pb.js";
 import { TransactionSchema } from "../../gen/nodegate/eth/v1/transaction_pb.js";
 import { type MethodSpec } from "../../src/methods/method-table.js";
 import { createMethodTable } from "../../src/methods/default-table.js";
+import { CONFORMANCE_DIR } from "../support/conformance.js";
 import { loadFixture } from "../support/fixture-upstream.js";
 
-const conformanceDir = join(import.meta.dirname, "../../../shared/conformance/execution-apis");
+const conformanceDir = CONFORMANCE_DIR;
 const table = createMethodTable();
 
 interface ResultSample {

@@ -16,6 +16,7 @@ import {
 } from "../../src/config.js";
 import type { Gateway } from "../../src/gateway.js";
 import { createLogger } from "../../src/log.js";
+import type { Stores } from "../../src/stores/create-stores.js";
 
 export interface TestNodegate {
   /** Base URL, http://127.0.0.1:PORT */
@@ -29,6 +30,8 @@ export interface TestNodegate {
   /** Native WebSocket URL for `key`: ws://127.0.0.1:PORT/ws/v3/<key> */
   wsUrl: string;
   gateway: Gateway;
+  /** Rate-limit and cache stores (Redis when config.stores.redisUrl is set). */
+  stores: Stores;
   logs: Record<string, unknown>[];
   close(): Promise<void>;
 }
@@ -78,7 +81,7 @@ export async function startNodegate(options: StartOptions): Promise<TestNodegate
       done();
     },
   });
-  const { gateway, server } = createApp(config, createLogger(config.logLevel, sink), keys);
+  const { gateway, server, stores } = createApp(config, createLogger(config.logLevel, sink), keys);
   const address = await server.listen(0, "127.0.0.1");
   const key = (keys[0] as KeyConfig).key;
   return {
@@ -89,6 +92,7 @@ export async function startNodegate(options: StartOptions): Promise<TestNodegate
     rpcUrl: `http://127.0.0.1:${address.port}/v3/${key}`,
     wsUrl: `ws://127.0.0.1:${address.port}/ws/v3/${key}`,
     gateway,
+    stores,
     logs,
     close: () => server.close(),
   };

@@ -1,0 +1,53 @@
+/**
+ * The README's generated tables (methods, JSON-RPC <-> gRPC errors), rendered
+ * from the method table and the code map so the README cannot drift from
+ * the code. `npm run docs:tables` rewrites them; a test checks them.
+ */
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Code } from "@connectrpc/connect";
+import { JSONRPC_TO_GRPC, GRPC_TO_JSONRPC } from "../src/errors/code-map.js";
+import { createMethodTable } from "../src/methods/default-table.js";
+
+const README = join(import.meta.dirname, "../README.md");
+
+function grpcName(code: Code): string {
+  return Code[code].replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
+}
+
+export function renderTables(): Record<string, string> {
+  const methods = [
+    "| JSON-RPC method | Typed RPC | Params (positional order; named for Starknet) |",
+    "|---|---|---|",
+    ...createMethodTable()
+      .all()
+      .map((s) => `| \`${s.jsonrpcMethod}\` | \`${s.service.typeName}/${s.rpc.name}\` | ${s.params.names.map((n) => `\`${n}\``).join(", ") || "none"} |`),
+  ].join("\n");
+  const errors = [
+    "| JSON-RPC code | Meaning | gRPC status |",
+    "|---|---|---|",
+    ...JSONRPC_TO_GRPC.map((r) => `| \`${r.jsonrpc}\` | ${r.meaning} | \`${grpcName(r.grpc)}\` |`),
+    "",
+    "A status without a `JsonRpcError` detail (none of nodegate's) maps back by its code:",
+    "",
+    "| gRPC status | JSON-RPC code |",
+    "|---|---|",
+    ...[...GRPC_TO_JSONRPC].map(([grpc, jsonrpc]) => `| \`${grpcName(grpc)}\` | \`${jsonrpc}\` |`),
+  ].join("\n");
+  return { methods, errors };
+}
+
+export function sections(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const m of text.matchAll(/<!-- generated:(\w+) -->\n([\s\S]*?)\n<!-- \/generated:\1 -->/g)) out[m[1] as string] = m[2] as string;
+  return out;
+}
+
+if (process.argv[1] === import.meta.filename) {
+  let text = readFileSync(README, "utf8");
+  for (const [name, table] of Object.entries(renderTables())) {
+    text = text.replace(new RegExp(`(<!-- generated:${name} -->\\n)[\\s\\S]*?(\\n<!-- /generated:${name} -->)`), `$1${table}$2`);
+  }
+  writeFileSync(README, text);
+  process.stdout.write("README tables updated\n");
+}

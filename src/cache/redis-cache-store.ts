@@ -1,0 +1,60 @@
+/**
+ * The cache store shared by several nodegate instances: values in Redis under
+ * a key prefix, expiring with PX. While Redis is unreachable or refuses
+ * (OOM, READONLY), reads miss and writes are dropped: a cache must not turn a
+ * Redis outage into a nodegate outage.
+ */
+import type { RedisClient } from "../redis/resp-client.js";
+import type { StoreErrorReporter } from "../stores/store-errors.js";
+import type { CacheStore } from "./store.js";
+
+export interface RedisCacheStoreOptions {
+  /** Prepended to every key ("nodegate:" gives "nodegate:cache:<key>"). */
+  keyPrefix: string;
+  report: StoreErrorReporter;
+}
+
+export class RedisCacheStore implements CacheStore {
+  readonly #client: RedisClient;
+  readonly #prefix: string;
+  readonly #report: StoreErrorReporter;
+
+  constructor(client: RedisClient, options: RedisCacheStoreOptions) {
+    this.#client = client;
+    this.#prefix = `${options.keyPrefix}cache:`;
+    this.#report = options.report;
+  }
+
+  async get(key: string): Promise<Buffer | undefined> {
+    if (this.#client.state !== "ready") return undefined;
+    try {
+      const reply = await this.#client.command(["GET", this.#prefix + key]);
+      return Buffer.isBuffer(reply) ? reply : undefined;
+    } catch (err) {
+      this.#report("cache", err);
+      return undefined;
+    }
+  }
+
+  async set(key: string, value: Buffer, ttlMs?: number): Promise<void> {
+    if (this.#client.state !== "ready") return;
+    const args = ttlMs === undefined ? ["SET", this.#prefix + key, value] : ["SET", this.#prefix + key, value, "PX", Math.max(1, Math.ceil(ttlMs))];
+    try {
+      await this.#client.command(args);
+    } catch (err) {
+      this.#report("cache", err);
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    if (this.#client.state !== "ready") return;
+    try {
+      await this.#client.command(["DEL", this.#prefix + key]);
+    } catch (err) {
+      this.#report("cache", err);
+    }
+  }
+
+  /** The Redis connection is shared with the other stores; its owner closes it. */
+  async close(): Promise<void> {}
+}

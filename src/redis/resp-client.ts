@@ -1,0 +1,255 @@
+/**
+ * A small Redis client (RESP2 over one TCP or TLS connection) for the shared
+ * stores: commands are pipelined (written as they come, answered in order),
+ * the connection is re-opened with backoff when it drops, and nothing waits
+ * on a Redis that is not there. While disconnected, a command fails at once
+ * with RedisUnavailableError, so callers can fall back instead of queueing
+ * requests behind an outage; a command left unanswered past its deadline
+ * fails the same way and the connection is replaced, since a silent server
+ * cannot be told apart from a dead one.
+ */
+import net from "node:net";
+import tls from "node:tls";
+import { type BackoffOptions, backoffDelay } from "../upstream/backoff.js";
+import { parseRedisUrl, type RedisEndpoint } from "./redis-url.js";
+import { encodeCommand, type RedisArgument, type RedisReply, RedisReplyError, RespParser } from "./resp.js";
+
+export { parseRedisUrl, redactRedisUrl, type RedisEndpoint } from "./redis-url.js";
+export { RedisReplyError, type RedisArgument, type RedisReply } from "./resp.js";
+
+/** Redis could not take or answer the command (down, connecting, timed out, closed). */
+export class RedisUnavailableError extends Error {
+  override name = "RedisUnavailableError";
+}
+
+export type RedisClientState = "connecting" | "ready" | "down" | "closed";
+
+export interface RedisClientOptions {
+  url: string;
+  /** A command unanswered this long fails and the connection is replaced, in ms. Default 500. */
+  commandTimeoutMs?: number;
+  /** Longest wait for a connection (and its AUTH/SELECT), in ms. Default 2000. */
+  connectTimeoutMs?: number;
+  /** Delay between reconnect attempts. Default 100 ms doubling to 5 s. */
+  reconnect?: BackoffOptions;
+  /** Extra TLS settings for rediss:// (a private CA, for example). */
+  tls?: tls.ConnectionOptions;
+}
+
+interface Pending {
+  resolve(reply: RedisReply): void;
+  reject(err: Error): void;
+  timer: NodeJS.Timeout | undefined;
+}
+
+interface Waiting {
+  payload: Buffer;
+  pending: Pending;
+}
+
+type StateListener = (state: RedisClientState, error: Error | undefined) => void;
+
+export class RedisClient {
+  readonly endpoint: RedisEndpoint;
+  readonly #commandTimeoutMs: number;
+  readonly #connectTimeoutMs: number;
+  readonly #reconnect: BackoffOptions;
+  readonly #tls: tls.ConnectionOptions | undefined;
+  readonly #parser = new RespParser();
+  readonly #listeners = new Set<StateListener>();
+  #state: RedisClientState = "connecting";
+  #socket: net.Socket | undefined;
+  /** Written to the current socket, answered in this order. */
+  #inFlight: Pending[] = [];
+  /** Sent while the connection was being opened; written once it is ready. */
+  #waiting: Waiting[] = [];
+  #attempt = 0;
+  #retryTimer: NodeJS.Timeout | undefined;
+  #connectTimer: NodeJS.Timeout | undefined;
+  #corked = false;
+  #lastError: Error | undefined;
+
+  constructor(options: RedisClientOptions) {
+    this.endpoint = parseRedisUrl(options.url);
+    this.#commandTimeoutMs = options.commandTimeoutMs ?? 500;
+    this.#connectTimeoutMs = options.connectTimeoutMs ?? 2000;
+    this.#reconnect = options.reconnect ?? { minDelayMs: 100, maxDelayMs: 5000 };
+    this.#tls = options.tls;
+    this.#open();
+  }
+
+  get state(): RedisClientState {
+    return this.#state;
+  }
+
+  /** Why the connection last failed, if it did. */
+  get lastError(): Error | undefined {
+    return this.#lastError;
+  }
+
+  /** Called on every state change; returns a function that stops the calls. */
+  onStateChange(listener: StateListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Resolves once the client is ready; rejects if the attempt under way fails. */
+  ready(): Promise<void> {
+    if (this.#state === "ready") return Promise.resolve();
+    if (this.#state !== "connecting") return Promise.reject(this.#unavailable());
+    return new Promise((resolve, reject) => {
+      const stop = this.onStateChange((state) => {
+        stop();
+        if (state === "ready") resolve();
+        else reject(this.#unavailable());
+      });
+    });
+  }
+
+  /**
+   * Sends one command. Resolves with the reply; rejects with RedisReplyError
+   * for an error reply and RedisUnavailableError when Redis cannot answer.
+   */
+  command(args: readonly RedisArgument[]): Promise<RedisReply> {
+    if (this.#state === "down" || this.#state === "closed") return Promise.reject(this.#unavailable());
+    const payload = encodeCommand(args);
+    return new Promise<RedisReply>((resolve, reject) => {
+      const pending: Pending = { resolve, reject, timer: undefined };
+      if (this.#state === "connecting") this.#waiting.push({ payload, pending });
+      else this.#write(payload, pending);
+    });
+  }
+
+  /** Closes the connection; commands still waiting fail. Reconnecting stops. */
+  async close(): Promise<void> {
+    if (this.#state === "closed") return;
+    clearTimeout(this.#retryTimer);
+    clearTimeout(this.#connectTimer);
+    const socket = this.#socket;
+    this.#fail(new RedisUnavailableError("redis client closed"));
+    this.#setState("closed", undefined);
+    if (socket !== undefined && !socket.destroyed) {
+      await new Promise<void>((resolve) => {
+        socket.once("close", () => resolve());
+        socket.destroy();
+      });
+    }
+  }
+
+  #unavailable(): RedisUnavailableError {
+    if (this.#state === "closed") return new RedisUnavailableError("redis client closed");
+    const reason = this.#lastError ? `: ${this.#lastError.message}` : "";
+    return new RedisUnavailableError(`redis at ${this.endpoint.host}:${this.endpoint.port} is unavailable${reason}`);
+  }
+
+  #setState(state: RedisClientState, error: Error | undefined): void {
+    if (state === this.#state) return;
+    this.#state = state;
+    for (const listener of [...this.#listeners]) listener(state, error);
+  }
+
+  #open(): void {
+    const { host, port } = this.endpoint;
+    const socket = this.endpoint.tls
+      ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host, ...this.#tls })
+      : net.connect({ host, port });
+    this.#socket = socket;
+    this.#parser.reset();
+    socket.setNoDelay(true);
+    socket.setKeepAlive(true, 10_000);
+    this.#connectTimer = setTimeout(() => socket.destroy(new Error(`no connection within ${this.#connectTimeoutMs} ms`)), this.#connectTimeoutMs);
+    socket.once(this.endpoint.tls ? "secureConnect" : "connect", () => void this.#handshake(socket));
+    socket.on("data", (chunk: Buffer) => this.#onData(socket, chunk));
+    socket.on("error", (err) => {
+      this.#lastError = err;
+    });
+    socket.once("close", () => this.#onClose(socket));
+  }
+
+  async #handshake(socket: net.Socket): Promise<void> {
+    const { username, password, db } = this.endpoint;
+    const steps: RedisArgument[][] = [];
+    if (password !== undefined) steps.push(username !== undefined ? ["AUTH", username, password] : ["AUTH", password]);
+    if (db !== 0) steps.push(["SELECT", db]);
+    try {
+      await Promise.all(steps.map((args) => new Promise<RedisReply>((resolve, reject) => this.#write(encodeCommand(args), { resolve, reject, timer: undefined }))));
+    } catch (err) {
+      socket.destroy(err as Error);
+      return;
+    }
+    if (socket !== this.#socket || this.#state !== "connecting") return;
+    clearTimeout(this.#connectTimer);
+    this.#attempt = 0;
+    this.#lastError = undefined;
+    const waiting = this.#waiting;
+    this.#waiting = [];
+    this.#setState("ready", undefined);
+    for (const w of waiting) this.#write(w.payload, w.pending);
+  }
+
+  #write(payload: Buffer, pending: Pending): void {
+    const socket = this.#socket as net.Socket;
+    pending.timer = setTimeout(() => {
+      socket.destroy(new Error(`no reply within ${this.#commandTimeoutMs} ms`));
+    }, this.#commandTimeoutMs);
+    this.#inFlight.push(pending);
+    // Commands issued in the same tick leave in one write (one TCP segment where they fit).
+    if (!this.#corked) {
+      this.#corked = true;
+      socket.cork();
+      process.nextTick(() => {
+        this.#corked = false;
+        socket.uncork();
+      });
+    }
+    socket.write(payload);
+  }
+
+  #onData(socket: net.Socket, chunk: Buffer): void {
+    if (socket !== this.#socket) return;
+    let replies: RedisReply[];
+    try {
+      replies = this.#parser.push(chunk);
+    } catch (err) {
+      socket.destroy(err as Error);
+      return;
+    }
+    for (const reply of replies) {
+      const pending = this.#inFlight.shift();
+      if (pending === undefined) {
+        socket.destroy(new Error("a reply arrived for no command"));
+        return;
+      }
+      clearTimeout(pending.timer);
+      if (reply instanceof RedisReplyError) pending.reject(reply);
+      else pending.resolve(reply);
+    }
+  }
+
+  #fail(err: Error): void {
+    const inFlight = this.#inFlight;
+    const waiting = this.#waiting;
+    this.#inFlight = [];
+    this.#waiting = [];
+    for (const p of inFlight) {
+      clearTimeout(p.timer);
+      p.reject(err);
+    }
+    for (const w of waiting) w.pending.reject(err);
+  }
+
+  #onClose(socket: net.Socket): void {
+    if (socket !== this.#socket) return;
+    clearTimeout(this.#connectTimer);
+    this.#socket = undefined;
+    if (this.#state === "closed") return;
+    this.#lastError ??= new Error("connection closed");
+    this.#setState("down", this.#lastError);
+    this.#fail(this.#unavailable());
+    const delay = backoffDelay(this.#attempt++, this.#reconnect);
+    this.#retryTimer = setTimeout(() => {
+      this.#setState("connecting", undefined);
+      this.#open();
+    }, delay);
+  }
+}

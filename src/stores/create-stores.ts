@@ -1,0 +1,68 @@
+/**
+ * The stores behind rate limits and the cache, chosen by the `stores`
+ * settings: in process by default, in Redis when `stores.redisUrl` is set so
+ * that several instances share them. nodegate starts and serves whether or
+ * not Redis answers; the Redis state is logged on each change and exported as
+ * the nodegate_redis_up gauge.
+ */
+import type { Logger } from "pino";
+import { Gauge } from "prom-client";
+import { MemoryRateLimitStore, type RateLimitStore } from "../auth/rate-limiter.js";
+import { RedisRateLimitStore } from "../auth/redis-rate-limit-store.js";
+import { MemoryCacheStore } from "../cache/memory-cache-store.js";
+import { RedisCacheStore } from "../cache/redis-cache-store.js";
+import type { CacheStore } from "../cache/store.js";
+import type { StoresConfig } from "../config.js";
+import type { Metrics } from "../observability/metrics.js";
+import { RedisClient, redactRedisUrl } from "../redis/resp-client.js";
+import { throttledStoreErrors } from "./store-errors.js";
+
+export const DEFAULT_KEY_PREFIX = "nodegate:";
+export const DEFAULT_REDIS_TIMEOUT_MS = 500;
+
+export interface Stores {
+  kind: "memory" | "redis";
+  rateLimits: RateLimitStore;
+  cache: CacheStore;
+  /** The shared connection, when kind is redis. */
+  redis: RedisClient | undefined;
+  close(): Promise<void>;
+}
+
+export function createStores(config: StoresConfig | undefined, log: Logger, metrics: Metrics): Stores {
+  const local = new MemoryRateLimitStore();
+  if (config?.redisUrl === undefined) {
+    const cache = new MemoryCacheStore();
+    return { kind: "memory", rateLimits: local, cache, redis: undefined, close: () => cache.close() };
+  }
+
+  const shown = redactRedisUrl(config.redisUrl);
+  const keyPrefix = config.keyPrefix ?? DEFAULT_KEY_PREFIX;
+  const client = new RedisClient({ url: config.redisUrl, commandTimeoutMs: config.timeoutMs ?? DEFAULT_REDIS_TIMEOUT_MS });
+  const up = new Gauge({
+    name: "nodegate_redis_up",
+    help: "1 while the shared Redis store is connected; 0 while rate limits are counted per instance and the cache misses.",
+    registers: [metrics.registry],
+  });
+  up.set(0);
+  // Reconnect attempts fail one after another during an outage: say so once, and once when it ends.
+  let announcedDown = false;
+  client.onStateChange((state, error) => {
+    up.set(state === "ready" ? 1 : 0);
+    if (state === "ready") {
+      announcedDown = false;
+      log.info({ redis: shown }, "redis connected: rate limits and cache are shared with the other instances");
+    } else if (state === "down" && !announcedDown) {
+      announcedDown = true;
+      log.warn({ redis: shown, err: error?.message }, "redis unavailable: rate limits are counted per instance and the cache misses until it is back");
+    }
+  });
+  const report = throttledStoreErrors(log);
+  return {
+    kind: "redis",
+    rateLimits: new RedisRateLimitStore(client, { keyPrefix, fallback: local, report }),
+    cache: new RedisCacheStore(client, { keyPrefix, report }),
+    redis: client,
+    close: () => client.close(),
+  };
+}

@@ -1,0 +1,229 @@
+/**
+ * The Redis client against a real redis-server: reply types, binary values,
+ * pipelining order, error replies, AUTH and SELECT from the URL, a Redis that
+ * goes away (fail fast) and comes back (reconnect), and a Redis that stops
+ * answering (the command fails, the connection is replaced).
+ */
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseRedisUrl, redactRedisUrl, RedisClient, type RedisClientState, RedisReplyError, RedisUnavailableError } from "../../src/redis/resp-client.js";
+import { redisRequirement, type RedisServer, startRedisServer } from "../support/redis-server.js";
+import { requiredTitle } from "../support/system-packages.js";
+import { startTcpProxy } from "../support/tcp-proxy.js";
+
+const FAST_RECONNECT = { minDelayMs: 10, maxDelayMs: 50 };
+
+function nextState(client: RedisClient, wanted: RedisClientState): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = client.onStateChange((state) => {
+      if (state === wanted) {
+        stop();
+        resolve();
+      }
+    });
+  });
+}
+
+describe("parseRedisUrl", () => {
+  it("reads host, port, TLS, user, password and database", () => {
+    expect(parseRedisUrl("redis://cache.internal")).toEqual({ host: "cache.internal", port: 6379, tls: false, username: undefined, password: undefined, db: 0 });
+    expect(parseRedisUrl("rediss://app:p%40ss@10.0.0.5:6380/2")).toEqual({ host: "10.0.0.5", port: 6380, tls: true, username: "app", password: "p@ss", db: 2 });
+    expect(parseRedisUrl("redis://:secret@[::1]:7000")).toMatchObject({ host: "::1", port: 7000, username: undefined, password: "secret" });
+  });
+
+  it("says what is wrong with a bad URL", () => {
+    expect(() => parseRedisUrl("cache:6379")).toThrow("want a redis:// or rediss:// URL");
+    expect(() => parseRedisUrl("http://cache:6379")).toThrow("want a redis:// or rediss:// URL");
+    expect(() => parseRedisUrl("redis://cache/keys")).toThrow('want a database number after the host, got "/keys"');
+    expect(() => parseRedisUrl("not a url")).toThrow("not a URL");
+  });
+
+  it("hides the password when the URL is shown", () => {
+    expect(redactRedisUrl("redis://:hunter2@cache:6379/1")).toBe("redis://:***@cache:6379/1");
+    expect(redactRedisUrl("redis://cache:6379")).toBe("redis://cache:6379");
+  });
+});
+
+describe.skipIf(redisRequirement.skip)("RedisClient against redis-server", () => {
+  if (redisRequirement.missing !== undefined) {
+    it(requiredTitle(redisRequirement), () => {
+      throw new Error(redisRequirement.missing);
+    });
+    return;
+  }
+
+  let redis: RedisServer;
+  let client: RedisClient;
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    client = new RedisClient({ url: redis.url, reconnect: FAST_RECONNECT });
+    await client.ready();
+  });
+  afterAll(async () => {
+    await client?.close();
+    await redis?.stop();
+  });
+
+  it("returns each reply type", async () => {
+    expect(await client.command(["SET", "t:string", "v"])).toBe("OK");
+    expect(await client.command(["INCRBY", "t:n", 41])).toBe(41);
+    expect(await client.command(["GET", "t:missing"])).toBeNull();
+    expect(await client.command(["MGET", "t:string", "t:missing"])).toEqual([Buffer.from("v"), null]);
+    expect(await client.command(["LRANGE", "t:no-list", 0, -1])).toEqual([]);
+  });
+
+  it("round-trips every byte value and a value larger than a TCP chunk", async () => {
+    const allBytes = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+    await client.command(["SET", "t:bytes", allBytes]);
+    expect((await client.command(["GET", "t:bytes"])) as Buffer).toEqual(allBytes);
+    const large = Buffer.alloc(3 * 1024 * 1024);
+    for (let i = 0; i < large.length; i++) large[i] = (i * 31) & 0xff;
+    await client.command(["SET", "t:large", large]);
+    expect(((await client.command(["GET", "t:large"])) as Buffer).equals(large)).toBe(true);
+  });
+
+  it("answers pipelined commands in the order they were sent", async () => {
+    await client.command(["DEL", "t:counter"]);
+    const replies = await Promise.all(Array.from({ length: 2000 }, () => client.command(["INCR", "t:counter"])));
+    expect(replies).toEqual(Array.from({ length: 2000 }, (_, i) => i + 1));
+  });
+
+  it("rejects an error reply and stays usable", async () => {
+    await client.command(["SET", "t:wrongtype", "x"]);
+    const err = await client.command(["INCR", "t:wrongtype"]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RedisReplyError);
+    expect((err as RedisReplyError).message).toMatch(/^ERR value is not an integer/);
+    const wrongType = await client.command(["LPUSH", "t:wrongtype", "y"]).catch((e: unknown) => e);
+    expect((wrongType as RedisReplyError).kind).toBe("WRONGTYPE");
+    expect(await client.command(["PING"])).toBe("PONG");
+  });
+
+  it("selects the database named in the URL", async () => {
+    const db3 = new RedisClient({ url: `${redis.url}/3` });
+    try {
+      await db3.command(["SET", "t:db", "three"]);
+      expect(await client.command(["GET", "t:db"])).toBeNull();
+      expect(await db3.command(["GET", "t:db"])).toEqual(Buffer.from("three"));
+    } finally {
+      await db3.close();
+    }
+  });
+
+  it("fails at once while Redis is down, and reconnects when it is back", async () => {
+    const down = nextState(client, "down");
+    await redis.stop();
+    await down;
+    const err = await client.command(["PING"]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RedisUnavailableError);
+    expect((err as Error).message).toContain(`redis at 127.0.0.1:${redis.port} is unavailable`);
+    const ready = nextState(client, "ready");
+    await redis.start();
+    await ready;
+    expect(await client.command(["PING"])).toBe("PONG");
+  });
+
+  it("fails a command left unanswered and opens a new connection", async () => {
+    const proxy = await startTcpProxy(redis.port);
+    const viaProxy = new RedisClient({ url: `redis://127.0.0.1:${proxy.port}`, commandTimeoutMs: 100, reconnect: FAST_RECONNECT });
+    try {
+      await viaProxy.ready();
+      proxy.holdReplies(true);
+      const err = await viaProxy.command(["PING"]).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(RedisUnavailableError);
+      expect((err as Error).message).toContain("no reply within 100 ms");
+      proxy.holdReplies(false);
+      if (viaProxy.state !== "ready") await nextState(viaProxy, "ready");
+      expect(await viaProxy.command(["PING"])).toBe("PONG");
+      expect(proxy.accepted).toBe(2);
+    } finally {
+      await viaProxy.close();
+      await proxy.close();
+    }
+  });
+
+  it("fails commands still waiting when it is closed, and refuses new ones", async () => {
+    const closing = new RedisClient({ url: redis.url });
+    const pending = expect(closing.command(["PING"])).rejects.toThrow("redis client closed");
+    await closing.close();
+    await pending;
+    await expect(closing.command(["PING"])).rejects.toThrow("redis client closed");
+  });
+});
+
+describe.skipIf(redisRequirement.skip || redisRequirement.missing !== undefined)("RedisClient AUTH", () => {
+  let redis: RedisServer;
+  beforeAll(async () => {
+    redis = await startRedisServer({ args: ["--requirepass", "s3cret"] });
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  it("authenticates with the URL's password", async () => {
+    const client = new RedisClient({ url: `redis://:s3cret@127.0.0.1:${redis.port}` });
+    try {
+      expect(await client.command(["PING"])).toBe("PONG");
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("a wrong password keeps the client down, with Redis's reason", async () => {
+    const client = new RedisClient({ url: `redis://:wrong@127.0.0.1:${redis.port}`, reconnect: { minDelayMs: 10_000, maxDelayMs: 10_000 } });
+    try {
+      await expect(client.ready()).rejects.toThrow(/WRONGPASS/);
+      expect(client.state).toBe("down");
+      await expect(client.command(["PING"])).rejects.toThrow(/unavailable: WRONGPASS/);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("without a password, Redis's NOAUTH error reply comes back", async () => {
+    const client = new RedisClient({ url: redis.url });
+    try {
+      await expect(client.command(["GET", "x"])).rejects.toThrow(/^NOAUTH/);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe.skipIf(redisRequirement.skip || redisRequirement.missing !== undefined)("RedisClient over TLS (rediss://)", () => {
+  let redis: RedisServer;
+  let ca: Buffer;
+  beforeAll(async () => {
+    const dir = mkdtempSync(join(tmpdir(), "nodegate-redis-tls-"));
+    const [certFile, keyFile] = [join(dir, "cert.pem"), join(dir, "key.pem")];
+    await promisify(execFile)("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", keyFile, "-out", certFile, "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"]);
+    ca = readFileSync(certFile);
+    redis = await startRedisServer({ tls: { certFile, keyFile }, args: ["--requirepass", "tls-pass"] });
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  it("talks TLS to a server its CA vouches for, with AUTH inside the tunnel", async () => {
+    const client = new RedisClient({ url: `rediss://:tls-pass@localhost:${redis.port}`, tls: { ca } });
+    try {
+      expect(client.endpoint.tls).toBe(true);
+      expect(await client.command(["ECHO", "over tls"])).toEqual(Buffer.from("over tls"));
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("refuses a certificate it cannot verify", async () => {
+    const client = new RedisClient({ url: `rediss://:tls-pass@localhost:${redis.port}`, reconnect: { minDelayMs: 10_000, maxDelayMs: 10_000 } });
+    try {
+      await expect(client.ready()).rejects.toThrow(/self.signed certificate/);
+    } finally {
+      await client.close();
+    }
+  });
+});
