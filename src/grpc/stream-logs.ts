@@ -90,14 +90,7 @@ async function* streamLogs(gateway: Gateway, request: StreamLogsRequest, ctx: Ha
     const { key, network } = await admitEthCall(gateway, ctx, "eth_getLogs", filter.address.map(hex));
     const spec = gateway.table.byRpc(EthService.method.getLogs);
     if (spec === undefined) throw new ConnectError("eth_getLogs is not in the method table", Code.Unimplemented);
-    const invokeCtx: InvokeContext = {
-      access: gateway.access,
-      key,
-      network,
-      limits: gateway.limits,
-      policies: gateway.policies,
-      signal: ctx.signal,
-    };
+    const invokeCtx: InvokeContext = gateway.invokeContext(key, network, ctx.signal);
     const getLogs = async (pageFilter: LogFilter): Promise<Log[]> => {
       const result = await invokeMethod(spec, create(GetLogsRequestSchema, { filter: pageFilter }), invokeCtx).catch((err: unknown) => {
         if (err instanceof CodecError) throw invalidParams(`invalid filter: ${err.message}`);
