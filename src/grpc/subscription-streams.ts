@@ -42,7 +42,7 @@ import { credentialsFrom, NETWORK_HEADER } from "./typed-services.js";
 const hex = (bytes: Uint8Array): string => `0x${Buffer.from(bytes).toString("hex")}`;
 
 /** Any failure as a GatewayError (a bug becomes an internal error, logged with its cause). */
-export function asGatewayError(err: unknown): GatewayError {
+function asGatewayError(err: unknown): GatewayError {
   if (err instanceof GatewayError) return err;
   return new GatewayError({ code: -32603, message: "internal error", grpcCode: Code.Internal, cause: err });
 }

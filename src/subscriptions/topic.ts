@@ -10,8 +10,6 @@ import type { GatewayError } from "../errors/gateway-error.js";
 
 export type SubscriptionKind = "newHeads" | "logs" | "newPendingTransactions";
 
-export const SUBSCRIPTION_KINDS: readonly SubscriptionKind[] = ["newHeads", "logs", "newPendingTransactions"];
-
 /** A logs filter in canonical form. */
 export interface LogTopicFilter {
   /** Lowercase 20-byte addresses, sorted; empty matches any address. */
