@@ -59,6 +59,7 @@ export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[
     log,
     metrics,
     closers: [() => stores.close()],
+    subscriptions: config.subscriptions,
   });
   const tls = config.tls ? { cert: readFileSync(config.tls.certFile), key: readFileSync(config.tls.keyFile) } : undefined;
   return { gateway, stores, server: createNodegateServer(gateway, { wsPingIntervalMs: config.websocket.pingIntervalMs, tls, drainMs: config.drainMs }) };

@@ -46,22 +46,31 @@ export function closeUnlessIdentified(socket: Socket, t: ClientTimeouts): () => 
 /**
  * Watches an HTTP/2 session: its first stream must open within the headers
  * deadline (a client that trickles the preface or its first HEADERS is cut
- * off), and it is closed (GOAWAY) when it has had no stream open and no
- * traffic for the idle deadline. Sessions with open streams (a long server
- * stream) are left alone however quiet they are.
+ * off), and it is closed (GOAWAY) once it has had no stream open for the
+ * idle deadline. Sessions with open streams (a long server stream) are left
+ * alone however quiet they are. (Node's session.setTimeout is not used: with
+ * it set, a stream reset under unread writes no longer ends its handler.)
  */
 export function guardHttp2Session(session: http2.ServerHttp2Session, t: ClientTimeouts): void {
   let open = 0;
+  let idle: NodeJS.Timeout | undefined;
   const firstStream = setTimeout(() => session.destroy(), t.headersTimeoutMs).unref();
+  const startIdle = (): void => {
+    idle = setTimeout(() => {
+      if (open === 0 && !session.closed && !session.destroyed) session.close();
+    }, t.idleTimeoutMs).unref();
+  };
   session.on("stream", (stream: http2.ServerHttp2Stream) => {
     clearTimeout(firstStream);
+    clearTimeout(idle);
     open++;
     stream.once("close", () => {
       open--;
+      if (open === 0) startIdle();
     });
   });
-  session.setTimeout(t.idleTimeoutMs, () => {
-    if (open === 0 && !session.closed && !session.destroyed) session.close();
+  session.once("close", () => {
+    clearTimeout(firstStream);
+    clearTimeout(idle);
   });
-  session.once("close", () => clearTimeout(firstStream));
 }

@@ -94,6 +94,28 @@ export const DEFAULT_WEBSOCKET: WebSocketSettings = {
   reconnectMaxDelayMs: 1000,
 };
 
+/** Subscriptions and streams (eth_subscribe on the native WebSocket path, the typed Subscribe* and StreamLogs). */
+export interface SubscriptionSettings {
+  /** How often a network whose upstream speaks HTTP is polled for new blocks (and pending transactions), in ms. */
+  pollIntervalMs: number;
+  /** Events waiting for one slow client before its stream or connection is ended (RESOURCE_EXHAUSTED / close 1008). */
+  clientBufferSize: number;
+  /** How many recent blocks are remembered to detect a reorganization and take back the logs it removed. */
+  reorgWindowBlocks: number;
+  /** Most headers one gap or resume point may need fetched from history. */
+  maxBackfillBlocks: number;
+  /** First page size of StreamLogs and log backfills, in blocks; pages halve on a limit and grow back when sparse. */
+  logPageBlocks: number;
+}
+
+export const DEFAULT_SUBSCRIPTIONS: SubscriptionSettings = {
+  pollIntervalMs: 2000,
+  clientBufferSize: 8192,
+  reorgWindowBlocks: 64,
+  maxBackfillBlocks: 10_000,
+  logPageBlocks: 2000,
+};
+
 export interface Limits {
   /** Largest request body accepted on the native path, in bytes. */
   maxBodyBytes: number;
@@ -165,6 +187,8 @@ export interface Config {
   websocket: WebSocketSettings;
   /** Where rate-limit counters and the cache live (in process unless Redis is configured). */
   stores?: StoresConfig;
+  /** Subscriptions and streams. */
+  subscriptions: SubscriptionSettings;
 }
 
 export interface StoresConfig {
@@ -265,6 +289,7 @@ function defaults(): Config {
     websocket: { ...DEFAULT_WEBSOCKET },
     tls: undefined,
     drainMs: 10_000,
+    subscriptions: { ...DEFAULT_SUBSCRIPTIONS },
   };
 }
 
@@ -403,7 +428,7 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
   }
   const r = new FileReader(doc, lines, file, env);
   if (doc.contents === null) return;
-  r.keys([], ["listen", "upstreamTimeoutMs", "websocket", "circuitBreaker", "limits", "plans", "networks", "defaultNetwork", "keys", "passThrough", "cors", "log", "tls", "drainMs", "stores"]);
+  r.keys([], ["listen", "upstreamTimeoutMs", "websocket", "circuitBreaker", "limits", "plans", "networks", "defaultNetwork", "keys", "passThrough", "cors", "log", "tls", "drainMs", "stores", "subscriptions"]);
 
   r.keys(["listen"], ["host", "port"]);
   config.host = r.string(["listen", "host"]) ?? config.host;
@@ -412,6 +437,10 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
   r.keys(["websocket"], Object.keys(DEFAULT_WEBSOCKET));
   for (const name of Object.keys(DEFAULT_WEBSOCKET) as (keyof WebSocketSettings)[]) {
     config.websocket[name] = r.number(["websocket", name], 1, 3_600_000) ?? config.websocket[name];
+  }
+  r.keys(["subscriptions"], Object.keys(DEFAULT_SUBSCRIPTIONS));
+  for (const name of Object.keys(DEFAULT_SUBSCRIPTIONS) as (keyof SubscriptionSettings)[]) {
+    config.subscriptions[name] = r.number(["subscriptions", name], 1, 10_000_000) ?? config.subscriptions[name];
   }
   r.keys(["circuitBreaker"], ["threshold", "cooldownMs"]);
   config.circuitBreaker.threshold = r.number(["circuitBreaker", "threshold"], 1, 1000) ?? config.circuitBreaker.threshold;

@@ -8,12 +8,13 @@ import type { Logger } from "pino";
 import type { AccessControl } from "./auth/access-control.js";
 import type { ApiKey } from "./auth/api-keys.js";
 import { KeyQuotas } from "./auth/key-quotas.js";
-import type { Limits, PassThroughConfig } from "./config.js";
+import { DEFAULT_SUBSCRIPTIONS, type Limits, type PassThroughConfig, type SubscriptionSettings } from "./config.js";
 import { GatewayError } from "./errors/gateway-error.js";
 import type { InvokeContext } from "./methods/invoke.js";
 import type { ChainFamily, MethodTable } from "./methods/method-table.js";
 import type { MethodPolicy } from "./methods/policy.js";
 import type { Metrics } from "./observability/metrics.js";
+import { SubscriptionHubs } from "./subscriptions/hubs.js";
 import type { Network } from "./upstream/network.js";
 
 export interface GatewayOptions {
@@ -30,6 +31,8 @@ export interface GatewayOptions {
   metrics: Metrics;
   /** Released by close() after the networks (shared stores' connections). */
   closers?: readonly (() => Promise<void>)[];
+  /** Subscriptions and streams; defaults when unset. */
+  subscriptions?: SubscriptionSettings | undefined;
 }
 
 export class Gateway {
@@ -41,6 +44,8 @@ export class Gateway {
   readonly defaultNetwork: string;
   readonly corsOrigins: readonly string[];
   readonly metrics: Metrics;
+  /** One subscription hub per network (eth_subscribe and the typed streams). */
+  readonly subscriptions: SubscriptionHubs;
   /** What each key holds open at once (connections, requests in progress, subscriptions). */
   readonly quotas: KeyQuotas;
   readonly #networks: Map<string, Network>;
@@ -56,6 +61,7 @@ export class Gateway {
     this.defaultNetwork = options.defaultNetwork;
     this.corsOrigins = options.corsOrigins;
     this.metrics = options.metrics;
+    this.subscriptions = new SubscriptionHubs(options.subscriptions ?? DEFAULT_SUBSCRIPTIONS, options.limits, options.log, options.metrics);
     this.quotas = new KeyQuotas(options.limits);
     this.#networks = new Map(options.networks.map((n) => [n.name, n]));
     if (!this.#networks.has(options.defaultNetwork)) throw new Error(`default network ${options.defaultNetwork} is not configured`);
@@ -100,6 +106,7 @@ export class Gateway {
   }
 
   async close(): Promise<void> {
+    await this.subscriptions.close();
     await Promise.all(this.networks().map((n) => n.close()));
     await Promise.all(this.#closers.map((close) => close()));
   }

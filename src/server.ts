@@ -18,7 +18,10 @@ import { handleCors } from "./cors.js";
 import type { Gateway } from "./gateway.js";
 import { registerGenericService } from "./grpc/generic-service.js";
 import { registerHealth } from "./grpc/health-service.js";
+import { nodeRequestContext } from "./grpc/node-request.js";
 import { registerReflection } from "./grpc/reflection.js";
+import { registerStreamLogs } from "./grpc/stream-logs.js";
+import { registerSubscriptionStreams } from "./grpc/subscription-streams.js";
 import { registerTypedServices } from "./grpc/typed-services.js";
 import type { NodeRequest, NodeResponse } from "./http-types.js";
 import { createJsonRpcHttpHandler } from "./jsonrpc/http-handler.js";
@@ -52,6 +55,13 @@ export interface NodegateServerOptions {
   tls?: { cert: string | Buffer; key: string | Buffer } | undefined;
   /** Default drain time of close(), in ms. Default 10 000. */
   drainMs?: number | undefined;
+}
+
+/** Waits for `work`, but not past `deadline` (ms since epoch). */
+async function settledBy(work: Promise<unknown>, deadline: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))))]);
+  clearTimeout(timer);
 }
 
 /** The services the typed door offers (the method table's, the generic one, health). */
@@ -126,11 +136,15 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   const handler = connectNodeAdapter({
     routes: (router) => {
       registerTypedServices(router, gateway);
+      // After the typed services: these replace the "unimplemented" handlers the EthService streams got there.
+      registerSubscriptionStreams(router, gateway);
+      registerStreamLogs(router, gateway);
       registerGenericService(router, gateway);
       registerHealth(router, health);
       registerReflection(router, services);
     },
     interceptors: [requestLogInterceptor(gateway.log, gateway.metrics)],
+    contextValues: nodeRequestContext,
     fallback,
   });
 
@@ -234,27 +248,22 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     async close(drainMs = options.drainMs ?? 10_000) {
       draining = true;
       health.drain();
+      const deadline = Date.now() + drainMs;
       const stopped = new Promise<void>((resolve) => listener.close(() => resolve()));
       // HTTP/2 clients get a GOAWAY: they finish their streams and open no new ones.
       for (const session of sessions) session.close();
       plain?.closeIdleConnections();
-      // WebSocket clients stop being read, get the answers to what they sent, then a 1001 close.
-      const wsDrained = wsHandler.drain();
-      const httpDrained =
-        inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => idleWaiters.push(resolve));
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        Promise.all([wsDrained, httpDrained]),
-        new Promise<void>((resolve) => {
-          timer = setTimeout(resolve, drainMs);
-        }),
-      ]);
-      clearTimeout(timer);
+      // WebSocket clients stop being read, get the answers to what they sent, then a 1001 close; their subscriptions notify until then.
+      await settledBy(wsHandler.drain(), deadline);
+      // Subscription streams never finish by themselves: end them now (clients resume elsewhere) rather than at the drain deadline.
+      const subscriptionsClosed = gateway.subscriptions.close();
+      await settledBy(inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => idleWaiters.push(resolve)), deadline);
       wsHandler.close();
       plain?.close(); // stops Node's deadline checks
       for (const session of sessions) session.destroy();
       for (const socket of sockets) socket.destroy();
       await stopped;
+      await subscriptionsClosed;
       await gateway.close();
     },
   };

@@ -11,6 +11,9 @@ export const NODEGATE_CODES = {
   upstreamTimeout: -32051,
   upstreamBadResponse: -32052,
   resultNotTypeable: -32053,
+  subscriberTooSlow: -32054,
+  historyLost: -32055,
+  shuttingDown: -32056,
 } as const;
 
 export function parseError(): GatewayError {
@@ -162,6 +165,56 @@ export function rateLimited(window: "second" | "day", retryAfterSeconds: number)
     grpcCode: Code.ResourceExhausted,
     httpStatus: 429,
     retryAfterSeconds,
+  });
+}
+
+/* Subscriptions and streams. */
+
+/** eth_subscribe and eth_unsubscribe over HTTP: notifications need a connection that stays open. */
+export function notificationsUnsupported(method: string): GatewayError {
+  return new GatewayError({
+    code: -32601,
+    message: `notifications not supported: ${method} needs a WebSocket connection (/ws/v3/<KEY>); typed callers use the Subscribe* streams`,
+    grpcCode: Code.Unimplemented,
+  });
+}
+
+/** A subscriber fell further behind than its buffer allows; its stream (or connection) is ended. */
+export function subscriberTooSlow(buffered: number): GatewayError {
+  return new GatewayError({
+    code: NODEGATE_CODES.subscriberTooSlow,
+    message: `subscriber too slow: ${buffered} events were waiting to be read (subscriptions.clientBufferSize); read faster or subscribe to fewer events`,
+    grpcCode: Code.ResourceExhausted,
+    httpStatus: 429,
+  });
+}
+
+/** A resume point further back than nodegate fetches headers for. */
+export function backfillTooLong(fromBlock: number, head: number, max: number): GatewayError {
+  return new GatewayError({
+    code: -32602,
+    message: `from_block ${fromBlock} is ${head - fromBlock + 1} blocks behind the head (${head}); at most ${max} (subscriptions.maxBackfillBlocks) are fetched from history`,
+    grpcCode: Code.OutOfRange,
+  });
+}
+
+/** The node was out of reach for longer than a gap nodegate fills; the subscriber must resubscribe. */
+export function historyLost(missed: number, max: number): GatewayError {
+  return new GatewayError({
+    code: NODEGATE_CODES.historyLost,
+    message: `subscription ended: ${missed} blocks went by while the node was out of reach, more than the ${max} nodegate fetches from history (subscriptions.maxBackfillBlocks); subscribe again (typed callers: with from_block)`,
+    grpcCode: Code.Aborted,
+    httpStatus: 503,
+  });
+}
+
+/** nodegate is stopping: streams end, and clients reconnect (typed callers resume with from_block). */
+export function shuttingDown(): GatewayError {
+  return new GatewayError({
+    code: NODEGATE_CODES.shuttingDown,
+    message: "nodegate is shutting down; reconnect (typed callers: resume with from_block after the last block received)",
+    grpcCode: Code.Unavailable,
+    httpStatus: 503,
   });
 }
 

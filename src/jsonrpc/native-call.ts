@@ -5,7 +5,7 @@
  * result comes back untouched.
  */
 import { WRITE_METHODS } from "../config.js";
-import { cancelled, invalidParams, methodNotFound, noNetworkOfFamily, wrongNetworkFamily } from "../errors/catalogue.js";
+import { cancelled, invalidParams, methodNotFound, noNetworkOfFamily, notificationsUnsupported, wrongNetworkFamily } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { type InvokeContext, invokeMethod, invokePassThrough } from "../methods/invoke.js";
 import type { ChainFamily, MethodTable } from "../methods/method-table.js";
@@ -23,7 +23,12 @@ export interface NativeCallContext extends InvokeContext {
   passesThrough(method: string): boolean;
   /** The name of the network that serves a chain family, for the wrong-family error's advice. */
   homeNetwork?: (family: ChainFamily) => string | undefined;
+  /** Methods the connection answers itself (eth_subscribe on WebSocket); undefined for every other method. */
+  connectionMethod?: ((call: Call) => Promise<Outcome> | undefined) | undefined;
 }
+
+/** Methods that need a connection that stays open. */
+const SUBSCRIPTION_METHODS = new Set(["eth_subscribe", "eth_unsubscribe"]);
 
 /** The context of one native caller: its key, network and cancellation, with the gateway's table and allowlist. */
 export function nativeCallContext(gateway: Gateway, key: ApiKey, network: Network, signal: AbortSignal): NativeCallContext {
@@ -53,6 +58,9 @@ function wrongFamily(method: string, family: ChainFamily, ctx: NativeCallContext
 
 export async function runNativeCall(call: Call, ctx: NativeCallContext): Promise<Outcome> {
   try {
+    const own = ctx.connectionMethod?.(call);
+    if (own !== undefined) return await own;
+    if (SUBSCRIPTION_METHODS.has(call.method)) return { error: notificationsUnsupported(call.method) };
     const spec = ctx.table.byJsonRpc(call.method);
     if (spec !== undefined) {
       if (spec.family !== ctx.network.family) return { error: wrongFamily(call.method, spec.family, ctx) };

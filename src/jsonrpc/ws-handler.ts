@@ -17,6 +17,7 @@ import { type AnswerContext, answerJsonRpc } from "./answer.js";
 import { logAnswer } from "./answer-log.js";
 import { nativeCallContext } from "./native-call.js";
 import { matchNativeRoute } from "./paths.js";
+import { createWsSubscriptionSession } from "./ws-subscriptions.js";
 
 export interface WsHandlerOptions {
   /** Largest message accepted, in bytes; a larger one closes the connection with 1009. */
@@ -121,6 +122,17 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
     gateway.metrics.openWebSockets.inc();
     // The server keeps the process alive, not the keep-alive sweep.
     keepAlive ??= setInterval(sweep, options.pingIntervalMs).unref();
+    const subscriptions = createWsSubscriptionSession({
+      ws,
+      network,
+      hub: () => gateway.subscriptions.hub(network),
+      access: gateway.access,
+      key,
+      limits: gateway.limits,
+      bufferSize: gateway.subscriptions.settings.clientBufferSize,
+      log: gateway.log,
+      quotas: gateway.quotas,
+    });
     const ctx: AnswerContext = {
       ...nativeCallContext(gateway, key, network, state.abort.signal),
       maxBatchSize: gateway.limits.maxBatchSize,
@@ -142,15 +154,20 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
       // Each message is answered when its calls finish, so a slow call does not hold up the next message.
       const started = performance.now();
       state.answering++;
-      answerJsonRpc(data as Buffer, ctx)
+      // Subscriptions made by this message notify only after its answer has gone out.
+      const created = {};
+      const messageCtx: AnswerContext = { ...ctx, connectionMethod: (call) => subscriptions.handle(call, created) };
+      answerJsonRpc(data as Buffer, messageCtx)
         .then(
           (answer) => {
             logAnswer(gateway, "jsonrpc-ws", answer.calls, started, { status: answer.status, network: routeNetwork });
             if (answer.body !== undefined) send(ws, answer.body);
+            subscriptions.release(created);
           },
           (err: unknown) => {
             gateway.log.error({ err }, "native WebSocket request failed");
             send(ws, INTERNAL_ERROR);
+            subscriptions.release(created);
           },
         )
         .finally(() => {
@@ -161,6 +178,7 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
     // ws reports protocol violations (oversized message, invalid UTF-8) here and then closes with the matching code.
     ws.on("error", (err) => gateway.log.debug({ err: err.message }, "native WebSocket client error"));
     ws.on("close", () => {
+      subscriptions.close();
       state.abort.abort();
       clients.delete(ws);
       gateway.metrics.openWebSockets.dec();

@@ -52,6 +52,18 @@ export class Metrics {
     help: "Open gRPC server streams.",
     registers: [this.registry],
   });
+  readonly subscriptions = new Gauge({
+    name: "nodegate_subscriptions",
+    help: "Client subscriptions (native eth_subscribe and typed Subscribe* streams) by kind.",
+    labelNames: ["kind"] as const,
+    registers: [this.registry],
+  });
+  readonly subscriptionFeeds = new Gauge({
+    name: "nodegate_subscription_feeds",
+    help: "Upstream subscriptions or pollers serving them (one per network and distinct topic), by kind.",
+    labelNames: ["network", "kind"] as const,
+    registers: [this.registry],
+  });
 
   constructor(options: { processMetrics?: boolean } = {}) {
     if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: "nodegate_" });

@@ -730,11 +730,11 @@ export const SPEC_RULES: readonly SpecRule[] = [
   /* Events */
   {
     id: "events.subscriptions",
-    title: "eth_subscribe and push notifications",
+    title: "new blocks and logs are pushed on WebSocket (eth_subscribe) and typed streams; HTTP says where to subscribe",
     quotes: [q(EVENTS, "Push notifications and subscriptions: not shown.")],
-    doors: [],
-    decision: "Not offered yet: eth_subscribe answers -32601.",
-    deliveredBy: "#6 (eth_subscribe and streams)",
+    doors: ALL_DOORS,
+    decision:
+      'Offered (docs/subscriptions.md): eth_subscribe newHeads, logs (address and topics) and newPendingTransactions over WebSocket, eth_unsubscribe, standard eth_subscription notifications under nodegate\'s own ids; typed EthService.SubscribeNewHeads, SubscribeLogs and SubscribeNewPendingTransactions (with from_block to resume) and StreamLogs for ranges over the eth_getLogs limits. Gap-free across upstream reconnects, reorganizations re-send heads and take back logs with removed: true. Over HTTP eth_subscribe is -32601 "notifications not supported".',
   },
   {
     id: "events.logs-by-polling",

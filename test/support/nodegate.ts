@@ -5,7 +5,17 @@
  */
 import { Writable } from "node:stream";
 import { createApp } from "../../src/app.js";
-import { type Config, DEFAULT_CIRCUIT_BREAKER, DEFAULT_LIMITS, DEFAULT_WEBSOCKET, DEFAULT_PASS_THROUGH, DEFAULT_PLANS, type KeyConfig, type NetworkConfig } from "../../src/config.js";
+import {
+  type Config,
+  DEFAULT_CIRCUIT_BREAKER,
+  DEFAULT_LIMITS,
+  DEFAULT_PASS_THROUGH,
+  DEFAULT_PLANS,
+  DEFAULT_SUBSCRIPTIONS,
+  DEFAULT_WEBSOCKET,
+  type KeyConfig,
+  type NetworkConfig,
+} from "../../src/config.js";
 import type { Gateway } from "../../src/gateway.js";
 import { createLogger } from "../../src/log.js";
 import type { Stores } from "../../src/stores/create-stores.js";
@@ -63,6 +73,7 @@ export async function startNodegate(options: StartOptions): Promise<TestNodegate
     websocket: { ...DEFAULT_WEBSOCKET },
     tls: undefined,
     drainMs: 5000,
+    subscriptions: { ...DEFAULT_SUBSCRIPTIONS },
     ...options.config,
   };
   for (const k of keys) {

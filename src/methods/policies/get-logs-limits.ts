@@ -23,7 +23,7 @@ export function queryTimeout(): GatewayError {
   return new GatewayError({ code: -32005, message: "query timeout exceeded", grpcCode: Code.ResourceExhausted });
 }
 
-function tooManyParams(count: number, limit: number): GatewayError {
+export function tooManyParams(count: number, limit: number): GatewayError {
   return new GatewayError({
     code: -32005,
     message: `query has ${count} addresses and topics, more than the limit of ${limit}`,

@@ -147,13 +147,17 @@ export function paramsText(spec: MethodSpec | undefined): fc.Arbitrary<string | 
   );
 }
 
-/** A method name: one of the table's, a pass-through one, an unknown one, or not a string. */
+/**
+ * A method name: one of the table's, a pass-through one, an unknown one, or
+ * not a string. (Not eth_subscribe: on a WebSocket it opens a subscription,
+ * which its own tests cover, so its answer differs from the HTTP one by design.)
+ */
 function methodText(table: readonly MethodSpec[], passThrough: readonly string[]): fc.Arbitrary<{ text: string | undefined; spec: MethodSpec | undefined }> {
   return fc.oneof(
     { arbitrary: fc.constantFrom(...table).map((spec) => ({ text: JSON.stringify(spec.jsonrpcMethod), spec })), weight: 16 },
     { arbitrary: fc.constantFrom(...passThrough).map((m) => ({ text: JSON.stringify(m), spec: undefined })), weight: 2 },
     {
-      arbitrary: fc.constantFrom("eth_nope", "eth_subscribe", "eth_sendRawTransaction", "ETH_CHAINID", "", "eth_getBlockByNumber ", "__proto__", "constructor").map((m) => ({ text: JSON.stringify(m), spec: undefined })),
+      arbitrary: fc.constantFrom("eth_nope", "eth_newFilter", "eth_sendRawTransaction", "ETH_CHAINID", "", "eth_getBlockByNumber ", "__proto__", "constructor").map((m) => ({ text: JSON.stringify(m), spec: undefined })),
       weight: 2,
     },
     { arbitrary: fc.constantFrom("1", "null", "[]", "{}", "true", undefined).map((t) => ({ text: t, spec: undefined })), weight: 1 },

@@ -1,0 +1,32 @@
+/**
+ * Gives typed handlers the Node request under their call (through Connect's
+ * context values), for the one thing Connect cannot do: end a stream whose
+ * transport is stuck behind writes the client does not read. A gRPC status
+ * would queue behind those writes, so the HTTP/2 stream is reset with
+ * ENHANCE_YOUR_CALM, which gRPC clients report as RESOURCE_EXHAUSTED.
+ */
+import http2 from "node:http2";
+import { type ContextValues, createContextKey, createContextValues, type HandlerContext } from "@connectrpc/connect";
+import type { NodeRequest } from "../http-types.js";
+
+const nodeRequestKey = createContextKey<NodeRequest | undefined>(undefined, { description: "the Node request of a typed call" });
+
+/** Connect's contextValues option: remembers each call's Node request. */
+export function nodeRequestContext(req: NodeRequest): ContextValues {
+  return createContextValues().set(nodeRequestKey, req);
+}
+
+/** Ends the call's transport at once: resets its HTTP/2 stream (RESOURCE_EXHAUSTED), or drops an HTTP/1.1 connection. */
+export function cutTransport(ctx: HandlerContext): void {
+  const req = ctx.values.get(nodeRequestKey);
+  if (req === undefined) return;
+  if (req instanceof http2.Http2ServerRequest) {
+    if (req.stream.destroyed) return;
+    req.stream.close(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    // The RST_STREAM is out; destroying with a "destroyed" error makes the write Connect is stuck on fail as a
+    // client hang-up, which Connect's adapter expects, instead of as an internal error it reports on stderr.
+    req.stream.destroy(Object.assign(new Error("stream reset: the subscriber read too slowly"), { code: "ERR_STREAM_DESTROYED" }));
+    return;
+  }
+  req.socket.destroy();
+}

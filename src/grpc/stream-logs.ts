@@ -1,0 +1,140 @@
+/**
+ * EthService.StreamLogs: eth_getLogs for a block range of any size. The
+ * range is fixed at the start (tags read once) and walked in pages; each
+ * page is one eth_getLogs through the same path and policy as GetLogs (the
+ * key's allowlists, the 10,000-result and 10-second limits), and a page that
+ * hits a limit is halved and asked again. Every page after the first counts
+ * against the key's rate limit, as the separate calls it replaces would.
+ */
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
+import {
+  EthService,
+  GetLogsRequestSchema,
+  type GetLogsResponse,
+  type StreamLogsRequest,
+  type StreamLogsResponse,
+  StreamLogsResponseSchema,
+} from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { type Log, type LogFilter, LogFilterSchema } from "../../gen/nodegate/eth/v1/log_pb.js";
+import { type BlockId, BlockIdSchema, BlockTag } from "../../gen/nodegate/eth/v1/primitives_pb.js";
+import { CodecError } from "../codec/codec-error.js";
+import { TAG_NAMES } from "../codec/eth-types.js";
+import { invalidParams } from "../errors/catalogue.js";
+import type { Gateway } from "../gateway.js";
+import { type InvokeContext, invokeMethod } from "../methods/invoke.js";
+import { ChainReader } from "../subscriptions/chain-reader.js";
+import { type LogPage, logPages } from "../subscriptions/log-pages.js";
+import { resultJson } from "../upstream/reply.js";
+import { toConnectError } from "./errors.js";
+import { admitEthCall } from "./subscription-streams.js";
+
+/** Logs per message above which a page is sent as several messages (split between blocks), to stay well under gRPC's usual 4 MiB message limit. */
+const MESSAGE_LOGS = 1000;
+
+const hex = (bytes: Uint8Array): string => `0x${Buffer.from(bytes).toString("hex")}`;
+
+function invalidArgument(message: string): ConnectError {
+  return new ConnectError(message, Code.InvalidArgument);
+}
+
+async function blockNumberOf(id: BlockId | undefined, reader: ChainReader, field: string): Promise<number> {
+  const kind = id?.kind;
+  if (kind === undefined || kind.case === undefined) return reader.numberOfTag("latest");
+  if (kind.case === "number") {
+    const n = Number(kind.value);
+    if (!Number.isSafeInteger(n)) throw invalidArgument(`filter.${field}: ${kind.value} is not a block number`);
+    return n;
+  }
+  if (kind.case === "tag") {
+    if (kind.value === BlockTag.EARLIEST) return 0;
+    // A range cannot end in the block being built; its logs come with the next block.
+    if (kind.value === BlockTag.PENDING) return reader.numberOfTag("latest");
+    const name = TAG_NAMES.get(kind.value);
+    if (name === undefined) throw invalidArgument(`filter.${field}: want a block number or tag`);
+    return reader.numberOfTag(name);
+  }
+  throw invalidArgument(`filter.${field}: a range takes a block number or tag, not a hash (use filter.block_hash for one block)`);
+}
+
+/**
+ * A page as messages: one when it is small, else several that split it
+ * between blocks. Each message covers its blocks completely, and the
+ * messages of a page cover the page without a gap.
+ */
+export function* pageMessages(page: LogPage<Log>): Generator<StreamLogsResponse> {
+  const { logs } = page;
+  let from = page.from;
+  let i = 0;
+  do {
+    const chunk: Log[] = [];
+    let lastBlock = from;
+    while (i < logs.length) {
+      const block = logs[i]?.blockNumber;
+      let j = i;
+      while (j < logs.length && logs[j]?.blockNumber === block) j++;
+      if (chunk.length > 0 && chunk.length + (j - i) > MESSAGE_LOGS) break;
+      chunk.push(...logs.slice(i, j));
+      lastBlock = block === undefined ? lastBlock : Number(block);
+      i = j;
+    }
+    const to = i >= logs.length ? page.to : lastBlock;
+    yield create(StreamLogsResponseSchema, { logs: chunk, fromBlock: BigInt(from), toBlock: BigInt(to) });
+    from = to + 1;
+  } while (i < logs.length);
+}
+
+async function* streamLogs(gateway: Gateway, request: StreamLogsRequest, ctx: HandlerContext): AsyncGenerator<StreamLogsResponse> {
+  try {
+    const filter: LogFilter = request.filter ?? create(LogFilterSchema);
+    const { key, network } = await admitEthCall(gateway, ctx, "eth_getLogs", filter.address.map(hex));
+    const spec = gateway.table.byRpc(EthService.method.getLogs);
+    if (spec === undefined) throw new ConnectError("eth_getLogs is not in the method table", Code.Unimplemented);
+    const invokeCtx: InvokeContext = gateway.invokeContext(key, network, ctx.signal);
+    const getLogs = async (pageFilter: LogFilter): Promise<Log[]> => {
+      const result = await invokeMethod(spec, create(GetLogsRequestSchema, { filter: pageFilter }), invokeCtx).catch((err: unknown) => {
+        if (err instanceof CodecError) throw invalidParams(`invalid filter: ${err.message}`);
+        throw err;
+      });
+      return (spec.result.decode(resultJson(result)) as GetLogsResponse).logs;
+    };
+
+    if (filter.blockHash !== undefined) {
+      if (filter.fromBlock !== undefined || filter.toBlock !== undefined) throw invalidArgument("filter: block_hash excludes from_block and to_block");
+      const logs = await getLogs(filter);
+      const head = await new ChainReader(network, gateway.limits).headByHash(hex(filter.blockHash));
+      if (head === undefined) throw new ConnectError(`no block with hash ${hex(filter.blockHash)}`, Code.NotFound);
+      yield* pageMessages({ from: head.number, to: head.number, logs });
+      return;
+    }
+
+    const reader = new ChainReader(network, gateway.limits);
+    const from = await blockNumberOf(filter.fromBlock, reader, "from_block");
+    const to = await blockNumberOf(filter.toBlock, reader, "to_block");
+    if (from > to) throw invalidArgument(`filter: from_block ${from} is after to_block ${to}`);
+    let calls = 0;
+    const pages = logPages(
+      from,
+      to,
+      async (pageFrom, pageTo) => {
+        // The stream was admitted as one request; each further eth_getLogs counts as one more.
+        if (calls++ > 0) await gateway.access.count(key, 1);
+        const pageFilter = create(LogFilterSchema, {
+          ...filter,
+          fromBlock: create(BlockIdSchema, { kind: { case: "number", value: BigInt(pageFrom) } }),
+          toBlock: create(BlockIdSchema, { kind: { case: "number", value: BigInt(pageTo) } }),
+        });
+        return getLogs(pageFilter);
+      },
+      { pageBlocks: gateway.subscriptions.settings.logPageBlocks, maxResults: gateway.limits.getLogsMaxResults, signal: ctx.signal },
+    );
+    for await (const page of pages) yield* pageMessages(page);
+  } catch (err) {
+    throw toConnectError(err);
+  }
+}
+
+export function registerStreamLogs(router: ConnectRouter, gateway: Gateway): void {
+  // Registered after the typed services: this path replaces the "unimplemented" handler Connect gave the stream there.
+  router.rpc(EthService.method.streamLogs, (request: StreamLogsRequest, ctx) => streamLogs(gateway, request, ctx));
+}

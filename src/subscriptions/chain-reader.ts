@@ -1,0 +1,105 @@
+/**
+ * The reads that fill gaps: headers by number or hash and logs by block
+ * range, through the network (breaker, metrics, the WebSocket connection
+ * when the upstream is one). eth_getLogs keeps the seed's limits here too,
+ * so a backfill page that would exceed them is split, never sent to clients.
+ */
+import { Code } from "@connectrpc/connect";
+import type { Limits } from "../config.js";
+import { upstreamBadResponse } from "../errors/catalogue.js";
+import { GatewayError } from "../errors/gateway-error.js";
+import { countLogs, queryTimeout, tooManyResults } from "../methods/policies/get-logs-limits.js";
+import type { Network } from "../upstream/network.js";
+import { resultText } from "../upstream/reply.js";
+import { EventShapeError, type HeadEvent, type LogEvent, readHead, readLogs } from "./events.js";
+import { type LogTopicFilter, logFilterJson } from "./topic.js";
+
+/** How many headers are fetched at once when a gap spans many blocks. */
+const PREFETCH_CONCURRENCY = 8;
+
+function shapeError(method: string, err: unknown): unknown {
+  return err instanceof EventShapeError ? upstreamBadResponse(`${method}: ${err.message}`, err) : err;
+}
+
+export class ChainReader {
+  readonly #network: Network;
+  readonly #limits: Limits;
+
+  constructor(network: Network, limits: Limits) {
+    this.#network = network;
+    this.#limits = limits;
+  }
+
+  async #header(method: string, params: string): Promise<HeadEvent | undefined> {
+    const result = await this.#network.call(method, params, { idempotent: true });
+    const text = resultText(result);
+    if (text === "null") return undefined;
+    try {
+      return readHead(text);
+    } catch (err) {
+      throw shapeError(method, err);
+    }
+  }
+
+  async latestHead(): Promise<HeadEvent> {
+    const head = await this.#header("eth_getBlockByNumber", '["latest",false]');
+    if (head === undefined) throw upstreamBadResponse("eth_getBlockByNumber: the node has no latest block");
+    return head;
+  }
+
+  /** The number of the block a tag (latest, safe, finalized, earliest) names now. */
+  async numberOfTag(tag: string): Promise<number> {
+    const head = await this.#header("eth_getBlockByNumber", `["${tag}",false]`);
+    if (head === undefined) throw upstreamBadResponse(`eth_getBlockByNumber: the node has no ${tag} block`);
+    return head.number;
+  }
+
+  headByNumber(number: number): Promise<HeadEvent | undefined> {
+    return this.#header("eth_getBlockByNumber", `["0x${number.toString(16)}",false]`);
+  }
+
+  headByHash(hash: string): Promise<HeadEvent | undefined> {
+    return this.#header("eth_getBlockByHash", `["${hash}",false]`);
+  }
+
+  /** The headers of blocks from..to (as numbers resolve now), keyed by hash; missing ones are left out. */
+  async headsByNumber(from: number, to: number): Promise<Map<string, HeadEvent>> {
+    const found = new Map<string, HeadEvent>();
+    for (let start = from; start <= to; start += PREFETCH_CONCURRENCY) {
+      const numbers = Array.from({ length: Math.min(PREFETCH_CONCURRENCY, to - start + 1) }, (_, i) => start + i);
+      for (const head of await Promise.all(numbers.map((n) => this.headByNumber(n)))) {
+        if (head !== undefined) found.set(head.hash, head);
+      }
+    }
+    return found;
+  }
+
+  /** The latest block number. */
+  async blockNumber(): Promise<number> {
+    const result = await this.#network.call("eth_blockNumber", "[]", { idempotent: true });
+    const text = resultText(result);
+    const m = /^"0x([0-9a-fA-F]{1,13})"$/.exec(text);
+    if (m === null) throw upstreamBadResponse(`eth_blockNumber: ${text.slice(0, 40)} is not a block number`);
+    return Number.parseInt(m[1] as string, 16);
+  }
+
+  /** One eth_getLogs over from..to, under the seed's result and time limits (errors -32005 otherwise). */
+  async logs(filter: LogTopicFilter, from: number, to: number): Promise<LogEvent[]> {
+    let result;
+    try {
+      result = await this.#network.call("eth_getLogs", `[${logFilterJson(filter, { from, to })}]`, {
+        idempotent: true,
+        timeoutMs: this.#limits.getLogsTimeoutMs,
+      });
+    } catch (err) {
+      if (err instanceof GatewayError && err.origin === "nodegate" && err.grpcCode === Code.DeadlineExceeded) throw queryTimeout();
+      throw err;
+    }
+    if (countLogs(result) > this.#limits.getLogsMaxResults) throw tooManyResults(this.#limits.getLogsMaxResults, undefined, undefined);
+    try {
+      return readLogs(result);
+    } catch (err) {
+      throw shapeError("eth_getLogs", err);
+    }
+  }
+}

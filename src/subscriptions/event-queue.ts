@@ -1,0 +1,102 @@
+/**
+ * A bounded queue between a feed and one stream: the feed pushes without
+ * waiting, the stream pulls at the client's pace. When more than `capacity`
+ * events wait, the client is too slow: the queue empties itself (memory
+ * stays bounded), ends with subscriberTooSlow and calls `onOverflow`, so the
+ * stream's transport can be cut if it is stuck behind an unread write.
+ */
+import { cancelled, subscriberTooSlow } from "../errors/catalogue.js";
+import type { GatewayError } from "../errors/gateway-error.js";
+import type { Consumer } from "./consumer.js";
+import type { FeedEvent } from "./events.js";
+
+export class EventQueue implements Consumer {
+  readonly #capacity: number;
+  readonly #onOverflow: (error: GatewayError) => void;
+  #items: FeedEvent[] = [];
+  #head = 0;
+  #error: GatewayError | undefined;
+  /** Wakes the reader waiting for an event or the end. */
+  #wakeReader: (() => void) | undefined;
+  /** History deliveries waiting for room. */
+  #roomWaiters: { resolve: () => void; reject: (err: GatewayError) => void }[] = [];
+
+  constructor(capacity: number, onOverflow: (error: GatewayError) => void = () => {}) {
+    this.#capacity = Math.max(1, capacity);
+    this.#onOverflow = onOverflow;
+  }
+
+  get ended(): boolean {
+    return this.#error !== undefined;
+  }
+
+  /** Events waiting to be read. */
+  get length(): number {
+    return this.#items.length - this.#head;
+  }
+
+  push(event: FeedEvent): void {
+    if (this.#error !== undefined) return;
+    if (this.length >= this.#capacity) {
+      const error = subscriberTooSlow(this.length);
+      this.end(error);
+      this.#onOverflow(error);
+      return;
+    }
+    this.#items.push(event);
+    this.#wake();
+  }
+
+  ready(): Promise<void> {
+    if (this.#error !== undefined) return Promise.reject(this.#error);
+    if (this.length * 2 < this.#capacity) return Promise.resolve();
+    return new Promise((resolve, reject) => this.#roomWaiters.push({ resolve, reject }));
+  }
+
+  end(error: GatewayError): void {
+    if (this.#error !== undefined) return;
+    this.#error = error;
+    this.#items = [];
+    this.#head = 0;
+    for (const waiter of this.#roomWaiters.splice(0)) waiter.reject(error);
+    this.#wake();
+  }
+
+  /** The events in order, until the queue ends (then its reason is thrown) or `signal` aborts. */
+  async *events(signal: AbortSignal): AsyncGenerator<FeedEvent> {
+    const onAbort = (): void => this.end(cancelled());
+    signal.addEventListener("abort", onAbort, { once: true });
+    try {
+      for (;;) {
+        if (this.#error !== undefined) throw this.#error;
+        if (this.length > 0) {
+          const event = this.#items[this.#head] as FeedEvent;
+          this.#head++;
+          if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
+            this.#items = this.#items.slice(this.#head);
+            this.#head = 0;
+          }
+          this.#releaseRoom();
+          yield event;
+          continue;
+        }
+        await new Promise<void>((resolve) => {
+          this.#wakeReader = resolve;
+        });
+      }
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+    }
+  }
+
+  #wake(): void {
+    const wake = this.#wakeReader;
+    this.#wakeReader = undefined;
+    wake?.();
+  }
+
+  #releaseRoom(): void {
+    if (this.#roomWaiters.length === 0 || this.length * 2 >= this.#capacity) return;
+    for (const waiter of this.#roomWaiters.splice(0)) waiter.resolve();
+  }
+}

@@ -1,0 +1,151 @@
+/**
+ * What every feed shares: the consumers it fans out to, one queue of work
+ * (live notifications, polls, reconnect backfills run one after another, so
+ * events leave in order and the gap-free bookkeeping never races itself),
+ * and retries for work that must eventually succeed.
+ */
+import type { Logger } from "pino";
+import type { Limits, SubscriptionSettings } from "../config.js";
+import { NODEGATE_CODES } from "../errors/catalogue.js";
+import { GatewayError } from "../errors/gateway-error.js";
+import { backoffDelay } from "../upstream/backoff.js";
+import type { Network } from "../upstream/network.js";
+import type { WsUpstream } from "../upstream/ws-upstream.js";
+import type { ChainReader } from "./chain-reader.js";
+import type { Consumer } from "./consumer.js";
+import type { FeedEvent } from "./events.js";
+import type { Topic } from "./topic.js";
+
+export interface FeedContext {
+  network: Network;
+  reader: ChainReader;
+  settings: SubscriptionSettings;
+  limits: Limits;
+  log: Logger;
+  /** The network's primary upstream when it is a WebSocket (feeds subscribe); undefined when it is HTTP (feeds poll). */
+  ws: WsUpstream | undefined;
+}
+
+/** Delivers one history event, waiting while the consumer has no room. */
+export type Deliver = (event: FeedEvent) => Promise<void>;
+
+const RETRY = { minDelayMs: 250, maxDelayMs: 30_000 };
+
+export abstract class Feed {
+  readonly topic: Topic;
+  protected readonly ctx: FeedContext;
+  readonly #consumers = new Set<Consumer>();
+  #work: Promise<void> = Promise.resolve();
+  #stopped = false;
+  /** Pending retries, by what they retry (a newer retry of the same work replaces the older). */
+  readonly #retryTimers = new Map<string, NodeJS.Timeout>();
+
+  constructor(topic: Topic, ctx: FeedContext) {
+    this.topic = topic;
+    this.ctx = ctx;
+  }
+
+  /** Subscribes upstream (or starts polling) and sets the starting point. */
+  abstract start(): Promise<void>;
+
+  /**
+   * Delivers the events from block `fromBlock` up to where the feed is now,
+   * in order (a client resuming after its own reconnect).
+   */
+  abstract history(fromBlock: number, deliver: Deliver, signal: AbortSignal): Promise<void>;
+
+  /** The latest block the feed has passed, undefined before it started. */
+  abstract get position(): number | undefined;
+
+  /** Unsubscribes upstream or stops polling. */
+  protected abstract shutdown(): Promise<void>;
+
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  get consumerCount(): number {
+    return this.#consumers.size;
+  }
+
+  attach(consumer: Consumer): void {
+    this.#consumers.add(consumer);
+  }
+
+  detach(consumer: Consumer): void {
+    this.#consumers.delete(consumer);
+  }
+
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    for (const timer of this.#retryTimers.values()) clearTimeout(timer);
+    this.#retryTimers.clear();
+    await this.shutdown();
+  }
+
+  /** Ends every consumer with `error` (the feed cannot keep its promise to them). */
+  endAll(error: GatewayError): void {
+    for (const consumer of this.#consumers) consumer.end(error);
+  }
+
+  protected emit(event: FeedEvent): void {
+    for (const consumer of this.#consumers) if (!consumer.ended) consumer.push(event);
+  }
+
+  /** Queues `task` behind the feed's other work; resolves or rejects with it. */
+  protected queue<T>(task: () => Promise<T>): Promise<T> {
+    const next = this.#work.then(task);
+    this.#work = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    return next;
+  }
+
+  /** Queues `task`; its failure is logged, and ends the consumers when history was lost. */
+  protected run(what: string, task: () => Promise<void>): Promise<void> {
+    return this.queue(async () => {
+      if (this.#stopped) return;
+      try {
+        await task();
+      } catch (err) {
+        this.#failed(what, err);
+      }
+    });
+  }
+
+  /** Like run, but a failed task is queued again after a backoff until it succeeds or the feed stops. */
+  protected runUntilDone(what: string, task: () => Promise<void>, attempt = 0): void {
+    clearTimeout(this.#retryTimers.get(what));
+    this.#retryTimers.delete(what);
+    void this.run(what, async () => {
+      try {
+        await task();
+      } catch (err) {
+        if (this.#stopped || isHistoryLost(err)) throw err;
+        const delay = backoffDelay(attempt, RETRY);
+        this.ctx.log.warn({ network: this.ctx.network.name, feed: this.topic.kind, err: (err as Error).message, retryMs: delay }, `${what} failed; retrying`);
+        this.#retryTimers.set(
+          what,
+          setTimeout(() => this.runUntilDone(what, task, attempt + 1), delay),
+        );
+      }
+    });
+  }
+
+  #failed(what: string, err: unknown): void {
+    const fields = { network: this.ctx.network.name, feed: this.topic.kind, err: (err as Error).message };
+    if (isHistoryLost(err)) {
+      this.ctx.log.warn(fields, `${what}: ending the subscribers`);
+      this.endAll(err);
+      return;
+    }
+    this.ctx.log.warn(fields, `${what} failed`);
+  }
+}
+
+/** The feed could not fill a gap (too long): its subscribers must start over. */
+export function isHistoryLost(err: unknown): err is GatewayError {
+  return err instanceof GatewayError && err.code === NODEGATE_CODES.historyLost;
+}

@@ -1,0 +1,177 @@
+/**
+ * The canonical chain of one network, header by header: from the node's
+ * newHeads subscription over WebSocket, or by polling the latest block over
+ * HTTP. Either way every header is checked against the recent chain: one
+ * that continues it is sent on; one that skips blocks (a node that reports
+ * only the last of a batch, a reconnect, a poll interval) has the missing
+ * headers fetched by parent hash and sent first; one from another branch is
+ * a reorganization, and the new branch is sent from the fork point. Logs
+ * feeds follow this chain to take back logs of blocks it dropped.
+ */
+import { backfillTooLong, historyLost, upstreamBadResponse } from "../errors/catalogue.js";
+import type { WsUpstream } from "../upstream/ws-upstream.js";
+import { BlockWindow } from "./block-window.js";
+import { type HeadEvent, readHead } from "./events.js";
+import { type Deliver, Feed, type FeedContext, isHistoryLost } from "./feed.js";
+import { Poller } from "./poller.js";
+import { UpstreamSubscription } from "./upstream-subscription.js";
+
+/** How the chain moved with one new head. */
+export interface ChainChange {
+  head: HeadEvent;
+  /** The headers that became canonical, in order, ending with `head` (more than one after a gap or a reorganization). */
+  branch: readonly HeadEvent[];
+  /** Set when blocks the feed had passed were replaced: the last block both branches share. */
+  reorg?: { ancestor: number } | undefined;
+}
+
+export type ChainListener = (change: ChainChange) => void;
+
+/** Headers fetched at once when a resuming client needs many. */
+const HISTORY_BATCH = 8;
+
+export class HeadsFeed extends Feed {
+  readonly #window: BlockWindow;
+  readonly #chainListeners = new Set<ChainListener>();
+  #current: HeadEvent | undefined;
+  #subscription: UpstreamSubscription | undefined;
+  #poller: Poller | undefined;
+
+  constructor(ctx: FeedContext) {
+    super({ kind: "newHeads" }, ctx);
+    this.#window = new BlockWindow(ctx.settings.reorgWindowBlocks);
+  }
+
+  /** The latest canonical header the feed has passed. */
+  get current(): HeadEvent | undefined {
+    return this.#current;
+  }
+
+  get position(): number | undefined {
+    return this.#current?.number;
+  }
+
+  /** Calls `listener` after each head is processed; returns the function that stops it. */
+  onChain(listener: ChainListener): () => void {
+    this.#chainListeners.add(listener);
+    return () => this.#chainListeners.delete(listener);
+  }
+
+  start(): Promise<void> {
+    // Queued, so that headers the node pushes meanwhile wait until the starting point is set.
+    return this.queue(async () => {
+      // The starting point comes first: anything the node pushes after it links to it, or is a gap that gets filled.
+      this.#accept(await this.ctx.reader.latestHead());
+      if (this.ctx.ws === undefined) {
+        this.#poller = new Poller(this.ctx.settings.pollIntervalMs, () => this.run("polling the latest block", () => this.#catchUp()));
+        this.#poller.start();
+        return;
+      }
+      await this.#subscribe(this.ctx.ws);
+    });
+  }
+
+  async #subscribe(ws: WsUpstream): Promise<void> {
+    this.#subscription = new UpstreamSubscription(
+      this.ctx.network,
+      ws,
+      '["newHeads"]',
+      {
+        notification: (text) =>
+          void this.run("a pushed header", async () => {
+            try {
+              await this.#onHead(readHead(text));
+            } catch (err) {
+              if (isHistoryLost(err)) throw err;
+              // Filling the gap failed; the next header may be a while coming, so catch up without waiting for it.
+              this.ctx.log.warn({ network: this.ctx.network.name, err: (err as Error).message }, "following a pushed header failed; retrying");
+              this.runUntilDone("catching up on headers", () => this.#catchUp());
+            }
+          }),
+        disconnected: () => {},
+        reconnected: () =>
+          this.runUntilDone("resubscribing to newHeads after a reconnect", async () => {
+            await this.#subscription?.renew();
+            await this.#catchUp();
+          }),
+      },
+      this.ctx.log,
+    );
+    await this.#subscription.open();
+  }
+
+  protected async shutdown(): Promise<void> {
+    this.#poller?.stop();
+    await this.#subscription?.close();
+  }
+
+  async history(fromBlock: number, deliver: Deliver, signal: AbortSignal): Promise<void> {
+    const head = this.#current;
+    if (head === undefined || fromBlock > head.number) return;
+    const max = this.ctx.settings.maxBackfillBlocks;
+    if (head.number - fromBlock + 1 > max) throw backfillTooLong(fromBlock, head.number, max);
+    for (let start = fromBlock; start <= head.number && !signal.aborted; start += HISTORY_BATCH) {
+      const numbers = Array.from({ length: Math.min(HISTORY_BATCH, head.number - start + 1) }, (_, i) => start + i);
+      const batch = await Promise.all(numbers.map((n) => this.ctx.reader.headByNumber(n)));
+      for (const [i, header] of batch.entries()) {
+        if (header === undefined) throw upstreamBadResponse(`eth_getBlockByNumber: the node has no block ${numbers[i]}`);
+        await deliver(header);
+      }
+    }
+  }
+
+  async #catchUp(): Promise<void> {
+    await this.#onHead(await this.ctx.reader.latestHead());
+  }
+
+  async #onHead(head: HeadEvent): Promise<void> {
+    if (this.#window.hash(head.number) === head.hash) return; // already passed
+    const previous = this.#window.highest;
+    // A lower head is a lagging node (a poll answered by a backend behind the others) or the first block of a new
+    // branch; the branch is taken when its head reaches the height already sent, walking back from there.
+    if (previous !== undefined && head.number < previous.number) return;
+    const branch = await this.#linkToWindow(head);
+    const ancestor = (branch[0] as HeadEvent).number - 1;
+    const reorged = previous !== undefined && ancestor < previous.number;
+    if (reorged) this.ctx.log.info({ network: this.ctx.network.name, ancestor, from: previous.number, to: head.number }, "chain reorganization");
+    for (const header of branch) {
+      this.#accept(header);
+      this.emit(header);
+    }
+    const change: ChainChange = { head, branch, reorg: reorged ? { ancestor } : undefined };
+    for (const listener of this.#chainListeners) listener(change);
+  }
+
+  #accept(head: HeadEvent): void {
+    this.#window.set(head.number, head.hash);
+    this.#current = head;
+  }
+
+  /**
+   * The headers from the first one the feed has not passed up to `head`,
+   * found by walking parent hashes down to a block the window knows (or to
+   * the bottom of the window: a reorganization deeper than it is taken from
+   * there).
+   */
+  async #linkToWindow(head: HeadEvent): Promise<HeadEvent[]> {
+    const branch = [head];
+    const highest = this.#window.highest;
+    const lowest = this.#window.lowest;
+    if (highest === undefined || lowest === undefined) return branch;
+    const max = this.ctx.settings.maxBackfillBlocks;
+    const missed = head.number - highest.number - 1;
+    if (missed > max) throw historyLost(missed, max);
+    // A long gap is fetched by number up front (in parallel); the walk by parent hash then proves the links.
+    const prefetched = missed > 1 ? await this.ctx.reader.headsByNumber(highest.number + 1, head.number - 1) : undefined;
+    let child = head;
+    for (;;) {
+      const parentNumber = child.number - 1;
+      if (this.#window.hash(parentNumber) === child.parentHash || parentNumber < lowest) return branch;
+      if (branch.length > max) throw historyLost(branch.length, max);
+      const parent = prefetched?.get(child.parentHash) ?? (await this.ctx.reader.headByHash(child.parentHash));
+      if (parent === undefined) throw upstreamBadResponse(`the node does not know block ${child.parentHash}, the parent of block ${child.number}`);
+      branch.unshift(parent);
+      child = parent;
+    }
+  }
+}

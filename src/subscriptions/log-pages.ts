@@ -1,0 +1,63 @@
+/**
+ * Splits a block range into eth_getLogs pages that stay under the node's and
+ * nodegate's limits: a page that hits a limit (too many results, too long,
+ * too wide a range) is halved and asked again; after a sparse page the size
+ * grows back. Pages come in order and cover the range without a gap. Used by
+ * StreamLogs and by every log backfill.
+ */
+import { cancelled } from "../errors/catalogue.js";
+import { GatewayError } from "../errors/gateway-error.js";
+
+export interface LogPage<L> {
+  from: number;
+  to: number;
+  logs: L[];
+}
+
+export interface LogPageOptions {
+  /** Blocks in the first page, and the most a page grows back to. */
+  pageBlocks: number;
+  /** The result limit; a page with under a quarter of it lets the next page double. */
+  maxResults: number;
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * Errors a narrower range avoids: the seed's -32005 "more than 10000 results"
+ * and "query timeout exceeded", and the ways providers word the same limits.
+ */
+const LIMIT_WORDING =
+  /more than \d+ results|query timeout|timeout exceeded|timed out|block range|range (is )?too (large|wide|big)|too many (results|logs|blocks)|response size|exceeds? (the )?(max|limit)|limit exceeded/i;
+
+export function isLogLimitError(err: unknown): err is GatewayError {
+  return err instanceof GatewayError && LIMIT_WORDING.test(err.message);
+}
+
+/** Pages of from..to in order; throws the limit error when a single block alone exceeds it. */
+export async function* logPages<L>(
+  from: number,
+  to: number,
+  fetch: (from: number, to: number) => Promise<L[]>,
+  options: LogPageOptions,
+): AsyncGenerator<LogPage<L>> {
+  const widest = Math.max(1, options.pageBlocks);
+  let size = widest;
+  let start = from;
+  while (start <= to) {
+    if (options.signal?.aborted) throw cancelled();
+    const end = Math.min(to, start + size - 1);
+    let logs: L[];
+    try {
+      logs = await fetch(start, end);
+    } catch (err) {
+      if (isLogLimitError(err) && end > start) {
+        size = Math.max(1, Math.floor((end - start + 1) / 2));
+        continue;
+      }
+      throw err;
+    }
+    yield { from: start, to: end, logs };
+    start = end + 1;
+    if (logs.length * 4 < options.maxResults) size = Math.min(widest, size * 2);
+  }
+}

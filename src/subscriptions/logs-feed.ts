@@ -1,0 +1,197 @@
+/**
+ * The logs matching one filter, in chain order, each exactly once. Over
+ * WebSocket they come from the node's own logs subscription; over HTTP (and
+ * to fill any gap) from eth_getLogs by block range, in pages under the seed's
+ * limits. The feed remembers the logs it sent for the recent blocks, so it
+ * can drop duplicates after a reconnect and take back (removed: true) the
+ * logs of blocks a reorganization dropped, whether or not the node says so.
+ */
+import type { WsUpstream } from "../upstream/ws-upstream.js";
+import { asRemoved, type LogEvent, logKey, readLog } from "./events.js";
+import { type Deliver, Feed, type FeedContext } from "./feed.js";
+import type { ChainChange, HeadsFeed } from "./heads-feed.js";
+import { logPages } from "./log-pages.js";
+import { type LogTopicFilter, subscribeParams, type Topic } from "./topic.js";
+import { UpstreamSubscription } from "./upstream-subscription.js";
+
+interface SentBlock {
+  hash: string;
+  /** By log index. */
+  logs: Map<number, LogEvent>;
+}
+
+export class LogsFeed extends Feed {
+  readonly #filter: LogTopicFilter;
+  readonly #heads: HeadsFeed;
+  /** Logs sent for the recent blocks, by block number. */
+  readonly #sent = new Map<number, SentBlock>();
+  /** Removals already sent (log key -> block number), so the node's own removal is not sent twice. */
+  readonly #removed = new Map<string, number>();
+  /** Every log of the blocks up to here has been sent. */
+  #scannedTo = 0;
+  /** The node's connection is down: the next scan must come from the reconnect, not from head advances. */
+  #stale = false;
+  #subscription: UpstreamSubscription | undefined;
+  #stopFollowing: (() => void) | undefined;
+
+  constructor(topic: Topic & { kind: "logs" }, ctx: FeedContext, heads: HeadsFeed) {
+    super(topic, ctx);
+    this.#filter = topic.filter;
+    this.#heads = heads;
+  }
+
+  get position(): number | undefined {
+    return this.#heads.position;
+  }
+
+  start(): Promise<void> {
+    // Queued, so that logs the node pushes meanwhile wait until the starting point is set and the first scan done.
+    return this.queue(async () => {
+      const from = this.#heads.position ?? (await this.ctx.reader.blockNumber());
+      this.#scannedTo = from;
+      if (this.ctx.ws !== undefined) {
+        await this.#subscribe(this.ctx.ws);
+        try {
+          // Blocks that arrived while the subscription was being set up have their logs fetched (duplicates are dropped).
+          await this.#scan(from + 1, await this.ctx.reader.blockNumber());
+        } catch (err) {
+          this.ctx.log.warn({ network: this.ctx.network.name, err: (err as Error).message }, "fetching the logs of blocks that arrived while subscribing failed");
+        }
+      }
+      this.#stopFollowing = this.#heads.onChain((change) => void this.run("following the chain", () => this.#onChain(change)));
+    });
+  }
+
+  async #subscribe(ws: WsUpstream): Promise<void> {
+    this.#subscription = new UpstreamSubscription(
+      this.ctx.network,
+      ws,
+      subscribeParams(this.topic),
+      {
+        notification: (text) => void this.run("a pushed log", async () => this.#accept(readLog(text))),
+        disconnected: () => {
+          this.#stale = true;
+        },
+        reconnected: () =>
+          this.runUntilDone("resubscribing to logs after a reconnect", async () => {
+            await this.#subscription?.renew();
+            await this.#scan(this.#scannedTo + 1, await this.ctx.reader.blockNumber());
+            this.#stale = false;
+          }),
+      },
+      this.ctx.log,
+    );
+    await this.#subscription.open();
+  }
+
+  protected async shutdown(): Promise<void> {
+    this.#stopFollowing?.();
+    await this.#subscription?.close();
+  }
+
+  async history(fromBlock: number, deliver: Deliver, signal: AbortSignal): Promise<void> {
+    const to = this.#heads.position;
+    if (to === undefined || fromBlock > to) return;
+    const pages = logPages(fromBlock, to, (from, upTo) => this.ctx.reader.logs(this.#filter, from, upTo), {
+      pageBlocks: this.ctx.settings.logPageBlocks,
+      maxResults: this.ctx.limits.getLogsMaxResults,
+      signal,
+    });
+    for await (const page of pages) for (const log of page.logs) await deliver(log);
+  }
+
+  async #onChain(change: ChainChange): Promise<void> {
+    this.#takeBackReplaced(change.branch);
+    if (change.reorg !== undefined) this.#scannedTo = Math.min(this.#scannedTo, change.reorg.ancestor);
+    if (this.#stale) return;
+    if (this.ctx.ws === undefined || change.reorg !== undefined) {
+      // Polling, or a new branch whose logs the node may not push: fetch them.
+      try {
+        await this.#scan(this.#scannedTo + 1, change.head.number);
+      } catch (err) {
+        // Not left for the next block to fix: it may be a while coming.
+        this.ctx.log.warn({ network: this.ctx.network.name, err: (err as Error).message }, "fetching new logs failed; retrying");
+        this.runUntilDone("catching up on logs", () => this.#scan(this.#scannedTo + 1, this.#heads.position ?? this.#scannedTo));
+      }
+    } else {
+      // The node pushes the head's logs around the head itself; everything before it has arrived.
+      this.#scannedTo = Math.max(this.#scannedTo, change.head.number - 1);
+    }
+    this.#forgetBefore(change.head.number - this.ctx.settings.reorgWindowBlocks);
+  }
+
+  /** Sends the logs of from..to that were not sent yet, page by page. */
+  async #scan(from: number, to: number): Promise<void> {
+    if (from > to) return;
+    const pages = logPages(from, to, (a, b) => this.ctx.reader.logs(this.#filter, a, b), {
+      pageBlocks: this.ctx.settings.logPageBlocks,
+      maxResults: this.ctx.limits.getLogsMaxResults,
+    });
+    for await (const page of pages) {
+      for (const log of page.logs) this.#accept(log);
+      this.#scannedTo = Math.max(this.#scannedTo, page.to);
+    }
+  }
+
+  #accept(log: LogEvent): void {
+    if (log.removed) {
+      const key = logKey(log);
+      if (this.#removed.has(key)) return;
+      const block = this.#sent.get(log.blockNumber);
+      if (block?.hash === log.blockHash) {
+        block.logs.delete(log.logIndex);
+        if (block.logs.size === 0) this.#sent.delete(log.blockNumber);
+      }
+      this.#removed.set(key, log.blockNumber);
+      this.emit(log);
+      return;
+    }
+    let block = this.#sent.get(log.blockNumber);
+    if (block !== undefined && block.hash === log.blockHash && block.logs.has(log.logIndex)) return; // sent already
+    // Another block at this height replaced the one whose logs were sent.
+    if (block !== undefined && block.hash !== log.blockHash) this.#takeBack(log.blockNumber);
+    block = this.#sent.get(log.blockNumber);
+    if (block === undefined) {
+      block = { hash: log.blockHash, logs: new Map() };
+      this.#sent.set(log.blockNumber, block);
+    }
+    block.logs.set(log.logIndex, log);
+    // A log back on the canonical chain after it was taken back may be taken back again.
+    this.#removed.delete(logKey(asRemovedKeyOnly(log)));
+    this.emit(log);
+  }
+
+  /**
+   * Takes back the logs sent for blocks that newly canonical headers
+   * replaced. Blocks above the branch are judged when their height's header
+   * comes (the node may push a block's logs before its header).
+   */
+  #takeBackReplaced(branch: readonly { number: number; hash: string }[]): void {
+    for (const header of branch) {
+      const sent = this.#sent.get(header.number);
+      if (sent !== undefined && sent.hash !== header.hash) this.#takeBack(header.number);
+    }
+  }
+
+  /** Sends removed: true for every log sent for block `number`, in log order. */
+  #takeBack(number: number): void {
+    const block = this.#sent.get(number);
+    if (block === undefined) return;
+    this.#sent.delete(number);
+    for (const index of [...block.logs.keys()].sort((a, b) => a - b)) {
+      const removal = asRemoved(block.logs.get(index) as LogEvent);
+      this.#removed.set(logKey(removal), number);
+      this.emit(removal);
+    }
+  }
+
+  #forgetBefore(number: number): void {
+    for (const n of this.#sent.keys()) if (n < number) this.#sent.delete(n);
+    for (const [key, n] of this.#removed) if (n < number) this.#removed.delete(key);
+  }
+}
+
+/** The key a removal of `log` would have, without re-serialising it. */
+function asRemovedKeyOnly(log: LogEvent): LogEvent {
+  return { ...log, removed: true };
+}

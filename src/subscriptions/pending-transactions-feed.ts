@@ -1,0 +1,105 @@
+/**
+ * Hashes of transactions entering the node's pending pool: from the node's
+ * newPendingTransactions subscription over WebSocket, or from a pending
+ * transaction filter polled over HTTP (made again when the node forgets it).
+ * A mempool has no history, so nothing is backfilled after a reconnect; a
+ * hash seen twice (a resubscription overlapping the old one) is sent once.
+ */
+import { upstreamBadResponse } from "../errors/catalogue.js";
+import { GatewayError } from "../errors/gateway-error.js";
+import { resultText } from "../upstream/reply.js";
+import type { WsUpstream } from "../upstream/ws-upstream.js";
+import { type PendingTransactionEvent, readPendingTransaction } from "./events.js";
+import { Feed, type FeedContext } from "./feed.js";
+import { Poller } from "./poller.js";
+import { UpstreamSubscription } from "./upstream-subscription.js";
+
+/** How many recent hashes are remembered to drop repeats. */
+const RECENT = 10_000;
+
+export class PendingTransactionsFeed extends Feed {
+  readonly #recent = new Set<string>();
+  #subscription: UpstreamSubscription | undefined;
+  #poller: Poller | undefined;
+  #filterId: string | undefined;
+
+  constructor(ctx: FeedContext) {
+    super({ kind: "newPendingTransactions" }, ctx);
+  }
+
+  get position(): number | undefined {
+    return undefined;
+  }
+
+  start(): Promise<void> {
+    return this.queue(async () => {
+      if (this.ctx.ws !== undefined) {
+        await this.#subscribe(this.ctx.ws);
+        return;
+      }
+      this.#filterId = await this.#newFilter();
+      this.#poller = new Poller(this.ctx.settings.pollIntervalMs, () => this.run("polling the pending transaction filter", () => this.#poll()));
+      this.#poller.start();
+    });
+  }
+
+  async #subscribe(ws: WsUpstream): Promise<void> {
+    this.#subscription = new UpstreamSubscription(
+      this.ctx.network,
+      ws,
+      '["newPendingTransactions"]',
+      {
+        notification: (text) => void this.run("a pushed pending transaction", async () => this.#accept(readPendingTransaction(text))),
+        disconnected: () => {},
+        reconnected: () =>
+          this.runUntilDone("resubscribing to newPendingTransactions after a reconnect", async () => {
+            await this.#subscription?.renew();
+          }),
+      },
+      this.ctx.log,
+    );
+    await this.#subscription.open();
+  }
+
+  protected async shutdown(): Promise<void> {
+    this.#poller?.stop();
+    await this.#subscription?.close();
+    const id = this.#filterId;
+    if (id !== undefined) {
+      await this.ctx.network.call("eth_uninstallFilter", `[${JSON.stringify(id)}]`, { idempotent: true }).catch(() => undefined);
+    }
+  }
+
+  history(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  async #newFilter(): Promise<string> {
+    const text = resultText(await this.ctx.network.call("eth_newPendingTransactionFilter", "[]", { idempotent: false }));
+    const id = JSON.parse(text) as unknown;
+    if (typeof id !== "string") throw upstreamBadResponse(`eth_newPendingTransactionFilter answered ${text.slice(0, 80)}, not a filter id`);
+    return id;
+  }
+
+  async #poll(): Promise<void> {
+    this.#filterId ??= await this.#newFilter();
+    let text: string;
+    try {
+      text = resultText(await this.ctx.network.call("eth_getFilterChanges", `[${JSON.stringify(this.#filterId)}]`, { idempotent: true }));
+    } catch (err) {
+      // Nodes drop filters nobody polled for a while (and restarted nodes know none): make a new one next time.
+      if (err instanceof GatewayError && err.origin === "upstream") this.#filterId = undefined;
+      throw err;
+    }
+    const hashes = JSON.parse(text) as unknown;
+    if (!Array.isArray(hashes)) throw upstreamBadResponse("eth_getFilterChanges did not answer a list");
+    for (const hash of hashes) this.#accept(readPendingTransaction(JSON.stringify(hash)));
+  }
+
+  #accept(event: PendingTransactionEvent): void {
+    if (this.#recent.has(event.hash)) return;
+    this.#recent.add(event.hash);
+    if (this.#recent.size > RECENT) this.#recent.delete(this.#recent.values().next().value as string);
+    this.emit(event);
+  }
+}

@@ -1,0 +1,132 @@
+/**
+ * Slow consumers, against a real Anvil: a client that stops reading while
+ * headers or logs keep coming is ended once more than clientBufferSize (64 here)
+ * events wait for it (RESOURCE_EXHAUSTED on gRPC, close 1008 with a reason
+ * on the native WebSocket path), its subscription is released, and the
+ * clients that keep up receive everything.
+ */
+import { create } from "@bufbuild/protobuf";
+import type * as grpc from "@grpc/grpc-js";
+import { toHex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { EthService, SubscribeNewHeadsRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { DEFAULT_SUBSCRIPTIONS } from "../../src/config.js";
+import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { type ChainDriver, chainDriver, type Probe } from "../support/chain-driver.js";
+import { grpcJsStreamClient, openGrpcJsStream } from "../support/grpc-streams.js";
+import { liveSubscriptions, waitForLiveSubscriptions, waitForNoLiveSubscriptions } from "../support/live-subscriptions.js";
+import { openNativeSubscriber } from "../support/native-subscriber.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+import { ANVIL_KEY_0 } from "../support/probe.js";
+
+const SENDER = privateKeyToAccount(ANVIL_KEY_0).address;
+
+const BUFFER = 64;
+/** Blocks mined per step; the fast client gets each step before the next is mined, so only the slow one falls behind. */
+const STEP = 25;
+/** A bound on the blocks a test mines before the slow client must have been ended. */
+const MAX_BLOCKS = 20_000;
+/** Logs sent per step, and a bound on all of them, for the WebSocket client. */
+const LOG_STEP = 10;
+const MAX_LOGS = 2000;
+
+let anvil: AnvilNode;
+let chain: ChainDriver;
+let nodegate: TestNodegate;
+let grpcClient: grpc.Client;
+let probe: Probe;
+
+beforeAll(async () => {
+  anvil = await startAnvil();
+  chain = chainDriver(anvil.url);
+  probe = await chain.probe();
+  nodegate = await startNodegate({
+    upstreamUrl: anvil.wsUrl,
+    config: { subscriptions: { ...DEFAULT_SUBSCRIPTIONS, clientBufferSize: BUFFER } },
+  });
+  grpcClient = grpcJsStreamClient(nodegate.address);
+});
+afterEach(() => waitForNoLiveSubscriptions(nodegate.gateway));
+afterAll(async () => {
+  grpcClient?.close();
+  await nodegate?.close();
+  await anvil?.stop();
+});
+
+const endedSlowSubscriber = (msg: string) => nodegate.logs.some((l) => l.msg === msg);
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+it("gRPC: a stream that is not read is ended with RESOURCE_EXHAUSTED while the others get every header", async () => {
+  const auth = { "x-api-key": nodegate.key };
+  const fast = openGrpcJsStream(grpcClient, EthService.method.subscribeNewHeads, create(SubscribeNewHeadsRequestSchema), auth);
+  const slow = openGrpcJsStream(grpcClient, EthService.method.subscribeNewHeads, create(SubscribeNewHeadsRequestSchema), auth);
+  slow.call.pause();
+  try {
+    await waitForLiveSubscriptions(nodegate.gateway, "newHeads", 2);
+    const start = await chain.blockNumber();
+    let mined = 0;
+    while (!endedSlowSubscriber("ending a slow stream subscriber") && mined < MAX_BLOCKS) {
+      await chain.mine(STEP);
+      mined += STEP;
+      await fast.waitFor(mined);
+    }
+    expect(endedSlowSubscriber("ending a slow stream subscriber")).toBe(true);
+    // The slow stream's subscription is released; the fast one goes on.
+    await waitForLiveSubscriptions(nodegate.gateway, "newHeads", 1);
+    expect(await liveSubscriptions(nodegate.gateway, "newHeads")).toBe(1);
+    await chain.mine(STEP);
+    await fast.waitFor(mined + STEP);
+    expect(fast.received.map((m) => Number(m.header?.number))).toEqual(range(start + 1, start + mined + STEP));
+
+    // Reading again, the slow client finds what reached it, then RESOURCE_EXHAUSTED.
+    slow.call.resume();
+    const err = await slow.ended;
+    expect(err?.code).toBe(8);
+    const got = slow.received.map((m) => Number(m.header?.number));
+    expect(got).toEqual(range(start + 1, start + got.length));
+    expect(got.length).toBeLessThan(mined);
+  } finally {
+    fast.cancel();
+    slow.cancel();
+    await Promise.all([fast.ended, slow.ended]);
+  }
+});
+
+it("native WebSocket: a client that stops reading is closed with 1008 and a reason while the others get every log", async () => {
+  const fast = await openNativeSubscriber(nodegate.wsUrl);
+  const slow = await openNativeSubscriber(nodegate.wsUrl);
+  try {
+    const fastId = await fast.subscribe("logs", { address: probe.address });
+    const slowId = await slow.subscribe("logs", { address: probe.address });
+    slow.socket.pause();
+    // Big logs (a 24 KiB note each), so the socket buffers between nodegate and the paused client fill after a few hundred.
+    const note = toHex(new Uint8Array(24 * 1024).fill(0xab));
+    let sent = 0;
+    while (!endedSlowSubscriber("closing a native WebSocket subscriber") && sent < MAX_LOGS) {
+      for (let i = 0; i < LOG_STEP; i++) {
+        await chain.rpc("eth_sendTransaction", [{ from: SENDER, to: probe.address, data: probe.storeData(BigInt(sent + i), note), gas: "0x200000" }]);
+      }
+      sent += LOG_STEP;
+      await fast.waitFor(fastId, sent);
+    }
+    expect(endedSlowSubscriber("closing a native WebSocket subscriber")).toBe(true);
+    await waitForLiveSubscriptions(nodegate.gateway, "logs", 1);
+    expect(await liveSubscriptions(nodegate.gateway, "logs")).toBe(1);
+    await probe.store(99_999n);
+    await fast.waitFor(fastId, sent + 1);
+    const values = (logs: { topics: string[] }[]) => logs.map((l) => Number(BigInt(l.topics[2] as string)));
+    expect(values(fast.results(fastId))).toEqual([...range(0, sent - 1), 99_999]);
+
+    slow.socket.resume();
+    const closed = await slow.closed;
+    expect(closed.code).toBe(1008);
+    expect(closed.reason).toMatch(/^subscriber too slow: \d+ events were waiting to be read/);
+    const got = values(slow.results(slowId));
+    expect(got).toEqual(range(0, got.length - 1));
+    expect(got.length).toBeLessThan(sent);
+  } finally {
+    await fast.close();
+    await slow.close();
+  }
+});

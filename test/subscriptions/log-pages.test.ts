@@ -1,0 +1,115 @@
+/**
+ * The paging rules on their own (pure functions, no node): pages cover the
+ * range in order without a gap, a page refused for a limit is halved and
+ * asked again, sparse pages let the size grow back, a single block over
+ * the limit is an error; and a big page becomes messages split only
+ * between blocks.
+ */
+import { create } from "@bufbuild/protobuf";
+import { describe, expect, it } from "vitest";
+import { LogSchema } from "../../gen/nodegate/eth/v1/log_pb.js";
+import { GatewayError } from "../../src/errors/gateway-error.js";
+import { pageMessages } from "../../src/grpc/stream-logs.js";
+import { tooManyResults } from "../../src/methods/policies/get-logs-limits.js";
+import { isLogLimitError, logPages } from "../../src/subscriptions/log-pages.js";
+
+/** A chain where block n holds counts[n] logs; a fetch over more than `limit` logs is refused as nodegate refuses it. */
+function fakeChain(counts: number[], limit: number) {
+  const calls: [number, number][] = [];
+  const fetch = async (from: number, to: number): Promise<number[]> => {
+    calls.push([from, to]);
+    const logs: number[] = [];
+    for (let n = from; n <= to; n++) for (let i = 0; i < (counts[n] ?? 0); i++) logs.push(n);
+    if (logs.length > limit) throw tooManyResults(limit, undefined, undefined);
+    return logs;
+  };
+  return { calls, fetch };
+}
+
+async function collect(pages: AsyncGenerator<{ from: number; to: number; logs: number[] }>) {
+  const out = [];
+  for await (const p of pages) out.push(p);
+  return out;
+}
+
+describe("logPages", () => {
+  it("covers the range in order, halving a page that hits the limit and growing back after sparse ones", async () => {
+    const counts = Array.from({ length: 100 }, (_, n) => (n === 40 ? 9 : n === 41 ? 4 : 0));
+    const chain = fakeChain(counts, 10);
+    const pages = await collect(logPages(0, 99, chain.fetch, { pageBlocks: 32, maxResults: 10 }));
+    expect(pages[0]?.from).toBe(0);
+    expect(pages.at(-1)?.to).toBe(99);
+    pages.slice(1).forEach((p, i) => expect(p.from).toBe((pages[i]?.to ?? 0) + 1));
+    expect(pages.flatMap((p) => p.logs)).toEqual([...Array(9).fill(40), ...Array(4).fill(41)]);
+    expect(pages.every((p) => p.logs.length <= 10)).toBe(true);
+    // [32, 63] held 13 logs: refused, then asked as [32, 47], refused, then [32, 39] and [40, 40] ...
+    expect(chain.calls).toContainEqual([32, 63]);
+    expect(chain.calls).toContainEqual([32, 47]);
+    // ... and once past the dense blocks the pages widen again, up to the first size.
+    const last = chain.calls.at(-1) as [number, number];
+    expect(last[1] - last[0] + 1).toBeGreaterThan(8);
+  });
+
+  it("a single block over the limit is the limit error", async () => {
+    const chain = fakeChain([0, 0, 11, 0], 10);
+    const err = await collect(logPages(0, 3, chain.fetch, { pageBlocks: 4, maxResults: 10 })).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(GatewayError);
+    expect((err as GatewayError).code).toBe(-32005);
+    expect(chain.calls.at(-1)).toEqual([2, 2]);
+  });
+
+  it("passes on errors that a narrower range would not avoid", async () => {
+    let calls = 0;
+    const failing = async () => {
+      calls++;
+      throw new GatewayError({ code: -32000, message: "header not found", grpcCode: 5 });
+    };
+    const err = await collect(logPages(0, 100, failing, { pageBlocks: 50, maxResults: 10 })).catch((e: unknown) => e);
+    expect((err as GatewayError).message).toBe("header not found");
+    expect(calls).toBe(1);
+  });
+});
+
+describe("isLogLimitError", () => {
+  const err = (code: number, message: string) => new GatewayError({ code, message, grpcCode: 8, origin: "upstream" });
+
+  it.each([
+    [-32005, "query returned more than 10000 results"],
+    [-32005, "query returned more than 10000 results. Try with this block range [0x1, 0x2]."],
+    [-32005, "query timeout exceeded"],
+    [-32602, "range 20000 exceeds limit of 10000"],
+    [-32000, "block range is too wide"],
+    [-32602, "Log response size exceeded. You can make eth_getLogs requests with up to a 2K block range"],
+  ])("a smaller page avoids %i %j", (code, message) => expect(isLogLimitError(err(code, message))).toBe(true));
+
+  it.each([
+    [-32005, "query has 6000 addresses and topics, more than the limit of 5000"],
+    [-32000, "header not found"],
+    [-32602, "invalid argument 0: hex string without 0x prefix"],
+  ])("a smaller page does not avoid %i %j", (code, message) => expect(isLogLimitError(err(code, message))).toBe(false));
+});
+
+describe("pageMessages", () => {
+  const log = (block: number) => create(LogSchema, { blockNumber: BigInt(block) });
+
+  it("sends a small page as one message covering the page", () => {
+    const messages = [...pageMessages({ from: 10, to: 20, logs: [log(12), log(15)] })];
+    expect(messages.map((m) => [Number(m.fromBlock), Number(m.toBlock), m.logs.length])).toEqual([[10, 20, 2]]);
+  });
+
+  it("sends an empty page as one empty message, so the client knows how far the scan got", () => {
+    const messages = [...pageMessages({ from: 10, to: 20, logs: [] })];
+    expect(messages.map((m) => [Number(m.fromBlock), Number(m.toBlock), m.logs.length])).toEqual([[10, 20, 0]]);
+  });
+
+  it("splits a big page between blocks, never inside one, with contiguous ranges", () => {
+    const logs = [...Array(600).fill(11), ...Array(600).fill(12), ...Array(1500).fill(13), ...Array(10).fill(19)].map(log);
+    const messages = [...pageMessages({ from: 10, to: 25, logs })];
+    expect(messages.map((m) => [Number(m.fromBlock), Number(m.toBlock), m.logs.length])).toEqual([
+      [10, 11, 600],
+      [12, 12, 600],
+      [13, 13, 1500],
+      [14, 25, 10],
+    ]);
+  });
+});

@@ -1,0 +1,298 @@
+/**
+ * Gap-free delivery against a real Anvil whose WebSocket nodegate reaches
+ * through a relay the test can sever: subscribers on both doors count and
+ * order every header and log while the upstream socket is killed mid-stream
+ * (and kept away while blocks go by), and while the chain reorganizes,
+ * connected or not. What they received must be exactly the chain Anvil
+ * ends with: nothing lost, nothing twice, taken-back logs marked removed.
+ */
+import { create } from "@bufbuild/protobuf";
+import type * as grpc from "@grpc/grpc-js";
+import { toHex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { EthService, SubscribeLogsRequestSchema, SubscribeNewHeadsRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { LogFilterSchema } from "../../gen/nodegate/eth/v1/log_pb.js";
+import { DEFAULT_SUBSCRIPTIONS, DEFAULT_WEBSOCKET } from "../../src/config.js";
+import { decodeData } from "../../src/codec/hex.js";
+import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { type ChainDriver, chainDriver, type Probe, type RpcLog } from "../support/chain-driver.js";
+import { type GrpcJsStream, grpcJsStreamClient, openGrpcJsStream } from "../support/grpc-streams.js";
+import { waitForLiveSubscriptions, waitForNoLiveSubscriptions } from "../support/live-subscriptions.js";
+import { type NativeSubscriber, openNativeSubscriber } from "../support/native-subscriber.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+import { ANVIL_KEY_0 } from "../support/probe.js";
+import { startWsRelay, type WsRelay } from "../support/ws-relay.js";
+
+const SENDER = privateKeyToAccount(ANVIL_KEY_0).address;
+const hex = (b: Uint8Array | undefined) => (b === undefined ? "" : `0x${Buffer.from(b).toString("hex")}`);
+
+let anvil: AnvilNode;
+let chain: ChainDriver;
+let relay: WsRelay;
+let nodegate: TestNodegate;
+let grpcClient: grpc.Client;
+let probe: Probe;
+
+beforeAll(async () => {
+  anvil = await startAnvil();
+  chain = chainDriver(anvil.url);
+  probe = await chain.probe();
+  relay = await startWsRelay(anvil.wsUrl);
+  nodegate = await startNodegate({
+    upstreamUrl: relay.url,
+    config: {
+      // Reconnect quickly, and let only the test decide when the socket drops.
+      websocket: { ...DEFAULT_WEBSOCKET, reconnectMinDelayMs: 20, reconnectMaxDelayMs: 100, pongTimeoutMs: 60_000 },
+      subscriptions: { ...DEFAULT_SUBSCRIPTIONS },
+    },
+  });
+  grpcClient = grpcJsStreamClient(nodegate.address);
+});
+afterEach(() => waitForNoLiveSubscriptions(nodegate.gateway));
+afterAll(async () => {
+  grpcClient?.close();
+  await nodegate?.close();
+  await relay?.close();
+  await anvil?.stop();
+});
+
+/** What one subscriber saw, reduced to comparable facts. */
+interface Seen {
+  heads: { number: number; hash: string }[];
+  logs: { blockHash: string; logIndex: number; removed: boolean }[];
+}
+
+/** A native client and a grpc-js client, each subscribed to newHeads and the probe's logs. */
+interface Subscribers {
+  native: NativeSubscriber;
+  nativeHeads: string;
+  nativeLogs: string;
+  grpcHeads: GrpcJsStream<{ header?: { number?: bigint; hash?: Uint8Array } }>;
+  grpcLogs: GrpcJsStream<{ log?: { blockHash?: Uint8Array; logIndex?: bigint; removed?: boolean } }>;
+  seen(): { native: Seen; grpc: Seen };
+  close(): Promise<void>;
+}
+
+async function subscribe(): Promise<Subscribers> {
+  const native = await openNativeSubscriber(nodegate.wsUrl);
+  const nativeHeads = await native.subscribe("newHeads");
+  const nativeLogs = await native.subscribe("logs", { address: probe.address });
+  const auth = { "x-api-key": nodegate.key };
+  const grpcHeads = openGrpcJsStream(grpcClient, EthService.method.subscribeNewHeads, create(SubscribeNewHeadsRequestSchema), auth);
+  const filter = create(LogFilterSchema, { address: [decodeData(probe.address)] });
+  const grpcLogs = openGrpcJsStream(grpcClient, EthService.method.subscribeLogs, create(SubscribeLogsRequestSchema, { filter }), auth);
+  await waitForLiveSubscriptions(nodegate.gateway, "newHeads", 2);
+  await waitForLiveSubscriptions(nodegate.gateway, "logs", 2);
+  return {
+    native,
+    nativeHeads,
+    nativeLogs,
+    grpcHeads,
+    grpcLogs,
+    seen: () => ({
+      native: {
+        heads: native.results(nativeHeads).map((h) => ({ number: Number(h.number), hash: h.hash })),
+        logs: native.results(nativeLogs).map((l) => ({ blockHash: l.blockHash, logIndex: Number(l.logIndex), removed: l.removed })),
+      },
+      grpc: {
+        heads: grpcHeads.received.map((m) => ({ number: Number(m.header?.number), hash: hex(m.header?.hash) })),
+        logs: grpcLogs.received.map((m) => ({ blockHash: hex(m.log?.blockHash), logIndex: Number(m.log?.logIndex), removed: m.log?.removed === true })),
+      },
+    }),
+    async close() {
+      grpcHeads.cancel();
+      grpcLogs.cancel();
+      await Promise.all([grpcHeads.ended, grpcLogs.ended, native.close()]);
+    },
+  };
+}
+
+const asSeen = (logs: RpcLog[]) => logs.map((l) => ({ blockHash: l.blockHash, logIndex: Number(l.logIndex), removed: false }));
+
+/** Waits until both doors have seen `done` hold. */
+async function until(subscribers: Subscribers, done: (seen: Seen) => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const { native, grpc } = subscribers.seen();
+    if (done(native) && done(grpc)) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: native ${JSON.stringify(native).slice(0, 300)}, grpc ${JSON.stringify(grpc).slice(0, 300)}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Drops the upstream socket, keeps nodegate from reconnecting until `whileAway` is done, then waits for its reconnect. */
+async function away(whileAway: () => Promise<void>): Promise<void> {
+  relay.refuse(true);
+  relay.sever();
+  await whileAway();
+  const accepted = relay.accepted;
+  relay.refuse(false);
+  for (let i = 0; i < 500 && relay.accepted === accepted; i++) await new Promise((r) => setTimeout(r, 10));
+}
+
+const byPosition = (a: { blockHash: string; logIndex: number }, b: { blockHash: string; logIndex: number }) =>
+  a.blockHash.localeCompare(b.blockHash) || a.logIndex - b.logIndex;
+
+describe("when the upstream socket drops", () => {
+  it("loses and duplicates nothing: every header and log, once, in order, on both doors", async () => {
+    const s = await subscribe();
+    try {
+      const connections = relay.accepted;
+      const start = await chain.blockNumber();
+      for (let round = 0; round < 12; round++) {
+        await probe.store(BigInt(round));
+        await chain.mine(1);
+        if (round % 3 === 1) relay.sever(); // dropped mid-stream; nodegate reconnects while the chain moves on
+        if (round % 3 === 2) {
+          await away(async () => {
+            await probe.store(1000n + BigInt(round));
+            await chain.mine(2);
+            await probe.store(2000n + BigInt(round));
+          });
+        }
+      }
+      const end = await chain.blockNumber();
+      const hashes = await chain.hashes(start + 1, end);
+      const logs = asSeen(await chain.logs({ address: probe.address, fromBlock: toHex(start + 1), toBlock: toHex(end) }));
+      expect(logs.length).toBe(12 + 2 * 4);
+      await until(s, (seen) => seen.heads.length >= hashes.length && seen.logs.length >= logs.length, "every header and log");
+      // A little later, still nothing extra (no late duplicates).
+      await chain.mine(1);
+      await until(s, (seen) => seen.heads.length >= hashes.length + 1, "one more header");
+      for (const seen of Object.values(s.seen())) {
+        expect(seen.heads.slice(0, hashes.length)).toEqual(hashes.map((hash, i) => ({ number: start + 1 + i, hash })));
+        expect(seen.heads).toHaveLength(hashes.length + 1);
+        expect(seen.logs).toEqual(logs);
+      }
+      // The socket really dropped: nodegate opened a new connection for each drop.
+      expect(relay.accepted - connections).toBeGreaterThanOrEqual(4);
+      expect(nodegate.logs.some((l) => l.msg === "WebSocket upstream reconnected")).toBe(true);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe("reorganizations", () => {
+  it("while connected: the node's re-sent heads pass on, and the logs of the dropped blocks are taken back", async () => {
+    const s = await subscribe();
+    try {
+      const start = await chain.blockNumber();
+      await probe.store(1n);
+      await probe.store(2n);
+      const before = asSeen(await chain.logs({ address: probe.address, fromBlock: toHex(start + 1), toBlock: "latest" }));
+      await until(s, (seen) => seen.logs.length >= 2, "the first two logs");
+      // Replace the last two blocks; the new branch holds one store, in its second block.
+      const data = probe.storeData(7n);
+      await chain.rpc("anvil_reorg", [2, [[{ from: SENDER, to: probe.address, data, gas: "0x100000" }, 1]]]);
+      await probe.store(3n);
+      const end = await chain.blockNumber();
+      const after = asSeen(await chain.logs({ address: probe.address, fromBlock: toHex(start + 1), toBlock: "latest" }));
+      const hashes = await chain.hashes(start + 1, end);
+      await until(s, (seen) => seen.logs.filter((l) => !l.removed).length >= 4 && seen.heads.at(-1)?.number === end, "the new branch");
+      for (const seen of Object.values(s.seen())) {
+        // The node pushes a new block's logs before its header, so a removal may follow a log of the new branch.
+        expect(seen.logs.filter((l) => !l.removed)).toEqual([...before, ...after]);
+        expect(seen.logs.filter((l) => l.removed).sort(byPosition)).toEqual(before.map((l) => ({ ...l, removed: true })).sort(byPosition));
+        expect(applyRemovals(seen.logs)).toEqual(after);
+        expect(canonicalHeads(seen)).toEqual(hashes.map((hash, i) => ({ number: start + 1 + i, hash })));
+      }
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("while disconnected: after the reconnect the new branch's heads come from the fork point and the dropped logs are taken back", async () => {
+    const s = await subscribe();
+    try {
+      const start = await chain.blockNumber();
+      await probe.store(11n);
+      await probe.store(12n);
+      await probe.store(13n);
+      const before = asSeen(await chain.logs({ address: probe.address, fromBlock: toHex(start + 1), toBlock: "latest" }));
+      const oldHashes = await chain.hashes(start + 1, start + 3);
+      await until(s, (seen) => seen.logs.length >= 3 && seen.heads.length >= 3, "the first three blocks");
+      await away(async () => {
+        const data = probe.storeData(17n);
+        await chain.rpc("anvil_reorg", [2, [[{ from: SENDER, to: probe.address, data, gas: "0x100000" }, 0]]]);
+        await chain.mine(2);
+      });
+      const end = await chain.blockNumber();
+      const after = asSeen(await chain.logs({ address: probe.address, fromBlock: toHex(start + 1), toBlock: "latest" }));
+      const hashes = await chain.hashes(start + 1, end);
+      expect(hashes.slice(1, 3)).not.toEqual(oldHashes.slice(1, 3));
+      await until(s, (seen) => seen.heads.at(-1)?.number === end && seen.logs.length >= 3 + 2 + 1, "the new branch");
+      for (const seen of Object.values(s.seen())) {
+        // Blocks 1..3 first; after the reconnect, the new branch from the fork point (block 2) up.
+        expect(seen.heads).toEqual([
+          ...oldHashes.map((hash, i) => ({ number: start + 1 + i, hash })),
+          ...hashes.slice(1).map((hash, i) => ({ number: start + 2 + i, hash })),
+        ]);
+        const removals = seen.logs.filter((l) => l.removed);
+        expect(removals).toEqual(before.slice(1).map((l) => ({ ...l, removed: true })));
+        expect(applyRemovals(seen.logs)).toEqual(after);
+      }
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+/** The last header each number got: the chain as the subscriber now knows it. */
+function canonicalHeads(seen: Seen): { number: number; hash: string }[] {
+  const byNumber = new Map<number, string>();
+  for (const h of seen.heads) {
+    for (const n of [...byNumber.keys()]) if (n > h.number) byNumber.delete(n);
+    byNumber.set(h.number, h.hash);
+  }
+  return [...byNumber].map(([number, hash]) => ({ number, hash }));
+}
+
+/** The logs a subscriber holds once each removal cancels the log it names. */
+function applyRemovals(logs: Seen["logs"]): Seen["logs"] {
+  const held: Seen["logs"] = [];
+  for (const l of logs) {
+    if (!l.removed) held.push(l);
+    else {
+      const i = held.findIndex((h) => h.blockHash === l.blockHash && h.logIndex === l.logIndex);
+      if (i < 0) throw new Error(`a removal for a log never sent: ${JSON.stringify(l)}`);
+      held.splice(i, 1);
+    }
+  }
+  return held;
+}
+
+describe("a gap too long to fill", () => {
+  it("ends the subscribers with a clear reason (ABORTED, close 1011) instead of skipping blocks", async () => {
+    const ownRelay = await startWsRelay(anvil.wsUrl);
+    const own = await startNodegate({
+      upstreamUrl: ownRelay.url,
+      config: {
+        websocket: { ...DEFAULT_WEBSOCKET, reconnectMinDelayMs: 20, reconnectMaxDelayMs: 100, pongTimeoutMs: 60_000 },
+        subscriptions: { ...DEFAULT_SUBSCRIPTIONS, maxBackfillBlocks: 5 },
+      },
+    });
+    const client = grpcJsStreamClient(own.address);
+    try {
+      const native = await openNativeSubscriber(own.wsUrl);
+      await native.subscribe("newHeads");
+      const typed = openGrpcJsStream(client, EthService.method.subscribeNewHeads, create(SubscribeNewHeadsRequestSchema), { "x-api-key": own.key });
+      await waitForLiveSubscriptions(own.gateway, "newHeads", 2);
+      ownRelay.refuse(true);
+      ownRelay.sever();
+      await chain.mine(20);
+      ownRelay.refuse(false);
+      const err = await typed.ended;
+      expect(err?.code).toBe(10);
+      expect(decodeURIComponent(err?.details ?? "")).toMatch(/subscription ended: 19 blocks went by while the node was out of reach, more than the 5/);
+      const closed = await native.closed;
+      expect(closed.code).toBe(1011);
+      expect(closed.reason).toMatch(/^subscription ended: 19 blocks went by/);
+    } finally {
+      client.close();
+      await own.close();
+      await ownRelay.close();
+    }
+  });
+});

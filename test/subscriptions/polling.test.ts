@@ -1,0 +1,196 @@
+/**
+ * The same subscriptions when the network's upstream speaks only HTTP:
+ * nodegate polls (every 50 ms here) and delivers what a WebSocket node would
+ * have pushed, gap-free, with reorganizations and failed polls handled.
+ * The upstream is a real Anvil behind a recording HTTP relay, so the test
+ * can count what the polls cost and make some of them fail.
+ */
+import { create } from "@bufbuild/protobuf";
+import type * as grpc from "@grpc/grpc-js";
+import { toHex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { EthService, SubscribeNewHeadsRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { DEFAULT_SUBSCRIPTIONS } from "../../src/config.js";
+import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { type ChainDriver, chainDriver, type Probe } from "../support/chain-driver.js";
+import { grpcJsStreamClient, openGrpcJsStream } from "../support/grpc-streams.js";
+import { waitForLiveSubscriptions, waitForNoLiveSubscriptions } from "../support/live-subscriptions.js";
+import { type NativeSubscriber, openNativeSubscriber } from "../support/native-subscriber.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+import { ANVIL_KEY_0 } from "../support/probe.js";
+import { type Handler, type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
+
+const SENDER = privateKeyToAccount(ANVIL_KEY_0).address;
+const hex = (b: Uint8Array | undefined) => (b === undefined ? "" : `0x${Buffer.from(b).toString("hex")}`);
+
+let anvil: AnvilNode;
+let chain: ChainDriver;
+let upstream: ProgrammableUpstream;
+let nodegate: TestNodegate;
+let grpcClient: grpc.Client;
+let probe: Probe;
+const subscribers: NativeSubscriber[] = [];
+const forwardAll: Handler = () => ({ forward: anvil.url });
+
+beforeAll(async () => {
+  anvil = await startAnvil();
+  chain = chainDriver(anvil.url);
+  probe = await chain.probe();
+  upstream = await startProgrammableUpstream(forwardAll);
+  nodegate = await startNodegate({
+    upstreamUrl: upstream.url,
+    config: { subscriptions: { ...DEFAULT_SUBSCRIPTIONS, pollIntervalMs: 50 } },
+  });
+  grpcClient = grpcJsStreamClient(nodegate.address);
+});
+afterEach(async () => {
+  upstream.handler = forwardAll;
+  for (const s of subscribers.splice(0)) await s.close();
+  await waitForNoLiveSubscriptions(nodegate.gateway);
+});
+afterAll(async () => {
+  grpcClient?.close();
+  await nodegate?.close();
+  await upstream?.close();
+  await anvil?.stop();
+});
+
+async function subscriber(): Promise<NativeSubscriber> {
+  const s = await openNativeSubscriber(nodegate.wsUrl);
+  subscribers.push(s);
+  return s;
+}
+
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+describe("newHeads by polling", () => {
+  it("both doors get every block, once and in order, even when several arrive between two polls", async () => {
+    const native = await subscriber();
+    const id = await native.subscribe("newHeads");
+    const typed = openGrpcJsStream(grpcClient, EthService.method.subscribeNewHeads, create(SubscribeNewHeadsRequestSchema), {
+      "x-api-key": nodegate.key,
+    });
+    try {
+      await waitForLiveSubscriptions(nodegate.gateway, "newHeads", 2);
+      const start = await chain.blockNumber();
+      await chain.mine(4); // four blocks at once: one poll sees them all
+      await probe.store(1n);
+      await chain.mine(1);
+      const end = start + 6;
+      const hashes = await chain.hashes(start + 1, end);
+      expect((await native.waitFor(id, 6)).map((h) => [Number(h.number), h.hash])).toEqual(range(start + 1, end).map((n, i) => [n, hashes[i]]));
+      expect((await typed.waitFor(6)).map((m) => [Number(m.header?.number), hex(m.header?.hash)])).toEqual(
+        range(start + 1, end).map((n, i) => [n, hashes[i]]),
+      );
+      // No subscription was made upstream: an HTTP node cannot push.
+      expect(upstream.count("eth_subscribe")).toBe(0);
+    } finally {
+      typed.cancel();
+      await typed.ended;
+    }
+  });
+
+  it("a reorganization re-sends the new branch from the fork point", async () => {
+    const s = await subscriber();
+    const id = await s.subscribe("newHeads");
+    const start = await chain.blockNumber();
+    await chain.mine(3);
+    const old = await chain.hashes(start + 1, start + 3);
+    await s.waitFor(id, 3);
+    await chain.rpc("anvil_reorg", [2, []]);
+    await chain.mine(1);
+    const hashes = await chain.hashes(start + 1, start + 4);
+    const heads = await s.waitFor(id, 6);
+    expect(heads.map((h) => [Number(h.number), h.hash])).toEqual([
+      ...old.map((hash, i) => [start + 1 + i, hash]),
+      ...hashes.slice(1).map((hash, i) => [start + 2 + i, hash]),
+    ]);
+  });
+});
+
+describe("logs by polling", () => {
+  it("two subscribers of one filter cost one eth_getLogs per new block, and get the same logs", async () => {
+    const a = await subscriber();
+    const b = await subscriber();
+    const aId = await a.subscribe("logs", { address: probe.address });
+    const bId = await b.subscribe("logs", { address: probe.address.toUpperCase().replace("0X", "0x") });
+    const before = upstream.count("eth_getLogs");
+    const block = await probe.store(5n);
+    const [fromA] = await a.waitFor(aId, 1);
+    const [fromB] = await b.waitFor(bId, 1);
+    expect(fromB).toEqual(fromA);
+    expect(Number(fromA.blockNumber)).toBe(block);
+    expect(upstream.count("eth_getLogs") - before).toBe(1);
+  });
+
+  it("takes back the logs of blocks a reorganization dropped, and sends the new branch's", async () => {
+    const s = await subscriber();
+    const id = await s.subscribe("logs", { address: probe.address });
+    const start = await chain.blockNumber();
+    await probe.store(1n);
+    await probe.store(2n);
+    const before = await chain.logs({ address: probe.address, fromBlock: toHex(start + 1), toBlock: "latest" });
+    await s.waitFor(id, 2);
+    const data = probe.storeData(9n);
+    await chain.rpc("anvil_reorg", [1, [[{ from: SENDER, to: probe.address, data, gas: "0x100000" }, 0]]]);
+    const after = await chain.logs({ address: probe.address, fromBlock: toHex(start + 1), toBlock: "latest" });
+    const logs = await s.waitFor(id, 4);
+    expect(logs).toEqual([before[0], before[1], { ...before[1], removed: true }, after[1]]);
+    expect(after[1]?.blockHash).not.toBe(before[1]?.blockHash);
+  });
+
+  it("a failing eth_getLogs delays the logs but loses none", async () => {
+    const s = await subscriber();
+    const id = await s.subscribe("logs", { address: probe.address });
+    let failures = 0;
+    upstream.handler = (r) => {
+      if (r.method === "eth_getLogs" && failures < 3) {
+        failures++;
+        return { raw: "upstream down", status: 503 };
+      }
+      return { forward: anvil.url };
+    };
+    const start = await chain.blockNumber();
+    await probe.store(21n);
+    await probe.store(22n);
+    await chain.mine(1);
+    await probe.store(23n);
+    const want = await chain.logs({ address: probe.address, fromBlock: toHex(start + 1), toBlock: "latest" });
+    expect(await s.waitFor(id, 3)).toEqual(want);
+    expect(failures).toBe(3);
+    await chain.mine(2);
+    await s.request("eth_chainId");
+    expect(s.results(id)).toHaveLength(3);
+  });
+});
+
+describe("newPendingTransactions by polling", () => {
+  it("sends the hashes a pending-transaction filter reports", async () => {
+    const s = await subscriber();
+    const id = await s.subscribe("newPendingTransactions");
+    expect(upstream.count("eth_newPendingTransactionFilter")).toBeGreaterThanOrEqual(1);
+    const sent: string[] = [];
+    for (let i = 1; i <= 3; i++) sent.push(await chain.rpc<string>("eth_sendTransaction", [{ from: SENDER, to: probe.address, value: toHex(i) }]));
+    expect(await s.waitFor(id, 3)).toEqual(sent);
+  });
+
+  it("makes a new filter when the node forgot the old one", async () => {
+    const s = await subscriber();
+    const id = await s.subscribe("newPendingTransactions");
+    const made = upstream.count("eth_newPendingTransactionFilter");
+    let forgot = false;
+    upstream.handler = (r) => {
+      if (r.method === "eth_getFilterChanges" && !forgot) {
+        forgot = true;
+        return { error: { code: -32000, message: "filter not found" } };
+      }
+      return { forward: anvil.url };
+    };
+    for (let i = 0; i < 100 && !forgot; i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 100 && upstream.count("eth_newPendingTransactionFilter") === made; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(upstream.count("eth_newPendingTransactionFilter")).toBe(made + 1);
+    const hash = await chain.rpc<string>("eth_sendTransaction", [{ from: SENDER, to: probe.address, value: "0x5" }]);
+    expect(await s.waitFor(id, 1)).toEqual([hash]);
+  });
+});

@@ -1,0 +1,155 @@
+/**
+ * Resuming from a block (the typed streams' from_block), against a real
+ * Anvil: history from the resume point, then live events, with no gap and
+ * no duplicate at the seam, even while blocks keep coming during the
+ * history; a client that reconnects with its last block + 1 loses nothing;
+ * a resume point too far back is refused with OUT_OF_RANGE.
+ */
+import { create } from "@bufbuild/protobuf";
+import type * as grpc from "@grpc/grpc-js";
+import { toHex } from "viem";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { EthService, SubscribeLogsRequestSchema, SubscribeNewHeadsRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { LogFilterSchema } from "../../gen/nodegate/eth/v1/log_pb.js";
+import { DEFAULT_SUBSCRIPTIONS } from "../../src/config.js";
+import { decodeData } from "../../src/codec/hex.js";
+import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { type ChainDriver, chainDriver, type Probe } from "../support/chain-driver.js";
+import { type GrpcJsStream, grpcJsStreamClient, openGrpcJsStream } from "../support/grpc-streams.js";
+import { waitForLiveSubscriptions, waitForNoLiveSubscriptions } from "../support/live-subscriptions.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+
+const MAX_BACKFILL = 300;
+const hex = (b: Uint8Array | undefined) => (b === undefined ? "" : `0x${Buffer.from(b).toString("hex")}`);
+
+let anvil: AnvilNode;
+let chain: ChainDriver;
+let nodegate: TestNodegate;
+let grpcClient: grpc.Client;
+let probe: Probe;
+const streams: GrpcJsStream<unknown>[] = [];
+
+beforeAll(async () => {
+  anvil = await startAnvil();
+  chain = chainDriver(anvil.url);
+  probe = await chain.probe();
+  nodegate = await startNodegate({
+    upstreamUrl: anvil.wsUrl,
+    config: { subscriptions: { ...DEFAULT_SUBSCRIPTIONS, maxBackfillBlocks: MAX_BACKFILL } },
+  });
+  grpcClient = grpcJsStreamClient(nodegate.address);
+});
+afterEach(async () => {
+  for (const s of streams.splice(0)) s.cancel();
+  await waitForNoLiveSubscriptions(nodegate.gateway);
+});
+afterAll(async () => {
+  grpcClient?.close();
+  await nodegate?.close();
+  await anvil?.stop();
+});
+
+function heads(fromBlock?: number) {
+  const request = create(SubscribeNewHeadsRequestSchema, fromBlock === undefined ? {} : { fromBlock: BigInt(fromBlock) });
+  const stream = openGrpcJsStream(grpcClient, EthService.method.subscribeNewHeads, request, { "x-api-key": nodegate.key });
+  streams.push(stream as GrpcJsStream<unknown>);
+  return stream;
+}
+
+const numbersOf = (stream: ReturnType<typeof heads>) => stream.received.map((m) => Number(m.header?.number));
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+describe("SubscribeNewHeads from_block", () => {
+  it("sends the history from the resume point, then goes live, with no gap or duplicate", async () => {
+    await chain.mine(20);
+    const head = await chain.blockNumber();
+    const from = head - 14;
+    const stream = heads(from);
+    await stream.waitFor(15);
+    await waitForLiveSubscriptions(nodegate.gateway, "newHeads", 1);
+    await chain.mine(3);
+    await stream.waitFor(18);
+    expect(numbersOf(stream)).toEqual(range(from, head + 3));
+    expect(stream.received.map((m) => hex(m.header?.hash))).toEqual(await chain.hashes(from, head + 3));
+  });
+
+  it("keeps the seam exact while blocks keep coming during a long history", async () => {
+    await chain.mine(250);
+    const head = await chain.blockNumber();
+    const from = head - 240;
+    const stream = heads(from);
+    // Blocks mined one by one while the history is being fetched and sent.
+    for (let i = 0; i < 25; i++) {
+      await chain.mine(1);
+      await new Promise((r) => setImmediate(r));
+    }
+    const end = await chain.blockNumber();
+    await stream.waitFor(end - from + 1);
+    await chain.mine(1);
+    await stream.waitFor(end - from + 2);
+    expect(numbersOf(stream)).toEqual(range(from, end + 1));
+    expect(stream.received.map((m) => hex(m.header?.hash))).toEqual(await chain.hashes(from, end + 1));
+  });
+
+  it("a client that comes back with its last block + 1 gets everything it missed", async () => {
+    const first = heads();
+    await waitForLiveSubscriptions(nodegate.gateway, "newHeads", 1);
+    const start = await chain.blockNumber();
+    await chain.mine(3);
+    await first.waitFor(3);
+    first.cancel();
+    await first.ended;
+    const last = Number(first.received.at(-1)?.header?.number);
+    // Blocks go by while the client is away.
+    await chain.mine(4);
+    const again = heads(last + 1);
+    await again.waitFor(4);
+    await chain.mine(2);
+    await again.waitFor(6);
+    expect([...numbersOf(first), ...numbersOf(again)]).toEqual(range(start + 1, start + 9));
+  });
+
+  it("a resume point ahead of the chain waits for that block", async () => {
+    const head = await chain.blockNumber();
+    const stream = heads(head + 3);
+    await waitForLiveSubscriptions(nodegate.gateway, "newHeads", 1);
+    await chain.mine(5);
+    await stream.waitFor(3);
+    expect(numbersOf(stream)).toEqual([head + 3, head + 4, head + 5]);
+  });
+
+  it(`a resume point more than ${MAX_BACKFILL} blocks back is OUT_OF_RANGE, saying how far it is`, async () => {
+    if ((await chain.blockNumber()) <= MAX_BACKFILL) await chain.mine(MAX_BACKFILL);
+    const head = await chain.blockNumber();
+    const stream = heads(1);
+    const err = await stream.ended;
+    expect(err?.code).toBe(11);
+    expect(decodeURIComponent(err?.details ?? "")).toMatch(new RegExp(`from_block 1 is ${head} blocks behind the head \\(${head}\\); at most ${MAX_BACKFILL}`));
+  });
+});
+
+describe("SubscribeLogs from_block", () => {
+  it("sends the matching logs from the resume point, then live ones, in order, once", async () => {
+    const blocks: number[] = [];
+    for (let i = 1n; i <= 5n; i++) blocks.push(await probe.store(i));
+    const filter = create(LogFilterSchema, { address: [decodeData(probe.address)] });
+    const from = blocks[1] as number;
+    const stream = openGrpcJsStream(
+      grpcClient,
+      EthService.method.subscribeLogs,
+      create(SubscribeLogsRequestSchema, { filter, fromBlock: BigInt(from) }),
+      { "x-api-key": nodegate.key },
+    );
+    streams.push(stream as GrpcJsStream<unknown>);
+    await stream.waitFor(4);
+    await waitForLiveSubscriptions(nodegate.gateway, "logs", 1);
+    await probe.store(6n);
+    await probe.store(7n);
+    await stream.waitFor(6);
+    const want = await chain.logs({ address: probe.address, fromBlock: toHex(from), toBlock: "latest" });
+    expect(want).toHaveLength(6);
+    expect(stream.received.map((m) => [hex(m.log?.blockHash), Number(m.log?.logIndex), m.log?.removed])).toEqual(
+      want.map((l) => [l.blockHash, Number(l.logIndex), false]),
+    );
+  });
+});

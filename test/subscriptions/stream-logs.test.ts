@@ -1,0 +1,196 @@
+/**
+ * EthService.StreamLogs against a real Anvil holding more than 10,000
+ * matching logs: where one eth_getLogs fails with -32005, the stream returns
+ * every log, in chain order, in pages each under the limit, covering the
+ * range without a gap. Pages halve on a limit (seen at a recording relay),
+ * a single block over the limit ends the stream with the -32005 error, and
+ * every page after the first counts against the key's rate limit.
+ */
+import { create } from "@bufbuild/protobuf";
+import type * as grpc from "@grpc/grpc-js";
+import { pad, toHex } from "viem";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EthService, StreamLogsRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { LogFilterSchema, TopicFilterSchema } from "../../gen/nodegate/eth/v1/log_pb.js";
+import { BlockIdSchema, BlockTag } from "../../gen/nodegate/eth/v1/primitives_pb.js";
+import { decodeData } from "../../src/codec/hex.js";
+import { DEFAULT_SUBSCRIPTIONS } from "../../src/config.js";
+import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { type ChainDriver, chainDriver, type Probe, type RpcLog } from "../support/chain-driver.js";
+import { connectClient } from "../support/grpc-clients.js";
+import { jsonRpcErrorOfGrpc } from "../support/grpc-status.js";
+import { grpcJsStreamClient, openGrpcJsStream } from "../support/grpc-streams.js";
+import { post, rpc } from "../support/http.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+import { type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
+
+const LIMIT = 10_000;
+const hex = (b: Uint8Array | undefined) => (b === undefined ? "" : `0x${Buffer.from(b).toString("hex")}`);
+const number = (n: number) => create(BlockIdSchema, { kind: { case: "number", value: BigInt(n) } });
+
+let anvil: AnvilNode;
+let chain: ChainDriver;
+let upstream: ProgrammableUpstream;
+let nodegate: TestNodegate;
+let grpcClient: grpc.Client;
+let probe: Probe;
+let from: number;
+let to: number;
+let expected: RpcLog[];
+
+beforeAll(async () => {
+  anvil = await startAnvil();
+  chain = chainDriver(anvil.url);
+  probe = await chain.probe();
+  from = await probe.store(1n);
+  await probe.storeMany(6000);
+  await chain.mine(3);
+  await probe.store(2n);
+  await probe.storeMany(6000);
+  to = await probe.store(3n);
+  await chain.mine(2);
+  expected = await chain.logs({ address: probe.address, fromBlock: toHex(from), toBlock: toHex(to) });
+  upstream = await startProgrammableUpstream(() => ({ forward: anvil.url }));
+  nodegate = await startNodegate({
+    upstreamUrl: upstream.url,
+    config: { subscriptions: { ...DEFAULT_SUBSCRIPTIONS, logPageBlocks: 1000 } },
+  });
+  grpcClient = grpcJsStreamClient(nodegate.address);
+}, 60_000);
+afterAll(async () => {
+  grpcClient?.close();
+  await nodegate?.close();
+  await upstream?.close();
+  await anvil?.stop();
+});
+
+function streamLogs(filter: Parameters<typeof create<typeof LogFilterSchema>>[1], key = nodegate.key) {
+  const request = create(StreamLogsRequestSchema, { filter: create(LogFilterSchema, filter) });
+  return openGrpcJsStream(grpcClient, EthService.method.streamLogs, request, { "x-api-key": key });
+}
+
+describe("StreamLogs", () => {
+  it("where one eth_getLogs is refused with -32005, returns all of more than 10,000 logs, in order, in pages under the limit", async () => {
+    expect(expected.length).toBe(12_003);
+    const refused = await post(nodegate.rpcUrl, rpc("eth_getLogs", [{ address: probe.address, fromBlock: toHex(from), toBlock: toHex(to) }]));
+    expect(refused.json.error).toMatchObject({ code: -32005, message: "query returned more than 10000 results" });
+
+    const calls = upstream.requests.length;
+    const stream = streamLogs({ address: [decodeData(probe.address)], fromBlock: number(from), toBlock: number(to) });
+    expect(await stream.ended).toBeUndefined();
+    const pages = stream.received;
+    const logs = pages.flatMap((p) => p.logs);
+    expect(logs.map((l) => [hex(l.blockHash), Number(l.logIndex), hex(l.transactionHash)])).toEqual(
+      expected.map((l) => [l.blockHash, Number(l.logIndex), l.transactionHash]),
+    );
+    expect(logs.map((l) => hex(l.data))).toEqual(expected.map((l) => l.data));
+    // Pages are under the limit and cover from..to exactly, one after the other.
+    expect(Math.max(...pages.map((p) => p.logs.length))).toBeLessThanOrEqual(LIMIT);
+    expect(Number(pages[0]?.fromBlock)).toBe(from);
+    expect(Number(pages.at(-1)?.toBlock)).toBe(to);
+    pages.slice(1).forEach((p, i) => expect(p.fromBlock).toBe((pages[i]?.toBlock ?? 0n) + 1n));
+    for (const p of pages) {
+      for (const l of p.logs) {
+        expect(l.blockNumber).toBeGreaterThanOrEqual(p.fromBlock);
+        expect(l.blockNumber).toBeLessThanOrEqual(p.toBlock);
+      }
+    }
+
+    // The pages nodegate asked for: the whole range first (it is under the page size), refused; then halves of it.
+    const ranges = upstream.requests
+      .slice(calls)
+      .filter((r) => r.method === "eth_getLogs")
+      .map((r) => {
+        const f = (r.params as { fromBlock: string; toBlock: string }[])[0] as { fromBlock: string; toBlock: string };
+        return [Number(f.fromBlock), Number(f.toBlock)];
+      });
+    expect(ranges[0]).toEqual([from, to]);
+    const size = to - from + 1;
+    expect(ranges[1]).toEqual([from, from + Math.floor(size / 2) - 1]);
+    expect(ranges.length).toBeGreaterThan(2);
+  });
+
+  it("connect-es reads the same logs", async () => {
+    const client = connectClient(nodegate.url, EthService, nodegate.key, "connect");
+    let count = 0;
+    let last = -1n;
+    let ordered = true;
+    for await (const page of client.streamLogs({ filter: { address: [decodeData(probe.address)], fromBlock: number(from), toBlock: number(to) } })) {
+      for (const l of page.logs) {
+        const position = (l.blockNumber ?? 0n) * 1_000_000n + (l.logIndex ?? 0n);
+        ordered &&= position > last;
+        last = position;
+        count++;
+      }
+    }
+    expect(count).toBe(expected.length);
+    expect(ordered).toBe(true);
+  });
+
+  it("answers a block hash with that block's logs as one range", async () => {
+    const big = expected.find((l) => Number(l.blockNumber) > from) as RpcLog;
+    const stream = streamLogs({ address: [decodeData(probe.address)], blockHash: decodeData(big.blockHash) });
+    expect(await stream.ended).toBeUndefined();
+    // One block's logs are never split between messages.
+    expect(stream.received.map((p) => [Number(p.fromBlock), Number(p.toBlock), p.logs.length])).toEqual([
+      [Number(big.blockNumber), Number(big.blockNumber), 6000],
+    ]);
+  });
+
+  it("reads tags once: earliest..latest covers the chain", async () => {
+    const head = await chain.blockNumber();
+    const stream = streamLogs({
+      address: [decodeData(probe.address)],
+      // Only the logs of store(2, ...) and storeMany's value 2: a light scan of the whole chain.
+      topics: [create(TopicFilterSchema), create(TopicFilterSchema), create(TopicFilterSchema, { anyOf: [decodeData(pad(toHex(2n)))] })],
+      fromBlock: create(BlockIdSchema, { kind: { case: "tag", value: BlockTag.EARLIEST } }),
+      toBlock: create(BlockIdSchema, { kind: { case: "tag", value: BlockTag.LATEST } }),
+    });
+    expect(await stream.ended).toBeUndefined();
+    expect(Number(stream.received[0]?.fromBlock)).toBe(0);
+    expect(Number(stream.received.at(-1)?.toBlock)).toBe(head);
+    expect(stream.received.flatMap((p) => p.logs.map((l) => hex(l.topics[2])))).toEqual([pad(toHex(2n)), pad(toHex(2n)), pad(toHex(2n))]);
+  });
+
+  it("a single block over the limit ends the stream with RESOURCE_EXHAUSTED and the -32005 error", async () => {
+    const block = await probe.storeMany(LIMIT + 1);
+    const stream = streamLogs({ address: [decodeData(probe.address)], fromBlock: number(block), toBlock: number(block) });
+    const err = await stream.ended;
+    expect(err?.code).toBe(8);
+    expect(jsonRpcErrorOfGrpc(err as grpc.ServiceError)).toMatchObject({ code: -32005n, message: "query returned more than 10000 results" });
+  }, 60_000);
+
+  it("from_block after to_block is INVALID_ARGUMENT", async () => {
+    const stream = streamLogs({ fromBlock: number(to), toBlock: number(from) });
+    const err = await stream.ended;
+    expect(err?.code).toBe(3);
+    expect(decodeURIComponent(err?.details ?? "")).toMatch(`from_block ${to} is after to_block ${from}`);
+  });
+
+  it("counts every page after the first against the key's rate limit", async () => {
+    // One block per page, and a 3-per-second key: admission, a free first page, two more pages, then the limit.
+    const small = await startNodegate({
+      upstreamUrl: anvil.url,
+      keys: [{ key: "slow-key-0123456789", plan: "core", rateLimit: { requestsPerSecond: 3 } }],
+      config: { subscriptions: { ...DEFAULT_SUBSCRIPTIONS, logPageBlocks: 1 } },
+    });
+    const client = grpcJsStreamClient(small.address);
+    try {
+      // The empty blocks mined between the two big ones make quick pages.
+      const start = from + 2;
+      const request = create(StreamLogsRequestSchema, { filter: create(LogFilterSchema, { fromBlock: number(start), toBlock: number(to) }) });
+      const stream = openGrpcJsStream(client, EthService.method.streamLogs, request, { "x-api-key": "slow-key-0123456789" });
+      const err = await stream.ended;
+      expect(err?.code).toBe(8);
+      expect(jsonRpcErrorOfGrpc(err as grpc.ServiceError)).toMatchObject({ code: -32005n, message: "project ID request rate exceeded" });
+      expect(stream.received.map((p) => [Number(p.fromBlock), Number(p.toBlock), p.logs.length])).toEqual([
+        [start, start, 0],
+        [start + 1, start + 1, 0],
+        [start + 2, start + 2, 0],
+      ]);
+    } finally {
+      client.close();
+      await small.close();
+    }
+  });
+});

@@ -1,0 +1,112 @@
+/**
+ * A WebSocket relay on 127.0.0.1 between nodegate and a real node's
+ * WebSocket: every message passes through unchanged, the requests nodegate
+ * sends are recorded (so a test can count eth_subscribe calls), and the test
+ * can sever every connection (a dropped upstream socket) or refuse new ones
+ * (a node that stays unreachable for a while).
+ */
+import type { AddressInfo } from "node:net";
+import WebSocket, { WebSocketServer } from "ws";
+
+export interface RelayedRequest {
+  method: string;
+  params: unknown;
+}
+
+export interface WsRelay {
+  url: string;
+  /** Requests nodegate sent to the node, in order. */
+  readonly requests: readonly RelayedRequest[];
+  count(method: string): number;
+  /** Connections accepted so far. */
+  readonly accepted: number;
+  /** Connections open now. */
+  readonly open: number;
+  /** Drops every open connection on both sides, without a close handshake. */
+  sever(): void;
+  /** While on, new connections are refused during the handshake (HTTP 503). */
+  refuse(refuse: boolean): void;
+  close(): Promise<void>;
+}
+
+function parseRequests(text: string): RelayedRequest[] {
+  try {
+    const parsed = JSON.parse(text) as unknown;
+    const list = Array.isArray(parsed) ? parsed : [parsed];
+    return list.map((r) => ({ method: String((r as { method?: unknown }).method), params: (r as { params?: unknown }).params }));
+  } catch {
+    return [{ method: "(unparsable)", params: undefined }];
+  }
+}
+
+export async function startWsRelay(targetUrl: string): Promise<WsRelay> {
+  const requests: RelayedRequest[] = [];
+  const pairs = new Set<{ client: WebSocket; node: WebSocket }>();
+  let accepted = 0;
+  let refusing = false;
+  const server = new WebSocketServer({
+    host: "127.0.0.1",
+    port: 0,
+    perMessageDeflate: false,
+    verifyClient: (_info, done) => done(!refusing, 503),
+  });
+  server.on("connection", (client) => {
+    accepted++;
+    const node = new WebSocket(targetUrl, { perMessageDeflate: false });
+    const pair = { client, node };
+    pairs.add(pair);
+    const waiting: string[] = [];
+    client.on("message", (data: Buffer) => {
+      const text = data.toString("utf8");
+      requests.push(...parseRequests(text));
+      if (node.readyState === WebSocket.OPEN) node.send(text);
+      else waiting.push(text);
+    });
+    node.on("open", () => {
+      for (const text of waiting.splice(0)) node.send(text);
+    });
+    node.on("message", (data: Buffer) => {
+      if (client.readyState === WebSocket.OPEN) client.send(data.toString("utf8"));
+    });
+    const drop = (): void => {
+      pairs.delete(pair);
+      client.terminate();
+      node.terminate();
+    };
+    client.on("close", drop);
+    node.on("close", drop);
+    client.on("error", drop);
+    node.on("error", drop);
+  });
+  await new Promise<void>((resolve) => server.once("listening", () => resolve()));
+  const { port } = server.address() as AddressInfo;
+  const sever = (): void => {
+    for (const pair of [...pairs]) {
+      pairs.delete(pair);
+      pair.client.terminate();
+      pair.node.terminate();
+    }
+  };
+  return {
+    url: `ws://127.0.0.1:${port}`,
+    get requests() {
+      return requests;
+    },
+    count: (method) => requests.filter((r) => r.method === method).length,
+    get accepted() {
+      return accepted;
+    },
+    get open() {
+      return pairs.size;
+    },
+    sever,
+    refuse(refuse) {
+      refusing = refuse;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        sever();
+        server.close(() => resolve());
+      }),
+  };
+}
