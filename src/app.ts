@@ -7,6 +7,9 @@ import type { Logger } from "pino";
 import { AccessControl } from "./auth/access-control.js";
 import { ApiKeyStore } from "./auth/api-keys.js";
 import { MemoryRateLimitStore, type RateLimitStore, RateLimiter } from "./auth/rate-limiter.js";
+import type { CacheStore } from "./cache/cache-store.js";
+import { ethFinalityRules } from "./cache/eth-finality-rules.js";
+import { MemoryCacheStore } from "./cache/memory-cache-store.js";
 import { type Config, DEFAULT_FAILOVER, type KeyConfig } from "./config.js";
 import { Gateway } from "./gateway.js";
 import { createPolicies } from "./methods/default-policies.js";
@@ -23,9 +26,12 @@ export interface App {
 export interface AppDependencies {
   /** Where rate-limit counters live; in-process by default. */
   rateLimitStore?: RateLimitStore;
+  /** Where final answers live; in-process (config.cache.maxBytes) by default. */
+  cacheStore?: CacheStore;
 }
 
 export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[], deps: AppDependencies = {}): App {
+  const cacheStore = deps.cacheStore ?? (config.cache && config.cache.maxBytes > 0 ? new MemoryCacheStore({ maxBytes: config.cache.maxBytes }) : undefined);
   const networks = config.networks.map(
     (n) =>
       new Network({
@@ -35,6 +41,8 @@ export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[
         failover: n.failover ?? DEFAULT_FAILOVER,
         breaker: config.circuitBreaker,
         log,
+        cache: config.cache && { store: cacheStore, coalesce: config.cache.coalesce, rules: n.family === "eth" ? ethFinalityRules : new Map() },
+        finalizedMaxAgeMs: config.cache?.finalizedMaxAgeMs,
         upstreams: n.upstreams.map((u) => new HttpUpstream({ url: u.url, label: `${n.name}/${u.label}` })),
       }),
   );

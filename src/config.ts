@@ -10,6 +10,7 @@
  *                          default: one generated development key on the growth plan)
  *   NODEGATE_LOG_LEVEL     pino level (default info)
  *   NODEGATE_CONFIG        path of the YAML configuration file
+ *   NODEGATE_WORKERS       worker processes sharing the port (default 1; see src/cluster.ts)
  */
 import { readFileSync } from "node:fs";
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from "yaml";
@@ -89,6 +90,15 @@ export interface PassThroughConfig {
   allowWrites: boolean;
 }
 
+export interface CacheConfig {
+  /** Bytes of final answers kept in process (least recently used go first); 0 turns the cache off. */
+  maxBytes: number;
+  /** Identical concurrent calls (same network, method and params) share one upstream call. */
+  coalesce: boolean;
+  /** How old the finalized block number may get before nodegate asks the node again, in ms. */
+  finalizedMaxAgeMs: number;
+}
+
 export interface Config {
   host: string;
   port: number;
@@ -108,6 +118,10 @@ export interface Config {
   /** Origins allowed by CORS on both front doors; "*" allows any. Empty: no CORS headers. */
   corsOrigins: string[];
   logLevel: string;
+  /** Answer cache and coalescing. Unset (a Config built by hand): neither. */
+  cache?: CacheConfig;
+  /** Worker processes that share the listening port (node:cluster); 1 = this process serves. */
+  workers?: number;
 }
 
 export class ConfigError extends Error {
@@ -121,6 +135,12 @@ export const DEFAULT_LIMITS: Limits = {
   getLogsMaxResults: 10_000,
   getLogsTimeoutMs: 10_000,
   gasCapMultiplier: 10,
+};
+
+export const DEFAULT_CACHE: CacheConfig = {
+  maxBytes: 256 * 1024 * 1024,
+  coalesce: true,
+  finalizedMaxAgeMs: 4000,
 };
 
 /** Per-plan defaults; per-key settings override them. */
@@ -180,6 +200,8 @@ function defaults(): Config {
     passThrough: { methods: [...DEFAULT_PASS_THROUGH], allowWrites: false },
     corsOrigins: [],
     logLevel: "info",
+    cache: { ...DEFAULT_CACHE },
+    workers: 1,
   };
 }
 
@@ -318,7 +340,7 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
   }
   const r = new FileReader(doc, lines, file, env);
   if (doc.contents === null) return;
-  r.keys([], ["listen", "upstreamTimeoutMs", "circuitBreaker", "limits", "plans", "networks", "defaultNetwork", "keys", "passThrough", "cors", "log", "tls", "drainMs", "stores"]);
+  r.keys([], ["listen", "upstreamTimeoutMs", "circuitBreaker", "limits", "plans", "networks", "defaultNetwork", "keys", "passThrough", "cors", "log", "tls", "drainMs", "stores", "cache", "workers"]);
 
   r.keys(["listen"], ["host", "port"]);
   config.host = r.string(["listen", "host"]) ?? config.host;
@@ -422,6 +444,16 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
   config.passThrough.allowWrites = r.boolean(["passThrough", "allowWrites"]) ?? config.passThrough.allowWrites;
   r.keys(["cors"], ["origins"]);
   config.corsOrigins = r.strings(["cors", "origins"]) ?? config.corsOrigins;
+
+  r.keys(["cache"], ["maxBytes", "coalesce", "finalizedMaxAgeMs"]);
+  if (r.has(["cache"])) {
+    const cache = config.cache ?? { ...DEFAULT_CACHE };
+    cache.maxBytes = r.number(["cache", "maxBytes"], 0, Number.MAX_SAFE_INTEGER) ?? cache.maxBytes;
+    cache.coalesce = r.boolean(["cache", "coalesce"]) ?? cache.coalesce;
+    cache.finalizedMaxAgeMs = r.number(["cache", "finalizedMaxAgeMs"], 1, 3_600_000) ?? cache.finalizedMaxAgeMs;
+    config.cache = cache;
+  }
+  config.workers = r.number(["workers"], 1, 256) ?? config.workers;
 }
 
 /* ------------------------------------------------------------------ */
@@ -459,6 +491,11 @@ export function applyEnv(config: Config, env: NodeJS.ProcessEnv): void {
     if (keys.length > 0) config.keys = keys;
   }
   if (env.NODEGATE_LOG_LEVEL) config.logLevel = env.NODEGATE_LOG_LEVEL;
+  if (env.NODEGATE_WORKERS) {
+    const n = Number(env.NODEGATE_WORKERS);
+    if (!Number.isInteger(n) || n < 1 || n > 256) fail("NODEGATE_WORKERS")(`want a number of processes 1-256, got "${env.NODEGATE_WORKERS}"`);
+    config.workers = n;
+  }
 }
 
 /** Loads defaults, then the YAML file (if any), then the environment, and validates the result. */

@@ -45,27 +45,38 @@ export async function invokeMethod(spec: MethodSpec, request: Message, ctx: Invo
   } catch (err) {
     throw restate(err, undefined, ctx);
   }
-  paramsText ??= spec.params.encode(request);
-  let result: UpstreamResult;
-  try {
-    result = await ctx.network.call(spec.jsonrpcMethod, paramsText, {
-      signal: ctx.signal,
+  const canonical = paramsText === undefined ? spec.params.encode(request) : undefined;
+  const sent = paramsText ?? (canonical as string);
+  const fetch = async (signal: AbortSignal): Promise<UpstreamResult> => {
+    const result = await ctx.network.call(spec.jsonrpcMethod, sent, {
+      signal,
       timeoutMs: policy?.timeoutMs?.(ctx.limits),
       idempotent: spec.idempotent,
       plan: ctx.key.plan,
     });
+    // Inside the fetch, so callers sharing one upstream call share the check too.
+    policy?.after?.(result, request, policyCtx);
+    return result;
+  };
+  const cache = ctx.network.cache;
+  try {
+    if (cache === undefined || !spec.idempotent) return await fetch(ctx.signal);
+    // Keyed by the typed request's encoding, so both front doors (and every spelling of the same params) share entries.
+    const key = canonical ?? spec.params.encode(request);
+    return await cache.call(spec.jsonrpcMethod, key, cache.rule(spec.jsonrpcMethod, request), ctx.key.plan, fetch, ctx.signal);
   } catch (err) {
     throw restate(err, policy, ctx);
   }
-  policy?.after?.(result, request, policyCtx);
-  return result;
 }
 
 /** Forwards a method outside the typed table (pass-through allowlist), params as sent. */
 export async function invokePassThrough(method: string, paramsText: string, idempotent: boolean, ctx: InvokeContext): Promise<UpstreamResult> {
   ctx.access.checkCall(ctx.key, method, undefined);
+  const fetch = (signal: AbortSignal) => ctx.network.call(method, paramsText, { signal, idempotent, plan: ctx.key.plan });
+  const cache = ctx.network.cache;
   try {
-    return await ctx.network.call(method, paramsText, { signal: ctx.signal, idempotent, plan: ctx.key.plan });
+    if (cache === undefined || !idempotent) return await fetch(ctx.signal);
+    return await cache.call(method, paramsText, undefined, ctx.key.plan, fetch, ctx.signal);
   } catch (err) {
     throw restate(err, undefined, ctx);
   }
