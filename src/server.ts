@@ -13,6 +13,7 @@ import type { NodeRequest, NodeResponse } from "./http-types.js";
 import { handleCors } from "./cors.js";
 import type { Gateway } from "./gateway.js";
 import { registerGenericService } from "./grpc/generic-service.js";
+import { createGrpcUnaryHandler } from "./grpc/grpc-unary.js";
 import { registerTypedServices } from "./grpc/typed-services.js";
 import { createJsonRpcHttpHandler } from "./jsonrpc/http-handler.js";
 import { matchNativeRoute } from "./jsonrpc/paths.js";
@@ -66,8 +67,11 @@ export function createNodegateServer(gateway: Gateway): NodegateServer {
     fallback,
   });
 
+  // Unary gRPC for the method table goes straight to the lean handler; everything else through Connect.
+  const grpcUnary = createGrpcUnaryHandler(gateway);
   const handle = (req: Req, res: Res): void => {
     if (handleCors(gateway.corsOrigins, req, res)) return;
+    if (grpcUnary(req, res)) return;
     handler(req, res);
   };
   const h1 = http.createServer({ keepAliveTimeout: 65_000 }, handle);

@@ -12,7 +12,7 @@ import { resultNotTypeable } from "../errors/catalogue.js";
 import type { Gateway } from "../gateway.js";
 import { invokeMethod } from "../methods/invoke.js";
 import type { MethodSpec } from "../methods/method-table.js";
-import { resultJson } from "../upstream/reply.js";
+import { resultJson, type UpstreamResult } from "../upstream/reply.js";
 import { toConnectError } from "./errors.js";
 
 /** Metadata header that carries the API key on gRPC and Connect calls. */
@@ -20,7 +20,12 @@ export const API_KEY_HEADER = "x-api-key";
 /** Metadata header that names the network (default: the configured default network). */
 export const NETWORK_HEADER = "x-nodegate-network";
 
-export function credentialsFrom(headers: Headers): Credentials {
+/** Where a typed call's metadata is read from: Connect's Headers, or a raw HTTP/2 header block. */
+export interface HeaderSource {
+  get(name: string): string | null;
+}
+
+export function credentialsFrom(headers: HeaderSource): Credentials {
   return {
     key: headers.get(API_KEY_HEADER) ?? undefined,
     authorization: headers.get("authorization") ?? undefined,
@@ -29,30 +34,42 @@ export function credentialsFrom(headers: Headers): Credentials {
   };
 }
 
+/**
+ * A typed call up to the node's answer: access, network, then the shared
+ * invoke path. Resolves with the raw result; throws what toConnectError maps.
+ */
+export async function invokeTyped(gateway: Gateway, spec: MethodSpec, request: Message, headers: HeaderSource, signal: AbortSignal): Promise<UpstreamResult> {
+  const key = await gateway.access.admit(credentialsFrom(headers), 1);
+  const network = gateway.network(headers.get(NETWORK_HEADER) ?? undefined);
+  if (network.family !== spec.family) {
+    throw new ConnectError(`${spec.jsonrpcMethod} is not served on network ${network.name} (a ${network.family} network)`, Code.InvalidArgument);
+  }
+  return invokeMethod(spec, request, {
+    access: gateway.access,
+    key,
+    network,
+    limits: gateway.limits,
+    policies: gateway.policies,
+    signal,
+  }).catch((err: unknown) => {
+    if (err instanceof CodecError) throw new ConnectError(`invalid ${spec.rpc.input.name}: ${err.message}`, Code.InvalidArgument);
+    throw err;
+  });
+}
+
+/** The node's result as the response message (the object path, which words every decoding error). */
+export function decodeResult(spec: MethodSpec, result: UpstreamResult): Message {
+  try {
+    return spec.result.decode(resultJson(result));
+  } catch (err) {
+    if (err instanceof CodecError || err instanceof SyntaxError) throw resultNotTypeable(spec.jsonrpcMethod, err.message);
+    throw err;
+  }
+}
+
 async function handle(gateway: Gateway, spec: MethodSpec, request: Message, ctx: HandlerContext): Promise<Message> {
   try {
-    const key = await gateway.access.admit(credentialsFrom(ctx.requestHeader), 1);
-    const network = gateway.network(ctx.requestHeader.get(NETWORK_HEADER) ?? undefined);
-    if (network.family !== spec.family) {
-      throw new ConnectError(`${spec.jsonrpcMethod} is not served on network ${network.name} (a ${network.family} network)`, Code.InvalidArgument);
-    }
-    const result = await invokeMethod(spec, request, {
-      access: gateway.access,
-      key,
-      network,
-      limits: gateway.limits,
-      policies: gateway.policies,
-      signal: ctx.signal,
-    }).catch((err: unknown) => {
-      if (err instanceof CodecError) throw new ConnectError(`invalid ${spec.rpc.input.name}: ${err.message}`, Code.InvalidArgument);
-      throw err;
-    });
-    try {
-      return spec.result.decode(resultJson(result));
-    } catch (err) {
-      if (err instanceof CodecError || err instanceof SyntaxError) throw resultNotTypeable(spec.jsonrpcMethod, err.message);
-      throw err;
-    }
+    return decodeResult(spec, await invokeTyped(gateway, spec, request, ctx.requestHeader, ctx.signal));
   } catch (err) {
     throw toConnectError(err);
   }

@@ -11,6 +11,7 @@ import { type Entry, readEnvelope } from "./envelope.js";
 import { type NativeCallContext, type Outcome, renderResponse, runNativeCall } from "./native-call.js";
 import type { NativeRoute } from "./paths.js";
 import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
+import { endWithParts } from "../response-body.js";
 
 type Req = NodeRequest;
 type Res = NodeResponse;
@@ -171,7 +172,13 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       return;
     }
     if (envelope.batch) parts.push(Buffer.from("]"));
-    res.writeHead(status, JSON_HEADERS);
-    res.end(Buffer.concat(parts));
+    writeParts(res, status, parts);
   };
+}
+
+function writeParts(res: Res, status: number, parts: Buffer[]): void {
+  let length = 0;
+  for (const part of parts) length += part.length;
+  res.writeHead(status, { ...JSON_HEADERS, "content-length": length });
+  endWithParts(res, parts);
 }

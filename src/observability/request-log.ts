@@ -20,22 +20,32 @@ function typedDoor(contentType: string | null): string {
   return "connect";
 }
 
+/** The line for one typed call (any protocol); `error` when it failed. */
+export function logTypedCall(log: Logger, door: string, method: string, requestId: string, started: number, error?: ConnectError): void {
+  const ms = Math.round((performance.now() - started) * 100) / 100;
+  if (error === undefined) {
+    log.info({ door, method, requestId, status: "ok", ms }, "request");
+    return;
+  }
+  const level = error.code === Code.Internal || error.code === Code.Unknown ? "warn" : "info";
+  log[level]({ door, method, requestId, status: Code[error.code], error: error.rawMessage, ms }, "request");
+}
+
 /** Connect interceptor: logs each typed call and returns its request id in a header. */
 export function requestLogInterceptor(log: Logger): Interceptor {
   return (next) => async (req) => {
     const started = performance.now();
     const requestId = requestIdFrom(req.header.get(REQUEST_ID_HEADER));
-    const base = { door: typedDoor(req.header.get("content-type")), method: req.method.name, requestId };
+    const door = typedDoor(req.header.get("content-type"));
     try {
       const res = await next(req);
       res.header.set(REQUEST_ID_HEADER, requestId);
-      log.info({ ...base, status: "ok", ms: Math.round((performance.now() - started) * 100) / 100 }, "request");
+      logTypedCall(log, door, req.method.name, requestId, started);
       return res;
     } catch (err) {
       const e = ConnectError.from(err);
       e.metadata.set(REQUEST_ID_HEADER, requestId);
-      const level = e.code === Code.Internal || e.code === Code.Unknown ? "warn" : "info";
-      log[level]({ ...base, status: Code[e.code], error: e.rawMessage, ms: Math.round((performance.now() - started) * 100) / 100 }, "request");
+      logTypedCall(log, door, req.method.name, requestId, started, e);
       throw e;
     }
   };

@@ -1,8 +1,11 @@
 /**
  * JSON-RPC over HTTP(S) through an undici keep-alive pool: one POST per call,
  * a per-request deadline, and cancellation when the caller goes away.
+ * Calls go through undici's dispatch API: the reply is collected without an
+ * extra copy when it arrives in one chunk, and a deadline or the caller's
+ * abort cancels the request directly (no AbortSignal per call).
  */
-import { Pool, errors as undiciErrors } from "undici";
+import { type Dispatcher, Pool, errors as undiciErrors } from "undici";
 import { cancelled, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { readReply, requestBody, type UpstreamResult } from "./reply.js";
@@ -28,6 +31,61 @@ const NETWORK_ERRORS = new Map([
   ["ENETUNREACH", "host unreachable"],
   ["ETIMEDOUT", "connect timeout"],
 ]);
+
+/** Why nodegate cancelled an exchange (compared by identity, never shown). */
+const DEADLINE = new Error("deadline");
+const CALLER_LEFT = new Error("caller left");
+
+/** One request/reply with the pool: collects the reply, and can be cancelled at any point. */
+class Exchange implements Dispatcher.DispatchHandler {
+  readonly reply: Promise<{ statusCode: number; body: Buffer }>;
+  #resolve!: (reply: { statusCode: number; body: Buffer }) => void;
+  #reject!: (err: unknown) => void;
+  #controller: Dispatcher.DispatchController | undefined;
+  #cancelled: Error | undefined;
+  #statusCode = 0;
+  #chunks: Buffer[] = [];
+  #length = 0;
+
+  constructor() {
+    this.reply = new Promise((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+  }
+
+  cancel(reason: Error): void {
+    if (this.#cancelled !== undefined) return;
+    this.#cancelled = reason;
+    if (this.#controller !== undefined) this.#controller.abort(reason);
+    else this.#reject(reason); // still queued in the pool: it will abort on start
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#cancelled !== undefined) controller.abort(this.#cancelled);
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
+    this.#statusCode = statusCode;
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    // Body chunks are views of the socket's own read buffers, which are never reused: keeping them is safe.
+    this.#chunks.push(chunk);
+    this.#length += chunk.length;
+  }
+
+  onResponseEnd(): void {
+    const chunks = this.#chunks;
+    const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, this.#length);
+    this.#resolve({ statusCode: this.#statusCode, body });
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    this.#reject(this.#cancelled ?? err);
+  }
+}
 
 export class HttpUpstream implements Upstream {
   readonly label: string;
@@ -59,22 +117,21 @@ export class HttpUpstream implements Upstream {
   async call(method: string, paramsText: string, options: CallOptions): Promise<UpstreamResult> {
     const id = this.#nextId++;
     if (this.#nextId > 0x3fffffff) this.#nextId = 1;
-    const timeout = AbortSignal.timeout(options.timeoutMs);
-    const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+    if (options.signal?.aborted) throw cancelled();
+    const exchange = new Exchange();
+    const deadline = setTimeout(() => exchange.cancel(DEADLINE), options.timeoutMs);
+    const onAbort = () => exchange.cancel(CALLER_LEFT);
+    options.signal?.addEventListener("abort", onAbort, { once: true });
     let statusCode: number;
     let body: Buffer;
     try {
-      const res = await this.#pool.request({
-        path: this.#path,
-        method: "POST",
-        headers: this.#headers,
-        body: requestBody(id, method, paramsText),
-        signal,
-      });
-      statusCode = res.statusCode;
-      body = Buffer.from(await res.body.arrayBuffer());
+      this.#pool.dispatch({ path: this.#path, method: "POST", headers: this.#headers, body: requestBody(id, method, paramsText) }, exchange);
+      ({ statusCode, body } = await exchange.reply);
     } catch (err) {
-      throw this.#transportError(err, options, timeout);
+      throw this.#transportError(err, options);
+    } finally {
+      clearTimeout(deadline);
+      options.signal?.removeEventListener("abort", onAbort);
     }
     if (statusCode !== 200) {
       // Some providers answer errors (rate limits) with a JSON-RPC body and a non-200 status.
@@ -91,9 +148,9 @@ export class HttpUpstream implements Upstream {
     return readReply(body, id);
   }
 
-  #transportError(err: unknown, options: CallOptions, timeout: AbortSignal): GatewayError {
-    if (options.signal?.aborted) return cancelled();
-    if (timeout.aborted) return upstreamTimeout(options.timeoutMs);
+  #transportError(err: unknown, options: CallOptions): GatewayError {
+    if (err === CALLER_LEFT || options.signal?.aborted) return cancelled();
+    if (err === DEADLINE) return upstreamTimeout(options.timeoutMs);
     const code = (err as { code?: string }).code;
     const words = code === undefined ? undefined : NETWORK_ERRORS.get(code);
     if (words !== undefined) return upstreamUnavailable(words, err);

@@ -32,17 +32,29 @@ function tooManyParams(count: number, limit: number): GatewayError {
 }
 
 const LOG_INDEX_KEY = Buffer.from('"logIndex"');
+const CAPITAL_I = 0x49;
+/** Where the key's one capital letter sits: `"logIndex"` has its I at offset 4. */
+const I_OFFSET = 4;
 
 /**
  * Counts the logs in a raw eth_getLogs result without building them: every
  * log object has exactly one "logIndex" key, and hex values cannot contain it.
+ * The key is found through its one capital letter, which a byte search finds
+ * far faster than a search for the whole key.
  */
+function isKeyAt(body: Buffer, at: number): boolean {
+  for (let k = 0; k < LOG_INDEX_KEY.length; k++) if (body[at + k] !== LOG_INDEX_KEY[k]) return false;
+  return true;
+}
+
 export function countLogs(result: UpstreamResult): number {
+  const body = result.body;
+  const last = result.end - (LOG_INDEX_KEY.length - I_OFFSET);
   let n = 0;
-  let i = result.body.indexOf(LOG_INDEX_KEY, result.start);
-  while (i >= 0 && i < result.end) {
-    n++;
-    i = result.body.indexOf(LOG_INDEX_KEY, i + LOG_INDEX_KEY.length);
+  let i = body.indexOf(CAPITAL_I, result.start + I_OFFSET);
+  while (i >= 0 && i <= last) {
+    if (isKeyAt(body, i - I_OFFSET)) n++;
+    i = body.indexOf(CAPITAL_I, i + 1);
   }
   return n;
 }

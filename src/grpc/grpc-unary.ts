@@ -1,0 +1,186 @@
+/**
+ * The typed door's fast lane: unary gRPC (application/grpc over HTTP/2, as
+ * @grpc/grpc-js and connect-es's gRPC transport send it) for the method
+ * table's RPCs, served straight on the HTTP/2 stream. The node's result goes
+ * from JSON text to the response's protobuf bytes in one pass
+ * (binary-transcoder.ts), falling back to the object path when the fast path
+ * gives up. Everything else (gRPC-Web, the Connect protocol, gRPC with JSON
+ * payloads, JsonRpcService) stays with Connect.
+ *
+ * Same contract as Connect's gRPC handler: length-prefixed messages
+ * (identity, gzip or deflate requests), grpc-timeout, cancellation when the
+ * client resets the stream, status in trailers with grpc-status-details-bin
+ * carrying the same details, x-request-id, one log line per call. Answers are
+ * not compressed.
+ */
+import { gunzipSync, inflateSync } from "node:zlib";
+import type { Http2ServerRequest, Http2ServerResponse, IncomingHttpHeaders } from "node:http2";
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { BinaryCompiler, ResultTranscoder } from "../codec/binary-transcoder.js";
+import { ethBinarySpecials } from "../codec/eth-binary.js";
+import type { Gateway } from "../gateway.js";
+import type { NodeRequest, NodeResponse } from "../http-types.js";
+import type { MethodSpec } from "../methods/method-table.js";
+import { logTypedCall, REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
+import { endWithParts } from "../response-body.js";
+import { toConnectError } from "./errors.js";
+import { decodeResult, type HeaderSource, invokeTyped } from "./typed-services.js";
+
+interface Route {
+  spec: MethodSpec;
+  /** The fast path for the result, when the response type has one. */
+  transcoder: ResultTranscoder | undefined;
+}
+
+/** The gRPC frame header: a compression flag and a 4-byte big-endian length. */
+const FRAME_HEADER = 5;
+const CONTENT_TYPE = "application/grpc+proto";
+const OK_TRAILERS = { "grpc-status": "0" };
+
+function headerSource(headers: IncomingHttpHeaders): HeaderSource {
+  return {
+    get(name) {
+      const v = headers[name];
+      return v === undefined ? null : Array.isArray(v) ? v.join(", ") : v;
+    },
+  };
+}
+
+/** Reads the one message of a unary request body; throws ConnectError as Connect words it. */
+function readMessage(body: Buffer, encoding: string | undefined): Uint8Array {
+  if (body.length < FRAME_HEADER) throw new ConnectError("protocol error: incomplete envelope", Code.InvalidArgument);
+  const flags = body[0] as number;
+  const length = body.readUInt32BE(1);
+  if (body.length !== FRAME_HEADER + length) {
+    throw new ConnectError("protocol error: want exactly one message for a unary call", Code.InvalidArgument);
+  }
+  const payload = body.subarray(FRAME_HEADER);
+  if ((flags & 1) === 0) return payload;
+  switch (encoding) {
+    case "gzip":
+      return gunzipSync(payload);
+    case "deflate":
+      return inflateSync(payload);
+    case undefined:
+    case "identity":
+      throw new ConnectError("protocol error: received compressed message without grpc-encoding", Code.Internal);
+    default:
+      throw new ConnectError(`unknown compression "${encoding}": supported encodings are gzip, deflate`, Code.Unimplemented);
+  }
+}
+
+/** Headers (or trailers) as HTTP/2 wants them, from a fetch Headers. */
+function plain(headers: Headers): Record<string, string> {
+  const out: Record<string, string> = {};
+  headers.forEach((value, key) => {
+    out[key] = value;
+  });
+  return out;
+}
+
+export type GrpcUnaryHandler = (req: NodeRequest, res: NodeResponse) => boolean;
+
+/** A handler that takes the unary gRPC calls it serves (returns true) and leaves the rest to Connect. */
+export function createGrpcUnaryHandler(gateway: Gateway): GrpcUnaryHandler {
+  const compiler = new BinaryCompiler(gateway.table.registry, ethBinarySpecials);
+  const routes = new Map<string, Route>();
+  for (const spec of gateway.table.all()) {
+    routes.set(`/${spec.service.typeName}/${spec.rpc.name}`, { spec, transcoder: ResultTranscoder.compile(compiler, spec.rpc.output) });
+  }
+  return (req, res) => {
+    if (req.httpVersionMajor !== 2 || req.method !== "POST") return false;
+    const contentType = req.headers["content-type"];
+    if (contentType !== "application/grpc" && contentType !== CONTENT_TYPE) return false;
+    const route = routes.get(req.url ?? "");
+    if (route === undefined) return false;
+    serve(gateway, route, req as Http2ServerRequest, res as Http2ServerResponse);
+    return true;
+  };
+}
+
+function serve(gateway: Gateway, route: Route, req: Http2ServerRequest, res: Http2ServerResponse): void {
+  const stream = req.stream;
+  const headers = req.headers;
+  const started = performance.now();
+  const header = headerSource(headers);
+  const requestId = requestIdFrom(header.get(REQUEST_ID_HEADER));
+  const controller = new AbortController();
+  let answered = false;
+  let deadline: NodeJS.Timeout | undefined;
+
+  const finish = (error: ConnectError | undefined, message?: Uint8Array): void => {
+    if (answered) return;
+    answered = true;
+    if (deadline !== undefined) clearTimeout(deadline);
+    logTypedCall(gateway.log, "grpc", route.spec.rpc.name, requestId, started, error);
+    if (stream.destroyed || stream.closed) return;
+    // The response object sends its trailers when the stream asks for them.
+    res.writeHead(200, { "content-type": CONTENT_TYPE, [REQUEST_ID_HEADER]: requestId });
+    res.addTrailers(error === undefined ? OK_TRAILERS : plain(setTrailerStatus(new Headers(), error)));
+    if (message === undefined) res.end();
+    else endWithParts(res, [message]);
+  };
+  const fail = (err: unknown): void => {
+    const e = toConnectError(err);
+    e.metadata.set(REQUEST_ID_HEADER, requestId);
+    finish(e);
+  };
+
+  stream.once("close", () => {
+    if (!answered) {
+      answered = true;
+      if (deadline !== undefined) clearTimeout(deadline);
+      controller.abort();
+      logTypedCall(gateway.log, "grpc", route.spec.rpc.name, requestId, started, new ConnectError("the client cancelled the call", Code.Canceled));
+    }
+  });
+  const timeout = parseTimeout(header.get("grpc-timeout"), Number.MAX_SAFE_INTEGER);
+  if (timeout.error !== undefined) {
+    fail(timeout.error);
+    stream.resume();
+    return;
+  }
+  if (timeout.timeoutMs !== undefined) {
+    deadline = setTimeout(() => {
+      fail(new ConnectError("the operation timed out", Code.DeadlineExceeded));
+      controller.abort();
+    }, timeout.timeoutMs);
+  }
+
+  const chunks: Buffer[] = [];
+  let size = 0;
+  stream.on("data", (chunk: Buffer) => {
+    chunks.push(chunk);
+    size += chunk.length;
+  });
+  stream.once("end", () => {
+    if (answered) return;
+    let request;
+    try {
+      const bytes = readMessage(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size), header.get("grpc-encoding") ?? undefined);
+      try {
+        request = fromBinary(route.spec.rpc.input, bytes);
+      } catch (err) {
+        throw new ConnectError(`parse binary: ${(err as Error).message}`, Code.Internal);
+      }
+    } catch (err) {
+      fail(err);
+      return;
+    }
+    invokeTyped(gateway, route.spec, request, header, controller.signal).then((result) => {
+      if (answered) return;
+      let message = route.transcoder?.write(result.body, result.start, result.end, FRAME_HEADER);
+      if (message === undefined) {
+        const encoded = toBinary(route.spec.rpc.output, decodeResult(route.spec, result));
+        message = Buffer.allocUnsafe(FRAME_HEADER + encoded.length);
+        message.set(encoded, FRAME_HEADER);
+      }
+      const frame = Buffer.from(message.buffer, message.byteOffset, message.length);
+      frame[0] = 0;
+      frame.writeUInt32BE(frame.length - FRAME_HEADER, 1);
+      finish(undefined, frame);
+    }).catch(fail);
+  });
+}
