@@ -21,6 +21,9 @@ import { type Service, startBenchAnvil, startCannedUpstream, startNodegate, star
 import { cellTables, find, type Verdict, verdictTable } from "./report.js";
 
 const quick = process.argv.includes("--quick");
+/** --only=canned,anvil,rss,cache,coalescing runs just those parts (for working on one figure). */
+const only = process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".length).split(",");
+const runs = (part: string) => only === undefined || only.includes(part);
 const KEY = "bench-key-0123456789abcdef";
 const timing: Timing = quick ? { rounds: 1, warmMs: 100, measureMs: 400 } : { rounds: 2, warmMs: 200, measureMs: 1000 };
 const slowTiming: Timing = quick ? { rounds: 1, warmMs: 200, measureMs: 800 } : { rounds: 2, warmMs: 300, measureMs: 2000 };
@@ -109,7 +112,7 @@ async function main(): Promise<void> {
     startNodegate("nodegate-5ms", { upstreamUrl: slow.url, key: KEY }),
     startNodegate("nodegate-100ms", { upstreamUrl: coalesceUpstream.url, key: KEY }),
   ]);
-  const { blocks: anvilBlocks, callee } = await prepareAnvil(anvil);
+  const { blocks: anvilBlocks, callee } = runs("anvil") ? await prepareAnvil(anvil) : { blocks: [1], callee: "0x00000000000000000000000000000000000c0de1" };
   log(`processes up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
   const results: CellResult[] = [];
@@ -139,6 +142,7 @@ async function main(): Promise<void> {
     },
   ];
   for (const section of matrix) {
+    if (!runs(section.upstreamName)) continue;
     for (const { spec, timing: t, workers } of section.specs) {
       for (const c of concurrencies) {
         const cells = await measureCells(section.upstreamName, `${spec.name}: ${spec.label}`, c, targetsFor(section.upstream, section.ref, section.ng, spec, workers ? [ngWorkers] : []), t);
@@ -150,21 +154,26 @@ async function main(): Promise<void> {
   }
 
   // Peak RSS growth per in-flight 10,000-log request on the gRPC door.
-  const logs = logsCall();
-  await ngFast.ask?.("gc");
-  await new Promise((r) => setTimeout(r, 300));
-  const baseline = rssBytes(ngFast.pids);
-  const sampler = rssSampler(ngFast.pids, 10);
-  const grpcLoad = grpcClient(`127.0.0.1:${ngFast.port}`, logs.procedure, logs.proto, KEY);
-  const rssRun = await run(grpcLoad, RSS_CONCURRENCY, quick ? 1000 : 3000, 7);
-  await grpcLoad.close();
-  const peak = sampler.stop();
-  const perInFlight = (peak - baseline) / RSS_CONCURRENCY;
-  log(`  rss: baseline ${(baseline / 1048576).toFixed(0)} MiB, peak ${(peak / 1048576).toFixed(0)} MiB with ${RSS_CONCURRENCY} gRPC 10k-log calls in flight (${rssRun.ok} answered)`);
+  let baseline = Number.NaN;
+  let peak = Number.NaN;
+  let perInFlight = Number.NaN;
+  if (runs("rss")) {
+    const logs = logsCall();
+    await ngFast.ask?.("gc");
+    await new Promise((r) => setTimeout(r, 300));
+    baseline = rssBytes(ngFast.pids);
+    const sampler = rssSampler(ngFast.pids, 10);
+    const grpcLoad = grpcClient(`127.0.0.1:${ngFast.port}`, logs.procedure, logs.proto, KEY);
+    const rssRun = await run(grpcLoad, RSS_CONCURRENCY, quick ? 1000 : 3000, 7);
+    await grpcLoad.close();
+    peak = sampler.stop();
+    perInFlight = (peak - baseline) / RSS_CONCURRENCY;
+    log(`  rss: baseline ${(baseline / 1048576).toFixed(0)} MiB, peak ${(peak / 1048576).toFixed(0)} MiB with ${RSS_CONCURRENCY} gRPC 10k-log calls in flight (${rssRun.ok} answered)`);
+  }
 
   // Cache: repeated final reads against an upstream with a 5 ms service time.
   const cacheResults: (CellResult & { upstreamCallsWhileMeasured: number })[] = [];
-  for (const spec of cacheableCalls()) {
+  for (const spec of runs("cache") ? cacheableCalls() : []) {
     await jsonRpcClient(`${ngSlow.url}/v3/${KEY}`, spec.json, 1).send(0); // the first call fills the cache
     const before = await upstreamCounts(slow);
     const cells = await measureCells(
@@ -187,7 +196,7 @@ async function main(): Promise<void> {
   // Coalescing: N identical calls at once reach the upstream once.
   const coalescing: { call: string; upstreamMs: number; callers: number; upstreamCalls: number; failed: number }[] = [];
   const warm = Buffer.from('{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}');
-  for (const [upstream, ng, ms] of [[slow, ngSlow, 5], [coalesceUpstream, ngCoalesce, 100]] as const) {
+  for (const [upstream, ng, ms] of runs("coalescing") ? ([[slow, ngSlow, 5], [coalesceUpstream, ngCoalesce, 100]] as const) : []) {
     const hash = `0x${(ms === 5 ? "c5" : "c6").repeat(32)}`;
     const cases: [string, string, unknown[], string][] = [
       ["latest block, full transactions (never cached)", "eth_getBlockByNumber", ["latest", true], "eth_getBlockByNumber(latest)"],
@@ -269,7 +278,7 @@ async function main(): Promise<void> {
   log(cellTables(cacheResults));
   log(`\nnodegate-5ms cache counters: ${JSON.stringify(cacheStats?.stats ?? {})}`);
   log("\ntargets");
-  log(verdictTable(v));
+  log(verdictTable(only === undefined ? v : v.filter((x) => !x.measured.includes("NaN"))));
   const elapsed = (Date.now() - started) / 1000;
   log(`\nfinished in ${elapsed.toFixed(0)} s; load average now ${os.loadavg().map((l) => l.toFixed(2)).join(" ")}`);
 

@@ -32,7 +32,15 @@ export function endWithParts(res: NodeResponse, parts: readonly Uint8Array[]): v
   res.uncork();
 }
 
-function writePieces(res: NodeResponse, parts: readonly Uint8Array[]): void {
+/** What writePieces needs: an HTTP/2 compat response or a raw HTTP/2 stream. */
+interface DrainingWritable {
+  write(chunk: Uint8Array): boolean;
+  end(): unknown;
+  once(event: "drain", listener: () => void): unknown;
+}
+
+/** Writes the parts in pieces, each after the writable drained the last, then ends it. */
+export function writePieces(res: DrainingWritable, parts: readonly Uint8Array[]): void {
   let part = 0;
   let offset = 0;
   const pump = (): void => {

@@ -6,7 +6,7 @@
  * cleartext protocols from one server).
  */
 import http from "node:http";
-import http2 from "node:http2";
+import http2, { type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import net, { type AddressInfo, type Socket } from "node:net";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { NodeRequest, NodeResponse } from "./http-types.js";
@@ -67,15 +67,35 @@ export function createNodegateServer(gateway: Gateway): NodegateServer {
     fallback,
   });
 
-  // Unary gRPC for the method table goes straight to the lean handler; everything else through Connect.
-  const grpcUnary = createGrpcUnaryHandler(gateway);
   const handle = (req: Req, res: Res): void => {
     if (handleCors(gateway.corsOrigins, req, res)) return;
-    if (grpcUnary(req, res)) return;
     handler(req, res);
   };
   const h1 = http.createServer({ keepAliveTimeout: 65_000 }, handle);
-  const h2 = http2.createServer({}, handle);
+  // HTTP/2 streams are dispatched here rather than by Node's compatibility layer, so unary gRPC
+  // for the method table reaches its lean handler without request/response objects; every
+  // other stream gets them, as the compatibility layer would build them, and goes to Connect.
+  const grpcUnary = createGrpcUnaryHandler(gateway);
+  const h2 = http2.createServer({});
+  h2.on("stream", (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, _flags: number, rawHeaders: string[]) => {
+    if (grpcUnary(stream, headers)) return;
+    const req = new http2.Http2ServerRequest(stream, headers, {}, rawHeaders);
+    const res = new http2.Http2ServerResponse(stream);
+    if (headers[":method"] === "CONNECT") {
+      res.statusCode = 405;
+      res.end();
+      return;
+    }
+    if (headers.expect !== undefined) {
+      if (headers.expect !== "100-continue") {
+        res.statusCode = 417;
+        res.end();
+        return;
+      }
+      res.writeContinue();
+    }
+    handle(req, res);
+  });
   const sockets = new Set<Socket>();
 
   const tcp = net.createServer((socket) => {

@@ -14,17 +14,16 @@
  * not compressed.
  */
 import { gunzipSync, inflateSync } from "node:zlib";
-import type { Http2ServerRequest, Http2ServerResponse, IncomingHttpHeaders } from "node:http2";
+import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { BinaryCompiler, ResultTranscoder } from "../codec/binary-transcoder.js";
 import { ethBinarySpecials } from "../codec/eth-binary.js";
 import type { Gateway } from "../gateway.js";
-import type { NodeRequest, NodeResponse } from "../http-types.js";
 import type { MethodSpec } from "../methods/method-table.js";
 import { logTypedCall, REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
-import { endWithParts } from "../response-body.js";
+import { writePieces } from "../response-body.js";
 import { toConnectError } from "./errors.js";
 import { decodeResult, type HeaderSource, invokeTyped } from "./typed-services.js";
 
@@ -38,6 +37,8 @@ interface Route {
 const FRAME_HEADER = 5;
 const CONTENT_TYPE = "application/grpc+proto";
 const OK_TRAILERS = { "grpc-status": "0" };
+/** Answers larger than this leave in pieces as the stream drains (see response-body.ts). */
+const PIECE = 64 * 1024;
 
 function headerSource(headers: IncomingHttpHeaders): HeaderSource {
   return {
@@ -80,29 +81,27 @@ function plain(headers: Headers): Record<string, string> {
   return out;
 }
 
-export type GrpcUnaryHandler = (req: NodeRequest, res: NodeResponse) => boolean;
+/** Takes an HTTP/2 stream when it is a unary gRPC call it serves (returns true); the rest is left to Connect. */
+export type GrpcUnaryHandler = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => boolean;
 
-/** A handler that takes the unary gRPC calls it serves (returns true) and leaves the rest to Connect. */
 export function createGrpcUnaryHandler(gateway: Gateway): GrpcUnaryHandler {
   const compiler = new BinaryCompiler(gateway.table.registry, ethBinarySpecials);
   const routes = new Map<string, Route>();
   for (const spec of gateway.table.all()) {
     routes.set(`/${spec.service.typeName}/${spec.rpc.name}`, { spec, transcoder: ResultTranscoder.compile(compiler, spec.rpc.output) });
   }
-  return (req, res) => {
-    if (req.httpVersionMajor !== 2 || req.method !== "POST") return false;
-    const contentType = req.headers["content-type"];
+  return (stream, headers) => {
+    if (headers[":method"] !== "POST") return false;
+    const contentType = headers["content-type"];
     if (contentType !== "application/grpc" && contentType !== CONTENT_TYPE) return false;
-    const route = routes.get(req.url ?? "");
+    const route = routes.get(headers[":path"] ?? "");
     if (route === undefined) return false;
-    serve(gateway, route, req as Http2ServerRequest, res as Http2ServerResponse);
+    serve(gateway, route, stream, headers);
     return true;
   };
 }
 
-function serve(gateway: Gateway, route: Route, req: Http2ServerRequest, res: Http2ServerResponse): void {
-  const stream = req.stream;
-  const headers = req.headers;
+function serve(gateway: Gateway, route: Route, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
   const started = performance.now();
   const header = headerSource(headers);
   const requestId = requestIdFrom(header.get(REQUEST_ID_HEADER));
@@ -116,11 +115,12 @@ function serve(gateway: Gateway, route: Route, req: Http2ServerRequest, res: Htt
     if (deadline !== undefined) clearTimeout(deadline);
     logTypedCall(gateway.log, "grpc", route.spec.rpc.name, requestId, started, error);
     if (stream.destroyed || stream.closed) return;
-    // The response object sends its trailers when the stream asks for them.
-    res.writeHead(200, { "content-type": CONTENT_TYPE, [REQUEST_ID_HEADER]: requestId });
-    res.addTrailers(error === undefined ? OK_TRAILERS : plain(setTrailerStatus(new Headers(), error)));
-    if (message === undefined) res.end();
-    else endWithParts(res, [message]);
+    const trailers = error === undefined ? OK_TRAILERS : plain(setTrailerStatus(new Headers(), error));
+    stream.respond({ ":status": 200, "content-type": CONTENT_TYPE, [REQUEST_ID_HEADER]: requestId }, { waitForTrailers: true });
+    stream.once("wantTrailers", () => stream.sendTrailers(trailers));
+    if (message === undefined) stream.end();
+    else if (message.length <= PIECE) stream.end(message);
+    else writePieces(stream, [message]);
   };
   const fail = (err: unknown): void => {
     const e = toConnectError(err);
@@ -128,6 +128,8 @@ function serve(gateway: Gateway, route: Route, req: Http2ServerRequest, res: Htt
     finish(e);
   };
 
+  // Stream errors (a reset, a broken connection) end in "close", which cancels the call.
+  stream.on("error", () => {});
   stream.once("close", () => {
     if (!answered) {
       answered = true;

@@ -52,7 +52,7 @@ function readBody(req: Req, limit: number): Promise<Buffer | undefined> {
       }
       chunks.push(chunk);
     });
-    req.on("end", () => resolve(tooLarge ? undefined : Buffer.concat(chunks, size)));
+    req.on("end", () => resolve(tooLarge ? undefined : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
     req.on("error", reject);
   });
 }

@@ -10,7 +10,7 @@ import { GatewayError } from "../errors/gateway-error.js";
 import { type InvokeContext, invokeMethod, invokePassThrough } from "../methods/invoke.js";
 import type { MethodTable } from "../methods/method-table.js";
 import { InvalidParamsError } from "../methods/params-codec.js";
-import type { UpstreamResult } from "../upstream/reply.js";
+import { resultSlices, type UpstreamResult } from "../upstream/reply.js";
 import type { Call } from "./envelope.js";
 
 export type Outcome = { result: UpstreamResult; error?: undefined } | { result?: undefined; error: GatewayError };
@@ -60,6 +60,5 @@ export function renderResponse(id: string, outcome: Outcome): Buffer[] {
   if (outcome.error !== undefined) {
     return [VERSION, Buffer.from(`${id},"error":${outcome.error.toJson()}}`)];
   }
-  const r = outcome.result;
-  return [VERSION, Buffer.from(id), RESULT, r.body.subarray(r.start, r.end), CLOSE];
+  return [VERSION, Buffer.from(id), RESULT, ...resultSlices(outcome.result), CLOSE];
 }

@@ -35,7 +35,10 @@ function restate(err: unknown, policy: MethodPolicy | undefined, ctx: InvokeCont
  * path), forwarded as sent unless a policy changed the request.
  */
 export async function invokeMethod(spec: MethodSpec, request: Message, ctx: InvokeContext, callerParams?: string): Promise<UpstreamResult> {
-  const addresses = spec.addresses?.(request).map((a) => `0x${Buffer.from(a).toString("hex")}`);
+  // The contract addresses matter only to a key with a contract allowlist; the rest skip writing them out.
+  const addresses = ctx.key.allowlists?.contractAddresses?.length
+    ? spec.addresses?.(request).map((a) => `0x${Buffer.from(a).toString("hex")}`)
+    : undefined;
   ctx.access.checkCall(ctx.key, spec.jsonrpcMethod, addresses);
   const policy = ctx.policies.get(spec.jsonrpcMethod);
   const policyCtx = { limits: ctx.limits, head: ctx.network.head };

@@ -8,7 +8,7 @@
 import { type Dispatcher, Pool, errors as undiciErrors } from "undici";
 import { cancelled, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
-import { readReply, requestBody, type UpstreamResult } from "./reply.js";
+import { readChunkedReply, readReply, requestBody, type UpstreamResult } from "./reply.js";
 import type { CallOptions, Upstream } from "./upstream.js";
 
 export interface HttpUpstreamOptions {
@@ -36,16 +36,20 @@ const NETWORK_ERRORS = new Map([
 const DEADLINE = new Error("deadline");
 const CALLER_LEFT = new Error("caller left");
 
+/** Replies at least this large stay in the chunks they arrived in (see ChunkedResult). */
+const KEEP_CHUNKS_FROM = 16 * 1024;
+
 /** One request/reply with the pool: collects the reply, and can be cancelled at any point. */
 class Exchange implements Dispatcher.DispatchHandler {
-  readonly reply: Promise<{ statusCode: number; body: Buffer }>;
-  #resolve!: (reply: { statusCode: number; body: Buffer }) => void;
+  readonly reply: Promise<{ statusCode: number; chunks: Buffer[] }>;
+  #resolve!: (reply: { statusCode: number; chunks: Buffer[] }) => void;
   #reject!: (err: unknown) => void;
   #controller: Dispatcher.DispatchController | undefined;
   #cancelled: Error | undefined;
   #statusCode = 0;
   #chunks: Buffer[] = [];
-  #length = 0;
+  /** Bytes received so far. */
+  length = 0;
 
   constructor() {
     this.reply = new Promise((resolve, reject) => {
@@ -73,13 +77,11 @@ class Exchange implements Dispatcher.DispatchHandler {
   onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
     // Body chunks are views of the socket's own read buffers, which are never reused: keeping them is safe.
     this.#chunks.push(chunk);
-    this.#length += chunk.length;
+    this.length += chunk.length;
   }
 
   onResponseEnd(): void {
-    const chunks = this.#chunks;
-    const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, this.#length);
-    this.#resolve({ statusCode: this.#statusCode, body });
+    this.#resolve({ statusCode: this.#statusCode, chunks: this.#chunks });
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
@@ -123,16 +125,18 @@ export class HttpUpstream implements Upstream {
     const onAbort = () => exchange.cancel(CALLER_LEFT);
     options.signal?.addEventListener("abort", onAbort, { once: true });
     let statusCode: number;
-    let body: Buffer;
+    let chunks: Buffer[];
     try {
       this.#pool.dispatch({ path: this.#path, method: "POST", headers: this.#headers, body: requestBody(id, method, paramsText) }, exchange);
-      ({ statusCode, body } = await exchange.reply);
+      ({ statusCode, chunks } = await exchange.reply);
     } catch (err) {
       throw this.#transportError(err, options);
     } finally {
       clearTimeout(deadline);
       options.signal?.removeEventListener("abort", onAbort);
     }
+    if (statusCode === 200 && chunks.length > 1 && exchange.length >= KEEP_CHUNKS_FROM) return readChunkedReply(chunks, id);
+    const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, exchange.length);
     if (statusCode !== 200) {
       // Some providers answer errors (rate limits) with a JSON-RPC body and a non-200 status.
       try {

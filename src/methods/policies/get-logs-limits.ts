@@ -6,7 +6,7 @@
 import { Code } from "@connectrpc/connect";
 import type { GetLogsRequest } from "../../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { GatewayError } from "../../errors/gateway-error.js";
-import type { UpstreamResult } from "../../upstream/reply.js";
+import { resultSlices, type UpstreamResult } from "../../upstream/reply.js";
 import type { MethodPolicy } from "../policy.js";
 
 export function tooManyResults(limit: number, from: bigint | undefined, to: bigint | undefined): GatewayError {
@@ -48,10 +48,28 @@ function isKeyAt(body: Buffer, at: number): boolean {
 }
 
 export function countLogs(result: UpstreamResult): number {
-  const body = result.body;
-  const last = result.end - (LOG_INDEX_KEY.length - I_OFFSET);
+  const slices = resultSlices(result);
+  if (slices.length === 1) return countIn(slices[0] as Buffer);
+  // A key can straddle two slices; a slice shorter than the key could hide one across three: join those rare replies.
+  if (slices.some((s, i) => i > 0 && i < slices.length - 1 && s.length < LOG_INDEX_KEY.length)) return countIn(result.body.subarray(result.start, result.end));
   let n = 0;
-  let i = body.indexOf(CAPITAL_I, result.start + I_OFFSET);
+  const edge = LOG_INDEX_KEY.length - 1;
+  for (let i = 0; i < slices.length; i++) {
+    const slice = slices[i] as Buffer;
+    n += countIn(slice);
+    if (i > 0) {
+      const before = slices[i - 1] as Buffer;
+      // Too short to hold a whole key, so every key found here straddles the boundary.
+      n += countIn(Buffer.concat([before.subarray(Math.max(0, before.length - edge)), slice.subarray(0, edge)]));
+    }
+  }
+  return n;
+}
+
+function countIn(body: Buffer): number {
+  const last = body.length - (LOG_INDEX_KEY.length - I_OFFSET);
+  let n = 0;
+  let i = body.indexOf(CAPITAL_I, I_OFFSET);
   while (i >= 0 && i <= last) {
     if (isKeyAt(body, i - I_OFFSET)) n++;
     i = body.indexOf(CAPITAL_I, i + 1);
