@@ -29,6 +29,8 @@ export interface CellResult {
   cpuUsPerRequest: number;
   /** Highest RSS of the target's processes while measured, MiB. */
   peakRssMiB: number;
+  /** CPU of the load generator (this process) per successful request, microseconds: a heavier client leaves less of the machine to the rest. */
+  clientCpuUsPerRequest: number;
   firstError?: string;
 }
 
@@ -43,13 +45,14 @@ interface Accumulated {
   errors: number;
   seconds: number;
   cpu: number;
+  clientCpu: number;
   latencies: Float64Array[];
   peakRss: number;
   firstError?: string;
 }
 
 export async function measureCells(upstream: string, call: string, concurrency: number, targets: Target[], timing: Timing): Promise<CellResult[]> {
-  const acc = new Map<string, Accumulated>(targets.map((t) => [t.name, { ok: 0, errors: 0, seconds: 0, cpu: 0, latencies: [], peakRss: 0 }]));
+  const acc = new Map<string, Accumulated>(targets.map((t) => [t.name, { ok: 0, errors: 0, seconds: 0, cpu: 0, clientCpu: 0, latencies: [], peakRss: 0 }]));
   let offset = 0;
   for (let round = 0; round < timing.rounds; round++) {
     for (const target of targets) {
@@ -59,7 +62,9 @@ export async function measureCells(upstream: string, call: string, concurrency: 
         offset += 100_003;
         const sampler = rssSampler(target.pids);
         const cpuBefore = cpuMs(target.pids);
+        const clientBefore = process.cpuUsage();
         const result = await run(client, concurrency, timing.measureMs, offset);
+        const clientUsed = process.cpuUsage(clientBefore);
         const cpu = cpuMs(target.pids) - cpuBefore;
         const peak = sampler.stop();
         offset += 100_003;
@@ -68,6 +73,7 @@ export async function measureCells(upstream: string, call: string, concurrency: 
         a.errors += result.errors;
         a.seconds += result.seconds;
         a.cpu += cpu;
+        a.clientCpu += (clientUsed.user + clientUsed.system) / 1000;
         a.latencies.push(result.latencies);
         a.peakRss = Math.max(a.peakRss, peak);
         if (result.firstError !== undefined) a.firstError ??= result.firstError;
@@ -98,6 +104,7 @@ export async function measureCells(upstream: string, call: string, concurrency: 
       p99: percentile(all, 99),
       cpuUsPerRequest: a.ok > 0 ? (a.cpu * 1000) / a.ok : Number.NaN,
       peakRssMiB: a.peakRss / 1048576,
+      clientCpuUsPerRequest: a.ok > 0 ? (a.clientCpu * 1000) / a.ok : Number.NaN,
       ...(a.firstError === undefined ? {} : { firstError: a.firstError }),
     };
   });

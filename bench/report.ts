@@ -26,7 +26,7 @@ export function cellTables(results: CellResult[]): string {
     groups.set(k, [...(groups.get(k) ?? []), r]);
   }
   for (const [title, rows] of groups) {
-    const header = ["target", "conc", "req/s", "x ref", "p50 ms", "p99 ms", "+p50 vs direct", "CPU us/req", "peak RSS MiB", "errors"];
+    const header = ["target", "conc", "req/s", "x ref", "p50 ms", "p99 ms", "+p50 vs direct", "CPU us/req", "client us/req", "peak RSS MiB", "errors"];
     const lines = [header];
     for (const r of rows) {
       const ref = rows.find((x) => x.concurrency === r.concurrency && x.target === "ref-proxy");
@@ -40,6 +40,7 @@ export function cellTables(results: CellResult[]): string {
         fixed(r.p99, 3),
         direct && r.target !== "direct" ? `${r.p50 - direct.p50 >= 0 ? "+" : ""}${fixed(r.p50 - direct.p50, 3)}` : "",
         fixed(r.cpuUsPerRequest, 0),
+        fixed(r.clientCpuUsPerRequest, 0),
         fixed(r.peakRssMiB, 0),
         r.errors ? `${r.errors} (${(r.firstError ?? "").slice(0, 60)})` : "0",
       ]);

@@ -235,6 +235,9 @@ async function main(): Promise<void> {
   const directC1 = cell("small", "direct", 1);
   const overhead = nativeC1 && directC1 ? nativeC1.p50 - directC1.p50 : Number.NaN;
   v.push({ target: "native small call p50 overhead over direct, c1", measured: `${overhead.toFixed(3)} ms`, want: "<= 0.15 ms", met: overhead <= 0.15 });
+  const refC1 = cell("small", "ref-proxy", 1);
+  const refOverhead = refC1 && directC1 ? refC1.p50 - directC1.p50 : Number.NaN;
+  v.push({ target: "  (for scale: ref-proxy's own p50 overhead over direct, c1)", measured: `${refOverhead.toFixed(3)} ms`, want: "(info)", met: undefined });
   for (const call of ["block", "logs"]) {
     for (const c of concurrencies) {
       const r = ratio(call, "native", c);
@@ -244,6 +247,16 @@ async function main(): Promise<void> {
   for (const c of concurrencies) {
     const r = ratio("small", "grpc", c);
     v.push({ target: `gRPC small call req/s vs ref-proxy, c${c}`, measured: `${r.toFixed(2)}x`, want: ">= 0.8x", met: r >= 0.8 });
+    const g = cell("small", "grpc", c);
+    const ref = cell("small", "ref-proxy", c);
+    if (g && ref) {
+      v.push({
+        target: "  (server CPU/req gRPC vs ref-proxy; client CPU/req grpc-js vs undici)",
+        measured: `${(g.cpuUsPerRequest / ref.cpuUsPerRequest).toFixed(2)}x; ${(g.clientCpuUsPerRequest / ref.clientCpuUsPerRequest).toFixed(2)}x`,
+        want: "(info)",
+        met: undefined,
+      });
+    }
   }
   for (const c of concurrencies) {
     const g = cell("logs", "grpc", c);
