@@ -14,11 +14,14 @@ const RESERVED = 2;
 
 export class ProtoWriter {
   buf: Uint8Array;
+  /** The same bytes, for writing two at a time. */
+  view: DataView;
   pos: number;
 
   /** `start` bytes are left free at the front (room for a gRPC frame header). */
   constructor(capacity: number, start = 0) {
     this.buf = Buffer.allocUnsafe(Math.max(capacity, start + 64));
+    this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength);
     this.pos = start;
   }
 
@@ -27,6 +30,7 @@ export class ProtoWriter {
     const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n));
     next.set(this.buf.subarray(0, this.pos));
     this.buf = next;
+    this.view = new DataView(next.buffer, next.byteOffset, next.byteLength);
   }
 
   /** A non-negative integer below 2^53. */
@@ -75,7 +79,7 @@ export class ProtoWriter {
 
   double(value: number): void {
     this.ensure(8);
-    new DataView(this.buf.buffer, this.buf.byteOffset).setFloat64(this.pos, value, true);
+    this.view.setFloat64(this.pos, value, true);
     this.pos += 8;
   }
 

@@ -24,6 +24,7 @@ import type { Gateway } from "../gateway.js";
 import type { MethodSpec } from "../methods/method-table.js";
 import { logTypedCall, REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
 import { writePieces } from "../response-body.js";
+import { ChunkedResult, type UpstreamResult } from "../upstream/reply.js";
 import { toConnectError } from "./errors.js";
 import { decodeResult, type HeaderSource, invokeTyped } from "./typed-services.js";
 
@@ -79,6 +80,28 @@ function plain(headers: Headers): Record<string, string> {
     out[key] = value;
   });
   return out;
+}
+
+/**
+ * The transcoder reads the result in one piece, synchronously, and keeps
+ * nothing of it: a chunked reply is joined into this reused buffer rather
+ * than a fresh multi-MiB allocation per call (page faults, GC).
+ */
+let scratch = Buffer.allocUnsafeSlow(0);
+const SCRATCH_LIMIT = 64 * 1024 * 1024;
+
+function inOnePiece(result: UpstreamResult): UpstreamResult {
+  if (!(result instanceof ChunkedResult)) return result;
+  let total = 0;
+  for (const chunk of result.chunks) total += chunk.length;
+  if (total > SCRATCH_LIMIT) return result;
+  if (scratch.length < total) scratch = Buffer.allocUnsafeSlow(Math.max(total, scratch.length * 2));
+  let at = 0;
+  for (const chunk of result.chunks) {
+    scratch.set(chunk, at);
+    at += chunk.length;
+  }
+  return { body: scratch, start: result.start, end: result.end };
 }
 
 /** Takes an HTTP/2 stream when it is a unary gRPC call it serves (returns true); the rest is left to Connect. */
@@ -173,7 +196,8 @@ function serve(gateway: Gateway, route: Route, stream: ServerHttp2Stream, header
     }
     invokeTyped(gateway, route.spec, request, header, controller.signal).then((result) => {
       if (answered) return;
-      let message = route.transcoder?.write(result.body, result.start, result.end, FRAME_HEADER);
+      const text = inOnePiece(result);
+      let message = route.transcoder?.write(text.body, text.start, text.end, FRAME_HEADER);
       if (message === undefined) {
         const encoded = toBinary(route.spec.rpc.output, decodeResult(route.spec, result));
         message = Buffer.allocUnsafe(FRAME_HEADER + encoded.length);
