@@ -111,6 +111,9 @@ export function grpcClient(address: string, procedure: string, bodies: readonly 
     "grpc.max_send_message_length": -1,
     // grpc-js's default session memory (10 MiB) cannot hold 16 concurrent 2.7 MiB answers: it resets the session.
     "grpc-node.max_session_memory": 1024,
+    // Per-call bookkeeping a load generator does not need (retry buffering, channelz call tracking).
+    "grpc.enable_retries": 0,
+    "grpc.enable_channelz": 0,
   });
   const metadata = new grpc.Metadata();
   metadata.set("x-api-key", key);
