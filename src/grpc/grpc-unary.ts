@@ -176,9 +176,17 @@ function serve(gateway: Gateway, route: Route, stream: ServerHttp2Stream, header
 
   const chunks: Buffer[] = [];
   let size = 0;
+  const limit = gateway.limits.maxBodyBytes;
   stream.on("data", (chunk: Buffer) => {
-    chunks.push(chunk);
+    if (answered) return;
     size += chunk.length;
+    if (size > limit) {
+      // The same bound as the native path's body: a request this large is refused, not buffered.
+      chunks.length = 0;
+      fail(new ConnectError(`message larger than ${limit} bytes`, Code.ResourceExhausted));
+      return;
+    }
+    chunks.push(chunk);
   });
   stream.once("end", () => {
     if (answered) return;

@@ -170,6 +170,14 @@ describe("the gRPC contract", () => {
     expect(sent[0]?.abandoned).toBe(true);
   });
 
+  it("a request larger than the body limit is refused with RESOURCE_EXHAUSTED", async () => {
+    const huge = create(GetLogsRequestSchema, { filter: { address: Array.from({ length: 300_000 }, () => new Uint8Array(20)) } });
+    const err = (await grpcCall(logsPath, m.getLogs.input, m.getLogs.output, huge).catch((e: unknown) => e)) as grpc.ServiceError;
+    expect(err.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    expect(err.details).toContain("larger than");
+    expect((await getBlock(1n)).response.block?.number).toBe(1n); // and the connection still serves
+  });
+
   it("gzip-compressed requests are read", async () => {
     const { response } = await getBlock(1n, { channel: { "grpc.default_compression_algorithm": 2 } });
     expect(response.block?.number).toBe(1n);
