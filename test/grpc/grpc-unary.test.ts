@@ -57,7 +57,7 @@ function grpcCall<O extends Message>(
   input: DescMessage,
   output: DescMessage,
   request: Message,
-  options: { deadlineMs?: number; requestId?: string; channel?: grpc.ChannelOptions; cancelAfterMs?: number } = {},
+  options: { deadlineMs?: number; requestId?: string; channel?: grpc.ChannelOptions; cancelWhen?: Promise<unknown> } = {},
 ): Promise<{ response: O; headers: grpc.Metadata }> {
   const client = new grpc.Client(ng.address, grpc.credentials.createInsecure(), { "grpc.max_receive_message_length": -1, ...options.channel });
   const metadata = new grpc.Metadata();
@@ -81,7 +81,7 @@ function grpcCall<O extends Message>(
     call.on("metadata", (md) => {
       headers = md;
     });
-    if (options.cancelAfterMs !== undefined) setTimeout(() => call.cancel(), options.cancelAfterMs);
+    void options.cancelWhen?.then(() => call.cancel());
   });
 }
 
@@ -152,22 +152,22 @@ describe("the same answers as Connect's other protocols", () => {
 
 describe("the gRPC contract", () => {
   it("grpc-timeout: DEADLINE_EXCEEDED, and the upstream request is cancelled", async () => {
-    override = (r) => (r.method === "eth_getBlockByNumber" ? { delayMs: 3000, then: { forward: anvil.url } } : undefined);
-    const err = (await getBlock(7n, { deadlineMs: 300 }).catch((e: unknown) => e)) as grpc.ServiceError;
+    override = (r) => (r.method === "eth_getBlockByNumber" ? { delayMs: 5000, then: { forward: anvil.url } } : undefined);
+    const err = (await getBlock(7n, { deadlineMs: 1000 }).catch((e: unknown) => e)) as grpc.ServiceError;
     expect(err.code).toBe(grpc.status.DEADLINE_EXCEEDED);
-    const sent = upstream.requests.filter((r) => r.method === "eth_getBlockByNumber" && JSON.stringify(r.params) === '["0x7",true]');
-    expect(sent).toHaveLength(1);
-    for (let i = 0; i < 100 && !sent[0]?.abandoned; i++) await new Promise((r) => setTimeout(r, 10));
-    expect(sent[0]?.abandoned).toBe(true);
+    const sent = await arrived('["0x7",true]');
+    await until(() => sent.abandoned);
+    expect(sent.abandoned).toBe(true);
   });
 
   it("a call the client cancels cancels the upstream request", async () => {
-    override = (r) => (r.method === "eth_getBlockByNumber" ? { delayMs: 3000, then: { forward: anvil.url } } : undefined);
-    const err = (await getBlock(8n, { cancelAfterMs: 200 }).catch((e: unknown) => e)) as grpc.ServiceError;
+    override = (r) => (r.method === "eth_getBlockByNumber" ? { delayMs: 5000, then: { forward: anvil.url } } : undefined);
+    // Cancelled once the node has the request, so there is an upstream request to cancel.
+    const err = (await getBlock(8n, { cancelWhen: arrived('["0x8",true]') }).catch((e: unknown) => e)) as grpc.ServiceError;
     expect(err.code).toBe(grpc.status.CANCELLED);
-    const sent = upstream.requests.filter((r) => r.method === "eth_getBlockByNumber" && JSON.stringify(r.params) === '["0x8",true]');
-    for (let i = 0; i < 100 && !sent[0]?.abandoned; i++) await new Promise((r) => setTimeout(r, 10));
-    expect(sent[0]?.abandoned).toBe(true);
+    const sent = await arrived('["0x8",true]');
+    await until(() => sent.abandoned);
+    expect(sent.abandoned).toBe(true);
   });
 
   it("a request larger than the body limit is refused with RESOURCE_EXHAUSTED", async () => {
@@ -291,6 +291,19 @@ describe("the gRPC contract", () => {
     expect((await post(ng.rpcUrl, rpc("eth_chainId", []))).json.result).toBe("0x7a69");
   });
 });
+
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !done(); i++) await new Promise((r) => setTimeout(r, 10));
+}
+
+/** The eth_getBlockByNumber request with these params, once the node has it. */
+async function arrived(params: string): Promise<UpstreamRequest> {
+  const find = () => upstream.requests.find((r) => r.method === "eth_getBlockByNumber" && JSON.stringify(r.params) === params);
+  await until(() => find() !== undefined);
+  const request = find();
+  if (request === undefined) throw new Error(`the node never received eth_getBlockByNumber ${params}`);
+  return request;
+}
 
 /** The node answers eth_getLogs with 6,000 logs (about 4 MiB of JSON). */
 function answerManyLogs(): void {

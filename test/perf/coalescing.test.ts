@@ -2,7 +2,9 @@
  * Identical concurrent calls (same network, method and params, whichever
  * front door and spelling) share one upstream call; every caller gets the
  * answer under its own id. Different params, writes and errors are not
- * shared beyond the calls in flight together.
+ * shared beyond the calls in flight together. The node holds its answers
+ * until the test opens a gate, once nodegate has seen every caller, so the
+ * outcome does not depend on timing.
  */
 import { create } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";
@@ -16,17 +18,20 @@ import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { type Answer, type ProgrammableUpstream, startProgrammableUpstream, type UpstreamRequest } from "../support/programmable-upstream.js";
 
 const DEAD = "0x000000000000000000000000000000000000dead";
-/** Long enough that every caller below is in flight before the node answers. */
-const SLOW_MS = 300;
 
 let anvil: AnvilNode;
 let upstream: ProgrammableUpstream;
 let ng: TestNodegate;
 let answer: (r: UpstreamRequest) => Answer;
+let gate: Promise<void>;
+let open: () => void;
 
 beforeAll(async () => {
   anvil = await startAnvil();
-  upstream = await startProgrammableUpstream((r) => answer(r));
+  upstream = await startProgrammableUpstream(async (r) => {
+    await gate;
+    return answer(r);
+  });
   ng = await startNodegate({
     upstreamUrl: upstream.url,
     // No store: only coalescing is under test here.
@@ -34,65 +39,94 @@ beforeAll(async () => {
   });
 }, 60_000);
 afterAll(async () => {
+  open?.();
   await ng?.close();
   await upstream?.close();
   await anvil?.stop();
 });
 beforeEach(() => {
-  answer = () => ({ delayMs: SLOW_MS, then: { forward: anvil.url } });
+  answer = () => ({ forward: anvil.url });
+  gate = new Promise((resolve) => {
+    open = resolve;
+  });
 });
 
 function calls(method: string): number {
   return upstream.count(method);
 }
 
+function joined(): number {
+  return ng.gateway.network(undefined).cache?.stats.joined ?? 0;
+}
+
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !done(); i++) await new Promise((r) => setTimeout(r, 5));
+  if (!done()) throw new Error("timed out waiting");
+}
+
 describe("identical concurrent calls share one upstream call", () => {
   it("N native callers: one upstream call, each answer under the caller's own id", async () => {
     const before = calls("eth_getBalance");
+    const joinedBefore = joined();
     const ids = Array.from({ length: 20 }, (_, i) => (i % 2 ? i : `caller-${i}`));
-    const replies = await Promise.all(ids.map((id) => post(ng.rpcUrl, rpc("eth_getBalance", [DEAD, "latest"], id))));
-    expect(calls("eth_getBalance") - before).toBe(1);
+    const replies = Promise.all(ids.map((id) => post(ng.rpcUrl, rpc("eth_getBalance", [DEAD, "latest"], id))));
+    await until(() => joined() - joinedBefore === 19);
+    open();
     const expected = (await post(anvil.url, rpc("eth_getBalance", [DEAD, "latest"]))).json.result;
-    replies.forEach((reply, i) => expect(reply.json).toEqual({ jsonrpc: "2.0", id: ids[i], result: expected }));
-    expect(ng.gateway.network(undefined).cache?.stats.joined).toBeGreaterThanOrEqual(19);
+    (await replies).forEach((reply, i) => expect(reply.json).toEqual({ jsonrpc: "2.0", id: ids[i], result: expected }));
+    expect(calls("eth_getBalance") - before).toBe(1);
   });
 
   it("both front doors and every spelling of the same params share it", async () => {
     const before = calls("eth_chainId");
+    const joinedBefore = joined();
     const grpc = grpcJsClient(ng.address, EthService);
     const connect = connectClient(ng.url, EthService, ng.key, "connect");
-    const typed = [
+    const typed = Promise.all([
       ...Array.from({ length: 5 }, () => grpc.call<ChainIdResponse>("chainId", create(ChainIdRequestSchema), { "x-api-key": ng.key })),
       ...Array.from({ length: 5 }, () => connect.chainId({})),
-    ];
-    const native = Array.from({ length: 5 }, (_, i) => post(ng.rpcUrl, rpc("eth_chainId", [], i)));
-    const [typedReplies, nativeReplies] = await Promise.all([Promise.all(typed), Promise.all(native)]);
+    ]);
+    const native = Promise.all(Array.from({ length: 5 }, (_, i) => post(ng.rpcUrl, rpc("eth_chainId", [], i))));
+    await until(() => joined() - joinedBefore === 14);
+    open();
+    for (const r of await typed) expect(r.chainId).toBe(31337n);
+    for (const r of await native) expect(r.json.result).toBe("0x7a69");
     grpc.close();
     expect(calls("eth_chainId") - before).toBe(1);
-    for (const r of typedReplies) expect(r.chainId).toBe(31337n);
-    for (const r of nativeReplies) expect(r.json.result).toBe("0x7a69");
 
+    gate = new Promise((resolve) => {
+      open = resolve;
+    });
     const balances = calls("eth_getBalance");
+    const joinedNow = joined();
     const spellings = [DEAD, DEAD.toUpperCase().replace("0X", "0x"), "0x000000000000000000000000000000000000dEaD"];
-    await Promise.all(spellings.map((address) => post(ng.rpcUrl, rpc("eth_getBalance", [address, "latest"]))));
+    const replies = Promise.all(spellings.map((address) => post(ng.rpcUrl, rpc("eth_getBalance", [address, "latest"]))));
+    await until(() => joined() - joinedNow === 2);
+    open();
+    await replies;
     expect(calls("eth_getBalance") - balances).toBe(1);
   });
 
   it("different params are different calls", async () => {
     const before = calls("eth_getBalance");
     const addresses = Array.from({ length: 8 }, (_, i) => `0x${(i + 1).toString(16).padStart(40, "0")}`);
-    await Promise.all(addresses.map((a) => post(ng.rpcUrl, rpc("eth_getBalance", [a, "latest"]))));
-    expect(calls("eth_getBalance") - before).toBe(8);
-    const blocks = calls("eth_getBalance");
-    await Promise.all(["latest", "pending", "0x0"].map((b) => post(ng.rpcUrl, rpc("eth_getBalance", [DEAD, b]))));
-    expect(calls("eth_getBalance") - blocks).toBe(3);
+    const first = Promise.all(addresses.map((a) => post(ng.rpcUrl, rpc("eth_getBalance", [a, "latest"]))));
+    await until(() => calls("eth_getBalance") - before === 8);
+    const blocks = Promise.all(["latest", "pending", "0x0"].map((b) => post(ng.rpcUrl, rpc("eth_getBalance", [DEAD, b]))));
+    await until(() => calls("eth_getBalance") - before === 11);
+    open();
+    await Promise.all([first, blocks]);
+    expect(calls("eth_getBalance") - before).toBe(11);
   });
 
   it("an error reaches every caller that shared the call, and the next call asks again", async () => {
-    answer = () => ({ delayMs: SLOW_MS, then: { error: { code: -32000, message: "header not found" } } });
+    answer = () => ({ error: { code: -32000, message: "header not found" } });
     const before = calls("eth_getCode");
-    const replies = await Promise.all(Array.from({ length: 6 }, (_, i) => post(ng.rpcUrl, rpc("eth_getCode", [DEAD, "latest"], i))));
-    for (const r of replies) expect(r.json.error).toEqual({ code: -32000, message: "header not found" });
+    const joinedBefore = joined();
+    const replies = Promise.all(Array.from({ length: 6 }, (_, i) => post(ng.rpcUrl, rpc("eth_getCode", [DEAD, "latest"], i))));
+    await until(() => joined() - joinedBefore === 5);
+    open();
+    for (const r of await replies) expect(r.json.error).toEqual({ code: -32000, message: "header not found" });
     const typed = await connectClient(ng.url, EthService, ng.key, "grpc")
       .getCode({ address: Buffer.from(DEAD.slice(2), "hex") })
       .then(() => undefined, (e: unknown) => ConnectError.from(e));
@@ -101,9 +135,12 @@ describe("identical concurrent calls share one upstream call", () => {
   });
 
   it("writes are never shared", async () => {
-    answer = (r) => ({ delayMs: SLOW_MS, then: r.method === "eth_sendRawTransaction" ? { result: `0x${"11".repeat(32)}` } : { forward: anvil.url } });
+    answer = (r) => (r.method === "eth_sendRawTransaction" ? { result: `0x${"11".repeat(32)}` } : { forward: anvil.url });
     const before = calls("eth_sendRawTransaction");
-    await Promise.all(Array.from({ length: 3 }, () => post(ng.rpcUrl, rpc("eth_sendRawTransaction", ["0x02f8"]))));
+    const replies = Promise.all(Array.from({ length: 3 }, () => post(ng.rpcUrl, rpc("eth_sendRawTransaction", ["0x02f8"]))));
+    await until(() => calls("eth_sendRawTransaction") - before === 3);
+    open();
+    await replies;
     expect(calls("eth_sendRawTransaction") - before).toBe(3);
   });
 });
@@ -111,6 +148,7 @@ describe("identical concurrent calls share one upstream call", () => {
 describe("callers that go away", () => {
   it("one caller leaving does not cancel the call the others wait for", async () => {
     const before = calls("eth_getStorageAt");
+    const joinedBefore = joined();
     const params = [DEAD, "0x0", "latest"];
     const leaving = new AbortController();
     const gone = fetch(ng.rpcUrl, {
@@ -119,17 +157,19 @@ describe("callers that go away", () => {
       body: JSON.stringify(rpc("eth_getStorageAt", params)),
       signal: leaving.signal,
     }).catch((e: unknown) => e);
-    const staying = Array.from({ length: 3 }, (_, i) => post(ng.rpcUrl, rpc("eth_getStorageAt", params, i)));
-    setTimeout(() => leaving.abort(), SLOW_MS / 3);
+    const staying = Promise.all(Array.from({ length: 3 }, (_, i) => post(ng.rpcUrl, rpc("eth_getStorageAt", params, i))));
+    await until(() => joined() - joinedBefore === 3 && calls("eth_getStorageAt") - before === 1);
+    leaving.abort();
     expect(await gone).toBeInstanceOf(Error);
-    for (const r of await Promise.all(staying)) expect(r.json.result).toBe(`0x${"0".repeat(64)}`);
+    open();
+    for (const r of await staying) expect(r.json.result).toBe(`0x${"0".repeat(64)}`);
     expect(calls("eth_getStorageAt") - before).toBe(1);
     expect(upstream.requests.filter((r) => r.method === "eth_getStorageAt").at(-1)?.abandoned).toBe(false);
   });
 
   it("when every caller leaves, the upstream call is cancelled", async () => {
-    answer = () => ({ delayMs: 2_000, then: { forward: anvil.url } });
     const params = [DEAD, "0x1", "latest"];
+    const joinedBefore = joined();
     const leaving = new AbortController();
     const gone = Array.from({ length: 3 }, () =>
       fetch(ng.rpcUrl, {
@@ -139,15 +179,15 @@ describe("callers that go away", () => {
         signal: leaving.signal,
       }).catch((e: unknown) => e),
     );
-    await new Promise((r) => setTimeout(r, 200));
+    const sentCall = () => upstream.requests.filter((r) => r.method === "eth_getStorageAt" && JSON.stringify(r.params) === JSON.stringify(params));
+    await until(() => joined() - joinedBefore === 2 && sentCall().length === 1);
     leaving.abort();
     await Promise.all(gone);
-    const sentCall = upstream.requests.filter((r) => r.method === "eth_getStorageAt" && JSON.stringify(r.params) === JSON.stringify(params));
-    expect(sentCall).toHaveLength(1);
-    for (let i = 0; i < 100 && !sentCall[0]?.abandoned; i++) await new Promise((r) => setTimeout(r, 10));
-    expect(sentCall[0]?.abandoned).toBe(true);
+    await until(() => sentCall()[0]?.abandoned === true);
+    expect(sentCall()).toHaveLength(1);
     // A newcomer starts afresh rather than joining the cancelled call.
-    answer = () => ({ forward: anvil.url });
+    open();
     expect((await post(ng.rpcUrl, rpc("eth_getStorageAt", params))).json.result).toBe(`0x${"0".repeat(64)}`);
+    expect(sentCall()).toHaveLength(2);
   });
 });
