@@ -8,6 +8,8 @@ import type { Logger } from "pino";
 import { AccessControl } from "./auth/access-control.js";
 import { ApiKeyStore } from "./auth/api-keys.js";
 import { type RateLimitStore, RateLimiter } from "./auth/rate-limiter.js";
+import { ethFinalityRules } from "./cache/eth-finality-rules.js";
+import type { CacheStore } from "./cache/store.js";
 import { type Config, DEFAULT_FAILOVER, type KeyConfig } from "./config.js";
 import { Gateway } from "./gateway.js";
 import { createPolicies } from "./methods/default-policies.js";
@@ -28,10 +30,15 @@ export interface App {
 export interface AppDependencies {
   /** Where rate-limit counters live; in-process by default. */
   rateLimitStore?: RateLimitStore;
+  /** Where final answers live; in-process (config.cache.maxBytes) by default. */
+  cacheStore?: CacheStore;
 }
 
 export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[], deps: AppDependencies = {}): App {
   const metrics = new Metrics();
+  const stores = createStores(config.stores, log, metrics, config.cache?.maxBytes);
+  // The cache store is the shared one (Redis) when configured, else the in-process LRU.
+  const cacheStore = deps.cacheStore ?? (config.cache && config.cache.maxBytes > 0 ? stores.cache : undefined);
   const networks = config.networks.map(
     (n) =>
       new Network({
@@ -42,10 +49,11 @@ export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[
         breaker: config.circuitBreaker,
         metrics,
         log,
+        cache: config.cache && { store: cacheStore, coalesce: config.cache.coalesce, rules: n.family === "eth" ? ethFinalityRules : new Map() },
+        finalizedMaxAgeMs: config.cache?.finalizedMaxAgeMs,
         upstreams: n.upstreams.map((u) => createUpstream(u.url, `${n.name}/${u.label}`, config.websocket, log)),
       }),
   );
-  const stores = createStores(config.stores, log, metrics);
   const access = new AccessControl(new ApiKeyStore(keys, config.plans), new RateLimiter(deps.rateLimitStore ?? stores.rateLimits));
   const gateway = new Gateway({
     table: createMethodTable(),

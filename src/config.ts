@@ -17,6 +17,7 @@
  *   NODEGATE_LOG_LEVEL     pino level (default info)
  *   NODEGATE_REDIS_URL     redis:// or rediss:// URL: rate-limit counters and the cache are shared there
  *   NODEGATE_CONFIG        path of the YAML configuration file
+ *   NODEGATE_WORKERS       worker processes sharing the port (default 1; see src/cluster.ts)
  */
 import { readFileSync } from "node:fs";
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from "yaml";
@@ -158,6 +159,15 @@ export interface PassThroughConfig {
   allowWrites: boolean;
 }
 
+export interface CacheConfig {
+  /** Bytes of final answers kept in process (least recently used go first); 0 turns the cache off. */
+  maxBytes: number;
+  /** Identical concurrent calls (same network, method and params) share one upstream call. */
+  coalesce: boolean;
+  /** How old the finalized block number may get before nodegate asks the node again, in ms. */
+  finalizedMaxAgeMs: number;
+}
+
 export interface Config {
   host: string;
   port: number;
@@ -189,6 +199,10 @@ export interface Config {
   stores?: StoresConfig;
   /** Subscriptions and streams. */
   subscriptions: SubscriptionSettings;
+  /** Answer cache and coalescing. Unset (a Config built by hand): neither. */
+  cache?: CacheConfig;
+  /** Worker processes that share the listening port (node:cluster); 1 = this process serves. */
+  workers?: number;
 }
 
 export interface StoresConfig {
@@ -227,6 +241,11 @@ export const DEFAULT_LIMITS: Limits = {
  * second of coming back.
  */
 export const DEFAULT_CIRCUIT_BREAKER = { threshold: 5, cooldownMs: 1000 };
+export const DEFAULT_CACHE: CacheConfig = {
+  maxBytes: 256 * 1024 * 1024,
+  coalesce: true,
+  finalizedMaxAgeMs: 4000,
+};
 
 /** Per-plan defaults; per-key settings override them. */
 export const DEFAULT_PLANS: Record<Plan, RateLimit> = {
@@ -290,6 +309,8 @@ function defaults(): Config {
     tls: undefined,
     drainMs: 10_000,
     subscriptions: { ...DEFAULT_SUBSCRIPTIONS },
+    cache: { ...DEFAULT_CACHE },
+    workers: 1,
   };
 }
 
@@ -428,7 +449,7 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
   }
   const r = new FileReader(doc, lines, file, env);
   if (doc.contents === null) return;
-  r.keys([], ["listen", "upstreamTimeoutMs", "websocket", "circuitBreaker", "limits", "plans", "networks", "defaultNetwork", "keys", "passThrough", "cors", "log", "tls", "drainMs", "stores", "subscriptions"]);
+  r.keys([], ["listen", "upstreamTimeoutMs", "websocket", "circuitBreaker", "limits", "plans", "networks", "defaultNetwork", "keys", "passThrough", "cors", "log", "tls", "drainMs", "stores", "subscriptions", "cache", "workers"]);
 
   r.keys(["listen"], ["host", "port"]);
   config.host = r.string(["listen", "host"]) ?? config.host;
@@ -575,6 +596,16 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
     if (timeoutMs !== undefined) stores.timeoutMs = timeoutMs;
     config.stores = stores;
   }
+
+  r.keys(["cache"], ["maxBytes", "coalesce", "finalizedMaxAgeMs"]);
+  if (r.has(["cache"])) {
+    const cache = config.cache ?? { ...DEFAULT_CACHE };
+    cache.maxBytes = r.number(["cache", "maxBytes"], 0, Number.MAX_SAFE_INTEGER) ?? cache.maxBytes;
+    cache.coalesce = r.boolean(["cache", "coalesce"]) ?? cache.coalesce;
+    cache.finalizedMaxAgeMs = r.number(["cache", "finalizedMaxAgeMs"], 1, 3_600_000) ?? cache.finalizedMaxAgeMs;
+    config.cache = cache;
+  }
+  config.workers = r.number(["workers"], 1, 256) ?? config.workers;
 }
 
 /* ------------------------------------------------------------------ */
@@ -635,6 +666,11 @@ export function applyEnv(config: Config, env: NodeJS.ProcessEnv): void {
       fail("NODEGATE_REDIS_URL")((err as Error).message);
     }
     config.stores = { ...config.stores, redisUrl: env.NODEGATE_REDIS_URL };
+  }
+  if (env.NODEGATE_WORKERS) {
+    const n = Number(env.NODEGATE_WORKERS);
+    if (!Number.isInteger(n) || n < 1 || n > 256) fail("NODEGATE_WORKERS")(`want a number of processes 1-256, got "${env.NODEGATE_WORKERS}"`);
+    config.workers = n;
   }
 }
 

@@ -2,8 +2,10 @@
  * Process entry. With no upstream configured it starts a local Anvil node
  * and a development key, and prints how to call nodegate.
  */
+import cluster from "node:cluster";
 import { randomBytes } from "node:crypto";
 import { createApp } from "./app.js";
+import { forkWorkers } from "./cluster.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { type AnvilNode, startAnvil } from "./embedded/anvil.js";
 import { API_KEY_HEADER } from "./grpc/typed-services.js";
@@ -74,6 +76,10 @@ function loadOrExit(configPath: string | undefined): Config {
 async function start(configPath: string | undefined): Promise<void> {
   const config = loadOrExit(configPath);
   const log = createLogger(config.logLevel);
+  if ((config.workers ?? 1) > 1 && cluster.isPrimary) {
+    await runPrimary(config);
+    return;
+  }
   let anvil: AnvilNode | undefined;
   if (config.embeddedAnvil) {
     anvil = await startAnvil();
@@ -87,7 +93,8 @@ async function start(configPath: string | undefined): Promise<void> {
   const address = await server.listen(config.port, config.host);
   // A configured key is a secret, and stdout ends up in log stores: only a key generated for this run is shown.
   const shownKey = generatedKey ? (keys[0] as { key: string }).key : "<KEY>";
-  process.stdout.write(banner(config, config.host, address.port, shownKey, generatedKey, anvil));
+  // Workers share the primary's port; the primary prints the banner.
+  if (cluster.isPrimary) process.stdout.write(banner(config, config.host, address.port, shownKey, generatedKey, anvil));
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -101,6 +108,36 @@ async function start(configPath: string | undefined): Promise<void> {
   };
   process.on("SIGINT", () => void stop("SIGINT"));
   process.on("SIGTERM", () => void stop("SIGTERM"));
+  // A worker whose primary is gone has no one to hand it connections.
+  if (cluster.isWorker) process.on("disconnect", () => void stop("disconnect"));
+}
+
+/**
+ * NODEGATE_WORKERS > 1: this process prepares what the workers must share
+ * (the embedded Anvil, a generated development key), forks the workers onto
+ * one port, and stops them on SIGINT/SIGTERM.
+ */
+async function runPrimary(config: Config): Promise<void> {
+  const workers = config.workers ?? 1;
+  const anvil = config.embeddedAnvil ? await startAnvil() : undefined;
+  const generatedKey = config.keys === undefined;
+  const key = generatedKey ? randomBytes(16).toString("hex") : (config.keys?.[0] as { key: string }).key;
+  const env: Record<string, string> = {};
+  if (anvil !== undefined) env.NODEGATE_UPSTREAM_URL = anvil.url;
+  if (generatedKey) env.NODEGATE_API_KEYS = `${key}:growth`;
+  const pool = await forkWorkers(workers, env);
+  process.stdout.write(banner(config, config.host, pool.address.port, generatedKey ? key : "<KEY>", generatedKey, anvil));
+  process.stdout.write(`  workers:           ${workers} processes on this port (caches and rate-limit counters are per worker)\n\n`);
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    await pool.stop();
+    await anvil?.stop();
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void stop());
+  process.on("SIGTERM", () => void stop());
 }
 
 export async function main(argv: string[]): Promise<void> {

@@ -7,7 +7,7 @@
  * protocols from one server); with TLS, ALPN decides.
  */
 import http from "node:http";
-import http2 from "node:http2";
+import http2, { type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import net, { type AddressInfo, type Socket } from "node:net";
 import type { DescService } from "@bufbuild/protobuf";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
@@ -22,6 +22,7 @@ import { nodeRequestContext } from "./grpc/node-request.js";
 import { registerReflection } from "./grpc/reflection.js";
 import { registerStreamLogs } from "./grpc/stream-logs.js";
 import { registerSubscriptionStreams } from "./grpc/subscription-streams.js";
+import { createGrpcUnaryHandler } from "./grpc/grpc-unary.js";
 import { registerTypedServices } from "./grpc/typed-services.js";
 import type { NodeRequest, NodeResponse } from "./http-types.js";
 import { createJsonRpcHttpHandler } from "./jsonrpc/http-handler.js";
@@ -201,7 +202,38 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     // Node starts checking the headers and request deadlines when a server listens; this one is handed
     // its connections instead, so it is told to start.
     plain.emit("listening");
-    const h2 = http2.createServer({}, handle);
+    // HTTP/2 streams are dispatched here rather than by Node's compatibility layer (no 'request'
+    // listener), so unary gRPC for the method table reaches its lean handler without
+    // request/response objects; every other stream gets them, as the compatibility layer would
+    // build them, and goes to Connect. (With TLS, Connect serves every gRPC call.)
+    const grpcUnary = createGrpcUnaryHandler(gateway);
+    const h2 = http2.createServer({});
+    h2.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, _flags: number, rawHeaders: string[]) => {
+      if (grpcUnary(stream, headers)) {
+        inFlight++;
+        stream.once("close", () => {
+          inFlight--;
+          if (inFlight === 0) for (const wake of idleWaiters.splice(0)) wake();
+        });
+        return;
+      }
+      const req = new http2.Http2ServerRequest(stream, headers, {}, rawHeaders);
+      const res = new http2.Http2ServerResponse(stream);
+      if (headers[":method"] === "CONNECT") {
+        res.statusCode = 405;
+        res.end();
+        return;
+      }
+      if (headers.expect !== undefined) {
+        if (headers.expect !== "100-continue") {
+          res.statusCode = 417;
+          res.end();
+          return;
+        }
+        res.writeContinue();
+      }
+      handle(req, res);
+    });
     plain.on("upgrade", onUpgrade);
     h2.on("session", trackSession);
     const h1 = plain;

@@ -28,6 +28,12 @@ export function matchesDigest(candidate: string, stored: Buffer): boolean {
 
 export class ApiKeyStore {
   readonly #keys: { digest: Buffer; key: ApiKey }[];
+  /**
+   * Keys already matched, by their text: a hash lookup costs the same whatever
+   * a wrong key shares with a right one, so it leaks nothing byte by byte, and
+   * it spares a SHA-256 per request. Only configured keys ever get in.
+   */
+  readonly #matched = new Map<string, ApiKey>();
 
   constructor(keys: readonly KeyConfig[], plans: Readonly<Record<Plan, RateLimit>>) {
     this.#keys = keys.map((k) => ({
@@ -44,12 +50,15 @@ export class ApiKeyStore {
 
   /** The matching key, or undefined. Every stored key is compared, match or not. */
   lookup(candidate: string): ApiKey | undefined {
+    const known = this.#matched.get(candidate);
+    if (known !== undefined) return known;
     // Hashing first gives equal-length inputs, as timingSafeEqual requires.
     const d = digest(candidate);
     let found: ApiKey | undefined;
     for (const entry of this.#keys) {
       if (timingSafeEqual(entry.digest, d)) found = entry.key;
     }
+    if (found !== undefined) this.#matched.set(candidate, found);
     return found;
   }
 

@@ -1,13 +1,17 @@
 /**
  * The in-process cache store: least recently used entries go first once the
- * values and keys held pass a byte budget, so memory stays bounded however
- * large the answers are (one eth_getBlockReceipts can be megabytes).
+ * keys and values held pass a byte budget, so memory stays bounded however
+ * large the answers are (one eth_getBlockReceipts can be megabytes). A Map
+ * keeps insertion order, so re-inserting on a hit makes its first entry the
+ * least recently used one.
  */
 import type { CacheStore } from "./store.js";
 
 export interface MemoryCacheStoreOptions {
-  /** Most bytes of keys and values held. Default 64 MiB. */
+  /** Budget for stored values plus their keys, in bytes. Default 64 MiB. */
   maxBytes?: number;
+  /** Largest single value kept; larger ones are not stored. Default a quarter of maxBytes. */
+  maxEntryBytes?: number;
   /** The clock, in ms; injectable so expiry can be tested without waiting. */
   now?: () => number;
 }
@@ -19,15 +23,23 @@ interface Entry {
   bytes: number;
 }
 
+/** What an entry holds on to: the key's characters and the value's backing memory. */
+function entryCost(key: string, value: Buffer): number {
+  return key.length * 2 + value.buffer.byteLength;
+}
+
 export class MemoryCacheStore implements CacheStore {
   readonly maxBytes: number;
+  readonly #maxEntryBytes: number;
   readonly #now: () => number;
-  /** Map order is recency order: the first entry is the least recently used. */
   readonly #entries = new Map<string, Entry>();
   #bytes = 0;
+  /** Entries dropped to stay within the budget. */
+  evictions = 0;
 
   constructor(options: MemoryCacheStoreOptions = {}) {
     this.maxBytes = options.maxBytes ?? 64 * 1024 * 1024;
+    this.#maxEntryBytes = options.maxEntryBytes ?? Math.floor(this.maxBytes / 4);
     this.#now = options.now ?? Date.now;
   }
 
@@ -52,18 +64,21 @@ export class MemoryCacheStore implements CacheStore {
     return entry.value;
   }
 
-  set(key: string, value: Buffer, ttlMs?: number): void {
+  set(key: string, bytes: Buffer, ttlMs?: number): void {
     this.delete(key);
-    const bytes = Buffer.byteLength(key) + value.length;
-    // A value larger than the whole budget would only evict everything else and then itself.
-    if (bytes > this.maxBytes) return;
-    while (this.#bytes + bytes > this.maxBytes) {
-      const oldest = this.#entries.keys().next();
-      if (oldest.done === true) break;
-      this.delete(oldest.value);
+    // A small slice of a larger buffer would pin all of it: keep a copy instead.
+    const value = bytes.length * 2 < bytes.buffer.byteLength ? Buffer.from(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length)) : bytes;
+    const cost = entryCost(key, value);
+    // A value larger than its share of the budget would only evict everything else.
+    if (cost > this.#maxEntryBytes) return;
+    this.#entries.set(key, { value, bytes: cost, expiresAt: ttlMs === undefined ? Number.POSITIVE_INFINITY : this.#now() + ttlMs });
+    this.#bytes += cost;
+    for (const [oldest, stored] of this.#entries) {
+      if (this.#bytes <= this.maxBytes) break;
+      this.#entries.delete(oldest);
+      this.#bytes -= stored.bytes;
+      this.evictions++;
     }
-    this.#entries.set(key, { value, bytes, expiresAt: ttlMs === undefined ? Number.POSITIVE_INFINITY : this.#now() + ttlMs });
-    this.#bytes += bytes;
   }
 
   delete(key: string): void {
@@ -73,8 +88,12 @@ export class MemoryCacheStore implements CacheStore {
     this.#bytes -= entry.bytes;
   }
 
-  async close(): Promise<void> {
+  clear(): void {
     this.#entries.clear();
     this.#bytes = 0;
+  }
+
+  async close(): Promise<void> {
+    this.clear();
   }
 }

@@ -145,6 +145,11 @@ export class CodecRegistry {
     this.#specials = specials;
   }
 
+  /** Whether a message type has a hand-written codec (other codecs must not assume the generic shape). */
+  isSpecial(typeName: string): boolean {
+    return this.#specials.has(typeName);
+  }
+
   /** The codec of a message type (special if registered, else compiled from its descriptor). */
   message<M extends Message>(schema: DescMessage): ValueCodec<M> {
     let codec = this.#codecs.get(schema.typeName);

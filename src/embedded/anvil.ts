@@ -20,6 +20,8 @@ export interface AnvilNode {
   /** WebSocket JSON-RPC URL (Anvil serves both on one port). */
   wsUrl: string;
   port: number;
+  /** The node's process id (for measuring it). */
+  pid: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -91,6 +93,7 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilNode>
     url,
     wsUrl: `ws://127.0.0.1:${port}`,
     port,
+    pid: child.pid,
     stop: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();

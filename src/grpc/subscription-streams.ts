@@ -133,9 +133,20 @@ async function* subscriptionStream<T extends Message>(gateway: Gateway, spec: St
   let subscription: Subscription | undefined;
   let finished = false;
   let release: (() => void) | undefined;
+  // Leaves the feed and frees the quota once, from whichever comes first: the generator's end, the client going away,
+  // or an overflow. A stream cut behind unread writes may never see its generator resumed, so this cannot wait for it.
+  const finish = (): void => {
+    finished = true;
+    subscription?.close();
+    subscription = undefined;
+    release?.();
+    release = undefined;
+  };
+  ctx.signal.addEventListener("abort", finish, { once: true });
   try {
     const addresses = spec.topic.kind === "logs" ? [...spec.topic.filter.addresses] : undefined;
     const { key, network } = await admitEthCall(gateway, ctx, "eth_subscribe", addresses);
+    if (finished) return;
     release = acquireSubscription(gateway.quotas, key);
     if (spec.topic.kind === "logs") {
       const size = filterSize(spec.topic.filter);
@@ -145,6 +156,7 @@ async function* subscriptionStream<T extends Message>(gateway: Gateway, spec: St
     if (fromBlock !== undefined && !Number.isSafeInteger(fromBlock)) throw invalidArgument(`from_block ${spec.fromBlock} is not a block number`);
     const queue = new EventQueue(gateway.subscriptions.settings.clientBufferSize, (error) => {
       gateway.log.warn({ method: spec.method, network: network.name, reason: error.message }, "ending a slow stream subscriber");
+      finish();
       // The stream is stuck behind unread writes, so its status could not get through: reset it.
       cutTransport(ctx);
     });
@@ -166,9 +178,8 @@ async function* subscriptionStream<T extends Message>(gateway: Gateway, spec: St
   } catch (err) {
     throw toConnectError(err);
   } finally {
-    finished = true;
-    subscription?.close();
-    release?.();
+    ctx.signal.removeEventListener("abort", finish);
+    finish();
   }
 }
 

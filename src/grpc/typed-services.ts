@@ -12,7 +12,7 @@ import { invalidParams, noNetworkOfFamily, resultNotTypeable, wrongNetworkFamily
 import type { Gateway } from "../gateway.js";
 import { invokeMethod } from "../methods/invoke.js";
 import type { MethodSpec } from "../methods/method-table.js";
-import { resultJson } from "../upstream/reply.js";
+import { resultJson, type UpstreamResult } from "../upstream/reply.js";
 import { toConnectError } from "./errors.js";
 
 /** Metadata header that carries the API key on gRPC and Connect calls. */
@@ -20,7 +20,12 @@ export const API_KEY_HEADER = "x-api-key";
 /** Metadata header that names the network (default: the configured default network). */
 export const NETWORK_HEADER = "x-nodegate-network";
 
-export function credentialsFrom(headers: Headers): Credentials {
+/** Where a typed call's metadata is read from: Connect's Headers, or a raw HTTP/2 header block. */
+export interface HeaderSource {
+  get(name: string): string | null;
+}
+
+export function credentialsFrom(headers: HeaderSource): Credentials {
   return {
     key: headers.get(API_KEY_HEADER) ?? undefined,
     authorization: headers.get("authorization") ?? undefined,
@@ -29,13 +34,18 @@ export function credentialsFrom(headers: Headers): Credentials {
   };
 }
 
-async function handle(gateway: Gateway, spec: MethodSpec, request: Message, ctx: HandlerContext): Promise<Message> {
-  let release: (() => void) | undefined;
+/**
+ * A typed call up to the node's answer: access (key, per-key request quota,
+ * rate limit), network, then the shared invoke path. Resolves with the raw
+ * result; throws what toConnectError maps. Used by Connect and by the lean
+ * unary gRPC lane alike.
+ */
+export async function invokeTyped(gateway: Gateway, spec: MethodSpec, request: Message, headers: HeaderSource, signal: AbortSignal): Promise<UpstreamResult> {
+  const key = gateway.access.authenticate(credentialsFrom(headers));
+  const release = gateway.quotas.acquire(key, "requests");
   try {
-    const key = gateway.access.authenticate(credentialsFrom(ctx.requestHeader));
-    release = gateway.quotas.acquire(key, "requests");
     await gateway.access.count(key, 1);
-    const network = gateway.network(ctx.requestHeader.get(NETWORK_HEADER) ?? undefined);
+    const network = gateway.network(headers.get(NETWORK_HEADER) ?? undefined);
     if (network.family !== spec.family) {
       const home = gateway.homeNetwork(spec.family)?.name;
       throw wrongNetworkFamily({
@@ -46,20 +56,30 @@ async function handle(gateway: Gateway, spec: MethodSpec, request: Message, ctx:
         fix: home === undefined ? noNetworkOfFamily(spec.family) : `set the ${NETWORK_HEADER} header to "${home}"`,
       });
     }
-    const result = await invokeMethod(spec, request, gateway.invokeContext(key, network, ctx.signal)).catch((err: unknown) => {
+    return await invokeMethod(spec, request, gateway.invokeContext(key, network, signal)).catch((err: unknown) => {
       if (err instanceof CodecError) throw invalidParams(`invalid ${spec.rpc.input.name}: ${err.message}`);
       throw err;
     });
-    try {
-      return spec.result.decode(resultJson(result));
-    } catch (err) {
-      if (err instanceof CodecError || err instanceof SyntaxError) throw resultNotTypeable(spec.jsonrpcMethod, err.message);
-      throw err;
-    }
+  } finally {
+    release();
+  }
+}
+
+/** The node's result as the response message (the object path, which words every decoding error). */
+export function decodeResult(spec: MethodSpec, result: UpstreamResult): Message {
+  try {
+    return spec.result.decode(resultJson(result));
+  } catch (err) {
+    if (err instanceof CodecError || err instanceof SyntaxError) throw resultNotTypeable(spec.jsonrpcMethod, err.message);
+    throw err;
+  }
+}
+
+async function handle(gateway: Gateway, spec: MethodSpec, request: Message, ctx: HandlerContext): Promise<Message> {
+  try {
+    return decodeResult(spec, await invokeTyped(gateway, spec, request, ctx.requestHeader, ctx.signal));
   } catch (err) {
     throw toConnectError(err);
-  } finally {
-    release?.();
   }
 }
 

@@ -24,8 +24,11 @@ export interface CallRecord {
 }
 
 export interface Answer {
-  /** The response text, or undefined when nothing is sent back (only notifications). */
-  body: Buffer | undefined;
+  /**
+   * The response text as parts to write in order (a large result stays in the
+   * pieces it arrived in), or undefined when nothing is sent back (only notifications).
+   */
+  body: Buffer[] | undefined;
   /** The HTTP status: a single request's error status (or a rate limit's 429), else 200. */
   status: number;
   /** Seconds to wait before retrying, when the key's rate limit refused the text. */
@@ -35,7 +38,7 @@ export interface Answer {
 
 function envelopeError(error: GatewayError, status = 200): Answer {
   return {
-    body: Buffer.from(`{"jsonrpc":"2.0","id":null,"error":${error.toJson()}}`),
+    body: [Buffer.from(`{"jsonrpc":"2.0","id":null,"error":${error.toJson()}}`)],
     status,
     retryAfterSeconds: error.retryAfterSeconds,
     calls: [],
@@ -91,5 +94,5 @@ export async function answerJsonRpc(text: Buffer, ctx: AnswerContext): Promise<A
   });
   if (parts.length === 0) return { body: undefined, status, calls };
   if (envelope.batch) parts.push(Buffer.from("]"));
-  return { body: Buffer.concat(parts), status, retryAfterSeconds, calls };
+  return { body: parts, status, retryAfterSeconds, calls };
 }

@@ -13,6 +13,7 @@ import { nativeCallContext } from "./native-call.js";
 import { logAnswer } from "./answer-log.js";
 import type { NativeRoute } from "./paths.js";
 import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
+import { endWithParts } from "../response-body.js";
 
 type Req = NodeRequest;
 type Res = NodeResponse;
@@ -53,7 +54,7 @@ function readBody(req: Req, limit: number): Promise<Buffer | undefined> {
       }
       chunks.push(chunk);
     });
-    req.on("end", () => resolve(tooLarge ? undefined : Buffer.concat(chunks, size)));
+    req.on("end", () => resolve(tooLarge ? undefined : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
     req.on("error", reject);
   });
 }
@@ -123,7 +124,10 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       return;
     }
     const retry = answer.retryAfterSeconds === undefined ? {} : { "retry-after": String(answer.retryAfterSeconds) };
-    res.writeHead(answer.status, { ...JSON_HEADERS, ...retry });
-    res.end(answer.body);
+    let length = 0;
+    for (const part of answer.body) length += part.length;
+    res.writeHead(answer.status, { ...JSON_HEADERS, ...retry, "content-length": length });
+    endWithParts(res, answer.body);
   };
 }
+

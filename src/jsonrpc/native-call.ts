@@ -13,7 +13,7 @@ import { InvalidParamsError } from "../methods/params-codec.js";
 import type { ApiKey } from "../auth/api-keys.js";
 import type { Gateway } from "../gateway.js";
 import type { Network } from "../upstream/network.js";
-import type { UpstreamResult } from "../upstream/reply.js";
+import { resultSlices, type UpstreamResult } from "../upstream/reply.js";
 import type { Call } from "./envelope.js";
 
 export type Outcome = { result: UpstreamResult; error?: undefined } | { result?: undefined; error: GatewayError };
@@ -95,6 +95,5 @@ export function renderResponse(id: string, outcome: Outcome): Buffer[] {
   if (outcome.error !== undefined) {
     return [VERSION, Buffer.from(`${id},"error":${outcome.error.toJson()}}`)];
   }
-  const r = outcome.result;
-  return [VERSION, Buffer.from(id), RESULT, r.body.subarray(r.start, r.end), CLOSE];
+  return [VERSION, Buffer.from(id), RESULT, ...resultSlices(outcome.result), CLOSE];
 }

@@ -161,7 +161,7 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
         .then(
           (answer) => {
             logAnswer(gateway, "jsonrpc-ws", answer.calls, started, { status: answer.status, network: routeNetwork });
-            if (answer.body !== undefined) send(ws, answer.body);
+            if (answer.body !== undefined) send(ws, answer.body.length === 1 ? (answer.body[0] as Buffer) : Buffer.concat(answer.body));
             subscriptions.release(created);
           },
           (err: unknown) => {

@@ -35,37 +35,54 @@ function restate(err: unknown, policy: MethodPolicy | undefined, ctx: InvokeCont
  * path), forwarded as sent unless a policy changed the request.
  */
 export async function invokeMethod(spec: MethodSpec, request: Message, ctx: InvokeContext, callerParams?: string): Promise<UpstreamResult> {
-  const addresses = spec.addresses?.(request).map((a) => `0x${Buffer.from(a).toString("hex")}`);
+  // The contract addresses matter only to a key with a contract allowlist; the rest skip writing them out.
+  const addresses = ctx.key.allowlists?.contractAddresses?.length
+    ? spec.addresses?.(request).map((a) => `0x${Buffer.from(a).toString("hex")}`)
+    : undefined;
   ctx.access.checkCall(ctx.key, spec.jsonrpcMethod, addresses);
   const policy = ctx.policies.get(spec.jsonrpcMethod);
   const policyCtx = { limits: ctx.limits, head: ctx.network.head };
   // Encoding validates a typed request; do it before a policy may call the upstream.
-  let paramsText = callerParams ?? spec.params.encode(request);
+  let canonical = callerParams === undefined ? spec.params.encode(request) : undefined;
+  let sent = callerParams ?? (canonical as string);
   try {
-    if (policy?.before && (await policy.before(request, policyCtx))) paramsText = spec.params.encode(request);
+    if (policy?.before && (await policy.before(request, policyCtx))) {
+      canonical = spec.params.encode(request);
+      sent = canonical;
+    }
   } catch (err) {
     throw restate(err, undefined, ctx);
   }
-  let result: UpstreamResult;
-  try {
-    result = await ctx.network.call(spec.jsonrpcMethod, paramsText, {
-      signal: ctx.signal,
+  const fetch = async (signal: AbortSignal): Promise<UpstreamResult> => {
+    const result = await ctx.network.call(spec.jsonrpcMethod, sent, {
+      signal,
       timeoutMs: policy?.timeoutMs?.(ctx.limits),
       idempotent: spec.idempotent,
       plan: ctx.key.plan,
     });
+    // Inside the fetch, so callers sharing one upstream call share the check too.
+    policy?.after?.(result, request, policyCtx);
+    return result;
+  };
+  const cache = ctx.network.cache;
+  try {
+    if (cache === undefined || !spec.idempotent) return await fetch(ctx.signal);
+    // Keyed by the typed request's encoding, so both front doors (and every spelling of the same params) share entries.
+    const key = canonical ?? spec.params.encode(request);
+    return await cache.call(spec.jsonrpcMethod, key, cache.rule(spec.jsonrpcMethod, request), ctx.key.plan, fetch, ctx.signal);
   } catch (err) {
     throw restate(err, policy, ctx);
   }
-  policy?.after?.(result, request, policyCtx);
-  return result;
 }
 
 /** Forwards a method outside the typed table (pass-through allowlist), params as sent. */
 export async function invokePassThrough(method: string, paramsText: string, idempotent: boolean, ctx: InvokeContext): Promise<UpstreamResult> {
   ctx.access.checkCall(ctx.key, method, undefined);
+  const fetch = (signal: AbortSignal) => ctx.network.call(method, paramsText, { signal, idempotent, plan: ctx.key.plan });
+  const cache = ctx.network.cache;
   try {
-    return await ctx.network.call(method, paramsText, { signal: ctx.signal, idempotent, plan: ctx.key.plan });
+    if (cache === undefined || !idempotent) return await fetch(ctx.signal);
+    return await cache.call(method, paramsText, undefined, ctx.key.plan, fetch, ctx.signal);
   } catch (err) {
     throw restate(err, undefined, ctx);
   }

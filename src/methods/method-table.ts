@@ -39,8 +39,11 @@ export interface MethodSpec {
 export class MethodTable {
   readonly #byJsonRpc = new Map<string, MethodSpec>();
   readonly #byRpc = new Map<DescMethod, MethodSpec>();
+  /** The codecs the table was compiled with. */
+  readonly registry: CodecRegistry;
 
   constructor(registry: CodecRegistry, entries: readonly MethodEntry[]) {
+    this.registry = registry;
     for (const entry of entries) {
       const rpc = entry.rpc;
       const jsonrpcMethod = getOption(rpc, methodOption);

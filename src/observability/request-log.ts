@@ -27,6 +27,15 @@ export function observeCall(metrics: Metrics, door: string, method: string, outc
   metrics.requestSeconds.observe({ door, method }, seconds);
 }
 
+/** The line and metrics of one typed unary call answered outside Connect (the lean gRPC lane). */
+export function logTypedCall(log: Logger, metrics: Metrics, door: string, method: string, requestId: string, started: number, error?: ConnectError): void {
+  const ms = performance.now() - started;
+  const status = error === undefined ? "ok" : Code[error.code];
+  observeCall(metrics, door, method, status, ms / 1000);
+  const level = error !== undefined && (error.code === Code.Internal || error.code === Code.Unknown) ? "warn" : "info";
+  log[level]({ door, method, requestId, status, ...(error === undefined ? {} : { error: error.rawMessage.slice(0, 200) }), ms: Math.round(ms * 100) / 100 }, "request");
+}
+
 /** Connect interceptor: logs and counts each typed call and returns its request id in a header. */
 export function requestLogInterceptor(log: Logger, metrics: Metrics): Interceptor {
   return (next) => async (req) => {

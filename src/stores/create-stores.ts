@@ -29,10 +29,10 @@ export interface Stores {
   close(): Promise<void>;
 }
 
-export function createStores(config: StoresConfig | undefined, log: Logger, metrics: Metrics): Stores {
+export function createStores(config: StoresConfig | undefined, log: Logger, metrics: Metrics, cacheMaxBytes?: number): Stores {
   const local = new MemoryRateLimitStore();
   if (config?.redisUrl === undefined) {
-    const cache = new MemoryCacheStore();
+    const cache = new MemoryCacheStore(cacheMaxBytes === undefined ? {} : { maxBytes: cacheMaxBytes });
     return { kind: "memory", rateLimits: local, cache, redis: undefined, close: () => cache.close() };
   }
 

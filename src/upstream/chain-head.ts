@@ -1,7 +1,10 @@
 /**
  * What nodegate knows about a network's head without a round trip per call:
  * the latest and pending blocks' gas limits, refreshed at most once per
- * `maxAgeMs` and fetched by one call however many callers ask at once.
+ * `maxAgeMs` and fetched by one call however many callers ask at once; and
+ * the finalized block number (for the cache), fetched only when someone asks
+ * and no more often than once per `finalizedMaxAgeMs`. No timers: nothing
+ * runs after the network closes.
  */
 import { upstreamBadResponse } from "../errors/catalogue.js";
 import type { Network } from "./network.js";
@@ -19,10 +22,54 @@ export class ChainHead {
   readonly #maxAgeMs: number;
   readonly #cache = new Map<string, Cached>();
   readonly #inflight = new Map<string, Promise<bigint>>();
+  readonly #finalizedMaxAgeMs: number;
+  #finalized: bigint | undefined;
+  /** When the finalized number was last asked for (answered or not). */
+  #finalizedAskedAt = Number.NEGATIVE_INFINITY;
+  #finalizedFetch: Promise<void> | undefined;
+  readonly #rewindListeners: ((from: bigint, to: bigint) => void)[] = [];
 
-  constructor(network: Network, maxAgeMs = 12_000) {
+  constructor(network: Network, maxAgeMs = 12_000, finalizedMaxAgeMs = 4_000) {
     this.#network = network;
     this.#maxAgeMs = maxAgeMs;
+    this.#finalizedMaxAgeMs = finalizedMaxAgeMs;
+  }
+
+  /**
+   * The finalized block number as last fetched (a stale value is safe: it only
+   * grows). Refreshes it in the background when it is older than
+   * finalizedMaxAgeMs; waits only for the first fetch. Undefined when the
+   * node does not say (no "finalized" tag, or unreachable).
+   */
+  finalized(): bigint | undefined | Promise<bigint | undefined> {
+    if (performance.now() - this.#finalizedAskedAt >= this.#finalizedMaxAgeMs && this.#finalizedFetch === undefined) {
+      this.#finalizedAskedAt = performance.now();
+      this.#finalizedFetch = this.#fetchFinalized().finally(() => {
+        this.#finalizedFetch = undefined;
+      });
+    }
+    if (this.#finalized === undefined && this.#finalizedFetch !== undefined) return this.#finalizedFetch.then(() => this.#finalized);
+    return this.#finalized;
+  }
+
+  /** Called when the node's finalized block goes back (a reorg past finality, or a dev node reset). */
+  onFinalityRewind(listener: (from: bigint, to: bigint) => void): void {
+    this.#rewindListeners.push(listener);
+  }
+
+  async #fetchFinalized(): Promise<void> {
+    let value: bigint;
+    try {
+      const result = await this.#network.call("eth_getBlockByNumber", '["finalized",false]', { idempotent: true });
+      const block = JSON.parse(resultText(result)) as { number?: unknown } | null;
+      if (block === null || typeof block.number !== "string") return;
+      value = BigInt(block.number);
+    } catch {
+      return; // no finality known: nothing is cached until the next attempt succeeds
+    }
+    const previous = this.#finalized;
+    this.#finalized = value;
+    if (previous !== undefined && value < previous) for (const listener of this.#rewindListeners) listener(previous, value);
   }
 
   /** The gas limit of the latest (or pending) block. */

@@ -1,11 +1,15 @@
 /**
  * JSON-RPC over HTTP(S) through an undici keep-alive pool: one POST per call,
  * a per-request deadline, and cancellation when the caller goes away.
+ * Calls go through undici's dispatch API: the reply is collected without an
+ * extra copy when it arrives in one chunk, and a deadline or the caller's
+ * abort cancels the request directly (no AbortSignal per call).
  */
-import { Pool, errors as undiciErrors } from "undici";
+import type { IncomingHttpHeaders } from "node:http";
+import { type Dispatcher, Pool, errors as undiciErrors } from "undici";
 import { cancelled, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
-import { readReply, requestBody, type UpstreamResult } from "./reply.js";
+import { readChunkedReply, readReply, requestBody, type UpstreamResult } from "./reply.js";
 import type { CallOptions, Upstream } from "./upstream.js";
 
 export interface HttpUpstreamOptions {
@@ -49,6 +53,65 @@ function asProviderRateLimit(err: GatewayError, retryAfter: string | string[] | 
   });
 }
 
+/** Why nodegate cancelled an exchange (compared by identity, never shown). */
+const DEADLINE = new Error("deadline");
+const CALLER_LEFT = new Error("caller left");
+
+/** Replies at least this large stay in the chunks they arrived in (see ChunkedResult). */
+const KEEP_CHUNKS_FROM = 16 * 1024;
+
+/** One request/reply with the pool: collects the reply, and can be cancelled at any point. */
+class Exchange implements Dispatcher.DispatchHandler {
+  readonly reply: Promise<{ statusCode: number; headers: IncomingHttpHeaders; chunks: Buffer[] }>;
+  #resolve!: (reply: { statusCode: number; headers: IncomingHttpHeaders; chunks: Buffer[] }) => void;
+  #reject!: (err: unknown) => void;
+  #controller: Dispatcher.DispatchController | undefined;
+  #cancelled: Error | undefined;
+  #statusCode = 0;
+  #headers: IncomingHttpHeaders = {};
+  #chunks: Buffer[] = [];
+  /** Bytes received so far. */
+  length = 0;
+
+  constructor() {
+    this.reply = new Promise((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+  }
+
+  cancel(reason: Error): void {
+    if (this.#cancelled !== undefined) return;
+    this.#cancelled = reason;
+    if (this.#controller !== undefined) this.#controller.abort(reason);
+    else this.#reject(reason); // still queued in the pool: it will abort on start
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#cancelled !== undefined) controller.abort(this.#cancelled);
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    this.#statusCode = statusCode;
+    this.#headers = headers;
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    // Body chunks are views of the socket's own read buffers, which are never reused: keeping them is safe.
+    this.#chunks.push(chunk);
+    this.length += chunk.length;
+  }
+
+  onResponseEnd(): void {
+    this.#resolve({ statusCode: this.#statusCode, headers: this.#headers, chunks: this.#chunks });
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    this.#reject(this.#cancelled ?? err);
+  }
+}
+
 export class HttpUpstream implements Upstream {
   readonly label: string;
   readonly #pool: Pool;
@@ -79,42 +142,31 @@ export class HttpUpstream implements Upstream {
   async call(method: string, paramsText: string, options: CallOptions): Promise<UpstreamResult> {
     const id = this.#nextId++;
     if (this.#nextId > 0x3fffffff) this.#nextId = 1;
+    if (options.signal?.aborted) throw cancelled();
+    const exchange = new Exchange();
     // Not AbortSignal.any: on Node 20 it leaves an entry on the caller's signal per call, and a native
     // WebSocket connection's signal lives as long as the connection (one entry per call it makes).
-    const controller = new AbortController();
-    let timedOut = false;
-    const deadline = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, options.timeoutMs).unref();
-    const onCallerGone = (): void => controller.abort();
-    options.signal?.addEventListener("abort", onCallerGone, { once: true });
-    if (options.signal?.aborted) controller.abort();
-    const signal = controller.signal;
+    const deadline = setTimeout(() => exchange.cancel(DEADLINE), options.timeoutMs).unref();
+    const onAbort = () => exchange.cancel(CALLER_LEFT);
+    options.signal?.addEventListener("abort", onAbort, { once: true });
     let statusCode: number;
-    let body: Buffer;
-    let framed: boolean;
-    let retryAfter: string | string[] | undefined;
+    let headers: IncomingHttpHeaders;
+    let chunks: Buffer[];
     try {
-      const res = await this.#pool.request({
-        path: this.#path,
-        method: "POST",
-        headers: this.#headers,
-        body: requestBody(id, method, paramsText),
-        signal,
-      });
-      statusCode = res.statusCode;
-      retryAfter = res.headers["retry-after"];
-      // undici fails a body shorter than its content-length or missing its last chunk; a body that
-      // simply ends when the connection closes has no such check, so readReply scans it whole.
-      framed = res.headers["content-length"] !== undefined || /chunked/i.test(String(res.headers["transfer-encoding"] ?? ""));
-      body = Buffer.from(await res.body.arrayBuffer());
+      this.#pool.dispatch({ path: this.#path, method: "POST", headers: this.#headers, body: requestBody(id, method, paramsText) }, exchange);
+      ({ statusCode, headers, chunks } = await exchange.reply);
     } catch (err) {
-      throw this.#transportError(err, options, timedOut);
+      throw this.#transportError(err, options);
     } finally {
       clearTimeout(deadline);
-      options.signal?.removeEventListener("abort", onCallerGone);
+      options.signal?.removeEventListener("abort", onAbort);
     }
+    // undici fails a body shorter than its content-length or missing its last chunk; a body that
+    // simply ends when the connection closes has no such check, so it is read whole and verified.
+    const framed = headers["content-length"] !== undefined || /chunked/i.test(String(headers["transfer-encoding"] ?? ""));
+    const retryAfter = headers["retry-after"];
+    if (statusCode === 200 && framed && chunks.length > 1 && exchange.length >= KEEP_CHUNKS_FROM) return readChunkedReply(chunks, id);
+    const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, exchange.length);
     if (statusCode !== 200) {
       // Some providers answer errors (rate limits) with a JSON-RPC body and a non-200 status.
       try {
@@ -132,9 +184,9 @@ export class HttpUpstream implements Upstream {
     return readReply(body, id, { verify: !framed });
   }
 
-  #transportError(err: unknown, options: CallOptions, timedOut: boolean): GatewayError {
-    if (options.signal?.aborted) return cancelled();
-    if (timedOut) return upstreamTimeout(options.timeoutMs);
+  #transportError(err: unknown, options: CallOptions): GatewayError {
+    if (err === CALLER_LEFT || options.signal?.aborted) return cancelled();
+    if (err === DEADLINE) return upstreamTimeout(options.timeoutMs);
     const code = (err as { code?: string }).code;
     const words = code === undefined ? undefined : NETWORK_ERRORS.get(code);
     if (words !== undefined) return upstreamUnavailable(words, err);

@@ -6,6 +6,7 @@
  */
 import { Code } from "@connectrpc/connect";
 import type { Logger } from "pino";
+import { CallCache, type CallCacheOptions } from "../cache/call-cache.js";
 import type { FailoverPolicy, Plan } from "../config.js";
 import { upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
@@ -27,6 +28,10 @@ export interface NetworkOptions {
   breaker?: CircuitBreakerOptions;
   log?: Logger | undefined;
   metrics?: Metrics | undefined;
+  /** Answer cache and coalescing for this network's calls; none when unset. */
+  cache?: Omit<CallCacheOptions, "network" | "head"> | undefined;
+  /** How old the finalized block number may get before it is asked again. */
+  finalizedMaxAgeMs?: number | undefined;
 }
 
 export interface NetworkCallOptions {
@@ -63,6 +68,8 @@ export class Network {
   lastAnswerAt = 0;
   /** The head's gas limits, cached (Ethereum networks). */
   readonly head: ChainHead;
+  /** Final answers and in-flight calls, shared by both front doors. */
+  readonly cache: CallCache | undefined;
 
   constructor(options: NetworkOptions) {
     if (options.upstreams.length === 0) throw new Error(`network ${options.name} has no upstream`);
@@ -73,7 +80,8 @@ export class Network {
     this.#failover = options.failover;
     this.#log = options.log;
     this.#metrics = options.metrics;
-    this.head = new ChainHead(this);
+    this.head = new ChainHead(this, undefined, options.finalizedMaxAgeMs);
+    this.cache = options.cache ? new CallCache({ ...options.cache, network: this.name, head: this.head }) : undefined;
   }
 
   get primary(): Upstream {

@@ -14,6 +14,50 @@ export interface UpstreamResult {
   end: number;
 }
 
+/**
+ * A large reply kept as the chunks it arrived in: joining several MiB into
+ * one buffer costs a fresh allocation (page faults) and a copy per call, and
+ * the native path only forwards the result. `body` joins them on first use,
+ * for readers that need the bytes in one piece (the typed door, the cache).
+ */
+export class ChunkedResult implements UpstreamResult {
+  readonly chunks: readonly Buffer[];
+  /** Offsets of the result within the joined reply. */
+  readonly start: number;
+  readonly end: number;
+  #body: Buffer | undefined;
+
+  constructor(chunks: readonly Buffer[], start: number, end: number) {
+    this.chunks = chunks;
+    this.start = start;
+    this.end = end;
+  }
+
+  get body(): Buffer {
+    this.#body ??= Buffer.concat(this.chunks as Buffer[]);
+    return this.#body;
+  }
+
+  /** The result's bytes as views of the chunks, in order (nothing copied). */
+  slices(): Buffer[] {
+    const out: Buffer[] = [];
+    let offset = 0;
+    for (const chunk of this.chunks) {
+      const from = Math.max(this.start - offset, 0);
+      const to = Math.min(this.end - offset, chunk.length);
+      if (from < to) out.push(from === 0 && to === chunk.length ? chunk : chunk.subarray(from, to));
+      offset += chunk.length;
+      if (offset >= this.end) break;
+    }
+    return out;
+  }
+}
+
+/** The result's bytes as one or more views, without joining a chunked reply. */
+export function resultSlices(r: UpstreamResult): Buffer[] {
+  return r instanceof ChunkedResult ? r.slices() : [r.body.subarray(r.start, r.end)];
+}
+
 export function resultText(r: UpstreamResult): string {
   return r.body.toString("utf8", r.start, r.end);
 }
@@ -119,6 +163,69 @@ export function peekReplyId(body: Buffer): string | undefined {
     return body[close] === 0x7d ? close : end;
   });
   return id;
+}
+
+/**
+ * Reads a reply that arrived in chunks, keeping them apart when the reply
+ * starts with "jsonrpc" and the expected "id" before "result" (every node we
+ * know writes that order) and the first chunk holds that much; anything else
+ * is joined and read by readReply.
+ */
+export function readChunkedReply(chunks: readonly Buffer[], expectedId: number): UpstreamResult {
+  const first = chunks[0] as Buffer;
+  let prefix = replyPrefix(first, expectedId);
+  if (prefix < 0 || chunks.length < 2) return readReply(Buffer.concat(chunks as Buffer[]), expectedId);
+  prefix = skipWhitespace(first, prefix);
+  if (prefix >= first.length) return readReply(Buffer.concat(chunks as Buffer[]), expectedId);
+  // The end: the last non-whitespace byte is the reply's closing brace; the result ends before it.
+  let total = 0;
+  for (const c of chunks) total += c.length;
+  const close = lastNonWhitespaceAcross(chunks, total - 1);
+  if (close < 0 || byteAcross(chunks, total, close) !== 0x7d) return readReply(Buffer.concat(chunks as Buffer[]), expectedId);
+  const end = lastNonWhitespaceAcross(chunks, close - 1) + 1;
+  if (end <= prefix) return readReply(Buffer.concat(chunks as Buffer[]), expectedId);
+  return new ChunkedResult(chunks, prefix, end);
+}
+
+const REPLY_HEAD = Buffer.from('{"jsonrpc":"2.0","id":');
+const RESULT_KEY = Buffer.from(',"result":');
+
+/** Where the result starts when `head` opens with exactly {"jsonrpc":"2.0","id":<expectedId>,"result":, else -1. */
+function replyPrefix(head: Buffer, expectedId: number): number {
+  if (head.length < REPLY_HEAD.length || head.compare(REPLY_HEAD, 0, REPLY_HEAD.length, 0, REPLY_HEAD.length) !== 0) return -1;
+  const id = String(expectedId);
+  const idEnd = REPLY_HEAD.length + id.length;
+  if (head.length < idEnd + RESULT_KEY.length || head.toString("latin1", REPLY_HEAD.length, idEnd) !== id) return -1;
+  if (head.compare(RESULT_KEY, 0, RESULT_KEY.length, idEnd, idEnd + RESULT_KEY.length) !== 0) return -1;
+  return idEnd + RESULT_KEY.length;
+}
+
+function byteAcross(chunks: readonly Buffer[], total: number, index: number): number | undefined {
+  let chunkStart = total;
+  for (let i = chunks.length - 1; i >= 0; i--) {
+    const c = chunks[i] as Buffer;
+    chunkStart -= c.length;
+    if (index >= chunkStart) return c[index - chunkStart];
+  }
+  return undefined;
+}
+
+/** Like lastNonWhitespace, over the joined chunks (walks back from the end, so only the last few are read). */
+function lastNonWhitespaceAcross(chunks: readonly Buffer[], index: number): number {
+  let chunk = chunks.length - 1;
+  let chunkStart = 0;
+  for (const c of chunks) chunkStart += c.length;
+  chunkStart -= (chunks[chunk] as Buffer).length;
+  while (index >= 0) {
+    while (index < chunkStart) {
+      chunk--;
+      chunkStart -= (chunks[chunk] as Buffer).length;
+    }
+    const c = (chunks[chunk] as Buffer)[index - chunkStart];
+    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return index;
+    index--;
+  }
+  return -1;
 }
 
 function readError(body: Buffer, start: number, end: number): GatewayError {

@@ -1,16 +1,19 @@
 /**
- * The in-process cache store: a byte budget enforced by evicting the least
- * recently used entries, TTLs on an injected clock, and oversized values
- * refused rather than flushing everything.
+ * The in-process cache store: a byte budget (keys at two bytes a character
+ * plus each value's backing memory) enforced by evicting the least recently
+ * used entries, TTLs on an injected clock, and oversized values refused
+ * rather than flushing everything.
  */
 import { describe, expect, it } from "vitest";
 import { MemoryCacheStore } from "../../src/cache/memory-cache-store.js";
 
 const kb = (n: number, fill = 1) => Buffer.alloc(n * 1024, fill);
+/** What a one-character key and an n KiB value cost. */
+const entry = (n: number) => 2 + n * 1024;
 
 describe("MemoryCacheStore", () => {
   it("evicts the least recently used entries once the byte budget is passed", () => {
-    const store = new MemoryCacheStore({ maxBytes: 3 * 1024 + 10 });
+    const store = new MemoryCacheStore({ maxBytes: 3 * entry(1) + 10, maxEntryBytes: entry(1) });
     store.set("a", kb(1, 1));
     store.set("b", kb(1, 2));
     store.set("c", kb(1, 3));
@@ -21,7 +24,8 @@ describe("MemoryCacheStore", () => {
     expect(store.get("c")?.[0]).toBe(3);
     expect(store.get("d")?.[0]).toBe(4);
     expect(store.bytes).toBeLessThanOrEqual(store.maxBytes);
-    expect(store.bytes).toBe(3 * 1024 + 3);
+    expect(store.bytes).toBe(3 * entry(1));
+    expect(store.evictions).toBe(1);
   });
 
   it("counts a replaced value once", () => {
@@ -29,15 +33,24 @@ describe("MemoryCacheStore", () => {
     store.set("k", kb(2));
     store.set("k", kb(1));
     expect(store.size).toBe(1);
-    expect(store.bytes).toBe(1024 + 1);
+    expect(store.bytes).toBe(entry(1));
   });
 
-  it("refuses a value larger than the budget and keeps what it holds", () => {
-    const store = new MemoryCacheStore({ maxBytes: 2048 });
+  it("refuses a value larger than its share of the budget (a quarter by default) and keeps what it holds", () => {
+    const store = new MemoryCacheStore({ maxBytes: 8 * 1024 });
     store.set("small", kb(1));
     store.set("huge", kb(4));
     expect(store.get("huge")).toBeUndefined();
     expect(store.get("small")).toBeDefined();
+    expect(store.evictions).toBe(0);
+  });
+
+  it("keeps a copy of a small slice, so a cached answer does not pin the whole buffer it was cut from", () => {
+    const store = new MemoryCacheStore();
+    const big = Buffer.alloc(64 * 1024, 7);
+    store.set("k", big.subarray(100, 110));
+    expect(store.get("k")?.buffer.byteLength).toBe(10);
+    expect(store.bytes).toBe(2 + 10);
   });
 
   it("expires an entry after its TTL and frees its bytes", () => {
@@ -50,7 +63,7 @@ describe("MemoryCacheStore", () => {
     now += 1;
     expect(store.get("short")).toBeUndefined();
     expect(store.get("forever")?.toString()).toBe("y");
-    expect(store.bytes).toBe("forever".length + 1);
+    expect(store.bytes).toBe(2 * "forever".length + 1); // the pooled one-byte value was copied out of its pool
   });
 
   it("deletes, and empties on close", async () => {

@@ -6,7 +6,7 @@
 import { Code } from "@connectrpc/connect";
 import type { GetLogsRequest } from "../../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { GatewayError } from "../../errors/gateway-error.js";
-import type { UpstreamResult } from "../../upstream/reply.js";
+import { resultSlices, type UpstreamResult } from "../../upstream/reply.js";
 import type { MethodPolicy } from "../policy.js";
 
 export function tooManyResults(limit: number, from: bigint | undefined, to: bigint | undefined): GatewayError {
@@ -32,17 +32,47 @@ export function tooManyParams(count: number, limit: number): GatewayError {
 }
 
 const LOG_INDEX_KEY = Buffer.from('"logIndex"');
+const CAPITAL_I = 0x49;
+/** Where the key's one capital letter sits: `"logIndex"` has its I at offset 4. */
+const I_OFFSET = 4;
 
 /**
  * Counts the logs in a raw eth_getLogs result without building them: every
  * log object has exactly one "logIndex" key, and hex values cannot contain it.
+ * The key is found through its one capital letter, which a byte search finds
+ * far faster than a search for the whole key.
  */
+function isKeyAt(body: Buffer, at: number): boolean {
+  for (let k = 0; k < LOG_INDEX_KEY.length; k++) if (body[at + k] !== LOG_INDEX_KEY[k]) return false;
+  return true;
+}
+
 export function countLogs(result: UpstreamResult): number {
+  const slices = resultSlices(result);
+  if (slices.length === 1) return countIn(slices[0] as Buffer);
+  // A key can straddle two slices; a slice shorter than the key could hide one across three: join those rare replies.
+  if (slices.some((s, i) => i > 0 && i < slices.length - 1 && s.length < LOG_INDEX_KEY.length)) return countIn(result.body.subarray(result.start, result.end));
   let n = 0;
-  let i = result.body.indexOf(LOG_INDEX_KEY, result.start);
-  while (i >= 0 && i < result.end) {
-    n++;
-    i = result.body.indexOf(LOG_INDEX_KEY, i + LOG_INDEX_KEY.length);
+  const edge = LOG_INDEX_KEY.length - 1;
+  for (let i = 0; i < slices.length; i++) {
+    const slice = slices[i] as Buffer;
+    n += countIn(slice);
+    if (i > 0) {
+      const before = slices[i - 1] as Buffer;
+      // Too short to hold a whole key, so every key found here straddles the boundary.
+      n += countIn(Buffer.concat([before.subarray(Math.max(0, before.length - edge)), slice.subarray(0, edge)]));
+    }
+  }
+  return n;
+}
+
+function countIn(body: Buffer): number {
+  const last = body.length - (LOG_INDEX_KEY.length - I_OFFSET);
+  let n = 0;
+  let i = body.indexOf(CAPITAL_I, I_OFFSET);
+  while (i >= 0 && i <= last) {
+    if (isKeyAt(body, i - I_OFFSET)) n++;
+    i = body.indexOf(CAPITAL_I, i + 1);
   }
   return n;
 }

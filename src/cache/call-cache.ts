@@ -1,0 +1,124 @@
+/**
+ * A network's answer cache and in-flight coalescing, in front of its upstream
+ * calls. Final answers (see finality-rule.ts) are served from the store;
+ * identical concurrent calls share one upstream call. Keys are the network,
+ * the method and the canonical params text (the typed request encoded), so
+ * both front doors share entries and in-flight calls. Each caller's own id is
+ * written by its front door around the shared result.
+ */
+import { createHash } from "node:crypto";
+import type { Message } from "@bufbuild/protobuf";
+import { cancelled } from "../errors/catalogue.js";
+import type { ChainHead } from "../upstream/chain-head.js";
+import type { UpstreamResult } from "../upstream/reply.js";
+import type { CacheStore } from "./store.js";
+import { Coalescer } from "./coalescer.js";
+import type { FinalityRule, FinalityRules } from "./finality-rule.js";
+
+export interface CallCacheOptions {
+  network: string;
+  /** Undefined: nothing is cached (coalescing may still apply). */
+  store: CacheStore | undefined;
+  /** Identical concurrent calls share one upstream call. */
+  coalesce: boolean;
+  rules: FinalityRules;
+  head: ChainHead;
+}
+
+export interface CallCacheStats {
+  /** Answers served from the store. */
+  hits: number;
+  /** Cacheable calls the store could not answer. */
+  misses: number;
+  /** Answers put in the store. */
+  stored: number;
+  /** Calls that joined an identical call already under way. */
+  joined: number;
+}
+
+/** Params longer than this are keyed by their digest, so keys stay small. */
+const LONG_PARAMS = 256;
+
+export type Fetch = (signal: AbortSignal) => Promise<UpstreamResult>;
+
+export class CallCache {
+  readonly #network: string;
+  readonly #store: CacheStore | undefined;
+  readonly #coalescer: Coalescer<UpstreamResult> | undefined;
+  readonly #rules: FinalityRules;
+  readonly #head: ChainHead;
+  /** Bumped when finality goes back, so every earlier entry of this network becomes unreachable. */
+  #generation = 0;
+  readonly #stats = { hits: 0, misses: 0, stored: 0 };
+
+  constructor(options: CallCacheOptions) {
+    this.#network = options.network;
+    this.#store = options.store;
+    this.#coalescer = options.coalesce ? new Coalescer<UpstreamResult>(cancelled) : undefined;
+    this.#rules = options.rules;
+    this.#head = options.head;
+    options.head.onFinalityRewind(() => {
+      this.#generation++;
+    });
+  }
+
+  get stats(): CallCacheStats {
+    return { ...this.#stats, joined: this.#coalescer?.joined ?? 0 };
+  }
+
+  /** The finality rule of a typed request, when its answer can become final. */
+  rule(method: string, request: Message): FinalityRule | undefined {
+    return this.#store === undefined ? undefined : this.#rules.get(method)?.(request);
+  }
+
+  /**
+   * Answers a call: from the store when final and stored, else by `fetch`
+   * (shared with identical calls under way), storing the answer when final.
+   * `plan` separates callers whose failover rights differ.
+   */
+  async call(method: string, params: string, rule: FinalityRule | undefined, plan: string, fetch: Fetch, signal: AbortSignal | undefined): Promise<UpstreamResult> {
+    const digest = params.length > LONG_PARAMS ? createHash("sha256").update(params).digest("base64") : params;
+    let storeKey: string | undefined;
+    if (rule !== undefined && this.#store !== undefined && (await this.#mayBeStored(rule))) {
+      storeKey = `${this.#generation}\n${this.#network}\n${method}\n${digest}`;
+      const stored = await this.#store.get(storeKey);
+      if (stored !== undefined) {
+        this.#stats.hits++;
+        return { body: stored, start: 0, end: stored.length };
+      }
+      this.#stats.misses++;
+    }
+    const key = storeKey;
+    const fetchAndStore: Fetch =
+      key === undefined || rule === undefined
+        ? fetch
+        : async (s) => {
+            const result = await fetch(s);
+            await this.#storeIfFinal(key, rule, result);
+            return result;
+          };
+    if (this.#coalescer === undefined) return fetchAndStore(signal ?? new AbortController().signal);
+    return this.#coalescer.run(`${this.#network}\n${method}\n${plan}\n${digest}`, fetchAndStore, signal);
+  }
+
+  /** Whether a stored answer could exist: a block rule needs its block final now; a result rule is checked on the answer. */
+  async #mayBeStored(rule: FinalityRule): Promise<boolean> {
+    if (rule.kind === "result") return true;
+    const finalized = await this.#head.finalized();
+    return finalized !== undefined && rule.number <= finalized;
+  }
+
+  async #storeIfFinal(key: string, rule: FinalityRule, result: UpstreamResult): Promise<void> {
+    if (rule.kind === "result") {
+      const block = rule.blockOf(result);
+      const finalized = await this.#head.finalized();
+      if (block === undefined || finalized === undefined || block > finalized) return;
+    }
+    try {
+      await this.#store?.set(key, result.body.subarray(result.start, result.end));
+      this.#stats.stored++;
+    } catch {
+      // A store that cannot take the answer costs a future miss, never this call.
+    }
+  }
+}

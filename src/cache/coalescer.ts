@@ -1,0 +1,79 @@
+/**
+ * In-flight coalescing: callers that ask for the same thing while it is being
+ * fetched share the one fetch. The shared fetch has its own abort signal,
+ * aborted only when every caller waiting for it has gone away; a caller that
+ * goes away gets `onCancel()` at once.
+ */
+
+interface InFlight<T> {
+  promise: Promise<T>;
+  controller: AbortController;
+  waiters: number;
+}
+
+export class Coalescer<T> {
+  readonly #inFlight = new Map<string, InFlight<T>>();
+  readonly #onCancel: () => Error;
+  /** Callers that joined a fetch already under way (they caused no upstream call). */
+  joined = 0;
+
+  constructor(onCancel: () => Error) {
+    this.#onCancel = onCancel;
+  }
+
+  /** Fetches under `key`, or joins the fetch already under way. */
+  run(key: string, fetch: (signal: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    if (signal?.aborted) return Promise.reject(this.#onCancel());
+    let flight = this.#inFlight.get(key);
+    if (flight === undefined) {
+      const controller = new AbortController();
+      const started: InFlight<T> = { promise: undefined as unknown as Promise<T>, controller, waiters: 0 };
+      started.promise = fetch(controller.signal).finally(() => {
+        if (this.#inFlight.get(key) === started) this.#inFlight.delete(key);
+      });
+      this.#inFlight.set(key, started);
+      flight = started;
+    } else {
+      this.joined++;
+    }
+    return this.#wait(key, flight, signal);
+  }
+
+  get size(): number {
+    return this.#inFlight.size;
+  }
+
+  #wait(key: string, flight: InFlight<T>, signal: AbortSignal | undefined): Promise<T> {
+    flight.waiters++;
+    if (signal === undefined) {
+      return flight.promise.finally(() => flight.waiters--);
+    }
+    return new Promise<T>((resolve, reject) => {
+      const leave = () => {
+        flight.waiters--;
+        if (flight.waiters === 0) {
+          // Nobody wants the answer any more: cancel the upstream call, and let
+          // a newcomer start afresh rather than join a cancelled fetch.
+          if (this.#inFlight.get(key) === flight) this.#inFlight.delete(key);
+          flight.controller.abort();
+        }
+        reject(this.#onCancel());
+      };
+      signal.addEventListener("abort", leave, { once: true });
+      flight.promise.then(
+        (value) => {
+          signal.removeEventListener("abort", leave);
+          if (signal.aborted) return;
+          flight.waiters--;
+          resolve(value);
+        },
+        (err: unknown) => {
+          signal.removeEventListener("abort", leave);
+          if (signal.aborted) return;
+          flight.waiters--;
+          reject(err);
+        },
+      );
+    });
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * Several nodegate processes on one port (node:cluster), so a machine's cores
+ * all serve. The primary owns the listening socket and hands each new
+ * connection to a worker in turn; every worker is a whole nodegate with its
+ * own upstream pools, answer cache, in-flight coalescing and rate-limit
+ * counters (a key's limits apply per worker unless a shared RateLimitStore
+ * is configured). A worker that dies is replaced.
+ */
+import cluster, { type Worker } from "node:cluster";
+import type { AddressInfo } from "node:net";
+
+export interface Workers {
+  /** Where the workers listen (the same port for all). */
+  address: AddressInfo;
+  pids(): number[];
+  /** Stops every worker (SIGTERM, then SIGKILL after `graceMs`). */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** In the primary: forks `count` workers with `env` added, and resolves once all listen. */
+export function forkWorkers(count: number, env: Record<string, string> = {}): Promise<Workers> {
+  if (!cluster.isPrimary) throw new Error("forkWorkers runs in the cluster primary");
+  let stopping = false;
+  const live = new Set<Worker>();
+  const fork = (): Worker => {
+    const worker = cluster.fork(env);
+    live.add(worker);
+    worker.on("exit", () => {
+      live.delete(worker);
+      if (!stopping) setTimeout(fork, 500).unref(); // a crash loop costs one fork per half second
+    });
+    return worker;
+  };
+  return new Promise((resolve, reject) => {
+    let listening = 0;
+    let address: AddressInfo | undefined;
+    const onListening = (_worker: Worker, at: { address: string; port: number }) => {
+      address ??= { address: at.address, port: at.port, family: at.address.includes(":") ? "IPv6" : "IPv4" };
+      if (++listening === count) {
+        cluster.off("listening", onListening);
+        resolve({
+          address,
+          pids: () => [...live].map((w) => w.process.pid).filter((p): p is number => p !== undefined),
+          stop: (graceMs = 5000) => {
+            stopping = true;
+            return Promise.all(
+              [...live].map(
+                (w) =>
+                  new Promise<void>((done) => {
+                    if (w.isDead()) return done();
+                    w.once("exit", () => done());
+                    w.process.kill("SIGTERM");
+                    setTimeout(() => w.process.kill("SIGKILL"), graceMs).unref();
+                  }),
+              ),
+            ).then(() => undefined);
+          },
+        });
+      }
+    };
+    cluster.on("listening", onListening);
+    for (let i = 0; i < count; i++) {
+      fork().once("exit", (code) => {
+        if (listening < count) {
+          stopping = true; // a worker that cannot start (bad config) would fail again: give up
+          reject(new Error(`a worker exited with code ${code} before listening`));
+        }
+      });
+    }
+  });
+}

@@ -1,0 +1,197 @@
+/**
+ * The one-pass JSON -> protobuf transcoder of the gRPC lane is the object
+ * codec's twin: for any text, it either gives up (the object path then
+ * answers) or writes bytes that decode to exactly the message the object
+ * codec builds. Checked on every execution-apis fixture, on edge values, and
+ * on randomly edited answers, including ones the object codec rejects.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { equals, fromBinary, type Message } from "@bufbuild/protobuf";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { BinaryCompiler, ResultTranscoder } from "../../src/codec/binary-transcoder.js";
+import { ethBinarySpecials } from "../../src/codec/eth-binary.js";
+import { createMethodTable } from "../../src/methods/default-table.js";
+import type { MethodSpec } from "../../src/methods/method-table.js";
+
+const dir = join(import.meta.dirname, "../../../shared/conformance/execution-apis");
+const table = createMethodTable();
+const compiler = new BinaryCompiler(table.registry, ethBinarySpecials);
+
+interface Case {
+  file: string;
+  method: string;
+  response: { result?: unknown };
+}
+
+const cases: Case[] = readdirSync(dir)
+  .filter((f) => f.endsWith(".jsonl"))
+  .flatMap((f) =>
+    readFileSync(join(dir, f), "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Case),
+  )
+  .filter((c) => "result" in c.response && table.byJsonRpc(c.method) !== undefined);
+
+function transcoder(method: string): { spec: MethodSpec; fast: ResultTranscoder } {
+  const spec = table.byJsonRpc(method) as MethodSpec;
+  const fast = ResultTranscoder.compile(compiler, spec.rpc.output);
+  if (fast === undefined) throw new Error(`${method} has no fast path`);
+  return { spec, fast };
+}
+
+/** The object path's message, or undefined when it rejects the text. */
+function objectPath(spec: MethodSpec, text: string): Message | undefined {
+  try {
+    return spec.result.decode(JSON.parse(text));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Both paths on one text: "gave up", or the fast bytes decoded (after checking they equal the object path). */
+function both(method: string, text: string): "gave up" | Message {
+  const { spec, fast } = transcoder(method);
+  const body = Buffer.from(`  ${text} `);
+  const bytes = fast.write(body, 2, body.length - 1, 5);
+  if (bytes === undefined) return "gave up";
+  const expected = objectPath(spec, text);
+  expect(expected, `the fast path accepted what the object codec rejects: ${text.slice(0, 200)}`).toBeDefined();
+  const got = fromBinary(spec.rpc.output, bytes.subarray(5));
+  expect(equals(spec.rpc.output, got, expected as Message), `different message for ${text.slice(0, 200)}`).toBe(true);
+  return got;
+}
+
+describe("every fixture answer", () => {
+  // eth_getProof: storage slots have no binary writer. Starknet: felts (minimal hex) and the transaction variants (a oneof) are left to the object codec.
+  it("every typed method but eth_getProof and the Starknet one has a fast path", () => {
+    const without = table
+      .all()
+      .filter((s) => ResultTranscoder.compile(compiler, s.rpc.output) === undefined)
+      .map((s) => s.jsonrpcMethod);
+    expect(without).toEqual(["eth_getProof", "starknet_getTransactionByBlockIdAndIndex"]);
+  });
+
+  for (const c of cases.filter((x) => x.method !== "eth_getProof")) {
+    it(`${c.method} ${c.file}: same message, no fallback`, () => {
+      expect(both(c.method, JSON.stringify(c.response.result))).not.toBe("gave up");
+    });
+  }
+});
+
+describe("edge values", () => {
+  it.each([
+    ["0x0", 0n],
+    ["0x1", 1n],
+    ["0xffffffff", 0xffffffffn],
+    ["0x100000000", 0x100000000n],
+    ["0x1fffffffffffff", 0x1fffffffffffffn],
+    ["0x20000000000001", 0x20000000000001n],
+    ["0xffffffffffffffff", 0xffffffffffffffffn],
+    ["0xABCdef", 0xabcdefn],
+  ])("quantity %s as uint64", (text, value) => {
+    const got = both("eth_blockNumber", JSON.stringify(text)) as unknown as { number?: bigint };
+    expect(got.number).toBe(value);
+  });
+
+  it.each(['"0x10000000000000000"', '"0x01"', '"0x"', '"1"', '"0X1"', "1", '"0x1g"', "true", "[]"])("%s is left to the object path", (text) => {
+    expect(both("eth_blockNumber", text)).toBe("gave up");
+  });
+
+  it.each(["0x0", "0x1", "0xabc", "0x1000000000000000000000000000000000000000000000000000000000000000", `0x${"f".repeat(64)}`])("Uint256 %s", (text) => {
+    expect(both("eth_getBalance", JSON.stringify(text))).not.toBe("gave up");
+  });
+
+  it.each(['"0x00"', `"0x1${"0".repeat(64)}"`, '"0x"'])("Uint256 %s is left to the object path", (text) => {
+    expect(both("eth_getBalance", text)).toBe("gave up");
+  });
+
+  it("a null result leaves field 1 unset", () => {
+    const got = both("eth_getBlockByHash", "null") as unknown as { block?: unknown };
+    expect(got.block).toBeUndefined();
+  });
+
+  it("json_extras: null keys, unknown fields, absent and empty lists survive", () => {
+    const text = JSON.stringify({
+      number: "0x1",
+      hash: null,
+      uncles: [],
+      transactions: [],
+      withdrawals: [],
+      "x-provider": { nested: [1, 2.5, "é"] },
+      "0": true,
+    });
+    const got = both("eth_getBlockByNumber", text) as unknown as { block: { jsonExtras?: { nullKeys: string[]; emptyKeys: string[]; unknownFields: Record<string, string> } } };
+    expect(got.block.jsonExtras?.nullKeys).toEqual(["hash"]);
+    expect(got.block.jsonExtras?.emptyKeys).toEqual(["withdrawals"]);
+    expect(got.block.jsonExtras?.unknownFields).toEqual({ "x-provider": '{"nested":[1,2.5,"é"]}', "0": "true" });
+  });
+
+  it("a block's transactions as hashes and as objects", () => {
+    const hash = `0x${"ab".repeat(32)}`;
+    expect(both("eth_getBlockByNumber", JSON.stringify({ number: "0x1", transactions: [hash, hash] }))).not.toBe("gave up");
+    expect(both("eth_getBlockByNumber", JSON.stringify({ number: "0x1", transactions: [{ hash, nonce: "0x0" }] }))).not.toBe("gave up");
+    expect(both("eth_getBlockByNumber", JSON.stringify({ number: "0x1", transactions: [hash, { hash }] }))).toBe("gave up");
+  });
+
+  it("strings with escapes or non-ASCII text are read as JSON.parse reads them", () => {
+    const text = '{"jsonrpc":"2.0","id":1}';
+    expect(both("eth_getLogs", `[{"address":"0x${"11".repeat(20)}","x":${JSON.stringify(text)},"y":"caf\\u00e9 ✓"}]`)).not.toBe("gave up");
+  });
+
+  it("duplicate keys and escaped keys go to the object path", () => {
+    expect(both("eth_blockNumber", '"0x1"')).not.toBe("gave up");
+    expect(both("eth_getTransactionByHash", '{"nonce":"0x1","nonce":"0x2"}')).toBe("gave up");
+    expect(both("eth_getTransactionByHash", '{"x":1,"x":2}')).toBe("gave up");
+    expect(both("eth_getTransactionByHash", '{"\\u006eonce":"0x1"}')).toBe("gave up");
+  });
+
+  it("text after the result, or broken JSON, is never accepted", () => {
+    for (const text of ['"0x1" "0x2"', '"0x1",1', "[", '{"number":"0x1"', '{"number":"0x1",}', "nul", '{"number":"0x1"} x']) {
+      expect(both(text.startsWith("{") ? "eth_getBlockByNumber" : "eth_blockNumber", text)).toBe("gave up");
+    }
+  });
+});
+
+/** Random edits of fixture answers: the property is that the fast path never disagrees with the object path. */
+describe("randomly edited answers", () => {
+  const samples = cases.filter((c) => c.method !== "eth_getProof" && JSON.stringify(c.response.result).length < 20_000);
+
+  const edit = fc.oneof(
+    fc.record({ kind: fc.constant("insert" as const), at: fc.nat(), text: fc.constantFrom(" ", "\n", "0", "x", "\\", '"', ",", "}", "]", "null", "\\u0041", "é", "0X", "00", "-") }),
+    fc.record({ kind: fc.constant("delete" as const), at: fc.nat(), length: fc.integer({ min: 1, max: 4 }) }),
+    fc.record({ kind: fc.constant("upper" as const), at: fc.nat(), length: fc.integer({ min: 1, max: 70 }) }),
+    fc.record({ kind: fc.constant("key" as const), at: fc.nat(), text: fc.constantFrom('"extra":1,', '"number":null,', '"logs":[],', '"accessList":[],', '"hash":"0x00",', '"x":{"y":[1,{}]},') }),
+  );
+
+  it("the fast path either gives up or writes the object path's message", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: samples.length - 1 }), fc.array(edit, { minLength: 1, maxLength: 3 }), (which, edits) => {
+        const c = samples[which] as Case;
+        let text = JSON.stringify(c.response.result);
+        for (const e of edits) {
+          const at = e.at % (text.length + 1);
+          if (e.kind === "insert") text = text.slice(0, at) + e.text + text.slice(at);
+          else if (e.kind === "delete") text = text.slice(0, at) + text.slice(at + e.length);
+          else if (e.kind === "upper") text = text.slice(0, at) + text.slice(at, at + e.length).toUpperCase() + text.slice(at + e.length);
+          else {
+            // Insert a member right after an object's opening brace, when there is one at or after `at`.
+            const brace = text.indexOf("{", at);
+            if (brace >= 0) text = `${text.slice(0, brace + 1)}${e.text}${text.slice(brace + 1)}`;
+          }
+        }
+        both(c.method, text); // asserts agreement whenever the fast path answers
+      }),
+      { numRuns: 400, seed: 7 },
+    );
+  });
+
+  it("whitespace anywhere between tokens never makes it give up", () => {
+    for (const c of samples) {
+      const spaced = JSON.stringify(c.response.result, null, 2).replace(/\n/g, "\r\n\t");
+      expect(both(c.method, spaced)).not.toBe("gave up");
+    }
+  });
+});

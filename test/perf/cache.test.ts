@@ -1,0 +1,230 @@
+/**
+ * The answer cache serves only what can no longer change: reads at or below
+ * the finalized block, and lookups by hash whose answer names a final block.
+ * Tags, non-final blocks, nulls and errors always go to the node, and a
+ * reorg never brings back an answer from before it. Anvil reports
+ * finalized = latest - 64.
+ */
+import { create } from "@bufbuild/protobuf";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { createWalletClient, type Hex, http, parseEther } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { foundry } from "viem/chains";
+import { EthService, GetBlockByNumberRequestSchema, type GetBlockByNumberResponse } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { grpcJsClient } from "../support/grpc-clients.js";
+import { post, rpc } from "../support/http.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+import { ANVIL_KEY_0 } from "../support/probe.js";
+import { type Answer, type ProgrammableUpstream, startProgrammableUpstream, type UpstreamRequest } from "../support/programmable-upstream.js";
+
+const hex = (n: bigint | number) => `0x${n.toString(16)}`;
+const DEAD = "0x000000000000000000000000000000000000dEaD";
+
+let anvil: AnvilNode;
+let upstream: ProgrammableUpstream;
+let ng: TestNodegate;
+/** Overrides the recorder's forwarding for one test. */
+let override: ((r: UpstreamRequest) => Answer | undefined) | undefined;
+
+async function direct(method: string, params: unknown[]) {
+  const reply = await post(anvil.url, rpc(method, params));
+  if (reply.json.error) throw new Error(JSON.stringify(reply.json.error));
+  return reply.json.result;
+}
+
+async function via(method: string, params: unknown[], id: number | string = 1) {
+  return (await post(ng.rpcUrl, rpc(method, params, id))).json;
+}
+
+/** Upstream calls of `method` whose params, as JSON, equal `params`. */
+function sent(method: string, params: unknown[]): number {
+  const text = JSON.stringify(params);
+  return upstream.requests.filter((r) => r.method === method && JSON.stringify(r.params) === text).length;
+}
+
+async function transfer(): Promise<Hex> {
+  const account = privateKeyToAccount(ANVIL_KEY_0);
+  const wallet = createWalletClient({ account, chain: foundry, transport: http(anvil.url) });
+  return wallet.sendTransaction({ to: DEAD, value: parseEther("0.001") });
+}
+
+let finalTx: Hex;
+let recentTx: Hex;
+
+beforeAll(async () => {
+  anvil = await startAnvil();
+  finalTx = await transfer(); // block 1
+  await direct("anvil_mine", [hex(99)]);
+  recentTx = await transfer(); // block 101
+  upstream = await startProgrammableUpstream((r) => override?.(r) ?? { forward: anvil.url });
+  ng = await startNodegate({
+    upstreamUrl: upstream.url,
+    config: { cache: { maxBytes: 64 * 1024 * 1024, coalesce: true, finalizedMaxAgeMs: 60_000 } },
+  });
+}, 60_000);
+afterAll(async () => {
+  await ng?.close();
+  await upstream?.close();
+  await anvil?.stop();
+});
+beforeEach(() => {
+  override = undefined;
+});
+
+describe("final answers are served from the cache", () => {
+  it("a block at or below finalized reaches the node once, for every caller and id", async () => {
+    const expected = await direct("eth_getBlockByNumber", ["0x10", true]);
+    const a = await via("eth_getBlockByNumber", ["0x10", true], 7);
+    const b = await via("eth_getBlockByNumber", ["0x10", true], "second");
+    expect(a).toEqual({ jsonrpc: "2.0", id: 7, result: expected });
+    expect(b).toEqual({ jsonrpc: "2.0", id: "second", result: expected });
+    expect(sent("eth_getBlockByNumber", ["0x10", true])).toBe(1);
+  });
+
+  it("the typed door shares the native door's entries", async () => {
+    await via("eth_getBlockByNumber", ["0x11", false]);
+    const client = grpcJsClient(ng.address, EthService);
+    const typed = await client.call<GetBlockByNumberResponse>(
+      "getBlockByNumber",
+      create(GetBlockByNumberRequestSchema, { block: { kind: { case: "number", value: 0x11n } }, fullTransactions: false }),
+      { "x-api-key": ng.key },
+    );
+    client.close();
+    expect(typed.block?.number).toBe(0x11n);
+    expect(`0x${Buffer.from(typed.block?.hash ?? []).toString("hex")}`).toBe((await direct("eth_getBlockByNumber", ["0x11", false])).hash);
+    expect(sent("eth_getBlockByNumber", ["0x11", false])).toBe(1);
+  });
+
+  it("lookups by hash whose answer names a final block", async () => {
+    const block = await direct("eth_getBlockByNumber", ["0x1", false]);
+    for (let i = 0; i < 2; i++) {
+      expect((await via("eth_getBlockByHash", [block.hash, false])).result).toEqual(block);
+      expect((await via("eth_getTransactionReceipt", [finalTx])).result.blockNumber).toBe("0x1");
+      expect((await via("eth_getTransactionByHash", [finalTx])).result.hash).toBe(finalTx);
+    }
+    expect(sent("eth_getBlockByHash", [block.hash, false])).toBe(1);
+    expect(sent("eth_getTransactionReceipt", [finalTx])).toBe(1);
+    expect(sent("eth_getTransactionByHash", [finalTx])).toBe(1);
+  });
+
+  it("logs and state reads over final blocks", async () => {
+    const filter = { fromBlock: "0x0", toBlock: "0x20" };
+    const call = [{ to: DEAD, data: "0x" }, "0x5"];
+    for (let i = 0; i < 2; i++) {
+      expect((await via("eth_getLogs", [filter])).result).toEqual(await direct("eth_getLogs", [filter]));
+      expect((await via("eth_getBalance", [DEAD, "0x5"])).result).toBe(await direct("eth_getBalance", [DEAD, "0x5"]));
+      expect((await via("eth_call", call)).result).toBe("0x");
+    }
+    expect(sent("eth_getLogs", [filter])).toBe(1);
+    expect(sent("eth_getBalance", [DEAD, "0x5"])).toBe(1);
+    expect(sent("eth_call", call)).toBe(1);
+    expect(ng.gateway.network(undefined).cache?.stats.hits).toBeGreaterThan(0);
+  });
+});
+
+describe("answers that may still change always go to the node", () => {
+  it.each(["latest", "pending", "safe", "finalized", "earliest"])("the %s tag is never cached", async (tag) => {
+    // Counted as differences: nodegate's own finality check asks for ["finalized", false] too (once a minute here).
+    const blocks = sent("eth_getBlockByNumber", [tag, false]);
+    const balances = sent("eth_getBalance", [DEAD, tag]);
+    for (let i = 0; i < 3; i++) await via("eth_getBlockByNumber", [tag, false]);
+    await via("eth_getBalance", [DEAD, tag]);
+    await via("eth_getBalance", [DEAD, tag]);
+    expect(sent("eth_getBlockByNumber", [tag, false]) - blocks).toBe(3);
+    expect(sent("eth_getBalance", [DEAD, tag]) - balances).toBe(2);
+  });
+
+  it("a block above finalized", async () => {
+    await via("eth_getBlockByNumber", ["0x50", false]);
+    await via("eth_getBlockByNumber", ["0x50", false]);
+    expect(sent("eth_getBlockByNumber", ["0x50", false])).toBe(2);
+  });
+
+  it("a receipt in a block above finalized, and logs up to latest", async () => {
+    await via("eth_getTransactionReceipt", [recentTx]);
+    await via("eth_getTransactionReceipt", [recentTx]);
+    expect(sent("eth_getTransactionReceipt", [recentTx])).toBe(2);
+    const open = { fromBlock: "0x0", toBlock: "latest" };
+    await via("eth_getLogs", [open]);
+    await via("eth_getLogs", [open]);
+    expect(sent("eth_getLogs", [open])).toBe(2);
+  });
+
+  it("null for an unknown hash (the block may still arrive)", async () => {
+    const unknown = `0x${"ab".repeat(32)}`;
+    expect((await via("eth_getBlockByHash", [unknown, false])).result).toBeNull();
+    expect((await via("eth_getBlockByHash", [unknown, false])).result).toBeNull();
+    expect(sent("eth_getBlockByHash", [unknown, false])).toBe(2);
+  });
+
+  it("a pending transaction (no block yet)", async () => {
+    await direct("evm_setAutomine", [false]);
+    try {
+      const pending = await transfer();
+      expect((await via("eth_getTransactionByHash", [pending])).result.blockNumber).toBeNull();
+      await direct("anvil_mine", ["0x1"]);
+      const mined = (await via("eth_getTransactionByHash", [pending])).result;
+      expect(mined.blockNumber).not.toBeNull();
+      expect(sent("eth_getTransactionByHash", [pending])).toBe(2);
+    } finally {
+      await direct("evm_setAutomine", [true]);
+    }
+  });
+
+  it("errors, even for a final block", async () => {
+    override = (r) => (r.method === "eth_getBlockByNumber" && JSON.stringify(r.params) === '["0x12",false]' ? { error: { code: -32000, message: "temporarily unavailable" } } : undefined);
+    expect((await via("eth_getBlockByNumber", ["0x12", false])).error.message).toBe("temporarily unavailable");
+    override = undefined;
+    expect((await via("eth_getBlockByNumber", ["0x12", false])).result.number).toBe("0x12");
+    expect(sent("eth_getBlockByNumber", ["0x12", false])).toBe(2);
+  });
+});
+
+describe("reorgs", () => {
+  it("a non-final block read before a reorg is read afresh after it", async () => {
+    const before = (await via("eth_getBlockByNumber", ["0x5a", false])).result;
+    const byHashBefore = (await via("eth_getBlockByHash", [before.hash, false])).result;
+    expect(byHashBefore.hash).toBe(before.hash);
+    const account = privateKeyToAccount(ANVIL_KEY_0).address;
+    // Replaces the last 30 blocks (0x5a is among them) with blocks holding a different transaction.
+    await direct("anvil_reorg", [30, [[{ from: account, to: DEAD, value: "0x2" }, 0]]]);
+    const after = (await via("eth_getBlockByNumber", ["0x5a", false])).result;
+    expect(after.hash).not.toBe(before.hash);
+    expect(after).toEqual(await direct("eth_getBlockByNumber", ["0x5a", false]));
+    // The orphaned block by hash is whatever the node now says, never the copy from before.
+    expect((await via("eth_getBlockByHash", [before.hash, false])).result).toEqual(await direct("eth_getBlockByHash", [before.hash, false]));
+    expect(sent("eth_getBlockByHash", [before.hash, false])).toBe(2);
+  });
+
+  it("when the node's finalized block goes back, nothing stored before is served", async () => {
+    // A dev node reset (evm_revert) rewinds finality, which a real chain never does.
+    const local = await startNodegate({
+      upstreamUrl: upstream.url,
+      config: { cache: { maxBytes: 64 * 1024 * 1024, coalesce: true, finalizedMaxAgeMs: 1 } },
+    });
+    try {
+      const snapshot = await direct("evm_snapshot", []);
+      await direct("anvil_mine", [hex(120)]);
+      const old = (await post(local.rpcUrl, rpc("eth_getBlockByNumber", ["0x90", false]))).json.result;
+      const head = local.gateway.network(undefined).head;
+      expect(await head.finalized()).toBeGreaterThanOrEqual(0x90n);
+      expect(await direct("evm_revert", [snapshot])).toBe(true);
+      // The next call lets nodegate see the rewind; wait until it has.
+      await post(local.rpcUrl, rpc("eth_blockNumber", []));
+      for (let i = 0; i < 200 && ((await head.finalized()) ?? 0n) >= 0x90n; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(await head.finalized()).toBeLessThan(0x90n);
+      const account = privateKeyToAccount(ANVIL_KEY_0).address;
+      await direct("anvil_reorg", [1, [[{ from: account, to: DEAD, value: "0x3" }, 0]]]);
+      await direct("anvil_mine", [hex(120)]);
+      // Let nodegate see finality pass 0x90 again, so only the rewind stands between it and the old copy.
+      for (let i = 0; i < 200 && ((await head.finalized()) ?? 0n) < 0x90n; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(await head.finalized()).toBeGreaterThanOrEqual(0x90n);
+      const fresh = (await post(local.rpcUrl, rpc("eth_getBlockByNumber", ["0x90", false]))).json.result;
+      expect(fresh.hash).not.toBe(old.hash);
+      expect(fresh).toEqual(await direct("eth_getBlockByNumber", ["0x90", false]));
+    } finally {
+      await local.close();
+    }
+  });
+});

@@ -1,0 +1,94 @@
+/**
+ * NODEGATE_WORKERS=N runs N worker processes on one port: connections are
+ * shared among them, every worker answers, and stopping the primary stops
+ * them all. Started as an operator would start it (src/main.ts).
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Agent, request } from "undici";
+import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+
+const KEY = "cluster-key-0123456789";
+let anvil: AnvilNode;
+let primary: ChildProcess;
+let port: number;
+
+/** The primary's children (its workers), from /proc. */
+function workerPids(): number[] {
+  const children = readFileSync(`/proc/${primary.pid}/task/${primary.pid}/children`, "utf8").trim();
+  return children === "" ? [] : children.split(/\s+/).map(Number);
+}
+
+function cpuTicks(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+beforeAll(async () => {
+  anvil = await startAnvil();
+  primary = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    env: { ...process.env, NODEGATE_UPSTREAM_URL: anvil.url, NODEGATE_API_KEYS: `${KEY}:custom`, NODEGATE_WORKERS: "2", NODEGATE_PORT: "0", NODEGATE_LOG_LEVEL: "warn" },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let out = "";
+  port = await new Promise<number>((resolve, reject) => {
+    primary.stdout?.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = /JSON-RPC \(HTTP\):\s+http:\/\/127\.0\.0\.1:(\d+)\//.exec(out);
+      if (m && out.includes("workers:")) resolve(Number(m[1]));
+    });
+    primary.once("exit", (code) => reject(new Error(`nodegate exited with ${code}: ${out}`)));
+  });
+}, 60_000);
+afterAll(async () => {
+  if (primary.exitCode === null) {
+    primary.kill("SIGKILL");
+    for (const pid of workerPids()) process.kill(pid, "SIGKILL");
+  }
+  await anvil?.stop();
+});
+
+describe.runIf(process.platform === "linux")("NODEGATE_WORKERS", () => {
+  it("two workers share one port and both answer", async () => {
+    const workers = workerPids();
+    expect(workers).toHaveLength(2);
+    const before = workers.map(cpuTicks);
+    // Many connections, so the primary hands some to each worker.
+    const agent = new Agent({ connections: 32, pipelining: 0 });
+    const calls = Array.from({ length: 400 }, (_, i) =>
+      request(`http://127.0.0.1:${port}/v3/${KEY}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", connection: "close" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: i, method: "eth_chainId", params: [] }),
+        dispatcher: agent,
+      }).then((r) => r.body.json() as Promise<{ id: number; result: string }>),
+    );
+    const replies = await Promise.all(calls);
+    await agent.close();
+    replies.forEach((r, i) => expect(r).toEqual({ jsonrpc: "2.0", id: i, result: "0x7a69" }));
+    const after = workers.map(cpuTicks);
+    after.forEach((ticks, i) => expect(ticks).toBeGreaterThan(before[i] as number));
+  });
+
+  it("SIGTERM to the primary stops every worker", async () => {
+    const workers = workerPids();
+    const exited = new Promise<number | null>((resolve) => primary.once("exit", (code) => resolve(code)));
+    primary.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    for (const pid of workers) {
+      for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 20));
+      expect(alive(pid)).toBe(false);
+    }
+  });
+});

@@ -1,0 +1,193 @@
+/**
+ * Identical concurrent calls (same network, method and params, whichever
+ * front door and spelling) share one upstream call; every caller gets the
+ * answer under its own id. Different params, writes and errors are not
+ * shared beyond the calls in flight together. The node holds its answers
+ * until the test opens a gate, once nodegate has seen every caller, so the
+ * outcome does not depend on timing.
+ */
+import { create } from "@bufbuild/protobuf";
+import { ConnectError } from "@connectrpc/connect";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { ChainIdRequestSchema, type ChainIdResponse, EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
+import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { connectClient, grpcJsClient } from "../support/grpc-clients.js";
+import { post, rpc } from "../support/http.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+import { type Answer, type ProgrammableUpstream, startProgrammableUpstream, type UpstreamRequest } from "../support/programmable-upstream.js";
+
+const DEAD = "0x000000000000000000000000000000000000dead";
+
+let anvil: AnvilNode;
+let upstream: ProgrammableUpstream;
+let ng: TestNodegate;
+let answer: (r: UpstreamRequest) => Answer;
+let gate: Promise<void>;
+let open: () => void;
+
+beforeAll(async () => {
+  anvil = await startAnvil();
+  upstream = await startProgrammableUpstream(async (r) => {
+    await gate;
+    return answer(r);
+  });
+  ng = await startNodegate({
+    upstreamUrl: upstream.url,
+    // No store: only coalescing is under test here.
+    config: { cache: { maxBytes: 0, coalesce: true, finalizedMaxAgeMs: 60_000 }, passThrough: { methods: ["eth_sendRawTransaction"], allowWrites: true } },
+  });
+}, 60_000);
+afterAll(async () => {
+  open?.();
+  await ng?.close();
+  await upstream?.close();
+  await anvil?.stop();
+});
+beforeEach(() => {
+  answer = () => ({ forward: anvil.url });
+  gate = new Promise((resolve) => {
+    open = resolve;
+  });
+});
+
+function calls(method: string): number {
+  return upstream.count(method);
+}
+
+function joined(): number {
+  return ng.gateway.network(undefined).cache?.stats.joined ?? 0;
+}
+
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !done(); i++) await new Promise((r) => setTimeout(r, 5));
+  if (!done()) throw new Error("timed out waiting");
+}
+
+describe("identical concurrent calls share one upstream call", () => {
+  it("N native callers: one upstream call, each answer under the caller's own id", async () => {
+    const before = calls("eth_getBalance");
+    const joinedBefore = joined();
+    const ids = Array.from({ length: 20 }, (_, i) => (i % 2 ? i : `caller-${i}`));
+    const replies = Promise.all(ids.map((id) => post(ng.rpcUrl, rpc("eth_getBalance", [DEAD, "latest"], id))));
+    await until(() => joined() - joinedBefore === 19);
+    open();
+    const expected = (await post(anvil.url, rpc("eth_getBalance", [DEAD, "latest"]))).json.result;
+    (await replies).forEach((reply, i) => expect(reply.json).toEqual({ jsonrpc: "2.0", id: ids[i], result: expected }));
+    expect(calls("eth_getBalance") - before).toBe(1);
+  });
+
+  it("both front doors and every spelling of the same params share it", async () => {
+    const before = calls("eth_chainId");
+    const joinedBefore = joined();
+    const grpc = grpcJsClient(ng.address, EthService);
+    const connect = connectClient(ng.url, EthService, ng.key, "connect");
+    const typed = Promise.all([
+      ...Array.from({ length: 5 }, () => grpc.call<ChainIdResponse>("chainId", create(ChainIdRequestSchema), { "x-api-key": ng.key })),
+      ...Array.from({ length: 5 }, () => connect.chainId({})),
+    ]);
+    const native = Promise.all(Array.from({ length: 5 }, (_, i) => post(ng.rpcUrl, rpc("eth_chainId", [], i))));
+    await until(() => joined() - joinedBefore === 14);
+    open();
+    for (const r of await typed) expect(r.chainId).toBe(31337n);
+    for (const r of await native) expect(r.json.result).toBe("0x7a69");
+    grpc.close();
+    expect(calls("eth_chainId") - before).toBe(1);
+
+    gate = new Promise((resolve) => {
+      open = resolve;
+    });
+    const balances = calls("eth_getBalance");
+    const joinedNow = joined();
+    const spellings = [DEAD, DEAD.toUpperCase().replace("0X", "0x"), "0x000000000000000000000000000000000000dEaD"];
+    const replies = Promise.all(spellings.map((address) => post(ng.rpcUrl, rpc("eth_getBalance", [address, "latest"]))));
+    await until(() => joined() - joinedNow === 2);
+    open();
+    await replies;
+    expect(calls("eth_getBalance") - balances).toBe(1);
+  });
+
+  it("different params are different calls", async () => {
+    const before = calls("eth_getBalance");
+    const addresses = Array.from({ length: 8 }, (_, i) => `0x${(i + 1).toString(16).padStart(40, "0")}`);
+    const first = Promise.all(addresses.map((a) => post(ng.rpcUrl, rpc("eth_getBalance", [a, "latest"]))));
+    await until(() => calls("eth_getBalance") - before === 8);
+    const blocks = Promise.all(["latest", "pending", "0x0"].map((b) => post(ng.rpcUrl, rpc("eth_getBalance", [DEAD, b]))));
+    await until(() => calls("eth_getBalance") - before === 11);
+    open();
+    await Promise.all([first, blocks]);
+    expect(calls("eth_getBalance") - before).toBe(11);
+  });
+
+  it("an error reaches every caller that shared the call, and the next call asks again", async () => {
+    answer = () => ({ error: { code: -32000, message: "header not found" } });
+    const before = calls("eth_getCode");
+    const joinedBefore = joined();
+    const replies = Promise.all(Array.from({ length: 6 }, (_, i) => post(ng.rpcUrl, rpc("eth_getCode", [DEAD, "latest"], i))));
+    await until(() => joined() - joinedBefore === 5);
+    open();
+    for (const r of await replies) expect(r.json.error).toEqual({ code: -32000, message: "header not found" });
+    const typed = await connectClient(ng.url, EthService, ng.key, "grpc")
+      .getCode({ address: Buffer.from(DEAD.slice(2), "hex") })
+      .then(() => undefined, (e: unknown) => ConnectError.from(e));
+    expect(typed?.findDetails(JsonRpcErrorSchema)[0]?.message).toBe("header not found");
+    expect(calls("eth_getCode") - before).toBe(2);
+  });
+
+  it("writes are never shared", async () => {
+    answer = (r) => (r.method === "eth_sendRawTransaction" ? { result: `0x${"11".repeat(32)}` } : { forward: anvil.url });
+    const before = calls("eth_sendRawTransaction");
+    const replies = Promise.all(Array.from({ length: 3 }, () => post(ng.rpcUrl, rpc("eth_sendRawTransaction", ["0x02f8"]))));
+    await until(() => calls("eth_sendRawTransaction") - before === 3);
+    open();
+    await replies;
+    expect(calls("eth_sendRawTransaction") - before).toBe(3);
+  });
+});
+
+describe("callers that go away", () => {
+  it("one caller leaving does not cancel the call the others wait for", async () => {
+    const before = calls("eth_getStorageAt");
+    const joinedBefore = joined();
+    const params = [DEAD, "0x0", "latest"];
+    const leaving = new AbortController();
+    const gone = fetch(ng.rpcUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(rpc("eth_getStorageAt", params)),
+      signal: leaving.signal,
+    }).catch((e: unknown) => e);
+    const staying = Promise.all(Array.from({ length: 3 }, (_, i) => post(ng.rpcUrl, rpc("eth_getStorageAt", params, i))));
+    await until(() => joined() - joinedBefore === 3 && calls("eth_getStorageAt") - before === 1);
+    leaving.abort();
+    expect(await gone).toBeInstanceOf(Error);
+    open();
+    for (const r of await staying) expect(r.json.result).toBe(`0x${"0".repeat(64)}`);
+    expect(calls("eth_getStorageAt") - before).toBe(1);
+    expect(upstream.requests.filter((r) => r.method === "eth_getStorageAt").at(-1)?.abandoned).toBe(false);
+  });
+
+  it("when every caller leaves, the upstream call is cancelled", async () => {
+    const params = [DEAD, "0x1", "latest"];
+    const joinedBefore = joined();
+    const leaving = new AbortController();
+    const gone = Array.from({ length: 3 }, () =>
+      fetch(ng.rpcUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(rpc("eth_getStorageAt", params)),
+        signal: leaving.signal,
+      }).catch((e: unknown) => e),
+    );
+    const sentCall = () => upstream.requests.filter((r) => r.method === "eth_getStorageAt" && JSON.stringify(r.params) === JSON.stringify(params));
+    await until(() => joined() - joinedBefore === 2 && sentCall().length === 1);
+    leaving.abort();
+    await Promise.all(gone);
+    await until(() => sentCall()[0]?.abandoned === true);
+    expect(sentCall()).toHaveLength(1);
+    // A newcomer starts afresh rather than joining the cancelled call.
+    open();
+    expect((await post(ng.rpcUrl, rpc("eth_getStorageAt", params))).json.result).toBe(`0x${"0".repeat(64)}`);
+    expect(sentCall()).toHaveLength(2);
+  });
+});
