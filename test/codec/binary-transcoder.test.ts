@@ -5,8 +5,6 @@
  * codec builds. Checked on every execution-apis fixture, on edge values, and
  * on randomly edited answers, including ones the object codec rejects.
  */
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { equals, fromBinary, type Message } from "@bufbuild/protobuf";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
@@ -14,26 +12,12 @@ import { BinaryCompiler, ResultTranscoder } from "../../src/codec/binary-transco
 import { ethBinarySpecials } from "../../src/codec/eth-binary.js";
 import { createMethodTable } from "../../src/methods/default-table.js";
 import type { MethodSpec } from "../../src/methods/method-table.js";
+import { type ConformanceCase, conformanceCases } from "../support/conformance.js";
 
-const dir = join(import.meta.dirname, "../../../shared/conformance/execution-apis");
 const table = createMethodTable();
 const compiler = new BinaryCompiler(table.registry, ethBinarySpecials);
 
-interface Case {
-  file: string;
-  method: string;
-  response: { result?: unknown };
-}
-
-const cases: Case[] = readdirSync(dir)
-  .filter((f) => f.endsWith(".jsonl"))
-  .flatMap((f) =>
-    readFileSync(join(dir, f), "utf8")
-      .split("\n")
-      .filter(Boolean)
-      .map((line) => JSON.parse(line) as Case),
-  )
-  .filter((c) => "result" in c.response && table.byJsonRpc(c.method) !== undefined);
+const cases = conformanceCases().filter((c) => "result" in c.response && table.byJsonRpc(c.method) !== undefined);
 
 function transcoder(method: string): { spec: MethodSpec; fast: ResultTranscoder } {
   const spec = table.byJsonRpc(method) as MethodSpec;
@@ -169,7 +153,7 @@ describe("randomly edited answers", () => {
   it("the fast path either gives up or writes the object path's message", () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: samples.length - 1 }), fc.array(edit, { minLength: 1, maxLength: 3 }), (which, edits) => {
-        const c = samples[which] as Case;
+        const c = samples[which] as ConformanceCase;
         let text = JSON.stringify(c.response.result);
         for (const e of edits) {
           const at = e.at % (text.length + 1);

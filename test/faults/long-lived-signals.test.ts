@@ -5,7 +5,7 @@
  * entries AbortSignal.any() leaves on its sources on Node 20 (about 65 bytes
  * a call, for the connection's whole life: the soak found it as RSS growth).
  */
-import { getEventListeners } from "node:events";
+import { getEventListeners, setMaxListeners } from "node:events";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { HttpUpstream } from "../../src/upstream/http-upstream.js";
 import { type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
@@ -31,6 +31,7 @@ function leftOn(signal: AbortSignal): { listeners: number; dependants: number } 
 
 it("calls that end (answered, failed at their deadline, or cancelled) leave nothing on the caller's long-lived signal", async () => {
   const connection = new AbortController();
+  setMaxListeners(0, connection.signal); // as the WebSocket handler does: 200 calls in flight at once hold 200 listeners
   await Promise.all(Array.from({ length: 200 }, () => upstream.call("eth_chainId", "[]", { signal: connection.signal, timeoutMs: 5000 })));
   await expect(upstream.call("slow", "[]", { signal: connection.signal, timeoutMs: 50 })).rejects.toMatchObject({ code: -32051 });
   expect(leftOn(connection.signal)).toEqual({ listeners: 0, dependants: 0 });
