@@ -16,6 +16,7 @@ import { JsonRpcService } from "../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js
 import { closeUnlessIdentified, guardHttp2Session, http1TimeoutOptions } from "./client-timeouts.js";
 import { handleCors } from "./cors.js";
 import type { Gateway } from "./gateway.js";
+import { encodeGrpcMessagesOf } from "./grpc/grpc-message.js";
 import { registerGenericService } from "./grpc/generic-service.js";
 import { registerHealth } from "./grpc/health-service.js";
 import { nodeRequestContext } from "./grpc/node-request.js";
@@ -149,6 +150,10 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     fallback,
   });
 
+  /** gRPC over HTTP/2 carries its status in trailers (gRPC-Web puts it in the body, read with decodeURIComponent). */
+  const isGrpc = (contentType: string | undefined): boolean =>
+    contentType !== undefined && contentType.startsWith("application/grpc") && !contentType.startsWith("application/grpc-web");
+
   let inFlight = 0;
   const idleWaiters: (() => void)[] = [];
   const handle = (req: Req, res: Res): void => {
@@ -160,6 +165,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     // While draining, HTTP/1.1 connections are closed after their current response.
     if (draining && "setHeader" in res && req.httpVersionMajor === 1) res.setHeader("connection", "close");
     if (handleCors(gateway.corsOrigins, req, res)) return;
+    if (isGrpc(req.headers["content-type"])) encodeGrpcMessagesOf(res);
     handler(req, res);
   };
 

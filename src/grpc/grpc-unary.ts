@@ -25,6 +25,7 @@ import type { MethodSpec } from "../methods/method-table.js";
 import { logTypedCall, REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
 import { writePieces } from "../response-body.js";
 import { ChunkedResult, type UpstreamResult } from "../upstream/reply.js";
+import { reencodeGrpcMessageIn } from "./grpc-message.js";
 import { toConnectError } from "./errors.js";
 import { decodeResult, type HeaderSource, invokeTyped } from "./typed-services.js";
 
@@ -142,6 +143,7 @@ function serve(gateway: Gateway, route: Route, stream: ServerHttp2Stream, header
     logTypedCall(gateway.log, gateway.metrics, "grpc", route.method, requestId, started, error);
     if (stream.destroyed || stream.closed) return;
     const trailers = error === undefined ? OK_TRAILERS : plain(setTrailerStatus(new Headers(), error));
+    reencodeGrpcMessageIn(trailers);
     stream.respond({ ":status": 200, "content-type": CONTENT_TYPE, [REQUEST_ID_HEADER]: requestId }, { waitForTrailers: true });
     stream.once("wantTrailers", () => stream.sendTrailers(trailers));
     if (message === undefined) stream.end();

@@ -164,12 +164,9 @@ describe("viem on the native path decodes the revert", () => {
 });
 
 describe("the gRPC status message on grpc-js", () => {
-  // Known interop defect, outside nodegate's code: connect-node writes
-  // grpc-message with encodeURIComponent, and grpc-js reads it with decodeURI,
-  // which leaves reserved characters escaped ("execution reverted%3A boom").
-  // The JsonRpcError detail is unaffected (binary trailer). Flip this to `it`
-  // once either side is fixed or nodegate works around it.
-  it.fails("reads exactly the node's message", async () => {
+  // connect-node escapes grpc-message with encodeURIComponent and grpc-js reads it with decodeURI, which would leave
+  // "execution reverted%3A boom"; nodegate encodes it as the gRPC spec says (src/grpc/grpc-message.ts).
+  it("reads exactly the node's message", async () => {
     const { rpc, request } = typedRequest("eth_call", reverts[0]?.input() as Hex);
     const err = await grpcErrorOf(grpcJs.call(rpc, request));
     expect(err.details).toBe("execution reverted: boom");

@@ -98,13 +98,9 @@ function typedRequest(init: MessageInitShape<typeof GetTransactionByBlockIdAndIn
 
 const atFixtureBlock = { kind: { case: "blockNumber" as const, value: BigInt(FIXTURE_BLOCK.number) } };
 
-/**
- * The status message as sent. connect-node percent-encodes grpc-message with
- * encodeURIComponent, grpc-js decodes it with decodeURI, so ":" "," ";"
- * reach grpc-js callers still encoded; the JsonRpcError detail is exact.
- */
+/** The status message as grpc-js hands it to the caller (nodegate encodes grpc-message so that it reads back exactly). */
 function grpcMessage(err: ServiceError): string {
-  return decodeURIComponent(err.details);
+  return err.details;
 }
 
 async function grpcError(run: () => Promise<unknown>): Promise<ServiceError> {

@@ -165,14 +165,8 @@ function grpcCall(rpcPath: string, bytes: Uint8Array): Promise<{ outcome: Status
             jsonRpc = { code: Number(e.code), message: e.message };
           }
         }
-        // Connect percent-encodes more of grpc-message than grpc-js decodes (":" stays "%3A").
-        let message = err.details;
-        try {
-          message = decodeURIComponent(err.details);
-        } catch {
-          // not percent-encoded
-        }
-        resolve({ outcome: { code: err.code as number as Code, message, jsonRpc } });
+        // As grpc-js reads it: grpc-message is encoded so that its decodeURI gives the message back exactly.
+        resolve({ outcome: { code: err.code as number as Code, message: err.details, jsonRpc } });
       },
     );
   });

@@ -206,8 +206,17 @@ describe("TLS on the same port", () => {
         md.set("x-api-key", secure.key);
         client.makeUnaryRequest("/nodegate.eth.v1.EthService/ChainId", (x: Buffer) => x, (x: Buffer) => x, Buffer.alloc(0), md, (err, res) => (err ? reject(err) : resolve(res as Buffer)));
       });
+      // Over TLS connect-node answers the unary call too: its status message reads back exactly on grpc-js.
+      const md = new grpc.Metadata();
+      md.set("x-api-key", secure.key);
+      const shortAddress = Buffer.concat([Buffer.from([0x0a, 19]), Buffer.alloc(19, 1)]); // GetBalanceRequest.address, 19 bytes
+      const denied = await new Promise<grpc.ServiceError>((resolve) => {
+        client.makeUnaryRequest("/nodegate.eth.v1.EthService/GetBalance", (x: Buffer) => x, (x: Buffer) => x, shortAddress, md, (err) => resolve(err as grpc.ServiceError));
+      });
       client.close();
       expect(chainId.length).toBeGreaterThan(0);
+      expect(denied.code).toBe(grpc.status.INVALID_ARGUMENT);
+      expect(denied.details).toMatch(/^[^%]*: [^%]*20 bytes/);
       const https = await import("node:https");
       const body = await new Promise<string>((resolve, reject) => {
         const req = https.request(

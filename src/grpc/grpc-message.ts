@@ -1,0 +1,57 @@
+/**
+ * grpc-message as the gRPC spec encodes it: percent-encoding only for bytes
+ * outside printable ASCII and for "%" itself. Connect escapes with
+ * encodeURIComponent, which also escapes reserved characters such as ":"
+ * and "/", and @grpc/grpc-js decodes with decodeURI, which leaves those
+ * escaped: a grpc-js caller would read "params[0]%3A want 20 bytes".
+ * Encoding per spec reads right with either decoder.
+ */
+import type { OutgoingHttpHeaders } from "node:http";
+
+const GRPC_MESSAGE = "grpc-message";
+const PLAIN = /^[\x20-\x24\x26-\x7e]*$/;
+
+export function encodeGrpcMessage(message: string): string {
+  if (PLAIN.test(message)) return message;
+  let out = "";
+  for (const byte of Buffer.from(message, "utf8")) {
+    out += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+  }
+  return out;
+}
+
+/** Re-encodes a grpc-message that Connect escaped with encodeURIComponent. */
+export function reencodeGrpcMessage(escaped: string): string {
+  try {
+    return encodeGrpcMessage(decodeURIComponent(escaped));
+  } catch {
+    return escaped;
+  }
+}
+
+/** Re-encodes the grpc-message of a header or trailer object in place. */
+export function reencodeGrpcMessageIn(headers: OutgoingHttpHeaders | Record<string, string> | undefined): void {
+  const escaped = headers?.[GRPC_MESSAGE];
+  if (typeof escaped === "string") (headers as Record<string, string>)[GRPC_MESSAGE] = reencodeGrpcMessage(escaped);
+}
+
+/** The two ways a Node response (HTTP/1.1 or HTTP/2 compat) sends a gRPC status: its head (trailers-only) and its trailers. */
+interface StatusCarrier {
+  writeHead: (...args: unknown[]) => unknown;
+  addTrailers: (trailers: OutgoingHttpHeaders) => void;
+}
+
+/** Makes Connect's gRPC answers on `res` carry grpc-message encoded per spec. */
+export function encodeGrpcMessagesOf(response: object): void {
+  const res = response as StatusCarrier;
+  const addTrailers = res.addTrailers.bind(res);
+  res.addTrailers = (trailers) => {
+    reencodeGrpcMessageIn(trailers);
+    addTrailers(trailers);
+  };
+  const writeHead = res.writeHead.bind(res);
+  res.writeHead = (...args) => {
+    for (const arg of args) if (typeof arg === "object" && arg !== null && !Array.isArray(arg)) reencodeGrpcMessageIn(arg as OutgoingHttpHeaders);
+    return writeHead(...args);
+  };
+}
