@@ -114,9 +114,9 @@ export const SPEC_RULES: readonly SpecRule[] = [
     id: "transport.tls",
     title: "HTTPS and wss: TLS on the serving port",
     quotes: [q(SERVICE, row("HTTPS", "POST {base_url}/v3/<API_KEY>", "JSON-RPC request, header Content-Type: application/json"))],
-    doors: [],
-    decision: "nodegate serves plain HTTP and ws on its port today (behind a TLS-terminating proxy in production).",
-    deliveredBy: "#8 (TLS in src/server.ts)",
+    doors: ALL_DOORS,
+    decision:
+      "With tls.certFile and tls.keyFile configured, nodegate serves TLS on its own port: HTTPS and wss for the native path, gRPC over HTTP/2 chosen by ALPN. Without them it serves plain HTTP and ws (for a TLS-terminating proxy in front).",
   },
   {
     id: "envelope.jsonrpc",

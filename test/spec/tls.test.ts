@@ -1,0 +1,92 @@
+/**
+ * The spec's transports are HTTPS and wss. nodegate, given a certificate,
+ * serves TLS on its own port: the native path over HTTPS and wss, the typed
+ * path as gRPC over HTTP/2 (ALPN), checked with real TLS clients (node:https,
+ * ws, @grpc/grpc-js and connect-es) that trust only the test's self-signed
+ * certificate.
+ */
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import https from "node:https";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { fromBinary } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import * as grpc from "@grpc/grpc-js";
+import { afterAll, beforeAll, expect } from "vitest";
+import { ChainIdResponseSchema, EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+import { recordSeen } from "../support/secret-scan.js";
+import { openWsCaller } from "../support/ws-calls.js";
+import { noteDoor, specRule } from "./harness/spec-rule.js";
+
+let anvil: AnvilNode;
+let secure: TestNodegate;
+let cert: Buffer;
+
+beforeAll(async () => {
+  const dir = mkdtempSync(join(tmpdir(), "nodegate-spec-tls-"));
+  const [node] = await Promise.all([
+    startAnvil(),
+    promisify(execFile)("openssl", [
+      "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"),
+      "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+    ]),
+  ]);
+  anvil = node;
+  cert = readFileSync(join(dir, "cert.pem"));
+  secure = await startNodegate({ upstreamUrl: anvil.url, config: { tls: { certFile: join(dir, "cert.pem"), keyFile: join(dir, "key.pem") } } });
+});
+afterAll(async () => {
+  await secure?.close();
+  await anvil?.stop();
+});
+
+function postHttps(path: string, body: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = https.request(
+      { host: "localhost", port: secure.port, path, method: "POST", ca: cert, headers: { "content-type": "application/json" } },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (d: string) => (text += d));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+specRule("transport.tls", async () => {
+  noteDoor("http");
+  const answer = await postHttps(`/v3/${secure.key}`, '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}');
+  recordSeen("HTTPS answer", answer.text);
+  expect(answer).toEqual({ status: 200, text: '{"jsonrpc":"2.0","id":1,"result":"0x7a69"}' });
+
+  noteDoor("ws");
+  const ws = await openWsCaller(`wss://localhost:${secure.port}/ws/v3/${secure.key}`, { ca: cert });
+  try {
+    expect(await ws.call("eth_chainId", [])).toEqual({ jsonrpc: "2.0", id: 1, result: "0x7a69" });
+  } finally {
+    await ws.close();
+  }
+
+  noteDoor("typed");
+  const client = new grpc.Client(`localhost:${secure.port}`, grpc.credentials.createSsl(cert));
+  try {
+    const md = new grpc.Metadata();
+    md.set("x-api-key", secure.key);
+    const reply = await new Promise<Buffer>((resolve, reject) => {
+      client.makeUnaryRequest("/nodegate.eth.v1.EthService/ChainId", (x: Buffer) => x, (x: Buffer) => x, Buffer.alloc(0), md, (err, res) => (err ? reject(err) : resolve(res as Buffer)));
+    });
+    expect(fromBinary(ChainIdResponseSchema, reply).chainId).toBe(31337n);
+  } finally {
+    client.close();
+  }
+  const connect = createClient(EthService, createGrpcTransport({ baseUrl: `https://localhost:${secure.port}`, nodeOptions: { ca: cert } }));
+  expect((await connect.chainId({}, { headers: { "x-api-key": secure.key } })).chainId).toBe(31337n);
+});
