@@ -76,6 +76,13 @@ function readMessage(body: Buffer, encoding: string | undefined): Uint8Array {
   }
 }
 
+/** A failed call's status trailers, grpc-message encoded as the gRPC spec says. */
+function errorTrailers(error: ConnectError): Record<string, string> {
+  const trailers = plain(setTrailerStatus(new Headers(), error));
+  reencodeGrpcMessageIn(trailers);
+  return trailers;
+}
+
 /** Headers (or trailers) as HTTP/2 wants them, from a fetch Headers. */
 function plain(headers: Headers): Record<string, string> {
   const out: Record<string, string> = {};
@@ -142,8 +149,7 @@ function serve(gateway: Gateway, route: Route, stream: ServerHttp2Stream, header
     if (deadline !== undefined) clearTimeout(deadline);
     logTypedCall(gateway.log, gateway.metrics, "grpc", route.method, requestId, started, error);
     if (stream.destroyed || stream.closed) return;
-    const trailers = error === undefined ? OK_TRAILERS : plain(setTrailerStatus(new Headers(), error));
-    reencodeGrpcMessageIn(trailers);
+    const trailers = error === undefined ? OK_TRAILERS : errorTrailers(error);
     stream.respond({ ":status": 200, "content-type": CONTENT_TYPE, [REQUEST_ID_HEADER]: requestId }, { waitForTrailers: true });
     stream.once("wantTrailers", () => stream.sendTrailers(trailers));
     if (message === undefined) stream.end();

@@ -26,7 +26,7 @@ import { acquireSubscription } from "../auth/key-quotas.js";
 import { CodecError } from "../codec/codec-error.js";
 import { decodeData } from "../codec/hex.js";
 import type { CodecRegistry } from "../codec/message-codec.js";
-import { noNetworkOfFamily, resultNotTypeable, wrongNetworkFamily } from "../errors/catalogue.js";
+import { resultNotTypeable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import type { Gateway } from "../gateway.js";
 import { createCodecRegistry } from "../methods/default-table.js";
@@ -38,7 +38,7 @@ import { canonicalLogFilter, filterSize, type Topic } from "../subscriptions/top
 import type { Network } from "../upstream/network.js";
 import { toConnectError } from "./errors.js";
 import { cutTransport } from "./node-request.js";
-import { credentialsFrom, NETWORK_HEADER } from "./typed-services.js";
+import { credentialsFrom, typedCallNetwork } from "./typed-services.js";
 
 const hex = (bytes: Uint8Array): string => `0x${Buffer.from(bytes).toString("hex")}`;
 
@@ -56,17 +56,7 @@ export async function admitEthCall(
   addresses: string[] | undefined,
 ): Promise<{ key: ApiKey; network: Network }> {
   const key = await gateway.access.admit(credentialsFrom(ctx.requestHeader), 1);
-  const network = gateway.network(ctx.requestHeader.get(NETWORK_HEADER) ?? undefined);
-  if (network.family !== "eth") {
-    const home = gateway.homeNetwork("eth")?.name;
-    throw wrongNetworkFamily({
-      method,
-      methodFamily: "eth",
-      network: network.name,
-      networkFamily: network.family,
-      fix: home === undefined ? noNetworkOfFamily("eth") : `set the ${NETWORK_HEADER} header to "${home}"`,
-    });
-  }
+  const network = typedCallNetwork(gateway, ctx.requestHeader, method, "eth");
   gateway.access.checkCall(key, method, addresses);
   return { key, network };
 }

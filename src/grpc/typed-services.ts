@@ -5,13 +5,14 @@
  * node's result into the response message.
  */
 import type { Message } from "@bufbuild/protobuf";
-import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
+import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import type { Credentials } from "../auth/access-control.js";
 import { CodecError } from "../codec/codec-error.js";
 import { invalidParams, noNetworkOfFamily, resultNotTypeable, wrongNetworkFamily } from "../errors/catalogue.js";
 import type { Gateway } from "../gateway.js";
 import { invokeMethod } from "../methods/invoke.js";
-import type { MethodSpec } from "../methods/method-table.js";
+import type { ChainFamily, MethodSpec } from "../methods/method-table.js";
+import type { Network } from "../upstream/network.js";
 import { resultJson, type UpstreamResult } from "../upstream/reply.js";
 import { toConnectError } from "./errors.js";
 
@@ -34,6 +35,20 @@ export function credentialsFrom(headers: HeaderSource): Credentials {
   };
 }
 
+/** The network a typed call names (x-nodegate-network, else the default), which must serve `method`'s family. */
+export function typedCallNetwork(gateway: Gateway, headers: HeaderSource, method: string, family: ChainFamily): Network {
+  const network = gateway.network(headers.get(NETWORK_HEADER) ?? undefined);
+  if (network.family === family) return network;
+  const home = gateway.homeNetwork(family)?.name;
+  throw wrongNetworkFamily({
+    method,
+    methodFamily: family,
+    network: network.name,
+    networkFamily: network.family,
+    fix: home === undefined ? noNetworkOfFamily(family) : `set the ${NETWORK_HEADER} header to "${home}"`,
+  });
+}
+
 /**
  * A typed call up to the node's answer: access (key, per-key request quota,
  * rate limit), network, then the shared invoke path. Resolves with the raw
@@ -45,17 +60,7 @@ export async function invokeTyped(gateway: Gateway, spec: MethodSpec, request: M
   const release = gateway.quotas.acquire(key, "requests");
   try {
     await gateway.access.count(key, 1);
-    const network = gateway.network(headers.get(NETWORK_HEADER) ?? undefined);
-    if (network.family !== spec.family) {
-      const home = gateway.homeNetwork(spec.family)?.name;
-      throw wrongNetworkFamily({
-        method: spec.jsonrpcMethod,
-        methodFamily: spec.family,
-        network: network.name,
-        networkFamily: network.family,
-        fix: home === undefined ? noNetworkOfFamily(spec.family) : `set the ${NETWORK_HEADER} header to "${home}"`,
-      });
-    }
+    const network = typedCallNetwork(gateway, headers, spec.jsonrpcMethod, spec.family);
     return await invokeMethod(spec, request, gateway.invokeContext(key, network, signal)).catch((err: unknown) => {
       if (err instanceof CodecError) throw invalidParams(`invalid ${spec.rpc.input.name}: ${err.message}`);
       throw err;
