@@ -18,7 +18,7 @@ import { connectClient, grpcClient, jsonRpcClient, run } from "./load.js";
 import { type CellResult, measureCells, type Target, type Timing } from "./matrix.js";
 import { rssBytes, rssSampler } from "./proc-stats.js";
 import { type Service, startBenchAnvil, startCannedUpstream, startNodegate, startRefProxy, stopAll } from "./processes.js";
-import { cellTables, find, type Verdict, verdictTable } from "./report.js";
+import { cellTables, type Verdict, verdictTable } from "./report.js";
 
 const quick = process.argv.includes("--quick");
 /** --only=canned,anvil,rss,cache,coalescing runs just those parts (for working on one figure). */

@@ -7,7 +7,7 @@
  * protocols from one server); with TLS, ALPN decides.
  */
 import http from "node:http";
-import http2, { type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
+import http2 from "node:http2";
 import net, { type AddressInfo, type Socket } from "node:net";
 import type { DescService } from "@bufbuild/protobuf";
 import { connectNodeAdapter } from "@connectrpc/connect-node";

@@ -8,7 +8,7 @@ import { encodeErrorResult, encodeFunctionData, hexToBytes } from "viem";
 import { afterAll, beforeAll, expect } from "vitest";
 import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { RevertErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
-import { CallRequestSchema, JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
+import { JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { DEFAULT_LIMITS } from "../../src/config.js";
 import { type AnvilNode, freePort, startAnvil } from "../../src/embedded/anvil.js";
 import { API_KEY_HEADER } from "../../src/grpc/typed-services.js";

@@ -65,7 +65,6 @@ const lower = (s: string) => s.toLowerCase();
 const big = (v: unknown) => BigInt(v as string | number | bigint);
 const word = (hex: string) => BigInt(hex === "0x" ? 0 : hex);
 
-type RawBlock = { hash: string; number: string; transactions: (string | { hash: string })[] };
 type RawReceipt = { transactionHash: string; status: string };
 
 const sessions: Record<string, (url: string, inputs: SessionInputs) => Promise<SessionReads>> = {
