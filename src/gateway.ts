@@ -16,6 +16,7 @@ import type { MethodPolicy } from "./methods/policy.js";
 import type { Metrics } from "./observability/metrics.js";
 import { SubscriptionHubs } from "./subscriptions/hubs.js";
 import type { Network } from "./upstream/network.js";
+import type { CallSignal } from "./call-signal.js";
 
 export interface GatewayOptions {
   table: MethodTable;
@@ -92,7 +93,7 @@ export class Gateway {
   }
 
   /** The context a caller's calls run in, on either door. */
-  invokeContext(key: ApiKey, network: Network, signal: AbortSignal): InvokeContext {
+  invokeContext(key: ApiKey, network: Network, signal: CallSignal): InvokeContext {
     return { access: this.access, key, network, limits: this.limits, policies: this.policies, signal };
   }
 
@@ -100,10 +101,11 @@ export class Gateway {
     return [...this.#networks.values()];
   }
 
-  /** Methods outside the typed table that are forwarded verbatim. */
-  passesThrough(method: string): boolean {
-    return this.#passThrough.has(method);
-  }
+  /** Methods outside the typed table that are forwarded verbatim. (Bound: native calls take it as it is.) */
+  readonly passesThrough = (method: string): boolean => this.#passThrough.has(method);
+
+  /** The name of the network serving a family, for advice in errors. (Bound: native calls take it as it is.) */
+  readonly homeNetworkName = (family: ChainFamily): string | undefined => this.homeNetwork(family)?.name;
 
   async close(): Promise<void> {
     await this.subscriptions.close();

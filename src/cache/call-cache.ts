@@ -14,6 +14,7 @@ import type { UpstreamResult } from "../upstream/reply.js";
 import type { CacheStore } from "./store.js";
 import { Coalescer } from "./coalescer.js";
 import type { FinalityRule, FinalityRules } from "./finality-rule.js";
+import { type CallSignal, NEVER_CANCELLED } from "../call-signal.js";
 
 export interface CallCacheOptions {
   network: string;
@@ -39,7 +40,7 @@ export interface CallCacheStats {
 /** Params longer than this are keyed by their digest, so keys stay small. */
 const LONG_PARAMS = 256;
 
-export type Fetch = (signal: AbortSignal) => Promise<UpstreamResult>;
+export type Fetch = (signal: CallSignal) => Promise<UpstreamResult>;
 
 export class CallCache {
   readonly #network: string;
@@ -76,7 +77,7 @@ export class CallCache {
    * (shared with identical calls under way), storing the answer when final.
    * `plan` separates callers whose failover rights differ.
    */
-  async call(method: string, params: string, rule: FinalityRule | undefined, plan: string, fetch: Fetch, signal: AbortSignal | undefined): Promise<UpstreamResult> {
+  async call(method: string, params: string, rule: FinalityRule | undefined, plan: string, fetch: Fetch, signal: CallSignal | undefined): Promise<UpstreamResult> {
     const digest = params.length > LONG_PARAMS ? createHash("sha256").update(params).digest("base64") : params;
     let storeKey: string | undefined;
     if (rule !== undefined && this.#store !== undefined && (await this.#mayBeStored(rule))) {
@@ -97,7 +98,7 @@ export class CallCache {
             await this.#storeIfFinal(key, rule, result);
             return result;
           };
-    if (this.#coalescer === undefined) return fetchAndStore(signal ?? new AbortController().signal);
+    if (this.#coalescer === undefined) return fetchAndStore(signal ?? NEVER_CANCELLED);
     return this.#coalescer.run(`${this.#network}\n${method}\n${plan}\n${digest}`, fetchAndStore, signal);
   }
 

@@ -4,10 +4,11 @@
  * aborted only when every caller waiting for it has gone away; a caller that
  * goes away gets `onCancel()` at once.
  */
+import { CallCancellation, type CallSignal } from "../call-signal.js";
 
 interface InFlight<T> {
   promise: Promise<T>;
-  controller: AbortController;
+  controller: CallCancellation;
   waiters: number;
 }
 
@@ -22,11 +23,11 @@ export class Coalescer<T> {
   }
 
   /** Fetches under `key`, or joins the fetch already under way. */
-  run(key: string, fetch: (signal: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> {
+  run(key: string, fetch: (signal: CallSignal) => Promise<T>, signal?: CallSignal): Promise<T> {
     if (signal?.aborted) return Promise.reject(this.#onCancel());
     let flight = this.#inFlight.get(key);
     if (flight === undefined) {
-      const controller = new AbortController();
+      const controller = new CallCancellation();
       const started: InFlight<T> = { promise: undefined as unknown as Promise<T>, controller, waiters: 0 };
       started.promise = fetch(controller.signal).finally(() => {
         if (this.#inFlight.get(key) === started) this.#inFlight.delete(key);
@@ -43,7 +44,7 @@ export class Coalescer<T> {
     return this.#inFlight.size;
   }
 
-  #wait(key: string, flight: InFlight<T>, signal: AbortSignal | undefined): Promise<T> {
+  #wait(key: string, flight: InFlight<T>, signal: CallSignal | undefined): Promise<T> {
     flight.waiters++;
     if (signal === undefined) {
       return flight.promise.finally(() => flight.waiters--);

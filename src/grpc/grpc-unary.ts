@@ -28,6 +28,7 @@ import { ChunkedResult, type UpstreamResult } from "../upstream/reply.js";
 import { reencodeGrpcMessageIn } from "./grpc-message.js";
 import { toConnectError } from "./errors.js";
 import { decodeResult, type HeaderSource, invokeTyped } from "./typed-services.js";
+import { CallCancellation } from "../call-signal.js";
 
 interface Route {
   spec: MethodSpec;
@@ -139,7 +140,7 @@ function serve(gateway: Gateway, route: Route, stream: ServerHttp2Stream, header
   const started = performance.now();
   const header = headerSource(headers);
   const requestId = requestIdFrom(header.get(REQUEST_ID_HEADER));
-  const controller = new AbortController();
+  const controller = new CallCancellation();
   let answered = false;
   let deadline: NodeJS.Timeout | undefined;
 

@@ -15,6 +15,7 @@ import type { ChainFamily, MethodSpec } from "../methods/method-table.js";
 import type { Network } from "../upstream/network.js";
 import { resultJson, type UpstreamResult } from "../upstream/reply.js";
 import { toConnectError } from "./errors.js";
+import type { CallSignal } from "../call-signal.js";
 
 /** Metadata header that carries the API key on gRPC and Connect calls. */
 export const API_KEY_HEADER = "x-api-key";
@@ -55,7 +56,7 @@ export function typedCallNetwork(gateway: Gateway, headers: HeaderSource, method
  * result; throws what toConnectError maps. Used by Connect and by the lean
  * unary gRPC lane alike.
  */
-export async function invokeTyped(gateway: Gateway, spec: MethodSpec, request: Message, headers: HeaderSource, signal: AbortSignal): Promise<UpstreamResult> {
+export async function invokeTyped(gateway: Gateway, spec: MethodSpec, request: Message, headers: HeaderSource, signal: CallSignal): Promise<UpstreamResult> {
   const key = gateway.access.authenticate(credentialsFrom(headers));
   const release = gateway.quotas.acquire(key, "requests");
   try {

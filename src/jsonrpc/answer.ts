@@ -8,6 +8,10 @@ import type { KeyQuotas } from "../auth/key-quotas.js";
 import { invalidRequest } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { type Entry, readEnvelope } from "./envelope.js";
+import type { ApiKey } from "../auth/api-keys.js";
+import type { CallSignal } from "../call-signal.js";
+import type { Gateway } from "../gateway.js";
+import type { Network } from "../upstream/network.js";
 import { type NativeCallContext, type Outcome, renderResponse, runNativeCall } from "./native-call.js";
 
 export interface AnswerContext extends NativeCallContext {
@@ -34,6 +38,23 @@ export interface Answer {
   /** Seconds to wait before retrying, when the key's rate limit refused the text. */
   retryAfterSeconds?: number | undefined;
   calls: CallRecord[];
+}
+
+/** The context one native request (HTTP body) is answered in. One literal: this runs for every request. */
+export function answerContext(gateway: Gateway, key: ApiKey, network: Network, signal: CallSignal): AnswerContext {
+  return {
+    access: gateway.access,
+    key,
+    network,
+    limits: gateway.limits,
+    policies: gateway.policies,
+    signal,
+    table: gateway.table,
+    homeNetwork: gateway.homeNetworkName,
+    passesThrough: gateway.passesThrough,
+    maxBatchSize: gateway.limits.maxBatchSize,
+    quotas: gateway.quotas,
+  };
 }
 
 function envelopeError(error: GatewayError, status = 200): Answer {

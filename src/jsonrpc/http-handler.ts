@@ -3,13 +3,12 @@
  * Same method table, validation and upstream as the typed path; the node's
  * answer goes back as the node wrote it, under the caller's id.
  */
-import { setMaxListeners } from "node:events";
 import type { NodeRequest, NodeResponse } from "../http-types.js";
 import { invalidRequest } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import type { Gateway } from "../gateway.js";
-import { answerJsonRpc, type CallRecord } from "./answer.js";
-import { nativeCallContext } from "./native-call.js";
+import { answerContext, answerJsonRpc, type CallRecord } from "./answer.js";
+import { CallCancellation } from "../call-signal.js";
 import { logAnswer } from "./answer-log.js";
 import type { NativeRoute } from "./paths.js";
 import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
@@ -18,13 +17,30 @@ import { endWithParts } from "../response-body.js";
 type Req = NodeRequest;
 type Res = NodeResponse;
 
-const JSON_HEADERS = { "content-type": "application/json" };
+/** Answers up to this size leave as one string: Node writes the head and the body in one write (no writev). */
+const ONE_WRITE_BELOW = 16 * 1024;
 
-function sendError(res: Res, error: GatewayError, status = error.httpStatus, extraHeaders: Record<string, string> = {}): void {
+function sendError(res: Res, requestId: string, error: GatewayError, status = error.httpStatus, extraHeaders: Record<string, string> = {}): void {
   const body = `{"jsonrpc":"2.0","id":null,"error":${error.toJson()}}`;
   const retry = error.retryAfterSeconds === undefined ? {} : { "retry-after": String(error.retryAfterSeconds) };
-  res.writeHead(status, { ...JSON_HEADERS, ...retry, ...extraHeaders });
+  res.writeHead(status, { "content-type": "application/json", [REQUEST_ID_HEADER]: requestId, ...retry, ...extraHeaders });
   res.end(body);
+}
+
+/** Writes a JSON answer made of parts: small ones joined into one string, large ones without copying. */
+function sendAnswer(res: Res, requestId: string, status: number, parts: readonly Buffer[], retryAfterSeconds: number | undefined): void {
+  let length = 0;
+  for (const part of parts) length += part.length;
+  const headers: Record<string, string | number> = { "content-type": "application/json", "content-length": length, [REQUEST_ID_HEADER]: requestId };
+  if (retryAfterSeconds !== undefined) headers["retry-after"] = String(retryAfterSeconds);
+  res.writeHead(status, headers);
+  if (length < ONE_WRITE_BELOW && !("stream" in res)) {
+    let text = "";
+    for (const part of parts) text += part.toString("utf8");
+    res.end(text);
+    return;
+  }
+  endWithParts(res, parts);
 }
 
 function header(req: Req, name: string): string | undefined {
@@ -63,16 +79,15 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
   return async function handleJsonRpcHttp(req: Req, res: Res, route: NativeRoute): Promise<void> {
     const started = performance.now();
     const requestId = requestIdFrom(header(req, REQUEST_ID_HEADER));
-    res.setHeader(REQUEST_ID_HEADER, requestId);
     let calls: CallRecord[] = [];
     res.on("finish", () => logAnswer(gateway, "jsonrpc-http", calls, started, { status: res.statusCode, network: route.network, requestId }));
     if (req.method !== "POST") {
-      sendError(res, invalidRequest("use POST"), 405, { allow: "POST" });
+      sendError(res, requestId, invalidRequest("use POST"), 405, { allow: "POST" });
       return;
     }
     const contentType = req.headers["content-type"] ?? "";
     if (!/^application\/json\b/i.test(contentType)) {
-      sendError(res, invalidRequest("content-type must be application/json"), 415);
+      sendError(res, requestId, invalidRequest("content-type must be application/json"), 415);
       return;
     }
     let network;
@@ -88,7 +103,7 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
     } catch (err) {
       if (err instanceof GatewayError) {
         req.resume();
-        sendError(res, err);
+        sendError(res, requestId, err);
         return;
       }
       throw err;
@@ -102,32 +117,21 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       return;
     }
     if (body === undefined) {
-      sendError(res, invalidRequest(`request body exceeds ${gateway.limits.maxBodyBytes} bytes`), 413);
+      sendError(res, requestId, invalidRequest(`request body exceeds ${gateway.limits.maxBodyBytes} bytes`), 413);
       return;
     }
-    const abort = new AbortController();
-    // Each call of a batch listens to this signal; a large batch is normal, not a leak.
-    setMaxListeners(0, abort.signal);
+    const cancellation = new CallCancellation();
     res.on("close", () => {
-      if (!res.writableFinished) abort.abort();
+      if (!res.writableFinished) cancellation.abort();
     });
-    const answer = await answerJsonRpc(body, {
-      ...nativeCallContext(gateway, key, network, abort.signal),
-      maxBatchSize: gateway.limits.maxBatchSize,
-      quotas: gateway.quotas,
-    });
+    const answer = await answerJsonRpc(body, answerContext(gateway, key, network, cancellation.signal));
     calls = answer.calls;
-    if (abort.signal.aborted) return;
+    if (cancellation.aborted) return;
     if (answer.body === undefined) {
-      res.writeHead(204);
+      res.writeHead(204, { [REQUEST_ID_HEADER]: requestId });
       res.end();
       return;
     }
-    const retry = answer.retryAfterSeconds === undefined ? {} : { "retry-after": String(answer.retryAfterSeconds) };
-    let length = 0;
-    for (const part of answer.body) length += part.length;
-    res.writeHead(answer.status, { ...JSON_HEADERS, ...retry, "content-length": length });
-    endWithParts(res, answer.body);
+    sendAnswer(res, requestId, answer.status, answer.body, answer.retryAfterSeconds);
   };
 }
-

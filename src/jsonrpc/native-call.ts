@@ -15,6 +15,7 @@ import type { Gateway } from "../gateway.js";
 import type { Network } from "../upstream/network.js";
 import { resultSlices, type UpstreamResult } from "../upstream/reply.js";
 import type { Call } from "./envelope.js";
+import type { CallSignal } from "../call-signal.js";
 
 export type Outcome = { result: UpstreamResult; error?: undefined } | { result?: undefined; error: GatewayError };
 
@@ -31,12 +32,18 @@ export interface NativeCallContext extends InvokeContext {
 const SUBSCRIPTION_METHODS = new Set(["eth_subscribe", "eth_unsubscribe"]);
 
 /** The context of one native caller: its key, network and cancellation, with the gateway's table and allowlist. */
-export function nativeCallContext(gateway: Gateway, key: ApiKey, network: Network, signal: AbortSignal): NativeCallContext {
+export function nativeCallContext(gateway: Gateway, key: ApiKey, network: Network, signal: CallSignal): NativeCallContext {
+  // One literal per request (no spreads, no closures): this runs for every native request.
   return {
-    ...gateway.invokeContext(key, network, signal),
+    access: gateway.access,
+    key,
+    network,
+    limits: gateway.limits,
+    policies: gateway.policies,
+    signal,
     table: gateway.table,
-    homeNetwork: (family) => gateway.homeNetwork(family)?.name,
-    passesThrough: (method) => gateway.passesThrough(method),
+    homeNetwork: gateway.homeNetworkName,
+    passesThrough: gateway.passesThrough,
   };
 }
 

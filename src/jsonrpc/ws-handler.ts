@@ -4,7 +4,6 @@
  * network are checked before the upgrade is accepted; after that every text
  * message is answered exactly as the HTTP path answers a POST body.
  */
-import { setMaxListeners } from "node:events";
 import { STATUS_CODES, type IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocket, WebSocketServer } from "ws";
@@ -18,6 +17,7 @@ import { logAnswer } from "./answer-log.js";
 import { nativeCallContext } from "./native-call.js";
 import { matchNativeRoute } from "./paths.js";
 import { createWsSubscriptionSession } from "./ws-subscriptions.js";
+import { CallCancellation } from "../call-signal.js";
 
 export interface WsHandlerOptions {
   /** Largest message accepted, in bytes; a larger one closes the connection with 1009. */
@@ -65,7 +65,7 @@ function refuse(socket: Duplex, status: number, contentType: string, body: strin
 interface ClientState {
   alive: boolean;
   /** Aborted when the client goes away, so its upstream calls stop. */
-  abort: AbortController;
+  abort: CallCancellation;
   /** Messages read and not yet answered. */
   answering: number;
   /** Set by drain(): close once nothing is being answered. */
@@ -115,9 +115,7 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
   };
 
   const serve = (ws: WebSocket, network: Network, key: ApiKey, routeNetwork: string | undefined): void => {
-    const state: ClientState = { alive: true, abort: new AbortController(), answering: 0, draining: false };
-    // Every call in flight on the connection listens to this signal; many at once is normal, not a leak.
-    setMaxListeners(0, state.abort.signal);
+    const state: ClientState = { alive: true, abort: new CallCancellation(), answering: 0, draining: false };
     clients.set(ws, state);
     gateway.metrics.openWebSockets.inc();
     // The server keeps the process alive, not the keep-alive sweep.

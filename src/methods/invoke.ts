@@ -14,6 +14,7 @@ import type { Network } from "../upstream/network.js";
 import type { UpstreamResult } from "../upstream/reply.js";
 import type { MethodSpec } from "./method-table.js";
 import type { MethodPolicy } from "./policy.js";
+import type { CallSignal } from "../call-signal.js";
 
 export interface InvokeContext {
   access: AccessControl;
@@ -21,7 +22,7 @@ export interface InvokeContext {
   network: Network;
   limits: Limits;
   policies: ReadonlyMap<string, MethodPolicy>;
-  signal: AbortSignal;
+  signal: CallSignal;
 }
 
 function restate(err: unknown, policy: MethodPolicy | undefined, ctx: InvokeContext): unknown {
@@ -53,7 +54,7 @@ export async function invokeMethod(spec: MethodSpec, request: Message, ctx: Invo
   } catch (err) {
     throw restate(err, undefined, ctx);
   }
-  const fetch = async (signal: AbortSignal): Promise<UpstreamResult> => {
+  const fetch = async (signal: CallSignal): Promise<UpstreamResult> => {
     const result = await ctx.network.call(spec.jsonrpcMethod, sent, {
       signal,
       timeoutMs: policy?.timeoutMs?.(ctx.limits),
@@ -78,7 +79,7 @@ export async function invokeMethod(spec: MethodSpec, request: Message, ctx: Invo
 /** Forwards a method outside the typed table (pass-through allowlist), params as sent. */
 export async function invokePassThrough(method: string, paramsText: string, idempotent: boolean, ctx: InvokeContext): Promise<UpstreamResult> {
   ctx.access.checkCall(ctx.key, method, undefined);
-  const fetch = (signal: AbortSignal) => ctx.network.call(method, paramsText, { signal, idempotent, plan: ctx.key.plan });
+  const fetch = (signal: CallSignal) => ctx.network.call(method, paramsText, { signal, idempotent, plan: ctx.key.plan });
   const cache = ctx.network.cache;
   try {
     if (cache === undefined || !idempotent) return await fetch(ctx.signal);

@@ -9,6 +9,7 @@ import { cancelled, subscriberTooSlow } from "../errors/catalogue.js";
 import type { GatewayError } from "../errors/gateway-error.js";
 import type { Consumer } from "./consumer.js";
 import type { FeedEvent } from "./events.js";
+import type { CallSignal } from "../call-signal.js";
 
 export class EventQueue implements Consumer {
   readonly #capacity: number;
@@ -63,7 +64,7 @@ export class EventQueue implements Consumer {
   }
 
   /** The events in order, until the queue ends (then its reason is thrown) or `signal` aborts. */
-  async *events(signal: AbortSignal): AsyncGenerator<FeedEvent> {
+  async *events(signal: CallSignal): AsyncGenerator<FeedEvent> {
     const onAbort = (): void => this.end(cancelled());
     signal.addEventListener("abort", onAbort, { once: true });
     try {

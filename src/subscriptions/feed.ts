@@ -15,6 +15,7 @@ import type { ChainReader } from "./chain-reader.js";
 import type { Consumer } from "./consumer.js";
 import type { FeedEvent } from "./events.js";
 import type { Topic } from "./topic.js";
+import type { CallSignal } from "../call-signal.js";
 
 export interface FeedContext {
   network: Network;
@@ -52,7 +53,7 @@ export abstract class Feed {
    * Delivers the events from block `fromBlock` up to where the feed is now,
    * in order (a client resuming after its own reconnect).
    */
-  abstract history(fromBlock: number, deliver: Deliver, signal: AbortSignal): Promise<void>;
+  abstract history(fromBlock: number, deliver: Deliver, signal: CallSignal): Promise<void>;
 
   /** The latest block the feed has passed, undefined before it started. */
   abstract get position(): number | undefined;

@@ -15,6 +15,7 @@ import { type HeadEvent, readHead } from "./events.js";
 import { type Deliver, Feed, type FeedContext, isHistoryLost } from "./feed.js";
 import { Poller } from "./poller.js";
 import { UpstreamSubscription } from "./upstream-subscription.js";
+import type { CallSignal } from "../call-signal.js";
 
 /** How the chain moved with one new head. */
 export interface ChainChange {
@@ -105,7 +106,7 @@ export class HeadsFeed extends Feed {
     await this.#subscription?.close();
   }
 
-  async history(fromBlock: number, deliver: Deliver, signal: AbortSignal): Promise<void> {
+  async history(fromBlock: number, deliver: Deliver, signal: CallSignal): Promise<void> {
     const head = this.#current;
     if (head === undefined || fromBlock > head.number) return;
     const max = this.ctx.settings.maxBackfillBlocks;

@@ -19,12 +19,13 @@ import { LogsFeed } from "./logs-feed.js";
 import { PendingTransactionsFeed } from "./pending-transactions-feed.js";
 import { ResumeGate } from "./resume-gate.js";
 import { type Topic, topicKey } from "./topic.js";
+import { type CallSignal, NEVER_CANCELLED } from "../call-signal.js";
 
 export interface SubscribeOptions {
   /** Resume point: history from this block first, then live. */
   fromBlock?: number | undefined;
   /** Aborts a history delivery when the client goes away. */
-  signal?: AbortSignal | undefined;
+  signal?: CallSignal | undefined;
 }
 
 /** A client's place in a feed; close() leaves it. */
@@ -92,7 +93,7 @@ export class SubscriptionHub {
     try {
       await entry.started;
       if (gate !== undefined && options.fromBlock !== undefined) {
-        await entry.feed.history(options.fromBlock, (event) => gate.deliverHistory(event), options.signal ?? new AbortController().signal);
+        await entry.feed.history(options.fromBlock, (event) => gate.deliverHistory(event), options.signal ?? NEVER_CANCELLED);
         gate.release();
       }
     } catch (err) {

@@ -7,6 +7,7 @@
  */
 import { cancelled } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
+import type { CallSignal } from "../call-signal.js";
 
 export interface LogPage<L> {
   from: number;
@@ -19,7 +20,7 @@ export interface LogPageOptions {
   pageBlocks: number;
   /** The result limit; a page with under a quarter of it lets the next page double. */
   maxResults: number;
-  signal?: AbortSignal | undefined;
+  signal?: CallSignal | undefined;
 }
 
 /**

@@ -13,6 +13,7 @@ import type { ChainChange, HeadsFeed } from "./heads-feed.js";
 import { logPages } from "./log-pages.js";
 import { type LogTopicFilter, subscribeParams, type Topic } from "./topic.js";
 import { UpstreamSubscription } from "./upstream-subscription.js";
+import type { CallSignal } from "../call-signal.js";
 
 interface SentBlock {
   hash: string;
@@ -89,7 +90,7 @@ export class LogsFeed extends Feed {
     await this.#subscription?.close();
   }
 
-  async history(fromBlock: number, deliver: Deliver, signal: AbortSignal): Promise<void> {
+  async history(fromBlock: number, deliver: Deliver, signal: CallSignal): Promise<void> {
     const to = this.#heads.position;
     if (to === undefined || fromBlock > to) return;
     const pages = logPages(fromBlock, to, (from, upTo) => this.ctx.reader.logs(this.#filter, from, upTo), {

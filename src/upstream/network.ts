@@ -16,6 +16,7 @@ import { ChainHead } from "./chain-head.js";
 import { CircuitBreaker, type CircuitBreakerOptions } from "./circuit-breaker.js";
 import type { UpstreamResult } from "./reply.js";
 import type { Upstream } from "./upstream.js";
+import type { CallSignal } from "../call-signal.js";
 
 export interface NetworkOptions {
   name: string;
@@ -35,7 +36,7 @@ export interface NetworkOptions {
 }
 
 export interface NetworkCallOptions {
-  signal?: AbortSignal | undefined;
+  signal?: CallSignal | undefined;
   /** Overrides the network's deadline; such a deadline is the caller's limit, not an outage. */
   timeoutMs?: number | undefined;
   /** Safe to send again (to a partner). Default false. */

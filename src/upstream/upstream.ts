@@ -1,8 +1,9 @@
 import type { UpstreamResult } from "./reply.js";
+import type { CallSignal } from "../call-signal.js";
 
 export interface CallOptions {
   /** Aborts when the caller goes away. */
-  signal?: AbortSignal | undefined;
+  signal?: CallSignal | undefined;
   /** Per-request deadline in milliseconds. */
   timeoutMs: number;
   /** Safe to send again when the connection drops mid-flight (the method table says); unset means no. */
