@@ -20,11 +20,66 @@ export const REDACT_PATHS = [
   "upstreamUrl",
 ];
 
+/**
+ * Gathers log lines and hands them to the stdout writer (sonic-boom) in
+ * chunks. sonic-boom measures the byte length of its whole pending text on
+ * every write, which with 32 KiB pending costs about 9 us per line: more
+ * than the rest of a small call's logging. Here a line costs an array push.
+ */
+/** What LineBatcher needs of the writer: pino.destination()'s sonic-boom. */
+interface TextWriter {
+  write(text: string): unknown;
+  flush(callback: (err?: Error) => void): void;
+  flushSync(): void;
+}
+
+export class LineBatcher implements DestinationStream {
+  readonly #target: TextWriter;
+  readonly #chunk: number;
+  #lines: string[] = [];
+  #size = 0;
+
+  constructor(target: TextWriter, chunk = 16 * 1024) {
+    this.#target = target;
+    this.#chunk = chunk;
+  }
+
+  write(line: string): void {
+    this.#lines.push(line);
+    this.#size += line.length;
+    if (this.#size >= this.#chunk) this.handOver();
+  }
+
+  /** Gives the gathered lines to the writer (which still batches them into its own writes). */
+  handOver(): void {
+    if (this.#lines.length === 0) return;
+    const text = this.#lines.length === 1 ? (this.#lines[0] as string) : this.#lines.join("");
+    this.#lines = [];
+    this.#size = 0;
+    this.#target.write(text);
+  }
+
+  flush(callback?: (err?: Error) => void): void {
+    this.handOver();
+    this.#target.flush(callback ?? (() => {}));
+  }
+
+  flushSync(): void {
+    this.handOver();
+    this.#target.flushSync();
+  }
+}
+
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   const options: LoggerOptions = { level, redact: { paths: REDACT_PATHS, censor: "[redacted]" }, base: { service: "nodegate" } };
   if (destination) return pino(options, destination);
+  let lines: LineBatcher | undefined;
+  // Registered before the writer, whose own exit handler (pino's) then writes out what this hands over.
+  process.once("exit", () => lines?.handOver());
   const stdout = fileDestination({ dest: 1, sync: false, minLength: 32 * 1024, maxWrite: 64 * 1024 });
+  lines = new LineBatcher(stdout);
+  const batcher = lines;
   // At low traffic the buffer fills slowly: lines leave at most a second late. (The timer does not keep the process alive.)
-  setInterval(() => stdout.flush(() => {}), 1000).unref();
-  return pino(options, stdout);
+  setInterval(() => batcher.flush(), 1000).unref();
+  return pino(options, batcher);
 }
