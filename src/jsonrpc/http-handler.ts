@@ -17,7 +17,13 @@ import { endWithParts } from "../response-body.js";
 type Req = NodeRequest;
 type Res = NodeResponse;
 
-/** Answers up to this size leave as one string: Node writes the head and the body in one write (no writev). */
+/**
+ * Answers below this size leave as one string, which Node joins with the head
+ * into a single write (a Buffer body goes out as a writev of head and body,
+ * measurably dearer per small call). The string is latin1, one character per
+ * byte: the parts may split a UTF-8 character, and latin1 writes every byte
+ * back as it came.
+ */
 const ONE_WRITE_BELOW = 16 * 1024;
 
 function sendError(res: Res, requestId: string, error: GatewayError, status = error.httpStatus, extraHeaders: Record<string, string> = {}): void {
@@ -36,8 +42,8 @@ function sendAnswer(res: Res, requestId: string, status: number, parts: readonly
   res.writeHead(status, headers);
   if (length < ONE_WRITE_BELOW && !("stream" in res)) {
     let text = "";
-    for (const part of parts) text += part.toString("utf8");
-    res.end(text);
+    for (const part of parts) text += part.toString("latin1");
+    res.end(text, "latin1");
     return;
   }
   endWithParts(res, parts);
