@@ -1,12 +1,12 @@
 /** The cache, coalescing and worker settings: defaults, the YAML file (the shipped example too), the environment, and bad values. */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, DEFAULT_CACHE, loadConfig } from "../../src/config.js";
+import { testTempDir } from "../support/temp-dir.js";
 
 function file(text: string): string {
-  const path = join(mkdtempSync(join(tmpdir(), "nodegate-cache-")), "nodegate.yaml");
+  const path = join(testTempDir("nodegate-cache-"), "nodegate.yaml");
   writeFileSync(path, text);
   return path;
 }

@@ -1,11 +1,11 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.js";
+import { testTempDir } from "../support/temp-dir.js";
 
 function file(text: string): string {
-  const path = join(mkdtempSync(join(tmpdir(), "nodegate-config-")), "nodegate.yaml");
+  const path = join(testTempDir("nodegate-config-"), "nodegate.yaml");
   writeFileSync(path, text);
   return path;
 }

@@ -3,14 +3,14 @@
  * password from the environment), key prefix and timeout; bad values are
  * refused naming the field and line, without echoing the password.
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.js";
+import { testTempDir } from "../support/temp-dir.js";
 
 function file(text: string): string {
-  const path = join(mkdtempSync(join(tmpdir(), "nodegate-stores-")), "nodegate.yaml");
+  const path = join(testTempDir("nodegate-stores-"), "nodegate.yaml");
   writeFileSync(path, text);
   return path;
 }

@@ -26,9 +26,9 @@ import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
 import { openWsCaller, type WsCaller } from "../support/ws-calls.js";
 import WebSocket from "ws";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { testTempDir } from "../support/temp-dir.js";
 
 const HEADERS_MS = 400;
 const REQUEST_MS = 800;
@@ -353,7 +353,7 @@ describe("what the limits leave behind", () => {
 
 describe("configuration", () => {
   it("the deadlines and quotas are YAML limits, and a headers deadline beyond the request deadline is refused", () => {
-    const dir = mkdtempSync(join(tmpdir(), "nodegate-limits-"));
+    const dir = testTempDir("nodegate-limits-");
     const good = join(dir, "good.yaml");
     writeFileSync(good, "limits:\n  headersTimeoutMs: 5000\n  requestTimeoutMs: 20000\n  idleTimeoutMs: 30000\n  maxWsConnectionsPerKey: 7\n  maxConcurrentRequestsPerKey: 8\n  maxSubscriptionsPerKey: 9\n");
     expect(loadConfig({}, good).limits).toMatchObject({

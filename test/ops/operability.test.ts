@@ -5,8 +5,7 @@
  * the same port, and the CLI.
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { create, fromBinary } from "@bufbuild/protobuf";
@@ -24,6 +23,7 @@ import { grpcJsClient } from "../support/grpc-clients.js";
 import { post, rpc } from "../support/http.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { type Answer, type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
+import { testTempDir } from "../support/temp-dir.js";
 
 const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, "../..");
@@ -192,7 +192,7 @@ describe("metrics", () => {
 
 describe("TLS on the same port", () => {
   it("serves gRPC over HTTP/2 (ALPN) and the native path over HTTP/1.1", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "nodegate-tls-"));
+    const dir = testTempDir("nodegate-tls-");
     await run("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"), "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"]);
     const secure = await startNodegate({
       upstreamUrl: anvil.url,

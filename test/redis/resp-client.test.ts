@@ -5,8 +5,7 @@
  * answering (the command fails, the connection is replaced).
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -14,6 +13,7 @@ import { parseRedisUrl, redactRedisUrl, RedisClient, type RedisClientState, Redi
 import { redisRequirement, type RedisServer, startRedisServer } from "../support/redis-server.js";
 import { requiredTitle } from "../support/system-packages.js";
 import { startTcpProxy } from "../support/tcp-proxy.js";
+import { testTempDir } from "../support/temp-dir.js";
 
 const FAST_RECONNECT = { minDelayMs: 10, maxDelayMs: 50 };
 
@@ -198,7 +198,7 @@ describe.skipIf(redisRequirement.skip || redisRequirement.missing !== undefined)
   let redis: RedisServer;
   let ca: Buffer;
   beforeAll(async () => {
-    const dir = mkdtempSync(join(tmpdir(), "nodegate-redis-tls-"));
+    const dir = testTempDir("nodegate-redis-tls-");
     const [certFile, keyFile] = [join(dir, "cert.pem"), join(dir, "key.pem")];
     await promisify(execFile)("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", keyFile, "-out", certFile, "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"]);
     ca = readFileSync(certFile);

@@ -6,9 +6,8 @@
  * certificate.
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import https from "node:https";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { fromBinary } from "@bufbuild/protobuf";
@@ -22,13 +21,14 @@ import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { recordSeen } from "../support/secret-scan.js";
 import { openWsCaller } from "../support/ws-calls.js";
 import { noteDoor, specRule } from "./harness/spec-rule.js";
+import { testTempDir } from "../support/temp-dir.js";
 
 let anvil: AnvilNode;
 let secure: TestNodegate;
 let cert: Buffer;
 
 beforeAll(async () => {
-  const dir = mkdtempSync(join(tmpdir(), "nodegate-spec-tls-"));
+  const dir = testTempDir("nodegate-spec-tls-");
   const [node] = await Promise.all([
     startAnvil(),
     promisify(execFile)("openssl", [

@@ -1,12 +1,12 @@
 /** The subscriptions section of the configuration file: defaults, overrides, and errors that name the field and line. */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, it } from "vitest";
 import { ConfigError, DEFAULT_SUBSCRIPTIONS, loadConfig } from "../../src/config.js";
+import { testTempDir } from "../support/temp-dir.js";
 
 function file(text: string): string {
-  const path = join(mkdtempSync(join(tmpdir(), "nodegate-config-")), "nodegate.yaml");
+  const path = join(testTempDir("nodegate-config-"), "nodegate.yaml");
   writeFileSync(path, text);
   return path;
 }
