@@ -191,6 +191,37 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     guardHttp2Session(session, gateway.limits);
   };
 
+  // HTTP/2 streams are dispatched here rather than by Node's compatibility layer, so unary gRPC for
+  // the method table reaches its lean handler without request/response objects; every other stream
+  // gets them, as the compatibility layer would build them, and goes to Connect.
+  const grpcUnary = createGrpcUnaryHandler(gateway);
+  const dispatchHttp2Stream = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, _flags: number, rawHeaders: string[]): void => {
+    if (grpcUnary(stream, headers)) {
+      inFlight++;
+      stream.once("close", () => {
+        inFlight--;
+        if (inFlight === 0) for (const wake of idleWaiters.splice(0)) wake();
+      });
+      return;
+    }
+    const req = new http2.Http2ServerRequest(stream, headers, {}, rawHeaders);
+    const res = new http2.Http2ServerResponse(stream);
+    if (headers[":method"] === "CONNECT") {
+      res.statusCode = 405;
+      res.end();
+      return;
+    }
+    if (headers.expect !== undefined) {
+      if (headers.expect !== "100-continue") {
+        res.statusCode = 417;
+        res.end();
+        return;
+      }
+      res.writeContinue();
+    }
+    handle(req, res);
+  };
+
   let listener: net.Server;
   let plain: http.Server | undefined;
   if (options.tls) {
@@ -199,6 +230,10 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       handle,
     );
     Object.assign(secure, http1TimeoutOptions(gateway.limits));
+    // Node's compatibility layer listens to 'stream' (installed with the 'request' listener, which
+    // HTTP/1.1 over TLS still uses); HTTP/2 streams go to the dispatcher instead, as without TLS.
+    secure.removeAllListeners("stream");
+    secure.on("stream", dispatchHttp2Stream);
     secure.on("upgrade", onUpgrade);
     secure.on("secureConnection", track);
     secure.on("session", trackSession);
@@ -208,38 +243,8 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     // Node starts checking the headers and request deadlines when a server listens; this one is handed
     // its connections instead, so it is told to start.
     plain.emit("listening");
-    // HTTP/2 streams are dispatched here rather than by Node's compatibility layer (no 'request'
-    // listener), so unary gRPC for the method table reaches its lean handler without
-    // request/response objects; every other stream gets them, as the compatibility layer would
-    // build them, and goes to Connect. (With TLS, Connect serves every gRPC call.)
-    const grpcUnary = createGrpcUnaryHandler(gateway);
     const h2 = http2.createServer({});
-    h2.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, _flags: number, rawHeaders: string[]) => {
-      if (grpcUnary(stream, headers)) {
-        inFlight++;
-        stream.once("close", () => {
-          inFlight--;
-          if (inFlight === 0) for (const wake of idleWaiters.splice(0)) wake();
-        });
-        return;
-      }
-      const req = new http2.Http2ServerRequest(stream, headers, {}, rawHeaders);
-      const res = new http2.Http2ServerResponse(stream);
-      if (headers[":method"] === "CONNECT") {
-        res.statusCode = 405;
-        res.end();
-        return;
-      }
-      if (headers.expect !== undefined) {
-        if (headers.expect !== "100-continue") {
-          res.statusCode = 417;
-          res.end();
-          return;
-        }
-        res.writeContinue();
-      }
-      handle(req, res);
-    });
+    h2.on("stream", dispatchHttp2Stream);
     plain.on("upgrade", onUpgrade);
     h2.on("session", trackSession);
     const h1 = plain;
