@@ -12,7 +12,7 @@ import type { ApiKey } from "../auth/api-keys.js";
 import type { CallSignal } from "../call-signal.js";
 import type { Gateway } from "../gateway.js";
 import type { Network } from "../upstream/network.js";
-import { type NativeCallContext, type Outcome, renderResponse, runNativeCall } from "./native-call.js";
+import { type NativeCallContext, nativeCallContext, type Outcome, renderResponse, runNativeCall } from "./native-call.js";
 
 export interface AnswerContext extends NativeCallContext {
   /** Most requests in one batch; a larger batch is answered with one -32600. */
@@ -40,21 +40,9 @@ export interface Answer {
   calls: CallRecord[];
 }
 
-/** The context one native request (HTTP body) is answered in. One literal: this runs for every request. */
+/** The context one native request text is answered in (per HTTP request; per WebSocket connection). */
 export function answerContext(gateway: Gateway, key: ApiKey, network: Network, signal: CallSignal): AnswerContext {
-  return {
-    access: gateway.access,
-    key,
-    network,
-    limits: gateway.limits,
-    policies: gateway.policies,
-    signal,
-    table: gateway.table,
-    homeNetwork: gateway.homeNetworkName,
-    passesThrough: gateway.passesThrough,
-    maxBatchSize: gateway.limits.maxBatchSize,
-    quotas: gateway.quotas,
-  };
+  return Object.assign(nativeCallContext(gateway, key, network, signal), { maxBatchSize: gateway.limits.maxBatchSize, quotas: gateway.quotas });
 }
 
 function envelopeError(error: GatewayError, status = 200): Answer {

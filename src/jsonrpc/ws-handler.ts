@@ -12,9 +12,8 @@ import { GatewayError } from "../errors/gateway-error.js";
 import type { Gateway } from "../gateway.js";
 import type { Network } from "../upstream/network.js";
 import type { ApiKey } from "../auth/api-keys.js";
-import { type AnswerContext, answerJsonRpc } from "./answer.js";
+import { type AnswerContext, answerContext, answerJsonRpc } from "./answer.js";
 import { logAnswer } from "./answer-log.js";
-import { nativeCallContext } from "./native-call.js";
 import { matchNativeRoute } from "./paths.js";
 import { createWsSubscriptionSession } from "./ws-subscriptions.js";
 import { CallCancellation } from "../call-signal.js";
@@ -131,11 +130,7 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
       log: gateway.log,
       quotas: gateway.quotas,
     });
-    const ctx: AnswerContext = {
-      ...nativeCallContext(gateway, key, network, state.abort.signal),
-      maxBatchSize: gateway.limits.maxBatchSize,
-      quotas: gateway.quotas,
-    };
+    const ctx = answerContext(gateway, key, network, state.abort.signal);
 
     ws.on("pong", () => {
       state.alive = true;
