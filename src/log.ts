@@ -2,12 +2,13 @@
  * The root logger. API keys travel in URL paths and headers, so request URLs
  * and key headers are never logged as they are; these paths are redacted in
  * case one slips into a log object. Lines go to stdout in batches (one
- * write per 32 KiB, and at least once a second) so a request's log line
- * costs no system call of its own. Each batch is written synchronously, as
- * pino's default destination does: lines keep their order and the last ones
- * are written at exit (an asynchronous write still in flight at exit could
- * land after, or without, the lines flushed then).
+ * write per 32 KiB, and at least once a second), written asynchronously, so a
+ * request's log line costs no system call and never waits for stdout. On a
+ * graceful stop nodegate waits for `flushLogs`; on any other exit what is
+ * still gathered is written synchronously (best effort: a batch whose
+ * asynchronous write is still in flight then may land after it).
  */
+import { writeSync } from "node:fs";
 import { type DestinationStream, destination as fileDestination, type Logger, type LoggerOptions, pino } from "pino";
 
 export const REDACT_PATHS = [
@@ -55,30 +56,60 @@ export class LineBatcher implements DestinationStream {
 
   /** Gives the gathered lines to the writer. */
   handOver(): void {
-    if (this.#lines.length === 0) return;
-    const text = this.#lines.length === 1 ? (this.#lines[0] as string) : this.#lines.join("");
-    this.#lines = [];
-    this.#size = 0;
-    this.#target.write(text);
+    const text = this.#take();
+    if (text !== undefined) this.#target.write(text);
   }
 
+  /** Calls back once everything gathered so far is written. */
   flush(callback?: (err?: Error) => void): void {
     this.handOver();
     this.#target.flush(callback ?? (() => {}));
   }
 
-  flushSync(): void {
-    this.handOver();
+  /**
+   * At exit, when nothing asynchronous can finish: what the writer holds, then
+   * what is gathered here, written synchronously with `writeSync`. (A batch
+   * the writer is writing at that moment is on its own: it may land after.)
+   */
+  flushSyncWith(writeSync: (text: string) => void): void {
     this.#target.flushSync();
+    const text = this.#take();
+    if (text !== undefined) writeSync(text);
+  }
+
+  #take(): string | undefined {
+    if (this.#lines.length === 0) return undefined;
+    const text = this.#lines.length === 1 ? (this.#lines[0] as string) : this.#lines.join("");
+    this.#lines = [];
+    this.#size = 0;
+    return text;
   }
 }
+
+/** Lines pending for stdout beyond this are dropped (a stuck log reader must not grow memory without bound). */
+const MAX_PENDING_BYTES = 16 * 1024 * 1024;
 
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   const options: LoggerOptions = { level, redact: { paths: REDACT_PATHS, censor: "[redacted]" }, base: { service: "nodegate" } };
   if (destination) return pino(options, destination);
-  const lines = new LineBatcher(fileDestination({ dest: 1, sync: true }), 32 * 1024);
-  process.once("exit", () => lines.handOver());
+  // minLength 1: flush(callback) waits until everything handed over is written.
+  const stdout = fileDestination({ dest: 1, sync: false, minLength: 1, maxWrite: 64 * 1024, maxLength: MAX_PENDING_BYTES });
+  const lines = new LineBatcher(stdout, 32 * 1024);
+  // The event loop is about to empty: hand the rest over while asynchronous writes can still finish.
+  process.on("beforeExit", () => lines.handOver());
+  process.once("exit", () => lines.flushSyncWith((text) => writeSync(1, text)));
   // At low traffic the batch fills slowly: lines leave at most a second late. (The timer does not keep the process alive.)
   setInterval(() => lines.handOver(), 1000).unref();
   return pino(options, lines);
+}
+
+/** Resolves once every line logged so far is written (or after `timeoutMs`, so a stuck stdout cannot hold up a stop). */
+export function flushLogs(log: Logger, timeoutMs = 2_000): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, timeoutMs);
+    log.flush(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }

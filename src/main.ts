@@ -9,7 +9,7 @@ import { forkWorkers } from "./cluster.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { type AnvilNode, startAnvil } from "./embedded/anvil.js";
 import { API_KEY_HEADER } from "./grpc/typed-services.js";
-import { createLogger } from "./log.js";
+import { createLogger, flushLogs } from "./log.js";
 import { redactUrl } from "./upstream/upstream.js";
 
 function banner(config: Config, host: string, port: number, key: string, generatedKey: boolean, anvil: AnvilNode | undefined): string {
@@ -104,6 +104,7 @@ async function start(configPath: string | undefined): Promise<void> {
     await server.close(config.drainMs);
     await anvil?.stop();
     log.info("stopped");
+    await flushLogs(log);
     process.exit(0);
   };
   process.on("SIGINT", () => void stop("SIGINT"));

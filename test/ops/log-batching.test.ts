@@ -1,7 +1,8 @@
 /**
- * Request log lines leave in batches (src/log.ts): none may be lost when the
- * process ends, whether it exits on its own, by process.exit (as nodegate
- * does after draining), or has only a few lines gathered.
+ * Request log lines leave in batches, written asynchronously (src/log.ts):
+ * none may be lost or reordered when the process ends on its own, or stops
+ * as nodegate does (flushLogs, then process.exit), with few lines gathered
+ * or many batches still on their way to stdout.
  */
 import { execFile } from "node:child_process";
 import { join } from "node:path";
@@ -12,14 +13,14 @@ const ROOT = join(import.meta.dirname, "../..");
 const run = promisify(execFile);
 
 const SCRIPT = `
-import { createLogger } from ${JSON.stringify(join(ROOT, "src/log.ts"))};
+import { createLogger, flushLogs } from ${JSON.stringify(join(ROOT, "src/log.ts"))};
 const [count, end] = process.argv.slice(1);
 const log = createLogger("info");
 for (let i = 0; i < Number(count); i++) log.info({ door: "jsonrpc-http", method: "eth_chainId", i }, "request");
-if (end === "exit") process.exit(0);
+if (end === "stop") await flushLogs(log).then(() => process.exit(0));
 `;
 
-async function linesWritten(count: number, end: "exit" | "natural"): Promise<number[]> {
+async function linesWritten(count: number, end: "stop" | "natural"): Promise<number[]> {
   const { stdout } = await run(process.execPath, ["--import", "tsx", "--input-type=module", "-e", SCRIPT, String(count), end], { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 });
   return stdout
     .split("\n")
@@ -29,7 +30,7 @@ async function linesWritten(count: number, end: "exit" | "natural"): Promise<num
 
 describe("batched log lines", () => {
   for (const count of [1, 300, 20_000]) {
-    for (const end of ["exit", "natural"] as const) {
+    for (const end of ["stop", "natural"] as const) {
       it(`writes all ${count} lines, in order, when the process ends (${end})`, async () => {
         expect(await linesWritten(count, end)).toEqual(Array.from({ length: count }, (_, i) => i));
       });
