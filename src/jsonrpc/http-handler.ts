@@ -19,8 +19,8 @@ type Res = NodeResponse;
 
 /**
  * Answers below this size leave as one string, which Node joins with the head
- * into a single write (a Buffer body goes out as a writev of head and body,
- * measurably dearer per small call). The string is latin1, one character per
+ * into one chunk (a Buffer body would be a second chunk after the head, and
+ * the parts would each be one more). The string is latin1, one character per
  * byte: the parts may split a UTF-8 character, and latin1 writes every byte
  * back as it came.
  */
