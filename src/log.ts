@@ -71,10 +71,10 @@ export class LineBatcher implements DestinationStream {
    * what is gathered here, written synchronously with `writeSync`. (A batch
    * the writer is writing at that moment is on its own: it may land after.)
    */
-  flushSyncWith(writeSync: (text: string) => void): void {
+  flushSyncWith(write: (text: string) => void): void {
     this.#target.flushSync();
     const text = this.#take();
-    if (text !== undefined) writeSync(text);
+    if (text !== undefined) write(text);
   }
 
   #take(): string | undefined {
@@ -97,7 +97,13 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
   const lines = new LineBatcher(stdout, 32 * 1024);
   // The event loop is about to empty: hand the rest over while asynchronous writes can still finish.
   process.on("beforeExit", () => lines.handOver());
-  process.once("exit", () => lines.flushSyncWith((text) => writeSync(1, text)));
+  process.once("exit", () => {
+    try {
+      lines.flushSyncWith((text) => writeSync(1, text));
+    } catch {
+      // Best effort: a closed or full stdout at exit must not turn a clean exit into a crash.
+    }
+  });
   // At low traffic the batch fills slowly: lines leave at most a second late. (The timer does not keep the process alive.)
   setInterval(() => lines.handOver(), 1000).unref();
   return pino(options, lines);
