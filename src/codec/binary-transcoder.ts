@@ -17,6 +17,7 @@ import { type BodyWriter, boolWriter, dataWriter, doubleWriter, jsonNumberU64, q
 import { BACKSLASH, CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, expectNull, GIVE_UP, giveUp, OPEN_BRACE, OPEN_BRACKET, parseSpan, QUOTE, readFrom, spanEnd, srcView, utf8, ws } from "./json-scan.js";
 import type { CodecRegistry } from "./message-codec.js";
 import { LEN, ProtoWriter, VARINT } from "./proto-writer.js";
+import { EXTRAS_FIELD, familyOf, jsonKeyOf } from "./json-naming.js";
 
 export type { BodyWriter, ValueWriter } from "./binary-scalars.js";
 export { dataWriter, uint256Body } from "./binary-scalars.js";
@@ -81,7 +82,6 @@ interface FieldPlan {
   write: ValueWriter;
 }
 
-const EXTRAS_FIELD = "json_extras";
 const EXTRAS_NUMBER = 1000;
 
 function keyHash(src: Uint8Array, start: number, end: number): number {
@@ -249,10 +249,6 @@ function objectBody(fields: FieldPlan[], hasExtras: boolean): BodyWriter {
   };
 }
 
-function familyOf(schema: DescMessage): "eth" | "starknet" {
-  return schema.typeName.startsWith("nodegate.starknet.") ? "starknet" : "eth";
-}
-
 /** Compiles and keeps the binary writers of message types, once per type. */
 export class BinaryCompiler {
   readonly #bodies = new Map<string, { writer: BodyWriter | undefined; done: boolean }>();
@@ -339,7 +335,6 @@ export class BinaryCompiler {
 
   #generic(schema: DescMessage): BodyWriter | undefined {
     if (schema.oneofs.length > 0) return undefined;
-    const family = familyOf(schema);
     const fields: FieldPlan[] = [];
     let hasExtras = false;
     for (const field of schema.fields) {
@@ -349,7 +344,7 @@ export class BinaryCompiler {
       }
       const write = this.field(field);
       if (write === undefined) return undefined;
-      const key = family === "starknet" ? field.name : field.jsonName;
+      const key = jsonKeyOf(field);
       const keyBytes = Buffer.from(key, "utf8");
       fields.push({
         key,

@@ -22,6 +22,7 @@ import {
   encodeQuantity,
   encodeStorageSlot,
 } from "./hex.js";
+import { EXTRAS_FIELD, familyOf, jsonKeyOf } from "./json-naming.js";
 
 /** Converts one JSON value to its proto form and back to JSON text. */
 export interface ValueCodec<T = unknown> {
@@ -34,7 +35,6 @@ export interface ValueCodec<T = unknown> {
 /** Builds the codec of a message type that needs hand-written rules (a union, a number-or-tag). */
 export type SpecialCodecFactory = (registry: CodecRegistry, schema: DescMessage) => ValueCodec<Message>;
 
-type Family = "eth" | "starknet";
 
 interface FieldPlan {
   key: string;
@@ -43,8 +43,6 @@ interface FieldPlan {
   omitEmpty: boolean;
   item: ValueCodec;
 }
-
-const EXTRAS_FIELD = "json_extras";
 
 function describeJson(value: unknown): string {
   if (value === null) return "null";
@@ -55,10 +53,6 @@ function describeJson(value: unknown): string {
 
 function fail(reason: string): never {
   throw new CodecError("", reason);
-}
-
-function familyOf(schema: DescMessage): Family {
-  return schema.typeName.startsWith("nodegate.starknet.") ? "starknet" : "eth";
 }
 
 const boolCodec: ValueCodec<boolean> = {
@@ -241,7 +235,6 @@ export class CodecRegistry {
     if (schema.oneofs.length > 0) {
       throw new Error(`${schema.typeName} has a oneof and needs a special codec`);
     }
-    const family = familyOf(schema);
     const fields: FieldPlan[] = [];
     let hasExtras = false;
     for (const field of schema.fields) {
@@ -251,7 +244,7 @@ export class CodecRegistry {
       }
       const rules = getOption(field, fieldRulesExt);
       fields.push({
-        key: family === "starknet" ? field.name : field.jsonName,
+        key: jsonKeyOf(field),
         localName: field.localName,
         list: field.fieldKind === "list",
         omitEmpty: rules?.omitEmpty ?? false,

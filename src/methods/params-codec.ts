@@ -6,6 +6,7 @@
 import { create, type DescField, type DescMessage, type Message } from "@bufbuild/protobuf";
 import { CodecError, locate } from "../codec/codec-error.js";
 import type { CodecRegistry, ValueCodec } from "../codec/message-codec.js";
+import { jsonKeyOf } from "../codec/json-naming.js";
 
 /** How one param is read and written, beyond its field's codec. */
 export interface ParamRules {
@@ -73,11 +74,9 @@ export class ParamsCodec<M extends Message = Message> {
     for (const name of Object.keys(rules)) {
       if (!schema.fields.some((f) => f.name === name)) throw new Error(`${schema.typeName} has no field ${name}`);
     }
-    // Starknet params are named in snake_case (block_id); Ethereum callers know the JSON names (blockHash).
-    const starknet = schema.typeName.startsWith("nodegate.starknet.");
     this.#plans = schema.fields.map((field: DescField, index) => ({
       index,
-      displayName: starknet ? field.name : field.jsonName,
+      displayName: jsonKeyOf(field),
       namedKey: field.name,
       localName: field.localName,
       list: field.fieldKind === "list",

@@ -5,7 +5,7 @@
  * empty storage proof as geth answers it (recorded).
  */
 import { create } from "@bufbuild/protobuf";
-import { bytesToHex, type Hex, hexToBytes, keccak256, toHex } from "viem";
+import { type Hex, hexToBytes, keccak256, toHex } from "viem";
 import { afterAll, beforeAll, expect } from "vitest";
 import { EthService, GetProofRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { type AccountProof, AccountProofSchema, StorageProofSchema } from "../../gen/nodegate/eth/v1/proof_pb.js";
@@ -14,9 +14,10 @@ import { BlockTag } from "../../gen/nodegate/eth/v1/primitives_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { type FixtureUpstream, loadFixture, startFixtureUpstream } from "../support/fixture-upstream.js";
 import { balanceSlot, deployProbeScenario, type ProbeScenario, STORED_SLOT } from "../support/probe-scenario.js";
-import { type NetworkDoors, openSpecGateway, type SpecGateway } from "./harness/gateway.js";
+import { type NetworkDoors, openLiveAndRecordedGateway, type SpecGateway } from "./harness/gateway.js";
 import { expectData, expectQuantity, expectTypedCarries } from "./harness/json-forms.js";
 import { specRule } from "./harness/spec-rule.js";
+import { hex } from "./harness/typed-values.js";
 
 const m = EthService.method;
 /** A slot Probe never writes. */
@@ -39,13 +40,7 @@ beforeAll(async () => {
   const proof = recordings.find((r) => r.method === "eth_getProof");
   emptyStorage = { address: proof?.params[0] as Hex, keys: proof?.params[1] as Hex[] };
   fixtures = await startFixtureUpstream(recordings);
-  g = await openSpecGateway({
-    upstreamUrl: anvil.url,
-    networks: [
-      { name: "ethereum", family: "eth", upstreams: [{ label: "anvil", url: anvil.url }] },
-      { name: "recorded", family: "eth", upstreams: [{ label: "fixtures", url: fixtures.url }] },
-    ],
-  });
+  g = await openLiveAndRecordedGateway(anvil.url, fixtures.url);
   recorded = g.on("recorded");
 });
 
@@ -77,7 +72,6 @@ async function proofOf(address: Hex, keys: Hex[], block: bigint | "latest", door
 }
 
 const probeProof = () => proofOf(s.address, [STORED_SLOT, balanceSlot(s.sender), UNUSED_SLOT], s.secondStore.blockNumber);
-const hex = (b: Uint8Array | undefined): Hex => bytesToHex(b ?? new Uint8Array());
 
 specRule("proof.address", async () => {
   const p = await probeProof();

@@ -6,7 +6,7 @@
  * comes from recorded answers on a second network, "recorded".
  */
 import { create, type DescMethod, type Message, type MessageInitShape } from "@bufbuild/protobuf";
-import { bytesToHex, encodeFunctionData, type Hex, hexToBytes, keccak256, toHex, toRlp } from "viem";
+import { encodeFunctionData, type Hex, hexToBytes, keccak256, toHex, toRlp } from "viem";
 import { afterAll, beforeAll, expect } from "vitest";
 import { type Block, BlockSchema } from "../../gen/nodegate/eth/v1/block_pb.js";
 import {
@@ -16,15 +16,15 @@ import {
   GetUncleByBlockNumberAndIndexRequestSchema,
   type GetUncleByBlockNumberAndIndexResponse,
 } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
-import { BlockTag, type BlockIdSchema, type Uint256 } from "../../gen/nodegate/eth/v1/primitives_pb.js";
-import { bytesToBigint } from "../../src/codec/hex.js";
+import { BlockTag, type BlockIdSchema } from "../../gen/nodegate/eth/v1/primitives_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { type FixtureUpstream, loadFixture, startFixtureUpstream } from "../support/fixture-upstream.js";
 import { deployProbeScenario, type ProbeScenario } from "../support/probe-scenario.js";
-import { conformanceRecordings, type NetworkDoors, openSpecGateway, type SpecGateway } from "./harness/gateway.js";
+import { conformanceRecordings, type NetworkDoors, openLiveAndRecordedGateway, type SpecGateway } from "./harness/gateway.js";
 import { expectData, expectQuantity, expectTypedCarries, typedJson } from "./harness/json-forms.js";
 import { nodeRpc } from "./harness/node-rpc.js";
 import { specRule } from "./harness/spec-rule.js";
+import { hex, u256 } from "./harness/typed-values.js";
 
 const m = EthService.method;
 /** Block 0x768965 of Ethereum mainnet, which has one uncle (test/fixtures/mainnet-uncles.json). */
@@ -37,8 +37,6 @@ const EMPTY_UNCLES_HASH = keccak256(toRlp([]));
 type BlockIdInit = MessageInitShape<typeof BlockIdSchema>;
 const atNumber = (n: bigint): BlockIdInit => ({ kind: { case: "number", value: n } });
 const atPending: BlockIdInit = { kind: { case: "tag", value: BlockTag.PENDING } };
-const u256 = (v: Uint256 | undefined): bigint => bytesToBigint(v?.value ?? new Uint8Array());
-const hex = (b: Uint8Array | undefined): Hex => bytesToHex(b ?? new Uint8Array());
 
 let anvil: AnvilNode;
 let fixtures: FixtureUpstream;
@@ -69,13 +67,7 @@ beforeAll(async () => {
     ...loadFixture("spec-shapes.json").recordings,
     ...conformanceRecordings(["tests/eth_getBlockByNumber/get-block-prague-fork.io"]),
   ]);
-  g = await openSpecGateway({
-    upstreamUrl: anvil.url,
-    networks: [
-      { name: "ethereum", family: "eth", upstreams: [{ label: "anvil", url: anvil.url }] },
-      { name: "recorded", family: "eth", upstreams: [{ label: "fixtures", url: fixtures.url }] },
-    ],
-  });
+  g = await openLiveAndRecordedGateway(anvil.url, fixtures.url);
   recorded = g.on("recorded");
 });
 

@@ -7,7 +7,7 @@
  * rollup method from the Starknet fixture node.
  */
 import type { DescMessage, DescMethod, MessageInitShape } from "@bufbuild/protobuf";
-import { bytesToHex, concat, encodeFunctionData, type Hex, hexToBytes, keccak256, pad, toHex } from "viem";
+import { concat, encodeFunctionData, type Hex, hexToBytes, keccak256, pad, toHex } from "viem";
 import { afterAll, beforeAll, expect } from "vitest";
 import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { BlockTag } from "../../gen/nodegate/eth/v1/primitives_pb.js";
@@ -22,6 +22,7 @@ import { Code, type TypedDoor } from "./harness/doors.js";
 import { type NetworkDoors, openSpecGateway, type SpecGateway } from "./harness/gateway.js";
 import { expectData, expectQuantity } from "./harness/json-forms.js";
 import { specRule } from "./harness/spec-rule.js";
+import { hex } from "./harness/typed-values.js";
 
 const m = EthService.method;
 const table = createMethodTable();
@@ -31,7 +32,6 @@ const UNCLED_BLOCK_HASH: Hex = "0xc48fb64230a82f65a08e7280bd8745e7fea87bc7c20630
 const ROLLUP = "starknet_getTransactionByBlockIdAndIndex";
 const atNumber = (n: bigint) => ({ kind: { case: "number" as const, value: n } });
 const atTag = (tag: BlockTag) => ({ kind: { case: "tag" as const, value: tag } });
-const hex = (b: Uint8Array | undefined): Hex => bytesToHex(b ?? new Uint8Array());
 /** The -32602 a call gets without a required param. */
 const missing = (index: number, name: string) => ({ code: -32602, message: `missing value for required argument ${index} (${name})` });
 

@@ -16,10 +16,11 @@ import { type FixtureUpstream, loadFixture, startFixtureUpstream } from "../supp
 import { deployProbeScenario, type ProbeScenario } from "../support/probe-scenario.js";
 import { type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
 import { Code } from "./harness/doors.js";
-import { type NetworkDoors, openSpecGateway, type SpecGateway } from "./harness/gateway.js";
+import { type NetworkDoors, openLiveAndRecordedGateway, openSpecGateway, type SpecGateway } from "./harness/gateway.js";
 import { expectData, expectQuantity, expectTypedCarries } from "./harness/json-forms.js";
 import { nodeRpc } from "./harness/node-rpc.js";
 import { specRule } from "./harness/spec-rule.js";
+import { hex } from "./harness/typed-values.js";
 
 const m = EthService.method;
 const STORED = toEventSelector("Stored(address,uint256,bytes)");
@@ -60,13 +61,7 @@ beforeAll(async () => {
 
   recorder = await startProgrammableUpstream(() => ({ forward: anvil.url }));
   fixtures = await startFixtureUpstream(loadFixture("spec-shapes.json").recordings);
-  g = await openSpecGateway({
-    upstreamUrl: recorder.url,
-    networks: [
-      { name: "ethereum", family: "eth", upstreams: [{ label: "anvil", url: recorder.url }] },
-      { name: "recorded", family: "eth", upstreams: [{ label: "fixtures", url: fixtures.url }] },
-    ],
-  });
+  g = await openLiveAndRecordedGateway(recorder.url, fixtures.url);
   recorded = g.on("recorded");
 });
 
@@ -95,7 +90,6 @@ const PENDING = { kind: { case: "tag" as const, value: BlockTag.PENDING } };
 const inPair = () => logsOf({ blockHash: pairBlock.hash }, { blockHash: hexToBytes(pairBlock.hash) });
 const pendingLogs = () =>
   logsOf({ fromBlock: "pending", toBlock: "pending" }, { fromBlock: PENDING, toBlock: PENDING }, recorded);
-const hex = (b: Uint8Array | undefined): Hex => bytesToHex(b ?? new Uint8Array());
 
 /** A log row: every log carries the key in its typed form; then null on the pending log when the spec says so. */
 async function row(key: string, check: (logs: BothLogs) => void, nullWhenPending = false): Promise<void> {

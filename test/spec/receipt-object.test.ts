@@ -3,19 +3,18 @@
  * (eth_getTransactionReceipt is marked WS): receipts of a real Anvil, and a
  * pre-Byzantium receipt with root as geth answers it (execution-apis).
  */
-import { bytesToHex, encodeFunctionData, type Hex, hexToBytes, toEventSelector, toHex } from "viem";
+import { encodeFunctionData, type Hex, hexToBytes, toEventSelector, toHex } from "viem";
 import { afterAll, beforeAll, expect } from "vitest";
 import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
-import type { Uint256 } from "../../gen/nodegate/eth/v1/primitives_pb.js";
 import { type TransactionReceipt, TransactionReceiptSchema } from "../../gen/nodegate/eth/v1/receipt_pb.js";
-import { bytesToBigint } from "../../src/codec/hex.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { type FixtureUpstream, startFixtureUpstream } from "../support/fixture-upstream.js";
 import { deployProbeScenario, type ProbeScenario } from "../support/probe-scenario.js";
-import { conformanceRecordings, type NetworkDoors, openSpecGateway, type SpecGateway } from "./harness/gateway.js";
+import { conformanceRecordings, type NetworkDoors, openLiveAndRecordedGateway, type SpecGateway } from "./harness/gateway.js";
 import { expectData, expectQuantity, expectTypedCarries } from "./harness/json-forms.js";
 import { nodeRpc } from "./harness/node-rpc.js";
 import { specRule } from "./harness/spec-rule.js";
+import { hex, u256 } from "./harness/typed-values.js";
 
 const m = EthService.method;
 /** A pre-Byzantium value transfer on the execution-apis test chain (geth's answer has root, not status). */
@@ -30,8 +29,6 @@ let recorded: NetworkDoors;
 let pair: [Hex, Hex];
 let failed: Hex;
 
-const u256 = (v: Uint256 | undefined): bigint => bytesToBigint(v?.value ?? new Uint8Array());
-const hex = (b: Uint8Array | undefined): Hex => bytesToHex(b ?? new Uint8Array());
 
 const anvilRpc = (method: string, params: unknown[]): Promise<unknown> => nodeRpc(anvil.url, method, params);
 
@@ -51,13 +48,7 @@ beforeAll(async () => {
   failed = (await anvilRpc("eth_sendTransaction", [{ from: payer, to: s.address, gas: "0x30000", data: failData }])) as Hex;
 
   fixtures = await startFixtureUpstream(conformanceRecordings(["tests/eth_getTransactionReceipt/get-legacy-receipt.io"]));
-  g = await openSpecGateway({
-    upstreamUrl: anvil.url,
-    networks: [
-      { name: "ethereum", family: "eth", upstreams: [{ label: "anvil", url: anvil.url }] },
-      { name: "recorded", family: "eth", upstreams: [{ label: "fixtures", url: fixtures.url }] },
-    ],
-  });
+  g = await openLiveAndRecordedGateway(anvil.url, fixtures.url);
   recorded = g.on("recorded");
 });
 

@@ -17,7 +17,7 @@ import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { createMethodTable } from "../../src/methods/default-table.js";
 import { type FixtureUpstream, loadFixture, startFixtureUpstream } from "../support/fixture-upstream.js";
 import { deployProbeScenario, type ProbeScenario } from "../support/probe-scenario.js";
-import { type NetworkDoors, openSpecGateway, type SpecGateway } from "./harness/gateway.js";
+import { type NetworkDoors, openLiveAndRecordedGateway, type SpecGateway } from "./harness/gateway.js";
 import { typedJson } from "./harness/json-forms.js";
 import { nodeRpc } from "./harness/node-rpc.js";
 import { specRule } from "./harness/spec-rule.js";
@@ -43,13 +43,7 @@ beforeAll(async () => {
   const store = encodeFunctionData({ abi: s.probe.abi, functionName: "store", args: [43n, "0xcafe"] });
   pendingHash = (await anvilRpc("eth_sendTransaction", [{ from: s.sender, to: s.address, data: store }])) as Hex;
   fixtures = await startFixtureUpstream(loadFixture("spec-shapes.json").recordings);
-  g = await openSpecGateway({
-    upstreamUrl: anvil.url,
-    networks: [
-      { name: "ethereum", family: "eth", upstreams: [{ label: "anvil", url: anvil.url }] },
-      { name: "recorded", family: "eth", upstreams: [{ label: "fixtures", url: fixtures.url }] },
-    ],
-  });
+  g = await openLiveAndRecordedGateway(anvil.url, fixtures.url);
   recorded = g.on("recorded");
 });
 

@@ -5,18 +5,18 @@
  * transactions (a value transfer and a call), and a transaction left pending.
  */
 import { create } from "@bufbuild/protobuf";
-import { bytesToHex, encodeFunctionData, type Hex, hexToBytes, toHex } from "viem";
+import { encodeFunctionData, type Hex, hexToBytes, toHex } from "viem";
 import { afterAll, beforeAll, expect } from "vitest";
 import { EthService, GetTransactionByBlockNumberAndIndexRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import type { Uint256 } from "../../gen/nodegate/eth/v1/primitives_pb.js";
 import { type Transaction, TransactionSchema } from "../../gen/nodegate/eth/v1/transaction_pb.js";
-import { bytesToBigint } from "../../src/codec/hex.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { deployProbeScenario, type Mined, type ProbeScenario, STORED_SLOT } from "../support/probe-scenario.js";
 import { openSpecGateway, type SpecGateway } from "./harness/gateway.js";
 import { expectData, expectQuantity, expectTypedCarries, QUANTITY } from "./harness/json-forms.js";
 import { nodeRpc } from "./harness/node-rpc.js";
 import { specRule } from "./harness/spec-rule.js";
+import { hex, u256 } from "./harness/typed-values.js";
 
 const m = EthService.method;
 const CHAIN_ID = 31337n;
@@ -30,8 +30,6 @@ let pairBlock: bigint;
 let pendingHash: Hex;
 let payer: Hex;
 
-const u256 = (v: Uint256 | undefined): bigint => bytesToBigint(v?.value ?? new Uint8Array());
-const hex = (b: Uint8Array | undefined): Hex => bytesToHex(b ?? new Uint8Array());
 
 const anvilRpc = (method: string, params: unknown[]): Promise<unknown> => nodeRpc(anvil.url, method, params);
 

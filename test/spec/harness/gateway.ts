@@ -94,3 +94,18 @@ export function conformanceRecordings(files: readonly string[]): Recording[] {
   if (wanted.size > 0) throw new Error(`no conformance recording for ${[...wanted].join(", ")}`);
   return found;
 }
+
+/**
+ * A gateway with two Ethereum networks: "ethereum" (the default) on a live
+ * node, and "recorded" answering from fixtures, for what the live node cannot
+ * produce (uncles, pending states of other clients, older forks).
+ */
+export function openLiveAndRecordedGateway(liveUrl: string, fixturesUrl: string): Promise<SpecGateway> {
+  return openSpecGateway({
+    upstreamUrl: liveUrl,
+    networks: [
+      { name: "ethereum", family: "eth", upstreams: [{ label: "anvil", url: liveUrl }] },
+      { name: "recorded", family: "eth", upstreams: [{ label: "fixtures", url: fixturesUrl }] },
+    ],
+  });
+}
