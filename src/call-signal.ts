@@ -5,8 +5,8 @@
  * door and in-flight coalescing create per request: on Node 20 an
  * AbortController with its EventTarget costs several microseconds per
  * request (setMaxListeners alone about 5 us), a noticeable share of a small
- * call's whole budget. Signals never leave nodegate's code (undici is driven
- * through its dispatch API), so the plain class is enough.
+ * call's whole budget. Signals never leave nodegate's code (the upstream
+ * clients take a cancel call, not a signal), so the plain class is enough.
  */
 export interface CallSignal {
   readonly aborted: boolean;

@@ -1,0 +1,506 @@
+/**
+ * A small HTTP/1.1 keep-alive client for one origin, made for what nodegate
+ * sends a node: a POST with a JSON body, one request per connection at a time.
+ *
+ * Why not undici: per small call, undici's general machinery (request and
+ * handler objects, its wasm parser's callbacks, header validation, timers)
+ * cost about 25 us of CPU on the benchmark's machine, an eighth of a proxied
+ * call. Here a request is one write of a prebuilt head and the body, and a
+ * reply is read by a parser that only knows what a JSON-RPC answer needs:
+ * the status, the headers as a plain object, and the body framed by
+ * content-length, chunked encoding or the connection's end.
+ *
+ * Connections are kept open between calls (LIFO, so a few stay warm) and
+ * closed once idle past the keep-alive time (or sooner, as the server's
+ * `Keep-Alive: timeout=N` says). A call that finds its reused connection
+ * closed before any byte of the reply is sent once more on a new connection
+ * when it is safe to repeat.
+ */
+import net from "node:net";
+import tls from "node:tls";
+
+export interface Http1PoolOptions {
+  /** The node's origin and path (credentials are not read here). */
+  url: URL;
+  /** Most connections open at once; further calls wait in order. */
+  connections: number;
+  /** Headers sent with every request (names as they are to be written). */
+  headers: Record<string, string>;
+  /** Idle connections are closed after this long (sooner when the server's keep-alive hint says so). */
+  keepAliveMs: number;
+  /** Longest reply head accepted. Default 64 KiB. */
+  maxHeadBytes?: number;
+  /** Extra TLS options for https origins (a private CA, say). */
+  tls?: tls.ConnectionOptions;
+}
+
+export interface Http1Reply {
+  statusCode: number;
+  /** Header names in lower case; repeated headers joined with ", ". */
+  headers: Record<string, string>;
+  /** The body as it arrived (views of the socket's read buffers, never reused by Node). */
+  chunks: Buffer[];
+  length: number;
+  /** The body's end was marked (content-length or chunked encoding), not only the connection closing. */
+  framed: boolean;
+}
+
+/** A reply nodegate cannot read as HTTP/1.1, or a connection that ended before its reply did. */
+export class Http1Error extends Error {
+  readonly code: string;
+  constructor(code: string, message: string) {
+    super(message);
+    this.name = "Http1Error";
+    this.code = code;
+  }
+}
+
+/** One request and its reply; `cancel` ends it at any point (queued, connecting, or mid-reply). */
+export class Http1Call {
+  readonly reply: Promise<Http1Reply>;
+  /** The request's bytes: head and body, written at once. */
+  readonly text: string;
+  /** May be sent again when its reused connection turns out to be closed. */
+  readonly repeatable: boolean;
+  /** Called with the reply or the error, once. */
+  #resolve!: (reply: Http1Reply) => void;
+  #reject!: (err: unknown) => void;
+  #pool: Http1Pool;
+  connection: Connection | undefined;
+  settled = false;
+  repeated = false;
+
+  constructor(pool: Http1Pool, text: string, repeatable: boolean) {
+    this.#pool = pool;
+    this.text = text;
+    this.repeatable = repeatable;
+    this.reply = new Promise((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+  }
+
+  cancel(reason: Error): void {
+    if (this.settled) return;
+    const connection = this.connection;
+    this.fail(reason);
+    // A connection with a request on the wire cannot be reused: its reply would come to the next call.
+    if (connection !== undefined) connection.destroy();
+    else this.#pool.unqueue(this);
+  }
+
+  succeed(reply: Http1Reply): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.connection = undefined;
+    this.#resolve(reply);
+  }
+
+  fail(err: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.connection = undefined;
+    this.#reject(err);
+  }
+}
+
+const enum Stage {
+  Head,
+  LengthBody,
+  ChunkSize,
+  ChunkData,
+  ChunkDataEnd,
+  Trailers,
+  UntilClose,
+}
+
+const CRLF_CRLF = Buffer.from("\r\n\r\n");
+const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: |$)/;
+const CHUNK_SIZE = /^[0-9A-Fa-f]{1,15}(?:[ \t]*;.*)?[ \t]*$/;
+const MAX_LINE = 8 * 1024;
+
+/** One socket to the node and the reader of the replies that come over it. */
+class Connection {
+  readonly #pool: Http1Pool;
+  readonly socket: net.Socket;
+  call: Http1Call | undefined;
+  /** This connection has carried a complete exchange (so the server may close it under a new request). */
+  #used = false;
+  idleSince = 0;
+  /** How long this connection may stay idle (the pool's keep-alive, or the server's hint). */
+  idleLimitMs: number;
+  #closed = false;
+
+  // The reply being read.
+  #stage = Stage.Head;
+  #head: Buffer | undefined;
+  #received = false;
+  #statusCode = 0;
+  #headers: Record<string, string> = {};
+  #chunks: Buffer[] = [];
+  #length = 0;
+  #remaining = 0;
+  #line = "";
+  #keepAlive = true;
+
+  constructor(pool: Http1Pool, connect: () => net.Socket) {
+    this.#pool = pool;
+    this.idleLimitMs = pool.keepAliveMs;
+    this.socket = connect();
+    this.socket.setNoDelay(true);
+    this.socket.setKeepAlive(true, 60_000);
+    this.socket.on("data", (data: Buffer) => this.#read(data));
+    this.socket.on("end", () => this.#ended());
+    this.socket.on("error", (err: Error) => this.#lost(err));
+    this.socket.on("close", () => this.#lost(new Http1Error("ECONNRESET", "connection closed")));
+  }
+
+  start(call: Http1Call): void {
+    this.call = call;
+    call.connection = this;
+    this.#stage = Stage.Head;
+    this.#head = undefined;
+    this.#received = false;
+    this.#chunks = [];
+    this.#length = 0;
+    this.socket.write(call.text);
+  }
+
+  destroy(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.call = undefined;
+    this.socket.destroy();
+    this.#pool.closed(this);
+  }
+
+  /** The socket ended, failed or closed: the call on it (if any) fails, or is sent again. */
+  #lost(err: Error): void {
+    const call = this.call;
+    this.call = undefined;
+    if (!this.#closed) {
+      this.#closed = true;
+      this.socket.destroy();
+      this.#pool.closed(this);
+    }
+    if (call === undefined || call.settled) return;
+    if (this.#used && !this.#received && call.repeatable && !call.repeated) {
+      // The server closed a kept-alive connection as the request went out: nothing was answered.
+      call.repeated = true;
+      call.connection = undefined;
+      this.#pool.resend(call);
+      return;
+    }
+    call.fail(err);
+  }
+
+  #ended(): void {
+    if (this.call !== undefined && this.#stage === Stage.UntilClose) {
+      this.#finish(false);
+      return;
+    }
+    const what = this.#received ? "the connection closed before the reply ended" : "the connection closed before a reply";
+    this.#lost(new Http1Error("ECONNRESET", what));
+  }
+
+  #read(data: Buffer): void {
+    if (this.call === undefined) {
+      // Bytes nobody asked for: this connection cannot be trusted with the next request.
+      this.destroy();
+      return;
+    }
+    this.#received = true;
+    try {
+      this.#parse(data);
+    } catch (err) {
+      const call = this.call;
+      this.destroy();
+      call?.fail(err);
+    }
+  }
+
+  #parse(data: Buffer): void {
+    let at = 0;
+    while (at < data.length && this.call !== undefined) {
+      switch (this.#stage) {
+        case Stage.Head: {
+          at = this.#readHead(data, at);
+          break;
+        }
+        case Stage.LengthBody: {
+          const take = Math.min(this.#remaining, data.length - at);
+          this.#push(at === 0 && take === data.length ? data : data.subarray(at, at + take));
+          at += take;
+          this.#remaining -= take;
+          if (this.#remaining === 0) at = this.#finishAt(data, at);
+          break;
+        }
+        case Stage.UntilClose: {
+          this.#push(at === 0 ? data : data.subarray(at));
+          at = data.length;
+          break;
+        }
+        case Stage.ChunkData: {
+          const take = Math.min(this.#remaining, data.length - at);
+          this.#push(data.subarray(at, at + take));
+          at += take;
+          this.#remaining -= take;
+          if (this.#remaining === 0) {
+            this.#stage = Stage.ChunkDataEnd;
+            this.#line = "";
+          }
+          break;
+        }
+        case Stage.ChunkSize:
+        case Stage.ChunkDataEnd:
+        case Stage.Trailers: {
+          const end = data.indexOf(10, at);
+          const piece = data.toString("latin1", at, end < 0 ? data.length : end + 1);
+          at = end < 0 ? data.length : end + 1;
+          this.#line += piece;
+          if (this.#line.length > MAX_LINE) throw new Http1Error("HPE_CHUNK", "chunk framing line too long");
+          if (end >= 0) {
+            const line = this.#line.endsWith("\r\n") ? this.#line.slice(0, -2) : this.#line.slice(0, -1);
+            this.#line = "";
+            if (this.#chunkLine(line)) at = this.#finishAt(data, at);
+          }
+          break;
+        }
+      }
+    }
+  }
+
+  /** A line of chunked framing; true when the body (and its trailers) ended. */
+  #chunkLine(line: string): boolean {
+    if (this.#stage === Stage.ChunkDataEnd) {
+      if (line !== "") throw new Http1Error("HPE_CHUNK", "chunk data longer than its size");
+      this.#stage = Stage.ChunkSize;
+      return false;
+    }
+    if (this.#stage === Stage.Trailers) return line === "";
+    if (!CHUNK_SIZE.test(line)) throw new Http1Error("HPE_CHUNK", "invalid chunk size");
+    const size = Number.parseInt(line, 16);
+    if (size === 0) {
+      this.#stage = Stage.Trailers;
+      return false;
+    }
+    this.#remaining = size;
+    this.#stage = Stage.ChunkData;
+    return false;
+  }
+
+  #push(chunk: Buffer): void {
+    this.#chunks.push(chunk);
+    this.#length += chunk.length;
+  }
+
+  /** Reads (part of) a reply head from `data` at `at`; returns where the rest of `data` starts. */
+  #readHead(data: Buffer, at: number): number {
+    const max = this.#pool.maxHeadBytes;
+    const earlier = this.#head;
+    // A head split across reads is joined with what came before it.
+    const buffer = earlier === undefined ? data : Buffer.concat([earlier, data.subarray(at)]);
+    const from = earlier === undefined ? at : 0;
+    const end = buffer.indexOf(CRLF_CRLF, earlier === undefined ? at : Math.max(0, earlier.length - 3));
+    if (end < 0) {
+      if (buffer.length - from > max) throw new Http1Error("HPE_HEADER_OVERFLOW", "reply head too large");
+      this.#head = earlier === undefined ? Buffer.from(data.subarray(at)) : buffer;
+      return data.length;
+    }
+    if (end - from > max) throw new Http1Error("HPE_HEADER_OVERFLOW", "reply head too large");
+    this.#head = undefined;
+    this.#startBody(buffer.toString("latin1", from, end));
+    // buffer is earlier + data[at..], so its offset end + 4 is data's offset at + (end + 4 - earlier.length).
+    const next = earlier === undefined ? end + 4 : at + end + 4 - earlier.length;
+    if (this.#stage === Stage.LengthBody && this.#remaining === 0) return this.#finishAt(data, next);
+    return next;
+  }
+
+  #startBody(head: string): void {
+    const lines = head.split("\r\n");
+    const status = STATUS_LINE.exec(lines[0] as string);
+    if (status === null) throw new Http1Error("HPE_INVALID_CONSTANT", "not an HTTP/1.x reply");
+    const minor = status[1];
+    const statusCode = Number(status[2]);
+    const headers: Record<string, string> = {};
+    for (let i = 1; i < lines.length; i++) {
+      const line = lines[i] as string;
+      const colon = line.indexOf(":");
+      if (colon <= 0) throw new Http1Error("HPE_INVALID_HEADER_TOKEN", "invalid reply header line");
+      const name = line.slice(0, colon).trim().toLowerCase();
+      const value = line.slice(colon + 1).trim();
+      const before = headers[name];
+      headers[name] = before === undefined ? value : `${before}, ${value}`;
+    }
+    if (statusCode >= 100 && statusCode < 200) return; // 100 Continue and the like: the reply proper comes next
+    this.#statusCode = statusCode;
+    this.#headers = headers;
+    const connection = headers.connection?.toLowerCase() ?? "";
+    this.#keepAlive = minor === "1" ? !connection.includes("close") : connection.includes("keep-alive");
+    const hint = headers["keep-alive"] === undefined ? undefined : /timeout=(\d+)/i.exec(headers["keep-alive"]);
+    if (hint) this.idleLimitMs = Math.min(this.#pool.keepAliveMs, Math.max(Number(hint[1]) * 1000 - 1000, 500));
+    const transferEncoding = headers["transfer-encoding"];
+    const contentLength = headers["content-length"];
+    if (statusCode === 204 || statusCode === 304) {
+      this.#stage = Stage.LengthBody;
+      this.#remaining = 0;
+    } else if (transferEncoding !== undefined && /(?:^|,)\s*chunked\s*$/i.test(transferEncoding)) {
+      this.#stage = Stage.ChunkSize;
+      this.#line = "";
+    } else if (transferEncoding !== undefined) {
+      this.#stage = Stage.UntilClose;
+      this.#keepAlive = false;
+    } else if (contentLength !== undefined) {
+      if (!/^\d{1,15}$/.test(contentLength)) throw new Http1Error("HPE_INVALID_CONTENT_LENGTH", "invalid content-length");
+      this.#stage = Stage.LengthBody;
+      this.#remaining = Number(contentLength);
+    } else {
+      this.#stage = Stage.UntilClose;
+      this.#keepAlive = false;
+    }
+  }
+
+  /** The reply ended at `at` of `data`; returns data.length (nothing more is read from this data). */
+  #finishAt(data: Buffer, at: number): number {
+    // Bytes after the reply: the server is out of step, so the connection is not reused.
+    if (at < data.length) this.#keepAlive = false;
+    this.#finish(true);
+    return data.length;
+  }
+
+  #finish(framed: boolean): void {
+    const call = this.call as Http1Call;
+    this.call = undefined;
+    const reply: Http1Reply = { statusCode: this.#statusCode, headers: this.#headers, chunks: this.#chunks, length: this.#length, framed };
+    this.#chunks = [];
+    if (framed && this.#keepAlive) {
+      this.#used = true;
+      this.#pool.release(this);
+    } else {
+      this.destroy();
+    }
+    call.succeed(reply);
+  }
+}
+
+export class Http1Pool {
+  readonly keepAliveMs: number;
+  readonly maxHeadBytes: number;
+  readonly #connections: number;
+  readonly #prefix: string;
+  readonly #connect: () => net.Socket;
+  readonly #idle: Connection[] = [];
+  readonly #open = new Set<Connection>();
+  #queue: Http1Call[] = [];
+  #sweeper: NodeJS.Timeout | undefined;
+  #closed = false;
+
+  constructor(options: Http1PoolOptions) {
+    const { url } = options;
+    this.keepAliveMs = options.keepAliveMs;
+    this.maxHeadBytes = options.maxHeadBytes ?? 64 * 1024;
+    this.#connections = Math.max(1, options.connections);
+    const path = `${url.pathname}${url.search}` || "/";
+    let head = `POST ${path} HTTP/1.1\r\nhost: ${url.host}\r\n`;
+    for (const [name, value] of Object.entries(options.headers)) head += `${name}: ${value}\r\n`;
+    this.#prefix = `${head}content-length: `;
+    const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
+    const secure = url.protocol === "https:";
+    const port = Number(url.port) || (secure ? 443 : 80);
+    this.#connect = secure
+      ? () => tls.connect({ host, port, ...(net.isIP(host) ? {} : { servername: host }), ALPNProtocols: ["http/1.1"], ...options.tls })
+      : () => net.connect({ host, port });
+  }
+
+  /** Sends `body` (JSON text) as a POST; `repeatable` when the call is safe to send twice. */
+  request(body: string, repeatable: boolean): Http1Call {
+    const call = new Http1Call(this, `${this.#prefix}${Buffer.byteLength(body)}\r\n\r\n${body}`, repeatable);
+    if (this.#closed) call.fail(new Http1Error("ECONNREFUSED", "client closed"));
+    else this.#send(call, false);
+    return call;
+  }
+
+  #send(call: Http1Call, fresh: boolean): void {
+    if (!fresh) {
+      const now = Date.now();
+      let connection;
+      while ((connection = this.#idle.pop()) !== undefined) {
+        if (now - connection.idleSince < connection.idleLimitMs) {
+          connection.start(call);
+          return;
+        }
+        connection.destroy();
+      }
+    }
+    if (this.#open.size < this.#connections) {
+      this.#openFor(call);
+      return;
+    }
+    if (fresh) this.#queue.unshift(call);
+    else this.#queue.push(call);
+  }
+
+  #openFor(call: Http1Call): void {
+    const connection = new Connection(this, this.#connect);
+    this.#open.add(connection);
+    connection.start(call);
+  }
+
+  /** Sends a call again, on a new connection (its reused one was closed under it). */
+  resend(call: Http1Call): void {
+    if (this.#closed) call.fail(new Http1Error("ECONNRESET", "client closed"));
+    else this.#send(call, true);
+  }
+
+  unqueue(call: Http1Call): void {
+    const i = this.#queue.indexOf(call);
+    if (i >= 0) this.#queue.splice(i, 1);
+  }
+
+  /** A connection finished its exchange and may carry the next. */
+  release(connection: Connection): void {
+    const next = this.#queue.shift();
+    if (next !== undefined) {
+      connection.start(next);
+      return;
+    }
+    connection.idleSince = Date.now();
+    this.#idle.push(connection);
+    this.#sweeper ??= setInterval(() => this.#sweep(), 1000).unref();
+  }
+
+  /** A connection is gone: its place may go to a waiting call. */
+  closed(connection: Connection): void {
+    this.#open.delete(connection);
+    const i = this.#idle.indexOf(connection);
+    if (i >= 0) this.#idle.splice(i, 1);
+    if (this.#closed) return;
+    const next = this.#queue.shift();
+    if (next !== undefined) this.#openFor(next);
+  }
+
+  /** Closes connections idle past their limit, so none is reused just as the server drops it. */
+  #sweep(): void {
+    const now = Date.now();
+    for (const connection of [...this.#idle]) if (now - connection.idleSince >= connection.idleLimitMs) connection.destroy();
+    if (this.#idle.length === 0 && this.#sweeper !== undefined) {
+      clearInterval(this.#sweeper);
+      this.#sweeper = undefined;
+    }
+  }
+
+  /** Ends every connection; calls still waiting or in flight fail. */
+  close(): void {
+    this.#closed = true;
+    if (this.#sweeper !== undefined) clearInterval(this.#sweeper);
+    this.#sweeper = undefined;
+    const queued = this.#queue;
+    this.#queue = [];
+    for (const call of queued) call.fail(new Http1Error("ECONNRESET", "client closed"));
+    for (const connection of [...this.#open]) {
+      const call = connection.call;
+      connection.destroy();
+      call?.fail(new Http1Error("ECONNRESET", "client closed"));
+    }
+  }
+}
