@@ -89,7 +89,20 @@ export class LineBatcher implements DestinationStream {
 /** Lines pending for stdout beyond this are dropped (a stuck log reader must not grow memory without bound). */
 const MAX_PENDING_BYTES = 16 * 1024 * 1024;
 
+/** Loggers made here: their options are known, so request lines may be written as text (request-line.ts). */
+const made = new WeakSet<Logger>();
+
+export function madeByCreateLogger(log: Logger): boolean {
+  return made.has(log);
+}
+
 export function createLogger(level: string, destination?: DestinationStream): Logger {
+  const log = createPinoLogger(level, destination);
+  made.add(log);
+  return log;
+}
+
+function createPinoLogger(level: string, destination?: DestinationStream): Logger {
   const options: LoggerOptions = { level, redact: { paths: REDACT_PATHS, censor: "[redacted]" }, base: { service: "nodegate" } };
   if (destination) return pino(options, destination);
   // minLength 1: flush(callback) waits until everything handed over is written.

@@ -2,22 +2,31 @@
 import type { Gateway } from "../gateway.js";
 import { observeCall } from "../observability/request-log.js";
 import type { CallRecord } from "./answer.js";
+import { writeRequestLine } from "../observability/request-line.js";
 
-export function logAnswer(gateway: Gateway, door: string, calls: readonly CallRecord[], started: number, fields: Record<string, unknown>): void {
+/** What the door adds to the line: the HTTP status (or the answer's), the network asked for, the request id (HTTP). */
+export interface AnswerFields {
+  status: number;
+  network: string | undefined;
+  requestId?: string;
+}
+
+export function logAnswer(gateway: Gateway, door: string, calls: readonly CallRecord[], started: number, fields: AnswerFields): void {
   const ms = performance.now() - started;
   for (const call of calls) {
     const label = gateway.table.byJsonRpc(call.method) || gateway.passesThrough(call.method) ? call.method : "other";
     observeCall(gateway.metrics, door, label, call.outcome, ms / 1000);
   }
-  gateway.log.info(
-    {
-      door,
-      method: calls.length <= 1 ? calls[0]?.method : `batch(${calls.length})`,
-      ...(calls.length > 1 ? { methods: calls.slice(0, 10).map((c) => c.method) } : {}),
-      errors: calls.filter((c) => c.outcome !== "ok").length,
-      ...fields,
-      ms: Math.round(ms * 100) / 100,
-    },
-    "request",
-  );
+  let errors = 0;
+  for (const call of calls) if (call.outcome !== "ok") errors++;
+  writeRequestLine(gateway.log, "info", {
+    door,
+    method: calls.length <= 1 ? calls[0]?.method : `batch(${calls.length})`,
+    methods: calls.length > 1 ? calls.slice(0, 10).map((c) => c.method) : undefined,
+    errors,
+    status: fields.status,
+    network: fields.network,
+    requestId: fields.requestId,
+    ms: Math.round(ms * 100) / 100,
+  });
 }

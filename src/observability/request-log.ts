@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { Metrics } from "./metrics.js";
+import { writeRequestLine } from "./request-line.js";
 
 export const REQUEST_ID_HEADER = "x-request-id";
 
@@ -33,7 +34,7 @@ export function logTypedCall(log: Logger, metrics: Metrics, door: string, method
   const status = error === undefined ? "ok" : Code[error.code];
   observeCall(metrics, door, method, status, ms / 1000);
   const level = error !== undefined && (error.code === Code.Internal || error.code === Code.Unknown) ? "warn" : "info";
-  log[level]({ door, method, requestId, status, ...(error === undefined ? {} : { error: error.rawMessage.slice(0, 200) }), ms: Math.round(ms * 100) / 100 }, "request");
+  writeRequestLine(log, level, { door, method, requestId, status, error: error?.rawMessage.slice(0, 200), ms: Math.round(ms * 100) / 100 });
 }
 
 /** Connect interceptor: logs and counts each typed call and returns its request id in a header. */
