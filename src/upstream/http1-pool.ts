@@ -119,6 +119,18 @@ const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: |$)/;
 const CHUNK_SIZE = /^[0-9A-Fa-f]{1,15}(?:[ \t]*;.*)?[ \t]*$/;
 const MAX_LINE = 8 * 1024;
 
+/** The value of a run of 1 to 15 decimal digits, or -1 for anything else. */
+function decimal(text: string): number {
+  if (text.length === 0 || text.length > 15) return -1;
+  let value = 0;
+  for (let i = 0; i < text.length; i++) {
+    const digit = text.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return -1;
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
 /** One socket to the node and the reader of the replies that come over it. */
 class Connection {
   readonly #pool: Http1Pool;
@@ -142,6 +154,8 @@ class Connection {
   #remaining = 0;
   #line = "";
   #keepAlive = true;
+  /** The last Keep-Alive header seen on this connection. */
+  #hint: string | undefined;
 
   constructor(pool: Http1Pool, connect: () => net.Socket) {
     this.#pool = pool;
@@ -317,28 +331,36 @@ class Connection {
   }
 
   #startBody(head: string): void {
-    const lines = head.split("\r\n");
-    const status = STATUS_LINE.exec(lines[0] as string);
+    const statusEnd = head.indexOf("\r\n");
+    const status = STATUS_LINE.exec(statusEnd < 0 ? head : head.slice(0, statusEnd));
     if (status === null) throw new Http1Error("HPE_INVALID_CONSTANT", "not an HTTP/1.x reply");
-    const minor = status[1];
     const statusCode = Number(status[2]);
     const headers: Record<string, string> = {};
-    for (let i = 1; i < lines.length; i++) {
-      const line = lines[i] as string;
-      const colon = line.indexOf(":");
-      if (colon <= 0) throw new Http1Error("HPE_INVALID_HEADER_TOKEN", "invalid reply header line");
-      const name = line.slice(0, colon).trim().toLowerCase();
-      const value = line.slice(colon + 1).trim();
+    let at = statusEnd < 0 ? head.length : statusEnd + 2;
+    while (at < head.length) {
+      let end = head.indexOf("\r\n", at);
+      if (end < 0) end = head.length;
+      const colon = head.indexOf(":", at);
+      if (colon <= at || colon > end) throw new Http1Error("HPE_INVALID_HEADER_TOKEN", "invalid reply header line");
+      const name = head.slice(at, colon).trim().toLowerCase();
+      const value = head.slice(colon + 1, end).trim();
       const before = headers[name];
       headers[name] = before === undefined ? value : `${before}, ${value}`;
+      at = end + 2;
     }
     if (statusCode >= 100 && statusCode < 200) return; // 100 Continue and the like: the reply proper comes next
     this.#statusCode = statusCode;
     this.#headers = headers;
-    const connection = headers.connection?.toLowerCase() ?? "";
-    this.#keepAlive = minor === "1" ? !connection.includes("close") : connection.includes("keep-alive");
-    const hint = headers["keep-alive"] === undefined ? undefined : /timeout=(\d+)/i.exec(headers["keep-alive"]);
-    if (hint) this.idleLimitMs = Math.min(this.#pool.keepAliveMs, Math.max(Number(hint[1]) * 1000 - 1000, 500));
+    const connection = headers.connection;
+    if (status[1] === "1") this.#keepAlive = connection === undefined || !/close/i.test(connection);
+    else this.#keepAlive = connection !== undefined && /keep-alive/i.test(connection);
+    const hint = headers["keep-alive"];
+    if (hint !== undefined && hint !== this.#hint) {
+      // The same hint comes with every reply: it is read once per connection.
+      this.#hint = hint;
+      const seconds = /timeout=(\d+)/i.exec(hint);
+      if (seconds) this.idleLimitMs = Math.min(this.#pool.keepAliveMs, Math.max(Number(seconds[1]) * 1000 - 1000, 500));
+    }
     const transferEncoding = headers["transfer-encoding"];
     const contentLength = headers["content-length"];
     if (statusCode === 204 || statusCode === 304) {
@@ -351,9 +373,10 @@ class Connection {
       this.#stage = Stage.UntilClose;
       this.#keepAlive = false;
     } else if (contentLength !== undefined) {
-      if (!/^\d{1,15}$/.test(contentLength)) throw new Http1Error("HPE_INVALID_CONTENT_LENGTH", "invalid content-length");
+      const length = decimal(contentLength);
+      if (length < 0) throw new Http1Error("HPE_INVALID_CONTENT_LENGTH", "invalid content-length");
       this.#stage = Stage.LengthBody;
-      this.#remaining = Number(contentLength);
+      this.#remaining = length;
     } else {
       this.#stage = Stage.UntilClose;
       this.#keepAlive = false;
