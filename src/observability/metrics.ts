@@ -2,34 +2,42 @@
  * Prometheus metrics (prom-client), one registry per nodegate instance:
  * requests by method, front door and outcome with latency histograms;
  * upstream latency, errors and failovers; open WebSockets and streams.
- * Served at /metrics.
+ * Served at /metrics. The three every call touches are call-metrics.ts's
+ * lighter counter and histograms.
  */
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
+import { CallCounter, CallHistogram } from "./call-metrics.js";
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 export class Metrics {
   readonly registry = new Registry();
-  readonly requests = new Counter({
-    name: "nodegate_requests_total",
-    help: "Requests by front door, method and outcome (ok, or the gRPC status / JSON-RPC error code).",
-    labelNames: ["door", "method", "outcome"] as const,
-    registers: [this.registry],
-  });
-  readonly requestSeconds = new Histogram({
-    name: "nodegate_request_duration_seconds",
-    help: "Request latency by front door and method.",
-    labelNames: ["door", "method"] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
-  readonly upstreamSeconds = new Histogram({
-    name: "nodegate_upstream_duration_seconds",
-    help: "Upstream call latency by network and upstream.",
-    labelNames: ["network", "upstream"] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
+  /** Label values in order: door, method, outcome. */
+  readonly requests = this.#registered(
+    new CallCounter({
+      name: "nodegate_requests_total",
+      help: "Requests by front door, method and outcome (ok, or the gRPC status / JSON-RPC error code).",
+      labelNames: ["door", "method", "outcome"],
+    }),
+  );
+  /** Label values in order: door, method. */
+  readonly requestSeconds = this.#registered(
+    new CallHistogram({
+      name: "nodegate_request_duration_seconds",
+      help: "Request latency by front door and method.",
+      labelNames: ["door", "method"],
+      buckets: LATENCY_BUCKETS,
+    }),
+  );
+  /** Label values in order: network, upstream. */
+  readonly upstreamSeconds = this.#registered(
+    new CallHistogram({
+      name: "nodegate_upstream_duration_seconds",
+      help: "Upstream call latency by network and upstream.",
+      labelNames: ["network", "upstream"],
+      buckets: LATENCY_BUCKETS,
+    }),
+  );
   readonly upstreamErrors = new Counter({
     name: "nodegate_upstream_errors_total",
     help: "Upstream calls that failed, by network, upstream and kind (outage, node_error).",
@@ -64,6 +72,12 @@ export class Metrics {
     labelNames: ["network", "kind"] as const,
     registers: [this.registry],
   });
+
+  #registered<T extends CallCounter | CallHistogram>(metric: T): T {
+    // The registry reads a metric through name, help, type, get() and reset(): these have them.
+    this.registry.registerMetric(metric as unknown as Parameters<Registry["registerMetric"]>[0]);
+    return metric;
+  }
 
   constructor(options: { processMetrics?: boolean } = {}) {
     if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: "nodegate_" });

@@ -24,8 +24,8 @@ function typedDoor(contentType: string | null): string {
 
 /** Counts one call in the request metrics. */
 export function observeCall(metrics: Metrics, door: string, method: string, outcome: string, seconds: number): void {
-  metrics.requests.inc({ door, method, outcome });
-  metrics.requestSeconds.observe({ door, method }, seconds);
+  metrics.requests.inc([door, method, outcome]);
+  metrics.requestSeconds.observe([door, method], seconds);
 }
 
 /** The line and metrics of one typed unary call answered outside Connect (the lean gRPC lane). */

@@ -108,8 +108,7 @@ export class Network {
 
   async #try(member: Member, method: string, paramsText: string, options: NetworkCallOptions): Promise<UpstreamResult> {
     const ownDeadline = options.timeoutMs !== undefined;
-    const labels = { network: this.name, upstream: member.upstream.label };
-    const stop = this.#metrics?.upstreamSeconds.startTimer(labels);
+    const started = performance.now();
     try {
       const result = await member.upstream.call(method, paramsText, {
         signal: options.signal,
@@ -124,15 +123,15 @@ export class Network {
         member.breaker.release();
       } else if (isOutage(err)) {
         member.breaker.failure();
-        this.#metrics?.upstreamErrors.inc({ ...labels, kind: "outage" });
+        this.#metrics?.upstreamErrors.inc({ network: this.name, upstream: member.upstream.label, kind: "outage" });
       } else {
         member.breaker.success(); // it answered: the upstream is up
         this.lastAnswerAt = Date.now();
-        this.#metrics?.upstreamErrors.inc({ ...labels, kind: "node_error" });
+        this.#metrics?.upstreamErrors.inc({ network: this.name, upstream: member.upstream.label, kind: "node_error" });
       }
       throw err;
     } finally {
-      stop?.();
+      this.#metrics?.upstreamSeconds.observe([this.name, member.upstream.label], (performance.now() - started) / 1000);
     }
   }
 
