@@ -28,6 +28,8 @@ export interface Http1PoolOptions {
   headers: Record<string, string>;
   /** Idle connections are closed after this long (sooner when the server's keep-alive hint says so). */
   keepAliveMs: number;
+  /** A connection not established (TLS handshake included) within this long fails with ETIMEDOUT. Default 10 s. */
+  connectTimeoutMs?: number;
   /** Longest reply head accepted. Default 64 KiB. */
   maxHeadBytes?: number;
   /** Extra TLS options for https origins (a private CA, say). */
@@ -157,12 +159,15 @@ class Connection {
   /** The last Keep-Alive header seen on this connection. */
   #hint: string | undefined;
 
-  constructor(pool: Http1Pool, connect: () => net.Socket) {
+  constructor(pool: Http1Pool, connect: () => net.Socket, secure: boolean) {
     this.#pool = pool;
     this.idleLimitMs = pool.keepAliveMs;
     this.socket = connect();
     this.socket.setNoDelay(true);
     this.socket.setKeepAlive(true, 60_000);
+    // A node that takes the connection but never completes it would hold the call until its deadline.
+    this.socket.setTimeout(pool.connectTimeoutMs, () => this.#lost(new Http1Error("ETIMEDOUT", "connect timeout")));
+    this.socket.once(secure ? "secureConnect" : "connect", () => this.socket.setTimeout(0));
     this.socket.on("data", (data: Buffer) => this.#read(data));
     this.socket.on("end", () => this.#ended());
     this.socket.on("error", (err: Error) => this.#lost(err));
@@ -408,10 +413,12 @@ class Connection {
 
 export class Http1Pool {
   readonly keepAliveMs: number;
+  readonly connectTimeoutMs: number;
   readonly maxHeadBytes: number;
   readonly #connections: number;
   readonly #prefix: string;
   readonly #connect: () => net.Socket;
+  readonly #secure: boolean;
   readonly #idle: Connection[] = [];
   readonly #open = new Set<Connection>();
   #queue: Http1Call[] = [];
@@ -421,6 +428,7 @@ export class Http1Pool {
   constructor(options: Http1PoolOptions) {
     const { url } = options;
     this.keepAliveMs = options.keepAliveMs;
+    this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
     this.maxHeadBytes = options.maxHeadBytes ?? 64 * 1024;
     this.#connections = Math.max(1, options.connections);
     const path = `${url.pathname}${url.search}` || "/";
@@ -429,6 +437,7 @@ export class Http1Pool {
     this.#prefix = `${head}content-length: `;
     const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
     const secure = url.protocol === "https:";
+    this.#secure = secure;
     const port = Number(url.port) || (secure ? 443 : 80);
     this.#connect = secure
       ? () => tls.connect({ host, port, ...(net.isIP(host) ? {} : { servername: host }), ALPNProtocols: ["http/1.1"], ...options.tls })
@@ -464,7 +473,7 @@ export class Http1Pool {
   }
 
   #openFor(call: Http1Call): void {
-    const connection = new Connection(this, this.#connect);
+    const connection = new Connection(this, this.#connect, this.#secure);
     this.#open.add(connection);
     connection.start(call);
   }

@@ -339,6 +339,16 @@ describe("Http1Pool", () => {
     expect(server.closed).toBe(1);
   });
 
+  it("fails with ETIMEDOUT when a connection is taken but never completed (a TLS handshake nobody answers)", async () => {
+    const silent = await rawServer(() => {});
+    const p = new Http1Pool({ url: new URL(silent.url.replace("http:", "https:")), connections: 1, headers: {}, keepAliveMs: 1000, connectTimeoutMs: 200 });
+    pools.push(p);
+    await expect(p.request("{}", false).reply).rejects.toMatchObject({ code: "ETIMEDOUT" });
+    expect(silent.connections).toBe(1);
+    await sleep(50);
+    expect(silent.closed).toBe(1);
+  });
+
   it("speaks HTTP/1.1 over TLS to an https origin, checking the server's certificate", async () => {
     const dir = testTempDir("nodegate-http1-tls-");
     await promisify(execFile)("openssl", [
