@@ -419,6 +419,7 @@ export class Http1Pool {
   readonly #prefix: string;
   readonly #connect: () => net.Socket;
   readonly #secure: boolean;
+  #tlsSession: Buffer | undefined;
   readonly #idle: Connection[] = [];
   readonly #open = new Set<Connection>();
   #queue: Http1Call[] = [];
@@ -440,7 +441,14 @@ export class Http1Pool {
     this.#secure = secure;
     const port = Number(url.port) || (secure ? 443 : 80);
     this.#connect = secure
-      ? () => tls.connect({ host, port, ...(net.isIP(host) ? {} : { servername: host }), ALPNProtocols: ["http/1.1"], ...options.tls })
+      ? () => {
+          // A new connection resumes the last TLS session the node gave: no full handshake on a reconnect.
+          const socket = tls.connect({ host, port, ...(net.isIP(host) ? {} : { servername: host }), ALPNProtocols: ["http/1.1"], session: this.#tlsSession, ...options.tls });
+          socket.on("session", (session: Buffer) => {
+            this.#tlsSession = session;
+          });
+          return socket;
+        }
       : () => net.connect({ host, port });
   }
 

@@ -29,6 +29,8 @@ interface RawServer {
   requests: string[];
   /** Connections the server saw end. */
   closed: number;
+  /** TLS servers: whether each connection resumed an earlier session. */
+  resumed: boolean[];
   close(): Promise<void>;
 }
 
@@ -53,9 +55,10 @@ function takeRequest(buffered: string): [string, string] | undefined {
 
 async function rawServer(script: Script, options: { tls?: tls.TlsOptions } = {}): Promise<RawServer> {
   const sockets = new Set<net.Socket>();
-  const state = { connections: 0, requests: [] as string[], closed: 0 };
+  const state = { connections: 0, requests: [] as string[], closed: 0, resumed: [] as boolean[] };
   const onSocket = (socket: net.Socket) => {
     const connection = state.connections++;
+    if (socket instanceof tls.TLSSocket) state.resumed.push(socket.isSessionReused());
     sockets.add(socket);
     socket.on("close", () => {
       state.closed++;
@@ -88,6 +91,9 @@ async function rawServer(script: Script, options: { tls?: tls.TlsOptions } = {})
     },
     get closed() {
       return state.closed;
+    },
+    get resumed() {
+      return state.resumed;
     },
     close: async () => {
       for (const s of sockets) s.destroy();
@@ -363,6 +369,15 @@ describe("Http1Pool", () => {
     expect(bodyOf(await trusted.request("{}", false).reply)).toBe(JSON_BODY);
     expect(bodyOf(await trusted.request("{}", false).reply)).toBe(JSON_BODY);
     expect(server.connections).toBe(1);
+    // A second connection (the first is closed by the server) resumes the first one's TLS session.
+    const closing = await rawServer((socket) => void socket.end("HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok"), {
+      tls: { cert, key: readFileSync(join(dir, "key.pem")) },
+    });
+    const resuming = pool(closing, { tls: { ca: cert } });
+    expect(bodyOf(await resuming.request("{}", false).reply)).toBe("ok");
+    expect(bodyOf(await resuming.request("{}", false).reply)).toBe("ok");
+    expect(closing.connections).toBe(2);
+    expect(closing.resumed).toEqual([false, true]);
     // Without the CA the self-signed certificate is refused.
     const untrusted = pool(server);
     await expect(untrusted.request("{}", false).reply).rejects.toMatchObject({ code: "DEPTH_ZERO_SELF_SIGNED_CERT" });
