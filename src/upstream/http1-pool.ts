@@ -37,9 +37,9 @@ export interface Http1PoolOptions {
 }
 
 export interface Http1Reply {
-  statusCode: number;
+  readonly statusCode: number;
   /** Header names in lower case; repeated headers joined with ", ". */
-  headers: Record<string, string>;
+  readonly headers: Record<string, string>;
   /** The body as it arrived (views of the socket's read buffers, never reused by Node). */
   chunks: Buffer[];
   length: number;
@@ -133,6 +133,72 @@ function decimal(text: string): number {
   return value;
 }
 
+const isSpace = (c: number) => c === 32 || c === 9;
+
+/** Whether the header name at head[at, at + length) is `lower` (given in lower case), in any case. */
+function named(head: string, at: number, length: number, lower: string): boolean {
+  if (length !== lower.length) return false;
+  for (let i = 0; i < length; i++) {
+    const c = head.charCodeAt(at + i);
+    const l = lower.charCodeAt(i);
+    // Letters match in either case; anything else only as itself.
+    if (c !== l && !(l >= 0x61 && l <= 0x7a && (c | 0x20) === l)) return false;
+  }
+  return true;
+}
+
+/** Repeated headers read as one, their values joined with ", " (RFC 9110, 5.3). */
+const joined = (before: string | undefined, value: string) => (before === undefined ? value : `${before}, ${value}`);
+
+/** A reply's header lines, made into an object on first use (most replies only need their framing headers). */
+class ReplyHeaders {
+  readonly #head: string;
+  readonly #at: number;
+  #object: Record<string, string> | undefined;
+
+  constructor(head: string, at: number) {
+    this.#head = head;
+    this.#at = at;
+  }
+
+  get object(): Record<string, string> {
+    if (this.#object !== undefined) return this.#object;
+    const headers: Record<string, string> = {};
+    const head = this.#head;
+    let at = this.#at;
+    while (at < head.length) {
+      let end = head.indexOf("\r\n", at);
+      if (end < 0) end = head.length;
+      const colon = head.indexOf(":", at);
+      const name = head.slice(at, colon).trim().toLowerCase();
+      headers[name] = joined(headers[name], head.slice(colon + 1, end).trim());
+      at = end + 2;
+    }
+    this.#object = headers;
+    return headers;
+  }
+}
+
+class Reply implements Http1Reply {
+  readonly statusCode: number;
+  readonly chunks: Buffer[];
+  readonly length: number;
+  readonly framed: boolean;
+  readonly #headers: ReplyHeaders;
+
+  constructor(statusCode: number, headers: ReplyHeaders, chunks: Buffer[], length: number, framed: boolean) {
+    this.statusCode = statusCode;
+    this.#headers = headers;
+    this.chunks = chunks;
+    this.length = length;
+    this.framed = framed;
+  }
+
+  get headers(): Record<string, string> {
+    return this.#headers.object;
+  }
+}
+
 /** One socket to the node and the reader of the replies that come over it. */
 class Connection {
   readonly #pool: Http1Pool;
@@ -150,7 +216,7 @@ class Connection {
   #head: Buffer | undefined;
   #received = false;
   #statusCode = 0;
-  #headers: Record<string, string> = {};
+  #headers: ReplyHeaders | undefined;
   #chunks: Buffer[] = [];
   #length = 0;
   #remaining = 0;
@@ -340,34 +406,41 @@ class Connection {
     const status = STATUS_LINE.exec(statusEnd < 0 ? head : head.slice(0, statusEnd));
     if (status === null) throw new Http1Error("HPE_INVALID_CONSTANT", "not an HTTP/1.x reply");
     const statusCode = Number(status[2]);
-    const headers: Record<string, string> = {};
-    let at = statusEnd < 0 ? head.length : statusEnd + 2;
+    // Only the headers that frame the reply are read here; the rest when someone asks (ReplyHeaders).
+    let connection: string | undefined;
+    let hint: string | undefined;
+    let contentLength: string | undefined;
+    let transferEncoding: string | undefined;
+    const headersAt = statusEnd < 0 ? head.length : statusEnd + 2;
+    let at = headersAt;
     while (at < head.length) {
       let end = head.indexOf("\r\n", at);
       if (end < 0) end = head.length;
       const colon = head.indexOf(":", at);
       if (colon <= at || colon > end) throw new Http1Error("HPE_INVALID_HEADER_TOKEN", "invalid reply header line");
-      const name = head.slice(at, colon).trim().toLowerCase();
-      const value = head.slice(colon + 1, end).trim();
-      const before = headers[name];
-      headers[name] = before === undefined ? value : `${before}, ${value}`;
+      let nameEnd = colon;
+      while (nameEnd > at && isSpace(head.charCodeAt(nameEnd - 1))) nameEnd--;
+      const length = nameEnd - at;
+      if (length === 10 || length === 14 || length === 17) {
+        const value = head.slice(colon + 1, end).trim();
+        if (named(head, at, length, "connection")) connection = joined(connection, value);
+        else if (named(head, at, length, "keep-alive")) hint = joined(hint, value);
+        else if (named(head, at, length, "content-length")) contentLength = joined(contentLength, value);
+        else if (named(head, at, length, "transfer-encoding")) transferEncoding = joined(transferEncoding, value);
+      }
       at = end + 2;
     }
     if (statusCode >= 100 && statusCode < 200) return; // 100 Continue and the like: the reply proper comes next
     this.#statusCode = statusCode;
-    this.#headers = headers;
-    const connection = headers.connection;
+    this.#headers = new ReplyHeaders(head, headersAt);
     if (status[1] === "1") this.#keepAlive = connection === undefined || !/close/i.test(connection);
     else this.#keepAlive = connection !== undefined && /keep-alive/i.test(connection);
-    const hint = headers["keep-alive"];
     if (hint !== undefined && hint !== this.#hint) {
       // The same hint comes with every reply: it is read once per connection.
       this.#hint = hint;
       const seconds = /timeout=(\d+)/i.exec(hint);
       if (seconds) this.idleLimitMs = Math.min(this.#pool.keepAliveMs, Math.max(Number(seconds[1]) * 1000 - 1000, 500));
     }
-    const transferEncoding = headers["transfer-encoding"];
-    const contentLength = headers["content-length"];
     if (statusCode === 204 || statusCode === 304) {
       this.#stage = Stage.LengthBody;
       this.#remaining = 0;
@@ -399,7 +472,7 @@ class Connection {
   #finish(framed: boolean): void {
     const call = this.call as Http1Call;
     this.call = undefined;
-    const reply: Http1Reply = { statusCode: this.#statusCode, headers: this.#headers, chunks: this.#chunks, length: this.#length, framed };
+    const reply: Http1Reply = new Reply(this.#statusCode, this.#headers as ReplyHeaders, this.#chunks, this.#length, framed);
     this.#chunks = [];
     if (framed && this.#keepAlive) {
       this.#used = true;

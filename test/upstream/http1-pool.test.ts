@@ -219,6 +219,27 @@ describe("Http1Pool", () => {
     expect(server.connections).toBe(3);
   });
 
+  it("reads the framing headers in any letter case, and repeated headers as one", async () => {
+    const answers = [
+      "HTTP/1.1 200 OK\r\nTRANSFER-ENCODING: Chunked\r\nX-Twice: a\r\nx-twice: b\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+      "HTTP/1.1 200 OK\r\nContent-LENGTH: 3\r\nConnection: Close\r\n\r\nbye",
+      "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nhi",
+    ];
+    let n = 0;
+    const server = await rawServer((socket) => {
+      const answer = answers[n++] as string;
+      socket.write(answer);
+      if (answer.includes("Close")) socket.end();
+    });
+    const p = pool(server, { connections: 1 });
+    const first = await p.request("{}", false).reply;
+    expect([bodyOf(first), first.framed, first.headers["x-twice"]]).toEqual(["ok", true, "a, b"]);
+    expect(bodyOf(await p.request("{}", false).reply)).toBe("bye");
+    expect(bodyOf(await p.request("{}", false).reply)).toBe("hi");
+    // The chunked reply kept its connection; "Connection: Close" ended it.
+    expect(server.connections).toBe(2);
+  });
+
   it("skips an informational 100 reply and reads the reply that follows; 204 has no body", async () => {
     let n = 0;
     const server = await rawServer((socket) => {
