@@ -54,6 +54,10 @@ function envelopeError(error: GatewayError, status = 200): Answer {
   };
 }
 
+function run(entry: Entry, ctx: AnswerContext): Promise<Outcome> {
+  return entry.error !== undefined ? Promise.resolve({ error: entry.error }) : runNativeCall(entry.call, ctx);
+}
+
 /** Runs every call in the text and renders the response; batch answers keep the request order. */
 export async function answerJsonRpc(text: Buffer, ctx: AnswerContext): Promise<Answer> {
   let envelope;
@@ -76,11 +80,17 @@ export async function answerJsonRpc(text: Buffer, ctx: AnswerContext): Promise<A
     if (err instanceof GatewayError) return envelopeError(err, err.httpStatus);
     throw err;
   }
-  const run = (entry: Entry): Promise<Outcome> =>
-    entry.error !== undefined ? Promise.resolve({ error: entry.error }) : runNativeCall(entry.call, ctx);
+  // Plain loops, no closures: this runs for every native request.
+  const entries = envelope.entries;
   let outcomes: Outcome[];
   try {
-    outcomes = await Promise.all(envelope.entries.map(run));
+    if (entries.length === 1) {
+      outcomes = [await run(entries[0] as Entry, ctx)];
+    } else {
+      const pending: Promise<Outcome>[] = [];
+      for (const entry of entries) pending.push(run(entry, ctx));
+      outcomes = await Promise.all(pending);
+    }
   } finally {
     release?.();
   }
@@ -89,18 +99,19 @@ export async function answerJsonRpc(text: Buffer, ctx: AnswerContext): Promise<A
   const parts: Buffer[] = [];
   let status = 200;
   let retryAfterSeconds: number | undefined;
-  envelope.entries.forEach((entry, i) => {
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i] as Entry;
     const outcome = outcomes[i] as Outcome;
     if (entry.call) calls.push({ method: entry.call.method.slice(0, 64), outcome: outcome.error ? String(outcome.error.code) : "ok" });
     const id = entry.error !== undefined ? entry.id : entry.call.id;
-    if (id === undefined) return; // a notification gets no response
+    if (id === undefined) continue; // a notification gets no response
     if (!envelope.batch && outcome.error !== undefined) {
       status = outcome.error.httpStatus;
       retryAfterSeconds = outcome.error.retryAfterSeconds;
     }
     if (envelope.batch) parts.push(Buffer.from(parts.length === 0 ? "[" : ","));
-    parts.push(...renderResponse(id, outcome));
-  });
+    for (const part of renderResponse(id, outcome)) parts.push(part);
+  }
   if (parts.length === 0) return { body: undefined, status, calls };
   if (envelope.batch) parts.push(Buffer.from("]"));
   return { body: parts, status, retryAfterSeconds, calls };
