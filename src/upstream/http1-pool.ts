@@ -150,22 +150,31 @@ function named(head: string, at: number, length: number, lower: string): boolean
 /** Repeated headers read as one, their values joined with ", " (RFC 9110, 5.3). */
 const joined = (before: string | undefined, value: string) => (before === undefined ? value : `${before}, ${value}`);
 
-/** A reply's header lines, made into an object on first use (most replies only need their framing headers). */
-class ReplyHeaders {
+/** A reply; its header lines become an object on first use (most replies only need their framing headers, read as the head arrives). */
+class Reply implements Http1Reply {
+  readonly statusCode: number;
+  readonly chunks: Buffer[];
+  readonly length: number;
+  readonly framed: boolean;
+  /** The head's text, and where its header lines start. */
   readonly #head: string;
-  readonly #at: number;
-  #object: Record<string, string> | undefined;
+  readonly #headersAt: number;
+  #headers: Record<string, string> | undefined;
 
-  constructor(head: string, at: number) {
+  constructor(statusCode: number, head: string, headersAt: number, chunks: Buffer[], length: number, framed: boolean) {
+    this.statusCode = statusCode;
     this.#head = head;
-    this.#at = at;
+    this.#headersAt = headersAt;
+    this.chunks = chunks;
+    this.length = length;
+    this.framed = framed;
   }
 
-  get object(): Record<string, string> {
-    if (this.#object !== undefined) return this.#object;
+  get headers(): Record<string, string> {
+    if (this.#headers !== undefined) return this.#headers;
     const headers: Record<string, string> = {};
     const head = this.#head;
-    let at = this.#at;
+    let at = this.#headersAt;
     while (at < head.length) {
       let end = head.indexOf("\r\n", at);
       if (end < 0) end = head.length;
@@ -174,28 +183,8 @@ class ReplyHeaders {
       headers[name] = joined(headers[name], head.slice(colon + 1, end).trim());
       at = end + 2;
     }
-    this.#object = headers;
-    return headers;
-  }
-}
-
-class Reply implements Http1Reply {
-  readonly statusCode: number;
-  readonly chunks: Buffer[];
-  readonly length: number;
-  readonly framed: boolean;
-  readonly #headers: ReplyHeaders;
-
-  constructor(statusCode: number, headers: ReplyHeaders, chunks: Buffer[], length: number, framed: boolean) {
-    this.statusCode = statusCode;
     this.#headers = headers;
-    this.chunks = chunks;
-    this.length = length;
-    this.framed = framed;
-  }
-
-  get headers(): Record<string, string> {
-    return this.#headers.object;
+    return headers;
   }
 }
 
@@ -216,7 +205,9 @@ class Connection {
   #head: Buffer | undefined;
   #received = false;
   #statusCode = 0;
-  #headers: ReplyHeaders | undefined;
+  /** The reply's head text and where its header lines start (Reply reads them on demand). */
+  #headText = "";
+  #headersAt = 0;
   #chunks: Buffer[] = [];
   #length = 0;
   #remaining = 0;
@@ -406,7 +397,7 @@ class Connection {
     const status = STATUS_LINE.exec(statusEnd < 0 ? head : head.slice(0, statusEnd));
     if (status === null) throw new Http1Error("HPE_INVALID_CONSTANT", "not an HTTP/1.x reply");
     const statusCode = Number(status[2]);
-    // Only the headers that frame the reply are read here; the rest when someone asks (ReplyHeaders).
+    // Only the headers that frame the reply are read here; the rest when someone asks (Reply.headers).
     let connection: string | undefined;
     let hint: string | undefined;
     let contentLength: string | undefined;
@@ -432,7 +423,8 @@ class Connection {
     }
     if (statusCode >= 100 && statusCode < 200) return; // 100 Continue and the like: the reply proper comes next
     this.#statusCode = statusCode;
-    this.#headers = new ReplyHeaders(head, headersAt);
+    this.#headText = head;
+    this.#headersAt = headersAt;
     if (status[1] === "1") this.#keepAlive = connection === undefined || !/close/i.test(connection);
     else this.#keepAlive = connection !== undefined && /keep-alive/i.test(connection);
     if (hint !== undefined && hint !== this.#hint) {
@@ -472,7 +464,7 @@ class Connection {
   #finish(framed: boolean): void {
     const call = this.call as Http1Call;
     this.call = undefined;
-    const reply: Http1Reply = new Reply(this.#statusCode, this.#headers as ReplyHeaders, this.#chunks, this.#length, framed);
+    const reply: Http1Reply = new Reply(this.#statusCode, this.#headText, this.#headersAt, this.#chunks, this.#length, framed);
     this.#chunks = [];
     if (framed && this.#keepAlive) {
       this.#used = true;
