@@ -107,10 +107,9 @@ export class HttpUpstream implements Upstream {
       clearTimeout(deadline);
       options.signal?.removeEventListener("abort", onAbort);
     }
-    const { statusCode, headers, chunks, framed } = reply;
+    const { statusCode, chunks, framed } = reply;
     // A body framed by content-length or chunked encoding arrives whole or fails; a body that
     // simply ends when the connection closes has no such check, so it is read whole and verified.
-    const retryAfter = headers["retry-after"];
     if (statusCode === 200 && framed && chunks.length > 1 && reply.length >= KEEP_CHUNKS_FROM) return readChunkedReply(chunks, id);
     const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, reply.length);
     if (statusCode !== 200) {
@@ -119,7 +118,8 @@ export class HttpUpstream implements Upstream {
         return readReply(body, id, { verify: !framed });
       } catch (err) {
         if (err instanceof GatewayError && err.origin === "upstream") {
-          throw statusCode === 429 ? asProviderRateLimit(err, retryAfter) : err;
+          // Header lines become an object only here, on the rare failed reply.
+          throw statusCode === 429 ? asProviderRateLimit(err, reply.headers["retry-after"]) : err;
         }
       }
       if (statusCode === 429 || statusCode >= 500) {
