@@ -136,6 +136,9 @@ export function createGrpcUnaryHandler(gateway: Gateway): GrpcUnaryHandler {
   };
 }
 
+/** Shared, so that the listener left on a finished stream holds nothing of its call. */
+function ignoreStreamError(): void {}
+
 function serve(gateway: Gateway, route: Route, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
   const started = performance.now();
   const header = headerSource(headers);
@@ -163,33 +166,10 @@ function serve(gateway: Gateway, route: Route, stream: ServerHttp2Stream, header
     finish(e);
   };
 
-  // Stream errors (a reset, a broken connection) end in "close", which cancels the call.
-  stream.on("error", () => {});
-  stream.once("close", () => {
-    if (!answered) {
-      answered = true;
-      if (deadline !== undefined) clearTimeout(deadline);
-      controller.abort();
-      logTypedCall(gateway.log, gateway.metrics, "grpc", route.method, requestId, started, new ConnectError("the client cancelled the call", Code.Canceled));
-    }
-  });
-  const timeout = parseTimeout(header.get("grpc-timeout"), Number.MAX_SAFE_INTEGER);
-  if (timeout.error !== undefined) {
-    fail(timeout.error);
-    stream.resume();
-    return;
-  }
-  if (timeout.timeoutMs !== undefined) {
-    deadline = setTimeout(() => {
-      fail(new ConnectError("the operation timed out", Code.DeadlineExceeded));
-      controller.abort();
-    }, timeout.timeoutMs);
-  }
-
   const chunks: Buffer[] = [];
   let size = 0;
   const limit = gateway.limits.maxBodyBytes;
-  stream.on("data", (chunk: Buffer) => {
+  const onData = (chunk: Buffer): void => {
     if (answered) return;
     size += chunk.length;
     if (size > limit) {
@@ -199,8 +179,8 @@ function serve(gateway: Gateway, route: Route, stream: ServerHttp2Stream, header
       return;
     }
     chunks.push(chunk);
-  });
-  stream.once("end", () => {
+  };
+  const onEnd = (): void => {
     if (answered) return;
     let request;
     try {
@@ -228,5 +208,36 @@ function serve(gateway: Gateway, route: Route, stream: ServerHttp2Stream, header
       frame.writeUInt32BE(frame.length - FRAME_HEADER, 1);
       finish(undefined, frame);
     }).catch(fail);
+  };
+
+  // Stream errors (a reset, a broken connection) end in "close", which cancels the call.
+  stream.on("error", ignoreStreamError);
+  stream.once("close", () => {
+    // The closed stream outlives the call until a full GC (scavenges keep it, and what it
+    // references, alive): the call's listeners leave it, so the call's objects die young.
+    stream.removeListener("data", onData);
+    stream.removeListener("end", onEnd);
+    stream.removeAllListeners("wantTrailers");
+    if (!answered) {
+      answered = true;
+      if (deadline !== undefined) clearTimeout(deadline);
+      controller.abort();
+      logTypedCall(gateway.log, gateway.metrics, "grpc", route.method, requestId, started, new ConnectError("the client cancelled the call", Code.Canceled));
+    }
   });
+  const timeout = parseTimeout(header.get("grpc-timeout"), Number.MAX_SAFE_INTEGER);
+  if (timeout.error !== undefined) {
+    fail(timeout.error);
+    stream.resume();
+    return;
+  }
+  if (timeout.timeoutMs !== undefined) {
+    deadline = setTimeout(() => {
+      fail(new ConnectError("the operation timed out", Code.DeadlineExceeded));
+      controller.abort();
+    }, timeout.timeoutMs);
+  }
+
+  stream.on("data", onData);
+  stream.once("end", onEnd);
 }
