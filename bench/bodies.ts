@@ -197,9 +197,12 @@ export interface CannedResults {
   finalized: string;
 }
 
+/** The balance the canned upstream answers to every eth_getBalance, wei. */
+export const CANNED_BALANCE = 123_456_789_000_000_000n;
+
 export function cannedResults(): CannedResults {
   return {
-    balance: JSON.stringify(quantity(123_456_789_000_000_000n)),
+    balance: JSON.stringify(quantity(CANNED_BALANCE)),
     blockNumber: JSON.stringify(quantity(BLOCK_NUMBER + 100)),
     chainId: '"0x1"',
     call: JSON.stringify(abiWords(1)),

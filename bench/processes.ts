@@ -68,6 +68,10 @@ export function startRefProxy(name: string, upstreamUrl: string): Promise<Servic
   return startPrinting(name, "bench/ref-proxy.ts", [upstreamUrl]);
 }
 
+export function startIdleGrpcServer(name: string): Promise<Service> {
+  return startPrinting(name, "bench/idle-grpc-server.ts", []);
+}
+
 export async function startNodegate(name: string, options: BenchNodegateOptions): Promise<Service> {
   // Request logs go where a deployment sends stdout; here, /dev/null.
   const child = nodeScript("bench/nodegate-process.ts", [], { NODEGATE_BENCH: JSON.stringify(options) }, "ignore");

@@ -17,7 +17,7 @@ import { blockCall, cacheableCalls, type CallSpec, cannedBlockNumbers, ethCall, 
 import { connectClient, grpcClient, jsonRpcClient, run } from "./load.js";
 import { type CellResult, measureCells, type Target, type Timing } from "./matrix.js";
 import { rssBytes, rssSampler } from "./proc-stats.js";
-import { type Service, startBenchAnvil, startCannedUpstream, startNodegate, startRefProxy, stopAll } from "./processes.js";
+import { type Service, startBenchAnvil, startCannedUpstream, startIdleGrpcServer, startNodegate, startRefProxy, stopAll } from "./processes.js";
 import { cellTables, type Verdict, verdictTable } from "./report.js";
 
 const quick = process.argv.includes("--quick");
@@ -31,19 +31,23 @@ const concurrencies = quick ? [1, 64] : [1, 16, 64];
 /** 64 calls of 10,000 logs in flight take seconds to drain on the slow doors: the quick run stops at 16. */
 const logsConcurrencies = quick ? [1, 16] : concurrencies;
 const RSS_CONCURRENCY = 16;
+/** The small-call table's gRPC server that does no work: the grpc-js client's ceiling (bench/idle-grpc-server.ts). */
+const IDLE_GRPC_TARGET = "grpc-idle-server";
 const COALESCE_CALLERS = 64;
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
-function targetsFor(upstream: Service, ref: Service, ng: Service, spec: CallSpec, extra: Service[] = []): Target[] {
+function targetsFor(upstream: Service, ref: Service, ng: Service, spec: CallSpec, extra: Service[] = [], idleGrpc?: Service): Target[] {
   const native = (s: Service, name: string): Target => ({ name, pids: s.pids, client: (c) => jsonRpcClient(`${s.url}/v3/${KEY}`, spec.json, c) });
+  const grpc = (s: Service, name: string): Target => ({ name, pids: s.pids, client: () => grpcClient(`127.0.0.1:${s.port}`, spec.procedure, spec.proto, KEY) });
   return [
     { name: "direct", pids: upstream.pids, client: (c) => jsonRpcClient(upstream.url, spec.json, c) },
     { name: "ref-proxy", pids: ref.pids, client: (c) => jsonRpcClient(ref.url, spec.json, c) },
     native(ng, "native"),
-    { name: "grpc", pids: ng.pids, client: () => grpcClient(`127.0.0.1:${ng.port}`, spec.procedure, spec.proto, KEY) },
+    grpc(ng, "grpc"),
     { name: "connect", pids: ng.pids, client: (c) => connectClient(ng.url, spec.procedure, spec.proto, KEY, c) },
     ...extra.map((s) => native(s, `native-${s.name}`)),
+    ...(idleGrpc === undefined ? [] : [grpc(idleGrpc, IDLE_GRPC_TARGET)]),
   ];
 }
 
@@ -115,18 +119,19 @@ async function main(): Promise<void> {
     startNodegate("nodegate-5ms", { upstreamUrl: slow.url, key: KEY }),
     startNodegate("nodegate-100ms", { upstreamUrl: coalesceUpstream.url, key: KEY }),
   ]);
+  const idleGrpc = await startIdleGrpcServer("idle-grpc");
   const { blocks: anvilBlocks, callee } = runs("anvil") ? await prepareAnvil(anvil) : { blocks: [1], callee: "0x00000000000000000000000000000000000c0de1" };
   log(`processes up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
   const results: CellResult[] = [];
-  const matrix: { upstream: Service; ref: Service; ng: Service; upstreamName: string; specs: { spec: CallSpec; timing: Timing; workers: boolean }[] }[] = [
+  const matrix: { upstream: Service; ref: Service; ng: Service; upstreamName: string; specs: { spec: CallSpec; timing: Timing; workers: boolean; idleGrpc?: boolean }[] }[] = [
     {
       upstream: fast,
       ref: refFast,
       ng: ngFast,
       upstreamName: "canned",
       specs: [
-        { spec: smallCall(), timing, workers: true },
+        { spec: smallCall(), timing, workers: true, idleGrpc: true },
         { spec: blockCall(cannedBlockNumbers(), "eth_getBlockByNumber(n, true), 150 txs (163 KiB)"), timing, workers: true },
         { spec: logsCall(), timing: slowTiming, workers: false },
         { spec: ethCall("0x00000000000000000000000000000000000c0de1"), timing, workers: false },
@@ -146,10 +151,10 @@ async function main(): Promise<void> {
   ];
   for (const section of matrix) {
     if (!runs(section.upstreamName)) continue;
-    for (const { spec, timing: t, workers } of section.specs) {
+    for (const { spec, timing: t, workers, idleGrpc: withIdleGrpc } of section.specs) {
       for (const c of spec.name === "logs" ? logsConcurrencies : concurrencies) {
         if (spec.name === "logs") parseSamples.push(parseStringifyCpuUs(logsBody));
-        const cells = await measureCells(section.upstreamName, `${spec.name}: ${spec.label}`, c, targetsFor(section.upstream, section.ref, section.ng, spec, workers ? [ngWorkers] : []), t);
+        const cells = await measureCells(section.upstreamName, `${spec.name}: ${spec.label}`, c, targetsFor(section.upstream, section.ref, section.ng, spec, workers ? [ngWorkers] : [], withIdleGrpc ? idleGrpc : undefined), t);
         results.push(...cells);
         if (spec.name === "logs") parseSamples.push(parseStringifyCpuUs(logsBody));
         const brief = cells.map((r) => `${r.target} ${r.rps.toFixed(0)}/s`).join(", ");
@@ -271,6 +276,8 @@ async function main(): Promise<void> {
         met: undefined,
       });
     }
+    const idle = ratio("small", IDLE_GRPC_TARGET, c);
+    v.push({ target: "  (the grpc-js client's ceiling: a gRPC server doing no work, req/s vs ref-proxy)", measured: `${idle.toFixed(2)}x`, want: "(info)", met: undefined });
   }
   for (const c of logsConcurrencies) {
     const g = cell("logs", "grpc", c);
