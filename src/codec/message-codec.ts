@@ -35,7 +35,6 @@ export interface ValueCodec<T = unknown> {
 /** Builds the codec of a message type that needs hand-written rules (a union, a number-or-tag). */
 export type SpecialCodecFactory = (registry: CodecRegistry, schema: DescMessage) => ValueCodec<Message>;
 
-
 interface FieldPlan {
   key: string;
   localName: string;

@@ -41,9 +41,8 @@ const NETWORK_ERRORS = new Map([
  * its Retry-After (whole seconds), so native callers back off as they would
  * from the provider, and typed callers get RESOURCE_EXHAUSTED with RetryInfo.
  */
-function asProviderRateLimit(err: GatewayError, retryAfter: string | string[] | undefined): GatewayError {
-  const header = Array.isArray(retryAfter) ? retryAfter[0] : retryAfter;
-  const seconds = header !== undefined && /^[0-9]{1,9}$/.test(header.trim()) ? Number(header.trim()) : undefined;
+function asProviderRateLimit(err: GatewayError, retryAfter: string | undefined): GatewayError {
+  const seconds = retryAfter !== undefined && /^[0-9]{1,9}$/.test(retryAfter.trim()) ? Number(retryAfter.trim()) : undefined;
   return new GatewayError({
     code: err.code,
     message: err.message,
