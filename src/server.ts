@@ -24,6 +24,7 @@ import { registerReflection } from "./grpc/reflection.js";
 import { registerStreamLogs } from "./grpc/stream-logs.js";
 import { registerSubscriptionStreams } from "./grpc/subscription-streams.js";
 import { createGrpcUnaryHandler } from "./grpc/grpc-unary.js";
+import { compileUnaryRoutes } from "./grpc/unary-routes.js";
 import { registerTypedServices } from "./grpc/typed-services.js";
 import type { NodeRequest, NodeResponse } from "./http-types.js";
 import { createJsonRpcHttpHandler } from "./jsonrpc/http-handler.js";
@@ -194,7 +195,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   // HTTP/2 streams are dispatched here rather than by Node's compatibility layer, so unary gRPC for
   // the method table reaches its lean handler without request/response objects; every other stream
   // gets them, as the compatibility layer would build them, and goes to Connect.
-  const grpcUnary = createGrpcUnaryHandler(gateway);
+  const grpcUnary = createGrpcUnaryHandler(gateway, compileUnaryRoutes(gateway));
   const dispatchHttp2Stream = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, _flags: number, rawHeaders: string[]): void => {
     if (grpcUnary(stream, headers)) {
       inFlight++;

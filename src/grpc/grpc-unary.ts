@@ -15,28 +15,17 @@
  */
 import { gunzipSync, inflateSync } from "node:zlib";
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-import { BinaryCompiler, ResultTranscoder } from "../codec/binary-transcoder.js";
-import { ethBinarySpecials } from "../codec/eth-binary.js";
+import { CallCancellation } from "../call-signal.js";
 import type { Gateway } from "../gateway.js";
-import type { MethodSpec } from "../methods/method-table.js";
 import { logTypedCall, REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
 import { writePieces } from "../response-body.js";
-import { ChunkedResult, type UpstreamResult } from "../upstream/reply.js";
-import { reencodeGrpcMessageIn } from "./grpc-message.js";
 import { toConnectError } from "./errors.js";
-import { decodeResult, type HeaderSource, invokeTyped } from "./typed-services.js";
-import { CallCancellation } from "../call-signal.js";
-
-interface Route {
-  spec: MethodSpec;
-  /** The method's label in logs and metrics, as the Connect interceptor writes it. */
-  method: string;
-  /** The fast path for the result, when the response type has one. */
-  transcoder: ResultTranscoder | undefined;
-}
+import { reencodeGrpcMessageIn } from "./grpc-message.js";
+import { invokeTyped } from "./typed-services.js";
+import { encodeAnswer, headerSource, type UnaryRoute } from "./unary-routes.js";
 
 /** The gRPC frame header: a compression flag and a 4-byte big-endian length. */
 const FRAME_HEADER = 5;
@@ -44,15 +33,6 @@ const CONTENT_TYPE = "application/grpc+proto";
 const OK_TRAILERS = { "grpc-status": "0" };
 /** Answers larger than this leave in pieces as the stream drains (see response-body.ts). */
 const PIECE = 64 * 1024;
-
-function headerSource(headers: IncomingHttpHeaders): HeaderSource {
-  return {
-    get(name) {
-      const v = headers[name];
-      return v === undefined ? null : Array.isArray(v) ? v.join(", ") : v;
-    },
-  };
-}
 
 /** Reads the one message of a unary request body; throws ConnectError as Connect words it. */
 function readMessage(body: Buffer, encoding: string | undefined): Uint8Array {
@@ -93,38 +73,10 @@ function plain(headers: Headers): Record<string, string> {
   return out;
 }
 
-/**
- * The transcoder reads the result in one piece, synchronously, and keeps
- * nothing of it: a chunked reply is joined into this reused buffer rather
- * than a fresh multi-MiB allocation per call (page faults, GC).
- */
-let scratch = Buffer.allocUnsafeSlow(0);
-const SCRATCH_LIMIT = 64 * 1024 * 1024;
-
-function inOnePiece(result: UpstreamResult): UpstreamResult {
-  if (!(result instanceof ChunkedResult)) return result;
-  let total = 0;
-  for (const chunk of result.chunks) total += chunk.length;
-  if (total > SCRATCH_LIMIT) return result;
-  if (scratch.length < total) scratch = Buffer.allocUnsafeSlow(Math.max(total, scratch.length * 2));
-  let at = 0;
-  for (const chunk of result.chunks) {
-    scratch.set(chunk, at);
-    at += chunk.length;
-  }
-  return { body: scratch, start: result.start, end: result.end };
-}
-
 /** Takes an HTTP/2 stream when it is a unary gRPC call it serves (returns true); the rest is left to Connect. */
 export type GrpcUnaryHandler = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => boolean;
 
-export function createGrpcUnaryHandler(gateway: Gateway): GrpcUnaryHandler {
-  const compiler = new BinaryCompiler(gateway.table.registry, ethBinarySpecials);
-  const routes = new Map<string, Route>();
-  for (const spec of gateway.table.all()) {
-    const method = `${spec.service.typeName}/${spec.rpc.name}`;
-    routes.set(`/${method}`, { spec, method, transcoder: ResultTranscoder.compile(compiler, spec.rpc.output) });
-  }
+export function createGrpcUnaryHandler(gateway: Gateway, routes: ReadonlyMap<string, UnaryRoute>): GrpcUnaryHandler {
   return (stream, headers) => {
     if (headers[":method"] !== "POST") return false;
     const contentType = headers["content-type"];
@@ -139,7 +91,7 @@ export function createGrpcUnaryHandler(gateway: Gateway): GrpcUnaryHandler {
 /** Shared, so that the listener left on a finished stream holds nothing of its call. */
 function ignoreStreamError(): void {}
 
-function serve(gateway: Gateway, route: Route, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
+function serve(gateway: Gateway, route: UnaryRoute, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
   const started = performance.now();
   const header = headerSource(headers);
   const requestId = requestIdFrom(header.get(REQUEST_ID_HEADER));
@@ -196,14 +148,7 @@ function serve(gateway: Gateway, route: Route, stream: ServerHttp2Stream, header
     }
     invokeTyped(gateway, route.spec, request, header, controller.signal).then((result) => {
       if (answered) return;
-      const text = inOnePiece(result);
-      let message = route.transcoder?.write(text.body, text.start, text.end, FRAME_HEADER);
-      if (message === undefined) {
-        const encoded = toBinary(route.spec.rpc.output, decodeResult(route.spec, result));
-        message = Buffer.allocUnsafe(FRAME_HEADER + encoded.length);
-        message.set(encoded, FRAME_HEADER);
-      }
-      const frame = Buffer.from(message.buffer, message.byteOffset, message.length);
+      const frame = encodeAnswer(route, result, FRAME_HEADER);
       frame[0] = 0;
       frame.writeUInt32BE(frame.length - FRAME_HEADER, 1);
       finish(undefined, frame);
