@@ -23,6 +23,7 @@ import { nodeRequestContext } from "./grpc/node-request.js";
 import { registerReflection } from "./grpc/reflection.js";
 import { registerStreamLogs } from "./grpc/stream-logs.js";
 import { registerSubscriptionStreams } from "./grpc/subscription-streams.js";
+import { createConnectUnaryHandler } from "./grpc/connect-unary.js";
 import { createGrpcUnaryHandler } from "./grpc/grpc-unary.js";
 import { compileUnaryRoutes } from "./grpc/unary-routes.js";
 import { registerTypedServices } from "./grpc/typed-services.js";
@@ -155,6 +156,10 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   const isGrpc = (contentType: string | undefined): boolean =>
     contentType !== undefined && contentType.startsWith("application/grpc") && !contentType.startsWith("application/grpc-web");
 
+  // The method table's unary RPCs skip Connect's universal handler on gRPC and on the Connect protocol's binary POSTs.
+  const unaryRoutes = compileUnaryRoutes(gateway);
+  const connectUnary = createConnectUnaryHandler(gateway, unaryRoutes);
+
   let inFlight = 0;
   const idleWaiters: (() => void)[] = [];
   const handle = (req: Req, res: Res): void => {
@@ -166,6 +171,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     // While draining, HTTP/1.1 connections are closed after their current response.
     if (draining && "setHeader" in res && req.httpVersionMajor === 1) res.setHeader("connection", "close");
     if (handleCors(gateway.corsOrigins, req, res)) return;
+    if (connectUnary(req, res)) return;
     if (isGrpc(req.headers["content-type"])) encodeGrpcMessagesOf(res);
     handler(req, res);
   };
@@ -195,7 +201,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   // HTTP/2 streams are dispatched here rather than by Node's compatibility layer, so unary gRPC for
   // the method table reaches its lean handler without request/response objects; every other stream
   // gets them, as the compatibility layer would build them, and goes to Connect.
-  const grpcUnary = createGrpcUnaryHandler(gateway, compileUnaryRoutes(gateway));
+  const grpcUnary = createGrpcUnaryHandler(gateway, unaryRoutes);
   const dispatchHttp2Stream = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, _flags: number, rawHeaders: string[]): void => {
     if (grpcUnary(stream, headers)) {
       inFlight++;

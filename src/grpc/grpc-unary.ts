@@ -4,8 +4,9 @@
  * table's RPCs, served straight on the HTTP/2 stream. The node's result goes
  * from JSON text to the response's protobuf bytes in one pass
  * (binary-transcoder.ts), falling back to the object path when the fast path
- * gives up. Everything else (gRPC-Web, the Connect protocol, gRPC with JSON
- * payloads, JsonRpcService) stays with Connect.
+ * gives up. The Connect protocol's binary unary calls have a lane of their
+ * own (connect-unary.ts); everything else (gRPC-Web, gRPC with JSON payloads,
+ * JsonRpcService) stays with Connect.
  *
  * Same contract as Connect's gRPC handler: length-prefixed messages
  * (identity, gzip or deflate requests), grpc-timeout, cancellation when the

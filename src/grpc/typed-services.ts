@@ -54,7 +54,7 @@ export function typedCallNetwork(gateway: Gateway, headers: HeaderSource, method
  * A typed call up to the node's answer: access (key, per-key request quota,
  * rate limit), network, then the shared invoke path. Resolves with the raw
  * result; throws what toConnectError maps. Used by Connect and by the lean
- * unary gRPC lane alike.
+ * unary lanes (gRPC, Connect) alike.
  */
 export async function invokeTyped(gateway: Gateway, spec: MethodSpec, request: Message, headers: HeaderSource, signal: CallSignal): Promise<UpstreamResult> {
   const key = gateway.access.authenticate(credentialsFrom(headers));

@@ -1,0 +1,261 @@
+/**
+ * The Connect protocol's lean lane (unary POSTs of application/proto) answers
+ * exactly as Connect's own handler does: the same messages (whether the fast
+ * transcoder or the object path wrote them), the same errors (HTTP status,
+ * JSON body, details), and the contract: connect-timeout-ms, cancellation,
+ * body limit, x-request-id, one log line, many multi-MiB answers on one
+ * HTTP/2 connection. What the lane leaves to Connect (JSON, compressed
+ * requests) is still answered.
+ */
+import http from "node:http";
+import { gunzipSync } from "node:zlib";
+import { create, equals, fromBinary, type Message, toBinary, toJson } from "@bufbuild/protobuf";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { compressionGzip, createConnectTransport } from "@connectrpc/connect-node";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { EthService, GetBlockByNumberRequestSchema, GetLogsRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
+import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { connectClient } from "../support/grpc-clients.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+import { deployProbe } from "../support/probe.js";
+import { type Answer, type ProgrammableUpstream, startProgrammableUpstream, type UpstreamRequest } from "../support/programmable-upstream.js";
+
+let anvil: AnvilNode;
+let upstream: ProgrammableUpstream;
+let ng: TestNodegate;
+let override: ((r: UpstreamRequest) => Answer | undefined) | undefined;
+let logsBlock: bigint;
+
+const m = EthService.method;
+const numberOf = (n: bigint) => ({ kind: { case: "number" as const, value: n } });
+const blockPath = `/${EthService.typeName}/GetBlockByNumber`;
+
+beforeAll(async () => {
+  anvil = await startAnvil();
+  const probe = await deployProbe(anvil.url);
+  const hash = await probe.wallet.writeContract({ address: probe.address, abi: probe.abi, functionName: "storeMany", args: [40n] });
+  logsBlock = (await probe.client.waitForTransactionReceipt({ hash })).blockNumber;
+  upstream = await startProgrammableUpstream((r) => override?.(r) ?? { forward: anvil.url });
+  ng = await startNodegate({ upstreamUrl: upstream.url });
+}, 60_000);
+afterAll(async () => {
+  await ng?.close();
+  await upstream?.close();
+  await anvil?.stop();
+});
+beforeEach(() => {
+  override = undefined;
+});
+
+/** connect-es on the Connect protocol over HTTP/2 (the shared helper speaks it over HTTP/1.1). */
+function connectOverHttp2() {
+  return createClient(EthService, createConnectTransport({ baseUrl: ng.url, httpVersion: "2" }));
+}
+
+interface RawReply {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/** One POST over HTTP/1.1 as a Connect client sends it, with the key; the reply as it came. */
+function rawPost(path: string, body: Uint8Array | string, headers: Record<string, string>): Promise<RawReply> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${ng.url}${path}`, { method: "POST", headers: { "x-api-key": ng.key, "connect-protocol-version": "1", ...headers } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+/** The same call as the lane takes it (binary) and as Connect takes it (JSON). */
+async function bothForms(path: string, request: Message, schema: Parameters<typeof toBinary>[0], headers: Record<string, string> = {}) {
+  const proto = await rawPost(path, toBinary(schema, request), { "content-type": "application/proto", ...headers });
+  const json = await rawPost(path, JSON.stringify(toJson(schema, request)), { "content-type": "application/json", ...headers });
+  return { proto, json };
+}
+
+function failure(p: Promise<unknown>): Promise<ConnectError> {
+  return p.then(
+    () => {
+      throw new Error("expected an error");
+    },
+    (e: unknown) => ConnectError.from(e),
+  );
+}
+
+describe("the same answers as Connect's own handler", () => {
+  it("blocks with full transactions and logs, over HTTP/1.1 and HTTP/2, equal gRPC-Web's", async () => {
+    const web = connectClient(ng.url, EthService, ng.key, "grpc-web");
+    const lane = connectClient(ng.url, EthService, ng.key, "connect");
+    const lane2 = connectOverHttp2();
+    const headers = { "x-api-key": ng.key };
+    const blockRequest = { block: numberOf(logsBlock), fullTransactions: true };
+    const reference = await web.getBlockByNumber(blockRequest);
+    expect(reference.block?.transactions?.full).toHaveLength(1);
+    expect(equals(m.getBlockByNumber.output, await lane.getBlockByNumber(blockRequest), reference)).toBe(true);
+    expect(equals(m.getBlockByNumber.output, await lane2.getBlockByNumber(blockRequest, { headers }), reference)).toBe(true);
+
+    const logsRequest = { filter: { fromBlock: numberOf(logsBlock), toBlock: numberOf(logsBlock) } };
+    const logs = await web.getLogs(logsRequest);
+    expect(logs.logs).toHaveLength(40);
+    expect(equals(m.getLogs.output, await lane.getLogs(logsRequest), logs)).toBe(true);
+    expect(equals(m.getLogs.output, await lane2.getLogs(logsRequest, { headers }), logs)).toBe(true);
+  });
+
+  it("a binary answer leaves uncompressed with its length even when gzip is accepted; the JSON form is still Connect's", async () => {
+    const request = create(GetLogsRequestSchema, { filter: { fromBlock: numberOf(logsBlock), toBlock: numberOf(logsBlock) } });
+    const { proto, json } = await bothForms(`/${EthService.typeName}/GetLogs`, request, m.getLogs.input, { "accept-encoding": "gzip" });
+    expect(proto.status).toBe(200);
+    expect(proto.headers["content-type"]).toBe("application/proto");
+    expect(proto.headers["content-encoding"]).toBeUndefined();
+    expect(Number(proto.headers["content-length"])).toBe(proto.body.length);
+    expect(json.status).toBe(200);
+    expect(json.headers["content-type"]).toBe("application/json");
+    expect(json.headers["content-encoding"]).toBe("gzip"); // Connect compresses what it answers
+    const fromLane = fromBinary(m.getLogs.output, proto.body);
+    expect(fromLane.logs).toHaveLength(40);
+    expect(toJson(m.getLogs.output, fromLane)).toEqual(JSON.parse(gunzipSync(json.body).toString("utf8")));
+  });
+
+  it("an answer the fast path leaves to the object path (an escaped key) is answered all the same", async () => {
+    override = (r) =>
+      r.method === "eth_getBlockByNumber" ? { raw: `{"jsonrpc":"2.0","id":${JSON.stringify(r.id)},"result":{"\\u006eumber":"0x5","extraData":"0x"}}` } : undefined;
+    const response = await connectClient(ng.url, EthService, ng.key).getBlockByNumber({ block: numberOf(5n) });
+    expect(response.block?.number).toBe(5n);
+    expect(response.block?.extraData?.length).toBe(0);
+  });
+
+  it("an answer that fits no type, a node error and a bad key: the same code, message and details as gRPC-Web", async () => {
+    override = (r) => {
+      if (r.method !== "eth_getBlockByNumber") return undefined;
+      return JSON.stringify(r.params) === '["0x5",false]'
+        ? { result: { number: "0x5", gasLimit: "0xzz" } }
+        : { error: { code: -32000, message: "header not found", data: { why: "pruned" } } };
+    };
+    for (const [key, request] of [
+      [ng.key, { block: numberOf(5n) }],
+      [ng.key, { block: numberOf(6n) }],
+      ["not-a-key-at-all", { block: numberOf(5n) }],
+    ] as const) {
+      const lane = await failure(connectClient(ng.url, EthService, key).getBlockByNumber(request));
+      const web = await failure(connectClient(ng.url, EthService, key, "grpc-web").getBlockByNumber(request));
+      expect([lane.code, lane.rawMessage, lane.findDetails(JsonRpcErrorSchema)]).toEqual([web.code, web.rawMessage, web.findDetails(JsonRpcErrorSchema)]);
+    }
+    const nodeError = await failure(connectClient(ng.url, EthService, ng.key).getBlockByNumber({ block: numberOf(6n) }));
+    expect(nodeError.findDetails(JsonRpcErrorSchema)[0]).toMatchObject({ code: -32000n, message: "header not found", data: '{"why":"pruned"}' });
+  });
+
+  it("errors carry the HTTP status and JSON body Connect writes for the same call", async () => {
+    override = (r) => (r.method === "eth_getBlockByNumber" ? { error: { code: -32005, message: "daily request count exceeded, request rate limited" } } : undefined);
+    const request = create(GetBlockByNumberRequestSchema, { block: numberOf(3n) });
+    const cases = [
+      await bothForms(blockPath, request, m.getBlockByNumber.input), // a provider's rate limit
+      await bothForms(blockPath, request, m.getBlockByNumber.input, { "x-api-key": "not-a-key-at-all" }),
+      await bothForms(blockPath, request, m.getBlockByNumber.input, { "connect-timeout-ms": "soon" }),
+    ];
+    const statuses = [];
+    for (const { proto, json } of cases) {
+      statuses.push(proto.status);
+      expect(proto.status).toBe(json.status);
+      expect(proto.headers["content-type"]).toBe("application/json");
+      expect(JSON.parse(proto.body.toString("utf8"))).toEqual(JSON.parse(json.body.toString("utf8")));
+      expect(proto.headers["x-request-id"]).toBeTruthy();
+    }
+    expect(statuses).toEqual([429, 401, 400]);
+  });
+
+  it("a body that is not the request message is an internal error in Connect's words, and the lane keeps serving", async () => {
+    const reply = await rawPost(blockPath, Buffer.from([0x0a, 0xff]), { "content-type": "application/proto" });
+    expect(reply.status).toBe(500);
+    const body = JSON.parse(reply.body.toString("utf8")) as { code: string; message: string };
+    expect(body.code).toBe("internal");
+    expect(body.message).toMatch(/^parse binary: /);
+    expect((await connectClient(ng.url, EthService, ng.key).chainId({})).chainId).toBe(31337n);
+  });
+});
+
+describe("the Connect contract", () => {
+  it("connect-timeout-ms: deadline_exceeded, and the upstream request is cancelled", async () => {
+    override = (r) => (r.method === "eth_getBlockByNumber" ? { delayMs: 5000, then: { forward: anvil.url } } : undefined);
+    const err = await failure(connectClient(ng.url, EthService, ng.key).getBlockByNumber({ block: numberOf(7n) }, { timeoutMs: 1000 }));
+    expect(err.code).toBe(Code.DeadlineExceeded);
+    const sent = await arrived('["0x7",false]');
+    await until(() => sent.abandoned);
+    expect(sent.abandoned).toBe(true);
+  });
+
+  it("a call the client aborts cancels the upstream request, and is logged as cancelled", async () => {
+    override = (r) => (r.method === "eth_getBlockByNumber" ? { delayMs: 5000, then: { forward: anvil.url } } : undefined);
+    const abort = new AbortController();
+    const call = failure(connectClient(ng.url, EthService, ng.key).getBlockByNumber({ block: numberOf(8n) }, { signal: abort.signal, headers: { "x-request-id": "abort-lane-8" } }));
+    const sent = await arrived('["0x8",false]');
+    abort.abort();
+    expect((await call).code).toBe(Code.Canceled);
+    await until(() => sent.abandoned);
+    expect(sent.abandoned).toBe(true);
+    await until(() => ng.logs.some((l) => l.requestId === "abort-lane-8"));
+    expect(ng.logs.find((l) => l.requestId === "abort-lane-8")).toMatchObject({ door: "connect", status: "Canceled" });
+  });
+
+  it("a request larger than the body limit is refused with resource_exhausted", async () => {
+    const huge = create(GetLogsRequestSchema, { filter: { address: Array.from({ length: 300_000 }, () => new Uint8Array(20)) } });
+    const err = await failure(connectClient(ng.url, EthService, ng.key).getLogs(huge));
+    expect(err.code).toBe(Code.ResourceExhausted);
+    expect(err.rawMessage).toContain("larger than");
+    expect((await connectClient(ng.url, EthService, ng.key).getBlockByNumber({ block: numberOf(1n) })).block?.number).toBe(1n);
+  });
+
+  it("gzip-compressed requests are read", async () => {
+    const client = createClient(EthService, createConnectTransport({ baseUrl: ng.url, httpVersion: "1.1", sendCompression: compressionGzip, compressMinBytes: 0 }));
+    const response = await client.getBlockByNumber({ block: numberOf(1n) }, { headers: { "x-api-key": ng.key } });
+    expect(response.block?.number).toBe(1n);
+  });
+
+  it("x-request-id comes back in the response headers and in the log line", async () => {
+    let echoed: string | null = null;
+    await connectClient(ng.url, EthService, ng.key).getBlockByNumber(
+      { block: numberOf(1n) },
+      { headers: { "x-request-id": "trace-connect-42" }, onHeader: (h) => (echoed = h.get("x-request-id")) },
+    );
+    expect(echoed).toBe("trace-connect-42");
+    expect(ng.logs.some((l) => l.requestId === "trace-connect-42" && l.door === "connect" && l.method === "nodegate.eth.v1.EthService/GetBlockByNumber" && l.status === "ok")).toBe(true);
+  });
+
+  it("many multi-MiB answers at once on one HTTP/2 connection", async () => {
+    answerManyLogs();
+    const client = connectOverHttp2();
+    const request = { filter: { fromBlock: numberOf(9n), toBlock: numberOf(9n) } };
+    const answers = await Promise.all(Array.from({ length: 8 }, () => client.getLogs(request, { headers: { "x-api-key": ng.key } })));
+    for (const a of answers) {
+      expect(a.logs).toHaveLength(6000);
+      expect(a.logs[5999]?.logIndex).toBe(5999n);
+    }
+  });
+});
+
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !done(); i++) await new Promise((r) => setTimeout(r, 10));
+}
+
+/** The eth_getBlockByNumber request with these params, once the node has it. */
+async function arrived(params: string): Promise<UpstreamRequest> {
+  const find = () => upstream.requests.find((r) => r.method === "eth_getBlockByNumber" && JSON.stringify(r.params) === params);
+  await until(() => find() !== undefined);
+  const request = find();
+  if (request === undefined) throw new Error(`the node never received eth_getBlockByNumber ${params}`);
+  return request;
+}
+
+/** The node answers eth_getLogs with 6,000 logs (about 4 MiB of JSON). */
+function answerManyLogs(): void {
+  const log = (i: number) =>
+    `{"address":"0x${"12".repeat(20)}","topics":["0x${"ab".repeat(32)}","0x${i.toString(16).padStart(64, "0")}"],"data":"0x${"00".repeat(96)}","blockNumber":"0x9","transactionHash":"0x${"cd".repeat(32)}","transactionIndex":"0x0","blockHash":"0x${"ef".repeat(32)}","logIndex":"0x${i.toString(16)}","removed":false}`;
+  const logs = `[${Array.from({ length: 6000 }, (_, i) => log(i)).join(",")}]`;
+  override = (r) => (r.method === "eth_getLogs" ? { raw: `{"jsonrpc":"2.0","id":${JSON.stringify(r.id)},"result":${logs}}` } : undefined);
+}
