@@ -148,6 +148,8 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       registerReflection(router, services);
     },
     interceptors: [requestLogInterceptor(gateway.log, gateway.metrics)],
+    // The same bound on a request as the native path's and the lean lanes'.
+    readMaxBytes: gateway.limits.maxBodyBytes,
     contextValues: nodeRequestContext,
     fallback,
   });

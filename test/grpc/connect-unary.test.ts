@@ -203,11 +203,13 @@ describe("the Connect contract", () => {
     expect(ng.logs.find((l) => l.requestId === "abort-lane-8")).toMatchObject({ door: "connect", status: "Canceled" });
   });
 
-  it("a request larger than the body limit is refused with resource_exhausted", async () => {
+  it("a request larger than the body limit is refused with resource_exhausted, on the lane and on Connect's other forms", async () => {
     const huge = create(GetLogsRequestSchema, { filter: { address: Array.from({ length: 300_000 }, () => new Uint8Array(20)) } });
-    const err = await failure(connectClient(ng.url, EthService, ng.key).getLogs(huge));
-    expect(err.code).toBe(Code.ResourceExhausted);
-    expect(err.rawMessage).toContain("larger than");
+    for (const protocol of ["connect", "grpc-web"] as const) {
+      const err = await failure(connectClient(ng.url, EthService, ng.key, protocol).getLogs(huge));
+      expect(err.code).toBe(Code.ResourceExhausted);
+      expect(err.rawMessage).toContain("larger than");
+    }
     expect((await connectClient(ng.url, EthService, ng.key).getBlockByNumber({ block: numberOf(1n) })).block?.number).toBe(1n);
   });
 
