@@ -12,18 +12,15 @@
  * requests, and everything that is not a method table RPC. Answers are not
  * compressed (as on the gRPC lane), whatever Accept-Encoding offers.
  */
-import type { OutgoingHttpHeaders } from "node:http";
-import { fromBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
+import type { ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, errorToJsonBytes, parseTimeout } from "@connectrpc/connect/protocol-connect";
-import { CallCancellation } from "../call-signal.js";
 import type { Gateway } from "../gateway.js";
 import type { NodeRequest, NodeResponse } from "../http-types.js";
-import { logTypedCall, REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
+import { REQUEST_ID_HEADER } from "../observability/request-log.js";
 import { endWithParts } from "../response-body.js";
-import { toConnectError } from "./errors.js";
-import { invokeTyped } from "./typed-services.js";
-import { encodeAnswer, headerSource, type UnaryRoute } from "./unary-routes.js";
+import { serveUnary, type UnaryExchange, type UnaryProtocol } from "./unary-call.js";
+import type { UnaryRoute } from "./unary-routes.js";
 
 const CONTENT_TYPE = "application/proto";
 
@@ -39,35 +36,48 @@ export function createConnectUnaryHandler(gateway: Gateway, routes: ReadonlyMap<
     if (encoding !== undefined && encoding !== "identity") return false;
     const route = routes.get(req.url ?? "");
     if (route === undefined) return false;
-    serve(gateway, route, req, res);
+    serveUnary(gateway, route, connectProtocol, new ConnectExchange(req, res));
     return true;
   };
 }
 
-function serve(gateway: Gateway, route: UnaryRoute, req: NodeRequest, res: NodeResponse): void {
-  const started = performance.now();
-  const header = headerSource(req.headers);
-  const requestId = requestIdFrom(header.get(REQUEST_ID_HEADER));
-  const controller = new CallCancellation();
-  let answered = false;
-  let deadline: NodeJS.Timeout | undefined;
+const connectProtocol: UnaryProtocol = {
+  door: "connect",
+  answerRoom: 0,
+  timeout: (header) => parseTimeout(header.get("connect-timeout-ms"), Number.MAX_SAFE_INTEGER),
+  message: (body) => body,
+};
 
-  const settle = (error: ConnectError | undefined): boolean => {
-    if (answered) return false;
-    answered = true;
-    if (deadline !== undefined) clearTimeout(deadline);
-    logTypedCall(gateway.log, gateway.metrics, "connect", route.method, requestId, started, error);
+/** A unary Connect call on an HTTP/1.1 or HTTP/2 request and response: the status is the HTTP status. */
+class ConnectExchange implements UnaryExchange {
+  constructor(
+    private readonly req: NodeRequest,
+    private readonly res: NodeResponse,
+  ) {}
+
+  get headers(): IncomingHttpHeaders {
+    return this.req.headers;
+  }
+
+  get body(): NodeRequest {
+    return this.req;
+  }
+
+  get closing(): NodeResponse {
+    return this.res;
+  }
+
+  open(): boolean {
+    const res = this.res;
     return !("stream" in res ? res.stream.destroyed || res.stream.closed : res.destroyed);
-  };
-  const succeed = (message: Buffer): void => {
-    if (!settle(undefined)) return;
-    res.writeHead(200, { "content-type": CONTENT_TYPE, "content-length": message.length, [REQUEST_ID_HEADER]: requestId });
-    endWithParts(res, [message]);
-  };
-  const fail = (err: unknown): void => {
-    const error = toConnectError(err);
-    error.metadata.set(REQUEST_ID_HEADER, requestId);
-    if (!settle(error)) return;
+  }
+
+  answer(message: Buffer, requestId: string): void {
+    this.res.writeHead(200, { "content-type": CONTENT_TYPE, "content-length": message.length, [REQUEST_ID_HEADER]: requestId });
+    endWithParts(this.res, [message]);
+  }
+
+  answerError(error: ConnectError): void {
     const body = errorToJsonBytes(error, undefined);
     const headers: OutgoingHttpHeaders = {};
     error.metadata.forEach((value, key) => {
@@ -75,62 +85,9 @@ function serve(gateway: Gateway, route: UnaryRoute, req: NodeRequest, res: NodeR
     });
     headers["content-type"] = "application/json";
     headers["content-length"] = body.length;
-    res.writeHead(codeToHttpStatus(error.code), headers);
-    res.end(body);
-  };
-
-  const chunks: Buffer[] = [];
-  let size = 0;
-  const limit = gateway.limits.maxBodyBytes;
-  const onData = (chunk: Buffer): void => {
-    if (answered) return;
-    size += chunk.length;
-    if (size > limit) {
-      // The same bound as the native path's body: a request this large is refused, not buffered.
-      chunks.length = 0;
-      fail(new ConnectError(`message larger than ${limit} bytes`, Code.ResourceExhausted));
-      return;
-    }
-    chunks.push(chunk);
-  };
-  const onEnd = (): void => {
-    if (answered) return;
-    let request;
-    try {
-      request = fromBinary(route.spec.rpc.input, chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
-    } catch (err) {
-      fail(new ConnectError(`parse binary: ${(err as Error).message}`, Code.Internal));
-      return;
-    }
-    invokeTyped(gateway, route.spec, request, header, controller.signal)
-      .then((result) => {
-        if (!answered) succeed(encodeAnswer(route, result, 0));
-      })
-      .catch(fail);
-  };
-
-  res.once("close", () => {
-    req.removeListener("data", onData);
-    req.removeListener("end", onEnd);
-    if (!answered) {
-      answered = true;
-      if (deadline !== undefined) clearTimeout(deadline);
-      controller.abort();
-      logTypedCall(gateway.log, gateway.metrics, "connect", route.method, requestId, started, new ConnectError("the client cancelled the call", Code.Canceled));
-    }
-  });
-  const timeout = parseTimeout(header.get("connect-timeout-ms"), Number.MAX_SAFE_INTEGER);
-  if (timeout.error !== undefined) {
-    fail(timeout.error);
-    req.resume();
-    return;
+    this.res.writeHead(codeToHttpStatus(error.code), headers);
+    this.res.end(body);
   }
-  if (timeout.timeoutMs !== undefined) {
-    deadline = setTimeout(() => {
-      fail(new ConnectError("the operation timed out", Code.DeadlineExceeded));
-      controller.abort();
-    }, timeout.timeoutMs);
-  }
-  req.on("data", onData);
-  req.once("end", onEnd);
+
+  release(): void {}
 }

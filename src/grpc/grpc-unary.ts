@@ -16,17 +16,14 @@
  */
 import { gunzipSync, inflateSync } from "node:zlib";
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
-import { fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-import { CallCancellation } from "../call-signal.js";
 import type { Gateway } from "../gateway.js";
-import { logTypedCall, REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
+import { REQUEST_ID_HEADER } from "../observability/request-log.js";
 import { writePieces } from "../response-body.js";
-import { toConnectError } from "./errors.js";
 import { reencodeGrpcMessageIn } from "./grpc-message.js";
-import { invokeTyped } from "./typed-services.js";
-import { encodeAnswer, headerSource, type UnaryRoute } from "./unary-routes.js";
+import { serveUnary, type UnaryExchange, type UnaryProtocol } from "./unary-call.js";
+import type { UnaryRoute } from "./unary-routes.js";
 
 /** The gRPC frame header: a compression flag and a 4-byte big-endian length. */
 const FRAME_HEADER = 5;
@@ -84,7 +81,7 @@ export function createGrpcUnaryHandler(gateway: Gateway, routes: ReadonlyMap<str
     if (contentType !== "application/grpc" && contentType !== CONTENT_TYPE) return false;
     const route = routes.get(headers[":path"] ?? "");
     if (route === undefined) return false;
-    serve(gateway, route, stream, headers);
+    serveUnary(gateway, route, grpcProtocol, new GrpcExchange(stream, headers));
     return true;
   };
 }
@@ -92,98 +89,55 @@ export function createGrpcUnaryHandler(gateway: Gateway, routes: ReadonlyMap<str
 /** Shared, so that the listener left on a finished stream holds nothing of its call. */
 function ignoreStreamError(): void {}
 
-function serve(gateway: Gateway, route: UnaryRoute, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
-  const started = performance.now();
-  const header = headerSource(headers);
-  const requestId = requestIdFrom(header.get(REQUEST_ID_HEADER));
-  const controller = new CallCancellation();
-  let answered = false;
-  let deadline: NodeJS.Timeout | undefined;
+const grpcProtocol: UnaryProtocol = {
+  door: "grpc",
+  answerRoom: FRAME_HEADER,
+  timeout: (header) => parseTimeout(header.get("grpc-timeout"), Number.MAX_SAFE_INTEGER),
+  message: (body, header) => readMessage(body, header.get("grpc-encoding") ?? undefined),
+};
 
-  const finish = (error: ConnectError | undefined, message?: Uint8Array): void => {
-    if (answered) return;
-    answered = true;
-    if (deadline !== undefined) clearTimeout(deadline);
-    logTypedCall(gateway.log, gateway.metrics, "grpc", route.method, requestId, started, error);
-    if (stream.destroyed || stream.closed) return;
-    const trailers = error === undefined ? OK_TRAILERS : errorTrailers(error);
+/** A unary gRPC call on its HTTP/2 stream: the status goes in trailers, the answer in one length-prefixed message. */
+class GrpcExchange implements UnaryExchange {
+  constructor(
+    private readonly stream: ServerHttp2Stream,
+    readonly headers: IncomingHttpHeaders,
+  ) {
+    // Stream errors (a reset, a broken connection) end in "close", which cancels the call.
+    stream.on("error", ignoreStreamError);
+  }
+
+  get body(): ServerHttp2Stream {
+    return this.stream;
+  }
+
+  get closing(): ServerHttp2Stream {
+    return this.stream;
+  }
+
+  open(): boolean {
+    return !(this.stream.destroyed || this.stream.closed);
+  }
+
+  answer(message: Buffer, requestId: string): void {
+    message[0] = 0;
+    message.writeUInt32BE(message.length - FRAME_HEADER, 1);
+    this.#respond(OK_TRAILERS, requestId, message);
+  }
+
+  answerError(error: ConnectError, requestId: string): void {
+    this.#respond(errorTrailers(error), requestId, undefined);
+  }
+
+  release(): void {
+    this.stream.removeAllListeners("wantTrailers");
+  }
+
+  #respond(trailers: Record<string, string>, requestId: string, message: Buffer | undefined): void {
+    const stream = this.stream;
     stream.respond({ ":status": 200, "content-type": CONTENT_TYPE, [REQUEST_ID_HEADER]: requestId }, { waitForTrailers: true });
     stream.once("wantTrailers", () => stream.sendTrailers(trailers));
     if (message === undefined) stream.end();
     else if (message.length <= PIECE) stream.end(message);
     else writePieces(stream, [message]);
-  };
-  const fail = (err: unknown): void => {
-    const e = toConnectError(err);
-    e.metadata.set(REQUEST_ID_HEADER, requestId);
-    finish(e);
-  };
-
-  const chunks: Buffer[] = [];
-  let size = 0;
-  const limit = gateway.limits.maxBodyBytes;
-  const onData = (chunk: Buffer): void => {
-    if (answered) return;
-    size += chunk.length;
-    if (size > limit) {
-      // The same bound as the native path's body: a request this large is refused, not buffered.
-      chunks.length = 0;
-      fail(new ConnectError(`message larger than ${limit} bytes`, Code.ResourceExhausted));
-      return;
-    }
-    chunks.push(chunk);
-  };
-  const onEnd = (): void => {
-    if (answered) return;
-    let request;
-    try {
-      const bytes = readMessage(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size), header.get("grpc-encoding") ?? undefined);
-      try {
-        request = fromBinary(route.spec.rpc.input, bytes);
-      } catch (err) {
-        throw new ConnectError(`parse binary: ${(err as Error).message}`, Code.Internal);
-      }
-    } catch (err) {
-      fail(err);
-      return;
-    }
-    invokeTyped(gateway, route.spec, request, header, controller.signal).then((result) => {
-      if (answered) return;
-      const frame = encodeAnswer(route, result, FRAME_HEADER);
-      frame[0] = 0;
-      frame.writeUInt32BE(frame.length - FRAME_HEADER, 1);
-      finish(undefined, frame);
-    }).catch(fail);
-  };
-
-  // Stream errors (a reset, a broken connection) end in "close", which cancels the call.
-  stream.on("error", ignoreStreamError);
-  stream.once("close", () => {
-    // The closed stream outlives the call until a full GC (scavenges keep it, and what it
-    // references, alive): the call's listeners leave it, so the call's objects die young.
-    stream.removeListener("data", onData);
-    stream.removeListener("end", onEnd);
-    stream.removeAllListeners("wantTrailers");
-    if (!answered) {
-      answered = true;
-      if (deadline !== undefined) clearTimeout(deadline);
-      controller.abort();
-      logTypedCall(gateway.log, gateway.metrics, "grpc", route.method, requestId, started, new ConnectError("the client cancelled the call", Code.Canceled));
-    }
-  });
-  const timeout = parseTimeout(header.get("grpc-timeout"), Number.MAX_SAFE_INTEGER);
-  if (timeout.error !== undefined) {
-    fail(timeout.error);
-    stream.resume();
-    return;
   }
-  if (timeout.timeoutMs !== undefined) {
-    deadline = setTimeout(() => {
-      fail(new ConnectError("the operation timed out", Code.DeadlineExceeded));
-      controller.abort();
-    }, timeout.timeoutMs);
-  }
-
-  stream.on("data", onData);
-  stream.once("end", onEnd);
 }

@@ -1,0 +1,160 @@
+/**
+ * One call on a lean unary lane, the same on gRPC and on the Connect
+ * protocol: read the request body up to the body limit, keep the deadline,
+ * invoke the method, cancel the upstream call when the client goes, answer
+ * once, and log and count the call once. What differs between the lanes (the
+ * framing of the message, the timeout header, how an answer or an error is
+ * written) comes in a UnaryProtocol and a UnaryExchange.
+ */
+import type { EventEmitter } from "node:events";
+import type { IncomingHttpHeaders } from "node:http";
+import type { Readable } from "node:stream";
+import { fromBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { CallCancellation } from "../call-signal.js";
+import type { Gateway } from "../gateway.js";
+import { logTypedCall, REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
+import { toConnectError } from "./errors.js";
+import { type HeaderSource, invokeTyped } from "./typed-services.js";
+import { encodeAnswer, headerSource, type UnaryRoute } from "./unary-routes.js";
+
+/** A lane's protocol: how it frames the request and answer and where its deadline is. */
+export interface UnaryProtocol {
+  /** The front door's label in logs and metrics. */
+  readonly door: string;
+  /** Bytes the answer leaves free before the message, for the lane's framing. */
+  readonly answerRoom: number;
+  /** The call's timeout, from its headers. */
+  timeout(header: HeaderSource): { timeoutMs?: number; error?: ConnectError };
+  /** The request message's bytes from the body as received; throws ConnectError as Connect words it. */
+  message(body: Buffer, header: HeaderSource): Uint8Array;
+}
+
+/** One request and its answer on the wire (an HTTP/2 stream, or a request and response). */
+export interface UnaryExchange {
+  readonly headers: IncomingHttpHeaders;
+  /** The request body. */
+  readonly body: Readable;
+  /** Emits "close" once the exchange is over, answered or not (a client that goes away closes it early). */
+  readonly closing: EventEmitter;
+  /** Whether an answer can still be written. */
+  open(): boolean;
+  /** Writes the answer: `message` with the protocol's room before it. */
+  answer(message: Buffer, requestId: string): void;
+  /** Writes a failed call's answer. */
+  answerError(error: ConnectError, requestId: string): void;
+  /** Drops what the exchange still holds of the call once it is over. */
+  release(): void;
+}
+
+export function serveUnary(gateway: Gateway, route: UnaryRoute, protocol: UnaryProtocol, exchange: UnaryExchange): void {
+  new UnaryCall(gateway, route, protocol, exchange).start();
+}
+
+class UnaryCall {
+  readonly #started = performance.now();
+  readonly #header: HeaderSource;
+  readonly #requestId: string;
+  readonly #cancellation = new CallCancellation();
+  #answered = false;
+  #deadline: NodeJS.Timeout | undefined;
+  #chunks: Buffer[] = [];
+  #size = 0;
+
+  constructor(
+    private readonly gateway: Gateway,
+    private readonly route: UnaryRoute,
+    private readonly protocol: UnaryProtocol,
+    private readonly exchange: UnaryExchange,
+  ) {
+    this.#header = headerSource(exchange.headers);
+    this.#requestId = requestIdFrom(this.#header.get(REQUEST_ID_HEADER));
+  }
+
+  start(): void {
+    const { exchange } = this;
+    exchange.closing.once("close", this.#onClose);
+    const timeout = this.protocol.timeout(this.#header);
+    if (timeout.error !== undefined) {
+      this.#fail(timeout.error);
+      exchange.body.resume();
+      return;
+    }
+    if (timeout.timeoutMs !== undefined) this.#deadline = setTimeout(this.#onDeadline, timeout.timeoutMs);
+    exchange.body.on("data", this.#onData);
+    exchange.body.once("end", this.#onEnd);
+  }
+
+  /** Marks the call answered (once), stops its deadline and logs it; false when it was answered already. */
+  #settle(error: ConnectError | undefined): boolean {
+    if (this.#answered) return false;
+    this.#answered = true;
+    if (this.#deadline !== undefined) clearTimeout(this.#deadline);
+    logTypedCall(this.gateway.log, this.gateway.metrics, this.protocol.door, this.route.method, this.#requestId, this.#started, error);
+    return this.exchange.open();
+  }
+
+  #fail(err: unknown): void {
+    const error = toConnectError(err);
+    error.metadata.set(REQUEST_ID_HEADER, this.#requestId);
+    if (this.#settle(error)) this.exchange.answerError(error, this.#requestId);
+  }
+
+  readonly #onData = (chunk: Buffer): void => {
+    if (this.#answered) return;
+    this.#size += chunk.length;
+    const limit = this.gateway.limits.maxBodyBytes;
+    if (this.#size > limit) {
+      // The same bound as the native path's body: a request this large is refused, not buffered.
+      this.#chunks.length = 0;
+      this.#fail(new ConnectError(`message larger than ${limit} bytes`, Code.ResourceExhausted));
+      return;
+    }
+    this.#chunks.push(chunk);
+  };
+
+  readonly #onEnd = (): void => {
+    if (this.#answered) return;
+    const { route } = this;
+    let request;
+    try {
+      const chunks = this.#chunks;
+      const bytes = this.protocol.message(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, this.#size), this.#header);
+      try {
+        request = fromBinary(route.spec.rpc.input, bytes);
+      } catch (err) {
+        throw new ConnectError(`parse binary: ${(err as Error).message}`, Code.Internal);
+      }
+    } catch (err) {
+      this.#fail(err);
+      return;
+    }
+    invokeTyped(this.gateway, route.spec, request, this.#header, this.#cancellation.signal)
+      .then((result) => {
+        if (this.#answered) return;
+        const message = encodeAnswer(route, result, this.protocol.answerRoom);
+        if (this.#settle(undefined)) this.exchange.answer(message, this.#requestId);
+      })
+      .catch((err: unknown) => this.#fail(err));
+  };
+
+  readonly #onDeadline = (): void => {
+    this.#fail(new ConnectError("the operation timed out", Code.DeadlineExceeded));
+    this.#cancellation.abort();
+  };
+
+  readonly #onClose = (): void => {
+    // A finished exchange can outlive the call until a full GC (scavenges keep it, and what it
+    // references, alive): the call's listeners leave it, so the call's objects die young.
+    const { exchange } = this;
+    exchange.body.removeListener("data", this.#onData);
+    exchange.body.removeListener("end", this.#onEnd);
+    exchange.release();
+    if (this.#answered) return;
+    this.#answered = true;
+    if (this.#deadline !== undefined) clearTimeout(this.#deadline);
+    this.#cancellation.abort();
+    const cancelled = new ConnectError("the client cancelled the call", Code.Canceled);
+    logTypedCall(this.gateway.log, this.gateway.metrics, this.protocol.door, this.route.method, this.#requestId, this.#started, cancelled);
+  };
+}
