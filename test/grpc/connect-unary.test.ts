@@ -10,47 +10,25 @@
 import http from "node:http";
 import { gunzipSync } from "node:zlib";
 import { create, equals, fromBinary, type Message, toBinary, toJson } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, createClient } from "@connectrpc/connect";
 import { compressionGzip, createConnectTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { EthService, GetBlockByNumberRequestSchema, GetLogsRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
-import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { connectClient } from "../support/grpc-clients.js";
-import { startNodegate, type TestNodegate } from "../support/nodegate.js";
-import { deployProbe } from "../support/probe.js";
-import { type Answer, type ProgrammableUpstream, startProgrammableUpstream, type UpstreamRequest } from "../support/programmable-upstream.js";
+import { connectErrorOf } from "../support/grpc-status.js";
+import { useLaneFixture } from "../support/lane-fixture.js";
+import { manyLogsAnswer } from "../support/programmable-upstream.js";
 
-let anvil: AnvilNode;
-let upstream: ProgrammableUpstream;
-let ng: TestNodegate;
-let override: ((r: UpstreamRequest) => Answer | undefined) | undefined;
-let logsBlock: bigint;
+const f = useLaneFixture();
 
 const m = EthService.method;
 const numberOf = (n: bigint) => ({ kind: { case: "number" as const, value: n } });
 const blockPath = `/${EthService.typeName}/GetBlockByNumber`;
 
-beforeAll(async () => {
-  anvil = await startAnvil();
-  const probe = await deployProbe(anvil.url);
-  const hash = await probe.wallet.writeContract({ address: probe.address, abi: probe.abi, functionName: "storeMany", args: [40n] });
-  logsBlock = (await probe.client.waitForTransactionReceipt({ hash })).blockNumber;
-  upstream = await startProgrammableUpstream((r) => override?.(r) ?? { forward: anvil.url });
-  ng = await startNodegate({ upstreamUrl: upstream.url });
-}, 60_000);
-afterAll(async () => {
-  await ng?.close();
-  await upstream?.close();
-  await anvil?.stop();
-});
-beforeEach(() => {
-  override = undefined;
-});
-
 /** connect-es on the Connect protocol over HTTP/2 (the shared helper speaks it over HTTP/1.1). */
 function connectOverHttp2() {
-  return createClient(EthService, createConnectTransport({ baseUrl: ng.url, httpVersion: "2" }));
+  return createClient(EthService, createConnectTransport({ baseUrl: f.ng.url, httpVersion: "2" }));
 }
 
 interface RawReply {
@@ -62,7 +40,7 @@ interface RawReply {
 /** One POST over HTTP/1.1 as a Connect client sends it, with the key; the reply as it came. */
 function rawPost(path: string, body: Uint8Array | string, headers: Record<string, string>): Promise<RawReply> {
   return new Promise((resolve, reject) => {
-    const req = http.request(`${ng.url}${path}`, { method: "POST", headers: { "x-api-key": ng.key, "connect-protocol-version": "1", ...headers } }, (res) => {
+    const req = http.request(`${f.ng.url}${path}`, { method: "POST", headers: { "x-api-key": f.ng.key, "connect-protocol-version": "1", ...headers } }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
       res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
@@ -80,28 +58,19 @@ async function bothForms(path: string, request: Message, schema: Parameters<type
   return { proto, json };
 }
 
-function failure(p: Promise<unknown>): Promise<ConnectError> {
-  return p.then(
-    () => {
-      throw new Error("expected an error");
-    },
-    (e: unknown) => ConnectError.from(e),
-  );
-}
-
 describe("the same answers as Connect's own handler", () => {
   it("blocks with full transactions and logs, over HTTP/1.1 and HTTP/2, equal gRPC-Web's", async () => {
-    const web = connectClient(ng.url, EthService, ng.key, "grpc-web");
-    const lane = connectClient(ng.url, EthService, ng.key, "connect");
+    const web = connectClient(f.ng.url, EthService, f.ng.key, "grpc-web");
+    const lane = connectClient(f.ng.url, EthService, f.ng.key, "connect");
     const lane2 = connectOverHttp2();
-    const headers = { "x-api-key": ng.key };
-    const blockRequest = { block: numberOf(logsBlock), fullTransactions: true };
+    const headers = { "x-api-key": f.ng.key };
+    const blockRequest = { block: numberOf(f.logsBlock), fullTransactions: true };
     const reference = await web.getBlockByNumber(blockRequest);
     expect(reference.block?.transactions?.full).toHaveLength(1);
     expect(equals(m.getBlockByNumber.output, await lane.getBlockByNumber(blockRequest), reference)).toBe(true);
     expect(equals(m.getBlockByNumber.output, await lane2.getBlockByNumber(blockRequest, { headers }), reference)).toBe(true);
 
-    const logsRequest = { filter: { fromBlock: numberOf(logsBlock), toBlock: numberOf(logsBlock) } };
+    const logsRequest = { filter: { fromBlock: numberOf(f.logsBlock), toBlock: numberOf(f.logsBlock) } };
     const logs = await web.getLogs(logsRequest);
     expect(logs.logs).toHaveLength(40);
     expect(equals(m.getLogs.output, await lane.getLogs(logsRequest), logs)).toBe(true);
@@ -109,7 +78,7 @@ describe("the same answers as Connect's own handler", () => {
   });
 
   it("a binary answer leaves uncompressed with its length even when gzip is accepted; the JSON form is still Connect's", async () => {
-    const request = create(GetLogsRequestSchema, { filter: { fromBlock: numberOf(logsBlock), toBlock: numberOf(logsBlock) } });
+    const request = create(GetLogsRequestSchema, { filter: { fromBlock: numberOf(f.logsBlock), toBlock: numberOf(f.logsBlock) } });
     const { proto, json } = await bothForms(`/${EthService.typeName}/GetLogs`, request, m.getLogs.input, { "accept-encoding": "gzip" });
     expect(proto.status).toBe(200);
     expect(proto.headers["content-type"]).toBe("application/proto");
@@ -124,35 +93,35 @@ describe("the same answers as Connect's own handler", () => {
   });
 
   it("an answer the fast path leaves to the object path (an escaped key) is answered all the same", async () => {
-    override = (r) =>
+    f.override = (r) =>
       r.method === "eth_getBlockByNumber" ? { raw: `{"jsonrpc":"2.0","id":${JSON.stringify(r.id)},"result":{"\\u006eumber":"0x5","extraData":"0x"}}` } : undefined;
-    const response = await connectClient(ng.url, EthService, ng.key).getBlockByNumber({ block: numberOf(5n) });
+    const response = await connectClient(f.ng.url, EthService, f.ng.key).getBlockByNumber({ block: numberOf(5n) });
     expect(response.block?.number).toBe(5n);
     expect(response.block?.extraData?.length).toBe(0);
   });
 
   it("an answer that fits no type, a node error and a bad key: the same code, message and details as gRPC-Web", async () => {
-    override = (r) => {
+    f.override = (r) => {
       if (r.method !== "eth_getBlockByNumber") return undefined;
       return JSON.stringify(r.params) === '["0x5",false]'
         ? { result: { number: "0x5", gasLimit: "0xzz" } }
         : { error: { code: -32000, message: "header not found", data: { why: "pruned" } } };
     };
     for (const [key, request] of [
-      [ng.key, { block: numberOf(5n) }],
-      [ng.key, { block: numberOf(6n) }],
+      [f.ng.key, { block: numberOf(5n) }],
+      [f.ng.key, { block: numberOf(6n) }],
       ["not-a-key-at-all", { block: numberOf(5n) }],
     ] as const) {
-      const lane = await failure(connectClient(ng.url, EthService, key).getBlockByNumber(request));
-      const web = await failure(connectClient(ng.url, EthService, key, "grpc-web").getBlockByNumber(request));
+      const lane = await connectErrorOf(connectClient(f.ng.url, EthService, key).getBlockByNumber(request));
+      const web = await connectErrorOf(connectClient(f.ng.url, EthService, key, "grpc-web").getBlockByNumber(request));
       expect([lane.code, lane.rawMessage, lane.findDetails(JsonRpcErrorSchema)]).toEqual([web.code, web.rawMessage, web.findDetails(JsonRpcErrorSchema)]);
     }
-    const nodeError = await failure(connectClient(ng.url, EthService, ng.key).getBlockByNumber({ block: numberOf(6n) }));
+    const nodeError = await connectErrorOf(connectClient(f.ng.url, EthService, f.ng.key).getBlockByNumber({ block: numberOf(6n) }));
     expect(nodeError.findDetails(JsonRpcErrorSchema)[0]).toMatchObject({ code: -32000n, message: "header not found", data: '{"why":"pruned"}' });
   });
 
   it("errors carry the HTTP status and JSON body Connect writes for the same call", async () => {
-    override = (r) => (r.method === "eth_getBlockByNumber" ? { error: { code: -32005, message: "daily request count exceeded, request rate limited" } } : undefined);
+    f.override = (r) => (r.method === "eth_getBlockByNumber" ? { error: { code: -32005, message: "daily request count exceeded, request rate limited" } } : undefined);
     const request = create(GetBlockByNumberRequestSchema, { block: numberOf(3n) });
     const cases = [
       await bothForms(blockPath, request, m.getBlockByNumber.input), // a provider's rate limit
@@ -176,88 +145,64 @@ describe("the same answers as Connect's own handler", () => {
     const body = JSON.parse(reply.body.toString("utf8")) as { code: string; message: string };
     expect(body.code).toBe("internal");
     expect(body.message).toMatch(/^parse binary: /);
-    expect((await connectClient(ng.url, EthService, ng.key).chainId({})).chainId).toBe(31337n);
+    expect((await connectClient(f.ng.url, EthService, f.ng.key).chainId({})).chainId).toBe(31337n);
   });
 });
 
 describe("the Connect contract", () => {
   it("connect-timeout-ms: deadline_exceeded, and the upstream request is cancelled", async () => {
-    override = (r) => (r.method === "eth_getBlockByNumber" ? { delayMs: 5000, then: { forward: anvil.url } } : undefined);
-    const err = await failure(connectClient(ng.url, EthService, ng.key).getBlockByNumber({ block: numberOf(7n) }, { timeoutMs: 1000 }));
+    f.override = (r) => (r.method === "eth_getBlockByNumber" ? { delayMs: 5000, then: { forward: f.anvil.url } } : undefined);
+    const err = await connectErrorOf(connectClient(f.ng.url, EthService, f.ng.key).getBlockByNumber({ block: numberOf(7n) }, { timeoutMs: 1000 }));
     expect(err.code).toBe(Code.DeadlineExceeded);
-    const sent = await arrived('["0x7",false]');
-    await until(() => sent.abandoned);
-    expect(sent.abandoned).toBe(true);
+    const sent = await f.upstream.arrived("eth_getBlockByNumber", '["0x7",false]');
+    await expect.poll(() => sent.abandoned, { timeout: 5000 }).toBe(true);
   });
 
   it("a call the client aborts cancels the upstream request, and is logged as cancelled", async () => {
-    override = (r) => (r.method === "eth_getBlockByNumber" ? { delayMs: 5000, then: { forward: anvil.url } } : undefined);
+    f.override = (r) => (r.method === "eth_getBlockByNumber" ? { delayMs: 5000, then: { forward: f.anvil.url } } : undefined);
     const abort = new AbortController();
-    const call = failure(connectClient(ng.url, EthService, ng.key).getBlockByNumber({ block: numberOf(8n) }, { signal: abort.signal, headers: { "x-request-id": "abort-lane-8" } }));
-    const sent = await arrived('["0x8",false]');
+    const call = connectErrorOf(connectClient(f.ng.url, EthService, f.ng.key).getBlockByNumber({ block: numberOf(8n) }, { signal: abort.signal, headers: { "x-request-id": "abort-lane-8" } }));
+    const sent = await f.upstream.arrived("eth_getBlockByNumber", '["0x8",false]');
     abort.abort();
     expect((await call).code).toBe(Code.Canceled);
-    await until(() => sent.abandoned);
-    expect(sent.abandoned).toBe(true);
-    await until(() => ng.logs.some((l) => l.requestId === "abort-lane-8"));
-    expect(ng.logs.find((l) => l.requestId === "abort-lane-8")).toMatchObject({ door: "connect", status: "Canceled" });
+    await expect.poll(() => sent.abandoned, { timeout: 5000 }).toBe(true);
+    await expect.poll(() => f.ng.logs.find((l) => l.requestId === "abort-lane-8"), { timeout: 5000 }).toMatchObject({ door: "connect", status: "Canceled" });
   });
 
   it("a request larger than the body limit is refused with resource_exhausted, on the lane and on Connect's other forms", async () => {
     const huge = create(GetLogsRequestSchema, { filter: { address: Array.from({ length: 300_000 }, () => new Uint8Array(20)) } });
     for (const protocol of ["connect", "grpc-web"] as const) {
-      const err = await failure(connectClient(ng.url, EthService, ng.key, protocol).getLogs(huge));
+      const err = await connectErrorOf(connectClient(f.ng.url, EthService, f.ng.key, protocol).getLogs(huge));
       expect(err.code).toBe(Code.ResourceExhausted);
       expect(err.rawMessage).toContain("larger than");
     }
-    expect((await connectClient(ng.url, EthService, ng.key).getBlockByNumber({ block: numberOf(1n) })).block?.number).toBe(1n);
+    expect((await connectClient(f.ng.url, EthService, f.ng.key).getBlockByNumber({ block: numberOf(1n) })).block?.number).toBe(1n);
   });
 
   it("gzip-compressed requests are read", async () => {
-    const client = createClient(EthService, createConnectTransport({ baseUrl: ng.url, httpVersion: "1.1", sendCompression: compressionGzip, compressMinBytes: 0 }));
-    const response = await client.getBlockByNumber({ block: numberOf(1n) }, { headers: { "x-api-key": ng.key } });
+    const client = createClient(EthService, createConnectTransport({ baseUrl: f.ng.url, httpVersion: "1.1", sendCompression: compressionGzip, compressMinBytes: 0 }));
+    const response = await client.getBlockByNumber({ block: numberOf(1n) }, { headers: { "x-api-key": f.ng.key } });
     expect(response.block?.number).toBe(1n);
   });
 
   it("x-request-id comes back in the response headers and in the log line", async () => {
     let echoed: string | null = null;
-    await connectClient(ng.url, EthService, ng.key).getBlockByNumber(
+    await connectClient(f.ng.url, EthService, f.ng.key).getBlockByNumber(
       { block: numberOf(1n) },
       { headers: { "x-request-id": "trace-connect-42" }, onHeader: (h) => (echoed = h.get("x-request-id")) },
     );
     expect(echoed).toBe("trace-connect-42");
-    expect(ng.logs.some((l) => l.requestId === "trace-connect-42" && l.door === "connect" && l.method === "nodegate.eth.v1.EthService/GetBlockByNumber" && l.status === "ok")).toBe(true);
+    expect(f.ng.logs.some((l) => l.requestId === "trace-connect-42" && l.door === "connect" && l.method === "nodegate.eth.v1.EthService/GetBlockByNumber" && l.status === "ok")).toBe(true);
   });
 
   it("many multi-MiB answers at once on one HTTP/2 connection", async () => {
-    answerManyLogs();
+    f.override = manyLogsAnswer();
     const client = connectOverHttp2();
     const request = { filter: { fromBlock: numberOf(9n), toBlock: numberOf(9n) } };
-    const answers = await Promise.all(Array.from({ length: 8 }, () => client.getLogs(request, { headers: { "x-api-key": ng.key } })));
+    const answers = await Promise.all(Array.from({ length: 8 }, () => client.getLogs(request, { headers: { "x-api-key": f.ng.key } })));
     for (const a of answers) {
       expect(a.logs).toHaveLength(6000);
       expect(a.logs[5999]?.logIndex).toBe(5999n);
     }
   });
 });
-
-async function until(done: () => boolean): Promise<void> {
-  for (let i = 0; i < 500 && !done(); i++) await new Promise((r) => setTimeout(r, 10));
-}
-
-/** The eth_getBlockByNumber request with these params, once the node has it. */
-async function arrived(params: string): Promise<UpstreamRequest> {
-  const find = () => upstream.requests.find((r) => r.method === "eth_getBlockByNumber" && JSON.stringify(r.params) === params);
-  await until(() => find() !== undefined);
-  const request = find();
-  if (request === undefined) throw new Error(`the node never received eth_getBlockByNumber ${params}`);
-  return request;
-}
-
-/** The node answers eth_getLogs with 6,000 logs (about 4 MiB of JSON). */
-function answerManyLogs(): void {
-  const log = (i: number) =>
-    `{"address":"0x${"12".repeat(20)}","topics":["0x${"ab".repeat(32)}","0x${i.toString(16).padStart(64, "0")}"],"data":"0x${"00".repeat(96)}","blockNumber":"0x9","transactionHash":"0x${"cd".repeat(32)}","transactionIndex":"0x0","blockHash":"0x${"ef".repeat(32)}","logIndex":"0x${i.toString(16)}","removed":false}`;
-  const logs = `[${Array.from({ length: 6000 }, (_, i) => log(i)).join(",")}]`;
-  override = (r) => (r.method === "eth_getLogs" ? { raw: `{"jsonrpc":"2.0","id":${JSON.stringify(r.id)},"result":${logs}}` } : undefined);
-}

@@ -7,9 +7,8 @@
  */
 import { create, equals, fromBinary, type DescMessage, type Message, toBinary } from "@bufbuild/protobuf";
 import http2 from "node:http2";
-import { ConnectError } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   EthService,
   GetBlockByNumberRequestSchema,
@@ -18,38 +17,16 @@ import {
   type GetLogsResponse,
 } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
-import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { connectClient } from "../support/grpc-clients.js";
 import { post, rpc } from "../support/http.js";
-import { startNodegate, type TestNodegate } from "../support/nodegate.js";
-import { deployProbe } from "../support/probe.js";
-import { type Answer, type ProgrammableUpstream, startProgrammableUpstream, type UpstreamRequest } from "../support/programmable-upstream.js";
+import { connectErrorOf } from "../support/grpc-status.js";
+import { useLaneFixture } from "../support/lane-fixture.js";
+import { manyLogsAnswer } from "../support/programmable-upstream.js";
 
-let anvil: AnvilNode;
-let upstream: ProgrammableUpstream;
-let ng: TestNodegate;
-let override: ((r: UpstreamRequest) => Answer | undefined) | undefined;
-let logsBlock: bigint;
+const f = useLaneFixture();
 
 const m = EthService.method;
 const numberOf = (n: bigint) => ({ kind: { case: "number" as const, value: n } });
-
-beforeAll(async () => {
-  anvil = await startAnvil();
-  const probe = await deployProbe(anvil.url);
-  const hash = await probe.wallet.writeContract({ address: probe.address, abi: probe.abi, functionName: "storeMany", args: [40n] });
-  logsBlock = (await probe.client.waitForTransactionReceipt({ hash })).blockNumber;
-  upstream = await startProgrammableUpstream((r) => override?.(r) ?? { forward: anvil.url });
-  ng = await startNodegate({ upstreamUrl: upstream.url });
-}, 60_000);
-afterAll(async () => {
-  await ng?.close();
-  await upstream?.close();
-  await anvil?.stop();
-});
-beforeEach(() => {
-  override = undefined;
-});
 
 /** A grpc-js call with what the helper does not offer: options, metadata out, cancellation. */
 function grpcCall<O extends Message>(
@@ -59,9 +36,9 @@ function grpcCall<O extends Message>(
   request: Message,
   options: { deadlineMs?: number; requestId?: string; channel?: grpc.ChannelOptions; cancelWhen?: Promise<unknown> } = {},
 ): Promise<{ response: O; headers: grpc.Metadata }> {
-  const client = new grpc.Client(ng.address, grpc.credentials.createInsecure(), { "grpc.max_receive_message_length": -1, ...options.channel });
+  const client = new grpc.Client(f.ng.address, grpc.credentials.createInsecure(), { "grpc.max_receive_message_length": -1, ...options.channel });
   const metadata = new grpc.Metadata();
-  metadata.set("x-api-key", ng.key);
+  metadata.set("x-api-key", f.ng.key);
   if (options.requestId) metadata.set("x-request-id", options.requestId);
   return new Promise((resolve, reject) => {
     let headers = new grpc.Metadata();
@@ -92,26 +69,17 @@ function getBlock(n: bigint, options?: Parameters<typeof grpcCall>[4]) {
   return grpcCall<GetBlockByNumberResponse>(blockPath, m.getBlockByNumber.input, m.getBlockByNumber.output, create(GetBlockByNumberRequestSchema, { block: numberOf(n), fullTransactions: true }), options);
 }
 
-function failure(p: Promise<unknown>): Promise<ConnectError> {
-  return p.then(
-    () => {
-      throw new Error("expected an error");
-    },
-    (e: unknown) => ConnectError.from(e),
-  );
-}
-
 describe("the same answers as Connect's other protocols", () => {
   it("blocks with full transactions and logs, on grpc-js and connect-es gRPC, equal gRPC-Web's", async () => {
-    const web = connectClient(ng.url, EthService, ng.key, "grpc-web");
-    const viaConnectGrpc = connectClient(ng.url, EthService, ng.key, "grpc");
-    const blockRequest = { block: numberOf(logsBlock), fullTransactions: true };
+    const web = connectClient(f.ng.url, EthService, f.ng.key, "grpc-web");
+    const viaConnectGrpc = connectClient(f.ng.url, EthService, f.ng.key, "grpc");
+    const blockRequest = { block: numberOf(f.logsBlock), fullTransactions: true };
     const reference = await web.getBlockByNumber(blockRequest);
     expect(reference.block?.transactions?.full).toHaveLength(1);
-    expect(equals(m.getBlockByNumber.output, (await getBlock(logsBlock)).response, reference)).toBe(true);
+    expect(equals(m.getBlockByNumber.output, (await getBlock(f.logsBlock)).response, reference)).toBe(true);
     expect(equals(m.getBlockByNumber.output, await viaConnectGrpc.getBlockByNumber(blockRequest), reference)).toBe(true);
 
-    const logsRequest = create(GetLogsRequestSchema, { filter: { fromBlock: numberOf(logsBlock), toBlock: numberOf(logsBlock) } });
+    const logsRequest = create(GetLogsRequestSchema, { filter: { fromBlock: numberOf(f.logsBlock), toBlock: numberOf(f.logsBlock) } });
     const logs = await web.getLogs(logsRequest);
     expect(logs.logs).toHaveLength(40);
     const { response } = await grpcCall<GetLogsResponse>(logsPath, m.getLogs.input, m.getLogs.output, logsRequest);
@@ -119,7 +87,7 @@ describe("the same answers as Connect's other protocols", () => {
   });
 
   it("an answer the fast path leaves to the object path (an escaped key) is answered all the same", async () => {
-    override = (r) =>
+    f.override = (r) =>
       r.method === "eth_getBlockByNumber" ? { raw: `{"jsonrpc":"2.0","id":${JSON.stringify(r.id)},"result":{"\\u006eumber":"0x5","extraData":"0x"}}` } : undefined;
     const { response } = await getBlock(5n);
     expect(response.block?.number).toBe(5n);
@@ -127,10 +95,10 @@ describe("the same answers as Connect's other protocols", () => {
   });
 
   it("an answer that fits no type: the same status, message and details as gRPC-Web", async () => {
-    override = (r) => (r.method === "eth_getBlockByNumber" ? { result: { number: "0x5", gasLimit: "0xzz" } } : undefined);
+    f.override = (r) => (r.method === "eth_getBlockByNumber" ? { result: { number: "0x5", gasLimit: "0xzz" } } : undefined);
     const request = { block: numberOf(5n), fullTransactions: false };
-    const lean = await failure(connectClient(ng.url, EthService, ng.key, "grpc").getBlockByNumber(request));
-    const web = await failure(connectClient(ng.url, EthService, ng.key, "grpc-web").getBlockByNumber(request));
+    const lean = await connectErrorOf(connectClient(f.ng.url, EthService, f.ng.key, "grpc").getBlockByNumber(request));
+    const web = await connectErrorOf(connectClient(f.ng.url, EthService, f.ng.key, "grpc-web").getBlockByNumber(request));
     expect(lean.code).toBe(web.code);
     expect(lean.rawMessage).toBe(web.rawMessage);
     expect(lean.findDetails(JsonRpcErrorSchema)).toEqual(web.findDetails(JsonRpcErrorSchema));
@@ -138,36 +106,34 @@ describe("the same answers as Connect's other protocols", () => {
   });
 
   it("node errors and nodegate's own refusals carry the same details", async () => {
-    override = (r) => (r.method === "eth_getBlockByNumber" ? { error: { code: -32000, message: "header not found", data: { why: "pruned" } } } : undefined);
+    f.override = (r) => (r.method === "eth_getBlockByNumber" ? { error: { code: -32000, message: "header not found", data: { why: "pruned" } } } : undefined);
     const request = { block: numberOf(6n), fullTransactions: false };
-    const lean = await failure(connectClient(ng.url, EthService, ng.key, "grpc").getBlockByNumber(request));
-    const web = await failure(connectClient(ng.url, EthService, ng.key, "grpc-web").getBlockByNumber(request));
+    const lean = await connectErrorOf(connectClient(f.ng.url, EthService, f.ng.key, "grpc").getBlockByNumber(request));
+    const web = await connectErrorOf(connectClient(f.ng.url, EthService, f.ng.key, "grpc-web").getBlockByNumber(request));
     expect([lean.code, lean.rawMessage]).toEqual([web.code, web.rawMessage]);
     expect(lean.findDetails(JsonRpcErrorSchema)[0]).toMatchObject({ code: -32000n, message: "header not found", data: '{"why":"pruned"}' });
-    const badKey = await failure(connectClient(ng.url, EthService, "not-a-key-at-all", "grpc").chainId({}));
-    const badKeyWeb = await failure(connectClient(ng.url, EthService, "not-a-key-at-all", "grpc-web").chainId({}));
+    const badKey = await connectErrorOf(connectClient(f.ng.url, EthService, "not-a-key-at-all", "grpc").chainId({}));
+    const badKeyWeb = await connectErrorOf(connectClient(f.ng.url, EthService, "not-a-key-at-all", "grpc-web").chainId({}));
     expect([badKey.code, badKey.rawMessage, badKey.findDetails(JsonRpcErrorSchema)]).toEqual([badKeyWeb.code, badKeyWeb.rawMessage, badKeyWeb.findDetails(JsonRpcErrorSchema)]);
   });
 });
 
 describe("the gRPC contract", () => {
   it("grpc-timeout: DEADLINE_EXCEEDED, and the upstream request is cancelled", async () => {
-    override = (r) => (r.method === "eth_getBlockByNumber" ? { delayMs: 5000, then: { forward: anvil.url } } : undefined);
+    f.override = (r) => (r.method === "eth_getBlockByNumber" ? { delayMs: 5000, then: { forward: f.anvil.url } } : undefined);
     const err = (await getBlock(7n, { deadlineMs: 1000 }).catch((e: unknown) => e)) as grpc.ServiceError;
     expect(err.code).toBe(grpc.status.DEADLINE_EXCEEDED);
-    const sent = await arrived('["0x7",true]');
-    await until(() => sent.abandoned);
-    expect(sent.abandoned).toBe(true);
+    const sent = await f.upstream.arrived("eth_getBlockByNumber", '["0x7",true]');
+    await expect.poll(() => sent.abandoned, { timeout: 5000 }).toBe(true);
   });
 
   it("a call the client cancels cancels the upstream request", async () => {
-    override = (r) => (r.method === "eth_getBlockByNumber" ? { delayMs: 5000, then: { forward: anvil.url } } : undefined);
+    f.override = (r) => (r.method === "eth_getBlockByNumber" ? { delayMs: 5000, then: { forward: f.anvil.url } } : undefined);
     // Cancelled once the node has the request, so there is an upstream request to cancel.
-    const err = (await getBlock(8n, { cancelWhen: arrived('["0x8",true]') }).catch((e: unknown) => e)) as grpc.ServiceError;
+    const err = (await getBlock(8n, { cancelWhen: f.upstream.arrived("eth_getBlockByNumber", '["0x8",true]') }).catch((e: unknown) => e)) as grpc.ServiceError;
     expect(err.code).toBe(grpc.status.CANCELLED);
-    const sent = await arrived('["0x8",true]');
-    await until(() => sent.abandoned);
-    expect(sent.abandoned).toBe(true);
+    const sent = await f.upstream.arrived("eth_getBlockByNumber", '["0x8",true]');
+    await expect.poll(() => sent.abandoned, { timeout: 5000 }).toBe(true);
   });
 
   it("a request larger than the body limit is refused with RESOURCE_EXHAUSTED", async () => {
@@ -186,14 +152,14 @@ describe("the gRPC contract", () => {
   it("x-request-id comes back in the response headers and in the log line", async () => {
     const { headers } = await getBlock(1n, { requestId: "trace-lean-42" });
     expect(headers.get("x-request-id")).toEqual(["trace-lean-42"]);
-    expect(ng.logs.some((l) => l.requestId === "trace-lean-42" && l.door === "grpc" && l.method === "nodegate.eth.v1.EthService/GetBlockByNumber" && l.status === "ok")).toBe(true);
+    expect(f.ng.logs.some((l) => l.requestId === "trace-lean-42" && l.door === "grpc" && l.method === "nodegate.eth.v1.EthService/GetBlockByNumber" && l.status === "ok")).toBe(true);
   });
 
   it("many multi-MiB answers at once on one connection", async () => {
-    answerManyLogs();
-    const client = new grpc.Client(ng.address, grpc.credentials.createInsecure(), { "grpc.max_receive_message_length": -1 });
+    f.override = manyLogsAnswer();
+    const client = new grpc.Client(f.ng.address, grpc.credentials.createInsecure(), { "grpc.max_receive_message_length": -1 });
     const metadata = new grpc.Metadata();
-    metadata.set("x-api-key", ng.key);
+    metadata.set("x-api-key", f.ng.key);
     const request = create(GetLogsRequestSchema, { filter: { fromBlock: numberOf(9n), toBlock: numberOf(9n) } });
     const answers = await Promise.all(
       Array.from(
@@ -220,8 +186,8 @@ describe("the gRPC contract", () => {
 
   it("a client that reads slowly does not make large answers overrun the session", async () => {
     // Unsent answers count against the HTTP/2 session's memory (10 MiB); once over it, the session fails every stream.
-    answerManyLogs();
-    const session = http2.connect(ng.url);
+    f.override = manyLogsAnswer();
+    const session = http2.connect(f.ng.url);
     const frame = (m: Message, schema: DescMessage) => {
       const bytes = toBinary(schema, m);
       const out = Buffer.alloc(5 + bytes.length);
@@ -230,7 +196,7 @@ describe("the gRPC contract", () => {
       return out;
     };
     const call = (path: string, body: Buffer) => {
-      const req = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", "x-api-key": ng.key });
+      const req = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", "x-api-key": f.ng.key });
       req.end(body);
       return req;
     };
@@ -263,14 +229,14 @@ describe("the gRPC contract", () => {
   });
 
   it("the native path over HTTP/2 also carries several multi-MiB answers at once", async () => {
-    answerManyLogs();
-    const session = http2.connect(ng.url);
+    f.override = manyLogsAnswer();
+    const session = http2.connect(f.ng.url);
     const replies = await Promise.all(
       Array.from(
         { length: 6 },
         (_, i) =>
           new Promise<string>((resolve, reject) => {
-            const req = session.request({ ":method": "POST", ":path": `/v3/${ng.key}`, "content-type": "application/json" });
+            const req = session.request({ ":method": "POST", ":path": `/v3/${f.ng.key}`, "content-type": "application/json" });
             let text = "";
             req.setEncoding("utf8");
             req.on("data", (chunk: string) => {
@@ -288,27 +254,6 @@ describe("the gRPC contract", () => {
       expect(reply.id).toBe(i);
       expect(reply.result).toHaveLength(6000);
     });
-    expect((await post(ng.rpcUrl, rpc("eth_chainId", []))).json.result).toBe("0x7a69");
+    expect((await post(f.ng.rpcUrl, rpc("eth_chainId", []))).json.result).toBe("0x7a69");
   });
 });
-
-async function until(done: () => boolean): Promise<void> {
-  for (let i = 0; i < 500 && !done(); i++) await new Promise((r) => setTimeout(r, 10));
-}
-
-/** The eth_getBlockByNumber request with these params, once the node has it. */
-async function arrived(params: string): Promise<UpstreamRequest> {
-  const find = () => upstream.requests.find((r) => r.method === "eth_getBlockByNumber" && JSON.stringify(r.params) === params);
-  await until(() => find() !== undefined);
-  const request = find();
-  if (request === undefined) throw new Error(`the node never received eth_getBlockByNumber ${params}`);
-  return request;
-}
-
-/** The node answers eth_getLogs with 6,000 logs (about 4 MiB of JSON). */
-function answerManyLogs(): void {
-  const log = (i: number) =>
-    `{"address":"0x${"12".repeat(20)}","topics":["0x${"ab".repeat(32)}","0x${i.toString(16).padStart(64, "0")}"],"data":"0x${"00".repeat(96)}","blockNumber":"0x9","transactionHash":"0x${"cd".repeat(32)}","transactionIndex":"0x0","blockHash":"0x${"ef".repeat(32)}","logIndex":"0x${i.toString(16)}","removed":false}`;
-  const logs = `[${Array.from({ length: 6000 }, (_, i) => log(i)).join(",")}]`;
-  override = (r) => (r.method === "eth_getLogs" ? { raw: `{"jsonrpc":"2.0","id":${JSON.stringify(r.id)},"result":${logs}}` } : undefined);
-}

@@ -48,6 +48,8 @@ export interface ProgrammableUpstream {
   handler: Handler;
   /** Requests received for one method. */
   count(method: string): number;
+  /** The request for `method` whose params are `params` (JSON text), once it has arrived (waits up to 5 s). */
+  arrived(method: string, params: string): Promise<UpstreamRequest>;
   /** Connections open to it now. */
   readonly openConnections: number;
   /**
@@ -72,6 +74,13 @@ export async function startProgrammableUpstream(handler: Handler, path = "/"): P
     requests: [],
     handler,
     count: (method) => state.requests.filter((r) => r.method === method).length,
+    arrived: async (method, params) => {
+      const find = () => state.requests.find((r) => r.method === method && JSON.stringify(r.params) === params);
+      for (let i = 0; i < 500 && find() === undefined; i++) await new Promise((r) => setTimeout(r, 10));
+      const request = find();
+      if (request === undefined) throw new Error(`the node never received ${method} ${params}`);
+      return request;
+    },
     get openConnections() {
       return sockets.size;
     },
@@ -168,4 +177,12 @@ export async function startProgrammableUpstream(handler: Handler, path = "/"): P
   state.port = (server.address() as AddressInfo).port;
   state.url = `http://127.0.0.1:${state.port}${path}`;
   return state;
+}
+
+/** Answers every eth_getLogs with `count` logs (6,000 make about 4 MiB of JSON); other methods are left to the caller. */
+export function manyLogsAnswer(count = 6000): (request: UpstreamRequest) => Answer | undefined {
+  const log = (i: number) =>
+    `{"address":"0x${"12".repeat(20)}","topics":["0x${"ab".repeat(32)}","0x${i.toString(16).padStart(64, "0")}"],"data":"0x${"00".repeat(96)}","blockNumber":"0x9","transactionHash":"0x${"cd".repeat(32)}","transactionIndex":"0x0","blockHash":"0x${"ef".repeat(32)}","logIndex":"0x${i.toString(16)}","removed":false}`;
+  const logs = `[${Array.from({ length: count }, (_, i) => log(i)).join(",")}]`;
+  return (r) => (r.method === "eth_getLogs" ? { raw: `{"jsonrpc":"2.0","id":${JSON.stringify(r.id)},"result":${logs}}` } : undefined);
 }
