@@ -2,7 +2,7 @@
  * Soak: nodegate as a child process (started as npm start starts it, plus
  * its inspector on 127.0.0.1) in front of a local Anvil, all on 127.0.0.1,
  * under mixed calls on every front door at once (native HTTP with batches,
- * native WebSocket, gRPC, Connect) for SOAK_SECONDS (default 60). Every
+ * native WebSocket, gRPC, Connect binary and JSON) for SOAK_SECONDS (default 60). Every
  * answer is checked against its call (ids, and contents that only the right
  * answer has). nodegate's heap is read after full garbage collections at the
  * end of a warm-up and shortly before the end, under the same load; its RSS
@@ -189,7 +189,8 @@ async function main(): Promise<void> {
     nativeHttpDoor(`${base}/v3/${KEY}`, chain, () => nextProbe(chain)),
     await nativeWsDoor(`ws://127.0.0.1:${port}/ws/v3/${KEY}`, chain),
     grpcDoor(`127.0.0.1:${port}`, KEY, chain),
-    connectDoor(base, KEY, chain),
+    connectDoor(base, KEY, chain, "binary"),
+    connectDoor(base, KEY, chain, "json"),
   ];
   const stats = doors.map((): DoorStats => ({ calls: 0, ok: 0, mismatched: 0, errors: 0, lost: 0, latenciesMs: [] }));
 

@@ -167,13 +167,14 @@ export function grpcDoor(address: string, key: string, chain: Chain): Door {
 }
 
 /** The Connect protocol (JSON over HTTP/1.1) through connect-es. */
-export function connectDoor(baseUrl: string, key: string, chain: Chain): Door {
-  const client = createClient(EthService, createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: false })) as unknown as Record<
+/** Connect over HTTP/1.1: binary (connect-es's default on Node, nodegate's lean lane) or JSON (Connect's own handler). */
+export function connectDoor(baseUrl: string, key: string, chain: Chain, format: "binary" | "json"): Door {
+  const client = createClient(EthService, createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: format === "binary" })) as unknown as Record<
     string,
     (request: Message, options: { headers: Record<string, string> }) => Promise<Message>
   >;
   return {
-    name: "Connect (connect-es)",
+    name: `Connect ${format} (connect-es)`,
     async call(probe) {
       const { method, request, matches } = typedCall(probe, chain);
       try {

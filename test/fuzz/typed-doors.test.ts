@@ -1,8 +1,8 @@
 /**
  * Fuzzing the typed front door: protobuf bytes for every method of every
  * served service over gRPC (grpc-js, raw bytes in and out), raw HTTP/2 gRPC
- * bodies with broken framing, and Connect JSON bodies of random shape. For
- * every input:
+ * bodies with broken framing, protobuf bytes over the Connect protocol, and
+ * Connect JSON bodies of random shape. For every input:
  * - the answer is a well-formed status: OK with a response that decodes, or
  *   an error code; requests that do not decode, or whose fields are not
  *   valid params, are INVALID_ARGUMENT; every error nodegate makes carries
@@ -292,6 +292,62 @@ const CONNECT_CODES: Record<string, Code> = Object.fromEntries(
     .map(([k, v]) => [k.replace(/[A-Z]/g, (c, i: number) => (i === 0 ? c.toLowerCase() : `_${c.toLowerCase()}`)), v as Code]),
 );
 
+/** Connect's JSON error body. */
+interface ConnectErrorBody {
+  code?: string;
+  message?: string;
+  details?: { type: string; value: string }[];
+}
+
+/** A Connect error answer as a status outcome; its code must be one of Connect's. */
+function connectErrorOutcome(answer: ConnectErrorBody, where: string): StatusOutcome {
+  expect(typeof answer.code, where).toBe("string");
+  const code = CONNECT_CODES[answer.code as string];
+  expect(code, `${where}: unknown Connect code ${answer.code}`).toBeDefined();
+  const detail = answer.details?.find((d) => d.type === JsonRpcErrorSchema.typeName);
+  const e = detail ? fromBinary(JsonRpcErrorSchema, Buffer.from(detail.value, "base64")) : undefined;
+  return { code: code as Code, message: answer.message ?? "", jsonRpc: e && { code: Number(e.code), message: e.message } };
+}
+
+it(
+  "protobuf bytes for every method over the Connect protocol: a well-formed Connect answer, the same rules as on gRPC, only valid calls upstream",
+  async () => {
+    const kinds: Record<string, number> = {};
+    const input = fc.constantFrom(...specs).chain((spec) =>
+      requestBytes(spec).map((bytes) => ({ spec, bytes, [fc.toStringMethod]: () => `${spec.rpc.name} ${preview(bytes)}` })),
+    );
+    await fc.assert(
+      fc.asyncProperty(input, async ({ spec, bytes }) => {
+        const where = `${spec.rpc.name} ${preview(bytes)}`;
+        const before = recorder.requests.length;
+        const res = await fetch(`${ng.url}/${spec.service.typeName}/${spec.rpc.name}`, {
+          method: "POST",
+          headers: { "content-type": "application/proto", "x-api-key": KEY },
+          body: bytes,
+        });
+        const body = Buffer.from(await res.arrayBuffer());
+        const prediction = predict(spec, () => fromBinary(spec.rpc.input as DescMessage, bytes));
+        kinds[prediction.kind] = (kinds[prediction.kind] ?? 0) + 1;
+        let outcome: StatusOutcome;
+        if (res.status === 200) {
+          expect(res.headers.get("content-type"), where).toBe("application/proto");
+          expect(() => fromBinary(spec.rpc.output as DescMessage, body), where).not.toThrow();
+          outcome = { code: OK, message: "" };
+        } else {
+          expect(res.headers.get("content-type"), where).toBe("application/json");
+          outcome = connectErrorOutcome(JSON.parse(body.toString("utf8")) as ConnectErrorBody, where);
+        }
+        checkStatus(outcome, prediction, where);
+        checkUpstream(recorder.requests.slice(before), prediction, where);
+      }),
+      fuzzParameters(CONNECT_RUNS),
+    );
+    for (const kind of ["undecodable", "wrong-family", "invalid-params", "upstream"]) expect(kinds[kind] ?? 0, kind).toBeGreaterThan(0);
+    expect(ng.logs.filter((l) => (l.level as number) >= 50)).toEqual([]);
+  },
+  fuzzTimeoutMs(CONNECT_RUNS),
+);
+
 it(
   "Connect JSON bodies of any shape: a well-formed Connect answer, invalid_argument for what is not a valid request, only valid calls upstream",
   async () => {
@@ -309,7 +365,7 @@ it(
           headers: { "content-type": "application/json", "x-api-key": KEY },
           body: text,
         });
-        const answer = (await res.json()) as { code?: string; message?: string; details?: { type: string; value: string }[] };
+        const answer = (await res.json()) as ConnectErrorBody;
         // Connect reads JSON ignoring unknown members (forward compatibility); so does the prediction.
         const prediction = predict(spec, () => fromJson(spec.rpc.input as DescMessage, JSON.parse(text), { ignoreUnknownFields: true }));
         kinds[prediction.kind] = (kinds[prediction.kind] ?? 0) + 1;
@@ -318,12 +374,7 @@ it(
           expect(() => fromJson(spec.rpc.output as DescMessage, answer as never), where).not.toThrow();
           outcome = { code: OK, message: "" };
         } else {
-          expect(typeof answer.code, where).toBe("string");
-          const code = CONNECT_CODES[answer.code as string];
-          expect(code, `${where}: unknown Connect code ${answer.code}`).toBeDefined();
-          const detail = answer.details?.find((d) => d.type === JsonRpcErrorSchema.typeName);
-          const e = detail ? fromBinary(JsonRpcErrorSchema, Buffer.from(detail.value, "base64")) : undefined;
-          outcome = { code: code as Code, message: answer.message ?? "", jsonRpc: e && { code: Number(e.code), message: e.message } };
+          outcome = connectErrorOutcome(answer, where);
         }
         checkStatus(outcome, prediction, where);
         checkUpstream(recorder.requests.slice(before), prediction, where);
