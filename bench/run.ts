@@ -279,6 +279,11 @@ async function main(): Promise<void> {
     const idle = ratio("small", IDLE_GRPC_TARGET, c);
     v.push({ target: "  (the grpc-js client's ceiling: a gRPC server doing no work, req/s vs ref-proxy)", measured: `${idle.toFixed(2)}x`, want: "(info)", met: undefined });
   }
+  // The Connect protocol has no target in #7; its rows say how the lean Connect lane compares.
+  for (const call of ["small", "block", "logs"]) {
+    const ratios = (call === "logs" ? logsConcurrencies : concurrencies).map((c) => `c${c} ${ratio(call, "connect", c).toFixed(2)}x`);
+    v.push({ target: `Connect (binary) ${call} req/s vs ref-proxy`, measured: ratios.join(", "), want: "(no target)", met: undefined });
+  }
   for (const c of logsConcurrencies) {
     const g = cell("logs", "grpc", c);
     const x = g ? g.cpuUsPerRequest / parseUs : Number.NaN;
