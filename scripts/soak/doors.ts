@@ -167,7 +167,7 @@ export function grpcDoor(address: string, key: string, chain: Chain): Door {
 }
 
 /** The Connect protocol (JSON over HTTP/1.1) through connect-es. */
-/** Connect over HTTP/1.1: binary (connect-es's default on Node, nodegate's lean lane) or JSON (Connect's own handler). */
+/** Connect over HTTP/1.1, in binary (connect-es's default on Node) or JSON (connect-web's default). */
 export function connectDoor(baseUrl: string, key: string, chain: Chain, format: "binary" | "json"): Door {
   const client = createClient(EthService, createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: format === "binary" })) as unknown as Record<
     string,

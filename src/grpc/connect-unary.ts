@@ -1,28 +1,85 @@
 /**
- * The typed door's fast lane for the Connect protocol: unary POSTs of
- * application/proto (what connect-es clients on Node send by default) for the
- * method table's RPCs, over HTTP/1.1 or HTTP/2, served on the request and
- * response without Connect's universal handler. The answer is written by the
- * same one-pass transcoder as the gRPC lane's (unary-routes.ts).
+ * The typed door's fast lane for the Connect protocol: unary POSTs (binary
+ * application/proto, what connect-es clients on Node send by default, and
+ * application/json, what browsers and curl send) for the method table's
+ * RPCs, over HTTP/1.1 or HTTP/2, served on the request and response without
+ * Connect's universal handler. Binary answers are written by the same
+ * one-pass transcoder as the gRPC lane's (unary-routes.ts).
  *
  * Same contract as Connect's handler: connect-timeout-ms, cancellation when
  * the client goes away, errors as Connect's JSON error body under the HTTP
  * status Connect gives each code, with the same details, x-request-id, one
- * log line per call. Left to Connect: GET requests, JSON, compressed
- * requests, and everything that is not a method table RPC. Answers are not
- * compressed (as on the gRPC lane), whatever Accept-Encoding offers.
+ * log line per call. JSON is read and written as Connect does (unknown
+ * members ignored) and its answers are compressed as Connect compresses them
+ * (the first of gzip or br that Accept-Encoding lists, from 1 KiB). Binary
+ * answers are not compressed, as on the gRPC lane: their callers are
+ * services, and gzip would cost more CPU than the call. Left to Connect: GET
+ * requests, compressed requests, and everything that is not a method table
+ * RPC.
  */
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
-import type { ConnectError } from "@connectrpc/connect";
+import { fromJsonString, toJsonString } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { codeToHttpStatus, errorToJsonBytes, parseTimeout } from "@connectrpc/connect/protocol-connect";
 import type { Gateway } from "../gateway.js";
 import type { NodeRequest, NodeResponse } from "../http-types.js";
 import { REQUEST_ID_HEADER } from "../observability/request-log.js";
 import { endWithParts } from "../response-body.js";
-import { serveUnary, type UnaryExchange, type UnaryProtocol } from "./unary-call.js";
-import type { UnaryRoute } from "./unary-routes.js";
+import { decodeResult } from "./typed-services.js";
+import { parseBinary, serveUnary, type UnaryExchange, type UnaryProtocol } from "./unary-call.js";
+import { encodeAnswer, type UnaryRoute } from "./unary-routes.js";
 
-const CONTENT_TYPE = "application/proto";
+/** Connect's unary content types, as its handler matches them. */
+const UNARY_CONTENT_TYPE = /^application\/(?:(json)(?:; ?charset=utf-?8)?|(proto))$/i;
+/** Connect compresses answers from this size on (its compressMinBytes default). */
+const COMPRESS_MIN_BYTES = 1024;
+
+type Compression = typeof compressionGzip;
+
+const timeout: UnaryProtocol["timeout"] = (header) => parseTimeout(header.get("connect-timeout-ms"), Number.MAX_SAFE_INTEGER);
+
+const binaryProtocol: UnaryProtocol = {
+  door: "connect",
+  timeout,
+  request: (body, _header, route) => parseBinary(route.spec.rpc.input, body),
+  answer: (route, result) => encodeAnswer(route, result, 0),
+};
+
+const utf8 = new TextDecoder();
+
+const jsonProtocol: UnaryProtocol = {
+  door: "connect",
+  timeout,
+  request(body, _header, route) {
+    try {
+      return fromJsonString(route.spec.rpc.input, utf8.decode(body), { ignoreUnknownFields: true });
+    } catch (err) {
+      throw ConnectError.from(err, Code.InvalidArgument);
+    }
+  },
+  answer(route, result) {
+    const message = decodeResult(route.spec, result);
+    let json: string;
+    try {
+      json = toJsonString(route.spec.rpc.output, message);
+    } catch (err) {
+      throw new ConnectError(`serialize JSON: ${(err as Error).message}`, Code.Internal);
+    }
+    return Buffer.from(json, "utf8");
+  },
+};
+
+/** The answer's compression as Connect negotiates it: the first of its encodings that Accept-Encoding lists. */
+function negotiateCompression(accepted: string | undefined): Compression | undefined {
+  if (accepted === undefined) return undefined;
+  for (const name of accepted.split(",")) {
+    const trimmed = name.trim();
+    if (trimmed === "gzip") return compressionGzip;
+    if (trimmed === "br") return compressionBrotli;
+  }
+  return undefined;
+}
 
 /** Takes a request when it is a unary Connect call it serves (returns true); the rest is left to Connect. */
 export type ConnectUnaryHandler = (req: NodeRequest, res: NodeResponse) => boolean;
@@ -31,28 +88,29 @@ export function createConnectUnaryHandler(gateway: Gateway, routes: ReadonlyMap<
   return (req, res) => {
     if (req.method !== "POST") return false;
     const headers = req.headers;
-    if (headers["content-type"] !== CONTENT_TYPE) return false;
+    const contentType = headers["content-type"];
+    const format = contentType === undefined ? null : UNARY_CONTENT_TYPE.exec(contentType);
+    if (format === null) return false;
     const encoding = headers["content-encoding"];
     if (encoding !== undefined && encoding !== "identity") return false;
     const route = routes.get(req.url ?? "");
     if (route === undefined) return false;
-    serveUnary(gateway, route, connectProtocol, new ConnectExchange(req, res));
+    const binary = format[2] !== undefined;
+    const exchange = binary
+      ? new ConnectExchange(req, res, "application/proto", undefined)
+      : new ConnectExchange(req, res, "application/json", negotiateCompression(headers["accept-encoding"]));
+    serveUnary(gateway, route, binary ? binaryProtocol : jsonProtocol, exchange);
     return true;
   };
 }
-
-const connectProtocol: UnaryProtocol = {
-  door: "connect",
-  answerRoom: 0,
-  timeout: (header) => parseTimeout(header.get("connect-timeout-ms"), Number.MAX_SAFE_INTEGER),
-  message: (body) => body,
-};
 
 /** A unary Connect call on an HTTP/1.1 or HTTP/2 request and response: the status is the HTTP status. */
 class ConnectExchange implements UnaryExchange {
   constructor(
     private readonly req: NodeRequest,
     private readonly res: NodeResponse,
+    private readonly contentType: string,
+    private readonly compression: Compression | undefined,
   ) {}
 
   get headers(): IncomingHttpHeaders {
@@ -72,22 +130,41 @@ class ConnectExchange implements UnaryExchange {
     return !("stream" in res ? res.stream.destroyed || res.stream.closed : res.destroyed);
   }
 
-  answer(message: Buffer, requestId: string): void {
-    this.res.writeHead(200, { "content-type": CONTENT_TYPE, "content-length": message.length, [REQUEST_ID_HEADER]: requestId });
-    endWithParts(this.res, [message]);
+  answer(body: Buffer, requestId: string): void {
+    this.#send(200, { "content-type": this.contentType, [REQUEST_ID_HEADER]: requestId }, body);
   }
 
   answerError(error: ConnectError): void {
-    const body = errorToJsonBytes(error, undefined);
     const headers: OutgoingHttpHeaders = {};
     error.metadata.forEach((value, key) => {
       headers[key] = value;
     });
     headers["content-type"] = "application/json";
-    headers["content-length"] = body.length;
-    this.res.writeHead(codeToHttpStatus(error.code), headers);
-    this.res.end(body);
+    this.#send(codeToHttpStatus(error.code), headers, Buffer.from(errorToJsonBytes(error, undefined)));
   }
 
   release(): void {}
+
+  #send(status: number, headers: OutgoingHttpHeaders, body: Buffer): void {
+    const compression = this.compression;
+    if (compression === undefined || body.length < COMPRESS_MIN_BYTES) {
+      headers["content-length"] = body.length;
+      this.res.writeHead(status, headers);
+      endWithParts(this.res, [body]);
+      return;
+    }
+    compression.compress(body).then(
+      (compressed) => {
+        if (!this.open()) return;
+        headers["content-encoding"] = compression.name;
+        headers["content-length"] = compressed.length;
+        this.res.writeHead(status, headers);
+        endWithParts(this.res, [compressed]);
+      },
+      () => {
+        // zlib failing on bytes in memory leaves nothing sensible to send: end the exchange.
+        if (this.open()) this.res.destroy();
+      },
+    );
+  }
 }

@@ -22,8 +22,8 @@ import type { Gateway } from "../gateway.js";
 import { REQUEST_ID_HEADER } from "../observability/request-log.js";
 import { writePieces } from "../response-body.js";
 import { reencodeGrpcMessageIn } from "./grpc-message.js";
-import { serveUnary, type UnaryExchange, type UnaryProtocol } from "./unary-call.js";
-import type { UnaryRoute } from "./unary-routes.js";
+import { parseBinary, serveUnary, type UnaryExchange, type UnaryProtocol } from "./unary-call.js";
+import { encodeAnswer, type UnaryRoute } from "./unary-routes.js";
 
 /** The gRPC frame header: a compression flag and a 4-byte big-endian length. */
 const FRAME_HEADER = 5;
@@ -91,9 +91,14 @@ function ignoreStreamError(): void {}
 
 const grpcProtocol: UnaryProtocol = {
   door: "grpc",
-  answerRoom: FRAME_HEADER,
   timeout: (header) => parseTimeout(header.get("grpc-timeout"), Number.MAX_SAFE_INTEGER),
-  message: (body, header) => readMessage(body, header.get("grpc-encoding") ?? undefined),
+  request: (body, header, route) => parseBinary(route.spec.rpc.input, readMessage(body, header.get("grpc-encoding") ?? undefined)),
+  answer(route, result) {
+    const frame = encodeAnswer(route, result, FRAME_HEADER);
+    frame[0] = 0;
+    frame.writeUInt32BE(frame.length - FRAME_HEADER, 1);
+    return frame;
+  },
 };
 
 /** A unary gRPC call on its HTTP/2 stream: the status goes in trailers, the answer in one length-prefixed message. */
@@ -118,10 +123,8 @@ class GrpcExchange implements UnaryExchange {
     return !(this.stream.destroyed || this.stream.closed);
   }
 
-  answer(message: Buffer, requestId: string): void {
-    message[0] = 0;
-    message.writeUInt32BE(message.length - FRAME_HEADER, 1);
-    this.#respond(OK_TRAILERS, requestId, message);
+  answer(frame: Buffer, requestId: string): void {
+    this.#respond(OK_TRAILERS, requestId, frame);
   }
 
   answerError(error: ConnectError, requestId: string): void {

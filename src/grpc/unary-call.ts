@@ -2,32 +2,42 @@
  * One call on a lean unary lane, the same on gRPC and on the Connect
  * protocol: read the request body up to the body limit, keep the deadline,
  * invoke the method, cancel the upstream call when the client goes, answer
- * once, and log and count the call once. What differs between the lanes (the
- * framing of the message, the timeout header, how an answer or an error is
- * written) comes in a UnaryProtocol and a UnaryExchange.
+ * once, and log and count the call once. What differs between the lanes (how
+ * the messages are encoded and framed, the timeout header, how an answer or
+ * an error is written) comes in a UnaryProtocol and a UnaryExchange.
  */
 import type { EventEmitter } from "node:events";
 import type { IncomingHttpHeaders } from "node:http";
 import type { Readable } from "node:stream";
-import { fromBinary } from "@bufbuild/protobuf";
+import { type DescMessage, fromBinary, type Message } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { CallCancellation } from "../call-signal.js";
 import type { Gateway } from "../gateway.js";
 import { logTypedCall, REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
 import { toConnectError } from "./errors.js";
+import type { UpstreamResult } from "../upstream/reply.js";
 import { type HeaderSource, invokeTyped } from "./typed-services.js";
-import { encodeAnswer, headerSource, type UnaryRoute } from "./unary-routes.js";
+import { headerSource, type UnaryRoute } from "./unary-routes.js";
 
-/** A lane's protocol: how it frames the request and answer and where its deadline is. */
+/** A lane's protocol: how it encodes and frames the request and the answer, and where its deadline is. */
 export interface UnaryProtocol {
   /** The front door's label in logs and metrics. */
   readonly door: string;
-  /** Bytes the answer leaves free before the message, for the lane's framing. */
-  readonly answerRoom: number;
   /** The call's timeout, from its headers. */
   timeout(header: HeaderSource): { timeoutMs?: number; error?: ConnectError };
-  /** The request message's bytes from the body as received; throws ConnectError as Connect words it. */
-  message(body: Buffer, header: HeaderSource): Uint8Array;
+  /** The request message from the body as received; throws ConnectError as Connect words it. */
+  request(body: Buffer, header: HeaderSource, route: UnaryRoute): Message;
+  /** The answer's body for the node's result; throws what the result's decoding throws. */
+  answer(route: UnaryRoute, result: UpstreamResult): Buffer;
+}
+
+/** A protobuf request message from its bytes, failing as Connect words it. */
+export function parseBinary(desc: DescMessage, bytes: Uint8Array): Message {
+  try {
+    return fromBinary(desc, bytes);
+  } catch (err) {
+    throw new ConnectError(`parse binary: ${(err as Error).message}`, Code.Internal);
+  }
 }
 
 /** One request and its answer on the wire (an HTTP/2 stream, or a request and response). */
@@ -39,8 +49,8 @@ export interface UnaryExchange {
   readonly closing: EventEmitter;
   /** Whether an answer can still be written. */
   open(): boolean;
-  /** Writes the answer: `message` with the protocol's room before it. */
-  answer(message: Buffer, requestId: string): void;
+  /** Writes the answer, whose body the protocol made. */
+  answer(body: Buffer, requestId: string): void;
   /** Writes a failed call's answer. */
   answerError(error: ConnectError, requestId: string): void;
   /** Drops what the exchange still holds of the call once it is over. */
@@ -115,16 +125,11 @@ class UnaryCall {
 
   readonly #onEnd = (): void => {
     if (this.#answered) return;
-    const { route } = this;
+    const { route, protocol } = this;
     let request;
     try {
       const chunks = this.#chunks;
-      const bytes = this.protocol.message(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, this.#size), this.#header);
-      try {
-        request = fromBinary(route.spec.rpc.input, bytes);
-      } catch (err) {
-        throw new ConnectError(`parse binary: ${(err as Error).message}`, Code.Internal);
-      }
+      request = protocol.request(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, this.#size), this.#header, route);
     } catch (err) {
       this.#fail(err);
       return;
@@ -132,8 +137,8 @@ class UnaryCall {
     invokeTyped(this.gateway, route.spec, request, this.#header, this.#cancellation.signal)
       .then((result) => {
         if (this.#answered) return;
-        const message = encodeAnswer(route, result, this.protocol.answerRoom);
-        if (this.#settle(undefined)) this.exchange.answer(message, this.#requestId);
+        const body = protocol.answer(route, result);
+        if (this.#settle(undefined)) this.exchange.answer(body, this.#requestId);
       })
       .catch((err: unknown) => this.#fail(err));
   };

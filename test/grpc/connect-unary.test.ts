@@ -1,14 +1,15 @@
 /**
- * The Connect protocol's lean lane (unary POSTs of application/proto) answers
- * exactly as Connect's own handler does: the same messages (whether the fast
- * transcoder or the object path wrote them), the same errors (HTTP status,
- * JSON body, details), and the contract: connect-timeout-ms, cancellation,
- * body limit, x-request-id, one log line, many multi-MiB answers on one
- * HTTP/2 connection. What the lane leaves to Connect (JSON, compressed
- * requests) is still answered.
+ * The Connect protocol's lean lane (unary POSTs of application/proto and
+ * application/json) answers exactly as Connect's own handler does: the same
+ * messages (whether the fast transcoder or the object path wrote them), the
+ * same errors (HTTP status, JSON body, details), JSON read and compressed as
+ * Connect does it (binary answers are never compressed), and the contract:
+ * connect-timeout-ms, cancellation, body limit, x-request-id, one log line,
+ * many multi-MiB answers on one HTTP/2 connection. Compressed requests, which
+ * the lane leaves to Connect, are the reference it is compared with.
  */
 import http from "node:http";
-import { gunzipSync } from "node:zlib";
+import { brotliDecompressSync, gunzipSync, gzipSync } from "node:zlib";
 import { create, equals, fromBinary, type Message, toBinary, toJson } from "@bufbuild/protobuf";
 import { Code, createClient } from "@connectrpc/connect";
 import { compressionGzip, createConnectTransport } from "@connectrpc/connect-node";
@@ -51,45 +52,82 @@ function rawPost(path: string, body: Uint8Array | string, headers: Record<string
   });
 }
 
-/** The same call as the lane takes it (binary) and as Connect takes it (JSON). */
-async function bothForms(path: string, request: Message, schema: Parameters<typeof toBinary>[0], headers: Record<string, string> = {}) {
+/**
+ * The same call as the lane takes it (binary and JSON) and as Connect's own handler does: a
+ * compressed request, which the lane leaves to Connect.
+ */
+async function threeForms(path: string, request: Message, schema: Parameters<typeof toBinary>[0], headers: Record<string, string> = {}) {
+  const text = JSON.stringify(toJson(schema, request));
   const proto = await rawPost(path, toBinary(schema, request), { "content-type": "application/proto", ...headers });
-  const json = await rawPost(path, JSON.stringify(toJson(schema, request)), { "content-type": "application/json", ...headers });
-  return { proto, json };
+  const json = await rawPost(path, text, { "content-type": "application/json", ...headers });
+  const connect = await rawPost(path, gzipSync(text), { "content-type": "application/json", "content-encoding": "gzip", ...headers });
+  return { proto, json, connect };
+}
+
+/** A JSON reply's body, decompressed as its Content-Encoding says. */
+function jsonOf(reply: RawReply): unknown {
+  const encoding = reply.headers["content-encoding"];
+  const body = encoding === "gzip" ? gunzipSync(reply.body) : encoding === "br" ? brotliDecompressSync(reply.body) : reply.body;
+  return JSON.parse(body.toString("utf8"));
 }
 
 describe("the same answers as Connect's own handler", () => {
-  it("blocks with full transactions and logs, over HTTP/1.1 and HTTP/2, equal gRPC-Web's", async () => {
+  it("blocks with full transactions and logs, binary and JSON, over HTTP/1.1 and HTTP/2, equal gRPC-Web's", async () => {
     const web = connectClient(f.ng.url, EthService, f.ng.key, "grpc-web");
-    const lane = connectClient(f.ng.url, EthService, f.ng.key, "connect");
-    const lane2 = connectOverHttp2();
     const headers = { "x-api-key": f.ng.key };
+    const lanes = [
+      (httpVersion: "1.1" | "2") => createClient(EthService, createConnectTransport({ baseUrl: f.ng.url, httpVersion })),
+      (httpVersion: "1.1" | "2") => createClient(EthService, createConnectTransport({ baseUrl: f.ng.url, httpVersion, useBinaryFormat: false })),
+    ].flatMap((make) => [make("1.1"), make("2")]);
     const blockRequest = { block: numberOf(f.logsBlock), fullTransactions: true };
     const reference = await web.getBlockByNumber(blockRequest);
     expect(reference.block?.transactions?.full).toHaveLength(1);
-    expect(equals(m.getBlockByNumber.output, await lane.getBlockByNumber(blockRequest), reference)).toBe(true);
-    expect(equals(m.getBlockByNumber.output, await lane2.getBlockByNumber(blockRequest, { headers }), reference)).toBe(true);
-
     const logsRequest = { filter: { fromBlock: numberOf(f.logsBlock), toBlock: numberOf(f.logsBlock) } };
     const logs = await web.getLogs(logsRequest);
     expect(logs.logs).toHaveLength(40);
-    expect(equals(m.getLogs.output, await lane.getLogs(logsRequest), logs)).toBe(true);
-    expect(equals(m.getLogs.output, await lane2.getLogs(logsRequest, { headers }), logs)).toBe(true);
+    for (const lane of lanes) {
+      expect(equals(m.getBlockByNumber.output, await lane.getBlockByNumber(blockRequest, { headers }), reference)).toBe(true);
+      expect(equals(m.getLogs.output, await lane.getLogs(logsRequest, { headers }), logs)).toBe(true);
+    }
   });
 
-  it("a binary answer leaves uncompressed with its length even when gzip is accepted; the JSON form is still Connect's", async () => {
+  it("a binary answer leaves uncompressed even when gzip is accepted; a JSON answer is compressed as Connect compresses it", async () => {
     const request = create(GetLogsRequestSchema, { filter: { fromBlock: numberOf(f.logsBlock), toBlock: numberOf(f.logsBlock) } });
-    const { proto, json } = await bothForms(`/${EthService.typeName}/GetLogs`, request, m.getLogs.input, { "accept-encoding": "gzip" });
-    expect(proto.status).toBe(200);
-    expect(proto.headers["content-type"]).toBe("application/proto");
-    expect(proto.headers["content-encoding"]).toBeUndefined();
-    expect(Number(proto.headers["content-length"])).toBe(proto.body.length);
-    expect(json.status).toBe(200);
-    expect(json.headers["content-type"]).toBe("application/json");
-    expect(json.headers["content-encoding"]).toBe("gzip"); // Connect compresses what it answers
-    const fromLane = fromBinary(m.getLogs.output, proto.body);
-    expect(fromLane.logs).toHaveLength(40);
-    expect(toJson(m.getLogs.output, fromLane)).toEqual(JSON.parse(gunzipSync(json.body).toString("utf8")));
+    for (const accepted of ["gzip", "deflate, br, gzip"]) {
+      const { proto, json, connect } = await threeForms(`/${EthService.typeName}/GetLogs`, request, m.getLogs.input, { "accept-encoding": accepted });
+      expect(proto.status).toBe(200);
+      expect(proto.headers["content-type"]).toBe("application/proto");
+      expect(proto.headers["content-encoding"]).toBeUndefined();
+      expect(Number(proto.headers["content-length"])).toBe(proto.body.length);
+      const fromLane = fromBinary(m.getLogs.output, proto.body);
+      expect(fromLane.logs).toHaveLength(40);
+      for (const reply of [json, connect]) {
+        expect(reply.status).toBe(200);
+        expect(reply.headers["content-type"]).toBe("application/json");
+        expect(reply.headers["content-encoding"]).toBe(accepted === "gzip" ? "gzip" : "br");
+        expect(Number(reply.headers["content-length"])).toBe(reply.body.length);
+        expect(jsonOf(reply)).toEqual(toJson(m.getLogs.output, fromLane));
+      }
+    }
+    // Below 1 KiB neither compresses.
+    const small = await threeForms(`/${EthService.typeName}/ChainId`, create(m.chainId.input), m.chainId.input, { "accept-encoding": "gzip" });
+    expect([small.json.headers["content-encoding"], small.connect.headers["content-encoding"]]).toEqual([undefined, undefined]);
+    expect(jsonOf(small.json)).toEqual(jsonOf(small.connect));
+    expect(jsonOf(small.json)).toEqual({ chainId: "31337" });
+  });
+
+  it("JSON is read as Connect reads it: unknown members ignored, and the same refusal for what is not the request message", async () => {
+    const statuses = [];
+    for (const text of ['{"block":{"number":"5"},"notAField":1}', "{", '{"fullTransactions":"yes"}', '{"block":{"number":"-1"}}', "[]"]) {
+      const lane = await rawPost(blockPath, text, { "content-type": "application/json" });
+      const connect = await rawPost(blockPath, gzipSync(text), { "content-type": "application/json", "content-encoding": "gzip" });
+      expect([lane.status, jsonOf(lane)], text).toEqual([connect.status, jsonOf(connect)]);
+      statuses.push(lane.status);
+    }
+    expect(statuses).toEqual([200, 400, 400, 400, 400]);
+    const ignored = await rawPost(blockPath, '{"block":{"number":"1"},"notAField":1}', { "content-type": "application/json; charset=utf-8" });
+    expect(ignored.status).toBe(200);
+    expect(jsonOf(ignored)).toMatchObject({ block: { number: "1" } });
   });
 
   it("an answer the fast path leaves to the object path (an escaped key) is answered all the same", async () => {
@@ -124,17 +162,19 @@ describe("the same answers as Connect's own handler", () => {
     f.override = (r) => (r.method === "eth_getBlockByNumber" ? { error: { code: -32005, message: "daily request count exceeded, request rate limited" } } : undefined);
     const request = create(GetBlockByNumberRequestSchema, { block: numberOf(3n) });
     const cases = [
-      await bothForms(blockPath, request, m.getBlockByNumber.input), // a provider's rate limit
-      await bothForms(blockPath, request, m.getBlockByNumber.input, { "x-api-key": "not-a-key-at-all" }),
-      await bothForms(blockPath, request, m.getBlockByNumber.input, { "connect-timeout-ms": "soon" }),
+      await threeForms(blockPath, request, m.getBlockByNumber.input), // a provider's rate limit
+      await threeForms(blockPath, request, m.getBlockByNumber.input, { "x-api-key": "not-a-key-at-all" }),
+      await threeForms(blockPath, request, m.getBlockByNumber.input, { "connect-timeout-ms": "soon" }),
     ];
     const statuses = [];
-    for (const { proto, json } of cases) {
-      statuses.push(proto.status);
-      expect(proto.status).toBe(json.status);
-      expect(proto.headers["content-type"]).toBe("application/json");
-      expect(JSON.parse(proto.body.toString("utf8"))).toEqual(JSON.parse(json.body.toString("utf8")));
-      expect(proto.headers["x-request-id"]).toBeTruthy();
+    for (const { proto, json, connect } of cases) {
+      statuses.push(connect.status);
+      for (const lane of [proto, json]) {
+        expect(lane.status).toBe(connect.status);
+        expect(lane.headers["content-type"]).toBe("application/json");
+        expect(jsonOf(lane)).toEqual(jsonOf(connect));
+        expect(lane.headers["x-request-id"]).toBeTruthy();
+      }
     }
     expect(statuses).toEqual([429, 401, 400]);
   });
