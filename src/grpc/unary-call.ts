@@ -14,8 +14,8 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { CallCancellation } from "../call-signal.js";
 import type { Gateway } from "../gateway.js";
 import { logTypedCall, REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
-import { toConnectError } from "./errors.js";
 import type { UpstreamResult } from "../upstream/reply.js";
+import { toConnectError } from "./errors.js";
 import { type HeaderSource, invokeTyped } from "./typed-services.js";
 import { headerSource, type UnaryRoute } from "./unary-routes.js";
 
