@@ -87,14 +87,15 @@ export type ConnectUnaryHandler = (req: NodeRequest, res: NodeResponse) => boole
 export function createConnectUnaryHandler(gateway: Gateway, routes: ReadonlyMap<string, UnaryRoute>): ConnectUnaryHandler {
   return (req, res) => {
     if (req.method !== "POST") return false;
+    // The path first: the native door's requests (also POSTed JSON) leave at this cheap test.
+    const route = routes.get(req.url ?? "");
+    if (route === undefined) return false;
     const headers = req.headers;
     const contentType = headers["content-type"];
     const format = contentType === undefined ? null : UNARY_CONTENT_TYPE.exec(contentType);
     if (format === null) return false;
     const encoding = headers["content-encoding"];
     if (encoding !== undefined && encoding !== "identity") return false;
-    const route = routes.get(req.url ?? "");
-    if (route === undefined) return false;
     const binary = format[2] !== undefined;
     const exchange = binary
       ? new ConnectExchange(req, res, "application/proto", undefined)
