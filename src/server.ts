@@ -158,7 +158,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   const isGrpc = (contentType: string | undefined): boolean =>
     contentType !== undefined && contentType.startsWith("application/grpc") && !contentType.startsWith("application/grpc-web");
 
-  // The method table's unary RPCs skip Connect's universal handler on gRPC and on the Connect protocol's binary POSTs.
+  // The method table's unary RPCs skip Connect's universal handler on gRPC and on the Connect protocol's POSTs.
   const unaryRoutes = compileUnaryRoutes(gateway);
   const connectUnary = createConnectUnaryHandler(gateway, unaryRoutes);
 
