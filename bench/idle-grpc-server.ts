@@ -13,14 +13,10 @@ import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { GetBalanceResponseSchema } from "../gen/nodegate/eth/v1/eth_service_pb.js";
+import { bigintToBytes } from "../src/codec/hex.js";
 import { CANNED_BALANCE } from "./bodies.js";
 
-function bigEndian(value: bigint): Uint8Array {
-  const hex = value.toString(16);
-  return Buffer.from(hex.length % 2 ? `0${hex}` : hex, "hex");
-}
-
-const encoded = toBinary(GetBalanceResponseSchema, create(GetBalanceResponseSchema, { balance: { value: bigEndian(CANNED_BALANCE) } }));
+const encoded = toBinary(GetBalanceResponseSchema, create(GetBalanceResponseSchema, { balance: { value: bigintToBytes(CANNED_BALANCE) } }));
 const frame = Buffer.alloc(5 + encoded.length);
 frame.writeUInt32BE(encoded.length, 1);
 frame.set(encoded, 5);

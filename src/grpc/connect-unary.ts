@@ -28,7 +28,7 @@ import { REQUEST_ID_HEADER } from "../observability/request-log.js";
 import { endWithParts } from "../response-body.js";
 import { decodeResult } from "./typed-services.js";
 import { parseBinary, serveUnary, type UnaryExchange, type UnaryProtocol } from "./unary-call.js";
-import { encodeAnswer, type UnaryRoute } from "./unary-routes.js";
+import { encodeAnswer, plainHeaders, type UnaryRoute } from "./unary-routes.js";
 
 /** Connect's unary content types, as its handler matches them. */
 const UNARY_CONTENT_TYPE = /^application\/(?:(json)(?:; ?charset=utf-?8)?|(proto))$/i;
@@ -136,10 +136,7 @@ class ConnectExchange implements UnaryExchange {
   }
 
   answerError(error: ConnectError): void {
-    const headers: OutgoingHttpHeaders = {};
-    error.metadata.forEach((value, key) => {
-      headers[key] = value;
-    });
+    const headers: OutgoingHttpHeaders = plainHeaders(error.metadata);
     headers["content-type"] = "application/json";
     this.#send(codeToHttpStatus(error.code), headers, Buffer.from(errorToJsonBytes(error, undefined)));
   }

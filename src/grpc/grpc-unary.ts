@@ -23,7 +23,7 @@ import { REQUEST_ID_HEADER } from "../observability/request-log.js";
 import { writePieces } from "../response-body.js";
 import { reencodeGrpcMessageIn } from "./grpc-message.js";
 import { parseBinary, serveUnary, type UnaryExchange, type UnaryProtocol } from "./unary-call.js";
-import { encodeAnswer, type UnaryRoute } from "./unary-routes.js";
+import { encodeAnswer, plainHeaders, type UnaryRoute } from "./unary-routes.js";
 
 /** The gRPC frame header: a compression flag and a 4-byte big-endian length. */
 const FRAME_HEADER = 5;
@@ -57,18 +57,9 @@ function readMessage(body: Buffer, encoding: string | undefined): Uint8Array {
 
 /** A failed call's status trailers, grpc-message encoded as the gRPC spec says. */
 function errorTrailers(error: ConnectError): Record<string, string> {
-  const trailers = plain(setTrailerStatus(new Headers(), error));
+  const trailers = plainHeaders(setTrailerStatus(new Headers(), error));
   reencodeGrpcMessageIn(trailers);
   return trailers;
-}
-
-/** Headers (or trailers) as HTTP/2 wants them, from a fetch Headers. */
-function plain(headers: Headers): Record<string, string> {
-  const out: Record<string, string> = {};
-  headers.forEach((value, key) => {
-    out[key] = value;
-  });
-  return out;
 }
 
 /** Takes an HTTP/2 stream when it is a unary gRPC call it serves (returns true); the rest is left to Connect. */

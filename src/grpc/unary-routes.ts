@@ -42,6 +42,15 @@ export function headerSource(headers: IncomingHttpHeaders): HeaderSource {
   };
 }
 
+/** Headers (or trailers) as Node's HTTP APIs take them, from a fetch Headers (a ConnectError's metadata). */
+export function plainHeaders(headers: Headers): Record<string, string> {
+  const out: Record<string, string> = {};
+  headers.forEach((value, key) => {
+    out[key] = value;
+  });
+  return out;
+}
+
 /**
  * The transcoder reads the result in one piece, synchronously, and keeps
  * nothing of it: a chunked reply is joined into this reused buffer rather
