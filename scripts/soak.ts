@@ -4,12 +4,13 @@
  * under mixed calls on every front door at once (native HTTP with batches,
  * native WebSocket, gRPC, Connect binary and JSON) for SOAK_SECONDS (default 60). Every
  * answer is checked against its call (ids, and contents that only the right
- * answer has). nodegate's heap is read after full garbage collections at the
- * end of a warm-up and shortly before the end, under the same load; its RSS
- * is sampled from /proc every second and reported. Prints a table, and exits
- * 1 when any call was lost, mismatched or failed, the heap retained after
- * garbage collection grew 3% or more after warm-up, or nodegate did not stop
- * cleanly on SIGTERM.
+ * answer has). nodegate's heap is read after full garbage collections every
+ * 10 s from the end of a warm-up to shortly before the end, under the same
+ * load; its RSS is sampled from /proc every second and reported. Prints a
+ * table, and exits 1 when any call was lost, mismatched or failed, the heap
+ * retained after garbage collection grew 3% or more after warm-up (along the
+ * line fitted through the readings), or nodegate did not stop cleanly on
+ * SIGTERM.
  *
  *   npm run soak                               # 60 s, 4 calls in flight per door
  *   SOAK_SECONDS=600 SOAK_CONCURRENCY=8 npm run soak
@@ -32,9 +33,10 @@ const RSS_WINDOW = 10;
 // A short run still keeps two RSS windows after its warm-up.
 const WARMUP_SECONDS = Number(process.env.SOAK_WARMUP_SECONDS ?? Math.min(Math.max(30, Math.round(SECONDS * 0.5)), Math.max(0, SECONDS - 2 * RSS_WINDOW)));
 const CALL_TIMEOUT_MS = 10_000;
-/** What survives a full garbage collection may grow this much between the two readings (bounded caches settle). */
+/** What survives a full garbage collection may grow this much from warm-up to the end (bounded caches settle). */
 const HEAP_GROWTH_LIMIT = 0.03;
 const HEAP_READING_BEFORE_END_SECONDS = 3;
+const HEAP_READING_EVERY_SECONDS = 10;
 const BLOCKS = 64;
 const ACCOUNTS = 16;
 const KEY = `soak-${randomBytes(8).toString("hex")}`;
@@ -78,6 +80,45 @@ async function startNodegate(anvil: AnvilNode, port: number): Promise<{ child: C
   const inspector = /Debugger listening on (ws:\/\/\S+)/.exec(errors)?.[1];
   if (inspector === undefined) throw new Error("nodegate's inspector did not start");
   return { child, inspector };
+}
+
+/** When the heap is read: from the end of the warm-up every HEAP_READING_EVERY_SECONDS, the last shortly before the end. */
+function heapReadingTimes(): number[] {
+  const last = Math.max(WARMUP_SECONDS + 1, SECONDS - HEAP_READING_BEFORE_END_SECONDS);
+  const times: number[] = [];
+  for (let t = WARMUP_SECONDS; t < last; t += HEAP_READING_EVERY_SECONDS) times.push(t);
+  times.push(last);
+  return times;
+}
+
+const retained = (h: HeapFigures) => h.heapUsed + h.external;
+
+/**
+ * Growth of the retained heap from the first reading to the last, read off the
+ * least-squares line through all readings rather than from the two ends: one
+ * reading catches whichever calls happen to be in flight (a block of full
+ * transactions more or less moves it by a percent), while a leak raises them all.
+ */
+function retainedGrowth(readings: readonly HeapReading[]): number {
+  const n = readings.length;
+  const meanT = readings.reduce((sum, r) => sum + r.t, 0) / n;
+  const meanY = readings.reduce((sum, r) => sum + retained(r), 0) / n;
+  let covariance = 0;
+  let variance = 0;
+  for (const r of readings) {
+    covariance += (r.t - meanT) * (retained(r) - meanY);
+    variance += (r.t - meanT) ** 2;
+  }
+  const slope = variance === 0 ? 0 : covariance / variance;
+  const first = readings[0] as HeapReading;
+  const last = readings[n - 1] as HeapReading;
+  const atFirst = meanY + slope * (first.t - meanT);
+  return (slope * (last.t - first.t)) / atFirst;
+}
+
+interface HeapReading extends HeapFigures {
+  /** Seconds since the load started. */
+  t: number;
 }
 
 interface HeapFigures {
@@ -203,11 +244,12 @@ async function main(): Promise<void> {
     process.stdout.write(`  ${Math.round((Date.now() - started) / 1000)} s: ${done} calls, RSS ${mib(rssOf(pid))}\n`);
   }, 10_000);
   const until = started + SECONDS * 1000;
-  // Both heap readings are taken under the same load: after the warm-up, and shortly before the end.
-  const at = (seconds: number) => new Promise<HeapFigures>((resolve, reject) => setTimeout(() => heapAfterGc(inspector).then(resolve, reject), seconds * 1000));
-  const heapReadings = Promise.all([at(WARMUP_SECONDS), at(Math.max(WARMUP_SECONDS + 1, SECONDS - HEAP_READING_BEFORE_END_SECONDS))]);
+  // Every heap reading is taken under the same load, from the end of the warm-up to shortly before the end.
+  const at = (seconds: number) =>
+    new Promise<HeapReading>((resolve, reject) => setTimeout(() => heapAfterGc(inspector).then((h) => resolve({ t: seconds, ...h }), reject), seconds * 1000));
+  const heapReadings = Promise.all(heapReadingTimes().map(at));
   await Promise.all(doors.map((door, i) => runDoor(door, chain, until, stats[i] as DoorStats)));
-  const [warmHeap, endHeap] = await heapReadings;
+  const heap = await heapReadings;
   const elapsed = (Date.now() - started) / 1000;
   clearInterval(sampler);
   clearInterval(progress);
@@ -238,11 +280,14 @@ async function main(): Promise<void> {
   process.stdout.write(`\n${line(header)}\n${rows.map(line).join("\n")}\n`);
   for (const [i, s] of stats.entries()) if (s.sample) process.stdout.write(`  first problem on ${doors[i]?.name}: ${s.sample}\n`);
 
-  const retained = (h: HeapFigures) => h.heapUsed + h.external;
-  const heapGrowth = (retained(endHeap) - retained(warmHeap)) / retained(warmHeap);
+  const heapGrowth = retainedGrowth(heap);
+  const warmHeap = heap[0] as HeapReading;
+  const endHeap = heap[heap.length - 1] as HeapReading;
   process.stdout.write(
-    `\nnodegate heap after full GC: ${mib(warmHeap.heapUsed)} + ${mib(warmHeap.external)} external at ${WARMUP_SECONDS} s, ` +
-      `${mib(endHeap.heapUsed)} + ${mib(endHeap.external)} external near the end: growth ${(heapGrowth * 100).toFixed(1)}% (limit ${HEAP_GROWTH_LIMIT * 100}%)\n`,
+    `\nnodegate heap after full GC: ${mib(warmHeap.heapUsed)} + ${mib(warmHeap.external)} external at ${warmHeap.t} s, ` +
+      `${mib(endHeap.heapUsed)} + ${mib(endHeap.external)} external at ${endHeap.t} s; ` +
+      `heap + external at each reading: ${heap.map((h) => mib(retained(h))).join(", ")}\n` +
+      `growth along the line fitted through the ${heap.length} readings: ${(heapGrowth * 100).toFixed(1)}% (limit ${HEAP_GROWTH_LIMIT * 100}%)\n`,
   );
   const warm = samples.filter((x) => x.t >= WARMUP_SECONDS).slice(0, RSS_WINDOW).map((x) => x.rss);
   const end = samples.slice(-RSS_WINDOW).map((x) => x.rss);
