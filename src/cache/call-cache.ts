@@ -10,7 +10,7 @@ import { createHash } from "node:crypto";
 import type { Message } from "@bufbuild/protobuf";
 import { cancelled } from "../errors/catalogue.js";
 import type { ChainHead } from "../upstream/chain-head.js";
-import type { UpstreamResult } from "../upstream/reply.js";
+import { resultIsJson, type UpstreamResult } from "../upstream/reply.js";
 import type { CacheStore } from "./store.js";
 import { Coalescer } from "./coalescer.js";
 import type { FinalityRule, FinalityRules } from "./finality-rule.js";
@@ -115,6 +115,7 @@ export class CallCache {
       const finalized = await this.#head.finalized();
       if (block === undefined || finalized === undefined || block > finalized) return;
     }
+    if (!resultIsJson(result)) return;
     try {
       await this.#store?.set(key, result.body.subarray(result.start, result.end));
       this.#stats.stored++;

@@ -8,7 +8,7 @@ import type { Message } from "@bufbuild/protobuf";
 import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import type { Credentials } from "../auth/access-control.js";
 import { CodecError } from "../codec/codec-error.js";
-import { invalidParams, noNetworkOfFamily, resultNotTypeable, wrongNetworkFamily } from "../errors/catalogue.js";
+import { invalidParams, noNetworkOfFamily, resultNotTypeable, upstreamBadResponse, wrongNetworkFamily } from "../errors/catalogue.js";
 import type { Gateway } from "../gateway.js";
 import { invokeMethod } from "../methods/invoke.js";
 import type { ChainFamily, MethodSpec } from "../methods/method-table.js";
@@ -71,12 +71,23 @@ export async function invokeTyped(gateway: Gateway, spec: MethodSpec, request: M
   }
 }
 
-/** The node's result as the response message (the object path, which words every decoding error). */
+/**
+ * The node's result as the response message (the object path, which words
+ * every decoding error). A result that is not JSON at all (large ones arrive
+ * unparsed, see reply.ts) is the node's fault, as on the native path.
+ */
 export function decodeResult(spec: MethodSpec, result: UpstreamResult): Message {
+  let json: unknown;
   try {
-    return spec.result.decode(resultJson(result));
+    json = resultJson(result);
   } catch (err) {
-    if (err instanceof CodecError || err instanceof SyntaxError) throw resultNotTypeable(spec.jsonrpcMethod, err.message);
+    if (err instanceof SyntaxError) throw upstreamBadResponse(`the result is not valid JSON (${err.message})`, err);
+    throw err;
+  }
+  try {
+    return spec.result.decode(json);
+  } catch (err) {
+    if (err instanceof CodecError) throw resultNotTypeable(spec.jsonrpcMethod, err.message);
     throw err;
   }
 }

@@ -5,6 +5,7 @@
 import { grpcCodeForJsonRpc } from "../errors/code-map.js";
 import { upstreamBadResponse } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
+import { isJsonValue } from "../jsonrpc/json-check.js";
 import { lastNonWhitespace, RawJsonError, scanObject, skipValue, skipWhitespace } from "../jsonrpc/raw-json.js";
 
 /** The result of a successful upstream call: `body.subarray(start, end)` is the result's JSON text. */
@@ -64,6 +65,44 @@ export function resultText(r: UpstreamResult): string {
 
 export function resultJson(r: UpstreamResult): unknown {
   return JSON.parse(resultText(r));
+}
+
+/**
+ * Results up to this size are parsed once on arrival, so a node's malformed
+ * answer (a stray comma, an unquoted hex number) becomes -32052 and counts as
+ * an outage instead of reaching callers. Parsing costs about 1.5 ns a byte;
+ * larger results (blocks, logs) arrive in a framed body whole or not at all
+ * and are forwarded unparsed, which is what keeps their hop cheap.
+ */
+export const CHECKED_RESULT_BYTES = 4096;
+
+/** Results up to this size are parsed before they go into the cache; larger ones have their structure scanned. */
+const PARSED_BEFORE_CACHING_BYTES = 256 * 1024;
+
+/**
+ * Whether a result is one whole JSON value, checked before it is cached (an
+ * answer stored by mistake would be served for as long as it stays there).
+ * Large results are checked without being built (json-check.ts: everything
+ * but the contents of strings).
+ */
+export function resultIsJson(r: UpstreamResult): boolean {
+  const { body, start, end } = r;
+  if (end - start > PARSED_BEFORE_CACHING_BYTES) return isJsonValue(body, start, end);
+  try {
+    JSON.parse(body.toString("utf8", start, end));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function checkSmallResult(body: Buffer, start: number, end: number): void {
+  if (end - start > CHECKED_RESULT_BYTES) return;
+  try {
+    JSON.parse(body.toString("utf8", start, end));
+  } catch (err) {
+    throw new RawJsonError(`the result is not valid JSON (${(err as Error).message})`);
+  }
 }
 
 export function requestBody(id: number, method: string, paramsText: string): string {
@@ -131,6 +170,7 @@ export function readReply(body: Buffer, expectedId: number, options: ReadReplyOp
       }
     });
     if (options.verify === true && skipWhitespace(body, end) !== body.length) throw new RawJsonError("text after the reply object");
+    if (result !== undefined) checkSmallResult(body, result.start, result.end);
   } catch (err) {
     if (err instanceof GatewayError) throw err;
     throw upstreamBadResponse(err instanceof RawJsonError || err instanceof SyntaxError ? err.message : "unreadable reply", err);

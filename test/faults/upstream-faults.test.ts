@@ -251,6 +251,13 @@ const FAULTS: Fault[] = [
     expected: badResponse(/^upstream returned an invalid response: /),
   },
   {
+    // A whole, framed body: only parsing the (small) result finds the stray comma.
+    name: "a result that is not JSON in a whole reply",
+    transport: "http",
+    answer: (r) => ({ raw: `{"jsonrpc":"2.0","id":${JSON.stringify(r.id)},"result":{"number":"0x1",}}` }),
+    expected: badResponse(/^upstream returned an invalid response: the result is not valid JSON/),
+  },
+  {
     name: "an answer with another request's id",
     transport: "http",
     answer: () => ({ raw: '{"jsonrpc":"2.0","id":999999999,"result":{"number":"0x1"}}' }),

@@ -12,7 +12,9 @@ import { privateKeyToAccount } from "viem/accounts";
 import { foundry } from "viem/chains";
 import { EthService, GetBlockByNumberRequestSchema, type GetBlockByNumberResponse } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { status } from "@grpc/grpc-js";
 import { grpcJsClient } from "../support/grpc-clients.js";
+import { grpcErrorOf, jsonRpcErrorOfGrpc } from "../support/grpc-status.js";
 import { post, rpc } from "../support/http.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { ANVIL_KEY_0 } from "../support/probe.js";
@@ -178,6 +180,46 @@ describe("answers that may still change always go to the node", () => {
     override = undefined;
     expect((await via("eth_getBlockByNumber", ["0x12", false])).result.number).toBe("0x12");
     expect(sent("eth_getBlockByNumber", ["0x12", false])).toBe(2);
+  });
+});
+
+describe("malformed answers are never stored", () => {
+  const malformed = (block: string, padding: number) => (r: UpstreamRequest): Answer | undefined =>
+    r.method === "eth_getBlockByNumber" && JSON.stringify(r.params) === `["${block}",false]`
+      ? { raw: `{"jsonrpc":"2.0","id":${JSON.stringify(r.id)},"result":{"number":"${block}","extraData":"0x${"ab".repeat(padding)}",}}` }
+      : undefined;
+
+  it("a small one is the node's fault (-32052), and the next call reads the block afresh", async () => {
+    override = malformed("0x13", 0);
+    const bad = await post(ng.rpcUrl, rpc("eth_getBlockByNumber", ["0x13", false]));
+    expect(bad.status).toBe(502);
+    expect((bad.json as { error: { code: number; message: string } }).error).toMatchObject({ code: -32052, message: expect.stringMatching(/the result is not valid JSON/) });
+    override = undefined;
+    expect((await via("eth_getBlockByNumber", ["0x13", false])).result.number).toBe("0x13");
+    expect((await via("eth_getBlockByNumber", ["0x13", false])).result.number).toBe("0x13");
+    expect(sent("eth_getBlockByNumber", ["0x13", false])).toBe(2);
+  });
+
+  it("a large one is forwarded as it came on the native door, refused on the typed door, and not stored", async () => {
+    override = malformed("0x14", 8192);
+    const forwarded = await post(ng.rpcUrl, rpc("eth_getBlockByNumber", ["0x14", false]));
+    expect(forwarded.text).toContain(`"extraData":"0x${"ab".repeat(8192)}",}`);
+    const client = grpcJsClient(ng.address, EthService);
+    try {
+      const err = await grpcErrorOf(
+        client.call("getBlockByNumber", create(GetBlockByNumberRequestSchema, { block: { kind: { case: "number", value: 0x14n } }, fullTransactions: false }), {
+          "x-api-key": ng.key,
+        }),
+      );
+      expect(err.code).toBe(status.UNAVAILABLE);
+      expect(jsonRpcErrorOfGrpc(err)).toMatchObject({ code: -32052n, message: expect.stringMatching(/^upstream returned an invalid response: the result is not valid JSON/) });
+    } finally {
+      client.close();
+    }
+    override = undefined;
+    expect((await via("eth_getBlockByNumber", ["0x14", false])).result.number).toBe("0x14");
+    expect((await via("eth_getBlockByNumber", ["0x14", false])).result.number).toBe("0x14");
+    expect(sent("eth_getBlockByNumber", ["0x14", false])).toBe(3);
   });
 });
 

@@ -1,0 +1,87 @@
+/**
+ * What nodegate accepts as a node's result. Small results are parsed on
+ * arrival (a malformed one is the node's fault: -32052, an outage), large
+ * framed ones are forwarded unparsed, and nothing malformed goes into the
+ * cache, whatever its size.
+ */
+import { describe, expect, it } from "vitest";
+import { GatewayError } from "../../src/errors/gateway-error.js";
+import { CHECKED_RESULT_BYTES, readReply, resultIsJson, resultText, type UpstreamResult } from "../../src/upstream/reply.js";
+
+const reply = (resultText: string, id = 7) => Buffer.from(`{"jsonrpc":"2.0","id":${id},"result":${resultText}}`);
+
+function readError(body: Buffer, id = 7): GatewayError {
+  try {
+    readReply(body, id);
+  } catch (err) {
+    expect(err).toBeInstanceOf(GatewayError);
+    return err as GatewayError;
+  }
+  throw new Error(`readReply accepted ${body.toString()}`);
+}
+
+const MALFORMED = [
+  ["a trailing comma", '{"number":"0x1",}'],
+  ["an unquoted hex number", "0x1"],
+  ["an object left open", '{"number":"0x1"'],
+  ["a bare word", "nul"],
+  ["two values", '"0x1" "0x2"'],
+  ["a raw control character in a string", '"a\u0001b"'],
+] as const;
+
+describe("small results are parsed on arrival", () => {
+  it.each(MALFORMED)("%s is an invalid response (-32052), not a result", (_, text) => {
+    const err = readError(reply(text));
+    expect(err.code).toBe(-32052);
+    expect(err.message).toMatch(/^upstream returned an invalid response: /);
+  });
+
+  it("text after the reply's closing brace is caught, as part of the result it would have joined", () => {
+    const err = readError(Buffer.from('{"jsonrpc":"2.0","id":7,"result":"0x1"}garbage}'));
+    expect(err.code).toBe(-32052);
+    expect(err.message).toMatch(/the result is not valid JSON/);
+  });
+
+  it("when the id comes after the result (off the fast path), the result is checked too", () => {
+    expect(readError(Buffer.from('{"result":{"a":1,},"jsonrpc":"2.0","id":7}')).code).toBe(-32052);
+  });
+
+  it("well-formed results of every kind pass unchanged, whitespace and all", () => {
+    for (const text of ['"0x1"', "null", "true", "[]", '{"a":[1,2.5e3,-0,null,false,"\\u00e9\\n"]}', ' { "n" : "0x10" } ']) {
+      expect(resultText(readReply(reply(text), 7))).toBe(text.trim());
+    }
+  });
+
+  it(`results over ${CHECKED_RESULT_BYTES} bytes are forwarded unparsed (what keeps large answers cheap)`, () => {
+    const large = `{"extraData":"0x${"ab".repeat(CHECKED_RESULT_BYTES)}",}`;
+    expect(resultText(readReply(reply(large), 7))).toBe(large);
+  });
+});
+
+describe("before caching, a result is checked whatever its size", () => {
+  const asResult = (text: string): UpstreamResult => {
+    const body = reply(text);
+    const start = body.indexOf('"result":') + '"result":'.length;
+    return { body, start, end: body.length - 1 };
+  };
+
+  it.each([
+    ["small", 0],
+    ["large", 300 * 1024],
+  ])("%s well-formed results may be cached", (_, padding) => {
+    expect(resultIsJson(asResult(`{"number":"0x1","extraData":"0x${"00".repeat(padding)}","n":[1,2]}`))).toBe(true);
+  });
+
+  it.each([
+    ["small", 0],
+    ["large", 300 * 1024],
+  ])("%s results with broken structure are not", (_, padding) => {
+    expect(resultIsJson(asResult(`{"number":"0x1","extraData":"0x${"00".repeat(padding)}",}`))).toBe(false);
+    expect(resultIsJson(asResult(`{"number":"0x1","extraData":"0x${"00".repeat(padding)}"`))).toBe(false);
+    expect(resultIsJson(asResult(`{"number":"0x1","extraData":"0x${"00".repeat(padding)}"}}`))).toBe(false);
+  });
+
+  it("small results are parsed, so a misspelt literal is caught too", () => {
+    expect(resultIsJson(asResult('{"number":0x1}'))).toBe(false);
+  });
+});
