@@ -70,29 +70,36 @@ export async function answerJsonRpc(text: Buffer, ctx: AnswerContext): Promise<A
   if (envelope.batch && envelope.entries.length > ctx.maxBatchSize) {
     return envelopeError(invalidRequest(`batch of ${envelope.entries.length} exceeds the maximum of ${ctx.maxBatchSize}`));
   }
+  const entries = envelope.entries;
   let release: (() => void) | undefined;
+  /** The key's limits refused the text: every call in it is answered with that error, under its own id. */
+  let refused: GatewayError | undefined;
   try {
     release = ctx.quotas?.acquire(ctx.key, "requests");
     // The provider counts a batch of N as N + 1 requests.
-    await ctx.access.count(ctx.key, envelope.batch ? envelope.entries.length + 1 : 1);
+    await ctx.access.count(ctx.key, envelope.batch ? entries.length + 1 : 1);
   } catch (err) {
     release?.();
-    if (err instanceof GatewayError) return envelopeError(err, err.httpStatus);
-    throw err;
+    if (!(err instanceof GatewayError)) throw err;
+    refused = err;
   }
   // Plain loops, no closures: this runs for every native request.
-  const entries = envelope.entries;
   let outcomes: Outcome[];
-  try {
-    if (entries.length === 1) {
-      outcomes = [await run(entries[0] as Entry, ctx)];
-    } else {
-      const pending: Promise<Outcome>[] = [];
-      for (const entry of entries) pending.push(run(entry, ctx));
-      outcomes = await Promise.all(pending);
+  if (refused !== undefined) {
+    outcomes = [];
+    for (let i = 0; i < entries.length; i++) outcomes.push({ error: refused });
+  } else {
+    try {
+      if (entries.length === 1) {
+        outcomes = [await run(entries[0] as Entry, ctx)];
+      } else {
+        const pending: Promise<Outcome>[] = [];
+        for (const entry of entries) pending.push(run(entry, ctx));
+        outcomes = await Promise.all(pending);
+      }
+    } finally {
+      release?.();
     }
-  } finally {
-    release?.();
   }
 
   const calls: CallRecord[] = [];
@@ -111,6 +118,10 @@ export async function answerJsonRpc(text: Buffer, ctx: AnswerContext): Promise<A
     }
     if (envelope.batch) parts.push(Buffer.from(parts.length === 0 ? "[" : ","));
     for (const part of renderResponse(id, outcome)) parts.push(part);
+  }
+  if (refused !== undefined) {
+    status = refused.httpStatus;
+    retryAfterSeconds = refused.retryAfterSeconds;
   }
   if (parts.length === 0) return { body: undefined, status, calls };
   if (envelope.batch) parts.push(Buffer.from("]"));

@@ -3,7 +3,9 @@
  * batch of N counted as N + 1, and RESOURCE_EXHAUSTED with RetryInfo on gRPC.
  * Each limit is tripped by a single request, so no test depends on timing.
  */
+import { once } from "node:events";
 import { Code, ConnectError } from "@connectrpc/connect";
+import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
@@ -17,6 +19,8 @@ import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 const PER_SECOND = "per-second-key-0001";
 const PER_DAY = "per-day-key-0000001";
 const DAILY_ONE = "daily-one-key-00001";
+const SINGLE_ONE = "single-one-key-0001";
+const WS_ONE = "ws-daily-one-key-01";
 
 let anvil: AnvilNode;
 let ng: TestNodegate;
@@ -29,6 +33,8 @@ beforeAll(async () => {
       { key: PER_SECOND, plan: "core", rateLimit: { requestsPerSecond: 2, requestsPerDay: 0 } },
       { key: PER_DAY, plan: "core", rateLimit: { requestsPerSecond: 0, requestsPerDay: 2 } },
       { key: DAILY_ONE, plan: "core", rateLimit: { requestsPerSecond: 0, requestsPerDay: 1 } },
+      { key: SINGLE_ONE, plan: "core", rateLimit: { requestsPerSecond: 0, requestsPerDay: 1 } },
+      { key: WS_ONE, plan: "core", rateLimit: { requestsPerSecond: 0, requestsPerDay: 1 } },
     ],
   });
 });
@@ -40,18 +46,45 @@ afterAll(async () => {
 const batch = (n: number) => Array.from({ length: n }, (_, i) => rpc("eth_chainId", [], i + 1));
 
 describe("rate limits", () => {
-  it("a batch of N counts as N + 1: two calls fit a limit of 2, a batch of two does not", async () => {
+  it("a batch of N counts as N + 1: two calls fit a limit of 2, a batch of two does not; each call is refused under its own id", async () => {
     const res = await post(`${ng.url}/v3/${PER_SECOND}`, batch(2));
     expect(res.status).toBe(429);
-    expect(res.json.error).toEqual({ code: -32005, message: "project ID request rate exceeded" });
+    const error = { code: -32005, message: "project ID request rate exceeded" };
+    expect(res.json).toEqual([
+      { jsonrpc: "2.0", id: 1, error },
+      { jsonrpc: "2.0", id: 2, error },
+    ]);
     expect(res.headers.get("retry-after")).toBe("1");
   });
 
   it("the daily limit has its own message", async () => {
     const res = await post(`${ng.url}/v3/${PER_DAY}`, batch(2));
     expect(res.status).toBe(429);
-    expect(res.json.error).toEqual({ code: -32005, message: "daily request count exceeded, request rate limited" });
+    expect((res.json as { error: unknown }[])[0]?.error).toEqual({ code: -32005, message: "daily request count exceeded, request rate limited" });
     expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+  });
+
+  it("a single refused request keeps its id, as the spec's response id rule asks", async () => {
+    expect((await post(`${ng.url}/v3/${SINGLE_ONE}`, rpc("eth_chainId", [], 1))).status).toBe(200);
+    const res = await post(`${ng.url}/v3/${SINGLE_ONE}`, '{"jsonrpc":"2.0","id":"req-7","method":"eth_chainId","params":[]}');
+    expect(res.status).toBe(429);
+    expect(res.text).toBe('{"jsonrpc":"2.0","id":"req-7","error":{"code":-32005,"message":"daily request count exceeded, request rate limited"}}');
+  });
+
+  it("over WebSocket, a refused call is answered under its id, so the caller is not left waiting", async () => {
+    const ws = new WebSocket(`${ng.url.replace("http", "ws")}/ws/v3/${WS_ONE}`);
+    await once(ws, "open");
+    try {
+      const answers: unknown[] = [];
+      ws.on("message", (data) => answers.push(JSON.parse(String(data))));
+      ws.send(JSON.stringify(rpc("eth_chainId", [], 4999)));
+      ws.send(JSON.stringify(rpc("eth_chainId", [], 5000)));
+      await expect.poll(() => answers.length).toBe(2);
+      expect(answers).toContainEqual({ jsonrpc: "2.0", id: 4999, result: "0x7a69" });
+      expect(answers).toContainEqual({ jsonrpc: "2.0", id: 5000, error: { code: -32005, message: "daily request count exceeded, request rate limited" } });
+    } finally {
+      ws.close();
+    }
   });
 
   it("gRPC: RESOURCE_EXHAUSTED with the JSON-RPC error and a RetryInfo delay", async () => {

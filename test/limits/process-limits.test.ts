@@ -278,7 +278,7 @@ describe("per-key quotas", () => {
       const native = await post(url, rpc("eth_chainId", [], 4));
       expect(native.status).toBe(429);
       expect(native.headers.get("retry-after")).toBe("1");
-      expect(native.json).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32005, message: "too many concurrent requests for this key", data: { limit: 3 } } });
+      expect(native.json).toEqual({ jsonrpc: "2.0", id: 4, error: { code: -32005, message: "too many concurrent requests for this key", data: { limit: 3 } } });
       const typed = await connectErrorOf(connectClient(ng.url, EthService, KEY, "grpc").chainId({}));
       expect(typed.code).toBe(Code.ResourceExhausted);
       expect(jsonRpcErrorOfConnect(typed)).toMatchObject({ code: -32005n, message: "too many concurrent requests for this key" });
