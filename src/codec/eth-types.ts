@@ -208,6 +208,10 @@ function logFilterCodec(registry: CodecRegistry, schema: DescMessage): ValueCode
       if (value.blockHash !== undefined && (value.fromBlock !== undefined || value.toBlock !== undefined)) {
         fail("cannot specify both block_hash and from_block/to_block, choose one or the other");
       }
+      // A hash written where a number goes would be read by the node as a (huge) block number.
+      for (const [name, id] of [["from_block", value.fromBlock], ["to_block", value.toBlock]] as const) {
+        if (id?.kind.case === "hash") throw new CodecError(name, "want a block number or tag, got a hash (use block_hash for one block)");
+      }
       return generic.encode(value);
     },
   };

@@ -238,6 +238,16 @@ const typedCases: TypedCase[] = [
     names: ["filter", "cannot specify both block_hash and from_block/to_block"],
   },
   {
+    // Found from outside: the hash went upstream as a block number (0x00…02 read as block 2).
+    title: "a block hash as a log filter's from_block or to_block",
+    rpc: EthService.method.getLogs,
+    request: () =>
+      create(GetLogsRequestSchema, {
+        filter: { fromBlock: { kind: { case: "number", value: 1n } }, toBlock: { kind: { case: "hash", value: new Uint8Array(32).fill(2, 31) } } },
+      }),
+    names: ["filter.to_block", "want a block number or tag, got a hash"],
+  },
+  {
     title: "a block hash where only a number or tag is allowed",
     rpc: EthService.method.getBlockByNumber,
     request: () => create(GetBlockByNumberRequestSchema, { block: { kind: { case: "hash", value: new Uint8Array(32) } } }),
