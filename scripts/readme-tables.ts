@@ -28,7 +28,7 @@ export function renderTables(): Record<string, string> {
     "|---|---|---|",
     ...JSONRPC_TO_GRPC.map((r) => `| \`${r.jsonrpc}\` | ${r.meaning} | \`${grpcName(r.grpc)}\` |`),
     "",
-    "A status without a `JsonRpcError` detail (none of nodegate's) maps back by its code:",
+    "A status without a `JsonRpcError` detail (a foreign one, or a transport-level refusal nodegate shares with Connect: a passed deadline, a message over the size limit, a body that does not decode) maps back by its code:",
     "",
     "| gRPC status | JSON-RPC code |",
     "|---|---|",

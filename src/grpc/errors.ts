@@ -45,6 +45,16 @@ export function toConnectError(err: unknown): ConnectError {
 }
 
 
+/**
+ * What a handler run by Connect throws: when Connect ended the call itself
+ * (its deadline passed), the abort it signalled is the status, not the
+ * "cancelled" the interrupted upstream call reports.
+ */
+export function handlerError(err: unknown, signal: AbortSignal): ConnectError {
+  if (signal.aborted && signal.reason instanceof ConnectError) return signal.reason;
+  return toConnectError(err);
+}
+
 /** The JSON-RPC error a gRPC status stands for: its JsonRpcError detail, else its code through the table. */
 export function fromConnectError(err: ConnectError): JsonRpcErrorObject {
   const [detail] = err.findDetails(JsonRpcErrorSchema);

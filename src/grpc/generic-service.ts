@@ -4,12 +4,13 @@
  * them) for typed callers, with the typed path's auth and error statuses.
  */
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
+import { ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import { type CallRequest, type CallResponse, CallResponseSchema, JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
+import { invalidParams } from "../errors/catalogue.js";
 import type { Gateway } from "../gateway.js";
 import { nativeCallContext, runNativeCall } from "../jsonrpc/native-call.js";
 import { resultText } from "../upstream/reply.js";
-import { toConnectError } from "./errors.js";
+import { handlerError } from "./errors.js";
 import { credentialsFrom, NETWORK_HEADER } from "./typed-services.js";
 
 async function call(gateway: Gateway, request: CallRequest, ctx: HandlerContext): Promise<CallResponse> {
@@ -19,22 +20,22 @@ async function call(gateway: Gateway, request: CallRequest, ctx: HandlerContext)
     release = gateway.quotas.acquire(key, "requests");
     await gateway.access.count(key, 1);
     const network = gateway.network(ctx.requestHeader.get(NETWORK_HEADER) ?? undefined);
-    if (request.method === "") throw new ConnectError("method is required", Code.InvalidArgument);
+    if (request.method === "") throw invalidParams("method is required");
     const paramsText = request.paramsJson.trim() === "" ? "[]" : request.paramsJson;
     let params: unknown;
     try {
       params = JSON.parse(paramsText);
     } catch {
-      throw new ConnectError("params_json is not valid JSON", Code.InvalidArgument);
+      throw invalidParams("params_json is not valid JSON");
     }
     if (typeof params !== "object" || params === null) {
-      throw new ConnectError("params_json must be a JSON array or object", Code.InvalidArgument);
+      throw invalidParams("params_json must be a JSON array or object");
     }
     const outcome = await runNativeCall({ id: "0", method: request.method, params, paramsText }, nativeCallContext(gateway, key, network, ctx.signal));
     if (outcome.error !== undefined) throw outcome.error;
     return create(CallResponseSchema, { resultJson: resultText(outcome.result) });
   } catch (err) {
-    throw toConnectError(err);
+    throw handlerError(err, ctx.signal);
   } finally {
     release?.();
   }

@@ -7,7 +7,7 @@
  * against the key's rate limit, as the separate calls it replaces would.
  */
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
+import { Code, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import {
   EthService,
   GetLogsRequestSchema,
@@ -20,13 +20,14 @@ import { type Log, type LogFilter, LogFilterSchema } from "../../gen/nodegate/et
 import { type BlockId, BlockIdSchema, BlockTag } from "../../gen/nodegate/eth/v1/primitives_pb.js";
 import { CodecError } from "../codec/codec-error.js";
 import { TAG_NAMES } from "../codec/eth-types.js";
-import { invalidParams } from "../errors/catalogue.js";
+import { invalidParams, methodNotFound } from "../errors/catalogue.js";
+import { GatewayError } from "../errors/gateway-error.js";
 import type { Gateway } from "../gateway.js";
 import { type InvokeContext, invokeMethod } from "../methods/invoke.js";
 import { ChainReader } from "../subscriptions/chain-reader.js";
 import { type LogPage, logPages } from "../subscriptions/log-pages.js";
 import { resultJson } from "../upstream/reply.js";
-import { toConnectError } from "./errors.js";
+import { handlerError } from "./errors.js";
 import { admitEthCall } from "./subscription-streams.js";
 
 /** Logs per message above which a page is sent as several messages (split between blocks), to stay well under gRPC's usual 4 MiB message limit. */
@@ -34,16 +35,12 @@ const MESSAGE_LOGS = 1000;
 
 const hex = (bytes: Uint8Array): string => `0x${Buffer.from(bytes).toString("hex")}`;
 
-function invalidArgument(message: string): ConnectError {
-  return new ConnectError(message, Code.InvalidArgument);
-}
-
 async function blockNumberOf(id: BlockId | undefined, reader: ChainReader, field: string): Promise<number> {
   const kind = id?.kind;
   if (kind === undefined || kind.case === undefined) return reader.numberOfTag("latest");
   if (kind.case === "number") {
     const n = Number(kind.value);
-    if (!Number.isSafeInteger(n)) throw invalidArgument(`filter.${field}: ${kind.value} is not a block number`);
+    if (!Number.isSafeInteger(n)) throw invalidParams(`filter.${field}: ${kind.value} is not a block number`);
     return n;
   }
   if (kind.case === "tag") {
@@ -51,10 +48,10 @@ async function blockNumberOf(id: BlockId | undefined, reader: ChainReader, field
     // A range cannot end in the block being built; its logs come with the next block.
     if (kind.value === BlockTag.PENDING) return reader.numberOfTag("latest");
     const name = TAG_NAMES.get(kind.value);
-    if (name === undefined) throw invalidArgument(`filter.${field}: want a block number or tag`);
+    if (name === undefined) throw invalidParams(`filter.${field}: want a block number or tag`);
     return reader.numberOfTag(name);
   }
-  throw invalidArgument(`filter.${field}: a range takes a block number or tag, not a hash (use filter.block_hash for one block)`);
+  throw invalidParams(`filter.${field}: a range takes a block number or tag, not a hash (use filter.block_hash for one block)`);
 }
 
 /**
@@ -89,7 +86,7 @@ async function* streamLogs(gateway: Gateway, request: StreamLogsRequest, ctx: Ha
     const filter: LogFilter = request.filter ?? create(LogFilterSchema);
     const { key, network } = await admitEthCall(gateway, ctx, "eth_getLogs", filter.address.map(hex));
     const spec = gateway.table.byRpc(EthService.method.getLogs);
-    if (spec === undefined) throw new ConnectError("eth_getLogs is not in the method table", Code.Unimplemented);
+    if (spec === undefined) throw methodNotFound("eth_getLogs");
     const invokeCtx: InvokeContext = gateway.invokeContext(key, network, ctx.signal);
     const getLogs = async (pageFilter: LogFilter): Promise<Log[]> => {
       const result = await invokeMethod(spec, create(GetLogsRequestSchema, { filter: pageFilter }), invokeCtx).catch((err: unknown) => {
@@ -100,10 +97,10 @@ async function* streamLogs(gateway: Gateway, request: StreamLogsRequest, ctx: Ha
     };
 
     if (filter.blockHash !== undefined) {
-      if (filter.fromBlock !== undefined || filter.toBlock !== undefined) throw invalidArgument("filter: block_hash excludes from_block and to_block");
+      if (filter.fromBlock !== undefined || filter.toBlock !== undefined) throw invalidParams("filter: block_hash excludes from_block and to_block");
       const logs = await getLogs(filter);
       const head = await new ChainReader(network, gateway.limits).headByHash(hex(filter.blockHash));
-      if (head === undefined) throw new ConnectError(`no block with hash ${hex(filter.blockHash)}`, Code.NotFound);
+      if (head === undefined) throw new GatewayError({ code: -32001, message: `no block with hash ${hex(filter.blockHash)}`, grpcCode: Code.NotFound });
       yield* pageMessages({ from: head.number, to: head.number, logs });
       return;
     }
@@ -111,7 +108,7 @@ async function* streamLogs(gateway: Gateway, request: StreamLogsRequest, ctx: Ha
     const reader = new ChainReader(network, gateway.limits);
     const from = await blockNumberOf(filter.fromBlock, reader, "from_block");
     const to = await blockNumberOf(filter.toBlock, reader, "to_block");
-    if (from > to) throw invalidArgument(`filter: from_block ${from} is after to_block ${to}`);
+    if (from > to) throw invalidParams(`filter: from_block ${from} is after to_block ${to}`);
     let calls = 0;
     const pages = logPages(
       from,
@@ -130,7 +127,7 @@ async function* streamLogs(gateway: Gateway, request: StreamLogsRequest, ctx: Ha
     );
     for await (const page of pages) yield* pageMessages(page);
   } catch (err) {
-    throw toConnectError(err);
+    throw handlerError(err, ctx.signal);
   }
 }
 

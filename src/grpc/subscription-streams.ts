@@ -7,7 +7,7 @@
  * with RESOURCE_EXHAUSTED.
  */
 import { create, type Message } from "@bufbuild/protobuf";
-import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
+import { Code, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import { type Block, BlockSchema } from "../../gen/nodegate/eth/v1/block_pb.js";
 import {
   EthService,
@@ -26,7 +26,7 @@ import { acquireSubscription } from "../auth/key-quotas.js";
 import { CodecError } from "../codec/codec-error.js";
 import { decodeData } from "../codec/hex.js";
 import type { CodecRegistry } from "../codec/message-codec.js";
-import { resultNotTypeable } from "../errors/catalogue.js";
+import { invalidParams, resultNotTypeable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import type { Gateway } from "../gateway.js";
 import { createCodecRegistry } from "../methods/default-table.js";
@@ -36,7 +36,7 @@ import type { FeedEvent } from "../subscriptions/events.js";
 import type { Subscription } from "../subscriptions/hub.js";
 import { canonicalLogFilter, filterSize, type Topic } from "../subscriptions/topic.js";
 import type { Network } from "../upstream/network.js";
-import { toConnectError } from "./errors.js";
+import { handlerError, toConnectError } from "./errors.js";
 import { cutTransport } from "./node-request.js";
 import { credentialsFrom, typedCallNetwork } from "./typed-services.js";
 
@@ -61,28 +61,24 @@ export async function admitEthCall(
   return { key, network };
 }
 
-function invalidArgument(message: string): ConnectError {
-  return new ConnectError(message, Code.InvalidArgument);
-}
-
 /** The topic of a SubscribeLogs filter: address and topics only. */
 function logsTopic(filter: LogFilter | undefined): Topic & { kind: "logs" } {
   if (filter?.fromBlock !== undefined || filter?.toBlock !== undefined || filter?.blockHash !== undefined) {
-    throw invalidArgument("filter: a logs subscription follows new blocks, so from_block, to_block and block_hash must be unset (resume with the request's from_block)");
+    throw invalidParams("filter: a logs subscription follows new blocks, so from_block, to_block and block_hash must be unset (resume with the request's from_block)");
   }
   const addresses = (filter?.address ?? []).map((a, i) => {
-    if (a.length !== 20) throw invalidArgument(`filter.address[${i}]: want 20 bytes, got ${a.length}`);
+    if (a.length !== 20) throw invalidParams(`filter.address[${i}]: want 20 bytes, got ${a.length}`);
     return hex(a);
   });
   const topics = (filter?.topics ?? []).map((position, i) =>
     position.anyOf.length === 0
       ? null
       : position.anyOf.map((t, j) => {
-          if (t.length !== 32) throw invalidArgument(`filter.topics[${i}].any_of[${j}]: want 32 bytes, got ${t.length}`);
+          if (t.length !== 32) throw invalidParams(`filter.topics[${i}].any_of[${j}]: want 32 bytes, got ${t.length}`);
           return hex(t);
         }),
   );
-  if (topics.length > 4) throw invalidArgument(`filter.topics: a log has at most 4 topics, got ${topics.length} positions`);
+  if (topics.length > 4) throw invalidParams(`filter.topics: a log has at most 4 topics, got ${topics.length} positions`);
   return { kind: "logs", filter: canonicalLogFilter(addresses, topics) };
 }
 
@@ -143,7 +139,7 @@ async function* subscriptionStream<T extends Message>(gateway: Gateway, spec: St
       if (size > gateway.limits.getLogsMaxParams) throw tooManyParams(size, gateway.limits.getLogsMaxParams);
     }
     const fromBlock = spec.fromBlock === undefined ? undefined : Number(spec.fromBlock);
-    if (fromBlock !== undefined && !Number.isSafeInteger(fromBlock)) throw invalidArgument(`from_block ${spec.fromBlock} is not a block number`);
+    if (fromBlock !== undefined && !Number.isSafeInteger(fromBlock)) throw invalidParams(`from_block ${spec.fromBlock} is not a block number`);
     const queue = new EventQueue(gateway.subscriptions.settings.clientBufferSize, (error) => {
       gateway.log.warn({ method: spec.method, network: network.name, reason: error.message }, "ending a slow stream subscriber");
       finish();
@@ -166,7 +162,7 @@ async function* subscriptionStream<T extends Message>(gateway: Gateway, spec: St
       );
     for await (const event of queue.events(ctx.signal)) yield spec.decoder.decode(event);
   } catch (err) {
-    throw toConnectError(err);
+    throw handlerError(err, ctx.signal);
   } finally {
     ctx.signal.removeEventListener("abort", finish);
     finish();
@@ -197,8 +193,9 @@ export function registerSubscriptionStreams(router: ConnectRouter, gateway: Gate
     try {
       topic = logsTopic(request.filter);
     } catch (err) {
+      const error = toConnectError(err);
       return (async function* () {
-        throw err;
+        throw error;
       })();
     }
     return subscriptionStream(gateway, { method: "SubscribeLogs", topic, fromBlock: request.fromBlock, decoder: logs }, ctx);

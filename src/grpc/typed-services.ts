@@ -14,7 +14,7 @@ import { invokeMethod } from "../methods/invoke.js";
 import type { ChainFamily, MethodSpec } from "../methods/method-table.js";
 import type { Network } from "../upstream/network.js";
 import { resultJson, type UpstreamResult } from "../upstream/reply.js";
-import { toConnectError } from "./errors.js";
+import { handlerError } from "./errors.js";
 import type { CallSignal } from "../call-signal.js";
 
 /** Metadata header that carries the API key on gRPC and Connect calls. */
@@ -96,7 +96,7 @@ async function handle(gateway: Gateway, spec: MethodSpec, request: Message, ctx:
   try {
     return decodeResult(spec, await invokeTyped(gateway, spec, request, ctx.requestHeader, ctx.signal));
   } catch (err) {
-    throw toConnectError(err);
+    throw handlerError(err, ctx.signal);
   }
 }
 

@@ -198,6 +198,27 @@ describe("the Connect contract", () => {
     await expect.poll(() => sent.abandoned, { timeout: 5000 }).toBe(true);
   });
 
+  it("gRPC-Web (Connect's own handler): a deadline that passes is deadline_exceeded, not cancelled", async () => {
+    // Found from outside: the interrupted upstream call's "cancelled" used to win over Connect's deadline.
+    // A raw request: a client that keeps the deadline itself would report deadline_exceeded whatever the server said.
+    f.override = (r) => (r.method === "eth_getBlockByNumber" ? { delayMs: 5000, then: { forward: f.anvil.url } } : undefined);
+    const message = toBinary(GetBlockByNumberRequestSchema, create(GetBlockByNumberRequestSchema, { block: numberOf(9n) }));
+    const frame = Buffer.alloc(5 + message.length);
+    frame.writeUInt32BE(message.length, 1);
+    frame.set(message, 5);
+    const res = await fetch(`${f.ng.url}/nodegate.eth.v1.EthService/GetBlockByNumber`, {
+      method: "POST",
+      headers: { "content-type": "application/grpc-web+proto", "grpc-timeout": "1000m", "x-api-key": f.ng.key },
+      body: frame,
+    });
+    const body = Buffer.from(await res.arrayBuffer());
+    // The status is in the headers (trailers-only) or in the trailer frame (flag 0x80).
+    const trailers = res.headers.get("grpc-status") !== null ? `grpc-status:${res.headers.get("grpc-status")}` : body[0] === 0x80 ? body.subarray(5).toString() : "";
+    expect(trailers).toMatch(new RegExp(`grpc-status: ?${Code.DeadlineExceeded}\\b`));
+    const sent = await f.upstream.arrived("eth_getBlockByNumber", '["0x9",false]');
+    await expect.poll(() => sent.abandoned, { timeout: 5000 }).toBe(true);
+  });
+
   it("a call the client aborts cancels the upstream request, and is logged as cancelled", async () => {
     f.override = (r) => (r.method === "eth_getBlockByNumber" ? { delayMs: 5000, then: { forward: f.anvil.url } } : undefined);
     const abort = new AbortController();

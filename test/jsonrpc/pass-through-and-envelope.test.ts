@@ -106,6 +106,10 @@ describe("JsonRpcService.Call for typed callers", () => {
     expect(unknown?.code).toBe(Code.Unimplemented);
     const notJson = await client.call({ method: "net_version", paramsJson: "[" }).then(() => undefined, (e: unknown) => ConnectError.from(e));
     expect(notJson?.code).toBe(Code.InvalidArgument);
+    expect(notJson?.findDetails(JsonRpcErrorSchema)[0]).toMatchObject({ code: -32602n, message: "params_json is not valid JSON" });
+    const noMethod = await client.call({ paramsJson: "[]" }).then(() => undefined, (e: unknown) => ConnectError.from(e));
+    expect(noMethod?.code).toBe(Code.InvalidArgument);
+    expect(noMethod?.findDetails(JsonRpcErrorSchema)[0]).toMatchObject({ code: -32602n, message: "method is required" });
   });
 });
 

@@ -169,7 +169,8 @@ specRule("limits.not-shown", async () => {
   // Per second: a batch of two costs three requests, more than a burst of two.
   const burst = await g.http.post([chainId, chainId], { url: `${g.ng.url}/v3/${BURST_KEY}` });
   expect(burst.status).toBe(429);
-  expect(burst.json.error).toEqual({ code: -32005, message: "project ID request rate exceeded" });
+  // Each call of the refused batch gets the error under its own id.
+  expect(burst.json).toEqual([chainId, chainId].map(({ id }) => ({ jsonrpc: "2.0", id, error: { code: -32005, message: "project ID request rate exceeded" } })));
   expect(Number(burst.headers.get("retry-after"))).toBeGreaterThan(0);
 
   // Per day, on each door: the first request passes, the next is refused.

@@ -165,6 +165,8 @@ describe("StreamLogs", () => {
     const err = await stream.ended;
     expect(err?.code).toBe(3);
     expect(decodeURIComponent(err?.details ?? "")).toMatch(`from_block ${to} is after to_block ${from}`);
+    // Like every status nodegate raises, it carries the JSON-RPC error.
+    expect(jsonRpcErrorOfGrpc(err as grpc.ServiceError)).toMatchObject({ code: -32602n, message: `filter: from_block ${to} is after to_block ${from}` });
   });
 
   it("counts every page after the first against the key's rate limit", async () => {
