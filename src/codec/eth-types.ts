@@ -7,7 +7,7 @@ import { create, type DescMessage, type Message } from "@bufbuild/protobuf";
 import { BlockTransactionsSchema, type BlockTransactions } from "../../gen/nodegate/eth/v1/block_pb.js";
 import { type LogFilter, LogFilterSchema, type TopicFilter, TopicFilterSchema } from "../../gen/nodegate/eth/v1/log_pb.js";
 import { type BlockId, BlockIdSchema, BlockTag, type Uint256, Uint256Schema } from "../../gen/nodegate/eth/v1/primitives_pb.js";
-import { TransactionSchema, type Transaction } from "../../gen/nodegate/eth/v1/transaction_pb.js";
+import { type Transaction, type TransactionCall, TransactionCallSchema, TransactionSchema } from "../../gen/nodegate/eth/v1/transaction_pb.js";
 import { CodecError, locate } from "./codec-error.js";
 import { decodeData, decodeQuantityBytes, decodeUint64, encodeData, encodeQuantity, encodeQuantityBytes } from "./hex.js";
 import type { CodecRegistry, SpecialCodecFactory, ValueCodec } from "./message-codec.js";
@@ -217,6 +217,25 @@ function logFilterCodec(registry: CodecRegistry, schema: DescMessage): ValueCode
   };
 }
 
+const CALL_DATA_CONFLICT = 'both "data" and "input" are set and not equal. Please use "input" to pass transaction call data';
+
+/**
+ * The call object of eth_call and eth_estimateGas: "input" and "data" are two
+ * names for the call data, and when both are set they must agree (geth refuses
+ * the call with this text; Anvil would quietly use "input").
+ */
+function transactionCallCodec(registry: CodecRegistry, schema: DescMessage): ValueCodec<TransactionCall> {
+  const generic = registry.compileGeneric<TransactionCall>(schema);
+  const check = (call: TransactionCall): TransactionCall => {
+    if (call.input !== undefined && call.data !== undefined && !Buffer.from(call.input).equals(call.data)) fail(CALL_DATA_CONFLICT);
+    return call;
+  };
+  return {
+    decode: (json) => check(generic.decode(json)),
+    encode: (value) => generic.encode(check(value)),
+  };
+}
+
 /** Special codecs of the Ethereum package, by message type name. */
 export const ethSpecialCodecs: ReadonlyMap<string, SpecialCodecFactory> = new Map<string, SpecialCodecFactory>([
   [Uint256Schema.typeName, () => uint256Codec as ValueCodec<Message>],
@@ -224,4 +243,5 @@ export const ethSpecialCodecs: ReadonlyMap<string, SpecialCodecFactory> = new Ma
   [BlockTransactionsSchema.typeName, (registry) => blockTransactionsCodec(registry) as ValueCodec<Message>],
   [TopicFilterSchema.typeName, () => topicFilterCodec as ValueCodec<Message>],
   [LogFilterSchema.typeName, (registry, schema) => logFilterCodec(registry, schema) as ValueCodec<Message>],
+  [TransactionCallSchema.typeName, (registry, schema) => transactionCallCodec(registry, schema) as ValueCodec<Message>],
 ]);

@@ -102,6 +102,12 @@ const nativeCases: NativeCase[] = [
   },
   { title: "too many params", method: "eth_getTransactionReceipt", params: [HASH, "extra"], names: ["too many arguments, want at most 1"] },
   {
+    title: "a call object whose input and data differ",
+    method: "eth_call",
+    params: [{ to: ADDRESS, input: "0x0c55699c", data: "0xa169ce09" }, "latest"],
+    names: ["argument 0 (transaction)", 'both "data" and "input" are set and not equal'],
+  },
+  {
     title: "a missing required param (the block hash)",
     method: "eth_getBlockByHash",
     params: [],
@@ -264,6 +270,12 @@ const typedCases: TypedCase[] = [
     rpc: EthService.method.getBlockByNumber,
     request: () => create(GetBlockByNumberRequestSchema, { block: { kind: { case: "tag", value: BlockTag.UNSPECIFIED } } }),
     names: ["block", "block tag is unspecified"],
+  },
+  {
+    title: "a call whose input and data differ",
+    rpc: EthService.method.estimateGas,
+    request: () => create(EstimateGasRequestSchema, { transaction: { input: new Uint8Array([1]), data: new Uint8Array([2]) } }),
+    names: ["transaction", 'both "data" and "input" are set and not equal'],
   },
   {
     title: "a Uint256 with a leading zero byte",

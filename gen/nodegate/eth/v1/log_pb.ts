@@ -138,8 +138,8 @@ export const TopicFilterSchema: GenMessage<TopicFilter> = /*@__PURE__*/
  */
 export type LogFilter = Message<"nodegate.eth.v1.LogFilter"> & {
   /**
-   * JSON-RPC address: 20-byte addresses, ORed; written as a single string
-   * when there is one. Empty: any address.
+   * JSON-RPC address: 20-byte addresses, ORed. Sent upstream as an array
+   * (a single string is also read from JSON-RPC callers). Empty: any address.
    *
    * @generated from field: repeated bytes address = 1;
    */
