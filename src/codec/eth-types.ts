@@ -7,10 +7,18 @@ import { create, type DescMessage, type Message } from "@bufbuild/protobuf";
 import { BlockTransactionsSchema, type BlockTransactions } from "../../gen/nodegate/eth/v1/block_pb.js";
 import { type LogFilter, LogFilterSchema, type TopicFilter, TopicFilterSchema } from "../../gen/nodegate/eth/v1/log_pb.js";
 import { type BlockId, BlockIdSchema, BlockTag, type Uint256, Uint256Schema } from "../../gen/nodegate/eth/v1/primitives_pb.js";
-import { type Transaction, type TransactionCall, TransactionCallSchema, TransactionSchema } from "../../gen/nodegate/eth/v1/transaction_pb.js";
+import {
+  StateOverrideSchema,
+  StorageOverrideSchema,
+  type Transaction,
+  type TransactionCall,
+  TransactionCallSchema,
+  TransactionSchema,
+} from "../../gen/nodegate/eth/v1/transaction_pb.js";
 import { CodecError, locate } from "./codec-error.js";
 import { decodeData, decodeQuantityBytes, decodeUint64, encodeData, encodeQuantity, encodeQuantityBytes } from "./hex.js";
 import type { CodecRegistry, SpecialCodecFactory, ValueCodec } from "./message-codec.js";
+import { stateOverrideCodec, storageOverrideCodec } from "./state-override.js";
 
 function fail(reason: string): never {
   throw new CodecError("", reason);
@@ -244,4 +252,6 @@ export const ethSpecialCodecs: ReadonlyMap<string, SpecialCodecFactory> = new Ma
   [TopicFilterSchema.typeName, () => topicFilterCodec as ValueCodec<Message>],
   [LogFilterSchema.typeName, (registry, schema) => logFilterCodec(registry, schema) as ValueCodec<Message>],
   [TransactionCallSchema.typeName, (registry, schema) => transactionCallCodec(registry, schema) as ValueCodec<Message>],
+  [StateOverrideSchema.typeName, (registry) => stateOverrideCodec(registry) as ValueCodec<Message>],
+  [StorageOverrideSchema.typeName, () => storageOverrideCodec as ValueCodec<Message>],
 ]);

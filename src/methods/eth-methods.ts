@@ -28,6 +28,9 @@ const receiptsBlock: ParamRules = {
 
 const callObject: ParamRules = { whenUnset: "{}" };
 
+/** geth's optional third param of eth_call and eth_estimateGas; nodes without it never see it unless a caller sends one. */
+const stateOverride: ParamRules = { optional: true };
+
 /** The contract a method reads, for contract-address allowlists. */
 const accountAddress = (r: { address: Uint8Array }) => [r.address];
 const callTarget = (r: { transaction?: { to?: Uint8Array | undefined } | undefined }) => (r.transaction?.to ? [r.transaction.to] : []);
@@ -53,8 +56,8 @@ export const ethMethods: readonly MethodEntry[] = [
   { rpc: m.getTransactionByBlockNumberAndIndex, params: { block: numberOrTag } },
   { rpc: m.getTransactionReceipt },
   { rpc: m.getBlockReceipts, params: { block: receiptsBlock } },
-  { rpc: m.estimateGas, params: { transaction: callObject, block: anyBlock }, addresses: callTarget },
-  { rpc: m.call, params: { transaction: callObject, block: anyBlock }, addresses: callTarget },
+  { rpc: m.estimateGas, params: { transaction: callObject, block: anyBlock, state_override: stateOverride }, addresses: callTarget },
+  { rpc: m.call, params: { transaction: callObject, block: anyBlock, state_override: stateOverride }, addresses: callTarget },
   { rpc: m.getProof, params: { block: anyBlock }, addresses: accountAddress },
 
   { rpc: m.blockNumber },

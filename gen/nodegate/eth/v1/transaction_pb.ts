@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file nodegate/eth/v1/transaction.proto.
  */
 export const file_nodegate_eth_v1_transaction: GenFile = /*@__PURE__*/
-  fileDesc("CiFub2RlZ2F0ZS9ldGgvdjEvdHJhbnNhY3Rpb24ucHJvdG8SD25vZGVnYXRlLmV0aC52MSJ/Cg9BY2Nlc3NMaXN0RW50cnkSFwoHYWRkcmVzcxgBIAEoDEIGyvMYAhAUEhwKDHN0b3JhZ2Vfa2V5cxgCIAMoDEIGyvMYAhAgEjUKC2pzb25fZXh0cmFzGOgHIAEoCzIfLm5vZGVnYXRlLmpzb25ycGMudjEuSnNvbkV4dHJhcyLQAgoNQXV0aG9yaXphdGlvbhIvCghjaGFpbl9pZBgBIAEoCzIYLm5vZGVnYXRlLmV0aC52MS5VaW50MjU2SACIAQESHAoHYWRkcmVzcxgCIAEoDEIGyvMYAhAUSAGIAQESEgoFbm9uY2UYAyABKARIAogBARIVCgh5X3Bhcml0eRgEIAEoBEgDiAEBEigKAXIYBSABKAsyGC5ub2RlZ2F0ZS5ldGgudjEuVWludDI1NkgEiAEBEigKAXMYBiABKAsyGC5ub2RlZ2F0ZS5ldGgudjEuVWludDI1NkgFiAEBEjUKC2pzb25fZXh0cmFzGOgHIAEoCzIfLm5vZGVnYXRlLmpzb25ycGMudjEuSnNvbkV4dHJhc0ILCglfY2hhaW5faWRCCgoIX2FkZHJlc3NCCAoGX25vbmNlQgsKCV95X3Bhcml0eUIECgJfckIECgJfcyLECQoLVHJhbnNhY3Rpb24SHwoKYmxvY2tfaGFzaBgBIAEoDEIGyvMYAhAgSACIAQESGQoMYmxvY2tfbnVtYmVyGAIgASgESAGIAQESHAoPYmxvY2tfdGltZXN0YW1wGAMgASgESAKIAQESGQoEZnJvbRgEIAEoDEIGyvMYAhAUSAOIAQESEAoDZ2FzGAUgASgESASIAQESMAoJZ2FzX3ByaWNlGAYgASgLMhgubm9kZWdhdGUuZXRoLnYxLlVpbnQyNTZIBYgBARI2Cg9tYXhfZmVlX3Blcl9nYXMYByABKAsyGC5ub2RlZ2F0ZS5ldGgudjEuVWludDI1NkgGiAEBEj8KGG1heF9wcmlvcml0eV9mZWVfcGVyX2dhcxgIIAEoCzIYLm5vZGVnYXRlLmV0aC52MS5VaW50MjU2SAeIAQESOwoUbWF4X2ZlZV9wZXJfYmxvYl9nYXMYCSABKAsyGC5ub2RlZ2F0ZS5ldGgudjEuVWludDI1NkgIiAEBEhkKBGhhc2gYCiABKAxCBsrzGAIQIEgJiAEBEhIKBWlucHV0GAsgASgMSAqIAQESEgoFbm9uY2UYDCABKARIC4gBARIXCgJ0bxgNIAEoDEIGyvMYAhAUSAyIAQESHgoRdHJhbnNhY3Rpb25faW5kZXgYDiABKARIDYgBARIsCgV2YWx1ZRgPIAEoCzIYLm5vZGVnYXRlLmV0aC52MS5VaW50MjU2SA6IAQESEQoEdHlwZRgQIAEoBEgPiAEBEj0KC2FjY2Vzc19saXN0GBEgAygLMiAubm9kZWdhdGUuZXRoLnYxLkFjY2Vzc0xpc3RFbnRyeUIGyvMYAiABEhUKCGNoYWluX2lkGBIgASgESBCIAQESJwoVYmxvYl92ZXJzaW9uZWRfaGFzaGVzGBMgAygMQgjK8xgEECAgARJCChJhdXRob3JpemF0aW9uX2xpc3QYFCADKAsyHi5ub2RlZ2F0ZS5ldGgudjEuQXV0aG9yaXphdGlvbkIGyvMYAiABEg4KAXYYFSABKARIEYgBARIoCgFyGBYgASgLMhgubm9kZWdhdGUuZXRoLnYxLlVpbnQyNTZIEogBARIoCgFzGBcgASgLMhgubm9kZWdhdGUuZXRoLnYxLlVpbnQyNTZIE4gBARIVCgh5X3Bhcml0eRgYIAEoBEgUiAEBEjUKC2pzb25fZXh0cmFzGOgHIAEoCzIfLm5vZGVnYXRlLmpzb25ycGMudjEuSnNvbkV4dHJhc0INCgtfYmxvY2tfaGFzaEIPCg1fYmxvY2tfbnVtYmVyQhIKEF9ibG9ja190aW1lc3RhbXBCBwoFX2Zyb21CBgoEX2dhc0IMCgpfZ2FzX3ByaWNlQhIKEF9tYXhfZmVlX3Blcl9nYXNCGwoZX21heF9wcmlvcml0eV9mZWVfcGVyX2dhc0IXChVfbWF4X2ZlZV9wZXJfYmxvYl9nYXNCBwoFX2hhc2hCCAoGX2lucHV0QggKBl9ub25jZUIFCgNfdG9CFAoSX3RyYW5zYWN0aW9uX2luZGV4QggKBl92YWx1ZUIHCgVfdHlwZUILCglfY2hhaW5faWRCBAoCX3ZCBAoCX3JCBAoCX3NCCwoJX3lfcGFyaXR5IuIGCg9UcmFuc2FjdGlvbkNhbGwSGQoEZnJvbRgBIAEoDEIGyvMYAhAUSACIAQESFwoCdG8YAiABKAxCBsrzGAIQFEgBiAEBEhAKA2dhcxgDIAEoBEgCiAEBEjAKCWdhc19wcmljZRgEIAEoCzIYLm5vZGVnYXRlLmV0aC52MS5VaW50MjU2SAOIAQESNgoPbWF4X2ZlZV9wZXJfZ2FzGAUgASgLMhgubm9kZWdhdGUuZXRoLnYxLlVpbnQyNTZIBIgBARI/ChhtYXhfcHJpb3JpdHlfZmVlX3Blcl9nYXMYBiABKAsyGC5ub2RlZ2F0ZS5ldGgudjEuVWludDI1NkgFiAEBEjsKFG1heF9mZWVfcGVyX2Jsb2JfZ2FzGAcgASgLMhgubm9kZWdhdGUuZXRoLnYxLlVpbnQyNTZIBogBARIsCgV2YWx1ZRgIIAEoCzIYLm5vZGVnYXRlLmV0aC52MS5VaW50MjU2SAeIAQESEgoFaW5wdXQYCSABKAxICIgBARIRCgRkYXRhGAogASgMSAmIAQESEgoFbm9uY2UYCyABKARICogBARIRCgR0eXBlGAwgASgESAuIAQESFQoIY2hhaW5faWQYDSABKARIDIgBARI9CgthY2Nlc3NfbGlzdBgOIAMoCzIgLm5vZGVnYXRlLmV0aC52MS5BY2Nlc3NMaXN0RW50cnlCBsrzGAIgARInChVibG9iX3ZlcnNpb25lZF9oYXNoZXMYDyADKAxCCMrzGAQQICABEkIKEmF1dGhvcml6YXRpb25fbGlzdBgQIAMoCzIeLm5vZGVnYXRlLmV0aC52MS5BdXRob3JpemF0aW9uQgbK8xgCIAESNQoLanNvbl9leHRyYXMY6AcgASgLMh8ubm9kZWdhdGUuanNvbnJwYy52MS5Kc29uRXh0cmFzQgcKBV9mcm9tQgUKA190b0IGCgRfZ2FzQgwKCl9nYXNfcHJpY2VCEgoQX21heF9mZWVfcGVyX2dhc0IbChlfbWF4X3ByaW9yaXR5X2ZlZV9wZXJfZ2FzQhcKFV9tYXhfZmVlX3Blcl9ibG9iX2dhc0IICgZfdmFsdWVCCAoGX2lucHV0QgcKBV9kYXRhQggKBl9ub25jZUIHCgVfdHlwZUILCglfY2hhaW5faWRiBnByb3RvMw", [file_nodegate_eth_v1_primitives, file_nodegate_jsonrpc_v1_json_extras, file_nodegate_jsonrpc_v1_options]);
+  fileDesc("CiFub2RlZ2F0ZS9ldGgvdjEvdHJhbnNhY3Rpb24ucHJvdG8SD25vZGVnYXRlLmV0aC52MSJ/Cg9BY2Nlc3NMaXN0RW50cnkSFwoHYWRkcmVzcxgBIAEoDEIGyvMYAhAUEhwKDHN0b3JhZ2Vfa2V5cxgCIAMoDEIGyvMYAhAgEjUKC2pzb25fZXh0cmFzGOgHIAEoCzIfLm5vZGVnYXRlLmpzb25ycGMudjEuSnNvbkV4dHJhcyLQAgoNQXV0aG9yaXphdGlvbhIvCghjaGFpbl9pZBgBIAEoCzIYLm5vZGVnYXRlLmV0aC52MS5VaW50MjU2SACIAQESHAoHYWRkcmVzcxgCIAEoDEIGyvMYAhAUSAGIAQESEgoFbm9uY2UYAyABKARIAogBARIVCgh5X3Bhcml0eRgEIAEoBEgDiAEBEigKAXIYBSABKAsyGC5ub2RlZ2F0ZS5ldGgudjEuVWludDI1NkgEiAEBEigKAXMYBiABKAsyGC5ub2RlZ2F0ZS5ldGgudjEuVWludDI1NkgFiAEBEjUKC2pzb25fZXh0cmFzGOgHIAEoCzIfLm5vZGVnYXRlLmpzb25ycGMudjEuSnNvbkV4dHJhc0ILCglfY2hhaW5faWRCCgoIX2FkZHJlc3NCCAoGX25vbmNlQgsKCV95X3Bhcml0eUIECgJfckIECgJfcyLECQoLVHJhbnNhY3Rpb24SHwoKYmxvY2tfaGFzaBgBIAEoDEIGyvMYAhAgSACIAQESGQoMYmxvY2tfbnVtYmVyGAIgASgESAGIAQESHAoPYmxvY2tfdGltZXN0YW1wGAMgASgESAKIAQESGQoEZnJvbRgEIAEoDEIGyvMYAhAUSAOIAQESEAoDZ2FzGAUgASgESASIAQESMAoJZ2FzX3ByaWNlGAYgASgLMhgubm9kZWdhdGUuZXRoLnYxLlVpbnQyNTZIBYgBARI2Cg9tYXhfZmVlX3Blcl9nYXMYByABKAsyGC5ub2RlZ2F0ZS5ldGgudjEuVWludDI1NkgGiAEBEj8KGG1heF9wcmlvcml0eV9mZWVfcGVyX2dhcxgIIAEoCzIYLm5vZGVnYXRlLmV0aC52MS5VaW50MjU2SAeIAQESOwoUbWF4X2ZlZV9wZXJfYmxvYl9nYXMYCSABKAsyGC5ub2RlZ2F0ZS5ldGgudjEuVWludDI1NkgIiAEBEhkKBGhhc2gYCiABKAxCBsrzGAIQIEgJiAEBEhIKBWlucHV0GAsgASgMSAqIAQESEgoFbm9uY2UYDCABKARIC4gBARIXCgJ0bxgNIAEoDEIGyvMYAhAUSAyIAQESHgoRdHJhbnNhY3Rpb25faW5kZXgYDiABKARIDYgBARIsCgV2YWx1ZRgPIAEoCzIYLm5vZGVnYXRlLmV0aC52MS5VaW50MjU2SA6IAQESEQoEdHlwZRgQIAEoBEgPiAEBEj0KC2FjY2Vzc19saXN0GBEgAygLMiAubm9kZWdhdGUuZXRoLnYxLkFjY2Vzc0xpc3RFbnRyeUIGyvMYAiABEhUKCGNoYWluX2lkGBIgASgESBCIAQESJwoVYmxvYl92ZXJzaW9uZWRfaGFzaGVzGBMgAygMQgjK8xgEECAgARJCChJhdXRob3JpemF0aW9uX2xpc3QYFCADKAsyHi5ub2RlZ2F0ZS5ldGgudjEuQXV0aG9yaXphdGlvbkIGyvMYAiABEg4KAXYYFSABKARIEYgBARIoCgFyGBYgASgLMhgubm9kZWdhdGUuZXRoLnYxLlVpbnQyNTZIEogBARIoCgFzGBcgASgLMhgubm9kZWdhdGUuZXRoLnYxLlVpbnQyNTZIE4gBARIVCgh5X3Bhcml0eRgYIAEoBEgUiAEBEjUKC2pzb25fZXh0cmFzGOgHIAEoCzIfLm5vZGVnYXRlLmpzb25ycGMudjEuSnNvbkV4dHJhc0INCgtfYmxvY2tfaGFzaEIPCg1fYmxvY2tfbnVtYmVyQhIKEF9ibG9ja190aW1lc3RhbXBCBwoFX2Zyb21CBgoEX2dhc0IMCgpfZ2FzX3ByaWNlQhIKEF9tYXhfZmVlX3Blcl9nYXNCGwoZX21heF9wcmlvcml0eV9mZWVfcGVyX2dhc0IXChVfbWF4X2ZlZV9wZXJfYmxvYl9nYXNCBwoFX2hhc2hCCAoGX2lucHV0QggKBl9ub25jZUIFCgNfdG9CFAoSX3RyYW5zYWN0aW9uX2luZGV4QggKBl92YWx1ZUIHCgVfdHlwZUILCglfY2hhaW5faWRCBAoCX3ZCBAoCX3JCBAoCX3NCCwoJX3lfcGFyaXR5IuIGCg9UcmFuc2FjdGlvbkNhbGwSGQoEZnJvbRgBIAEoDEIGyvMYAhAUSACIAQESFwoCdG8YAiABKAxCBsrzGAIQFEgBiAEBEhAKA2dhcxgDIAEoBEgCiAEBEjAKCWdhc19wcmljZRgEIAEoCzIYLm5vZGVnYXRlLmV0aC52MS5VaW50MjU2SAOIAQESNgoPbWF4X2ZlZV9wZXJfZ2FzGAUgASgLMhgubm9kZWdhdGUuZXRoLnYxLlVpbnQyNTZIBIgBARI/ChhtYXhfcHJpb3JpdHlfZmVlX3Blcl9nYXMYBiABKAsyGC5ub2RlZ2F0ZS5ldGgudjEuVWludDI1NkgFiAEBEjsKFG1heF9mZWVfcGVyX2Jsb2JfZ2FzGAcgASgLMhgubm9kZWdhdGUuZXRoLnYxLlVpbnQyNTZIBogBARIsCgV2YWx1ZRgIIAEoCzIYLm5vZGVnYXRlLmV0aC52MS5VaW50MjU2SAeIAQESEgoFaW5wdXQYCSABKAxICIgBARIRCgRkYXRhGAogASgMSAmIAQESEgoFbm9uY2UYCyABKARICogBARIRCgR0eXBlGAwgASgESAuIAQESFQoIY2hhaW5faWQYDSABKARIDIgBARI9CgthY2Nlc3NfbGlzdBgOIAMoCzIgLm5vZGVnYXRlLmV0aC52MS5BY2Nlc3NMaXN0RW50cnlCBsrzGAIgARInChVibG9iX3ZlcnNpb25lZF9oYXNoZXMYDyADKAxCCMrzGAQQICABEkIKEmF1dGhvcml6YXRpb25fbGlzdBgQIAMoCzIeLm5vZGVnYXRlLmV0aC52MS5BdXRob3JpemF0aW9uQgbK8xgCIAESNQoLanNvbl9leHRyYXMY6AcgASgLMh8ubm9kZWdhdGUuanNvbnJwYy52MS5Kc29uRXh0cmFzQgcKBV9mcm9tQgUKA190b0IGCgRfZ2FzQgwKCl9nYXNfcHJpY2VCEgoQX21heF9mZWVfcGVyX2dhc0IbChlfbWF4X3ByaW9yaXR5X2ZlZV9wZXJfZ2FzQhcKFV9tYXhfZmVlX3Blcl9ibG9iX2dhc0IICgZfdmFsdWVCCAoGX2lucHV0QgcKBV9kYXRhQggKBl9ub25jZUIHCgVfdHlwZUILCglfY2hhaW5faWQiSAoNU3RhdGVPdmVycmlkZRI3CghhY2NvdW50cxgBIAMoCzIlLm5vZGVnYXRlLmV0aC52MS5BY2NvdW50U3RhdGVPdmVycmlkZSJjChRBY2NvdW50U3RhdGVPdmVycmlkZRIXCgdhZGRyZXNzGAEgASgMQgbK8xgCEBQSMgoIb3ZlcnJpZGUYAiABKAsyIC5ub2RlZ2F0ZS5ldGgudjEuQWNjb3VudE92ZXJyaWRlIvUCCg9BY2NvdW50T3ZlcnJpZGUSLgoHYmFsYW5jZRgBIAEoCzIYLm5vZGVnYXRlLmV0aC52MS5VaW50MjU2SACIAQESEgoFbm9uY2UYAiABKARIAYgBARIRCgRjb2RlGAMgASgMSAKIAQESLwoFc3RhdGUYBCABKAsyIC5ub2RlZ2F0ZS5ldGgudjEuU3RvcmFnZU92ZXJyaWRlEjQKCnN0YXRlX2RpZmYYBSABKAsyIC5ub2RlZ2F0ZS5ldGgudjEuU3RvcmFnZU92ZXJyaWRlEi8KGm1vdmVfcHJlY29tcGlsZV90b19hZGRyZXNzGAYgASgMQgbK8xgCEBRIA4gBARI1Cgtqc29uX2V4dHJhcxjoByABKAsyHy5ub2RlZ2F0ZS5qc29ucnBjLnYxLkpzb25FeHRyYXNCCgoIX2JhbGFuY2VCCAoGX25vbmNlQgcKBV9jb2RlQh0KG19tb3ZlX3ByZWNvbXBpbGVfdG9fYWRkcmVzcyJDCg9TdG9yYWdlT3ZlcnJpZGUSMAoFc2xvdHMYASADKAsyIS5ub2RlZ2F0ZS5ldGgudjEuU3RvcmFnZVNsb3RWYWx1ZSI/ChBTdG9yYWdlU2xvdFZhbHVlEhQKBHNsb3QYASABKAxCBsrzGAIQIBIVCgV2YWx1ZRgCIAEoDEIGyvMYAhAgYgZwcm90bzM", [file_nodegate_eth_v1_primitives, file_nodegate_jsonrpc_v1_json_extras, file_nodegate_jsonrpc_v1_options]);
 
 /**
  * One entry of an EIP-2930 access list.
@@ -445,4 +445,173 @@ export type TransactionCall = Message<"nodegate.eth.v1.TransactionCall"> & {
  */
 export const TransactionCallSchema: GenMessage<TransactionCall> = /*@__PURE__*/
   messageDesc(file_nodegate_eth_v1_transaction, 3);
+
+/**
+ * State overrides for eth_call and eth_estimateGas (geth's optional third
+ * param): per account, the state the call sees instead of the chain's.
+ * JSON-RPC: an object keyed by address.
+ *
+ * @generated from message nodegate.eth.v1.StateOverride
+ */
+export type StateOverride = Message<"nodegate.eth.v1.StateOverride"> & {
+  /**
+   * One entry per account; the JSON-RPC object's keys, in order.
+   *
+   * @generated from field: repeated nodegate.eth.v1.AccountStateOverride accounts = 1;
+   */
+  accounts: AccountStateOverride[];
+};
+
+/**
+ * Describes the message nodegate.eth.v1.StateOverride.
+ * Use `create(StateOverrideSchema)` to create a new message.
+ */
+export const StateOverrideSchema: GenMessage<StateOverride> = /*@__PURE__*/
+  messageDesc(file_nodegate_eth_v1_transaction, 4);
+
+/**
+ * One account of a StateOverride: its address (the JSON-RPC key) and what is
+ * overridden (the JSON-RPC value).
+ *
+ * @generated from message nodegate.eth.v1.AccountStateOverride
+ */
+export type AccountStateOverride = Message<"nodegate.eth.v1.AccountStateOverride"> & {
+  /**
+   * JSON-RPC key: the 20-byte account address.
+   *
+   * @generated from field: bytes address = 1;
+   */
+  address: Uint8Array;
+
+  /**
+   * JSON-RPC value: the overridden fields.
+   *
+   * @generated from field: nodegate.eth.v1.AccountOverride override = 2;
+   */
+  override?: AccountOverride | undefined;
+};
+
+/**
+ * Describes the message nodegate.eth.v1.AccountStateOverride.
+ * Use `create(AccountStateOverrideSchema)` to create a new message.
+ */
+export const AccountStateOverrideSchema: GenMessage<AccountStateOverride> = /*@__PURE__*/
+  messageDesc(file_nodegate_eth_v1_transaction, 5);
+
+/**
+ * What a state override replaces for one account; unset fields keep the
+ * chain's values.
+ *
+ * @generated from message nodegate.eth.v1.AccountOverride
+ */
+export type AccountOverride = Message<"nodegate.eth.v1.AccountOverride"> & {
+  /**
+   * JSON-RPC balance (QUANTITY): the balance the call sees.
+   *
+   * @generated from field: optional nodegate.eth.v1.Uint256 balance = 1;
+   */
+  balance?: Uint256 | undefined;
+
+  /**
+   * JSON-RPC nonce (QUANTITY).
+   *
+   * @generated from field: optional uint64 nonce = 2;
+   */
+  nonce?: bigint | undefined;
+
+  /**
+   * JSON-RPC code (DATA): the account's code during the call.
+   *
+   * @generated from field: optional bytes code = 3;
+   */
+  code?: Uint8Array | undefined;
+
+  /**
+   * JSON-RPC state: replaces the whole storage (an empty set clears it).
+   * Not together with state_diff.
+   *
+   * @generated from field: nodegate.eth.v1.StorageOverride state = 4;
+   */
+  state?: StorageOverride | undefined;
+
+  /**
+   * JSON-RPC stateDiff: the slots to change, the rest kept.
+   *
+   * @generated from field: nodegate.eth.v1.StorageOverride state_diff = 5;
+   */
+  stateDiff?: StorageOverride | undefined;
+
+  /**
+   * JSON-RPC movePrecompileToAddress (DATA): moves a precompile to this
+   * 20-byte address so that its own address can take code.
+   *
+   * @generated from field: optional bytes move_precompile_to_address = 6;
+   */
+  movePrecompileToAddress?: Uint8Array | undefined;
+
+  /**
+   * Extra keys to send as they are (raw JSON text per key), for node
+   * extensions the proto does not model.
+   *
+   * @generated from field: nodegate.jsonrpc.v1.JsonExtras json_extras = 1000;
+   */
+  jsonExtras?: JsonExtras | undefined;
+};
+
+/**
+ * Describes the message nodegate.eth.v1.AccountOverride.
+ * Use `create(AccountOverrideSchema)` to create a new message.
+ */
+export const AccountOverrideSchema: GenMessage<AccountOverride> = /*@__PURE__*/
+  messageDesc(file_nodegate_eth_v1_transaction, 6);
+
+/**
+ * Storage slots of a state override. JSON-RPC: an object from 32-byte slot
+ * to 32-byte value.
+ *
+ * @generated from message nodegate.eth.v1.StorageOverride
+ */
+export type StorageOverride = Message<"nodegate.eth.v1.StorageOverride"> & {
+  /**
+   * The JSON-RPC object's entries, in order.
+   *
+   * @generated from field: repeated nodegate.eth.v1.StorageSlotValue slots = 1;
+   */
+  slots: StorageSlotValue[];
+};
+
+/**
+ * Describes the message nodegate.eth.v1.StorageOverride.
+ * Use `create(StorageOverrideSchema)` to create a new message.
+ */
+export const StorageOverrideSchema: GenMessage<StorageOverride> = /*@__PURE__*/
+  messageDesc(file_nodegate_eth_v1_transaction, 7);
+
+/**
+ * One storage slot and the value the call sees in it.
+ *
+ * @generated from message nodegate.eth.v1.StorageSlotValue
+ */
+export type StorageSlotValue = Message<"nodegate.eth.v1.StorageSlotValue"> & {
+  /**
+   * JSON-RPC key (DATA): the 32-byte slot.
+   *
+   * @generated from field: bytes slot = 1;
+   */
+  slot: Uint8Array;
+
+  /**
+   * JSON-RPC value (DATA): the 32-byte value.
+   *
+   * @generated from field: bytes value = 2;
+   */
+  value: Uint8Array;
+};
+
+/**
+ * Describes the message nodegate.eth.v1.StorageSlotValue.
+ * Use `create(StorageSlotValueSchema)` to create a new message.
+ */
+export const StorageSlotValueSchema: GenMessage<StorageSlotValue> = /*@__PURE__*/
+  messageDesc(file_nodegate_eth_v1_transaction, 8);
 
