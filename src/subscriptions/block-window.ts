@@ -30,6 +30,13 @@ export class BlockWindow {
     return this.#hashes.get(number);
   }
 
+  /** The blocks remembered above `number`, lowest first. */
+  above(number: number): { number: number; hash: string }[] {
+    const blocks: { number: number; hash: string }[] = [];
+    for (const [n, hash] of this.#hashes) if (n > number) blocks.push({ number: n, hash });
+    return blocks.sort((a, b) => a.number - b.number);
+  }
+
   /** Numbers remembered, highest first. */
   numbersDescending(): number[] {
     return [...this.#hashes.keys()].sort((a, b) => b - a);

@@ -24,6 +24,8 @@ export interface ChainChange {
   branch: readonly HeadEvent[];
   /** Set when blocks the feed had passed were replaced: the last block both branches share. */
   reorg?: { ancestor: number } | undefined;
+  /** Blocks the feed had passed above `head` that a shorter new branch left out, with their (old) hashes. */
+  dropped?: readonly { number: number; hash: string }[] | undefined;
 }
 
 export type ChainListener = (change: ChainChange) => void;
@@ -128,9 +130,8 @@ export class HeadsFeed extends Feed {
   async #onHead(head: HeadEvent): Promise<void> {
     if (this.#window.hash(head.number) === head.hash) return; // already passed
     const previous = this.#window.highest;
-    // A lower head is a lagging node (a poll answered by a backend behind the others) or the first block of a new
-    // branch; the branch is taken when its head reaches the height already sent, walking back from there.
-    if (previous !== undefined && head.number < previous.number) return;
+    if (previous !== undefined && head.number < previous.number && !(await this.#isShorterBranch(head, previous.number))) return;
+    const dropped = previous !== undefined && head.number < previous.number ? this.#window.above(head.number) : undefined;
     const branch = await this.#linkToWindow(head);
     const ancestor = (branch[0] as HeadEvent).number - 1;
     const reorged = previous !== undefined && ancestor < previous.number;
@@ -139,8 +140,22 @@ export class HeadsFeed extends Feed {
       this.#accept(header);
       this.emit(header);
     }
-    const change: ChainChange = { head, branch, reorg: reorged ? { ancestor } : undefined };
+    const change: ChainChange = { head, branch, reorg: reorged ? { ancestor } : undefined, dropped };
     for (const listener of this.#chainListeners) listener(change);
+  }
+
+  /**
+   * Whether a head below the one already passed is the top of a new, shorter
+   * branch (a reorganization that removed blocks) rather than a node lagging
+   * behind (a poll answered by a load-balanced provider's slower backend, or
+   * the first header of a branch that will reach the old height). A lagging
+   * node reports a block the window holds; a new branch has another block at
+   * that height, and is taken at once only when the node no longer has a
+   * block at the old height, else when its head reaches it.
+   */
+  async #isShorterBranch(head: HeadEvent, passedNumber: number): Promise<boolean> {
+    if (this.#window.hash(head.number) === undefined) return false;
+    return (await this.ctx.reader.headByNumber(passedNumber)) === undefined;
   }
 
   #accept(head: HeadEvent): void {

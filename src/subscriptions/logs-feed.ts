@@ -103,6 +103,7 @@ export class LogsFeed extends Feed {
 
   async #onChain(change: ChainChange): Promise<void> {
     this.#takeBackReplaced(change.branch);
+    for (const block of change.dropped ?? []) if (this.#sent.get(block.number)?.hash === block.hash) this.#takeBack(block.number);
     if (change.reorg !== undefined) this.#scannedTo = Math.min(this.#scannedTo, change.reorg.ancestor);
     if (this.#stale) return;
     if (this.ctx.ws === undefined || change.reorg !== undefined) {
@@ -149,8 +150,9 @@ export class LogsFeed extends Feed {
     }
     let block = this.#sent.get(log.blockNumber);
     if (block !== undefined && block.hash === log.blockHash && block.logs.has(log.logIndex)) return; // sent already
-    // Another block at this height replaced the one whose logs were sent.
-    if (block !== undefined && block.hash !== log.blockHash) this.#takeBack(log.blockNumber);
+    // Another block at this height replaced the one whose logs were sent, and so every block sent above it: nodes
+    // send a branch's logs in block order, so none of those can belong to the new branch yet.
+    if (block !== undefined && block.hash !== log.blockHash) this.#takeBackFrom(log.blockNumber);
     block = this.#sent.get(log.blockNumber);
     if (block === undefined) {
       block = { hash: log.blockHash, logs: new Map() };
@@ -172,6 +174,13 @@ export class LogsFeed extends Feed {
       const sent = this.#sent.get(header.number);
       if (sent !== undefined && sent.hash !== header.hash) this.#takeBack(header.number);
     }
+  }
+
+  /** Takes back the logs sent for block `number` and every block above it, lowest first. */
+  #takeBackFrom(number: number): void {
+    const above = [...this.#sent.keys()].filter((n) => n > number).sort((a, b) => a - b);
+    this.#takeBack(number);
+    for (const n of above) this.#takeBack(n);
   }
 
   /** Sends removed: true for every log sent for block `number`, in log order. */

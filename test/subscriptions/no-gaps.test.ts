@@ -203,6 +203,36 @@ describe("reorganizations", () => {
     }
   });
 
+  it("to a shorter chain while connected: the new head comes at once, and the dropped blocks' logs are taken back before the new branch's", async () => {
+    // Found from outside: the lower head waited for the chain to regrow, and one dropped block's logs were taken back
+    // only after the new branch's logs had been sent.
+    const s = await subscribe();
+    try {
+      const start = await chain.blockNumber();
+      await probe.store(61n);
+      await probe.store(62n);
+      const before = asSeen(await chain.logs({ address: probe.address, fromBlock: toHex(start + 1), toBlock: "latest" }));
+      await until(s, (seen) => seen.logs.length >= 2 && seen.heads.at(-1)?.number === start + 2, "the first two blocks");
+      await chain.rpc("anvil_rollback", [2]);
+      await probe.store(63n);
+      const end = await chain.blockNumber();
+      expect(end).toBe(start + 1);
+      const after = asSeen(await chain.logs({ address: probe.address, fromBlock: toHex(start + 1), toBlock: "latest" }));
+      const [hash] = await chain.hashes(end, end);
+      await until(s, (seen) => seen.heads.at(-1)?.hash === hash && applyRemovals(seen.logs).length === after.length && seen.logs.length >= 4 + after.length, "the new branch");
+      for (const seen of Object.values(s.seen())) {
+        expect(applyRemovals(seen.logs)).toEqual(after);
+        expect(canonicalHeads(seen).at(-1)).toEqual({ number: end, hash });
+        const firstNew = seen.logs.findIndex((l) => !l.removed && after.some((a) => a.blockHash === l.blockHash));
+        const removals = seen.logs.map((l, i) => [l, i] as const).filter(([l]) => l.removed);
+        expect(removals.map(([l]) => l).sort(byPosition)).toEqual(before.map((l) => ({ ...l, removed: true })).sort(byPosition));
+        for (const [, i] of removals) expect(i).toBeLessThan(firstNew);
+      }
+    } finally {
+      await s.close();
+    }
+  });
+
   it("while disconnected: after the reconnect the new branch's heads come from the fork point and the dropped logs are taken back", async () => {
     const s = await subscribe();
     try {

@@ -107,6 +107,23 @@ describe("newHeads by polling", () => {
       ...hashes.slice(1).map((hash, i) => [start + 2 + i, hash]),
     ]);
   });
+
+  it("a reorganization to a shorter chain is sent at once, without waiting for the chain to regrow", async () => {
+    // Found from outside: a lower head was taken for a lagging node until the new branch reached the old height.
+    const s = await subscriber();
+    const id = await s.subscribe("newHeads");
+    const start = await chain.blockNumber();
+    await chain.mine(3);
+    const old = await chain.hashes(start + 1, start + 3);
+    await s.waitFor(id, 3);
+    await chain.rpc("anvil_rollback", [2]);
+    await probe.store(41n); // a block unlike the one it replaces
+    const top = await chain.blockNumber();
+    expect(top).toBe(start + 2);
+    const [fresh] = await chain.hashes(top, top);
+    const heads = await s.waitFor(id, 4);
+    expect(heads.map((h) => [Number(h.number), h.hash])).toEqual([...old.map((hash, i) => [start + 1 + i, hash]), [top, fresh]]);
+  });
 });
 
 describe("logs by polling", () => {
@@ -138,6 +155,23 @@ describe("logs by polling", () => {
     const logs = await s.waitFor(id, 4);
     expect(logs).toEqual([before[0], before[1], { ...before[1], removed: true }, after[1]]);
     expect(after[1]?.blockHash).not.toBe(before[1]?.blockHash);
+  });
+
+  it("a reorganization to a shorter chain takes back every dropped block's logs before the new branch's", async () => {
+    const s = await subscriber();
+    const id = await s.subscribe("logs", { address: probe.address });
+    const start = await chain.blockNumber();
+    await probe.store(51n);
+    await probe.store(52n);
+    const before = await chain.logs({ address: probe.address, fromBlock: toHex(start + 1), toBlock: "latest" });
+    await s.waitFor(id, 2);
+    await chain.rpc("anvil_rollback", [2]);
+    await probe.store(53n);
+    expect(await chain.blockNumber()).toBe(start + 1);
+    const after = await chain.logs({ address: probe.address, fromBlock: toHex(start + 1), toBlock: "latest" });
+    expect(after.length).toBeGreaterThan(0);
+    const logs = await s.waitFor(id, 4 + after.length);
+    expect(logs).toEqual([...before, ...before.map((l) => ({ ...l, removed: true })), ...after]);
   });
 
   it("a failing eth_getLogs delays the logs but loses none", async () => {
