@@ -71,13 +71,14 @@ export function invalidParams(message: string): GatewayError {
 }
 
 /** The upstream could not be reached or failed at the transport level (refused, reset, HTTP 5xx). */
-export function upstreamUnavailable(reason: string, cause?: unknown): GatewayError {
+export function upstreamUnavailable(reason: string, cause?: unknown, retryAfterSeconds?: number): GatewayError {
   return new GatewayError({
     code: NODEGATE_CODES.upstreamUnavailable,
     message: `upstream unavailable: ${reason}`,
     grpcCode: Code.Unavailable,
     httpStatus: 503,
     cause,
+    ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
   });
 }
 

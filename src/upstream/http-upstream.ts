@@ -35,6 +35,11 @@ const NETWORK_ERRORS = new Map([
   ["ETIMEDOUT", "connect timeout"],
 ]);
 
+/** A Retry-After in whole seconds (the provider's form); an HTTP date or anything else is dropped. */
+function retryAfterSeconds(header: string | undefined): number | undefined {
+  return header !== undefined && /^[0-9]{1,9}$/.test(header.trim()) ? Number(header.trim()) : undefined;
+}
+
 /**
  * The provider's own rate-limit answer (HTTP 429 with a JSON-RPC error, as
  * -32005): passed on as the provider sent it, its error with its status and
@@ -42,7 +47,7 @@ const NETWORK_ERRORS = new Map([
  * from the provider, and typed callers get RESOURCE_EXHAUSTED with RetryInfo.
  */
 function asProviderRateLimit(err: GatewayError, retryAfter: string | undefined): GatewayError {
-  const seconds = retryAfter !== undefined && /^[0-9]{1,9}$/.test(retryAfter.trim()) ? Number(retryAfter.trim()) : undefined;
+  const seconds = retryAfterSeconds(retryAfter);
   return new GatewayError({
     code: err.code,
     message: err.message,
@@ -121,8 +126,13 @@ export class HttpUpstream implements Upstream {
           throw statusCode === 429 ? asProviderRateLimit(err, reply.headers["retry-after"]) : err;
         }
       }
-      if (statusCode === 429 || statusCode >= 500) {
-        throw upstreamUnavailable(`HTTP ${statusCode}`);
+      if (statusCode === 429) {
+        // The provider's back-off hint goes on to callers: nodegate cannot answer sooner either.
+        throw upstreamUnavailable("HTTP 429", undefined, retryAfterSeconds(reply.headers["retry-after"]));
+      }
+      if (statusCode >= 500) throw upstreamUnavailable(`HTTP ${statusCode}`);
+      if (statusCode === 401 || statusCode === 403) {
+        throw upstreamBadResponse(`HTTP ${statusCode}: the provider refused nodegate's credentials (check the key in the upstream URL)`);
       }
       throw upstreamBadResponse(`HTTP ${statusCode}`);
     }

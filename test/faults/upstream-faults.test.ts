@@ -270,6 +270,19 @@ const FAULTS: Fault[] = [
     expected: unavailable("upstream unavailable: HTTP 429"),
   },
   {
+    // The provider's back-off hint reaches callers with the outage.
+    name: "HTTP 429 with a plain body and Retry-After",
+    transport: "http",
+    answer: () => ({ raw: "Too Many Requests", status: 429, headers: { "content-type": "text/plain", "retry-after": "2" } }),
+    expected: { ...unavailable("upstream unavailable: HTTP 429"), retryAfter: "2" },
+  },
+  {
+    name: "HTTP 401 with a plain body (the provider refuses nodegate's key)",
+    transport: "http",
+    answer: () => ({ raw: "invalid project id", status: 401, headers: { "content-type": "text/plain" } }),
+    expected: badResponse("upstream returned an invalid response: HTTP 401: the provider refused nodegate's credentials (check the key in the upstream URL)"),
+  },
+  {
     // The provider limits nodegate's own key: its answer goes on as it came (not an outage: the node answered).
     name: "HTTP 429 with the provider's JSON-RPC error",
     transport: "http",
