@@ -25,6 +25,7 @@ import { registerStreamLogs } from "./grpc/stream-logs.js";
 import { registerSubscriptionStreams } from "./grpc/subscription-streams.js";
 import { createConnectUnaryHandler } from "./grpc/connect-unary.js";
 import { createGrpcUnaryHandler } from "./grpc/grpc-unary.js";
+import { createGrpcWebTextHandler } from "./grpc/grpc-web-text.js";
 import { compileUnaryRoutes } from "./grpc/unary-routes.js";
 import { registerTypedServices } from "./grpc/typed-services.js";
 import type { NodeRequest, NodeResponse } from "./http-types.js";
@@ -158,9 +159,11 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   const isGrpc = (contentType: string | undefined): boolean =>
     contentType !== undefined && contentType.startsWith("application/grpc") && !contentType.startsWith("application/grpc-web");
 
-  // The method table's unary RPCs skip Connect's universal handler on gRPC and on the Connect protocol's POSTs.
+  // The method table's unary RPCs skip Connect's universal handler on gRPC and on the Connect protocol's POSTs;
+  // gRPC-Web's text mode, which Connect does not speak, is served on the same lane core.
   const unaryRoutes = compileUnaryRoutes(gateway);
   const connectUnary = createConnectUnaryHandler(gateway, unaryRoutes);
+  const grpcWebText = createGrpcWebTextHandler(gateway, unaryRoutes);
 
   let inFlight = 0;
   const idleWaiters: (() => void)[] = [];
@@ -173,7 +176,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     // While draining, HTTP/1.1 connections are closed after their current response.
     if (draining && "setHeader" in res && req.httpVersionMajor === 1) res.setHeader("connection", "close");
     if (handleCors(gateway.corsOrigins, req, res)) return;
-    if (connectUnary(req, res)) return;
+    if (connectUnary(req, res) || grpcWebText(req, res)) return;
     if (isGrpc(req.headers["content-type"])) encodeGrpcMessagesOf(res);
     handler(req, res);
   };

@@ -26,14 +26,14 @@ import { parseBinary, serveUnary, type UnaryExchange, type UnaryProtocol } from 
 import { encodeAnswer, plainHeaders, type UnaryRoute } from "./unary-routes.js";
 
 /** The gRPC frame header: a compression flag and a 4-byte big-endian length. */
-const FRAME_HEADER = 5;
+export const FRAME_HEADER = 5;
 const CONTENT_TYPE = "application/grpc+proto";
 const OK_TRAILERS = { "grpc-status": "0" };
 /** Answers larger than this leave in pieces as the stream drains (see response-body.ts). */
 const PIECE = 64 * 1024;
 
 /** Reads the one message of a unary request body; throws ConnectError as Connect words it. */
-function readMessage(body: Buffer, encoding: string | undefined): Uint8Array {
+export function readMessage(body: Buffer, encoding: string | undefined): Uint8Array {
   if (body.length < FRAME_HEADER) throw new ConnectError("protocol error: incomplete envelope", Code.InvalidArgument);
   const flags = body[0] as number;
   const length = body.readUInt32BE(1);

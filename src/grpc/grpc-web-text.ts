@@ -1,0 +1,121 @@
+/**
+ * gRPC-Web's text mode (application/grpc-web-text: the binary protocol's
+ * bytes in base64, the default mode of Google's grpc-web browser client),
+ * which Connect's handler does not speak: unary POSTs of the method table's
+ * RPCs, over HTTP/1.1 or HTTP/2, served on the lane core (unary-call.ts).
+ * The request is one base64 text of a gRPC-Web frame; the answer is the
+ * message frame and the trailer frame (grpc-status, grpc-message and
+ * grpc-status-details-bin, as Connect writes them for binary gRPC-Web) in
+ * base64, under HTTP 200. Server streams in text mode are not served: Connect
+ * answers them 415, as before.
+ */
+import type { IncomingHttpHeaders } from "node:http";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { parseTimeout, setTrailerStatus, trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
+import type { Gateway } from "../gateway.js";
+import type { NodeRequest, NodeResponse } from "../http-types.js";
+import { REQUEST_ID_HEADER } from "../observability/request-log.js";
+import { FRAME_HEADER, readMessage } from "./grpc-unary.js";
+import { parseBinary, serveUnary, type UnaryExchange, type UnaryProtocol } from "./unary-call.js";
+import { encodeAnswer, type UnaryRoute } from "./unary-routes.js";
+
+const TEXT_CONTENT_TYPE = /^application\/grpc-web-text(?:\+proto)?$/i;
+const ANSWER_CONTENT_TYPE = "application/grpc-web-text+proto";
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/**
+ * The bytes of a base64 request body. A client may send several base64
+ * texts back to back, each with its own padding, so the text is decoded
+ * piece by piece at every padding run.
+ */
+function fromBase64(body: Buffer): Buffer {
+  const text = body.toString("latin1").replace(/\s+/g, "");
+  const pieces = text.split(/(?<==)(?=[^=])/);
+  const decoded: Buffer[] = [];
+  for (const piece of pieces) {
+    if (!BASE64.test(piece) || piece.length % 4 === 1) throw new ConnectError("protocol error: the gRPC-Web text body is not base64", Code.InvalidArgument);
+    decoded.push(Buffer.from(piece, "base64"));
+  }
+  return decoded.length === 1 ? (decoded[0] as Buffer) : Buffer.concat(decoded);
+}
+
+/** A gRPC-Web trailer frame: the status trailers, as Connect's gRPC-Web handler serializes them. */
+function trailerFrame(error: ConnectError | undefined): Buffer {
+  const trailers = new Headers();
+  if (error === undefined) trailers.set("grpc-status", "0");
+  else setTrailerStatus(trailers, error);
+  const payload = trailerSerialize(trailers);
+  const frame = Buffer.alloc(FRAME_HEADER + payload.length);
+  frame[0] = trailerFlag;
+  frame.writeUInt32BE(payload.length, 1);
+  frame.set(payload, FRAME_HEADER);
+  return frame;
+}
+
+const textProtocol: UnaryProtocol = {
+  door: "grpc-web",
+  timeout: (header) => parseTimeout(header.get("grpc-timeout"), Number.MAX_SAFE_INTEGER),
+  request: (body, header, route) => parseBinary(route.spec.rpc.input, readMessage(fromBase64(body), header.get("grpc-encoding") ?? undefined)),
+  answer(route, result) {
+    const frame = encodeAnswer(route, result, FRAME_HEADER);
+    frame[0] = 0;
+    frame.writeUInt32BE(frame.length - FRAME_HEADER, 1);
+    return frame;
+  },
+};
+
+/** Takes a request when it is a unary gRPC-Web text call it serves (returns true); the rest is left to Connect. */
+export type GrpcWebTextHandler = (req: NodeRequest, res: NodeResponse) => boolean;
+
+export function createGrpcWebTextHandler(gateway: Gateway, routes: ReadonlyMap<string, UnaryRoute>): GrpcWebTextHandler {
+  return (req, res) => {
+    if (req.method !== "POST") return false;
+    const route = routes.get(req.url ?? "");
+    if (route === undefined) return false;
+    const contentType = req.headers["content-type"];
+    if (contentType === undefined || !TEXT_CONTENT_TYPE.test(contentType)) return false;
+    serveUnary(gateway, route, textProtocol, new GrpcWebTextExchange(req, res));
+    return true;
+  };
+}
+
+/** A unary gRPC-Web text call on an HTTP/1.1 or HTTP/2 request and response: the status is in the trailer frame. */
+class GrpcWebTextExchange implements UnaryExchange {
+  constructor(
+    private readonly req: NodeRequest,
+    private readonly res: NodeResponse,
+  ) {}
+
+  get headers(): IncomingHttpHeaders {
+    return this.req.headers;
+  }
+
+  get body(): NodeRequest {
+    return this.req;
+  }
+
+  get closing(): NodeResponse {
+    return this.res;
+  }
+
+  open(): boolean {
+    const res = this.res;
+    return !("stream" in res ? res.stream.destroyed || res.stream.closed : res.destroyed);
+  }
+
+  answer(frame: Buffer, requestId: string): void {
+    this.#send(Buffer.concat([frame, trailerFrame(undefined)]), requestId);
+  }
+
+  answerError(error: ConnectError, requestId: string): void {
+    this.#send(trailerFrame(error), requestId);
+  }
+
+  release(): void {}
+
+  #send(bytes: Buffer, requestId: string): void {
+    const text = bytes.toString("base64");
+    this.res.writeHead(200, { "content-type": ANSWER_CONTENT_TYPE, "content-length": Buffer.byteLength(text), [REQUEST_ID_HEADER]: requestId });
+    this.res.end(text);
+  }
+}
