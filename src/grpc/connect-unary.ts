@@ -17,7 +17,7 @@
  * requests, compressed requests, and everything that is not a method table
  * RPC.
  */
-import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
+import type { OutgoingHttpHeaders } from "node:http";
 import { fromJsonString, toJsonString } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
@@ -27,7 +27,8 @@ import type { NodeRequest, NodeResponse } from "../http-types.js";
 import { REQUEST_ID_HEADER } from "../observability/request-log.js";
 import { endWithParts } from "../response-body.js";
 import { decodeResult } from "./typed-services.js";
-import { parseBinary, serveUnary, type UnaryExchange, type UnaryProtocol } from "./unary-call.js";
+import { HttpExchange } from "./http-exchange.js";
+import { parseBinary, serveUnary, type UnaryProtocol } from "./unary-call.js";
 import { encodeAnswer, plainHeaders, type UnaryRoute } from "./unary-routes.js";
 
 /** Connect's unary content types, as its handler matches them. */
@@ -106,29 +107,14 @@ export function createConnectUnaryHandler(gateway: Gateway, routes: ReadonlyMap<
 }
 
 /** A unary Connect call on an HTTP/1.1 or HTTP/2 request and response: the status is the HTTP status. */
-class ConnectExchange implements UnaryExchange {
+class ConnectExchange extends HttpExchange {
   constructor(
-    private readonly req: NodeRequest,
-    private readonly res: NodeResponse,
+    req: NodeRequest,
+    res: NodeResponse,
     private readonly contentType: string,
     private readonly compression: Compression | undefined,
-  ) {}
-
-  get headers(): IncomingHttpHeaders {
-    return this.req.headers;
-  }
-
-  get body(): NodeRequest {
-    return this.req;
-  }
-
-  get closing(): NodeResponse {
-    return this.res;
-  }
-
-  open(): boolean {
-    const res = this.res;
-    return !("stream" in res ? res.stream.destroyed || res.stream.closed : res.destroyed);
+  ) {
+    super(req, res);
   }
 
   answer(body: Buffer, requestId: string): void {
@@ -140,8 +126,6 @@ class ConnectExchange implements UnaryExchange {
     headers["content-type"] = "application/json";
     this.#send(codeToHttpStatus(error.code), headers, Buffer.from(errorToJsonBytes(error, undefined)));
   }
-
-  release(): void {}
 
   #send(status: number, headers: OutgoingHttpHeaders, body: Buffer): void {
     const compression = this.compression;

@@ -9,14 +9,14 @@
  * base64, under HTTP 200. Server streams in text mode are not served: Connect
  * answers them 415, as before.
  */
-import type { IncomingHttpHeaders } from "node:http";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { parseTimeout, setTrailerStatus, trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import type { Gateway } from "../gateway.js";
 import type { NodeRequest, NodeResponse } from "../http-types.js";
 import { REQUEST_ID_HEADER } from "../observability/request-log.js";
 import { FRAME_HEADER, readMessage } from "./grpc-unary.js";
-import { parseBinary, serveUnary, type UnaryExchange, type UnaryProtocol } from "./unary-call.js";
+import { HttpExchange } from "./http-exchange.js";
+import { parseBinary, serveUnary, type UnaryProtocol } from "./unary-call.js";
 import { encodeAnswer, type UnaryRoute } from "./unary-routes.js";
 
 const TEXT_CONTENT_TYPE = /^application\/grpc-web-text(?:\+proto)?$/i;
@@ -80,29 +80,7 @@ export function createGrpcWebTextHandler(gateway: Gateway, routes: ReadonlyMap<s
 }
 
 /** A unary gRPC-Web text call on an HTTP/1.1 or HTTP/2 request and response: the status is in the trailer frame. */
-class GrpcWebTextExchange implements UnaryExchange {
-  constructor(
-    private readonly req: NodeRequest,
-    private readonly res: NodeResponse,
-  ) {}
-
-  get headers(): IncomingHttpHeaders {
-    return this.req.headers;
-  }
-
-  get body(): NodeRequest {
-    return this.req;
-  }
-
-  get closing(): NodeResponse {
-    return this.res;
-  }
-
-  open(): boolean {
-    const res = this.res;
-    return !("stream" in res ? res.stream.destroyed || res.stream.closed : res.destroyed);
-  }
-
+class GrpcWebTextExchange extends HttpExchange {
   answer(frame: Buffer, requestId: string): void {
     this.#send(Buffer.concat([frame, trailerFrame(undefined)]), requestId);
   }
@@ -110,8 +88,6 @@ class GrpcWebTextExchange implements UnaryExchange {
   answerError(error: ConnectError, requestId: string): void {
     this.#send(trailerFrame(error), requestId);
   }
-
-  release(): void {}
 
   #send(bytes: Buffer, requestId: string): void {
     const text = bytes.toString("base64");

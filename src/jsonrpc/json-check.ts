@@ -8,16 +8,8 @@
  * raw control characters are not checked, which keeps strings (most of a
  * node's answer: hex) at memchr speed.
  */
-import { isWhitespace } from "./raw-json.js";
+import { BACKSLASH, CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, isWhitespace, OPEN_BRACE, OPEN_BRACKET, QUOTE } from "./raw-json.js";
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
-const COLON = 0x3a;
-const COMMA = 0x2c;
 const MINUS = 0x2d;
 const PLUS = 0x2b;
 const DOT = 0x2e;

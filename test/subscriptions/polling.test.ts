@@ -91,38 +91,35 @@ describe("newHeads by polling", () => {
     }
   });
 
-  it("a reorganization re-sends the new branch from the fork point", async () => {
+  /** A newHeads subscriber that has seen three new blocks, with their numbers and hashes. */
+  async function threeHeadsSeen() {
     const s = await subscriber();
     const id = await s.subscribe("newHeads");
     const start = await chain.blockNumber();
     await chain.mine(3);
-    const old = await chain.hashes(start + 1, start + 3);
+    const old = (await chain.hashes(start + 1, start + 3)).map((hash, i) => [start + 1 + i, hash]);
     await s.waitFor(id, 3);
+    const seen = async (count: number) => (await s.waitFor(id, count)).map((h) => [Number(h.number), h.hash]);
+    return { start, old, seen };
+  }
+
+  it("a reorganization re-sends the new branch from the fork point", async () => {
+    const { start, old, seen } = await threeHeadsSeen();
     await chain.rpc("anvil_reorg", [2, []]);
     await chain.mine(1);
     const hashes = await chain.hashes(start + 1, start + 4);
-    const heads = await s.waitFor(id, 6);
-    expect(heads.map((h) => [Number(h.number), h.hash])).toEqual([
-      ...old.map((hash, i) => [start + 1 + i, hash]),
-      ...hashes.slice(1).map((hash, i) => [start + 2 + i, hash]),
-    ]);
+    expect(await seen(6)).toEqual([...old, ...hashes.slice(1).map((hash, i) => [start + 2 + i, hash])]);
   });
 
   it("a reorganization to a shorter chain is sent at once, without waiting for the chain to regrow", async () => {
     // Found from outside: a lower head was taken for a lagging node until the new branch reached the old height.
-    const s = await subscriber();
-    const id = await s.subscribe("newHeads");
-    const start = await chain.blockNumber();
-    await chain.mine(3);
-    const old = await chain.hashes(start + 1, start + 3);
-    await s.waitFor(id, 3);
+    const { start, old, seen } = await threeHeadsSeen();
     await chain.rpc("anvil_rollback", [2]);
     await probe.store(41n); // a block unlike the one it replaces
     const top = await chain.blockNumber();
     expect(top).toBe(start + 2);
     const [fresh] = await chain.hashes(top, top);
-    const heads = await s.waitFor(id, 4);
-    expect(heads.map((h) => [Number(h.number), h.hash])).toEqual([...old.map((hash, i) => [start + 1 + i, hash]), [top, fresh]]);
+    expect(await seen(4)).toEqual([...old, [top, fresh]]);
   });
 });
 

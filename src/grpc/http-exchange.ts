@@ -1,0 +1,38 @@
+/**
+ * The request-and-response half of a lean lane's exchange (HTTP/1.1, or
+ * HTTP/2 through Node's compatibility API): what the lane core reads and
+ * watches. Each lane adds how it writes an answer and an error.
+ */
+import type { IncomingHttpHeaders } from "node:http";
+import type { ConnectError } from "@connectrpc/connect";
+import type { NodeRequest, NodeResponse } from "../http-types.js";
+import type { UnaryExchange } from "./unary-call.js";
+
+export abstract class HttpExchange implements UnaryExchange {
+  constructor(
+    protected readonly req: NodeRequest,
+    protected readonly res: NodeResponse,
+  ) {}
+
+  get headers(): IncomingHttpHeaders {
+    return this.req.headers;
+  }
+
+  get body(): NodeRequest {
+    return this.req;
+  }
+
+  get closing(): NodeResponse {
+    return this.res;
+  }
+
+  open(): boolean {
+    const res = this.res;
+    return !("stream" in res ? res.stream.destroyed || res.stream.closed : res.destroyed);
+  }
+
+  release(): void {}
+
+  abstract answer(body: Buffer, requestId: string): void;
+  abstract answerError(error: ConnectError, requestId: string): void;
+}
