@@ -51,7 +51,7 @@ if ((options.workers ?? 1) > 1 && cluster.isPrimary) {
   process.on("message", (m: { type?: string }) => {
     if (m.type === "stats") process.send?.({ type: "stats", stats: undefined });
   });
-  process.on("SIGTERM", () => void workers.stop().then(() => process.exit(0)));
+  process.on("SIGTERM", () => void workers.stop(5000).then(() => process.exit(0)));
 } else {
   const { port, stats } = await serve();
   if (cluster.isPrimary) {

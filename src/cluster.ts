@@ -13,8 +13,12 @@ export interface Workers {
   /** Where the workers listen (the same port for all). */
   address: AddressInfo;
   pids(): number[];
-  /** Stops every worker (SIGTERM, then SIGKILL after `graceMs`). */
-  stop(graceMs?: number): Promise<void>;
+  /**
+   * Stops every worker: SIGTERM (each drains its in-flight requests), then
+   * SIGKILL for one still running after `graceMs`. Resolves true when every
+   * worker exited on its own.
+   */
+  stop(graceMs: number): Promise<boolean>;
 }
 
 /** In the primary: forks `count` workers with `env` added, and resolves once all listen. */
@@ -41,19 +45,23 @@ export function forkWorkers(count: number, env: Record<string, string> = {}): Pr
         resolve({
           address,
           pids: () => [...live].map((w) => w.process.pid).filter((p): p is number => p !== undefined),
-          stop: (graceMs = 5000) => {
+          stop: (graceMs) => {
             stopping = true;
             return Promise.all(
               [...live].map(
                 (w) =>
-                  new Promise<void>((done) => {
-                    if (w.isDead()) return done();
-                    w.once("exit", () => done());
+                  new Promise<boolean>((done) => {
+                    if (w.isDead()) return done(true);
+                    let killed = false;
+                    w.once("exit", () => done(!killed));
                     w.process.kill("SIGTERM");
-                    setTimeout(() => w.process.kill("SIGKILL"), graceMs).unref();
+                    setTimeout(() => {
+                      killed = true;
+                      w.process.kill("SIGKILL");
+                    }, graceMs).unref();
                   }),
               ),
-            ).then(() => undefined);
+            ).then((clean) => clean.every(Boolean));
           },
         });
       }

@@ -113,6 +113,9 @@ async function start(configPath: string | undefined): Promise<void> {
   if (cluster.isWorker) process.on("disconnect", () => void stop("disconnect"));
 }
 
+/** How long past drainMs a stopping worker may take to close before it is killed. */
+const WORKER_EXIT_MARGIN_MS = 3000;
+
 /**
  * NODEGATE_WORKERS > 1: this process prepares what the workers must share
  * (the embedded Anvil, a generated development key), forks the workers onto
@@ -133,9 +136,10 @@ async function runPrimary(config: Config): Promise<void> {
   const stop = async () => {
     if (stopping) return;
     stopping = true;
-    await pool.stop();
+    // Each worker drains for up to drainMs, as a single process does; the margin covers closing after the drain.
+    const clean = await pool.stop(config.drainMs + WORKER_EXIT_MARGIN_MS);
     await anvil?.stop();
-    process.exit(0);
+    process.exit(clean ? 0 : 1);
   };
   process.on("SIGINT", () => void stop());
   process.on("SIGTERM", () => void stop());

@@ -100,3 +100,33 @@ it("answers every accepted request, then exits 0", async () => {
   // After the drain the port is closed: new connections are refused, not half-answered.
   await expect(fetch(`${base}/healthz`)).rejects.toThrow();
 }, 30_000);
+
+it("with workers (NODEGATE_WORKERS=2), a call longer than 5 s still finishes within drainMs, and the primary exits 0", async () => {
+  // Found from outside: the primary killed its workers 5 s after SIGTERM, whatever drainMs said, and exited 0.
+  const slow = await startProgrammableUpstream((r) => ({ delayMs: r.method === "eth_getBalance" ? 6000 : 0, then: { result: r.method === "eth_chainId" ? "0x7a69" : "0x2a" } }));
+  const port = await freePort();
+  const workers = spawn(process.execPath, ["--import", "tsx", join(ROOT, "src/main.ts")], {
+    cwd: ROOT,
+    env: { ...process.env, NODEGATE_UPSTREAM_URL: slow.url, NODEGATE_PORT: String(port), NODEGATE_API_KEYS: KEY, NODEGATE_LOG_LEVEL: "warn", NODEGATE_WORKERS: "2" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  try {
+    let output = "";
+    workers.stdout?.on("data", (d: Buffer) => (output += d.toString()));
+    workers.stderr?.on("data", (d: Buffer) => (output += d.toString()));
+    const exited = new Promise<number | null>((resolve) => workers.once("exit", (code) => resolve(code)));
+    for (let i = 0; i < 300 && !output.includes("nodegate is running"); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(output).toContain("nodegate is running");
+    const base = `http://127.0.0.1:${port}`;
+    const call = post(`${base}/v3/${KEY}`, rpc("eth_getBalance", ["0x00000000000000000000000000000000000000aa", "latest"], 7));
+    for (let i = 0; i < 100 && slow.count("eth_getBalance") < 1; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(slow.count("eth_getBalance")).toBe(1);
+    workers.kill("SIGTERM");
+    const answer = await call;
+    expect([answer.status, answer.json.id, answer.json.result]).toEqual([200, 7, "0x2a"]);
+    expect(await exited).toBe(0);
+  } finally {
+    workers.kill("SIGKILL");
+    await slow.close();
+  }
+}, 30_000);
