@@ -24,6 +24,8 @@ export class ChainHead {
   readonly #inflight = new Map<string, Promise<bigint>>();
   readonly #finalizedMaxAgeMs: number;
   #finalized: bigint | undefined;
+  /** The hash of block #finalized when it was fetched: a reorg of final blocks changes it. */
+  #finalizedHash: string | undefined;
   /** When the finalized number was last asked for (answered or not). */
   #finalizedAskedAt = Number.NEGATIVE_INFINITY;
   #finalizedFetch: Promise<void> | undefined;
@@ -36,8 +38,9 @@ export class ChainHead {
   }
 
   /**
-   * The finalized block number as last fetched (a stale value is safe: it only
-   * grows). Refreshes it in the background when it is older than
+   * The finalized block number as last fetched (a stale value is safe on a
+   * real chain, where it only grows; a dev node's rewind is noticed at the
+   * next refresh). Refreshes it in the background when it is older than
    * finalizedMaxAgeMs; waits only for the first fetch. Undefined when the
    * node does not say (no "finalized" tag, or unreachable).
    */
@@ -52,24 +55,45 @@ export class ChainHead {
     return this.#finalized;
   }
 
-  /** Called when the node's finalized block goes back (a reorg past finality, or a dev node reset). */
+  /**
+   * Called when blocks nodegate had seen as final changed: the node's
+   * finalized block went back, or the block it called finalized before is no
+   * longer on its chain (a reorg past finality, or a dev node's reset or deep
+   * anvil_reorg, which a real chain never does).
+   */
   onFinalityRewind(listener: (from: bigint, to: bigint) => void): void {
     this.#rewindListeners.push(listener);
   }
 
   async #fetchFinalized(): Promise<void> {
     let value: bigint;
+    let hash: string | undefined;
     try {
-      const result = await this.#network.call("eth_getBlockByNumber", '["finalized",false]', { idempotent: true });
-      const block = JSON.parse(resultText(result)) as { number?: unknown } | null;
-      if (block === null || typeof block.number !== "string") return;
-      value = BigInt(block.number);
+      const block = await this.#block('"finalized"');
+      if (block === undefined) return;
+      ({ value, hash } = block);
     } catch {
       return; // no finality known: nothing is cached until the next attempt succeeds
     }
     const previous = this.#finalized;
+    const previousHash = this.#finalizedHash;
+    let rewound = previous !== undefined && value < previous;
+    if (!rewound && previous !== undefined && previousHash !== undefined) {
+      // The block final before must still be there, under the same hash: one more call, only when finality moved.
+      const then = value === previous ? hash : await this.#block(`"0x${previous.toString(16)}"`).then((b) => b?.hash, () => previousHash);
+      rewound = then !== previousHash;
+    }
     this.#finalized = value;
-    if (previous !== undefined && value < previous) for (const listener of this.#rewindListeners) listener(previous, value);
+    this.#finalizedHash = hash;
+    if (rewound && previous !== undefined) for (const listener of this.#rewindListeners) listener(previous, value);
+  }
+
+  /** A block's number and hash, by tag or number; undefined when the node has no such block. */
+  async #block(id: string): Promise<{ value: bigint; hash: string | undefined } | undefined> {
+    const result = await this.#network.call("eth_getBlockByNumber", `[${id},false]`, { idempotent: true });
+    const block = JSON.parse(resultText(result)) as { number?: unknown; hash?: unknown } | null;
+    if (block === null || typeof block.number !== "string") return undefined;
+    return { value: BigInt(block.number), hash: typeof block.hash === "string" ? block.hash : undefined };
   }
 
   /** The gas limit of the latest (or pending) block. */

@@ -269,4 +269,34 @@ describe("reorgs", () => {
       await local.close();
     }
   });
+  it("a reorg that replaces final blocks while finality keeps its height (a dev node's deep anvil_reorg) is noticed at the next finality check", async () => {
+    // Found from outside: only a finalized number going back was noticed, so the old copy was served for good.
+    const local = await startNodegate({
+      upstreamUrl: upstream.url,
+      config: { cache: { maxBytes: 64 * 1024 * 1024, coalesce: true, finalizedMaxAgeMs: 1 } },
+    });
+    try {
+      await direct("anvil_mine", [hex(100)]);
+      const latest = Number.parseInt(await direct("eth_blockNumber", []), 16);
+      const target = hex(latest - 70); // final: Anvil's finalized block is latest - 64
+      const head = local.gateway.network(undefined).head;
+      await head.finalized();
+      const old = (await post(local.rpcUrl, rpc("eth_getBlockByNumber", [target, false]))).json.result;
+      expect((await post(local.rpcUrl, rpc("eth_getBlockByNumber", [target, false]))).json.result).toEqual(old);
+      expect(sent("eth_getBlockByNumber", [target, false])).toBe(1);
+      const account = privateKeyToAccount(ANVIL_KEY_0).address;
+      await direct("anvil_reorg", [80, [[{ from: account, to: DEAD, value: "0x4" }, 0]]]);
+      const truth = await direct("eth_getBlockByNumber", [target, false]);
+      expect(truth.hash).not.toBe(old.hash);
+      expect(Number.parseInt(await direct("eth_blockNumber", []), 16)).toBe(latest);
+      let served = old;
+      for (let i = 0; i < 200 && served.hash !== truth.hash; i++) {
+        await new Promise((r) => setTimeout(r, 10));
+        served = (await post(local.rpcUrl, rpc("eth_getBlockByNumber", [target, false]))).json.result;
+      }
+      expect(served).toEqual(truth);
+    } finally {
+      await local.close();
+    }
+  });
 });
