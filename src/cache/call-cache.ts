@@ -79,15 +79,18 @@ export class CallCache {
    */
   async call(method: string, params: string, rule: FinalityRule | undefined, plan: string, fetch: Fetch, signal: CallSignal | undefined): Promise<UpstreamResult> {
     const digest = params.length > LONG_PARAMS ? createHash("sha256").update(params).digest("base64") : params;
+    const store = this.#store;
     let storeKey: string | undefined;
-    if (rule !== undefined && this.#store !== undefined && (await this.#mayBeStored(rule))) {
+    if (rule !== undefined && store !== undefined) {
       storeKey = `${this.#generation}\n${this.#network}\n${method}\n${digest}`;
-      const stored = await this.#store.get(storeKey);
-      if (stored !== undefined) {
-        this.#stats.hits++;
-        return { body: stored, start: 0, end: stored.length };
+      if (this.#mayBeStored(rule)) {
+        const stored = await store.get(storeKey);
+        if (stored !== undefined) {
+          this.#stats.hits++;
+          return { body: stored, start: 0, end: stored.length };
+        }
+        this.#stats.misses++;
       }
-      this.#stats.misses++;
     }
     const key = storeKey;
     const fetchAndStore: Fetch =
@@ -95,32 +98,36 @@ export class CallCache {
         ? fetch
         : async (s) => {
             const result = await fetch(s);
-            await this.#storeIfFinal(key, rule, result);
+            // Stored on the side: the caller never waits for finality to be known (during a primary outage,
+            // finding it would wait for the primary's deadline after a partner has answered).
+            void this.#storeIfFinal(key, rule, result);
             return result;
           };
     if (this.#coalescer === undefined) return fetchAndStore(signal ?? NEVER_CANCELLED);
     return this.#coalescer.run(`${this.#network}\n${method}\n${plan}\n${digest}`, fetchAndStore, signal);
   }
 
-  /** Whether a stored answer could exist: a block rule needs its block final now; a result rule is checked on the answer. */
-  async #mayBeStored(rule: FinalityRule): Promise<boolean> {
+  /**
+   * Whether a stored answer could exist, without waiting: a block rule needs
+   * its block final as far as nodegate knows now (until finality is first
+   * known, nothing is looked up); a result rule is checked on the answer.
+   */
+  #mayBeStored(rule: FinalityRule): boolean {
     if (rule.kind === "result") return true;
-    const finalized = await this.#head.finalized();
-    return finalized !== undefined && rule.number <= finalized;
+    const finalized = this.#head.finalized();
+    return typeof finalized === "bigint" && rule.number <= finalized;
   }
 
   async #storeIfFinal(key: string, rule: FinalityRule, result: UpstreamResult): Promise<void> {
-    if (rule.kind === "result") {
-      const block = rule.blockOf(result);
+    try {
+      const block = rule.kind === "result" ? rule.blockOf(result) : rule.number;
       const finalized = await this.#head.finalized();
       if (block === undefined || finalized === undefined || block > finalized) return;
-    }
-    if (!resultIsJson(result)) return;
-    try {
+      if (!resultIsJson(result)) return;
       await this.#store?.set(key, result.body.subarray(result.start, result.end));
       this.#stats.stored++;
     } catch {
-      // A store that cannot take the answer costs a future miss, never this call.
+      // An answer that cannot be stored costs a future miss, never this call.
     }
   }
 }

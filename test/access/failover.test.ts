@@ -66,6 +66,30 @@ afterAll(async () => {
 const byHash = () => rpc("eth_getBlockByHash", [genesisHash, false]);
 
 describe("failover to a partner during a primary outage", () => {
+  it("the partner's answer reaches the caller while the cache is still waiting to learn finality from the failing primary", async () => {
+    // Found from outside: storing the partner's answer waited for the finalized block, asked of the failing primary,
+    // so every failed-over answer came one whole upstream deadline late. Here the primary holds that question until
+    // the caller has its answer: waiting for it would never end (within the test's time).
+    let release = (): void => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const failing = await startProgrammableUpstream((r) => (r.method === "eth_getBlockByNumber" ? held.then(() => ({ result: null })) : { raw: "unavailable", status: 503 }));
+    const ng = await startNodegate({
+      upstreamUrl: failing.url,
+      keys: [{ key: GROWTH, plan: "growth" }],
+      networks: [{ name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: failing.url }, { label: "partner", url: anvil.url }] }],
+      config: { upstreamTimeoutMs: 60_000, cache: { maxBytes: 1 << 20, coalesce: true, finalizedMaxAgeMs: 4000 } },
+    });
+    try {
+      const native = await post(`${ng.url}/v3/${GROWTH}`, byHash());
+      expect(native.json.result.hash).toBe(genesisHash);
+      expect((await failing.arrived("eth_getBlockByNumber", '["finalized",false]')).abandoned).toBe(false);
+    } finally {
+      release();
+      await ng.close();
+      await failing.close();
+    }
+  }, 20_000);
+
   for (const [name, outage] of [
     ["HTTP 503", { raw: "unavailable", status: 503 }],
     ["a reset connection", { destroy: true }],
