@@ -172,11 +172,14 @@ describe("metrics", () => {
     const okHttp = 'nodegate_requests_total{door="jsonrpc-http",method="eth_chainId",outcome="ok"}';
     const badHttp = 'nodegate_requests_total{door="jsonrpc-http",method="eth_getBalance",outcome="-32602"}';
     const okGrpc = 'nodegate_requests_total{door="grpc",method="nodegate.eth.v1.EthService/ChainId",outcome="ok"}';
+    // Found from outside: refusals before the body is read (a bad key here) were not counted on the native door.
+    const refusedHttp = 'nodegate_requests_total{door="jsonrpc-http",method="other",outcome="-32600"}';
     const upstream = 'nodegate_upstream_duration_seconds_count{network="ethereum",upstream="ethereum/primary"}';
     const before = await scrape();
     await post(ng.rpcUrl, rpc("eth_chainId"));
     await post(ng.rpcUrl, rpc("eth_chainId"));
     await post(ng.rpcUrl, rpc("eth_getBalance", ["0x12"]));
+    expect((await post(`${ng.url}/v3/not-a-key-of-this-gateway`, rpc("eth_chainId"))).status).toBe(401);
     const client = grpcJsClient(ng.address, EthService);
     await client.call<ChainIdResponse>("chainId", create(ChainIdRequestSchema), { "x-api-key": ng.key });
     client.close();
@@ -185,6 +188,7 @@ describe("metrics", () => {
     expect(delta(okHttp)).toBe(2);
     expect(delta(badHttp)).toBe(1);
     expect(delta(okGrpc)).toBe(1);
+    expect(delta(refusedHttp)).toBe(1);
     expect(delta(upstream)).toBe(3); // the invalid call never went upstream
     expect(after.has("nodegate_process_resident_memory_bytes")).toBe(true);
   });
