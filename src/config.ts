@@ -214,6 +214,9 @@ export interface StoresConfig {
   timeoutMs?: number;
 }
 
+/** pino's levels, and silent. */
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+
 export class ConfigError extends Error {
   override name = "ConfigError";
 }
@@ -466,7 +469,9 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
   r.keys(["circuitBreaker"], ["threshold", "cooldownMs"]);
   config.circuitBreaker.threshold = r.number(["circuitBreaker", "threshold"], 1, 1000) ?? config.circuitBreaker.threshold;
   config.circuitBreaker.cooldownMs = r.number(["circuitBreaker", "cooldownMs"], 1, 3_600_000) ?? config.circuitBreaker.cooldownMs;
-  config.logLevel = r.string(["log", "level"]) ?? config.logLevel;
+  const level = r.string(["log", "level"]);
+  if (level !== undefined && !LOG_LEVELS.includes(level)) r.fail(["log", "level"], `want one of ${LOG_LEVELS.join(", ")}, got "${level}"`);
+  config.logLevel = level ?? config.logLevel;
   r.keys(["log"], ["level", "pretty"]);
 
   r.keys(["limits"], Object.keys(DEFAULT_LIMITS));
@@ -658,7 +663,10 @@ export function applyEnv(config: Config, env: NodeJS.ProcessEnv): void {
     const keys = parseKeys(env.NODEGATE_API_KEYS);
     if (keys.length > 0) config.keys = keys;
   }
-  if (env.NODEGATE_LOG_LEVEL) config.logLevel = env.NODEGATE_LOG_LEVEL;
+  if (env.NODEGATE_LOG_LEVEL) {
+    if (!LOG_LEVELS.includes(env.NODEGATE_LOG_LEVEL)) fail("NODEGATE_LOG_LEVEL")(`want one of ${LOG_LEVELS.join(", ")}, got "${env.NODEGATE_LOG_LEVEL}"`);
+    config.logLevel = env.NODEGATE_LOG_LEVEL;
+  }
   if (env.NODEGATE_REDIS_URL) {
     try {
       parseRedisUrl(env.NODEGATE_REDIS_URL);

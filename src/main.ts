@@ -89,8 +89,18 @@ async function start(configPath: string | undefined): Promise<void> {
   const generatedKey = config.keys === undefined;
   // The development key is on the growth plan so partner failover can be tried.
   const keys = config.keys ?? [{ key: randomBytes(16).toString("hex"), plan: "growth" as const }];
-  const { server } = createApp(config, log, keys);
-  const address = await server.listen(config.port, config.host);
+  let server;
+  let address;
+  try {
+    ({ server } = createApp(config, log, keys));
+    address = await server.listen(config.port, config.host);
+  } catch (err) {
+    // A port in use (or any start failure) must not leave the embedded node running behind it.
+    await anvil?.stop();
+    const code = (err as { code?: unknown }).code;
+    if (typeof code === "string" && (err as { syscall?: unknown }).syscall !== undefined) fail(`cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`, 1);
+    throw err;
+  }
   // A configured key is a secret, and stdout ends up in log stores: only a key generated for this run is shown.
   const shownKey = generatedKey ? (keys[0] as { key: string }).key : "<KEY>";
   // Workers share the primary's port; the primary prints the banner.

@@ -82,6 +82,7 @@ describe("configuration file", () => {
     ["missing environment variable", "networks:\n  - name: x\n    upstreams:\n      - url: https://a/\${NOPE}\n", /upstreams\[0\]\.url: environment variable NOPE is not set/],
     ["network without upstream", "networks:\n  - name: other\n    family: starknet\n", /network other: the embedded Anvil serves only an ethereum network/],
     ["invalid YAML", "listen: [\n", /:2:1: invalid YAML/],
+    ["unknown log level", "log:\n  level: verbose\n", /:2:10: log\.level: want one of fatal, error, warn, info, debug, trace, silent, got "verbose"/],
   ])("names the field and line: %s", (_, text, pattern) => {
     expect(errorOf(text)).toMatch(pattern);
   });
@@ -90,6 +91,7 @@ describe("configuration file", () => {
     expect(() => loadConfig({ NODEGATE_PORT: "x" })).toThrow(/NODEGATE_PORT: want a port number/);
     expect(() => loadConfig({ NODEGATE_UPSTREAM_URL: "ftp://x" })).toThrow(/NODEGATE_UPSTREAM_URL: want a http/);
     expect(() => loadConfig({ NODEGATE_API_KEYS: "abc:gold" })).toThrow(/NODEGATE_API_KEYS: abc…: want one of core, growth, custom/);
+    expect(() => loadConfig({ NODEGATE_LOG_LEVEL: "verbose" })).toThrow(/NODEGATE_LOG_LEVEL: want one of fatal, error/);
   });
 
   it("with no upstream anywhere, the embedded Anvil is the default", () => {

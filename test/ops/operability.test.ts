@@ -258,4 +258,12 @@ describe("the nodegate command", () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/bad-config\.yaml:\d+:\d+: keys\[0\]\.plan: want one of core, growth, custom/);
   });
+
+  it("a port already in use: exit 1 with one clear line, not a stack trace", async () => {
+    const busy = (await run(process.execPath, [join(ROOT, "bin/nodegate.mjs")], {
+      env: { ...process.env, NODEGATE_UPSTREAM_URL: anvil.url, NODEGATE_HOST: "127.0.0.1", NODEGATE_PORT: String(ng.port) },
+    }).catch((e: unknown) => e)) as { code: number; stderr: string };
+    expect(busy.code).toBe(1);
+    expect(busy.stderr.trim()).toBe(`nodegate: cannot listen on 127.0.0.1:${ng.port}: listen EADDRINUSE: address already in use 127.0.0.1:${ng.port}`);
+  });
 });
