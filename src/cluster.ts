@@ -8,6 +8,7 @@
  */
 import cluster, { type Worker } from "node:cluster";
 import type { AddressInfo } from "node:net";
+import { serveClusterMetrics } from "./observability/cluster-metrics.js";
 
 export interface Workers {
   /** Where the workers listen (the same port for all). */
@@ -24,6 +25,7 @@ export interface Workers {
 /** In the primary: forks `count` workers with `env` added, and resolves once all listen. */
 export function forkWorkers(count: number, env: Record<string, string> = {}): Promise<Workers> {
   if (!cluster.isPrimary) throw new Error("forkWorkers runs in the cluster primary");
+  serveClusterMetrics();
   let stopping = false;
   const live = new Set<Worker>();
   const fork = (): Worker => {

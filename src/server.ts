@@ -15,6 +15,7 @@ import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import { JsonRpcService } from "../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { closeUnlessIdentified, guardHttp2Session, http1TimeoutOptions } from "./client-timeouts.js";
 import { handleCors } from "./cors.js";
+import { clusterMetricsReader } from "./observability/cluster-metrics.js";
 import type { Gateway } from "./gateway.js";
 import { encodeGrpcMessagesOf } from "./grpc/grpc-message.js";
 import { registerGenericService } from "./grpc/generic-service.js";
@@ -87,6 +88,8 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     services.filter((s) => !gateway.table.services().includes(s)).map((s) => s.typeName),
   );
   let draining = false;
+  // In a cluster worker, a scrape reads every worker's metrics through the primary.
+  const scrapeCluster = clusterMetricsReader(gateway.metrics.registry);
 
   const fallback = (req: Req, res: Res): void => {
     const path = req.url ?? "/";
@@ -127,10 +130,16 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
         );
         return;
       case "/metrics":
-        gateway.metrics.registry.metrics().then((text) => {
-          res.writeHead(200, { "content-type": gateway.metrics.registry.contentType });
-          res.end(text);
-        });
+        (scrapeCluster ?? (() => gateway.metrics.registry.metrics()))().then(
+          (text) => {
+            res.writeHead(200, { "content-type": gateway.metrics.registry.contentType });
+            res.end(text);
+          },
+          (err: unknown) => {
+            res.writeHead(503, { "content-type": "text/plain" });
+            res.end(`metrics unavailable: ${(err as Error).message}\n`);
+          },
+        );
         return;
       default:
         res.writeHead(404, { "content-type": "text/plain" });

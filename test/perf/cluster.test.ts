@@ -81,6 +81,18 @@ describe.runIf(process.platform === "linux")("NODEGATE_WORKERS", () => {
     after.forEach((ticks, i) => expect(ticks).toBeGreaterThan(before[i] as number));
   });
 
+  it("every /metrics scrape counts the calls of both workers, whichever worker takes it", async () => {
+    // Found from outside: each scrape showed only the worker that took the connection.
+    const counted = 'nodegate_requests_total{door="jsonrpc-http",method="eth_chainId",outcome="ok"}';
+    for (let i = 0; i < 4; i++) {
+      // A new connection per scrape, so the scrapes land on both workers.
+      const res = await request(`http://127.0.0.1:${port}/metrics`, { headers: { connection: "close" } });
+      const text = await res.body.text();
+      const line = text.split("\n").find((l) => l.startsWith(`${counted} `));
+      expect(line).toBe(`${counted} 400`);
+    }
+  });
+
   it("SIGTERM to the primary stops every worker", async () => {
     const workers = workerPids();
     const exited = new Promise<number | null>((resolve) => primary.once("exit", (code) => resolve(code)));
