@@ -46,12 +46,13 @@ export function toConnectError(err: unknown): ConnectError {
 
 
 /**
- * What a handler run by Connect throws: when Connect ended the call itself
- * (its deadline passed), the abort it signalled is the status, not the
- * "cancelled" the interrupted upstream call reports.
+ * What a handler run by Connect throws once its call was ended from outside:
+ * Connect's own abort when it ended the call (its deadline passed), and
+ * CANCELED when the client went away, rather than whatever the interrupted
+ * work threw (an upstream call's "cancelled", an abort error: INTERNAL).
  */
 export function handlerError(err: unknown, signal: AbortSignal): ConnectError {
-  if (signal.aborted && signal.reason instanceof ConnectError) return signal.reason;
+  if (signal.aborted) return signal.reason instanceof ConnectError ? signal.reason : new ConnectError("the client cancelled the call", Code.Canceled);
   return toConnectError(err);
 }
 

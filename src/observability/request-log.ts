@@ -74,12 +74,18 @@ export function requestLogInterceptor(log: Logger, metrics: Metrics): Intercepto
     return {
       ...res,
       message: (async function* () {
+        let ended: "ok" | "failed" | undefined;
         try {
           yield* messages;
+          ended = "ok";
         } catch (err) {
+          ended = "failed";
           throw failed(err);
+        } finally {
+          if (ended === "ok") done("ok");
+          // Returned early: the client went away mid-stream.
+          else if (ended === undefined) done(Code[Code.Canceled]);
         }
-        done("ok");
       })(),
     };
   };
