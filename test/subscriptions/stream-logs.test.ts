@@ -160,6 +160,26 @@ describe("StreamLogs", () => {
     expect(jsonRpcErrorOfGrpc(err as grpc.ServiceError)).toMatchObject({ code: -32005n, message: "query returned more than 10000 results" });
   }, 60_000);
 
+  it("a client that aborts mid-stream is logged as Canceled, not as an internal error", async () => {
+    // Found from outside: the interrupted page fetch's abort error was reported as INTERNAL, at warn level.
+    let pagesAsked = 0;
+    upstream.handler = (r) => (r.method === "eth_getLogs" && pagesAsked++ > 0 ? { delayMs: 500, then: { forward: anvil.url } } : { forward: anvil.url });
+    try {
+      const abort = new AbortController();
+      const filter = create(LogFilterSchema, { address: [decodeData(probe.address)], fromBlock: number(from), toBlock: number(to) });
+      const requestId = "abort-stream-logs-1";
+      const pages = connectClient(nodegate.url, EthService, nodegate.key).streamLogs({ filter }, { signal: abort.signal, headers: { "x-request-id": requestId } });
+      await expect(
+        (async () => {
+          for await (const _ of pages) abort.abort();
+        })(),
+      ).rejects.toThrow();
+      await expect.poll(() => nodegate.logs.find((l) => l.requestId === requestId)?.status, { timeout: 5000 }).toBe("Canceled");
+    } finally {
+      upstream.handler = () => ({ forward: anvil.url });
+    }
+  });
+
   it("from_block after to_block is INVALID_ARGUMENT", async () => {
     const stream = streamLogs({ fromBlock: number(to), toBlock: number(from) });
     const err = await stream.ended;
