@@ -221,6 +221,47 @@ describe("slow and silent clients (HTTP/2)", () => {
     expect(goaway).toBe(true);
     await stillServing();
   });
+
+  it("streams whose body trickles are cut off at the request deadline (408), on the native and gRPC paths, and the session serves on", async () => {
+    // Found from outside: a session with open streams was left alone, so trickled bodies were never cut off.
+    const session = http2.connect(ng.url);
+    session.on("error", () => {});
+    const trickled = (headers: http2.OutgoingHttpHeaders) => {
+      const stream = session.request({ ":method": "POST", ...headers });
+      stream.on("error", () => {});
+      const beat = setInterval(() => stream.write("{"), 100);
+      return new Promise<{ status: number | undefined; closedAfterMs: number }>((resolve) => {
+        const started = performance.now();
+        let status: number | undefined;
+        stream.on("response", (h) => (status = Number(h[":status"])));
+        stream.on("data", () => {});
+        stream.once("close", () => {
+          clearInterval(beat);
+          resolve({ status, closedAfterMs: performance.now() - started });
+        });
+      });
+    };
+    const native = trickled({ ":path": `/v3/${KEY}`, "content-type": "application/json" });
+    const grpcCall = trickled({ ":path": "/nodegate.eth.v1.EthService/ChainId", "content-type": "application/grpc", "x-api-key": KEY });
+    // A stream whose request arrived whole, in the same session, is not touched.
+    const body = JSON.stringify(rpc("eth_chainId"));
+    const whole = await new Promise<string>((resolve, reject) => {
+      const stream = session.request({ ":method": "POST", ":path": `/v3/${KEY}`, "content-type": "application/json" });
+      let text = "";
+      stream.on("data", (d: Buffer) => (text += d.toString()));
+      stream.on("end", () => resolve(text));
+      stream.on("error", reject);
+      stream.end(body);
+    });
+    expect(JSON.parse(whole).result).toBe("0x7a69");
+    const [n, g] = await Promise.all([native, grpcCall]);
+    expect(n.status).toBe(408);
+    expect(g.status).toBe(408);
+    expect(n.closedAfterMs).toBeGreaterThanOrEqual(REQUEST_MS - 50);
+    expect(session.closed || session.destroyed).toBe(false);
+    session.close();
+    await stillServing();
+  });
 });
 
 /** Tries a WebSocket upgrade; the refusal's status, headers and body, or "open" (and the caller). */
