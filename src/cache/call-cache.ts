@@ -37,6 +37,9 @@ export interface CallCacheStats {
   joined: number;
 }
 
+/** The most an answer waits to be stored while finality is still unknown. */
+const STORE_WAIT_MS = 200;
+
 /** Params longer than this are keyed by their digest, so keys stay small. */
 const LONG_PARAMS = 256;
 
@@ -93,14 +96,19 @@ export class CallCache {
       }
     }
     const key = storeKey;
+    // Finality is asked for while the node answers, so that it is usually known when the answer is stored.
+    if (key !== undefined) void this.#head.finalized();
     const fetchAndStore: Fetch =
       key === undefined || rule === undefined
         ? fetch
         : async (s) => {
             const result = await fetch(s);
-            // Stored on the side: the caller never waits for finality to be known (during a primary outage,
-            // finding it would wait for the primary's deadline after a partner has answered).
-            void this.#storeIfFinal(key, rule, result);
+            const stored = this.#storeIfFinal(key, rule, result);
+            // Stored before the answer goes, so the next identical call finds it. Only while finality is still
+            // being asked for (a new process, or a failing primary whose answer a partner replaced) does the
+            // caller stop waiting after a moment, and the answer is stored when finality is known.
+            if (this.#head.finalizedKnown) await stored;
+            else await Promise.race([stored, new Promise<void>((resolve) => setTimeout(resolve, STORE_WAIT_MS).unref())]);
             return result;
           };
     if (this.#coalescer === undefined) return fetchAndStore(signal ?? NEVER_CANCELLED);

@@ -98,6 +98,20 @@ describe("final answers are served from the cache", () => {
     expect(sent("eth_getBlockByNumber", ["0x11", false])).toBe(1);
   });
 
+  it("on a fresh process, the first answer is stored before it goes, though finality was not known yet", async () => {
+    const local = await startNodegate({ upstreamUrl: upstream.url, config: { cache: { maxBytes: 1 << 20, coalesce: true, finalizedMaxAgeMs: 60_000 } } });
+    // The node tells the finalized block later than the block itself.
+    override = (r) => (r.method === "eth_getBlockByNumber" && JSON.stringify(r.params) === '["finalized",false]' ? { delayMs: 100, then: { forward: anvil.url } } : undefined);
+    try {
+      const block = await direct("eth_getBlockByNumber", ["0x3", false]);
+      const before = sent("eth_getBlockByHash", [block.hash, false]);
+      for (let i = 0; i < 2; i++) expect((await post(local.rpcUrl, rpc("eth_getBlockByHash", [block.hash, false]))).json.result).toEqual(block);
+      expect(sent("eth_getBlockByHash", [block.hash, false]) - before).toBe(1);
+    } finally {
+      await local.close();
+    }
+  });
+
   it("lookups by hash whose answer names a final block", async () => {
     const block = await direct("eth_getBlockByNumber", ["0x1", false]);
     for (let i = 0; i < 2; i++) {
