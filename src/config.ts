@@ -214,6 +214,9 @@ export interface StoresConfig {
   timeoutMs?: number;
 }
 
+/** What an API key may be, in the file and in NODEGATE_API_KEYS. */
+const KEY_PATTERN = /^[A-Za-z0-9_-]{8,128}$/;
+
 /** pino's levels, and silent. */
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
@@ -537,7 +540,7 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
       const p: Path = ["keys", i];
       r.keys(p, ["key", "plan", "secret", "rateLimit", "allowlists"]);
       const key = r.string([...p, "key"]) ?? r.fail([...p, "key"], "required");
-      if (!/^[A-Za-z0-9_-]{8,128}$/.test(key)) r.fail([...p, "key"], "want 8 to 128 letters, digits, - or _");
+      if (!KEY_PATTERN.test(key)) r.fail([...p, "key"], "want 8 to 128 letters, digits, - or _");
       if (keys.some((k) => k.key === key)) r.fail([...p, "key"], "duplicate key");
       const entry: KeyConfig = { key, plan: plan(r.string([...p, "plan"]), (m) => r.fail([...p, "plan"], m)) };
       const secret = r.string([...p, "secret"]);
@@ -617,15 +620,23 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
 /* Environment                                                         */
 /* ------------------------------------------------------------------ */
 
+/** Keys from NODEGATE_API_KEYS, held to the file's rules; an error names the entry by position, never by its text. */
 function parseKeys(value: string): KeyConfig[] {
-  return value
+  const keys: KeyConfig[] = [];
+  const entries = value
     .split(",")
     .map((k) => k.trim())
-    .filter(Boolean)
-    .map((entry) => {
-      const [key, planName] = entry.split(":") as [string, string | undefined];
-      return { key, plan: plan(planName, (m) => { throw new ConfigError(`NODEGATE_API_KEYS: ${key.slice(0, 4)}…: ${m}`); }) };
-    });
+    .filter(Boolean);
+  for (const [i, entry] of entries.entries()) {
+    const fail = (m: string): never => {
+      throw new ConfigError(`NODEGATE_API_KEYS: entry ${i + 1}: ${m}`);
+    };
+    const [key, planName] = entry.split(":") as [string, string | undefined];
+    if (!KEY_PATTERN.test(key)) fail("want 8 to 128 letters, digits, - or _");
+    if (keys.some((k) => k.key === key)) fail("duplicate key");
+    keys.push({ key, plan: plan(planName, fail) });
+  }
+  return keys;
 }
 
 export function applyEnv(config: Config, env: NodeJS.ProcessEnv): void {

@@ -62,11 +62,11 @@ describe("configuration file", () => {
   });
 
   it("environment variables override the file", () => {
-    const config = loadConfig({ PROVIDER_KEY: "pk", NODEGATE_PORT: "7000", NODEGATE_API_KEYS: "k1:custom,k2", NODEGATE_UPSTREAM_URL: "http://127.0.0.1:1" }, file(VALID));
+    const config = loadConfig({ PROVIDER_KEY: "pk", NODEGATE_PORT: "7000", NODEGATE_API_KEYS: "client-k1:custom,client-k2", NODEGATE_UPSTREAM_URL: "http://127.0.0.1:1" }, file(VALID));
     expect(config.port).toBe(7000);
     expect(config.keys).toEqual([
-      { key: "k1", plan: "custom" },
-      { key: "k2", plan: "core" },
+      { key: "client-k1", plan: "custom" },
+      { key: "client-k2", plan: "core" },
     ]);
     expect(config.networks[0]?.upstreams[0]?.url).toBe("http://127.0.0.1:1");
     expect(config.networks[0]?.upstreams[1]?.label).toBe("partner");
@@ -90,7 +90,10 @@ describe("configuration file", () => {
   it("environment errors name the variable", () => {
     expect(() => loadConfig({ NODEGATE_PORT: "x" })).toThrow(/NODEGATE_PORT: want a port number/);
     expect(() => loadConfig({ NODEGATE_UPSTREAM_URL: "ftp://x" })).toThrow(/NODEGATE_UPSTREAM_URL: want a http/);
-    expect(() => loadConfig({ NODEGATE_API_KEYS: "abc:gold" })).toThrow(/NODEGATE_API_KEYS: abc…: want one of core, growth, custom/);
+    // Keys follow the file's rules, and an error names the entry by position: a key's characters are never printed.
+    expect(() => loadConfig({ NODEGATE_API_KEYS: "good-key-1:growth,secret-key-2:gold" })).toThrow(/^NODEGATE_API_KEYS: entry 2: want one of core, growth, custom$/);
+    expect(() => loadConfig({ NODEGATE_API_KEYS: "sEcr3" })).toThrow(/^NODEGATE_API_KEYS: entry 1: want 8 to 128 letters, digits, - or _$/);
+    expect(() => loadConfig({ NODEGATE_API_KEYS: "good-key-1,good-key-1" })).toThrow(/^NODEGATE_API_KEYS: entry 2: duplicate key$/);
     expect(() => loadConfig({ NODEGATE_LOG_LEVEL: "verbose" })).toThrow(/NODEGATE_LOG_LEVEL: want one of fatal, error/);
   });
 
