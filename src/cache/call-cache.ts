@@ -85,19 +85,20 @@ export class CallCache {
     const store = this.#store;
     let storeKey: string | undefined;
     if (rule !== undefined && store !== undefined) {
-      storeKey = `${this.#generation}\n${this.#network}\n${method}\n${digest}`;
-      if (this.#mayBeStored(rule)) {
-        const stored = await store.get(storeKey);
-        if (stored !== undefined) {
-          this.#stats.hits++;
-          return { body: stored, start: 0, end: stored.length };
+      const stance = this.#stance(rule);
+      if (stance !== "pass") {
+        storeKey = `${this.#generation}\n${this.#network}\n${method}\n${digest}`;
+        if (stance === "look up") {
+          const stored = await store.get(storeKey);
+          if (stored !== undefined) {
+            this.#stats.hits++;
+            return { body: stored, start: 0, end: stored.length };
+          }
+          this.#stats.misses++;
         }
-        this.#stats.misses++;
       }
     }
     const key = storeKey;
-    // Finality is asked for while the node answers, so that it is usually known when the answer is stored.
-    if (key !== undefined) void this.#head.finalized();
     const fetchAndStore: Fetch =
       key === undefined || rule === undefined
         ? fetch
@@ -116,14 +117,19 @@ export class CallCache {
   }
 
   /**
-   * Whether a stored answer could exist, without waiting: a block rule needs
-   * its block final as far as nodegate knows now (until finality is first
-   * known, nothing is looked up); a result rule is checked on the answer.
+   * What the cache does for a call, decided without waiting: look its answer
+   * up (and store it once final: a lookup by hash is judged on the answer);
+   * only store it, when finality is still being learnt (nothing stored can be
+   * looked up before); or nothing, for a block known not to be final or a
+   * node that names no finalized block. Asking for finality also starts
+   * learning it, while the node answers, so that it is usually known by the
+   * time the answer is stored.
    */
-  #mayBeStored(rule: FinalityRule): boolean {
-    if (rule.kind === "result") return true;
+  #stance(rule: FinalityRule): "look up" | "store later" | "pass" {
     const finalized = this.#head.finalized();
-    return typeof finalized === "bigint" && rule.number <= finalized;
+    if (rule.kind === "result") return "look up";
+    if (typeof finalized === "bigint") return rule.number <= finalized ? "look up" : "pass";
+    return finalized === undefined ? "pass" : "store later";
   }
 
   async #storeIfFinal(key: string, rule: FinalityRule, result: UpstreamResult): Promise<void> {

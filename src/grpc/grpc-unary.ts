@@ -33,7 +33,7 @@ const OK_TRAILERS = { "grpc-status": "0" };
 const PIECE = 64 * 1024;
 
 /** Reads the one message of a unary request body; throws ConnectError as Connect words it. */
-export function readMessage(body: Buffer, encoding: string | undefined): Uint8Array {
+function readMessage(body: Buffer, encoding: string | undefined): Uint8Array {
   if (body.length < FRAME_HEADER) throw new ConnectError("protocol error: incomplete envelope", Code.InvalidArgument);
   const flags = body[0] as number;
   const length = body.readUInt32BE(1);
@@ -80,7 +80,8 @@ export function createGrpcUnaryHandler(gateway: Gateway, routes: ReadonlyMap<str
 /** Shared, so that the listener left on a finished stream holds nothing of its call. */
 function ignoreStreamError(): void {}
 
-const grpcProtocol: UnaryProtocol = {
+/** The gRPC lane's protocol; gRPC-Web's text mode (grpc-web-text.ts) differs only in how the request body is read. */
+export const grpcProtocol: UnaryProtocol = {
   door: "grpc",
   timeout: (header) => parseTimeout(header.get("grpc-timeout"), Number.MAX_SAFE_INTEGER),
   request: (body, header, route) => parseBinary(route.spec.rpc.input, readMessage(body, header.get("grpc-encoding") ?? undefined)),

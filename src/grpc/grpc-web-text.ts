@@ -10,14 +10,14 @@
  * answers them 415, as before.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
-import { parseTimeout, setTrailerStatus, trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
+import { setTrailerStatus, trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import type { Gateway } from "../gateway.js";
 import type { NodeRequest, NodeResponse } from "../http-types.js";
 import { REQUEST_ID_HEADER } from "../observability/request-log.js";
-import { FRAME_HEADER, readMessage } from "./grpc-unary.js";
+import { FRAME_HEADER, grpcProtocol } from "./grpc-unary.js";
 import { HttpExchange } from "./http-exchange.js";
-import { parseBinary, serveUnary, type UnaryProtocol } from "./unary-call.js";
-import { encodeAnswer, type UnaryRoute } from "./unary-routes.js";
+import { serveUnary, type UnaryProtocol } from "./unary-call.js";
+import type { UnaryRoute } from "./unary-routes.js";
 
 const TEXT_CONTENT_TYPE = /^application\/grpc-web-text(?:\+proto)?$/i;
 const ANSWER_CONTENT_TYPE = "application/grpc-web-text+proto";
@@ -52,16 +52,11 @@ function trailerFrame(error: ConnectError | undefined): Buffer {
   return frame;
 }
 
+/** gRPC's framing, timeout and answer; the request body is base64 of it. */
 const textProtocol: UnaryProtocol = {
+  ...grpcProtocol,
   door: "grpc-web",
-  timeout: (header) => parseTimeout(header.get("grpc-timeout"), Number.MAX_SAFE_INTEGER),
-  request: (body, header, route) => parseBinary(route.spec.rpc.input, readMessage(fromBase64(body), header.get("grpc-encoding") ?? undefined)),
-  answer(route, result) {
-    const frame = encodeAnswer(route, result, FRAME_HEADER);
-    frame[0] = 0;
-    frame.writeUInt32BE(frame.length - FRAME_HEADER, 1);
-    return frame;
-  },
+  request: (body, header, route) => grpcProtocol.request(fromBase64(body), header, route),
 };
 
 /** Takes a request when it is a unary gRPC-Web text call it serves (returns true); the rest is left to Connect. */

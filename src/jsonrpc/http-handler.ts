@@ -29,11 +29,16 @@ const ONE_WRITE_BELOW = 16 * 1024;
 /** The method logged and counted (as "other") for a request refused before its body was read. */
 const REFUSED = "(refused)";
 
-function sendError(res: Res, requestId: string, error: GatewayError, status = error.httpStatus, extraHeaders: Record<string, string> = {}): void {
+/**
+ * Refuses a request before its body is read (method, content type, key,
+ * size); returns the one call it counts as, of no known method.
+ */
+function refuse(res: Res, requestId: string, error: GatewayError, status = error.httpStatus, extraHeaders: Record<string, string> = {}): CallRecord[] {
   const body = `{"jsonrpc":"2.0","id":null,"error":${error.toJson()}}`;
   const retry = error.retryAfterSeconds === undefined ? {} : { "retry-after": String(error.retryAfterSeconds) };
   res.writeHead(status, { "content-type": "application/json", [REQUEST_ID_HEADER]: requestId, ...retry, ...extraHeaders });
   res.end(body);
+  return [{ method: REFUSED, outcome: String(error.code) }];
 }
 
 /** Writes a JSON answer made of parts: small ones joined into one string, large ones without copying. */
@@ -90,18 +95,13 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
     const requestId = requestIdFrom(header(req, REQUEST_ID_HEADER));
     let calls: CallRecord[] = [];
     res.on("finish", () => logAnswer(gateway, "jsonrpc-http", calls, started, { status: res.statusCode, network: route.network, requestId }));
-    // A request refused before its body is read (method, content type, key, size) counts as one call of no known method.
-    const refuse = (error: GatewayError, status = error.httpStatus, extraHeaders: Record<string, string> = {}) => {
-      calls = [{ method: REFUSED, outcome: String(error.code) }];
-      sendError(res, requestId, error, status, extraHeaders);
-    };
     if (req.method !== "POST") {
-      refuse(invalidRequest("use POST"), 405, { allow: "POST" });
+      calls = refuse(res, requestId, invalidRequest("use POST"), 405, { allow: "POST" });
       return;
     }
     const contentType = req.headers["content-type"] ?? "";
     if (!/^application\/json\b/i.test(contentType)) {
-      refuse(invalidRequest("content-type must be application/json"), 415);
+      calls = refuse(res, requestId, invalidRequest("content-type must be application/json"), 415);
       return;
     }
     let network;
@@ -117,7 +117,7 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
     } catch (err) {
       if (err instanceof GatewayError) {
         req.resume();
-        refuse(err);
+        calls = refuse(res, requestId, err);
         return;
       }
       throw err;
@@ -131,7 +131,7 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       return;
     }
     if (body === undefined) {
-      refuse(invalidRequest(`request body exceeds ${gateway.limits.maxBodyBytes} bytes`), 413);
+      calls = refuse(res, requestId, invalidRequest(`request body exceeds ${gateway.limits.maxBodyBytes} bytes`), 413);
       return;
     }
     const cancellation = new CallCancellation();

@@ -8,7 +8,7 @@
  * raw control characters are not checked, which keeps strings (most of a
  * node's answer: hex) at memchr speed.
  */
-import { BACKSLASH, CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, isWhitespace, OPEN_BRACE, OPEN_BRACKET, QUOTE } from "./raw-json.js";
+import { CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, isWhitespace, OPEN_BRACE, OPEN_BRACKET, QUOTE, skipString } from "./raw-json.js";
 
 const MINUS = 0x2d;
 const PLUS = 0x2b;
@@ -99,15 +99,11 @@ export function isJsonValue(buf: Uint8Array, start: number, end: number): boolea
 
 /** Index after the string opening at `i`, or -1 when it does not close before `end`. */
 function stringEnd(buf: Uint8Array, i: number, end: number): number {
-  let from = i + 1;
-  for (;;) {
-    const q = buf.indexOf(QUOTE, from);
-    if (q < 0 || q >= end) return -1;
-    // A quote after an odd number of backslashes is part of the string.
-    let k = q - 1;
-    while (k > i && buf[k] === BACKSLASH) k--;
-    if ((q - 1 - k) % 2 === 0) return q + 1;
-    from = q + 1;
+  try {
+    const after = skipString(buf, i);
+    return after <= end ? after : -1;
+  } catch {
+    return -1; // never closes
   }
 }
 

@@ -10,7 +10,7 @@ export class RawJsonError extends Error {
 }
 
 export const QUOTE = 0x22;
-export const BACKSLASH = 0x5c;
+const BACKSLASH = 0x5c;
 export const OPEN_BRACE = 0x7b;
 export const CLOSE_BRACE = 0x7d;
 export const OPEN_BRACKET = 0x5b;

@@ -70,7 +70,7 @@ export function resultJson(r: UpstreamResult): unknown {
 /**
  * Results up to this size are parsed once on arrival, so a node's malformed
  * answer (a stray comma, an unquoted hex number) becomes -32052 and counts as
- * an outage instead of reaching callers. Parsing costs about 1.5 ns a byte;
+ * an outage instead of reaching callers. Parsing costs 1.5 to 3 ns a byte;
  * larger results (blocks, logs) arrive in a framed body whole or not at all
  * and are forwarded unparsed, which is what keeps their hop cheap.
  */

@@ -180,6 +180,18 @@ describe("slow and silent clients (HTTP/1.1)", () => {
   });
 });
 
+/** A whole native eth_chainId request on an HTTP/2 session; the answer's text. */
+function chainIdOver(session: http2.ClientHttp2Session): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const stream = session.request({ ":method": "POST", ":path": `/v3/${KEY}`, "content-type": "application/json" });
+    let text = "";
+    stream.on("data", (d: Buffer) => (text += d.toString()));
+    stream.on("end", () => resolve(text));
+    stream.on("error", reject);
+    stream.end(JSON.stringify(rpc("eth_chainId")));
+  });
+}
+
 describe("slow and silent clients (HTTP/2)", () => {
   it("a client trickling the connection preface is cut off at the headers deadline", async () => {
     const conn = await rawConnection();
@@ -203,16 +215,7 @@ describe("slow and silent clients (HTTP/2)", () => {
     const idleClosed = new Promise<void>((resolve) => idle.once("close", () => resolve()));
     let goaway = false;
     idle.once("goaway", () => (goaway = true));
-    const body = JSON.stringify(rpc("eth_chainId"));
-    const answer = await new Promise<string>((resolve, reject) => {
-      const stream = idle.request({ ":method": "POST", ":path": `/v3/${KEY}`, "content-type": "application/json" });
-      let text = "";
-      stream.on("data", (d: Buffer) => (text += d.toString()));
-      stream.on("end", () => resolve(text));
-      stream.on("error", reject);
-      stream.end(body);
-    });
-    expect(JSON.parse(answer).result).toBe("0x7a69");
+    expect(JSON.parse(await chainIdOver(idle)).result).toBe("0x7a69");
     // Past the headers deadline, a session that has had a stream is not cut off for that...
     await sleep(HEADERS_MS + 100);
     expect(idle.closed || idle.destroyed).toBe(false);
@@ -244,16 +247,7 @@ describe("slow and silent clients (HTTP/2)", () => {
     const native = trickled({ ":path": `/v3/${KEY}`, "content-type": "application/json" });
     const grpcCall = trickled({ ":path": "/nodegate.eth.v1.EthService/ChainId", "content-type": "application/grpc", "x-api-key": KEY });
     // A stream whose request arrived whole, in the same session, is not touched.
-    const body = JSON.stringify(rpc("eth_chainId"));
-    const whole = await new Promise<string>((resolve, reject) => {
-      const stream = session.request({ ":method": "POST", ":path": `/v3/${KEY}`, "content-type": "application/json" });
-      let text = "";
-      stream.on("data", (d: Buffer) => (text += d.toString()));
-      stream.on("end", () => resolve(text));
-      stream.on("error", reject);
-      stream.end(body);
-    });
-    expect(JSON.parse(whole).result).toBe("0x7a69");
+    expect(JSON.parse(await chainIdOver(session)).result).toBe("0x7a69");
     const [n, g] = await Promise.all([native, grpcCall]);
     expect(n.status).toBe(408);
     expect(g.status).toBe(408);
