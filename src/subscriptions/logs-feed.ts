@@ -30,8 +30,16 @@ export class LogsFeed extends Feed {
   readonly #removed = new Map<string, number>();
   /** Every log of the blocks up to here has been sent. */
   #scannedTo = 0;
-  /** The node's connection is down: the next scan must come from the reconnect, not from head advances. */
+  /**
+   * The node's connection dropped and the gap is not filled yet: logs must
+   * come from the reconnect's scan, not from head advances or pushes (which
+   * would overtake the gap's older logs).
+   */
   #stale = false;
+  /** Connection drops so far: a gap fill that a newer drop overtook does not end staleness. */
+  #drops = 0;
+  /** The highest block of a log pushed while stale (dropped; the gap fill scans up to at least it). */
+  #pushedWhileStaleTo = 0;
   #subscription: UpstreamSubscription | undefined;
   #stopFollowing: (() => void) | undefined;
 
@@ -69,15 +77,20 @@ export class LogsFeed extends Feed {
       ws,
       subscribeParams(this.topic),
       {
-        notification: (text) => void this.run("a pushed log", async () => this.#accept(readLog(text))),
+        notification: (text) => void this.run("a pushed log", async () => this.#onPushed(readLog(text))),
         disconnected: () => {
           this.#stale = true;
+          this.#drops++;
         },
         reconnected: () =>
           this.runUntilDone("resubscribing to logs after a reconnect", async () => {
+            const drops = this.#drops;
             await this.#subscription?.renew();
-            await this.#scan(this.#scannedTo + 1, await this.ctx.reader.blockNumber());
+            const head = await this.ctx.reader.blockNumber();
+            await this.#scan(this.#scannedTo + 1, Math.max(head, this.#pushedWhileStaleTo));
+            if (this.#drops !== drops) return; // dropped again meanwhile: that reconnect's fill ends it
             this.#stale = false;
+            this.#pushedWhileStaleTo = 0;
           }),
       },
       this.ctx.log,
@@ -120,6 +133,15 @@ export class LogsFeed extends Feed {
       this.#scannedTo = Math.max(this.#scannedTo, change.head.number - 1);
     }
     this.#forgetBefore(change.head.number - this.ctx.settings.reorgWindowBlocks);
+  }
+
+  #onPushed(log: LogEvent): void {
+    if (!this.#stale) {
+      this.#accept(log);
+      return;
+    }
+    // A gap fill that failed is waiting to retry while the renewed subscription already pushes: the retry sends this.
+    this.#pushedWhileStaleTo = Math.max(this.#pushedWhileStaleTo, log.blockNumber);
   }
 
   /** Sends the logs of from..to that were not sent yet, page by page. */

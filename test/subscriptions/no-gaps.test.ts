@@ -172,6 +172,29 @@ describe("when the upstream socket drops", () => {
       await s.close();
     }
   });
+
+  it("a log the node pushes while the gap fill waits to retry comes after the gap's logs", async () => {
+    // Seen once under load: the renewed subscription's pushes overtook the older logs of a gap fill that had failed.
+    const s = await subscribe();
+    try {
+      const start = await chain.blockNumber();
+      const fills = relay.count("eth_getLogs");
+      relay.failNext("eth_getLogs", 2); // the gap fill fails, and retries after a backoff (250 ms, then 500 ms)
+      await away(async () => {
+        await probe.store(3001n);
+      });
+      for (let i = 0; i < 500 && relay.count("eth_getLogs") === fills; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(relay.count("eth_getLogs")).toBeGreaterThan(fills);
+      await probe.store(3002n); // pushed on the renewed subscription while the gap is still open
+      const logs = asSeen(await chain.logs({ address: probe.address, fromBlock: toHex(start + 1), toBlock: "latest" }));
+      expect(logs).toHaveLength(2);
+      await until(s, (seen) => seen.logs.length >= 2, "both logs");
+      for (const seen of Object.values(s.seen())) expect(seen.logs).toEqual(logs);
+    } finally {
+      relay.failNext("eth_getLogs", 0);
+      await s.close();
+    }
+  });
 });
 
 describe("reorganizations", () => {

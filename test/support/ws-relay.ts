@@ -26,6 +26,8 @@ export interface WsRelay {
   sever(): void;
   /** While on, new connections are refused during the handshake (HTTP 503). */
   refuse(refuse: boolean): void;
+  /** Answers the next `times` requests for `method` with a JSON-RPC internal error instead of passing them on. */
+  failNext(method: string, times: number): void;
   close(): Promise<void>;
 }
 
@@ -44,6 +46,20 @@ export async function startWsRelay(targetUrl: string): Promise<WsRelay> {
   const pairs = new Set<{ client: WebSocket; node: WebSocket }>();
   let accepted = 0;
   let refusing = false;
+  const failing = new Map<string, number>();
+  /** The error answer for a request to fail, or undefined to pass it on. */
+  const failure = (text: string): string | undefined => {
+    let request: { id?: unknown; method?: unknown };
+    try {
+      request = JSON.parse(text) as { id?: unknown; method?: unknown };
+    } catch {
+      return undefined;
+    }
+    const left = typeof request.method === "string" ? (failing.get(request.method) ?? 0) : 0;
+    if (left === 0) return undefined;
+    failing.set(request.method as string, left - 1);
+    return JSON.stringify({ jsonrpc: "2.0", id: request.id, error: { code: -32603, message: "relay: failed on purpose" } });
+  };
   const server = new WebSocketServer({
     host: "127.0.0.1",
     port: 0,
@@ -59,6 +75,11 @@ export async function startWsRelay(targetUrl: string): Promise<WsRelay> {
     client.on("message", (data: Buffer) => {
       const text = data.toString("utf8");
       requests.push(...parseRequests(text));
+      const failed = failure(text);
+      if (failed !== undefined) {
+        client.send(failed);
+        return;
+      }
       if (node.readyState === WebSocket.OPEN) node.send(text);
       else waiting.push(text);
     });
@@ -102,6 +123,9 @@ export async function startWsRelay(targetUrl: string): Promise<WsRelay> {
     sever,
     refuse(refuse) {
       refusing = refuse;
+    },
+    failNext(method, times) {
+      failing.set(method, times);
     },
     close: () =>
       new Promise<void>((resolve) => {
