@@ -32,6 +32,13 @@ export interface Http1PoolOptions {
   connectTimeoutMs?: number;
   /** Longest reply head accepted. Default 64 KiB. */
   maxHeadBytes?: number;
+  /**
+   * Longest reply body accepted, in bytes: a node that streams without end
+   * must not take the process's memory with it. Default 256 MiB, as the
+   * WebSocket upstream's largest message (providers cap eth_getLogs answers
+   * near 150 MB).
+   */
+  maxBodyBytes?: number;
   /** Extra TLS options for https origins (a private CA, say). */
   tls?: tls.ConnectionOptions;
 }
@@ -55,6 +62,10 @@ export class Http1Error extends Error {
     this.name = "Http1Error";
     this.code = code;
   }
+}
+
+function bodyTooLarge(max: number): Http1Error {
+  return new Http1Error("HPE_BODY_TOO_LARGE", `reply body larger than ${max} bytes`);
 }
 
 /** One request and its reply; `cancel` ends it at any point (queued, connecting, or mid-reply). */
@@ -368,6 +379,7 @@ class Connection {
   #push(chunk: Buffer): void {
     this.#chunks.push(chunk);
     this.#length += chunk.length;
+    if (this.#length > this.#pool.maxBodyBytes) throw bodyTooLarge(this.#pool.maxBodyBytes);
   }
 
   /** Reads (part of) a reply head from `data` at `at`; returns where the rest of `data` starts. */
@@ -445,6 +457,7 @@ class Connection {
     } else if (contentLength !== undefined) {
       const length = decimal(contentLength);
       if (length < 0) throw new Http1Error("HPE_INVALID_CONTENT_LENGTH", "invalid content-length");
+      if (length > this.#pool.maxBodyBytes) throw bodyTooLarge(this.#pool.maxBodyBytes);
       this.#stage = Stage.LengthBody;
       this.#remaining = length;
     } else {
@@ -480,6 +493,7 @@ export class Http1Pool {
   readonly keepAliveMs: number;
   readonly connectTimeoutMs: number;
   readonly maxHeadBytes: number;
+  readonly maxBodyBytes: number;
   readonly #connections: number;
   readonly #prefix: string;
   readonly #connect: () => net.Socket;
@@ -496,6 +510,7 @@ export class Http1Pool {
     this.keepAliveMs = options.keepAliveMs;
     this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
     this.maxHeadBytes = options.maxHeadBytes ?? 64 * 1024;
+    this.maxBodyBytes = options.maxBodyBytes ?? 256 * 1024 * 1024;
     this.#connections = Math.max(1, options.connections);
     const path = `${url.pathname}${url.search}` || "/";
     let head = `POST ${path} HTTP/1.1\r\nhost: ${url.host}\r\n`;

@@ -104,13 +104,14 @@ async function rawServer(script: Script, options: { tls?: tls.TlsOptions } = {})
   return raw;
 }
 
-function pool(server: RawServer, options: { connections?: number; keepAliveMs?: number; tls?: tls.ConnectionOptions } = {}): Http1Pool {
+function pool(server: RawServer, options: { connections?: number; keepAliveMs?: number; tls?: tls.ConnectionOptions; maxBodyBytes?: number } = {}): Http1Pool {
   const p = new Http1Pool({
     url: new URL(server.url),
     connections: options.connections ?? 4,
     headers: { "content-type": "application/json" },
     keepAliveMs: options.keepAliveMs ?? 30_000,
     ...(options.tls ? { tls: options.tls } : {}),
+    ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
   });
   pools.push(p);
   return p;
@@ -340,6 +341,27 @@ describe("Http1Pool", () => {
     );
     expect(err?.code).toBe(code);
     expect(bodyOf(await p.request("{}", false).reply)).toBe("ok");
+  });
+
+  it("refuses a body beyond its largest, however it is framed, and closes that connection", async () => {
+    // A node that streams without end must not take the process's memory with it.
+    const big = "x".repeat(2048);
+    const replies = [
+      `HTTP/1.1 200 OK\r\ncontent-length: 2048\r\n\r\n${big}`, // refused from its head
+      `HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n400\r\n${big.slice(0, 1024)}\r\n400\r\n${big.slice(0, 1024)}\r\n0\r\n\r\n`,
+      `HTTP/1.1 200 OK\r\n\r\n${big}`,
+      `HTTP/1.1 200 OK\r\ncontent-length: 1024\r\n\r\n${big.slice(0, 1024)}`, // exactly the largest passes
+    ];
+    const server = await rawServer((socket, _request, connection) => {
+      socket.write(replies[connection] as string);
+      if (connection === 2) socket.end();
+    });
+    const p = pool(server, { maxBodyBytes: 1024, connections: 1 });
+    for (let i = 0; i < 3; i++) {
+      await expect(p.request("{}", false).reply).rejects.toMatchObject({ code: "HPE_BODY_TOO_LARGE", message: "reply body larger than 1024 bytes" });
+    }
+    expect(bodyOf(await p.request("{}", false).reply)).toHaveLength(1024);
+    expect(server.connections).toBe(4);
   });
 
   it("fails with ECONNREFUSED when nothing listens", async () => {
