@@ -22,17 +22,44 @@ const PANIC_REASONS = new Map<number, string>([
   [0x51, "uninitialized function"],
 ]);
 
-/** The revert data as bytes, when error.data is a hex string. */
+const HEX_BYTES = /^0x(?:[0-9a-fA-F]{2})*$/;
+/** Nethermind writes "Reverted 0x…" in data. */
+const NETHERMIND_DATA = /^Reverted (0x(?:[0-9a-fA-F]{2})*)$/;
+/** How nodes other than geth's family say "reverted" with another code: Besu, Nethermind, OpenEthereum, Hardhat, Ganache. */
+const REVERT_MESSAGE = /^(?:execution reverted|reverted|vm execution error|(?:error: )?vm exception while processing transaction)\b/i;
+
+function hexBytes(value: unknown): Uint8Array | undefined {
+  if (typeof value !== "string") return undefined;
+  const hex = HEX_BYTES.test(value) ? value : NETHERMIND_DATA.exec(value)?.[1];
+  return hex === undefined ? undefined : Buffer.from(hex.slice(2), "hex");
+}
+
+/**
+ * The revert bytes of a revert error, whichever client wrote it: error.data
+ * as hex (geth, Erigon, Reth, Anvil, Besu), "Reverted 0x…" (Nethermind), or
+ * an object holding them as data or result (Hardhat, Ganache). geth's
+ * -32000 "execution reverted" without data is a revert with no bytes.
+ * Undefined when the error is not a revert or its bytes are not known.
+ */
 export function revertData(err: GatewayError): Uint8Array | undefined {
-  if (err.data === undefined) return undefined;
-  let hex: unknown;
+  return revertBytes(err.code, err.message, err.data);
+}
+
+/** revertData for an error's parts: its code, message and data's JSON text. */
+export function revertBytes(code: number, message: string, dataText: string | undefined): Uint8Array | undefined {
+  if (code !== 3 && !REVERT_MESSAGE.test(message)) return undefined;
+  if (dataText === undefined) return code !== 3 && /^execution reverted$/i.test(message) ? new Uint8Array(0) : undefined;
+  let data: unknown;
   try {
-    hex = JSON.parse(err.data);
+    data = JSON.parse(dataText);
   } catch {
     return undefined;
   }
-  if (typeof hex !== "string" || !/^0x(?:[0-9a-fA-F]{2})*$/.test(hex)) return undefined;
-  return Buffer.from(hex.slice(2), "hex");
+  if (typeof data === "object" && data !== null) {
+    const nested = data as { data?: unknown; result?: unknown };
+    return hexBytes(nested.data) ?? hexBytes(nested.result);
+  }
+  return hexBytes(data);
 }
 
 /** The reason encoded in revert data: the Error(string) text or the Panic description. */

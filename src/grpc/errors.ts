@@ -28,13 +28,11 @@ export function toConnectError(err: unknown): ConnectError {
         value: create(JsonRpcErrorSchema, { code: BigInt(err.code), message: err.message, ...(err.data === undefined ? {} : { data: err.data }) }),
       },
     ];
-    if (err.code === 3) {
-      const data = revertData(err);
+    const data = revertData(err);
+    if (data !== undefined) {
+      // Only with the bytes known: an empty RevertError would say "reverted with no data".
       const reason = revertReason(err);
-      details.push({
-        desc: RevertErrorSchema,
-        value: create(RevertErrorSchema, { data: data ?? new Uint8Array(0), ...(reason === undefined ? {} : { reason }) }),
-      });
+      details.push({ desc: RevertErrorSchema, value: create(RevertErrorSchema, { data, ...(reason === undefined ? {} : { reason }) }) });
     }
     if (err.retryAfterSeconds !== undefined) {
       details.push({ desc: RetryInfoSchema, value: create(RetryInfoSchema, { retryDelay: durationFromMs(err.retryAfterSeconds * 1000) }) });

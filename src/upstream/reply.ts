@@ -2,7 +2,9 @@
  * Builds a JSON-RPC request for an upstream and reads its reply: the raw span
  * of the result (never re-serialised), or the node's error as a GatewayError.
  */
+import { Code } from "@connectrpc/connect";
 import { grpcCodeForJsonRpc } from "../errors/code-map.js";
+import { revertBytes } from "../errors/revert.js";
 import { upstreamBadResponse } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { isJsonValue } from "../jsonrpc/json-check.js";
@@ -288,7 +290,8 @@ function readError(body: Buffer, start: number, end: number): GatewayError {
     code: e.code,
     message: e.message,
     ...(data === undefined ? {} : { data }),
-    grpcCode: grpcCodeForJsonRpc(e.code),
+    // Besu, Nethermind and others revert with -32000/-32015: typed callers see a revert whichever node it was.
+    grpcCode: e.code !== 3 && revertBytes(e.code, e.message, data) !== undefined ? Code.FailedPrecondition : grpcCodeForJsonRpc(e.code),
     origin: "upstream",
   });
 }

@@ -5,7 +5,7 @@
  * behind a recorder; scripted upstreams for what a node answers badly.
  */
 import { encodeErrorResult, encodeFunctionData, hexToBytes } from "viem";
-import { afterAll, beforeAll, expect } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { RevertErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
 import { JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
@@ -30,18 +30,22 @@ let recorder: ProgrammableUpstream;
 let bare: ProgrammableUpstream;
 let garbage: ProgrammableUpstream;
 let slow: ProgrammableUpstream;
+/** What the "reverting" network's node answers every call with. */
+let revertAnswer: Record<string, unknown> = {};
+let reverting: ProgrammableUpstream;
 let s: ProbeScenario;
 let g: SpecGateway;
 
 beforeAll(async () => {
   anvil = await startAnvil();
   s = await deployProbeScenario(anvil.url);
-  [recorder, bare, garbage, slow] = await Promise.all([
+  [recorder, bare, garbage, slow, reverting] = await Promise.all([
     startProgrammableUpstream(() => ({ forward: anvil.url })),
     // A node that reverts with only "execution reverted" and the data.
     startProgrammableUpstream(() => ({ error: { code: 3, message: "execution reverted", data: BOOM } })),
     startProgrammableUpstream(() => ({ raw: "<html>bad gateway</html>", status: 200 })),
     startProgrammableUpstream(() => ({ delayMs: 3000, then: { result: "0x1" } })),
+    startProgrammableUpstream(() => ({ error: revertAnswer as { code: number; message: string } })),
   ]);
   const nobody = `http://127.0.0.1:${await freePort()}`;
   g = await openSpecGateway({
@@ -57,6 +61,7 @@ beforeAll(async () => {
       { name: "garbage", family: "eth", upstreams: [{ label: "garbage", url: garbage.url }] },
       { name: "down", family: "eth", upstreams: [{ label: "down", url: nobody }] },
       { name: "slow", family: "eth", upstreams: [{ label: "slow", url: slow.url }] },
+      { name: "reverting", family: "eth", upstreams: [{ label: "reverting", url: reverting.url }] },
     ],
     config: { upstreamTimeoutMs: 500, limits: { ...DEFAULT_LIMITS, maxBodyBytes: 4096 } },
   });
@@ -64,7 +69,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await g?.close();
-  await Promise.all([recorder, bare, garbage, slow].map((u) => u?.close()));
+  await Promise.all([recorder, bare, garbage, slow, reverting].map((u) => u?.close()));
   await anvil?.stop();
 });
 
@@ -117,6 +122,38 @@ specRule("errors.revert", async () => {
   const decoded = await plain.eth.fail(m.call, { transaction: { to: hexToBytes(s.address) } });
   expect(decoded.error?.message).toBe("execution reverted: boom");
   expect(decoded.connectError.findDetails(RevertErrorSchema)[0]?.reason).toBe("boom");
+});
+
+it("every client's way of saying reverted reaches typed callers as a revert, with its bytes when known", async () => {
+  // Found from outside: Besu's -32000 and Nethermind's -32015 reverts were INTERNAL/UNKNOWN without a RevertError,
+  // and a code 3 without hex data got an empty RevertError ("reverted with no data").
+  const BOOM_HEX = BOOM.slice(2);
+  const cases: { node: string; error: Record<string, unknown>; code: Code; revert: string | undefined }[] = [
+    { node: "Besu", error: { code: -32000, message: "Execution reverted", data: BOOM }, code: Code.FailedPrecondition, revert: BOOM },
+    { node: "Nethermind", error: { code: -32015, message: "VM execution error.", data: `Reverted ${BOOM}` }, code: Code.FailedPrecondition, revert: BOOM },
+    {
+      node: "Hardhat",
+      error: { code: -32603, message: "Error: VM Exception while processing transaction: reverted with reason string 'boom'", data: { message: "x", data: BOOM } },
+      code: Code.FailedPrecondition,
+      revert: BOOM,
+    },
+    { node: "Ganache 7", error: { code: -32000, message: "VM Exception while processing transaction: revert boom", data: { hash: null, result: BOOM, reason: "boom" } }, code: Code.FailedPrecondition, revert: BOOM },
+    { node: "geth, revert() without data", error: { code: -32000, message: "execution reverted" }, code: Code.FailedPrecondition, revert: "0x" },
+    { node: "code 3 with the bytes nested", error: { code: 3, message: "execution reverted: boom", data: { data: BOOM } }, code: Code.FailedPrecondition, revert: BOOM },
+    { node: "code 3 without data", error: { code: 3, message: "execution reverted" }, code: Code.FailedPrecondition, revert: undefined },
+    { node: "not a revert", error: { code: -32000, message: "insufficient funds for gas * price + value", data: `0x${BOOM_HEX}` }, code: Code.Internal, revert: undefined },
+  ];
+  const net = g.on("reverting");
+  for (const c of cases) {
+    revertAnswer = c.error;
+    // The native door passes the node's error on as it came.
+    expect((await net.http.call("eth_call", [{ to: s.address }, "latest"])).error, c.node).toEqual(c.error);
+    const typed = await net.eth.fail(m.call, { transaction: { to: hexToBytes(s.address) } });
+    expect(typed.code, c.node).toBe(c.code);
+    const [detail] = typed.connectError.findDetails(RevertErrorSchema);
+    expect(detail === undefined ? undefined : `0x${Buffer.from(detail.data).toString("hex")}`, c.node).toBe(c.revert);
+    if (c.revert === BOOM) expect(detail?.reason, c.node).toBe("boom");
+  }
 });
 
 specRule("errors.http-status", async () => {

@@ -51,14 +51,17 @@ export const JsonRpcErrorSchema: GenMessage<JsonRpcError> = /*@__PURE__*/
   messageDesc(file_nodegate_jsonrpc_v1_error, 0);
 
 /**
- * A revert (JSON-RPC error code 3) in typed form, sent next to JsonRpcError
- * so a client reads the revert data without parsing text.
+ * A revert in typed form, sent next to JsonRpcError when the revert bytes are
+ * known, so a client reads them without parsing text: code 3 (geth, Erigon,
+ * Reth, Anvil), or another code whose message says reverted (Besu -32000,
+ * Nethermind -32015 "Reverted 0x...", Hardhat, Ganache).
  *
  * @generated from message nodegate.jsonrpc.v1.RevertError
  */
 export type RevertError = Message<"nodegate.jsonrpc.v1.RevertError"> & {
   /**
-   * The ABI-encoded revert data (JSON-RPC error.data), raw bytes.
+   * The ABI-encoded revert data (JSON-RPC error.data, or the bytes inside it),
+   * raw bytes; empty for a revert without data.
    *
    * @generated from field: bytes data = 1;
    */
