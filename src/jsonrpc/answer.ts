@@ -58,6 +58,34 @@ function run(entry: Entry, ctx: AnswerContext): Promise<Outcome> {
   return entry.error !== undefined ? Promise.resolve({ error: entry.error }) : runNativeCall(entry.call, ctx);
 }
 
+/**
+ * The response to a text refused as a whole before any call ran (its key,
+ * origin or user agent): every call gets `error` under its own id, as a
+ * key's rate limit does. A text that is not JSON-RPC, a batch over the
+ * maximum, or only notifications get one error with id null.
+ */
+export function refusalAnswer(text: Buffer, error: GatewayError, maxBatchSize: number): Buffer[] {
+  const alone = (): Buffer[] => [Buffer.from(`{"jsonrpc":"2.0","id":null,"error":${error.toJson()}}`)];
+  let envelope;
+  try {
+    envelope = readEnvelope(text);
+  } catch {
+    return alone();
+  }
+  if (envelope.batch && envelope.entries.length > maxBatchSize) return alone();
+  const outcome: Outcome = { error };
+  const parts: Buffer[] = [];
+  for (const entry of envelope.entries) {
+    const id = entry.error !== undefined ? entry.id : entry.call.id;
+    if (id === undefined) continue;
+    if (envelope.batch) parts.push(Buffer.from(parts.length === 0 ? "[" : ","));
+    for (const part of renderResponse(id, outcome)) parts.push(part);
+  }
+  if (parts.length === 0) return alone();
+  if (envelope.batch) parts.push(Buffer.from("]"));
+  return parts;
+}
+
 /** Runs every call in the text and renders the response; batch answers keep the request order. */
 export async function answerJsonRpc(text: Buffer, ctx: AnswerContext): Promise<Answer> {
   let envelope;

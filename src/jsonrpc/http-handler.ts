@@ -7,7 +7,7 @@ import type { NodeRequest, NodeResponse } from "../http-types.js";
 import { invalidRequest } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import type { Gateway } from "../gateway.js";
-import { answerContext, answerJsonRpc, type CallRecord } from "./answer.js";
+import { answerContext, answerJsonRpc, type CallRecord, refusalAnswer } from "./answer.js";
 import { CallCancellation } from "../call-signal.js";
 import { logAnswer } from "./answer-log.js";
 import type { NativeRoute } from "./paths.js";
@@ -55,6 +55,12 @@ function sendAnswer(res: Res, requestId: string, status: number, parts: readonly
     return;
   }
   endWithParts(res, parts);
+}
+
+/** Sends a refusal answered call by call (refusalAnswer); counted like refuse, as one call of no known method. */
+function refuseEach(res: Res, requestId: string, error: GatewayError, parts: readonly Buffer[]): CallRecord[] {
+  sendAnswer(res, requestId, error.httpStatus, parts, error.retryAfterSeconds);
+  return [{ method: REFUSED, outcome: String(error.code) }];
 }
 
 function header(req: Req, name: string): string | undefined {
@@ -115,12 +121,17 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       });
       network = gateway.network(route.network);
     } catch (err) {
-      if (err instanceof GatewayError) {
-        req.resume();
-        calls = refuse(res, requestId, err);
+      if (!(err instanceof GatewayError)) throw err;
+      // The body is read (within the same limit) so each call hears why under its own id.
+      let text: Buffer | undefined;
+      try {
+        text = await readBody(req, gateway.limits.maxBodyBytes);
+      } catch {
         return;
       }
-      throw err;
+      if (text === undefined) calls = refuse(res, requestId, err);
+      else calls = refuseEach(res, requestId, err, refusalAnswer(text, err, gateway.limits.maxBatchSize));
+      return;
     }
     let body: Buffer | undefined;
     try {

@@ -126,7 +126,12 @@ specRule("auth.missing-or-invalid-key", async () => {
     ["/v3/not-a-key", 401, { code: -32600, message: "invalid project id" }],
   ] as const) {
     const reply = await g.http.post(chainId, { url: `${g.ng.url}${path}` });
-    expect([reply.status, reply.json], path).toEqual([status, { jsonrpc: "2.0", id: null, error }]);
+    expect([reply.status, reply.json], path).toEqual([status, { jsonrpc: "2.0", id: chainId.id, error }]);
+    // Found from outside: the refusal said id null, so a batch could not tell its calls' answers apart.
+    const batch = await g.http.post([{ ...chainId, id: "a" }, { ...chainId, id: 7 }, { ...chainId, id: undefined }], { url: `${g.ng.url}${path}` });
+    expect([batch.status, batch.json], path).toEqual([status, [{ jsonrpc: "2.0", id: "a", error }, { jsonrpc: "2.0", id: 7, error }]]);
+    const garbled = await g.http.post("{not json", { url: `${g.ng.url}${path}` });
+    expect([garbled.status, garbled.json], path).toEqual([status, { jsonrpc: "2.0", id: null, error }]);
   }
   const refusing = new HttpDoor(`${g.ng.url}/v3/${REFUSING_KEY}`);
   expect((await refusing.post(chainId)).json.result).toBe("0x7a69");
