@@ -1,6 +1,7 @@
 /**
  * EthService.StreamLogs: eth_getLogs for a block range of any size. The
- * range is fixed at the start (tags read once) and walked in pages; each
+ * range is fixed at the start (tags read once; a to_block past the head ends
+ * at the head) and walked in pages; each
  * page is one eth_getLogs through the same path and policy as GetLogs (the
  * key's allowlists, the 10,000-result and 10-second limits), and a page that
  * hits a limit is halved and asked again. Every page after the first counts
@@ -107,8 +108,11 @@ async function* streamLogs(gateway: Gateway, request: StreamLogsRequest, ctx: Ha
 
     const reader = new ChainReader(network, gateway.limits);
     const from = await blockNumberOf(filter.fromBlock, reader, "from_block");
-    const to = await blockNumberOf(filter.toBlock, reader, "to_block");
-    if (from > to) throw invalidParams(`filter: from_block ${from} is after to_block ${to}`);
+    const askedTo = await blockNumberOf(filter.toBlock, reader, "to_block");
+    if (from > askedTo) throw invalidParams(`filter: from_block ${from} is after to_block ${askedTo}`);
+    // A page must not claim blocks the node does not have yet: a client resuming after it would miss their logs.
+    const to = filter.toBlock?.kind.case === "number" ? Math.min(askedTo, await reader.numberOfTag("latest")) : askedTo;
+    if (from > to) return; // the whole range is still to come
     let calls = 0;
     const pages = logPages(
       from,

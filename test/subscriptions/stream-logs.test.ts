@@ -152,6 +152,22 @@ describe("StreamLogs", () => {
     expect(stream.received.flatMap((p) => p.logs.map((l) => hex(l.topics[2])))).toEqual([pad(toHex(2n)), pad(toHex(2n)), pad(toHex(2n))]);
   });
 
+  it("a to_block past the head ends the range at the head, so resuming after the last page misses nothing", async () => {
+    // Found from outside: the last page claimed blocks not mined yet, and a client resuming after it lost their logs.
+    const head = await chain.blockNumber();
+    const ahead = streamLogs({ address: [decodeData(probe.address)], fromBlock: number(head), toBlock: number(head + 20) });
+    expect(await ahead.ended).toBeUndefined();
+    expect(Number(ahead.received.at(-1)?.toBlock)).toBe(head);
+    const next = await probe.store(77n);
+    const resumed = streamLogs({ address: [decodeData(probe.address)], fromBlock: number(head + 1), toBlock: number(head + 20) });
+    expect(await resumed.ended).toBeUndefined();
+    expect(resumed.received.flatMap((p) => p.logs.map((l) => Number(l.blockNumber)))).toEqual([next]);
+    // A range entirely past the head: no page, and no error.
+    const future = streamLogs({ address: [decodeData(probe.address)], fromBlock: number(next + 5), toBlock: number(next + 9) });
+    expect(await future.ended).toBeUndefined();
+    expect(future.received).toEqual([]);
+  });
+
   it("a single block over the limit ends the stream with RESOURCE_EXHAUSTED and the -32005 error", async () => {
     const block = await probe.storeMany(LIMIT + 1);
     const stream = streamLogs({ address: [decodeData(probe.address)], fromBlock: number(block), toBlock: number(block) });

@@ -1258,7 +1258,10 @@ export type StreamLogsRequest = Message<"nodegate.eth.v1.StreamLogsRequest"> & {
   /**
    * JSON-RPC eth_getLogs filter. from_block and to_block bound the range
    * (tags are read once, at the start; unset means latest, as eth_getLogs
-   * has it); with block_hash the answer is that one block's logs.
+   * has it); with block_hash the answer is that one block's logs. A
+   * to_block past the node's head ends the range at the head (no page
+   * claims a block that does not exist yet; resume from the last to_block
+   * + 1), and a range entirely past it ends the stream with no page.
    *
    * @generated from field: nodegate.eth.v1.LogFilter filter = 1;
    */
