@@ -181,10 +181,11 @@ export function notificationsUnsupported(method: string): GatewayError {
 }
 
 /** A subscriber fell further behind than its buffer allows; its stream (or connection) is ended. */
-export function subscriberTooSlow(buffered: number): GatewayError {
+export function subscriberTooSlow(buffered: number, bytes?: number): GatewayError {
+  const waiting = bytes === undefined ? `${buffered} events were waiting to be read (subscriptions.clientBufferSize)` : `${bytes} bytes were waiting to be read (limits.maxWsUnreadBytes)`;
   return new GatewayError({
     code: NODEGATE_CODES.subscriberTooSlow,
-    message: `subscriber too slow: ${buffered} events were waiting to be read (subscriptions.clientBufferSize); read faster or subscribe to fewer events`,
+    message: `subscriber too slow: ${waiting}; read faster or subscribe to fewer events`,
     grpcCode: Code.ResourceExhausted,
     httpStatus: 429,
   });

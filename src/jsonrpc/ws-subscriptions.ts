@@ -3,8 +3,9 @@
  * Subscription ids are nodegate's own (the node's never reach the client);
  * notifications go out in the standard eth_subscription shape, never before
  * the answer that named their subscription. The connection's unsent
- * notifications are bounded: a client that stops reading is disconnected
- * with 1008 and a reason instead of growing nodegate's memory.
+ * notifications are bounded, in number (ReaderPace) and in bytes
+ * (limits.maxWsUnreadBytes, as answers are): a client that stops reading is
+ * disconnected with 1008 and a reason instead of growing nodegate's memory.
  */
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
@@ -18,6 +19,7 @@ import { GatewayError } from "../errors/gateway-error.js";
 import { tooManyParams } from "../methods/policies/get-logs-limits.js";
 import type { Consumer } from "../subscriptions/consumer.js";
 import type { FeedEvent } from "../subscriptions/events.js";
+import { ReaderPace } from "../subscriptions/reader-pace.js";
 import type { Subscription, SubscriptionHub } from "../subscriptions/hub.js";
 import { filterSize, readSubscribeParams } from "../subscriptions/topic.js";
 import type { Network } from "../upstream/network.js";
@@ -38,7 +40,7 @@ export interface WsSubscriptionOptions {
   access: AccessControl;
   key: ApiKey;
   limits: Limits;
-  /** Notifications a client may leave unread before it is disconnected. */
+  /** Notifications a client may leave unsent before it counts as slow (ReaderPace). */
   bufferSize: number;
   /** Per-key quotas: each subscription holds one of the key's subscriptions while it lasts. */
   quotas?: KeyQuotas | undefined;
@@ -74,6 +76,7 @@ export function createWsSubscriptionSession(options: WsSubscriptionOptions): WsS
   /** Subscriptions whose notifications wait for the answer that names them, by message. */
   const unreleased = new Map<MessageSubscriptions, NotificationConsumer[]>();
   let unsent = 0;
+  const pace = new ReaderPace(options.bufferSize);
   let closed = false;
 
   const disconnect = (code: number, error: GatewayError): void => {
@@ -103,7 +106,8 @@ export function createWsSubscriptionSession(options: WsSubscriptionOptions): WsS
         send(text);
         return;
       }
-      if (this.#held.length >= options.bufferSize) {
+      // Held only until the subscribe answer goes out, which the client cannot hurry: a bound on memory alone.
+      if (this.#held.length >= options.bufferSize * 4) {
         disconnect(CLOSE_TOO_SLOW, subscriberTooSlow(this.#held.length));
         return;
       }
@@ -129,13 +133,18 @@ export function createWsSubscriptionSession(options: WsSubscriptionOptions): WsS
 
   const send = (text: string): void => {
     if (closed || ws.readyState !== WebSocket.OPEN) return;
-    if (unsent >= options.bufferSize) {
+    if (unsent === 0) pace.progressed();
+    else if (pace.tooSlow(unsent)) {
       disconnect(CLOSE_TOO_SLOW, subscriberTooSlow(unsent));
+      return;
+    } else if (ws.bufferedAmount > options.limits.maxWsUnreadBytes) {
+      disconnect(CLOSE_TOO_SLOW, subscriberTooSlow(unsent, ws.bufferedAmount));
       return;
     }
     unsent++;
     ws.send(text, { binary: false }, () => {
       unsent--;
+      pace.progressed();
     });
   };
 

@@ -1,18 +1,21 @@
 /**
  * A bounded queue between a feed and one stream: the feed pushes without
- * waiting, the stream pulls at the client's pace. When more than `capacity`
- * events wait, the client is too slow: the queue empties itself (memory
- * stays bounded), ends with subscriberTooSlow and calls `onOverflow`, so the
- * stream's transport can be cut if it is stuck behind an unread write.
+ * waiting, the stream pulls at the client's pace. When the client is too
+ * slow (ReaderPace: `capacity` events waiting and none taken for a while, or
+ * four times as many), the queue empties itself (memory stays bounded), ends
+ * with subscriberTooSlow and calls `onOverflow`, so the stream's transport
+ * can be cut if it is stuck behind an unread write.
  */
 import { cancelled, subscriberTooSlow } from "../errors/catalogue.js";
 import type { GatewayError } from "../errors/gateway-error.js";
 import type { Consumer } from "./consumer.js";
 import type { FeedEvent } from "./events.js";
+import { ReaderPace } from "./reader-pace.js";
 import type { CallSignal } from "../call-signal.js";
 
 export class EventQueue implements Consumer {
   readonly #capacity: number;
+  readonly #pace: ReaderPace;
   readonly #onOverflow: (error: GatewayError) => void;
   #items: FeedEvent[] = [];
   #head = 0;
@@ -24,6 +27,7 @@ export class EventQueue implements Consumer {
 
   constructor(capacity: number, onOverflow: (error: GatewayError) => void = () => {}) {
     this.#capacity = Math.max(1, capacity);
+    this.#pace = new ReaderPace(this.#capacity);
     this.#onOverflow = onOverflow;
   }
 
@@ -38,7 +42,8 @@ export class EventQueue implements Consumer {
 
   push(event: FeedEvent): void {
     if (this.#error !== undefined) return;
-    if (this.length >= this.#capacity) {
+    if (this.length === 0) this.#pace.progressed();
+    else if (this.#pace.tooSlow(this.length)) {
       const error = subscriberTooSlow(this.length);
       this.end(error);
       this.#onOverflow(error);
@@ -73,6 +78,7 @@ export class EventQueue implements Consumer {
         if (this.length > 0) {
           const event = this.#items[this.#head] as FeedEvent;
           this.#head++;
+          this.#pace.progressed();
           if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
             this.#items = this.#items.slice(this.#head);
             this.#head = 0;
