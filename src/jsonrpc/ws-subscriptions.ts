@@ -14,7 +14,7 @@ import type { AccessControl } from "../auth/access-control.js";
 import type { ApiKey } from "../auth/api-keys.js";
 import { acquireSubscription, type KeyQuotas } from "../auth/key-quotas.js";
 import type { Limits } from "../config.js";
-import { cancelled, invalidParams, methodNotFound, subscriberTooSlow } from "../errors/catalogue.js";
+import { cancelled, invalidParams, invalidRequest, methodNotFound, subscriberTooSlow } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { tooManyParams } from "../methods/policies/get-logs-limits.js";
 import type { Consumer } from "../subscriptions/consumer.js";
@@ -198,6 +198,10 @@ export function createWsSubscriptionSession(options: WsSubscriptionOptions): WsS
     handle(call, message) {
       if (call.method !== "eth_subscribe" && call.method !== "eth_unsubscribe") return undefined;
       if (options.network.family !== "eth") return Promise.resolve({ error: methodNotFound(call.method) });
+      // A subscription whose id the client is never told could only hold a slot and send what nobody can route (Anvil creates none either).
+      if (call.id === undefined && call.method === "eth_subscribe") {
+        return Promise.resolve({ error: invalidRequest("eth_subscribe needs an id: a notification would create a subscription the client never learns of") });
+      }
       const run = call.method === "eth_subscribe" ? subscribe(call, message) : Promise.resolve().then(() => unsubscribe(call));
       return run.catch((err: unknown) => {
         if (err instanceof GatewayError) return { error: err };

@@ -181,6 +181,21 @@ describe("bad params", () => {
     expect((await s.request("eth_chainId")).result).toBe("0x7a69");
   });
 
+  it("eth_subscribe sent as a notification (no id) creates nothing", async () => {
+    // Found from outside: it created a subscription the client was never told of, which held one of the key's slots.
+    const s = await subscriber();
+    const before = await liveSubscriptions(nodegate.gateway, "newHeads");
+    s.socket.send(JSON.stringify({ jsonrpc: "2.0", method: "eth_subscribe", params: ["newHeads"] }));
+    expect((await s.request("eth_chainId")).result).toBe("0x7a69");
+    await chain.mine(1);
+    const id = await s.subscribe("newHeads"); // a real one after it, to know when notifications would have come
+    await chain.mine(1);
+    await s.waitFor(id, 1);
+    expect(await liveSubscriptions(nodegate.gateway, "newHeads")).toBe(before + 1);
+    const notified = s.messages.filter((m) => (m as { method?: string }).method === "eth_subscription");
+    expect(notified.every((m) => (m as { params: { subscription: string } }).params.subscription === id)).toBe(true);
+  });
+
   it("over HTTP, eth_subscribe is -32601 pointing at the WebSocket address", async () => {
     const res = await post(nodegate.rpcUrl, rpc("eth_subscribe", ["newHeads"]));
     expect(res.json.error.code).toBe(-32601);
