@@ -66,6 +66,11 @@ function logsTopic(filter: LogFilter | undefined): Topic & { kind: "logs" } {
   if (filter?.fromBlock !== undefined || filter?.toBlock !== undefined || filter?.blockHash !== undefined) {
     throw invalidParams("filter: a logs subscription follows new blocks, so from_block, to_block and block_hash must be unset (resume with the request's from_block)");
   }
+  const extras = filter?.jsonExtras;
+  if (extras !== undefined && (Object.keys(extras.unknownFields).length > 0 || extras.nullKeys.length > 0 || extras.emptyKeys.length > 0 || extras.absentKeys.length > 0)) {
+    // The node's subscription takes address and topics only; an extra key would be dropped without a word.
+    throw invalidParams("filter.json_extras: a logs subscription takes address and topics only; leave json_extras unset");
+  }
   const addresses = (filter?.address ?? []).map((a, i) => {
     if (a.length !== 20) throw invalidParams(`filter.address[${i}]: want 20 bytes, got ${a.length}`);
     return hex(a);

@@ -157,6 +157,17 @@ describe("SubscribeLogs", () => {
     expect(err?.details ?? "").toMatch(/from_block, to_block and block_hash must be unset/);
   });
 
+  it("refuses a filter with json_extras: INVALID_ARGUMENT, as the native door refuses unknown filter keys", async () => {
+    // Found from outside: {"foo":"1"} and even a fromBlock passed as an extra were dropped without a word.
+    for (const jsonExtras of [{ unknownFields: { foo: "1" } }, { unknownFields: { fromBlock: '"0x1"' } }, { nullKeys: ["address"] }]) {
+      const filter = create(LogFilterSchema, { jsonExtras });
+      const stream = openGrpcJsStream(grpcClient, EthService.method.subscribeLogs, create(SubscribeLogsRequestSchema, { filter }), auth());
+      const err = await stream.ended;
+      expect(err?.code).toBe(3);
+      expect(err?.details ?? "").toMatch(/filter.json_extras: a logs subscription takes address and topics only/);
+    }
+  });
+
   it("refuses a 19-byte address: INVALID_ARGUMENT naming the field", async () => {
     const filter = create(LogFilterSchema, { address: [new Uint8Array(19)] });
     const stream = openGrpcJsStream(grpcClient, EthService.method.subscribeLogs, create(SubscribeLogsRequestSchema, { filter }), auth());
