@@ -159,7 +159,8 @@ describe("SubscribeLogs", () => {
 
   it("refuses a filter with json_extras: INVALID_ARGUMENT, as the native door refuses unknown filter keys", async () => {
     // Found from outside: {"foo":"1"} and even a fromBlock passed as an extra were dropped without a word.
-    for (const jsonExtras of [{ unknownFields: { foo: "1" } }, { unknownFields: { fromBlock: '"0x1"' } }, { nullKeys: ["address"] }]) {
+    const cases: { unknownFields?: Record<string, string>; nullKeys?: string[] }[] = [{ unknownFields: { foo: "1" } }, { unknownFields: { fromBlock: '"0x1"' } }, { nullKeys: ["address"] }];
+    for (const jsonExtras of cases) {
       const filter = create(LogFilterSchema, { jsonExtras });
       const stream = openGrpcJsStream(grpcClient, EthService.method.subscribeLogs, create(SubscribeLogsRequestSchema, { filter }), auth());
       const err = await stream.ended;

@@ -242,7 +242,9 @@ describe("native WebSocket: connection handling", () => {
   it("refuses the upgrade with the HTTP path's 401 for an unknown key and for no key", async () => {
     const unknown = await tryUpgrade("/ws/v3/not-a-key");
     expect(unknown.status).toBe(401);
-    expect(unknown).toEqual(await httpPost("/v3/not-a-key", request("1", "eth_chainId")));
+    // An upgrade carries no request, so its body is the one HTTP gives a request without an id.
+    const noId = JSON.stringify({ jsonrpc: "2.0", method: "eth_chainId", params: [] });
+    expect(unknown).toEqual(await httpPost("/v3/not-a-key", noId));
     expect(JSON.parse(unknown.body)).toMatchObject({ error: { message: "invalid project id" } });
 
     const missing = await tryUpgrade("/ws/v3/");
@@ -253,7 +255,7 @@ describe("native WebSocket: connection handling", () => {
   it("refuses the upgrade with 404 for an unknown network, and for a path that is not a WebSocket address", async () => {
     const network = await tryUpgrade(`/nonet/ws/v3/${ng.key}`);
     expect(network.status).toBe(404);
-    expect(network).toEqual(await httpPost(`/nonet/v3/${ng.key}`, request("1", "eth_chainId")));
+    expect(network).toEqual(await httpPost(`/nonet/v3/${ng.key}`, JSON.stringify({ jsonrpc: "2.0", method: "eth_chainId", params: [] })));
     expect((await tryUpgrade(`/v3/${ng.key}`)).status).toBe(404);
     expect((await tryUpgrade("/elsewhere")).status).toBe(404);
   });
