@@ -33,8 +33,9 @@ export interface JsonRpcWsHandler {
   /** Number of open client connections. */
   readonly clientCount: number;
   /**
-   * Graceful stop: reads no further messages, lets every message already read
-   * be answered, then closes each connection (1001). Resolves when all are closed.
+   * Graceful stop: answers every message a client sent until it falls quiet
+   * (or for at most a second), then closes each connection (1001). Resolves
+   * when all are closed.
    */
   drain(): Promise<void>;
   /** Closes every client connection (1001) now, cancelling what is in flight, and stops the keep-alive timer. */
@@ -69,9 +70,23 @@ interface ClientState {
   answering: number;
   /** Set by drain(): close once nothing is being answered. */
   draining: boolean;
+  /** When the last message arrived (performance.now), while draining. */
+  lastMessageAt: number;
+  /** When drain() began (performance.now). */
+  drainStartedAt: number;
+  /** The pending check of whether a draining client can be closed. */
+  closeCheck: NodeJS.Timeout | undefined;
 }
 
 const GOING_AWAY = 1001;
+/**
+ * A draining client is closed once it has been quiet this long with nothing
+ * left to answer: messages it sent just before the signal may still be on
+ * the wire or in the socket's buffer, and each deserves its answer.
+ */
+const DRAIN_QUIET_MS = 50;
+/** ...but a client that keeps sending is closed after this long, once answered. */
+const DRAIN_READ_MS = 1000;
 
 export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptions): JsonRpcWsHandler {
   const wss = new WebSocketServer({ noServer: true, maxPayload: options.maxMessageBytes, perMessageDeflate: false });
@@ -102,19 +117,31 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
     ws.send(body, { binary: false });
   };
 
-  /** Closes a draining client once every message it sent has been answered (after queued sends, which ws keeps in order). */
+  /**
+   * Closes a draining client once every message it sent has been answered
+   * and no more are coming (DRAIN_QUIET_MS of quiet, or DRAIN_READ_MS after
+   * the drain began).
+   */
   const closeWhenAnswered = (ws: WebSocket, state: ClientState): void => {
-    // Messages the socket had already buffered may still be emitted after pause(); give them a turn first.
-    setImmediate(() => {
+    if (state.closeCheck !== undefined) return;
+    const check = (): void => {
+      state.closeCheck = undefined;
+      // An answer still going out calls again when it is done.
       if (state.answering > 0 || ws.readyState !== WebSocket.OPEN) return;
-      // Read again so the client's close frame is seen; messages after this one are not read as requests.
-      ws.resume();
+      const now = performance.now();
+      const quietFor = now - state.lastMessageAt;
+      if (quietFor < DRAIN_QUIET_MS && now - state.drainStartedAt < DRAIN_READ_MS) {
+        state.closeCheck = setTimeout(check, DRAIN_QUIET_MS - quietFor);
+        return;
+      }
+      // Messages after this one are not read as requests (the socket is closing).
       ws.close(GOING_AWAY, "server shutting down");
-    });
+    };
+    state.closeCheck = setTimeout(check, DRAIN_QUIET_MS);
   };
 
   const serve = (ws: WebSocket, network: Network, key: ApiKey, routeNetwork: string | undefined): void => {
-    const state: ClientState = { alive: true, abort: new CallCancellation(), answering: 0, draining: false };
+    const state: ClientState = { alive: true, abort: new CallCancellation(), answering: 0, draining: false, lastMessageAt: 0, drainStartedAt: 0, closeCheck: undefined };
     clients.set(ws, state);
     gateway.metrics.openWebSockets.inc();
     // The server keeps the process alive, not the keep-alive sweep.
@@ -137,6 +164,7 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
     });
     ws.on("message", (data, isBinary) => {
       state.alive = true;
+      if (state.draining) state.lastMessageAt = performance.now();
       // Closing (drained, or the client left): a message now cannot be answered, so it is not started.
       if (ws.readyState !== WebSocket.OPEN) return;
       if (isBinary) {
@@ -171,6 +199,7 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
     // ws reports protocol violations (oversized message, invalid UTF-8) here and then closes with the matching code.
     ws.on("error", (err) => gateway.log.debug({ err: err.message }, "native WebSocket client error"));
     ws.on("close", () => {
+      clearTimeout(state.closeCheck);
       subscriptions.close();
       state.abort.abort();
       clients.delete(ws);
@@ -222,9 +251,11 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
     },
     drain() {
       const closed = [...clients.keys()].map((ws) => new Promise<void>((resolve) => ws.once("close", () => resolve())));
+      const now = performance.now();
       for (const [ws, state] of clients) {
         state.draining = true;
-        ws.pause();
+        state.drainStartedAt = now;
+        state.lastMessageAt = now;
         closeWhenAnswered(ws, state);
       }
       return Promise.all(closed).then(() => undefined);
