@@ -210,6 +210,20 @@ export function historyLost(missed: number, max: number): GatewayError {
   });
 }
 
+/**
+ * A reorganization forked below the blocks a feed remembers: the headers and
+ * logs it replaced can no longer be taken back in order, so subscribers
+ * start over rather than follow an inconsistent chain.
+ */
+export function reorgTooDeep(forkBelow: number, window: number): GatewayError {
+  return new GatewayError({
+    code: NODEGATE_CODES.historyLost,
+    message: `subscription ended: a chain reorganization replaced blocks from below ${forkBelow}, deeper than the ${window} blocks nodegate remembers (subscriptions.reorgWindowBlocks), so what it removed cannot be taken back; subscribe again (typed callers: with from_block)`,
+    grpcCode: Code.Aborted,
+    httpStatus: 503,
+  });
+}
+
 /** nodegate is stopping: streams end, and clients reconnect (typed callers resume with from_block). */
 export function shuttingDown(): GatewayError {
   return new GatewayError({

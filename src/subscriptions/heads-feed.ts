@@ -8,7 +8,8 @@
  * a reorganization, and the new branch is sent from the fork point. Logs
  * feeds follow this chain to take back logs of blocks it dropped.
  */
-import { backfillTooLong, historyLost, upstreamBadResponse } from "../errors/catalogue.js";
+import { backfillTooLong, historyLost, reorgTooDeep, upstreamBadResponse } from "../errors/catalogue.js";
+import type { GatewayError } from "../errors/gateway-error.js";
 import type { WsUpstream } from "../upstream/ws-upstream.js";
 import { BlockWindow } from "./block-window.js";
 import { type HeadEvent, readHead } from "./events.js";
@@ -26,6 +27,8 @@ export interface ChainChange {
   reorg?: { ancestor: number } | undefined;
   /** Blocks the feed had passed above `head` that a shorter new branch left out, with their (old) hashes. */
   dropped?: readonly { number: number; hash: string }[] | undefined;
+  /** Set when the new branch forked below the remembered window: subscribers were ended with this error. */
+  tooDeep?: GatewayError | undefined;
 }
 
 export type ChainListener = (change: ChainChange) => void;
@@ -37,6 +40,8 @@ export class HeadsFeed extends Feed {
   readonly #window: BlockWindow;
   readonly #chainListeners = new Set<ChainListener>();
   #current: HeadEvent | undefined;
+  /** The first block the feed passed: blocks below the window but not below this were passed, and may have been sent. */
+  #firstPassed: number | undefined;
   #subscription: UpstreamSubscription | undefined;
   #poller: Poller | undefined;
 
@@ -132,15 +137,23 @@ export class HeadsFeed extends Feed {
     const previous = this.#window.highest;
     if (previous !== undefined && head.number < previous.number && !(await this.#isShorterBranch(head, previous.number))) return;
     const dropped = previous !== undefined && head.number < previous.number ? this.#window.above(head.number) : undefined;
-    const branch = await this.#linkToWindow(head);
+    const { branch, forkedBelowWindow } = await this.#linkToWindow(head);
     const ancestor = (branch[0] as HeadEvent).number - 1;
     const reorged = previous !== undefined && ancestor < previous.number;
     if (reorged) this.ctx.log.info({ network: this.ctx.network.name, ancestor, from: previous.number, to: head.number }, "chain reorganization");
+    let tooDeep: GatewayError | undefined;
+    if (forkedBelowWindow && (this.#firstPassed ?? ancestor) < ancestor) {
+      // Blocks the subscribers were sent below the window may be gone too: they start over instead.
+      tooDeep = reorgTooDeep(ancestor + 1, this.ctx.settings.reorgWindowBlocks);
+      this.ctx.log.warn({ network: this.ctx.network.name, ancestor, to: head.number }, "chain reorganization deeper than the window: ending the subscribers");
+      this.endAll(tooDeep);
+    }
+    // The new branch is taken either way, so the feed goes on from it for whoever subscribes next.
     for (const header of branch) {
       this.#accept(header);
       this.emit(header);
     }
-    const change: ChainChange = { head, branch, reorg: reorged ? { ancestor } : undefined, dropped };
+    const change: ChainChange = { head, branch, reorg: reorged ? { ancestor } : undefined, dropped, tooDeep };
     for (const listener of this.#chainListeners) listener(change);
   }
 
@@ -159,6 +172,7 @@ export class HeadsFeed extends Feed {
   }
 
   #accept(head: HeadEvent): void {
+    this.#firstPassed ??= head.number;
     this.#window.set(head.number, head.hash);
     this.#current = head;
   }
@@ -167,13 +181,13 @@ export class HeadsFeed extends Feed {
    * The headers from the first one the feed has not passed up to `head`,
    * found by walking parent hashes down to a block the window knows (or to
    * the bottom of the window: a reorganization deeper than it is taken from
-   * there).
+   * there, and `forkedBelowWindow` says so).
    */
-  async #linkToWindow(head: HeadEvent): Promise<HeadEvent[]> {
+  async #linkToWindow(head: HeadEvent): Promise<{ branch: HeadEvent[]; forkedBelowWindow: boolean }> {
     const branch = [head];
     const highest = this.#window.highest;
     const lowest = this.#window.lowest;
-    if (highest === undefined || lowest === undefined) return branch;
+    if (highest === undefined || lowest === undefined) return { branch, forkedBelowWindow: false };
     const max = this.ctx.settings.maxBackfillBlocks;
     const missed = head.number - highest.number - 1;
     if (missed > max) throw historyLost(missed, max);
@@ -182,7 +196,11 @@ export class HeadsFeed extends Feed {
     let child = head;
     for (;;) {
       const parentNumber = child.number - 1;
-      if (this.#window.hash(parentNumber) === child.parentHash || parentNumber < lowest) return branch;
+      if (this.#window.hash(parentNumber) === child.parentHash) return { branch, forkedBelowWindow: false };
+      if (parentNumber < lowest) {
+        const replaced = this.#window.hash(child.number);
+        return { branch, forkedBelowWindow: replaced !== undefined && replaced !== child.hash };
+      }
       if (branch.length > max) throw historyLost(branch.length, max);
       const parent = prefetched?.get(child.parentHash) ?? (await this.ctx.reader.headByHash(child.parentHash));
       if (parent === undefined) throw upstreamBadResponse(`the node does not know block ${child.parentHash}, the parent of block ${child.number}`);

@@ -115,6 +115,14 @@ export class LogsFeed extends Feed {
   }
 
   async #onChain(change: ChainChange): Promise<void> {
+    if (change.tooDeep !== undefined) {
+      // Logs sent for blocks below the window may be gone: the subscribers start over, and so does the bookkeeping.
+      this.endAll(change.tooDeep);
+      this.#sent.clear();
+      this.#removed.clear();
+      this.#scannedTo = change.head.number;
+      return;
+    }
     this.#takeBackReplaced(change.branch);
     for (const block of change.dropped ?? []) if (this.#sent.get(block.number)?.hash === block.hash) this.#takeBack(block.number);
     if (change.reorg !== undefined) this.#scannedTo = Math.min(this.#scannedTo, change.reorg.ancestor);

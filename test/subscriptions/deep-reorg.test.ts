@@ -1,0 +1,94 @@
+/**
+ * A reorganization deeper than the window of blocks nodegate remembers
+ * (subscriptions.reorgWindowBlocks, 8 here), against a real Anvil: the logs
+ * and headers it replaced below the window cannot be taken back in order, so
+ * subscribers on both doors are ended with a clear error (close 1011;
+ * ABORTED) instead of following an inconsistent chain, and whoever
+ * subscribes next follows the new branch.
+ */
+import { create } from "@bufbuild/protobuf";
+import type * as grpc from "@grpc/grpc-js";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { EthService, SubscribeLogsRequestSchema, SubscribeNewHeadsRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { LogFilterSchema } from "../../gen/nodegate/eth/v1/log_pb.js";
+import { decodeData } from "../../src/codec/hex.js";
+import { DEFAULT_SUBSCRIPTIONS } from "../../src/config.js";
+import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { type ChainDriver, chainDriver, type Probe } from "../support/chain-driver.js";
+import { grpcJsStreamClient, openGrpcJsStream } from "../support/grpc-streams.js";
+import { waitForLiveSubscriptions, waitForNoLiveSubscriptions } from "../support/live-subscriptions.js";
+import { openNativeSubscriber } from "../support/native-subscriber.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+
+const WINDOW = 8;
+
+let anvil: AnvilNode;
+let chain: ChainDriver;
+let probe: Probe;
+let nodegate: TestNodegate;
+let grpcClient: grpc.Client;
+
+beforeAll(async () => {
+  anvil = await startAnvil();
+  chain = chainDriver(anvil.url);
+  probe = await chain.probe();
+  nodegate = await startNodegate({ upstreamUrl: anvil.wsUrl, config: { subscriptions: { ...DEFAULT_SUBSCRIPTIONS, reorgWindowBlocks: WINDOW } } });
+  grpcClient = grpcJsStreamClient(nodegate.address);
+});
+afterAll(async () => {
+  grpcClient?.close();
+  await nodegate?.close();
+  await anvil?.stop();
+});
+
+it("ends the subscribers of both doors with a clear error, and the next subscriber follows the new branch", async () => {
+  // Found from outside: a 70-block reorganization with a 64-block window took back none of the replaced logs and
+  // re-sent heads from the window's bottom, whose parents the subscribers never got.
+  const auth = { "x-api-key": nodegate.key };
+  const native = await openNativeSubscriber(nodegate.wsUrl);
+  const headsId = await native.subscribe("newHeads");
+  await native.subscribe("logs", { address: probe.address });
+  const filter = create(LogFilterSchema, { address: [decodeData(probe.address)] });
+  const typedHeads = openGrpcJsStream(grpcClient, EthService.method.subscribeNewHeads, create(SubscribeNewHeadsRequestSchema), auth);
+  const typedLogs = openGrpcJsStream(grpcClient, EthService.method.subscribeLogs, create(SubscribeLogsRequestSchema, { filter }), auth);
+  try {
+    await waitForLiveSubscriptions(nodegate.gateway, "newHeads", 2);
+    await waitForLiveSubscriptions(nodegate.gateway, "logs", 2);
+    await chain.mine(WINDOW + 8); // room below for the reorganization's fork point
+    await probe.store(1n);
+    await chain.mine(WINDOW + 4);
+    const head = await chain.blockNumber();
+    await native.waitFor(headsId, 2 * WINDOW + 13);
+    await typedHeads.waitFor(2 * WINDOW + 13);
+    // Replace every block from before the log's: deeper than the window.
+    await chain.rpc("anvil_reorg", [WINDOW + 7, []]);
+    expect(await chain.blockNumber()).toBe(head);
+
+    const closed = await native.closed;
+    expect(closed.code).toBe(1011);
+    expect(closed.reason).toMatch(/^subscription ended: a chain reorganization replaced blocks from below \d+, deeper than the 8 blocks/);
+    for (const stream of [typedHeads, typedLogs]) {
+      const err = await stream.ended;
+      expect(err?.code).toBe(10); // ABORTED
+      expect(decodeURIComponent(err?.details ?? "")).toMatch(/deeper than the 8 blocks nodegate remembers \(subscriptions.reorgWindowBlocks\)/);
+    }
+    expect(nodegate.logs.some((l) => l.msg === "chain reorganization deeper than the window: ending the subscribers")).toBe(true);
+    await waitForNoLiveSubscriptions(nodegate.gateway);
+
+    // Whoever subscribes next follows the new branch.
+    const next = await openNativeSubscriber(nodegate.wsUrl);
+    try {
+      const id = await next.subscribe("newHeads");
+      await chain.mine(1);
+      const [header] = await next.waitFor(id, 1);
+      expect(header.number).toBe(`0x${(head + 1).toString(16)}`);
+      expect(header.parentHash).toBe((await chain.hashes(head, head))[0]);
+    } finally {
+      await next.close();
+    }
+  } finally {
+    typedHeads.cancel();
+    typedLogs.cancel();
+    await Promise.all([typedHeads.ended, typedLogs.ended, native.close()]);
+  }
+});
