@@ -25,6 +25,7 @@ import { registerReflection } from "./grpc/reflection.js";
 import { registerStreamLogs } from "./grpc/stream-logs.js";
 import { registerSubscriptionStreams } from "./grpc/subscription-streams.js";
 import { createConnectUnaryHandler } from "./grpc/connect-unary.js";
+import { clampDeadlineHeaders } from "./grpc/deadline-headers.js";
 import { createGrpcUnaryHandler } from "./grpc/grpc-unary.js";
 import { createGrpcWebTextHandler } from "./grpc/grpc-web-text.js";
 import { compileUnaryRoutes } from "./grpc/unary-routes.js";
@@ -185,6 +186,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     // While draining, HTTP/1.1 connections are closed after their current response.
     if (draining && "setHeader" in res && req.httpVersionMajor === 1) res.setHeader("connection", "close");
     if (handleCors(gateway.corsOrigins, req, res)) return;
+    clampDeadlineHeaders(req.headers);
     if (connectUnary(req, res) || grpcWebText(req, res)) return;
     if (isGrpc(req.headers["content-type"])) encodeGrpcMessagesOf(res);
     handler(req, res);
@@ -217,6 +219,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   // gets them, as the compatibility layer would build them, and goes to Connect.
   const grpcUnary = createGrpcUnaryHandler(gateway, unaryRoutes);
   const dispatchHttp2Stream = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, _flags: number, rawHeaders: string[]): void => {
+    clampDeadlineHeaders(headers);
     if (grpcUnary(stream, headers)) {
       inFlight++;
       stream.once("close", () => {

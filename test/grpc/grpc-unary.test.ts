@@ -127,6 +127,24 @@ describe("the gRPC contract", () => {
     await expect.poll(() => sent.abandoned, { timeout: 5000 }).toBe(true);
   });
 
+  it("a deadline longer than a timer holds (30 days and more) is served on every protocol, not failed at once", async () => {
+    // Found from outside: Node's timers hold 2^31-1 ms; a month-long deadline fired at once as DEADLINE_EXCEEDED.
+    const month = 30 * 24 * 3600 * 1000;
+    const { response } = await getBlock(0n, { deadlineMs: 365 * 24 * 3600 * 1000 });
+    expect(response.block?.hash).toHaveLength(32);
+    for (const protocol of ["connect", "grpc", "grpc-web"] as const) {
+      const client = connectClient(f.ng.url, EthService, f.ng.key, protocol);
+      // Set as a header: connect-es's own timer would overflow on the client side.
+      const deadline = { headers: protocol === "connect" ? { "connect-timeout-ms": String(month) } : { "grpc-timeout": "720H" } };
+      const block = await client.getBlockByNumber({ block: numberOf(0n) }, deadline);
+      expect(block.block?.hash, protocol).toHaveLength(32);
+      // A server stream goes through Connect's own handler.
+      const pages = [];
+      for await (const page of client.streamLogs({ filter: { fromBlock: numberOf(0n), toBlock: numberOf(0n) } }, deadline)) pages.push(page);
+      expect(pages.map((p) => p.toBlock), protocol).toEqual([0n]);
+    }
+  });
+
   it("a call the client cancels cancels the upstream request", async () => {
     f.override = (r) => (r.method === "eth_getBlockByNumber" ? { delayMs: 5000, then: { forward: f.anvil.url } } : undefined);
     // Cancelled once the node has the request, so there is an upstream request to cancel.

@@ -1,0 +1,22 @@
+/**
+ * Deadlines longer than Node's timers can hold. A timer takes at most
+ * 2^31-1 ms (24.8 days); a longer one fires at once, so a client asking for
+ * a month (grpc-timeout allows 99999999H, Connect ten digits of ms) would
+ * fail straight away. Such a deadline is as good as none: the header is
+ * lowered to the longest a timer holds before any lane reads it.
+ */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+const GRPC_UNIT_MS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000001 };
+/** grpc-timeout: the longest a timer holds, in whole seconds. */
+const GRPC_LONGEST = `${Math.floor(MAX_TIMER_MS / 1000)}S`;
+
+export function clampDeadlineHeaders(headers: Record<string, string | string[] | undefined>): void {
+  const grpc = headers["grpc-timeout"];
+  if (typeof grpc === "string" && grpc.length > 1) {
+    const unit = GRPC_UNIT_MS[grpc[grpc.length - 1] as string];
+    const value = Number(grpc.slice(0, -1));
+    if (unit !== undefined && Number.isFinite(value) && value * unit > MAX_TIMER_MS) headers["grpc-timeout"] = GRPC_LONGEST;
+  }
+  const connect = headers["connect-timeout-ms"];
+  if (typeof connect === "string" && connect.length >= 10 && Number(connect) > MAX_TIMER_MS) headers["connect-timeout-ms"] = String(MAX_TIMER_MS);
+}
