@@ -6,13 +6,23 @@
 import { create, createRegistry, type DescFile, type DescMessage, type DescService, type Registry, toBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
+import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
+import { file_google_rpc_status } from "../../gen/google/rpc/status_pb.js";
 import * as v1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import * as v1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
+import { file_nodegate_jsonrpc_v1_error } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
 
 const NOT_FOUND = 5;
 const INVALID_ARGUMENT = 3;
 
-/** The files of the services and everything they import. */
+/**
+ * Files no service imports but every error status carries: the details
+ * (JsonRpcError, RevertError, google.rpc.RetryInfo) and google.rpc.Status,
+ * so a reflection-only client can decode grpc-status-details-bin.
+ */
+const DETAIL_FILES: readonly DescFile[] = [file_nodegate_jsonrpc_v1_error, file_google_rpc_status, file_google_rpc_error_details];
+
+/** The files of the services, the error details, and everything they import. */
 function filesOf(services: readonly DescService[]): Map<string, DescFile> {
   const files = new Map<string, DescFile>();
   const visit = (file: DescFile) => {
@@ -22,6 +32,7 @@ function filesOf(services: readonly DescService[]): Map<string, DescFile> {
     for (const dep of file.dependencies) visit(dep);
   };
   for (const s of services) visit(s.file);
+  for (const file of DETAIL_FILES) visit(file);
   return files;
 }
 

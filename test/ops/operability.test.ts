@@ -86,6 +86,25 @@ describe("gRPC server reflection", () => {
     });
   }
 
+  it("serves the error details' types, which no service imports, so a reflection-only client can decode statuses", async () => {
+    // Found from outside: JsonRpcError, RevertError, google.rpc.Status and RetryInfo were NOT_FOUND.
+    const symbols = ["nodegate.jsonrpc.v1.JsonRpcError", "nodegate.jsonrpc.v1.RevertError", "google.rpc.Status", "google.rpc.RetryInfo"];
+    const names = ["nodegate/jsonrpc/v1/error.proto", "google/rpc/status.proto", "google/rpc/error_details.proto"];
+    const answers = await reflect(reflectionV1, [
+      ...symbols.map((value) => ({ case: "fileContainingSymbol" as const, value })),
+      ...names.map((value) => ({ case: "fileByFilename" as const, value })),
+    ]);
+    const first = (r: (typeof answers)[number]) =>
+      r?.messageResponse.case === "fileDescriptorResponse" ? fromBinary(FileDescriptorProtoSchema, r.messageResponse.value.fileDescriptorProto[0] as Uint8Array).name : undefined;
+    expect(answers.map(first)).toEqual([
+      "nodegate/jsonrpc/v1/error.proto",
+      "nodegate/jsonrpc/v1/error.proto",
+      "google/rpc/status.proto",
+      "google/rpc/error_details.proto",
+      ...names,
+    ]);
+  });
+
   it("answers an unknown symbol with NOT_FOUND in the stream, and keeps the stream", async () => {
     const [missing, list] = await reflect(reflectionV1, [
       { case: "fileContainingSymbol", value: "no.such.Thing" },
