@@ -26,6 +26,7 @@ import { registerStreamLogs } from "./grpc/stream-logs.js";
 import { registerSubscriptionStreams } from "./grpc/subscription-streams.js";
 import { createConnectUnaryHandler } from "./grpc/connect-unary.js";
 import { clampDeadlineHeaders } from "./grpc/deadline-headers.js";
+import { answerUnknownRpc, isRpcPath, tagRequestId } from "./grpc/unknown-rpc.js";
 import { createGrpcUnaryHandler } from "./grpc/grpc-unary.js";
 import { createGrpcWebTextHandler } from "./grpc/grpc-web-text.js";
 import { compileUnaryRoutes } from "./grpc/unary-routes.js";
@@ -143,6 +144,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
         );
         return;
       default:
+        if (answerUnknownRpc(path, req.headers, res)) return;
         res.writeHead(404, { "content-type": "text/plain" });
         res.end("not found\n");
     }
@@ -189,6 +191,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     clampDeadlineHeaders(req.headers);
     if (connectUnary(req, res) || grpcWebText(req, res)) return;
     if (isGrpc(req.headers["content-type"])) encodeGrpcMessagesOf(res);
+    if (isRpcPath(req.url ?? "/")) tagRequestId(req.headers, res);
     handler(req, res);
   };
 

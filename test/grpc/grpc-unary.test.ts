@@ -145,6 +145,22 @@ describe("the gRPC contract", () => {
     }
   });
 
+  it("an unknown method is UNIMPLEMENTED naming it, in each protocol's own form, with x-request-id", async () => {
+    // Found from outside: a bare HTTP 404 text/plain, which gRPC clients report as "Received HTTP status code 404".
+    const path = `/${EthService.typeName}/NoSuchMethod`;
+    const err = (await grpcCall(path, m.chainId.input, m.chainId.output, create(m.chainId.input), { requestId: "unknown-rpc-1" }).catch((e: unknown) => e)) as grpc.ServiceError;
+    expect(err.code).toBe(grpc.status.UNIMPLEMENTED);
+    expect(err.details).toBe(`unknown method ${path}`);
+    expect(err.metadata.get("x-request-id")).toEqual(["unknown-rpc-1"]);
+    const connect = await fetch(`${f.ng.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    expect([connect.status, await connect.json(), connect.headers.get("x-request-id")?.length]).toEqual([404, { code: "unimplemented", message: `unknown method ${path}` }, 36]);
+    const web = await fetch(`${f.ng.url}${path}`, { method: "POST", headers: { "content-type": "application/grpc-web+proto", "x-request-id": "unknown-rpc-2" }, body: new Uint8Array(5) });
+    expect([web.status, web.headers.get("grpc-status"), web.headers.get("x-request-id")]).toEqual([200, "12", "unknown-rpc-2"]);
+    // A request Connect's own handler refuses before any interceptor runs still carries the id.
+    const empty = await fetch(`${f.ng.url}/${EthService.typeName}/SubscribeNewHeads`, { method: "POST", headers: { "content-type": "application/grpc-web+proto" }, body: new Uint8Array(0) });
+    expect(empty.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
   it("a call the client cancels cancels the upstream request", async () => {
     f.override = (r) => (r.method === "eth_getBlockByNumber" ? { delayMs: 5000, then: { forward: f.anvil.url } } : undefined);
     // Cancelled once the node has the request, so there is an upstream request to cancel.

@@ -1,0 +1,52 @@
+/**
+ * Requests to an RPC path (/package.Service/Method) that Connect's router
+ * leaves to the fallback: they get their x-request-id like every answer,
+ * and a method no service serves is answered in the caller's protocol. A
+ * bare 404 reaches gRPC and gRPC-Web clients only as "Received HTTP status
+ * code 404"; they read UNIMPLEMENTED naming the method from grpc-status
+ * instead, and Connect clients read its JSON error (404, as Connect
+ * specifies).
+ */
+import type { IncomingHttpHeaders } from "node:http";
+import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
+import { encodeGrpcMessage } from "./grpc-message.js";
+import type { NodeResponse } from "../http-types.js";
+
+/** The first path segment names a package (it has a dot); native and plain paths never do. */
+const RPC_PATH = /^\/[^/?]*\./;
+
+export function isRpcPath(url: string): boolean {
+  return RPC_PATH.test(url);
+}
+
+/** Gives the request the id its answer will carry (the caller's, or a fresh one), whichever part of the server answers it. */
+export function tagRequestId(headers: IncomingHttpHeaders, res: NodeResponse): void {
+  const value = headers[REQUEST_ID_HEADER];
+  const id = requestIdFrom(Array.isArray(value) ? value[0] : value);
+  headers[REQUEST_ID_HEADER] = id;
+  res.setHeader(REQUEST_ID_HEADER, id);
+}
+
+/** Answers an RPC path no service serves; false when the request is not an RPC at all. */
+export function answerUnknownRpc(url: string, headers: IncomingHttpHeaders, res: NodeResponse): boolean {
+  if (!isRpcPath(url)) return false;
+  const contentType = headers["content-type"] ?? "";
+  const message = `unknown method ${url.split("?")[0]}`;
+  if (contentType.startsWith("application/grpc")) {
+    // Trailers-only: the status rides in the headers of an empty answer.
+    const answerType = contentType.startsWith("application/grpc-web") ? (contentType.startsWith("application/grpc-web-text") ? "application/grpc-web-text+proto" : "application/grpc-web+proto") : "application/grpc";
+    const headers = { "content-type": answerType, "grpc-status": "12", "grpc-message": encodeGrpcMessage(message) };
+    if ("stream" in res) {
+      // One HEADERS frame that ends the stream: grpc-js reads a status only from such a frame or from trailers.
+      const requestId = res.getHeader(REQUEST_ID_HEADER);
+      res.stream.respond({ ":status": 200, ...headers, ...(requestId === undefined ? {} : { [REQUEST_ID_HEADER]: String(requestId) }) }, { endStream: true });
+      return true;
+    }
+    res.writeHead(200, headers);
+    res.end();
+    return true;
+  }
+  res.writeHead(404, { "content-type": "application/json" });
+  res.end(JSON.stringify({ code: "unimplemented", message }));
+  return true;
+}
