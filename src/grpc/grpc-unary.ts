@@ -51,9 +51,12 @@ function readMessage(body: Buffer, encoding: string | undefined): Uint8Array {
     case "identity":
       throw new ConnectError("protocol error: received compressed message without grpc-encoding", Code.Internal);
     default:
-      throw new ConnectError(`unknown compression "${encoding}": supported encodings are gzip, deflate`, Code.Unimplemented);
+      throw new ConnectError(`unknown compression "${encoding}": supported encodings are ${ACCEPTED_ENCODINGS}`, Code.Unimplemented);
   }
 }
+
+/** Request compressions this lane reads. */
+const ACCEPTED_ENCODINGS = "gzip,deflate";
 
 /** A failed call's status trailers, grpc-message encoded as the gRPC spec says. */
 function errorTrailers(error: ConnectError): Record<string, string> {
@@ -129,7 +132,8 @@ class GrpcExchange implements UnaryExchange {
 
   #respond(trailers: Record<string, string>, requestId: string, message: Buffer | undefined): void {
     const stream = this.stream;
-    stream.respond({ ":status": 200, "content-type": CONTENT_TYPE, [REQUEST_ID_HEADER]: requestId }, { waitForTrailers: true });
+    // grpc-accept-encoding says which request compressions this lane reads (the gRPC compression spec wants it on an UNIMPLEMENTED one).
+    stream.respond({ ":status": 200, "content-type": CONTENT_TYPE, "grpc-accept-encoding": ACCEPTED_ENCODINGS, [REQUEST_ID_HEADER]: requestId }, { waitForTrailers: true });
     stream.once("wantTrailers", () => stream.sendTrailers(trailers));
     if (message === undefined) stream.end();
     else if (message.length <= PIECE) stream.end(message);

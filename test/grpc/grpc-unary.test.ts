@@ -183,6 +183,27 @@ describe("the gRPC contract", () => {
     expect(response.block?.number).toBe(1n);
   });
 
+  it("an unknown request compression is UNIMPLEMENTED, and the answer says which ones are read (grpc-accept-encoding)", async () => {
+    const session = http2.connect(f.ng.url);
+    try {
+      const body = Buffer.concat([Buffer.from([1, 0, 0, 0, 3]), Buffer.from([1, 2, 3])]);
+      const stream = session.request({ ":method": "POST", ":path": blockPath, "content-type": "application/grpc", "grpc-encoding": "br", "x-api-key": f.ng.key, te: "trailers" });
+      stream.end(body);
+      const [headers, trailers] = await new Promise<[http2.IncomingHttpHeaders, http2.IncomingHttpHeaders]>((resolve) => {
+        let head: http2.IncomingHttpHeaders = {};
+        stream.on("response", (h) => {
+          head = h;
+        });
+        stream.on("trailers", (t) => resolve([head, t]));
+        stream.resume();
+      });
+      expect(headers["grpc-accept-encoding"]).toBe("gzip,deflate");
+      expect(trailers["grpc-status"]).toBe("12");
+    } finally {
+      session.close();
+    }
+  });
+
   it("x-request-id comes back in the response headers and in the log line", async () => {
     const { headers } = await getBlock(1n, { requestId: "trace-lean-42" });
     expect(headers.get("x-request-id")).toEqual(["trace-lean-42"]);
