@@ -10,6 +10,8 @@ import type { RateLimiter } from "./rate-limiter.js";
 
 export interface Credentials {
   key: string | undefined;
+  /** Where the key was looked for, when not the URL (the typed door's metadata header): a missing key's error says so. */
+  keyHeader?: string | undefined;
   /** The Authorization header, for the key's secret. */
   authorization: string | undefined;
   origin: string | undefined;
@@ -49,7 +51,7 @@ export class AccessControl {
 
   /** The key and request-wide checks without counting. */
   authenticate(credentials: Credentials): ApiKey {
-    if (!credentials.key) throw missingKey();
+    if (!credentials.key) throw missingKey(credentials.keyHeader);
     const key = this.#keys.lookup(credentials.key);
     if (key === undefined) throw unknownKey();
     if (key.secretDigest !== undefined) {

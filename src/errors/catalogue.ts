@@ -143,8 +143,10 @@ export const AUTH_MESSAGES = {
   dailyExceeded: "daily request count exceeded, request rate limited",
 } as const;
 
-export function missingKey(): GatewayError {
-  return new GatewayError({ code: -32600, message: AUTH_MESSAGES.missingKey, grpcCode: Code.Unauthenticated, httpStatus: 401 });
+/** No key: in the URL (the provider's words), or in `header` on the typed door, where the URL carries none. */
+export function missingKey(header?: string): GatewayError {
+  const message = header === undefined ? AUTH_MESSAGES.missingKey : `project id required in the ${header} metadata`;
+  return new GatewayError({ code: -32600, message, grpcCode: Code.Unauthenticated, httpStatus: 401 });
 }
 
 export function unknownKey(): GatewayError {

@@ -30,6 +30,7 @@ export interface HeaderSource {
 export function credentialsFrom(headers: HeaderSource): Credentials {
   return {
     key: headers.get(API_KEY_HEADER) ?? undefined,
+    keyHeader: API_KEY_HEADER,
     authorization: headers.get("authorization") ?? undefined,
     origin: headers.get("origin") ?? undefined,
     userAgent: headers.get("user-agent") ?? undefined,

@@ -63,13 +63,14 @@ function detail(err: ConnectError) {
 }
 
 describe("API keys", () => {
-  it("a missing key: 401 'project id required in the url' / UNAUTHENTICATED", async () => {
+  it("a missing key: 401 'project id required in the url' / UNAUTHENTICATED naming the x-api-key metadata", async () => {
     const native = await post(url(), rpc("eth_chainId"));
     expect(native.status).toBe(401);
     expect(native.json.error.message).toBe("project id required in the url");
     const typed = await typedError(undefined);
     expect(typed.code).toBe(Code.Unauthenticated);
-    expect(detail(typed)).toEqual({ code: native.json.error.code, message: "project id required in the url" });
+    // Found from outside: the typed door pointed gRPC callers at a URL they do not have.
+    expect(detail(typed)).toEqual({ code: native.json.error.code, message: "project id required in the x-api-key metadata" });
   });
 
   it("an unknown key: 401 'invalid project id' / UNAUTHENTICATED", async () => {

@@ -18,6 +18,7 @@ import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { connectCaller, grpcJsCaller } from "../support/typed-callers.js";
 
 const MISSING = "project id required in the url";
+const MISSING_TYPED = "project id required in the x-api-key metadata";
 const UNKNOWN = "invalid project id";
 const WRONG_KEY = "not-a-key-0000000000000000";
 
@@ -97,7 +98,7 @@ describe("typed path", () => {
   });
 
   for (const [title, key, message] of [
-    ["no x-api-key", undefined, MISSING],
+    ["no x-api-key", undefined, MISSING_TYPED],
     ["an unknown x-api-key", WRONG_KEY, UNKNOWN],
   ] as const) {
     it(`grpc-js with ${title}: UNAUTHENTICATED "${message}"`, async () => {
@@ -128,7 +129,7 @@ describe("typed path", () => {
     });
   });
 
-  it(`connect-es with no x-api-key: Unauthenticated "${MISSING}"`, async () => {
+  it(`connect-es with no x-api-key: Unauthenticated "${MISSING_TYPED}"`, async () => {
     // A plain transport: the test helper would always set the header.
     const client = createClient(EthService, createConnectTransport({ baseUrl: ng.url, httpVersion: "1.1" }));
     await withoutUpstreamTraffic(async () => {
@@ -136,7 +137,7 @@ describe("typed path", () => {
       expect(err.code).toBe(Code.Unauthenticated);
       const detail = jsonRpcErrorOfConnect(err);
       expect(detail.code).toBe(-32600n);
-      expect(detail.message).toBe(MISSING);
+      expect(detail.message).toBe(MISSING_TYPED);
     });
   });
 });
