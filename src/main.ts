@@ -5,38 +5,11 @@
 import cluster from "node:cluster";
 import { randomBytes } from "node:crypto";
 import { createApp } from "./app.js";
+import { banner } from "./banner.js";
 import { forkWorkers } from "./cluster.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { type AnvilNode, startAnvil } from "./embedded/anvil.js";
-import { API_KEY_HEADER } from "./grpc/typed-services.js";
 import { createLogger, flushLogs } from "./log.js";
-import { redactUrl } from "./upstream/upstream.js";
-
-function banner(config: Config, host: string, port: number, key: string, generatedKey: boolean, anvil: AnvilNode | undefined): string {
-  const shown = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
-  const http = `http://${shown}:${port}`;
-  const upstream = anvil ? `embedded Anvil at ${config.embeddedTransport === "ws" ? anvil.wsUrl : anvil.url}` : redactUrl(config.networks[0]?.upstreams[0]?.url ?? "");
-  return [
-    "",
-    "nodegate is running",
-    `  upstream:          ${upstream}`,
-    `  API key:           ${key}${generatedKey ? "   (development key, generated at start; set NODEGATE_API_KEYS to choose keys)" : ""}`,
-    `  JSON-RPC (HTTP):   ${http}/v3/${key}`,
-    `  JSON-RPC (WS):     ws://${shown}:${port}/ws/v3/${key}`,
-    ...config.networks.filter((n) => n.name !== config.defaultNetwork).map((n) => `  JSON-RPC ${`${n.name}:`.padEnd(10)}${http}/${n.name}/v3/${key}`),
-    `  gRPC / Connect:    ${shown}:${port}  (plaintext HTTP/2; key in the "${API_KEY_HEADER}" header)`,
-    "",
-    "Try the native JSON-RPC path:",
-    `  curl -s ${http}/v3/${key} -H 'content-type: application/json' \\`,
-    `    -d '{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["latest",false]}'`,
-    "",
-    "Try the typed gRPC path (buf comes with npm ci):",
-    `  npx buf curl --schema proto --protocol grpc --http2-prior-knowledge \\`,
-    `    -H '${API_KEY_HEADER}: ${key}' -d '{"block":{"tag":"BLOCK_TAG_LATEST"}}' \\`,
-    `    ${http}/nodegate.eth.v1.EthService/GetBlockByNumber`,
-    "",
-  ].join("\n");
-}
 
 const HELP = `nodegate: typed gRPC/Connect and native JSON-RPC access to blockchain nodes
 
