@@ -25,6 +25,7 @@ import { registerReflection } from "./grpc/reflection.js";
 import { registerStreamLogs } from "./grpc/stream-logs.js";
 import { registerSubscriptionStreams } from "./grpc/subscription-streams.js";
 import { createConnectUnaryHandler } from "./grpc/connect-unary.js";
+import { refuseMalformedGet } from "./grpc/connect-get.js";
 import { clampDeadlineHeaders } from "./grpc/deadline-headers.js";
 import { answerUnknownRpc, isRpcPath, tagRequestId } from "./grpc/unknown-rpc.js";
 import { createGrpcUnaryHandler } from "./grpc/grpc-unary.js";
@@ -191,7 +192,10 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     clampDeadlineHeaders(req.headers);
     if (connectUnary(req, res) || grpcWebText(req, res)) return;
     if (isGrpc(req.headers["content-type"])) encodeGrpcMessagesOf(res);
-    if (isRpcPath(req.url ?? "/")) tagRequestId(req.headers, res);
+    if (isRpcPath(req.url ?? "/")) {
+      tagRequestId(req.headers, res);
+      if (refuseMalformedGet(req, res)) return;
+    }
     handler(req, res);
   };
 

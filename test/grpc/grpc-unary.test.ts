@@ -161,6 +161,16 @@ describe("the gRPC contract", () => {
     expect(empty.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
   });
 
+  it("a Connect GET whose base64 message is malformed is invalid_argument (400), not an internal error", async () => {
+    const get = (message: string) =>
+      fetch(`${f.ng.url}/${EthService.typeName}/ChainId?connect=v1&encoding=json&base64=1&message=${encodeURIComponent(message)}`, { headers: { "x-api-key": f.ng.key } });
+    const bad = await get("@@@");
+    expect([bad.status, (await bad.json()).code]).toEqual([400, "invalid_argument"]);
+    const good = await get(Buffer.from("{}").toString("base64url"));
+    expect(good.status).toBe(200);
+    expect((await good.json()).chainId).toBeDefined();
+  });
+
   it("a call the client cancels cancels the upstream request", async () => {
     f.override = (r) => (r.method === "eth_getBlockByNumber" ? { delayMs: 5000, then: { forward: f.anvil.url } } : undefined);
     // Cancelled once the node has the request, so there is an upstream request to cancel.

@@ -1,0 +1,25 @@
+/**
+ * Connect's GET requests carry the message in the query, base64-encoded when
+ * base64=1. Connect's handler turns a malformed one into an internal error
+ * (HTTP 500); it is the client's input, so it is refused here as Connect
+ * refuses other bad input: invalid_argument, HTTP 400.
+ */
+import type { NodeRequest, NodeResponse } from "../http-types.js";
+
+/** Standard and URL-safe alphabets, with or without padding. */
+const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
+
+/** Answers a Connect GET whose base64 message cannot be decoded; false for every other request. */
+export function refuseMalformedGet(req: NodeRequest, res: NodeResponse): boolean {
+  if (req.method !== "GET") return false;
+  const url = req.url ?? "";
+  const query = url.indexOf("?");
+  if (query < 0) return false;
+  const params = new URLSearchParams(url.slice(query + 1));
+  if (params.get("base64") !== "1") return false;
+  const message = params.get("message") ?? "";
+  if (BASE64.test(message) && message.replace(/=+$/, "").length % 4 !== 1) return false;
+  res.writeHead(400, { "content-type": "application/json" });
+  res.end(JSON.stringify({ code: "invalid_argument", message: "the message query parameter is not base64" }));
+  return true;
+}
