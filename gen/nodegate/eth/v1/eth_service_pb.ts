@@ -111,7 +111,8 @@ export const GetLogsRequestSchema: GenMessage<GetLogsRequest> = /*@__PURE__*/
  */
 export type GetLogsResponse = Message<"nodegate.eth.v1.GetLogsResponse"> & {
   /**
-   * JSON-RPC result: matching logs, in chain order; empty when none.
+   * JSON-RPC result: matching logs, in chain order; empty when none (a node
+   * that answers null, which the spec does not allow, reads as empty too).
    *
    * @generated from field: repeated nodegate.eth.v1.Log logs = 1;
    */
