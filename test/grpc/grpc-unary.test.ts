@@ -165,10 +165,10 @@ describe("the gRPC contract", () => {
     const get = (message: string) =>
       fetch(`${f.ng.url}/${EthService.typeName}/ChainId?connect=v1&encoding=json&base64=1&message=${encodeURIComponent(message)}`, { headers: { "x-api-key": f.ng.key } });
     const bad = await get("@@@");
-    expect([bad.status, (await bad.json()).code]).toEqual([400, "invalid_argument"]);
+    expect([bad.status, ((await bad.json()) as { code: string }).code]).toEqual([400, "invalid_argument"]);
     const good = await get(Buffer.from("{}").toString("base64url"));
     expect(good.status).toBe(200);
-    expect((await good.json()).chainId).toBeDefined();
+    expect(((await good.json()) as { chainId?: string }).chainId).toBeDefined();
   });
 
   it("a call the client cancels cancels the upstream request", async () => {
