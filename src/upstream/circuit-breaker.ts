@@ -5,6 +5,9 @@
  * probe still unanswered after another `cooldownMs` (a slow upstream) does not
  * hold the circuit shut: the next call may probe too, so an upstream that has
  * recovered answers again within a cooldown, however long its deadline.
+ * Calls that come while a probe is out may wait for its outcome rather than
+ * be refused: the probe is often nodegate's own (the cache's finality read),
+ * and a healed upstream should answer the caller too.
  */
 
 export interface CircuitBreakerOptions {
@@ -24,6 +27,8 @@ export class CircuitBreaker {
   #state: CircuitState = "closed";
   #probing = false;
   #probeStartedAt = 0;
+  /** Calls waiting for the probe's outcome. */
+  #waiters: (() => void)[] = [];
 
   constructor(options: CircuitBreakerOptions = {}) {
     this.#threshold = options.threshold ?? 5;
@@ -48,10 +53,28 @@ export class CircuitBreaker {
     return true;
   }
 
+  /** A probe is out, and has been for less than a cooldown. */
+  get probing(): boolean {
+    return this.#state === "half-open" && this.#probing && Date.now() - this.#probeStartedAt < this.#cooldownMs;
+  }
+
+  /** Resolves when the probe out now settles, or when it has been out a cooldown (the next call may then probe itself). */
+  probeSettled(): Promise<void> {
+    const left = this.#cooldownMs - (Date.now() - this.#probeStartedAt);
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, Math.max(0, left));
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.#waiters.push(done);
+    });
+  }
+
   success(): void {
     this.#failures = 0;
     this.#state = "closed";
-    this.#probing = false;
+    this.#settle();
   }
 
   failure(now = Date.now()): void {
@@ -59,15 +82,20 @@ export class CircuitBreaker {
     if (this.#state === "half-open" || this.#failures >= this.#threshold) {
       this.#state = "open";
       this.#openedAt = now;
-      this.#probing = false;
+      this.#settle();
     }
   }
 
   /** A call ended without telling anything about the upstream's health (the caller went away). */
   release(): void {
-    this.#probing = false;
     if (this.#state === "half-open") {
       this.#state = "open";
     }
+    this.#settle();
+  }
+
+  #settle(): void {
+    this.#probing = false;
+    if (this.#waiters.length > 0) for (const wake of this.#waiters.splice(0)) wake();
   }
 }

@@ -138,7 +138,13 @@ export class Network {
   async call(method: string, paramsText: string, options: NetworkCallOptions = {}): Promise<UpstreamResult> {
     const primary = this.#members[0] as Member;
     let outage: unknown;
-    if (primary.breaker.allow()) {
+    let admitted = primary.breaker.allow();
+    if (!admitted && primary.breaker.probing && options.signal?.aborted !== true) {
+      // A probe is out (often the cache's own finality read): its outcome decides for this call too.
+      await primary.breaker.probeSettled();
+      admitted = primary.breaker.allow();
+    }
+    if (admitted) {
       try {
         return await this.#try(primary, method, paramsText, options);
       } catch (err) {

@@ -1,0 +1,91 @@
+/**
+ * The circuit breaker and the network's use of it: after the threshold the
+ * circuit opens and calls fail fast; after the cooldown one probe goes out,
+ * and calls that come while it is out wait for its outcome instead of being
+ * refused (found from outside: the cache's finality read took the probe, and
+ * the caller's own call, right behind it, was refused although the upstream
+ * had healed).
+ */
+import { describe, expect, it } from "vitest";
+import { upstreamUnavailable } from "../../src/errors/catalogue.js";
+import { CircuitBreaker } from "../../src/upstream/circuit-breaker.js";
+import { Network } from "../../src/upstream/network.js";
+import type { UpstreamResult } from "../../src/upstream/reply.js";
+import type { Upstream } from "../../src/upstream/upstream.js";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const result = (text: string): UpstreamResult => ({ body: Buffer.from(text), start: 0, end: text.length });
+
+/** An upstream that is down until healed, and answers each call after `delayMs`. */
+function scriptedUpstream() {
+  const state = { down: true, delayMs: 0, calls: 0 };
+  const upstream: Upstream = {
+    label: "scripted",
+    async call() {
+      state.calls++;
+      await sleep(state.delayMs);
+      if (state.down) throw upstreamUnavailable("connection refused");
+      return result('"0x1"');
+    },
+    async close() {},
+  };
+  return { upstream, state };
+}
+
+describe("CircuitBreaker", () => {
+  it("opens after the threshold, lets one probe through after the cooldown, and wakes those waiting on it", async () => {
+    const breaker = new CircuitBreaker({ threshold: 2, cooldownMs: 50 });
+    breaker.failure();
+    breaker.failure();
+    expect(breaker.allow()).toBe(false);
+    await sleep(60);
+    expect(breaker.allow()).toBe(true); // the probe
+    expect(breaker.probing).toBe(true);
+    expect(breaker.allow()).toBe(false);
+    const waited = breaker.probeSettled();
+    breaker.success();
+    await waited;
+    expect(breaker.allow()).toBe(true);
+  });
+
+  it("a probe still out after a cooldown stops holding others back", async () => {
+    const breaker = new CircuitBreaker({ threshold: 1, cooldownMs: 40 });
+    breaker.failure();
+    await sleep(50);
+    expect(breaker.allow()).toBe(true);
+    const started = performance.now();
+    await breaker.probeSettled();
+    expect(performance.now() - started).toBeGreaterThanOrEqual(30);
+    expect(breaker.probing).toBe(false);
+    expect(breaker.allow()).toBe(true);
+  });
+});
+
+describe("Network", () => {
+  it("a call that comes while the probe is out waits for it, and is answered when the upstream has healed", async () => {
+    const { upstream, state } = scriptedUpstream();
+    const network = new Network({ name: "ethereum", family: "eth", upstreams: [upstream], timeoutMs: 1000, breaker: { threshold: 2, cooldownMs: 50 } });
+    for (let i = 0; i < 2; i++) await expect(network.call("eth_chainId", "[]")).rejects.toMatchObject({ code: -32050 });
+    await expect(network.call("eth_chainId", "[]")).rejects.toMatchObject({ message: expect.stringMatching(/calls are paused/) });
+    state.down = false;
+    state.delayMs = 30;
+    await sleep(60);
+    // The probe (say, the cache's finality read) and the caller's call right behind it.
+    const [probe, caller] = await Promise.allSettled([network.call("eth_getBlockByNumber", '["finalized",false]'), network.call("eth_chainId", "[]")]);
+    expect(probe.status).toBe("fulfilled");
+    expect(caller.status).toBe("fulfilled");
+    expect(network.primaryCircuit).toBe("closed");
+  });
+
+  it("a call waiting on a probe that fails is refused as the circuit re-opens", async () => {
+    const { upstream, state } = scriptedUpstream();
+    const network = new Network({ name: "ethereum", family: "eth", upstreams: [upstream], timeoutMs: 1000, breaker: { threshold: 1, cooldownMs: 50 } });
+    await expect(network.call("eth_chainId", "[]")).rejects.toMatchObject({ code: -32050 });
+    state.delayMs = 20;
+    await sleep(60);
+    const [probe, caller] = await Promise.allSettled([network.call("eth_chainId", "[]"), network.call("eth_chainId", "[]")]);
+    expect(probe.status).toBe("rejected");
+    expect(caller).toMatchObject({ status: "rejected", reason: { message: expect.stringMatching(/calls are paused/) } });
+    expect(state.calls).toBe(2); // the first outage and the probe: the waiting call never reached the upstream
+  });
+});
