@@ -45,6 +45,10 @@ const LONG_PARAMS = 256;
 
 export type Fetch = (signal: CallSignal) => Promise<UpstreamResult>;
 
+function isNull(result: UpstreamResult): boolean {
+  return result.end - result.start === 4 && result.body.toString("latin1", result.start, result.end) === "null";
+}
+
 export class CallCache {
   readonly #network: string;
   readonly #store: CacheStore | undefined;
@@ -137,7 +141,8 @@ export class CallCache {
       const block = rule.kind === "result" ? rule.blockOf(result) : rule.number;
       const finalized = await this.#head.finalized();
       if (block === undefined || finalized === undefined || block > finalized) return;
-      if (!resultIsJson(result)) return;
+      // A null may come from a lagging node (a final block it does not have yet): never kept, whatever the rule.
+      if (isNull(result) || !resultIsJson(result)) return;
       await this.#store?.set(key, result.body.subarray(result.start, result.end));
       this.#stats.stored++;
     } catch {

@@ -188,6 +188,19 @@ describe("answers that may still change always go to the node", () => {
     }
   });
 
+  it("null for a final block's number (a lagging node's answer), and nulls of any rule", async () => {
+    // Found from outside: a partner that lagged answered null for a final block, and that null was served for good.
+    override = (r) => (r.method === "eth_getBlockByNumber" && JSON.stringify(r.params) === '["0x15",false]' ? { result: null } : undefined);
+    expect((await via("eth_getBlockByNumber", ["0x15", false])).result).toBeNull();
+    override = undefined;
+    expect((await via("eth_getBlockByNumber", ["0x15", false])).result.number).toBe("0x15");
+    expect(sent("eth_getBlockByNumber", ["0x15", false])).toBe(2);
+    // An uncle that does not exist is null on a healthy node too; not kept either.
+    await via("eth_getUncleByBlockNumberAndIndex", ["0x15", "0x0"]);
+    await via("eth_getUncleByBlockNumberAndIndex", ["0x15", "0x0"]);
+    expect(sent("eth_getUncleByBlockNumberAndIndex", ["0x15", "0x0"])).toBe(2);
+  });
+
   it("errors, even for a final block", async () => {
     override = (r) => (r.method === "eth_getBlockByNumber" && JSON.stringify(r.params) === '["0x12",false]' ? { error: { code: -32000, message: "temporarily unavailable" } } : undefined);
     expect((await via("eth_getBlockByNumber", ["0x12", false])).error.message).toBe("temporarily unavailable");
