@@ -89,7 +89,14 @@ export class CallCache {
     const store = this.#store;
     let storeKey: string | undefined;
     if (rule !== undefined && store !== undefined) {
-      const stance = this.#stance(rule);
+      let stance = this.#stance(rule);
+      if (stance === "wait") {
+        // After a long pause: what is stored may predate a rewind, so the fresh reading comes first (one small call;
+        // not waited for longer than an answer would wait to be stored, in case the primary is failing).
+        await Promise.race([this.#head.finalized(), new Promise<void>((resolve) => setTimeout(resolve, STORE_WAIT_MS).unref())]);
+        stance = this.#stance(rule);
+        if (stance === "wait") stance = "store later";
+      }
       if (stance !== "pass") {
         storeKey = `${this.#generation}\n${this.#network}\n${method}\n${digest}`;
         if (stance === "look up") {
@@ -121,7 +128,8 @@ export class CallCache {
   }
 
   /**
-   * What the cache does for a call, decided without waiting: look its answer
+   * What the cache does for a call, decided without waiting (but after a
+   * long pause, "wait" for a fresh finality reading first): look its answer
    * up (and store it once final: a lookup by hash is judged on the answer);
    * only store it, when finality is still being learnt (nothing stored can be
    * looked up before); or nothing, for a block known not to be final or a
@@ -129,8 +137,9 @@ export class CallCache {
    * learning it, while the node answers, so that it is usually known by the
    * time the answer is stored.
    */
-  #stance(rule: FinalityRule): "look up" | "store later" | "pass" {
+  #stance(rule: FinalityRule): "look up" | "store later" | "pass" | "wait" {
     const finalized = this.#head.finalized();
+    if (this.#head.refreshingAfterPause) return "wait";
     if (rule.kind === "result") return "look up";
     if (typeof finalized === "bigint") return rule.number <= finalized ? "look up" : "pass";
     return finalized === undefined ? "pass" : "store later";

@@ -29,6 +29,8 @@ export class ChainHead {
   /** When the finalized number was last asked for (answered or not). */
   #finalizedAskedAt = Number.NEGATIVE_INFINITY;
   #finalizedFetch: Promise<void> | undefined;
+  /** The refresh under way follows a long pause: callers wait for it rather than trust the old reading. */
+  #refreshAfterPause = false;
   readonly #rewindListeners: ((from: bigint, to: bigint) => void)[] = [];
 
   constructor(network: Network, maxAgeMs = 12_000, finalizedMaxAgeMs = 4_000) {
@@ -41,18 +43,29 @@ export class ChainHead {
    * The finalized block number as last fetched (a stale value is safe on a
    * real chain, where it only grows; a dev node's rewind is noticed at the
    * next refresh). Refreshes it in the background when it is older than
-   * finalizedMaxAgeMs; waits only for the first fetch. Undefined when the
-   * node does not say (no "finalized" tag, or unreachable).
+   * finalizedMaxAgeMs, so while calls keep coming nothing is judged on a
+   * reading older than that plus one refresh. Waits for the first fetch, and
+   * for a refresh after a pause of twice finalizedMaxAgeMs or more (a rewind
+   * during the pause must not be served from what was stored before it).
+   * Undefined when the node does not say (no "finalized" tag, or unreachable).
    */
   finalized(): bigint | undefined | Promise<bigint | undefined> {
-    if (performance.now() - this.#finalizedAskedAt >= this.#finalizedMaxAgeMs && this.#finalizedFetch === undefined) {
+    const age = performance.now() - this.#finalizedAskedAt;
+    if (age >= this.#finalizedMaxAgeMs && this.#finalizedFetch === undefined) {
       this.#finalizedAskedAt = performance.now();
+      this.#refreshAfterPause = this.#finalized !== undefined && age >= 2 * this.#finalizedMaxAgeMs;
       this.#finalizedFetch = this.#fetchFinalized().finally(() => {
         this.#finalizedFetch = undefined;
+        this.#refreshAfterPause = false;
       });
     }
-    if (this.#finalized === undefined && this.#finalizedFetch !== undefined) return this.#finalizedFetch.then(() => this.#finalized);
+    if (this.#finalizedFetch !== undefined && (this.#finalized === undefined || this.#refreshAfterPause)) return this.#finalizedFetch.then(() => this.#finalized);
     return this.#finalized;
+  }
+
+  /** A refresh after a long pause is under way: the reading from before it must not be trusted until it is done. */
+  get refreshingAfterPause(): boolean {
+    return this.#refreshAfterPause && this.#finalizedFetch !== undefined;
   }
 
   /** Whether the finalized block number has been learnt (finalized() then answers without waiting). */

@@ -296,6 +296,38 @@ describe("reorgs", () => {
       await local.close();
     }
   });
+  it("after a pause of twice finalizedMaxAgeMs, the first call waits for a fresh finality reading: a rewind during the pause is never served", async () => {
+    // Found from outside: 10 s after a deep anvil_reorg, with no traffic meanwhile, the first call (which started the
+    // refresh) was served the old block, beyond the documented finalizedMaxAgeMs.
+    const MAX_AGE = 250;
+    const local = await startNodegate({ upstreamUrl: upstream.url, config: { cache: { maxBytes: 64 * 1024 * 1024, coalesce: true, finalizedMaxAgeMs: MAX_AGE } } });
+    try {
+      await direct("anvil_mine", [hex(100)]);
+      const latest = Number.parseInt(await direct("eth_blockNumber", []), 16);
+      const target = hex(latest - 70);
+      await local.gateway.network(undefined).head.finalized();
+      const byNumber = async () => (await post(local.rpcUrl, rpc("eth_getBlockByNumber", [target, false]))).json.result;
+      const old = await byNumber();
+      const byHash = async () => (await post(local.rpcUrl, rpc("eth_getBlockByHash", [old.hash, false]))).json.result;
+      expect(await byHash()).toEqual(old);
+      expect(await byNumber()).toEqual(old); // from the cache
+      expect(await byHash()).toEqual(old);
+      expect(sent("eth_getBlockByNumber", [target, false])).toBe(1);
+      const account = privateKeyToAccount(ANVIL_KEY_0).address;
+      await direct("anvil_reorg", [80, [[{ from: account, to: DEAD, value: "0x5" }, 0]]]);
+      const truth = await direct("eth_getBlockByNumber", [target, false]);
+      expect(truth.hash).not.toBe(old.hash);
+      await new Promise((r) => setTimeout(r, 2 * MAX_AGE + 50));
+      // The very first calls after the pause, at once: none of them is the old copy.
+      const [first, alongside, gone] = await Promise.all([byNumber(), byNumber(), byHash()]);
+      expect(first).toEqual(truth);
+      expect(alongside).toEqual(truth);
+      expect(gone).toBeNull();
+    } finally {
+      await local.close();
+    }
+  });
+
   it("a reorg that replaces final blocks while finality keeps its height (a dev node's deep anvil_reorg) is noticed at the next finality check", async () => {
     // Found from outside: only a finalized number going back was noticed, so the old copy was served for good.
     const local = await startNodegate({
