@@ -26,7 +26,7 @@ const HEX_BYTES = /^0x(?:[0-9a-fA-F]{2})*$/;
 /** Nethermind writes "Reverted 0x…" in data. */
 const NETHERMIND_DATA = /^Reverted (0x(?:[0-9a-fA-F]{2})*)$/;
 /** How nodes other than geth's family say "reverted" with another code: Besu, Nethermind, OpenEthereum, Hardhat, Ganache. */
-const REVERT_MESSAGE = /^(?:execution reverted|reverted|vm execution error|(?:error: )?vm exception while processing transaction)\b/i;
+const REVERT_MESSAGE = /^(?:execution reverted|reverted|vm execution error|(?:error: )?vm exception while processing transaction: revert)/i;
 
 function hexBytes(value: unknown): Uint8Array | undefined {
   if (typeof value !== "string") return undefined;

@@ -142,6 +142,8 @@ it("every client's way of saying reverted reaches typed callers as a revert, wit
     { node: "code 3 with the bytes nested", error: { code: 3, message: "execution reverted: boom", data: { data: BOOM } }, code: Code.FailedPrecondition, revert: BOOM },
     { node: "code 3 without data", error: { code: 3, message: "execution reverted" }, code: Code.FailedPrecondition, revert: undefined },
     { node: "not a revert", error: { code: -32000, message: "insufficient funds for gas * price + value", data: `0x${BOOM_HEX}` }, code: Code.Internal, revert: undefined },
+    // Found from outside: Ganache's other VM exceptions are not reverts.
+    { node: "Ganache, invalid opcode", error: { code: -32000, message: "VM Exception while processing transaction: invalid opcode", data: { result: "0x" } }, code: Code.Internal, revert: undefined },
   ];
   const net = g.on("reverting");
   for (const c of cases) {
