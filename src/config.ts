@@ -99,7 +99,7 @@ export const DEFAULT_WEBSOCKET: WebSocketSettings = {
 export interface SubscriptionSettings {
   /** How often a network whose upstream speaks HTTP is polled for new blocks (and pending transactions), in ms. */
   pollIntervalMs: number;
-  /** Events waiting for a client that takes none for a second (or four times as many) end its stream or connection (RESOURCE_EXHAUSTED / close 1008). */
+  /** Events waiting for a client that takes none for a second end its stream or connection (RESOURCE_EXHAUSTED / close 1008). */
   clientBufferSize: number;
   /** How many recent blocks are remembered to detect a reorganization and take back the logs it removed. */
   reorgWindowBlocks: number;
@@ -148,7 +148,7 @@ export interface Limits {
   maxConcurrentRequestsPerKey: number;
   /** Subscriptions one key may hold open at once (eth_subscribe, typed streams). */
   maxSubscriptionsPerKey: number;
-  /** Answers and notifications waiting to be read by a native WebSocket client, in bytes; a client that lets more pile up is disconnected. */
+  /** Answers and notifications waiting for a native WebSocket client, or events queued for a typed stream, in bytes; more ends it. */
   maxWsUnreadBytes: number;
 }
 

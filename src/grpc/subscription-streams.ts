@@ -145,12 +145,16 @@ async function* subscriptionStream<T extends Message>(gateway: Gateway, spec: St
     }
     const fromBlock = spec.fromBlock === undefined ? undefined : Number(spec.fromBlock);
     if (fromBlock !== undefined && !Number.isSafeInteger(fromBlock)) throw invalidParams(`from_block ${spec.fromBlock} is not a block number`);
-    const queue = new EventQueue(gateway.subscriptions.settings.clientBufferSize, (error) => {
-      gateway.log.warn({ method: spec.method, network: network.name, reason: error.message }, "ending a slow stream subscriber");
-      finish();
-      // The stream is stuck behind unread writes, so its status could not get through: reset it.
-      cutTransport(ctx);
-    });
+    const queue = new EventQueue(
+      gateway.subscriptions.settings.clientBufferSize,
+      (error) => {
+        gateway.log.warn({ method: spec.method, network: network.name, reason: error.message }, "ending a slow stream subscriber");
+        finish();
+        // The stream is stuck behind unread writes, so its status could not get through: reset it.
+        cutTransport(ctx);
+      },
+      gateway.limits.maxWsUnreadBytes,
+    );
     // History (with from_block) flows into the queue while this loop reads it, so subscribe is not awaited here.
     gateway.subscriptions
       .hub(network)

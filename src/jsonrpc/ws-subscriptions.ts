@@ -146,6 +146,14 @@ export function createWsSubscriptionSession(options: WsSubscriptionOptions): WsS
       unsent--;
       pace.progressed();
     });
+    pace.watch(unsent, checkPace);
+  };
+
+  /** Judges the client again when the grace ran out with notifications unsent (no notification may come to prompt it). */
+  const checkPace = (): void => {
+    if (closed) return;
+    if (pace.tooSlow(unsent)) disconnect(CLOSE_TOO_SLOW, subscriberTooSlow(unsent));
+    else pace.watch(unsent, checkPace);
   };
 
   const subscribe = async (call: Call, message: MessageSubscriptions): Promise<Outcome> => {
@@ -217,6 +225,7 @@ export function createWsSubscriptionSession(options: WsSubscriptionOptions): WsS
     close() {
       if (closed) return;
       closed = true;
+      pace.stop();
       for (const { subscription, release } of subscriptions.values()) {
         subscription.close();
         release();

@@ -1,10 +1,10 @@
 /**
  * A bounded queue between a feed and one stream: the feed pushes without
  * waiting, the stream pulls at the client's pace. When the client is too
- * slow (ReaderPace: `capacity` events waiting and none taken for a while, or
- * four times as many), the queue empties itself (memory stays bounded), ends
- * with subscriberTooSlow and calls `onOverflow`, so the stream's transport
- * can be cut if it is stuck behind an unread write.
+ * slow (ReaderPace: `capacity` events waiting and none taken for a while) or
+ * the waiting events pass `maxBytes`, the queue empties itself (memory stays
+ * bounded), ends with subscriberTooSlow and calls `onOverflow`, so the
+ * stream's transport can be cut if it is stuck behind an unread write.
  */
 import { cancelled, subscriberTooSlow } from "../errors/catalogue.js";
 import type { GatewayError } from "../errors/gateway-error.js";
@@ -16,6 +16,9 @@ import type { CallSignal } from "../call-signal.js";
 export class EventQueue implements Consumer {
   readonly #capacity: number;
   readonly #pace: ReaderPace;
+  readonly #maxBytes: number;
+  /** Bytes of the events waiting (their JSON text). */
+  #bytes = 0;
   readonly #onOverflow: (error: GatewayError) => void;
   #items: FeedEvent[] = [];
   #head = 0;
@@ -25,9 +28,10 @@ export class EventQueue implements Consumer {
   /** History deliveries waiting for room. */
   #roomWaiters: { resolve: () => void; reject: (err: GatewayError) => void }[] = [];
 
-  constructor(capacity: number, onOverflow: (error: GatewayError) => void = () => {}) {
+  constructor(capacity: number, onOverflow: (error: GatewayError) => void = () => {}, maxBytes = Number.POSITIVE_INFINITY) {
     this.#capacity = Math.max(1, capacity);
     this.#pace = new ReaderPace(this.#capacity);
+    this.#maxBytes = maxBytes;
     this.#onOverflow = onOverflow;
   }
 
@@ -43,14 +47,24 @@ export class EventQueue implements Consumer {
   push(event: FeedEvent): void {
     if (this.#error !== undefined) return;
     if (this.length === 0) this.#pace.progressed();
-    else if (this.#pace.tooSlow(this.length)) {
-      const error = subscriberTooSlow(this.length);
-      this.end(error);
-      this.#onOverflow(error);
-      return;
-    }
+    else if (this.#pace.tooSlow(this.length)) return this.#overflow(subscriberTooSlow(this.length));
+    this.#bytes += event.text.length;
+    if (this.#bytes > this.#maxBytes) return this.#overflow(subscriberTooSlow(this.length, this.#bytes));
     this.#items.push(event);
+    this.#pace.watch(this.length, this.#check);
     this.#wake();
+  }
+
+  /** Judges the client again when the grace ran out with the buffer full (no event may come to prompt it). */
+  readonly #check = (): void => {
+    if (this.#error !== undefined) return;
+    if (this.#pace.tooSlow(this.length)) this.#overflow(subscriberTooSlow(this.length));
+    else this.#pace.watch(this.length, this.#check);
+  };
+
+  #overflow(error: GatewayError): void {
+    this.end(error);
+    this.#onOverflow(error);
   }
 
   ready(): Promise<void> {
@@ -64,6 +78,8 @@ export class EventQueue implements Consumer {
     this.#error = error;
     this.#items = [];
     this.#head = 0;
+    this.#bytes = 0;
+    this.#pace.stop();
     for (const waiter of this.#roomWaiters.splice(0)) waiter.reject(error);
     this.#wake();
   }
@@ -78,6 +94,7 @@ export class EventQueue implements Consumer {
         if (this.length > 0) {
           const event = this.#items[this.#head] as FeedEvent;
           this.#head++;
+          this.#bytes -= event.text.length;
           this.#pace.progressed();
           if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
             this.#items = this.#items.slice(this.#head);

@@ -2,15 +2,16 @@
  * When a subscriber's client counts as too slow. Events come in bursts (a
  * block's logs, a gap fill's page, a catch-up of many headers) far faster
  * than any client can take them, so the number waiting alone cannot tell a
- * slow client from a fast one in the middle of a burst. A client is too slow
- * when `capacity` events wait and it has taken none for `graceMs`, or when
- * four times as many wait whatever its pace (memory stays bounded).
+ * slow client from a fast one in the middle of a burst: a client is too slow
+ * when `capacity` events wait and it has taken none for `graceMs`. Memory is
+ * bounded apart from this, in bytes, by whoever holds the events.
  */
 export class ReaderPace {
   readonly #capacity: number;
   readonly #graceMs: number;
   /** The last time the client took an event, or was waiting for one when it came. */
   #lastProgress = performance.now();
+  #recheck: NodeJS.Timeout | undefined;
 
   constructor(capacity: number, graceMs = 1000) {
     this.#capacity = Math.max(1, capacity);
@@ -23,7 +24,25 @@ export class ReaderPace {
   }
 
   tooSlow(waiting: number): boolean {
-    if (waiting < this.#capacity) return false;
-    return waiting >= this.#capacity * 4 || performance.now() - this.#lastProgress > this.#graceMs;
+    return waiting >= this.#capacity && performance.now() - this.#lastProgress > this.#graceMs;
+  }
+
+  /**
+   * With `waiting` events held, makes sure `check` runs once the grace has
+   * run out, so a client that stops reading after a burst is judged even if
+   * no event follows it.
+   */
+  watch(waiting: number, check: () => void): void {
+    if (waiting < this.#capacity || this.#recheck !== undefined) return;
+    const left = this.#graceMs - (performance.now() - this.#lastProgress);
+    this.#recheck = setTimeout(() => {
+      this.#recheck = undefined;
+      check();
+    }, Math.max(0, left) + 1).unref();
+  }
+
+  stop(): void {
+    clearTimeout(this.#recheck);
+    this.#recheck = undefined;
   }
 }
