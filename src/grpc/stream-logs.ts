@@ -40,9 +40,8 @@ async function blockNumberOf(id: BlockId | undefined, reader: ChainReader, field
   const kind = id?.kind;
   if (kind === undefined || kind.case === undefined) return reader.numberOfTag("latest");
   if (kind.case === "number") {
-    const n = Number(kind.value);
-    if (!Number.isSafeInteger(n)) throw invalidParams(`filter.${field}: ${kind.value} is not a block number`);
-    return n;
+    // Beyond any chain's height, so past the head: the range ends there (to_block) or is still to come (from_block).
+    return kind.value > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(kind.value);
   }
   if (kind.case === "tag") {
     if (kind.value === BlockTag.EARLIEST) return 0;
@@ -109,9 +108,12 @@ async function* streamLogs(gateway: Gateway, request: StreamLogsRequest, ctx: Ha
     const reader = new ChainReader(network, gateway.limits);
     const from = await blockNumberOf(filter.fromBlock, reader, "from_block");
     const askedTo = await blockNumberOf(filter.toBlock, reader, "to_block");
-    if (from > askedTo) throw invalidParams(`filter: from_block ${from} is after to_block ${askedTo}`);
+    const toIsNumber = filter.toBlock?.kind.case === "number";
+    // Two numbers the wrong way round are the caller's mistake; a tag read as a block before from_block means the
+    // range is still to come (a client resuming "from the last to_block + 1 to latest" before a new block).
+    if (from > askedTo && toIsNumber) throw invalidParams(`filter: from_block ${from} is after to_block ${askedTo}`);
     // A page must not claim blocks the node does not have yet: a client resuming after it would miss their logs.
-    const to = filter.toBlock?.kind.case === "number" ? Math.min(askedTo, await reader.numberOfTag("latest")) : askedTo;
+    const to = toIsNumber ? Math.min(askedTo, await reader.numberOfTag("latest")) : askedTo;
     if (from > to) return; // the whole range is still to come
     let calls = 0;
     const pages = logPages(

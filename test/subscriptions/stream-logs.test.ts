@@ -166,6 +166,15 @@ describe("StreamLogs", () => {
     const future = streamLogs({ address: [decodeData(probe.address)], fromBlock: number(next + 5), toBlock: number(next + 9) });
     expect(await future.ended).toBeUndefined();
     expect(future.received).toEqual([]);
+    // Resuming "from the last to_block + 1 to latest" before a new block: no page, and no error (found from outside).
+    const latest = create(BlockIdSchema, { kind: { case: "tag", value: BlockTag.LATEST } });
+    const upToLatest = streamLogs({ address: [decodeData(probe.address)], fromBlock: number(next + 1), toBlock: latest });
+    expect(await upToLatest.ended).toBeUndefined();
+    expect(upToLatest.received).toEqual([]);
+    // The largest uint64 to_block is past the head like any other.
+    const widest = streamLogs({ address: [decodeData(probe.address)], fromBlock: number(next), toBlock: create(BlockIdSchema, { kind: { case: "number", value: 2n ** 64n - 1n } }) });
+    expect(await widest.ended).toBeUndefined();
+    expect(widest.received.flatMap((p) => p.logs.map((l) => Number(l.blockNumber)))).toEqual([next]);
   });
 
   it("a single block over the limit ends the stream with RESOURCE_EXHAUSTED and the -32005 error", async () => {
