@@ -162,12 +162,12 @@ export class HeadsFeed extends Feed {
    * branch (a reorganization that removed blocks) rather than a node lagging
    * behind (a poll answered by a load-balanced provider's slower backend, or
    * the first header of a branch that will reach the old height). A lagging
-   * node reports a block the window holds; a new branch has another block at
-   * that height, and is taken at once only when the node no longer has a
-   * block at the old height, else when its head reaches it.
+   * node reports a block the window holds (passed over before this is asked);
+   * a new branch has another block at that height, or one below the window,
+   * and is taken at once only when the node no longer has a block at the old
+   * height, else when its head reaches it.
    */
   async #isShorterBranch(head: HeadEvent, passedNumber: number): Promise<boolean> {
-    if (this.#window.hash(head.number) === undefined) return false;
     return (await this.ctx.reader.headByNumber(passedNumber)) === undefined;
   }
 
@@ -199,7 +199,8 @@ export class HeadsFeed extends Feed {
       if (this.#window.hash(parentNumber) === child.parentHash) return { branch, forkedBelowWindow: false };
       if (parentNumber < lowest) {
         const replaced = this.#window.hash(child.number);
-        return { branch, forkedBelowWindow: replaced !== undefined && replaced !== child.hash };
+        // A shorter branch whose head is below the window forked below it too.
+        return { branch, forkedBelowWindow: child.number < lowest || (replaced !== undefined && replaced !== child.hash) };
       }
       if (branch.length > max) throw historyLost(branch.length, max);
       const parent = prefetched?.get(child.parentHash) ?? (await this.ctx.reader.headByHash(child.parentHash));

@@ -92,3 +92,25 @@ it("ends the subscribers of both doors with a clear error, and the next subscrib
     await Promise.all([typedHeads.ended, typedLogs.ended, native.close()]);
   }
 });
+
+it("a rollback to a shorter chain deeper than the window ends the subscribers at once, not when the chain regrows", async () => {
+  // Found from outside: the new head was below the window, taken for a lagging node, and the subscribers heard nothing.
+  const native = await openNativeSubscriber(nodegate.wsUrl);
+  const headsId = await native.subscribe("newHeads");
+  const typedHeads = openGrpcJsStream(grpcClient, EthService.method.subscribeNewHeads, create(SubscribeNewHeadsRequestSchema), { "x-api-key": nodegate.key });
+  try {
+    await waitForLiveSubscriptions(nodegate.gateway, "newHeads", 2);
+    await chain.mine(WINDOW + 8);
+    await native.waitFor(headsId, WINDOW + 8);
+    await typedHeads.waitFor(WINDOW + 8);
+    await chain.rpc("anvil_rollback", [WINDOW + 4]);
+    await chain.mine(1);
+    const closed = await native.closed;
+    expect(closed.code).toBe(1011);
+    expect(closed.reason).toMatch(/^subscription ended: a chain reorganization/);
+    expect((await typedHeads.ended)?.code).toBe(10);
+  } finally {
+    typedHeads.cancel();
+    await Promise.all([typedHeads.ended, native.close()]);
+  }
+});
