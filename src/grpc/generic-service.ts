@@ -31,7 +31,7 @@ async function call(gateway: Gateway, request: CallRequest, ctx: HandlerContext)
     if (typeof params !== "object" || params === null) {
       throw invalidParams("params_json must be a JSON array or object");
     }
-    const outcome = await runNativeCall({ id: "0", method: request.method, params, paramsText }, nativeCallContext(gateway, key, network, ctx.signal));
+    const outcome = await runNativeCall({ id: "0", method: request.method, params, paramsText }, { ...nativeCallContext(gateway, key, network, ctx.signal), reachNetwork: (home) => `set the ${NETWORK_HEADER} header to "${home}"` });
     if (outcome.error !== undefined) throw outcome.error;
     return create(CallResponseSchema, { resultJson: resultText(outcome.result) });
   } catch (err) {

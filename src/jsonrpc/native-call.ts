@@ -24,6 +24,8 @@ export interface NativeCallContext extends InvokeContext {
   passesThrough(method: string): boolean;
   /** The name of the network that serves a chain family, for the wrong-family error's advice. */
   homeNetwork?: (family: ChainFamily) => string | undefined;
+  /** How this door's caller reaches network `home` (the wrong-family error's advice); default: the HTTP path. */
+  reachNetwork?: ((home: string) => string) | undefined;
   /** Methods the connection answers itself (eth_subscribe on WebSocket); undefined for every other method. */
   connectionMethod?: ((call: Call) => Promise<Outcome> | undefined) | undefined;
 }
@@ -50,7 +52,8 @@ export function nativeCallContext(gateway: Gateway, key: ApiKey, network: Networ
 function wrongFamilyFix(family: ChainFamily, ctx: NativeCallContext): string {
   if (ctx.homeNetwork === undefined) return "send it to a network of that family (/<network>/v3/<KEY>)";
   const home = ctx.homeNetwork(family);
-  return home === undefined ? noNetworkOfFamily(family) : `send it to /${home}/v3/<KEY>`;
+  if (home === undefined) return noNetworkOfFamily(family);
+  return ctx.reachNetwork === undefined ? `send it to /${home}/v3/<KEY>` : ctx.reachNetwork(home);
 }
 
 function wrongFamily(method: string, family: ChainFamily, ctx: NativeCallContext): GatewayError {

@@ -157,7 +157,7 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
       log: gateway.log,
       quotas: gateway.quotas,
     });
-    const ctx = answerContext(gateway, key, network, state.abort.signal);
+    const ctx: AnswerContext = { ...answerContext(gateway, key, network, state.abort.signal), reachNetwork: (home) => `connect to /${home}/ws/v3/<KEY>` };
 
     ws.on("pong", () => {
       state.alive = true;

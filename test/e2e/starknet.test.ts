@@ -12,6 +12,7 @@ import { status as GrpcStatus } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
+import { JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { BlockTag } from "../../gen/nodegate/starknet/v1/primitives_pb.js";
 import {
   type GetTransactionByBlockIdAndIndexRequest,
@@ -30,6 +31,7 @@ import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { FIXTURE_BLOCK, type StarknetBlock, type StarknetFixtureUpstream, startStarknetFixtureUpstream } from "../support/starknet-fixture-upstream.js";
 import { STARKNET_FIXTURES, starknetFixture } from "../support/starknet-fixtures.js";
 import { jsonRpcErrorOf } from "../support/status-details.js";
+import { openWsCaller } from "../support/ws-calls.js";
 
 const METHOD = "starknet_getTransactionByBlockIdAndIndex";
 
@@ -304,6 +306,21 @@ describe("network routing", () => {
       code: -32601,
       message: 'eth_blockNumber is an Ethereum method, but network "starknet" serves Starknet methods; send it to /ethereum/v3/<KEY>',
     });
+  });
+
+  it("the advice is in the terms of the door the call came through: the WebSocket path, the typed network header", async () => {
+    // Found from outside: the WebSocket and JsonRpcService callers were pointed at the HTTP path.
+    const ws = await openWsCaller(`ws://127.0.0.1:${ng.port}/starknet/ws/v3/${ng.key}`);
+    try {
+      expect((await ws.call("eth_blockNumber", [])).error?.message).toBe(
+        'eth_blockNumber is an Ethereum method, but network "starknet" serves Starknet methods; connect to /ethereum/ws/v3/<KEY>',
+      );
+    } finally {
+      await ws.close();
+    }
+    const generic = connectClient(ng.url, JsonRpcService, ng.key, "grpc");
+    const err = await connectError(() => generic.call({ method: "eth_blockNumber", paramsJson: "[]" }, { headers: { [NETWORK_HEADER]: "starknet" } }));
+    expect(err.rawMessage).toBe(`eth_blockNumber is an Ethereum method, but network "starknet" serves Starknet methods; set the ${NETWORK_HEADER} header to "ethereum"`);
   });
 
   it("a batch on the Starknet network answers each call for itself", async () => {
