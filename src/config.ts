@@ -501,6 +501,7 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
       r.keys(p, ["name", "family", "upstreams", "failover"]);
       const name = r.string([...p, "name"]) ?? r.fail([...p, "name"], "required");
       if (!/^[A-Za-z0-9_-]+$/.test(name)) r.fail([...p, "name"], "want letters, digits, - and _ only (it is a URL path segment)");
+      if (name === "v3" || name === "ws") r.fail([...p, "name"], `"${name}" is part of the JSON-RPC paths (/v3/<KEY>, /ws/v3/<KEY>); choose another name`);
       if (seen.has(name)) r.fail([...p, "name"], `network ${name} is defined twice`);
       seen.add(name);
       const familyName = r.string([...p, "family"]) ?? "ethereum";
@@ -508,12 +509,16 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
       const family: ChainFamily = familyName === "ethereum" ? "eth" : "starknet";
       const upstreams: UpstreamConfig[] = [];
       const u = r.list([...p, "upstreams"]);
+      if (u === 0 && r.has([...p, "upstreams"])) r.fail([...p, "upstreams"], "want at least one upstream (leave upstreams out on the default network to run the embedded Anvil)");
       for (let j = 0; j < u; j++) {
         const up: Path = [...p, "upstreams", j];
         r.keys(up, ["label", "url"]);
         const url = r.string([...up, "url"]) ?? r.fail([...up, "url"], "required");
         httpUrl(url, (m) => r.fail([...up, "url"], m), ["http:", "https:", "ws:", "wss:"]);
-        upstreams.push({ label: r.string([...up, "label"]) ?? (j === 0 ? "primary" : `partner-${j}`), url });
+        const label = r.string([...up, "label"]) ?? (j === 0 ? "primary" : `partner-${j}`);
+        // Labels name the upstream in logs and metrics: two of one network would be one series.
+        if (upstreams.some((other) => other.label === label)) r.fail([...up, "label"], `duplicate label ${label} in this network`);
+        upstreams.push({ label, url });
       }
       const network: NetworkConfig = { name, family, upstreams };
       if (r.has([...p, "failover"])) {
@@ -710,7 +715,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, configPath: string | undefine
   config.embeddedAnvil = primary !== undefined && primary.upstreams.length === 0;
   for (const n of config.networks) {
     if (n.upstreams.length === 0 && !(config.embeddedAnvil && n.name === config.defaultNetwork)) {
-      throw new ConfigError(`network ${n.name}: no upstream configured`);
+      throw new ConfigError(`network ${n.name}: no upstream configured (networks[].upstreams; only the default network may run on the embedded Anvil)`);
     }
     if (config.embeddedAnvil && n.name === config.defaultNetwork && n.family !== "eth") {
       throw new ConfigError(`network ${n.name}: the embedded Anvil serves only an ethereum network; configure an upstream`);

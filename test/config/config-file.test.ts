@@ -82,6 +82,15 @@ describe("configuration file", () => {
     ["missing environment variable", "networks:\n  - name: x\n    upstreams:\n      - url: https://a/\${NOPE}\n", /upstreams\[0\]\.url: environment variable NOPE is not set/],
     ["network without upstream", "networks:\n  - name: other\n    family: starknet\n", /network other: the embedded Anvil serves only an ethereum network/],
     ["invalid YAML", "listen: [\n", /:2:1: invalid YAML/],
+    // Found from outside: these passed check-config, or failed without naming the field and line.
+    ["empty upstream list", "networks:\n  - name: x\n    upstreams: []\n", /:3:16: networks\[0\]\.upstreams: want at least one upstream/],
+    ["a network named ws", "networks:\n  - name: ws\n    upstreams:\n      - url: http://a/\n", /:2:11: networks\[0\]\.name: "ws" is part of the JSON-RPC paths/],
+    ["a network named v3", "networks:\n  - name: v3\n    upstreams:\n      - url: http://a/\n", /networks\[0\]\.name: "v3" is part of the JSON-RPC paths/],
+    [
+      "two upstreams with one label",
+      "networks:\n  - name: x\n    upstreams:\n      - url: http://a/\n        label: one\n      - url: http://b/\n        label: one\n",
+      /:7:16: networks\[0\]\.upstreams\[1\]\.label: duplicate label one in this network/,
+    ],
     ["unknown log level", "log:\n  level: verbose\n", /:2:10: log\.level: want one of fatal, error, warn, info, debug, trace, silent, got "verbose"/],
   ])("names the field and line: %s", (_, text, pattern) => {
     expect(errorOf(text)).toMatch(pattern);
