@@ -189,7 +189,8 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     // While draining, HTTP/1.1 connections are closed after their current response.
     if (draining && "setHeader" in res && req.httpVersionMajor === 1) res.setHeader("connection", "close");
     if (handleCors(gateway.corsOrigins, req, res)) return;
-    clampDeadlineHeaders(req.headers);
+    // HTTP/2 streams had theirs lowered in dispatchHttp2Stream.
+    if (req.httpVersionMajor === 1) clampDeadlineHeaders(req.headers);
     if (connectUnary(req, res) || grpcWebText(req, res)) return;
     if (isGrpc(req.headers["content-type"])) encodeGrpcMessagesOf(res);
     if (isRpcPath(req.url ?? "/")) {

@@ -84,9 +84,8 @@ export function decodeRevertReason(data: Uint8Array): string | undefined {
   return undefined;
 }
 
-/** The reason a revert error carries: decoded from data, else taken from "execution reverted: <reason>". */
-export function revertReason(err: GatewayError): string | undefined {
-  const data = revertData(err);
+/** The reason a revert error carries: decoded from its data (`data`, when the caller has it already), else taken from "execution reverted: <reason>". */
+export function revertReason(err: GatewayError, data = revertData(err)): string | undefined {
   const decoded = data ? decodeRevertReason(data) : undefined;
   if (decoded !== undefined) return decoded;
   const m = /^execution reverted: (.*)$/s.exec(err.message);

@@ -31,7 +31,7 @@ export function toConnectError(err: unknown): ConnectError {
     const data = revertData(err);
     if (data !== undefined) {
       // Only with the bytes known: an empty RevertError would say "reverted with no data".
-      const reason = revertReason(err);
+      const reason = revertReason(err, data);
       details.push({ desc: RevertErrorSchema, value: create(RevertErrorSchema, { data, ...(reason === undefined ? {} : { reason }) }) });
     }
     if (err.retryAfterSeconds !== undefined) {

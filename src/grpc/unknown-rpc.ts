@@ -35,14 +35,14 @@ export function answerUnknownRpc(url: string, headers: IncomingHttpHeaders, res:
   if (contentType.startsWith("application/grpc")) {
     // Trailers-only: the status rides in the headers of an empty answer.
     const answerType = contentType.startsWith("application/grpc-web") ? (contentType.startsWith("application/grpc-web-text") ? "application/grpc-web-text+proto" : "application/grpc-web+proto") : "application/grpc";
-    const headers = { "content-type": answerType, "grpc-status": "12", "grpc-message": encodeGrpcMessage(message) };
+    const status = { "content-type": answerType, "grpc-status": "12", "grpc-message": encodeGrpcMessage(message) };
     if ("stream" in res) {
       // One HEADERS frame that ends the stream: grpc-js reads a status only from such a frame or from trailers.
       const requestId = res.getHeader(REQUEST_ID_HEADER);
-      res.stream.respond({ ":status": 200, ...headers, ...(requestId === undefined ? {} : { [REQUEST_ID_HEADER]: String(requestId) }) }, { endStream: true });
+      res.stream.respond({ ":status": 200, ...status, ...(requestId === undefined ? {} : { [REQUEST_ID_HEADER]: String(requestId) }) }, { endStream: true });
       return true;
     }
-    res.writeHead(200, headers);
+    res.writeHead(200, status);
     res.end();
     return true;
   }

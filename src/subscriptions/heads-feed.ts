@@ -135,7 +135,7 @@ export class HeadsFeed extends Feed {
   async #onHead(head: HeadEvent): Promise<void> {
     if (this.#window.hash(head.number) === head.hash) return; // already passed
     const previous = this.#window.highest;
-    if (previous !== undefined && head.number < previous.number && !(await this.#isShorterBranch(head, previous.number))) return;
+    if (previous !== undefined && head.number < previous.number && !(await this.#isShorterBranch(previous.number))) return;
     const dropped = previous !== undefined && head.number < previous.number ? this.#window.above(head.number) : undefined;
     const { branch, forkedBelowWindow } = await this.#linkToWindow(head);
     const ancestor = (branch[0] as HeadEvent).number - 1;
@@ -167,7 +167,7 @@ export class HeadsFeed extends Feed {
    * and is taken at once only when the node no longer has a block at the old
    * height, else when its head reaches it.
    */
-  async #isShorterBranch(head: HeadEvent, passedNumber: number): Promise<boolean> {
+  async #isShorterBranch(passedNumber: number): Promise<boolean> {
     return (await this.ctx.reader.headByNumber(passedNumber)) === undefined;
   }
 

@@ -65,7 +65,7 @@ export class ChainHead {
 
   /** A refresh after a long pause is under way: the reading from before it must not be trusted until it is done. */
   get refreshingAfterPause(): boolean {
-    return this.#refreshAfterPause && this.#finalizedFetch !== undefined;
+    return this.#refreshAfterPause;
   }
 
   /** Whether the finalized block number has been learnt (finalized() then answers without waiting). */
