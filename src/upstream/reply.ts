@@ -124,10 +124,11 @@ export interface ReadReplyOptions {
 
 /**
  * Reads a reply to the request with id `expectedId` (on HTTP, the one request
- * of its exchange). When "jsonrpc" and "id"
- * come before "result" (every node we know writes them first), the result is
+ * of its exchange). When "jsonrpc" and "id" come before a result larger than
+ * CHECKED_RESULT_BYTES (every node we know writes them first), the result is
  * everything up to the closing brace, found without scanning the result
- * (unless `verify` asks for the scan).
+ * (unless `verify` asks for the scan); smaller results are scanned, so members
+ * after them are read as members.
  */
 export function readReply(body: Buffer, expectedId: number, options: ReadReplyOptions = {}): UpstreamResult {
   let id: string | undefined;
@@ -154,9 +155,11 @@ export function readReply(body: Buffer, expectedId: number, options: ReadReplyOp
             const close = lastNonWhitespace(body, body.length - 1);
             if (body[close] !== 0x7d) throw new RawJsonError("reply does not end with '}'");
             const end = lastNonWhitespace(body, close - 1) + 1;
-            result = { start: valueStart, end };
-            fastEnd = close;
-            return close;
+            if (end - valueStart > CHECKED_RESULT_BYTES && closesOpening(body[valueStart], body[end - 1])) {
+              result = { start: valueStart, end };
+              fastEnd = close;
+              return close;
+            }
           }
           const end = skipValue(body, valueStart);
           result = { start: valueStart, end };
@@ -164,14 +167,15 @@ export function readReply(body: Buffer, expectedId: number, options: ReadReplyOp
         }
         case "error": {
           const end = skipValue(body, valueStart);
-          error = readError(body, valueStart, end);
+          // JSON-RPC 1.0 style: a successful reply may carry "error": null beside its result.
+          if (!isNull(body, valueStart, end)) error = readError(body, valueStart, end);
           return end;
         }
         default:
           return -1;
       }
     });
-    if (options.verify === true && skipWhitespace(body, end) !== body.length) throw new RawJsonError("text after the reply object");
+    if (skipWhitespace(body, end) !== body.length) throw new RawJsonError("text after the reply object");
     if (result !== undefined) checkSmallResult(body, result.start, result.end);
   } catch (err) {
     if (err instanceof GatewayError) throw err;
@@ -225,7 +229,7 @@ export function readChunkedReply(chunks: readonly Buffer[], expectedId: number):
   const close = lastNonWhitespaceAcross(chunks, total - 1);
   if (close < 0 || byteAcross(chunks, total, close) !== 0x7d) return readReply(Buffer.concat(chunks as Buffer[]), expectedId);
   const end = lastNonWhitespaceAcross(chunks, close - 1) + 1;
-  if (end <= prefix) return readReply(Buffer.concat(chunks as Buffer[]), expectedId);
+  if (end <= prefix || !closesOpening(first[prefix], byteAcross(chunks, total, end - 1))) return readReply(Buffer.concat(chunks as Buffer[]), expectedId);
   return new ChunkedResult(chunks, prefix, end);
 }
 
@@ -268,6 +272,29 @@ function lastNonWhitespaceAcross(chunks: readonly Buffer[], index: number): numb
     index--;
   }
   return -1;
+}
+
+/**
+ * Whether a result taken to the reply's closing brace (the fast path) ends
+ * as it begins: a node that puts another member after "result" ("error":
+ * null, its own metadata) mostly ends with a value that does not close the
+ * result's bracket or string, and such a reply is scanned member by member.
+ */
+function closesOpening(first: number | undefined, last: number | undefined): boolean {
+  switch (first) {
+    case 0x7b:
+      return last === 0x7d;
+    case 0x5b:
+      return last === 0x5d;
+    case 0x22:
+      return last === 0x22;
+    default:
+      return false;
+  }
+}
+
+function isNull(body: Buffer, start: number, end: number): boolean {
+  return end - start === 4 && body.toString("latin1", start, end) === "null";
 }
 
 function readError(body: Buffer, start: number, end: number): GatewayError {

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { GatewayError } from "../../src/errors/gateway-error.js";
-import { CHECKED_RESULT_BYTES, readReply, resultIsJson, resultText, type UpstreamResult } from "../../src/upstream/reply.js";
+import { CHECKED_RESULT_BYTES, readChunkedReply, readReply, resultIsJson, resultText, type UpstreamResult } from "../../src/upstream/reply.js";
 
 const reply = (resultText: string, id = 7) => Buffer.from(`{"jsonrpc":"2.0","id":${id},"result":${resultText}}`);
 
@@ -36,10 +36,10 @@ describe("small results are parsed on arrival", () => {
     expect(err.message).toMatch(/^upstream returned an invalid response: /);
   });
 
-  it("text after the reply's closing brace is caught, as part of the result it would have joined", () => {
+  it("text after the reply's closing brace is caught", () => {
     const err = readError(Buffer.from('{"jsonrpc":"2.0","id":7,"result":"0x1"}garbage}'));
     expect(err.code).toBe(-32052);
-    expect(err.message).toMatch(/the result is not valid JSON/);
+    expect(err.message).toMatch(/text after the reply object/);
   });
 
   it("when the id comes after the result (off the fast path), the result is checked too", () => {
@@ -83,5 +83,38 @@ describe("before caching, a result is checked whatever its size", () => {
 
   it("small results are parsed, so a misspelt literal is caught too", () => {
     expect(resultIsJson(asResult('{"number":0x1}'))).toBe(false);
+  });
+});
+
+describe("members beside the result", () => {
+  const block = (size: number) => `{"hash":"0x${"e5".repeat(32)}","extraData":"0x${"ab".repeat(size)}"}`;
+
+  it.each([
+    ["a JSON-RPC 1.0 style error: null after the result", (r: string) => `{"jsonrpc":"2.0","id":7,"result":${r},"error":null}`],
+    ["error: null before the result", (r: string) => `{"jsonrpc":"2.0","id":7,"error":null,"result":${r}}`],
+    ["a node's own metadata after the result", (r: string) => `{"id":7,"jsonrpc":"2.0","result":${r},"meta":{"cached":true}}`],
+  ])("%s: a small result is read alone", (_, envelope) => {
+    const result = block(16);
+    expect(resultText(readReply(Buffer.from(envelope(result)), 7))).toBe(result);
+  });
+
+  it("error: null after a large result: the result alone, not the text up to the closing brace", () => {
+    const result = block(CHECKED_RESULT_BYTES);
+    const body = Buffer.from(`{"jsonrpc":"2.0","id":7,"result":${result},"error":null}`);
+    expect(resultText(readReply(body, 7))).toBe(result);
+    // The same reply in pieces, as a large HTTP body arrives.
+    const chunks = [body.subarray(0, 100), body.subarray(100, 3000), body.subarray(3000)];
+    expect(resultText(readChunkedReply(chunks, 7))).toBe(result);
+  });
+
+  it("a large string result followed by error: null", () => {
+    const result = `"0x${"ab".repeat(CHECKED_RESULT_BYTES)}"`;
+    expect(resultText(readReply(Buffer.from(`{"jsonrpc":"2.0","id":7,"result":${result},"error":null}`), 7))).toBe(result);
+  });
+
+  it("result: null beside an error object is the node's error", () => {
+    const err = readError(Buffer.from('{"jsonrpc":"2.0","id":7,"result":null,"error":{"code":-32000,"message":"header not found"}}'));
+    expect(err.code).toBe(-32000);
+    expect(err.message).toBe("header not found");
   });
 });
