@@ -91,23 +91,24 @@ export interface Span {
 }
 
 /**
- * Calls `visit(key, valueStart)` for each member of the object starting at `i`;
- * `visit` returns the index after the value (or -1 to let the scanner skip it).
- * Returns the index after the closing brace.
+ * Calls `visit(key, valueStart, keyStart)` for each member of the object
+ * starting at `i`; `visit` returns the index after the value (or -1 to let
+ * the scanner skip it). Returns the index after the closing brace.
  */
-export function scanObject(buf: Uint8Array, i: number, visit: (key: string, valueStart: number) => number): number {
+export function scanObject(buf: Uint8Array, i: number, visit: (key: string, valueStart: number, keyStart: number) => number): number {
   i = skipWhitespace(buf, i);
   if (buf[i] !== OPEN_BRACE) throw new RawJsonError("want an object");
   i = skipWhitespace(buf, i + 1);
   if (buf[i] === CLOSE_BRACE) return i + 1;
   for (;;) {
     if (buf[i] !== QUOTE) throw new RawJsonError("want a member name");
+    const keyStart = i;
     const keyEnd = skipString(buf, i);
     const key = readKey(buf, i, keyEnd);
     i = skipWhitespace(buf, keyEnd);
     if (buf[i] !== COLON) throw new RawJsonError("want ':' after a member name");
     const valueStart = skipWhitespace(buf, i + 1);
-    const end = visit(key, valueStart);
+    const end = visit(key, valueStart, keyStart);
     i = skipWhitespace(buf, end < 0 ? skipValue(buf, valueStart) : end);
     if (buf[i] === COMMA) {
       i = skipWhitespace(buf, i + 1);
@@ -116,6 +117,38 @@ export function scanObject(buf: Uint8Array, i: number, visit: (key: string, valu
     if (buf[i] === CLOSE_BRACE) return i + 1;
     throw new RawJsonError("want ',' or '}' in an object");
   }
+}
+
+/**
+ * The object `text` with its member `key` given the JSON value `valueText`
+ * (replaced where it stands, or added last), or taken out when `valueText` is
+ * undefined. Everything else stays as written: numbers beyond 2^53, key
+ * order, spacing.
+ */
+export function withMember(text: string, key: string, valueText: string | undefined): string {
+  const buf = Buffer.from(text, "utf8");
+  const members: { keyStart: number; valueStart: number; valueEnd: number }[] = [];
+  let target = -1;
+  const close = scanObject(buf, 0, (name, valueStart, keyStart) => {
+    const valueEnd = skipValue(buf, valueStart);
+    if (name === key) target = members.length;
+    members.push({ keyStart, valueStart, valueEnd });
+    return valueEnd;
+  }) - 1;
+  const head = (end: number) => buf.toString("utf8", 0, end);
+  const tail = (start: number) => buf.toString("utf8", start);
+  const member = members[target];
+  if (member !== undefined) {
+    if (valueText !== undefined) return head(member.valueStart) + valueText + tail(member.valueEnd);
+    const next = members[target + 1];
+    if (next !== undefined) return head(member.keyStart) + tail(next.keyStart);
+    const previous = members[target - 1];
+    return previous === undefined ? head(member.keyStart) + tail(close) : head(previous.valueEnd) + tail(member.valueEnd);
+  }
+  if (valueText === undefined) return text;
+  const last = members[members.length - 1];
+  const entry = `${JSON.stringify(key)}:${valueText}`;
+  return last === undefined ? `${head(close)}${entry}${tail(close)}` : `${head(last.valueEnd)},${entry}${tail(last.valueEnd)}`;
 }
 
 /** The spans of the elements of the array starting at `i`. */

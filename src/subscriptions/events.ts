@@ -4,7 +4,7 @@
  * facts the gap-free logic needs (numbers, hashes, log positions). Hashes
  * are kept lowercase so that comparisons do not depend on a node's hex case.
  */
-import { RawJsonError, scanArray, skipWhitespace } from "../jsonrpc/raw-json.js";
+import { RawJsonError, scanArray, skipWhitespace, withMember } from "../jsonrpc/raw-json.js";
 import type { UpstreamResult } from "../upstream/reply.js";
 
 export interface HeadEvent {
@@ -74,8 +74,7 @@ export function readHead(text: string): HeadEvent {
     parentHash: hash32(block.parentHash, "header parentHash"),
   };
   if (!("transactions" in block)) return { ...head, text };
-  delete block.transactions;
-  return { ...head, text: JSON.stringify(block) };
+  return { ...head, text: withMember(text, "transactions", undefined) };
 }
 
 export function readLog(text: string): LogEvent {
@@ -116,9 +115,7 @@ export function readLogs(result: UpstreamResult): LogEvent[] {
 
 /** The same log, taken back by a reorganization (removed: true), as nodes send it. */
 export function asRemoved(log: LogEvent): LogEvent {
-  const value = object(log.text, "log");
-  value.removed = true;
-  return { ...log, removed: true, text: JSON.stringify(value) };
+  return { ...log, removed: true, text: withMember(log.text, "removed", "true") };
 }
 
 /** Identifies a log across deliveries: its block, position and whether it is the removal. */
