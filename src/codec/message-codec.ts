@@ -65,7 +65,8 @@ const stringCodec: ValueCodec<string> = {
 };
 
 const doubleCodec: ValueCodec<number> = {
-  decode: (json) => (typeof json === "number" ? json : fail(`want a number, got ${describeJson(json)}`)),
+  // JSON.parse reads 1e400 as Infinity; a node's JSON decoder refuses it (geth: "cannot unmarshal number 1e400").
+  decode: (json) => (typeof json === "number" ? (Number.isFinite(json) ? json : fail("want a finite number")) : fail(`want a number, got ${describeJson(json)}`)),
   encode: (value) => (Number.isFinite(value) ? JSON.stringify(value) : fail(`cannot write ${value} as JSON`)),
 };
 

@@ -127,6 +127,11 @@ export function resultNotTypeable(method: string, reason: string): GatewayError 
   });
 }
 
+/** A fault inside nodegate (a bug) while answering one call; the other calls of a batch are still answered. */
+export function internalError(cause: unknown): GatewayError {
+  return new GatewayError({ code: -32603, message: "internal error", grpcCode: Code.Internal, httpStatus: 500, cause });
+}
+
 /** The caller went away or cancelled; nothing is sent back. */
 export function cancelled(): GatewayError {
   return new GatewayError({ code: -32603, message: "request cancelled by the caller", grpcCode: Code.Canceled, httpStatus: 499 });

@@ -74,8 +74,10 @@ function readMember(member: unknown, body: Buffer, start: number): Entry {
   if (!idValid) return { id: "null", error: invalidRequest("id must be a string, a number or null") };
   if (request.jsonrpc !== "2.0") return { id: replyId, error: invalidRequest('jsonrpc must be "2.0"') };
   if (typeof request.method !== "string") return { id: replyId, error: invalidRequest("method must be a string") };
+  // "params": null reads as no params, as geth and Anvil read it (clients have sent it), though JSON-RPC 2.0 wants a structure.
+  if (request.params === null) return { call: { id: idText, method: request.method, params: undefined, paramsText: undefined } };
   const params = request.params;
-  if (params !== undefined && (typeof params !== "object" || params === null)) {
+  if (params !== undefined && typeof params !== "object") {
     return { id: replyId, error: invalidRequest("params must be an array or an object") };
   }
   return { call: { id: idText, method: request.method, params, paramsText } };

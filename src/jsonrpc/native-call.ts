@@ -5,13 +5,14 @@
  * result comes back untouched.
  */
 import { WRITE_METHODS } from "../config.js";
-import { cancelled, invalidParams, methodNotFound, noNetworkOfFamily, notificationsUnsupported, wrongNetworkFamily } from "../errors/catalogue.js";
+import { cancelled, internalError, invalidParams, methodNotFound, noNetworkOfFamily, notificationsUnsupported, wrongNetworkFamily } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { type InvokeContext, invokeMethod, invokePassThrough } from "../methods/invoke.js";
 import type { ChainFamily, MethodTable } from "../methods/method-table.js";
 import { InvalidParamsError } from "../methods/params-codec.js";
 import type { ApiKey } from "../auth/api-keys.js";
 import type { Gateway } from "../gateway.js";
+import type { Logger } from "pino";
 import type { Network } from "../upstream/network.js";
 import { resultSlices, type UpstreamResult } from "../upstream/reply.js";
 import type { Call } from "./envelope.js";
@@ -28,6 +29,8 @@ export interface NativeCallContext extends InvokeContext {
   reachNetwork?: ((home: string) => string) | undefined;
   /** Methods the connection answers itself (eth_subscribe on WebSocket); undefined for every other method. */
   connectionMethod?: ((call: Call) => Promise<Outcome> | undefined) | undefined;
+  /** Where a fault inside nodegate is reported; the call is answered -32603 and its batch goes on. */
+  log: Logger;
 }
 
 /** Methods that need a connection that stays open. */
@@ -46,6 +49,7 @@ export function nativeCallContext(gateway: Gateway, key: ApiKey, network: Networ
     table: gateway.table,
     homeNetwork: gateway.homeNetworkName,
     passesThrough: gateway.passesThrough,
+    log: gateway.log,
   };
 }
 
@@ -92,7 +96,8 @@ export async function runNativeCall(call: Call, ctx: NativeCallContext): Promise
   } catch (err) {
     if (err instanceof GatewayError) return { error: err };
     if (ctx.signal.aborted) return { error: cancelled() };
-    throw err;
+    ctx.log.error({ err, method: call.method.slice(0, 64) }, "native call failed inside nodegate");
+    return { error: internalError(err) };
   }
 }
 

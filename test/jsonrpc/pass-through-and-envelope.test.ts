@@ -147,6 +147,20 @@ describe("JSON-RPC 2.0 envelope on HTTP", () => {
     expect((await post(ng.rpcUrl, { jsonrpc: "1.0", id: 9, method: "eth_chainId" })).json).toMatchObject({ id: 9, error: { code: -32600 } });
     expect((await post(ng.rpcUrl, { jsonrpc: "2.0", id: 9, method: "eth_chainId", params: "x" })).json.error.code).toBe(-32600);
   });
+
+  it('reads "params": null as no params, as geth and Anvil do', async () => {
+    const res = await post(ng.rpcUrl, { jsonrpc: "2.0", id: 9, method: "eth_chainId", params: null });
+    expect(res.json).toEqual({ jsonrpc: "2.0", id: 9, result: "0x7a69" });
+    expect(recorder.requests.at(-1)?.body).not.toContain("null");
+  });
+
+  it("a number JSON cannot hold (1e400) is -32602 for its own call, and the rest of the batch is answered", async () => {
+    const text = '[{"jsonrpc":"2.0","id":8,"method":"eth_feeHistory","params":["0x1","latest",[1e400]]},{"jsonrpc":"2.0","id":9,"method":"eth_chainId"}]';
+    const res = await post(ng.rpcUrl, text);
+    expect(res.status).toBe(200);
+    expect(res.json[0]).toMatchObject({ id: 8, error: { code: -32602, message: expect.stringContaining("rewardPercentiles[0]") } });
+    expect(res.json[1]).toEqual({ jsonrpc: "2.0", id: 9, result: "0x7a69" });
+  });
 });
 
 describe("HTTP rules", () => {
