@@ -8,7 +8,8 @@ import { API_KEY_HEADER } from "./grpc/typed-services.js";
 import { redactUrl } from "./upstream/upstream.js";
 
 export function banner(config: Config, host: string, port: number, key: string, generatedKey: boolean, anvil: AnvilNode | undefined): string {
-  const shown = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
+  const bound = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
+  const shown = bound.includes(":") ? `[${bound}]` : bound;
   // With TLS the same port speaks HTTPS (HTTP/2 by ALPN, HTTP/1.1 for WebSocket upgrades).
   const secure = config.tls !== undefined;
   const http = `${secure ? "https" : "http"}://${shown}:${port}`;
@@ -24,13 +25,14 @@ export function banner(config: Config, host: string, port: number, key: string, 
     `  gRPC / Connect:    ${shown}:${port}  (${secure ? "TLS" : "plaintext HTTP/2"}; key in the "${API_KEY_HEADER}" header)`,
     "",
     "Try the native JSON-RPC path:",
-    `  curl -s ${http}/v3/${key} -H 'content-type: application/json' \\`,
+    // Quoted: a configured key is shown as <KEY>, which a shell would read as a redirection.
+    `  curl -s '${http}/v3/${key}' -H 'content-type: application/json' \\`,
     `    -d '{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["latest",false]}'`,
     "",
     "Try the typed gRPC path (buf comes with npm ci):",
     `  npx buf curl --schema proto --protocol grpc${secure ? "" : " --http2-prior-knowledge"} \\`,
     `    -H '${API_KEY_HEADER}: ${key}' -d '{"block":{"tag":"BLOCK_TAG_LATEST"}}' \\`,
-    `    ${http}/nodegate.eth.v1.EthService/GetBlockByNumber`,
+    `    '${http}/nodegate.eth.v1.EthService/GetBlockByNumber'`,
     "",
   ].join("\n");
 }

@@ -19,16 +19,19 @@ export interface Upstream {
   close(): Promise<void>;
 }
 
-/** Removes a provider key ("/v3/<KEY>") and credentials from a URL before it is shown anywhere. */
+/** A URL as it may be shown (the start banner): scheme, host and port, with every path segment that could be a key, credentials and query left out. */
 export function redactUrl(url: string): string {
   try {
     const u = new URL(url);
-    u.username = "";
-    u.password = "";
-    u.pathname = u.pathname.replace(/\/v3\/[^/]+/, "/v3/<redacted>");
-    u.search = "";
-    return u.toString();
+    // Providers put the key anywhere in the path (/v3/<key>, /v2/<key>, /<token>/): only version-like words stay.
+    const path = u.pathname
+      .split("/")
+      .map((segment) => (segment === "" || KEPT_PATH_SEGMENT.test(segment) ? segment : "<redacted>"))
+      .join("/");
+    return `${u.protocol}//${u.host}${path}`;
   } catch {
     return "<invalid url>";
   }
 }
+
+const KEPT_PATH_SEGMENT = /^(v\d+|ws|rpc|ext|bc)$/i;

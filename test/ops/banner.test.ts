@@ -7,6 +7,7 @@
 import { describe, expect, it } from "vitest";
 import { banner } from "../../src/banner.js";
 import { loadConfig } from "../../src/config.js";
+import { redactUrl } from "../../src/upstream/upstream.js";
 
 const config = loadConfig({ NODEGATE_UPSTREAM_URL: "http://127.0.0.1:8545" }, undefined);
 
@@ -26,5 +27,22 @@ describe("start banner", () => {
     expect(text).toContain("https://127.0.0.1:8443/nodegate.eth.v1.EthService/GetBlockByNumber");
     const doors = text.split("\n").filter((line) => !line.includes("upstream:")).join("\n");
     expect(doors).not.toMatch(/http:\/\/|ws:\/\/|prior-knowledge|plaintext/);
+  });
+
+  it("IPv6 listen addresses are bracketed, and commands quote their URLs (a configured key shows as <KEY>)", () => {
+    const text = banner(config, "::1", 8080, "<KEY>", false, undefined);
+    expect(text).toContain("http://[::1]:8080/v3/<KEY>");
+    expect(text).toContain("curl -s 'http://[::1]:8080/v3/<KEY>'");
+  });
+
+  it.each([
+    ["https://mainnet.infura.io/v3/0123456789abcdef0123456789abcdef", "https://mainnet.infura.io/v3/<redacted>"],
+    ["https://eth-mainnet.g.alchemy.com/v2/ALCHEMYKEY123", "https://eth-mainnet.g.alchemy.com/v2/<redacted>"],
+    ["https://old-x.quiknode.pro/QUICKNODETOKEN/", "https://old-x.quiknode.pro/<redacted>/"],
+    ["wss://user:secret@node.example:8546/ws?token=abc", "wss://node.example:8546/ws"],
+    ["http://127.0.0.1:8545", "http://127.0.0.1:8545/"],
+  ])("the upstream %s is shown as %s", (url, shown) => {
+    expect(redactUrl(url)).toBe(shown);
+    expect(banner({ ...config, networks: [{ ...config.networks[0]!, upstreams: [{ ...config.networks[0]!.upstreams[0]!, url }] }] }, "127.0.0.1", 8080, "k", false, undefined)).toContain(`upstream:          ${shown}`);
   });
 });
