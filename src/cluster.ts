@@ -73,6 +73,7 @@ export function forkWorkers(count: number, env: Record<string, string> = {}): Pr
       fork().once("exit", (code) => {
         if (listening < count) {
           stopping = true; // a worker that cannot start (bad config) would fail again: give up
+          for (const other of live) other.process.kill("SIGTERM");
           reject(new Error(`a worker exited with code ${code} before listening`));
         }
       });

@@ -19,7 +19,9 @@
  *   NODEGATE_CONFIG        path of the YAML configuration file
  *   NODEGATE_WORKERS       worker processes sharing the port (default 1; see src/cluster.ts)
  */
+import { createPrivateKey, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { createSecureContext } from "node:tls";
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from "yaml";
 import type { ChainFamily } from "./methods/method-table.js";
 import { parseRedisUrl } from "./redis/redis-url.js";
@@ -259,6 +261,30 @@ export const DEFAULT_PLANS: Record<Plan, RateLimit> = {
   growth: { requestsPerSecond: 1000, requestsPerDay: 20_000_000 },
   custom: { requestsPerSecond: 0, requestsPerDay: 0 },
 };
+
+/**
+ * What is wrong with a certificate and key pair, as the TLS server would find
+ * it at start (a file that is not PEM, the two swapped, a key that is not the
+ * certificate's), named by the field to fix.
+ */
+function tlsPairError(cert: Buffer, key: Buffer): { field: "certFile" | "keyFile"; message: string } | undefined {
+  try {
+    new X509Certificate(cert);
+  } catch (err) {
+    return { field: "certFile", message: `not a PEM certificate (${(err as Error).message})` };
+  }
+  try {
+    createPrivateKey(key);
+  } catch (err) {
+    return { field: "keyFile", message: `not a PEM private key (${(err as Error).message})` };
+  }
+  try {
+    createSecureContext({ cert, key });
+  } catch (err) {
+    return { field: "keyFile", message: `does not match the certificate in certFile (${(err as Error).message})` };
+  }
+  return undefined;
+}
 
 /** The seed's rule: eth_getBlockByHash may fail over to a partner, for Growth and Custom keys. */
 export const DEFAULT_FAILOVER: FailoverPolicy = { methods: ["eth_getBlockByHash"], plans: ["growth", "custom"] };
@@ -540,6 +566,7 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
 
   if (r.has(["keys"])) {
     const n = r.list(["keys"]);
+    if (n === 0) r.fail(["keys"], "want at least one key (leave keys out to run with a development key printed at start)");
     const keys: KeyConfig[] = [];
     for (let i = 0; i < n; i++) {
       const p: Path = ["keys", i];
@@ -580,13 +607,16 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
     r.keys(["tls"], ["certFile", "keyFile"]);
     const certFile = r.string(["tls", "certFile"]) ?? r.fail(["tls", "certFile"], "required with tls");
     const keyFile = r.string(["tls", "keyFile"]) ?? r.fail(["tls", "keyFile"], "required with tls");
+    const pem: Record<"certFile" | "keyFile", Buffer> = { certFile: Buffer.alloc(0), keyFile: Buffer.alloc(0) };
     for (const [name, path] of [["certFile", certFile], ["keyFile", keyFile]] as const) {
       try {
-        readFileSync(path);
+        pem[name] = readFileSync(path);
       } catch (err) {
         r.fail(["tls", name], `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
       }
     }
+    const tlsError = tlsPairError(pem.certFile, pem.keyFile);
+    if (tlsError !== undefined) r.fail(["tls", tlsError.field], tlsError.message);
     config.tls = { certFile, keyFile };
   }
   r.keys(["cors"], ["origins"]);

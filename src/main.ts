@@ -28,6 +28,7 @@ Environment (overrides the file):
   NODEGATE_API_KEYS               comma-separated keys, each optionally key:plan (core, growth, custom)
   NODEGATE_LOG_LEVEL              pino level (default info)
   NODEGATE_REDIS_URL              redis:// URL: share rate-limit counters and the cache between instances
+  NODEGATE_WORKERS                worker processes sharing the port (default 1)
 
 See README.md and examples/nodegate.example.yaml.
 `;
@@ -112,7 +113,14 @@ async function runPrimary(config: Config): Promise<void> {
   const env: Record<string, string> = {};
   if (anvil !== undefined) env.NODEGATE_UPSTREAM_URL = anvil.url;
   if (generatedKey) env.NODEGATE_API_KEYS = `${key}:growth`;
-  const pool = await forkWorkers(workers, env);
+  let pool;
+  try {
+    pool = await forkWorkers(workers, env);
+  } catch (err) {
+    // As in a single process: say why in one line, and leave no embedded node behind.
+    await anvil?.stop();
+    fail(`${(err as Error).message} (its own message is above)`, 1);
+  }
   process.stdout.write(banner(config, config.host, pool.address.port, generatedKey ? key : "<KEY>", generatedKey, anvil));
   process.stdout.write(`  workers:           ${workers} processes on this port (caches and rate-limit counters are per worker)\n\n`);
   let stopping = false;

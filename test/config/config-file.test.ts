@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -110,5 +111,31 @@ describe("configuration file", () => {
     const config = loadConfig({});
     expect(config.embeddedAnvil).toBe(true);
     expect(config.keys).toBeUndefined();
+  });
+});
+
+describe("found by check-config, not at start", () => {
+  const minimal = (extra: string) => `networks:\n  - name: mainnet\n    family: ethereum\n    upstreams:\n      - label: a\n        url: http://127.0.0.1:8545\n${extra}`;
+
+  it.each(["keys: []\n", "keys:\n"])("an empty key list (%j) is refused: every call would be refused", (keys) => {
+    expect(errorOf(minimal(keys))).toMatch(/keys: want at least one key/);
+  });
+
+  it("a certificate or key that the TLS server could not use is refused, naming the field", async () => {
+    const dir = testTempDir("nodegate-tls-check-");
+    const pair = (name: string) => {
+      execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", join(dir, `${name}-key.pem`), "-out", join(dir, `${name}-cert.pem`), "-days", "1", "-subj", "/CN=localhost"], { stdio: "ignore" });
+      return { cert: join(dir, `${name}-cert.pem`), key: join(dir, `${name}-key.pem`) };
+    };
+    const a = pair("a");
+    const b = pair("b");
+    const garbage = join(dir, "garbage.pem");
+    writeFileSync(garbage, "-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n");
+    const tls = (cert: string, key: string) => minimal(`tls:\n  certFile: ${cert}\n  keyFile: ${key}\n`);
+    expect(() => loadConfig({}, file(tls(a.cert, a.key)))).not.toThrow();
+    expect(errorOf(tls(garbage, a.key))).toMatch(/tls\.certFile: not a PEM certificate/);
+    expect(errorOf(tls(a.key, a.cert))).toMatch(/tls\.certFile: not a PEM certificate/);
+    expect(errorOf(tls(a.cert, garbage))).toMatch(/tls\.keyFile: not a PEM private key/);
+    expect(errorOf(tls(a.cert, b.key))).toMatch(/tls\.keyFile: does not match the certificate/);
   });
 });

@@ -285,4 +285,17 @@ describe("the nodegate command", () => {
     expect(busy.code).toBe(1);
     expect(busy.stderr.trim()).toBe(`nodegate: cannot listen on 127.0.0.1:${ng.port}: listen EADDRINUSE: address already in use 127.0.0.1:${ng.port}`);
   });
+
+  it("with workers, a port in use: exit 1 without a stack trace, and the embedded Anvil is stopped", async () => {
+    const orphanedAnvils = async () => ((await run("ps", ["-eo", "ppid=,comm="])) as { stdout: string }).stdout.split("\n").filter((l) => /^\s*1\s+anvil/.test(l)).length;
+    const before = await orphanedAnvils();
+    const busy = (await run(process.execPath, [join(ROOT, "bin/nodegate.mjs")], {
+      env: { ...process.env, NODEGATE_UPSTREAM_URL: "", NODEGATE_HOST: "127.0.0.1", NODEGATE_PORT: String(ng.port), NODEGATE_WORKERS: "2" },
+    }).catch((e: unknown) => e)) as { code: number; stderr: string };
+    expect(busy.code).toBe(1);
+    expect(busy.stderr).toContain("EADDRINUSE");
+    expect(busy.stderr).toMatch(/nodegate: a worker exited with code 1 before listening \(its own message is above\)\n$/);
+    expect(busy.stderr).not.toMatch(/\n\s+at /);
+    expect(await orphanedAnvils()).toBe(before);
+  });
 });
