@@ -258,6 +258,66 @@ describe("slow and silent clients (HTTP/2)", () => {
   });
 });
 
+describe("HTTP/2 answers a client does not take", () => {
+  /** A native eth_getCode (a 100 kB answer) on `session`; how its stream ended. */
+  const unread = (session: http2.ClientHttp2Session) => {
+    const stream = session.request({ ":method": "POST", ":path": `/v3/${KEY}`, "content-type": "application/json" });
+    stream.on("error", () => {});
+    stream.end(JSON.stringify(rpc("eth_getCode", [`0x${"12".repeat(20)}`, "latest"])));
+    return new Promise<{ status: number | undefined; rstCode: number }>((resolve) => {
+      let status: number | undefined;
+      stream.on("response", (h) => (status = Number(h[":status"])));
+      stream.once("close", () => resolve({ status, rstCode: stream.rstCode ?? -1 }));
+    });
+  };
+
+  it("a stream whose client never opens its window is reset (CANCEL) at the request deadline; the session serves on", async () => {
+    // Found from outside: such answers were held for good, and with enough streams the process grew without bound.
+    const session = http2.connect(ng.url, { settings: { initialWindowSize: 0 } });
+    session.on("error", () => {});
+    const started = performance.now();
+    const ended = await unread(session);
+    expect(ended.status).toBe(200);
+    expect(ended.rstCode).toBe(http2.constants.NGHTTP2_CANCEL);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(REQUEST_MS - 50);
+    expect(session.closed || session.destroyed).toBe(false);
+    session.destroy();
+    await stillServing();
+  });
+
+  it("a session holding more unsent answers than maxWsUnreadBytes is ended with GOAWAY ENHANCE_YOUR_CALM", async () => {
+    const own = await startNodegate({ upstreamUrl: upstream.url, keys: [KEY], config: { limits: { ...DEFAULT_LIMITS, maxWsUnreadBytes: 256 * 1024 } } });
+    try {
+      const session = http2.connect(own.url, { settings: { initialWindowSize: 0 } });
+      session.on("error", () => {});
+      const goaway = new Promise<number>((resolve) => session.once("goaway", (code: number) => resolve(code)));
+      const streams = Array.from({ length: 6 }, () => unread(session));
+      expect(await goaway).toBe(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+      await Promise.all(streams);
+      expect((await post(own.rpcUrl, rpc("eth_chainId"))).json.result).toBe("0x7a69");
+    } finally {
+      await own.close();
+    }
+  });
+
+  it("a stream answered while its client is still sending (an early error) is reset with NO_ERROR, so the client stops", async () => {
+    const session = http2.connect(ng.url);
+    session.on("error", () => {});
+    const stream = session.request({ ":method": "POST", ":path": "/nodegate.jsonrpc.v1.JsonRpcService/Call", "content-type": "application/grpc", "x-api-key": KEY, te: "trailers" });
+    stream.on("error", () => {});
+    let trailers: http2.IncomingHttpHeaders | undefined;
+    stream.on("trailers", (t) => (trailers = t));
+    stream.on("data", () => {});
+    // More than the body limit (4096 bytes), never ended: the answer (RESOURCE_EXHAUSTED) comes first.
+    stream.write(Buffer.alloc(16 * 1024));
+    const rstCode = await new Promise<number>((resolve) => stream.once("close", () => resolve(stream.rstCode ?? -1)));
+    expect(rstCode).toBe(http2.constants.NGHTTP2_NO_ERROR);
+    expect(trailers?.["grpc-status"] ?? stream.sentHeaders).toBeDefined();
+    session.close();
+    await stillServing();
+  });
+});
+
 /** Tries a WebSocket upgrade; the refusal's status, headers and body, or "open" (and the caller). */
 async function upgrade(key: string): Promise<{ status: number; retryAfter: string | undefined; body: string } | WsCaller> {
   try {
