@@ -7,12 +7,12 @@
 import { STATUS_CODES, type IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocket, WebSocketServer } from "ws";
-import { invalidRequest } from "../errors/catalogue.js";
+import { shuttingDown } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import type { Gateway } from "../gateway.js";
 import type { Network } from "../upstream/network.js";
 import type { ApiKey } from "../auth/api-keys.js";
-import { type AnswerContext, answerContext, answerJsonRpc } from "./answer.js";
+import { type AnswerContext, answerContext, answerJsonRpc, refusalAnswer } from "./answer.js";
 import { logAnswer } from "./answer-log.js";
 import { matchNativeRoute } from "./paths.js";
 import { createWsSubscriptionSession } from "./ws-subscriptions.js";
@@ -162,14 +162,16 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
     ws.on("pong", () => {
       state.alive = true;
     });
-    ws.on("message", (data, isBinary) => {
+    // Binary messages are read as JSON text too, as geth and Anvil read them; answers go out as text.
+    ws.on("message", (data) => {
       state.alive = true;
       if (state.draining) state.lastMessageAt = performance.now();
       // Closing (drained, or the client left): a message now cannot be answered, so it is not started.
       if (ws.readyState !== WebSocket.OPEN) return;
-      if (isBinary) {
-        const error = invalidRequest("binary messages are not accepted; send the request as a text message");
-        send(ws, `{"jsonrpc":"2.0","id":null,"error":${error.toJson()}}`);
+      if (state.draining && performance.now() - state.drainStartedAt >= DRAIN_READ_MS) {
+        // Past the drain's reading time a client that keeps sending would hold the drain to its deadline:
+        // what it sends now is told to go elsewhere, and it is closed once what it sent before is answered.
+        send(ws, Buffer.concat(refusalAnswer(data as Buffer, shuttingDown(), gateway.limits.maxBatchSize)));
         return;
       }
       // Each message is answered when its calls finish, so a slow call does not hold up the next message.
