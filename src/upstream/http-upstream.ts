@@ -5,6 +5,7 @@
  * and a deadline or the caller's abort cancels the request directly (no
  * AbortSignal per call).
  */
+import { networkErrorWords } from "./network-errors.js";
 import type { ConnectionOptions } from "node:tls";
 import { cancelled, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
@@ -22,18 +23,6 @@ export interface HttpUpstreamOptions {
   /** Extra TLS options for an https node (a private CA, say). */
   tls?: ConnectionOptions;
 }
-
-/** Socket error codes, in words a caller understands. */
-const NETWORK_ERRORS = new Map([
-  ["ECONNREFUSED", "connection refused"],
-  ["ECONNRESET", "connection reset"],
-  ["EPIPE", "connection closed"],
-  ["ENOTFOUND", "host not found"],
-  ["EAI_AGAIN", "host not found"],
-  ["EHOSTUNREACH", "host unreachable"],
-  ["ENETUNREACH", "host unreachable"],
-  ["ETIMEDOUT", "connect timeout"],
-]);
 
 /** A Retry-After in whole seconds (the provider's form); an HTTP date or anything else is dropped. */
 function retryAfterSeconds(header: string | undefined): number | undefined {
@@ -142,8 +131,7 @@ export class HttpUpstream implements Upstream {
   #transportError(err: unknown, options: CallOptions): GatewayError {
     if (err === CALLER_LEFT || options.signal?.aborted) return cancelled();
     if (err === DEADLINE) return upstreamTimeout(options.timeoutMs);
-    const code = (err as { code?: string }).code;
-    const words = code === undefined ? undefined : NETWORK_ERRORS.get(code);
+    const words = networkErrorWords(err);
     if (words !== undefined) return upstreamUnavailable(words, err);
     if (err instanceof Http1Error) return upstreamBadResponse(`invalid HTTP reply: ${err.message}`, err);
     return upstreamUnavailable("request failed", err);

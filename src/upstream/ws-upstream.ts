@@ -9,6 +9,7 @@
  * Subscriptions (later) hook in through onSubscription (notifications routed
  * by subscription id) and onStateChange (to resubscribe after a reconnect).
  */
+import { webSocketErrorWords } from "./network-errors.js";
 import type { Logger } from "pino";
 import WebSocket from "ws";
 import { cancelled, upstreamConnectionLost, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
@@ -240,7 +241,7 @@ export class WsUpstream implements Upstream {
     });
     // 'close' follows every error; the listener only keeps the error from being thrown.
     socket.on("error", (err) => {
-      if (socket === this.#socket) this.#lastError = err.message;
+      if (socket === this.#socket) this.#lastError = webSocketErrorWords(err);
       this.#log?.debug({ err: err.message }, "WebSocket upstream error");
     });
     socket.on("close", (code) => this.#onDropped(socket, `closed with code ${code}`));
@@ -264,7 +265,7 @@ export class WsUpstream implements Upstream {
   #send(socket: WebSocket, id: number, pending: Pending): void {
     pending.sentOn = socket;
     socket.send(requestBody(id, pending.method, pending.paramsText), (err) => {
-      if (err) this.#onDropped(socket, `send failed: ${err.message}`);
+      if (err) this.#onDropped(socket, "send failed");
     });
   }
 
