@@ -29,7 +29,10 @@ const receiptsBlock: ParamRules = {
 const callObject: ParamRules = { whenUnset: "{}" };
 
 /** geth's optional third param of eth_call and eth_estimateGas; nodes without it never see it unless a caller sends one. */
-const stateOverride: ParamRules = { optional: true };
+const stateOverride: ParamRules = { optional: true, whenSkipped: "{}" };
+
+/** geth's (and Anvil's) optional fourth param of eth_call and eth_estimateGas, as viem sends it for blockOverrides. */
+const blockOverrides: ParamRules = { optional: true };
 
 /** The contract a method reads, for contract-address allowlists. */
 const accountAddress = (r: { address: Uint8Array }) => [r.address];
@@ -56,8 +59,8 @@ export const ethMethods: readonly MethodEntry[] = [
   { rpc: m.getTransactionByBlockNumberAndIndex, params: { block: numberOrTag } },
   { rpc: m.getTransactionReceipt },
   { rpc: m.getBlockReceipts, params: { block: receiptsBlock } },
-  { rpc: m.estimateGas, params: { transaction: callObject, block: anyBlock, state_override: stateOverride }, addresses: callTarget },
-  { rpc: m.call, params: { transaction: callObject, block: anyBlock, state_override: stateOverride }, addresses: callTarget },
+  { rpc: m.estimateGas, params: { transaction: callObject, block: anyBlock, state_override: stateOverride, block_overrides: blockOverrides }, addresses: callTarget },
+  { rpc: m.call, params: { transaction: callObject, block: anyBlock, state_override: stateOverride, block_overrides: blockOverrides }, addresses: callTarget },
   { rpc: m.getProof, params: { block: anyBlock }, addresses: accountAddress },
 
   { rpc: m.blockNumber },

@@ -20,6 +20,8 @@ export interface ParamRules {
   optional?: boolean;
   /** JSON text sent when a typed caller leaves the field unset (for a block: "latest"). */
   whenUnset?: string;
+  /** JSON text sent for an optional param left unset when a later one is set (state overrides before block overrides: {}). */
+  whenSkipped?: string;
   /** Overrides the field's codec (a block param that accepts fewer forms). */
   codec?: ValueCodec;
   /**
@@ -118,8 +120,12 @@ export class ParamsCodec<M extends Message = Message> {
     }
     // An optional param left unset is not sent (nodes that predate it reject it); only trailing ones can be left out.
     while (texts.length > 0 && texts[texts.length - 1] === undefined) texts.pop();
-    const gap = texts.indexOf(undefined);
-    if (gap >= 0) throw new CodecError(this.#plans[gap]?.displayName ?? "", "unset, but a later param is set");
+    for (let i = 0; i < texts.length; i++) {
+      if (texts[i] !== undefined) continue;
+      const plan = this.#plans[i];
+      if (plan?.rules.whenSkipped === undefined) throw new CodecError(plan?.displayName ?? "", "unset, but a later param is set");
+      texts[i] = plan.rules.whenSkipped;
+    }
     return `[${texts.join(",")}]`;
   }
 

@@ -1,8 +1,9 @@
 /**
  * State overrides, eth_call's and eth_estimateGas's optional third param (as
- * viem's `stateOverride` sends it): the native door takes it and the typed
- * door models it, both answering what Anvil answers for the same override;
- * a malformed override is -32602 naming where, before the node is called.
+ * viem's `stateOverride` sends it), and block overrides, the fourth (viem's
+ * `blockOverrides`): the native door takes them and the typed door models
+ * them, both answering what Anvil answers for the same override; a malformed
+ * override is -32602 naming where, before the node is called.
  */
 import { create } from "@bufbuild/protobuf";
 import { status as GrpcStatus } from "@grpc/grpc-js";
@@ -123,6 +124,49 @@ describe("malformed overrides are -32602 naming where, and never reach the node"
     const err = await grpcErrorOf(typed.call(EthService.method.call, create(CallRequestSchema, { transaction: { to: decodeData(TARGET) }, stateOverride: { accounts: [account, account] } })));
     expect(err.code).toBe(GrpcStatus.INVALID_ARGUMENT);
     expect(jsonRpcErrorOfGrpc(err).message).toContain("stateOverride.accounts[1]");
+    expect(upstream.requests.length).toBe(before);
+  });
+});
+
+/** Code that returns the block number and timestamp: NUMBER PUSH1 0 MSTORE TIMESTAMP PUSH1 32 MSTORE PUSH1 64 PUSH1 0 RETURN. */
+const RETURN_NUMBER_AND_TIME = "0x436000524260205260406000f3";
+const word = (n: number) => n.toString(16).padStart(64, "0");
+
+describe("block overrides (the fourth param) reach the node on both doors", () => {
+  const codeAt = { [TARGET]: { code: RETURN_NUMBER_AND_TIME } };
+
+  it("native eth_call: the answer Anvil gives for the same block overrides, and viem's blockOverrides works", async () => {
+    // Found from outside: the fourth param was "too many arguments, want at most 3", so viem's blockOverrides failed.
+    const params = [{ to: TARGET }, "latest", codeAt, { number: "0x1234", time: "0x5678" }];
+    const expected = await direct("eth_call", params);
+    expect(expected.result).toBe(`0x${word(0x1234)}${word(0x5678)}`);
+    expect(await native("eth_call", params)).toEqual(expected);
+    const viem = createPublicClient({ transport: http(ng.rpcUrl) }) as PublicClient;
+    const { data } = await viem.call({ to: TARGET, stateOverride: [{ address: TARGET, code: RETURN_NUMBER_AND_TIME as Hex }], blockOverrides: { number: 0x99n, time: 0x77n } });
+    expect(data).toBe(`0x${word(0x99)}${word(0x77)}`);
+    expect((await native("eth_estimateGas", params)).result).toBe((await direct("eth_estimateGas", params)).result);
+  });
+
+  it("typed Call: block_overrides is written as the node's JSON; with no state override set, {} goes in its place", async () => {
+    const call = await typed.call<CallResponse>(
+      EthService.method.call,
+      create(CallRequestSchema, {
+        transaction: { to: decodeData(TARGET) },
+        stateOverride: { accounts: [{ address: decodeData(TARGET), override: { code: decodeData(RETURN_NUMBER_AND_TIME) } }] },
+        blockOverrides: { number: { value: decodeData("0x1234") }, time: 0x5678n },
+      }),
+    );
+    expect(`0x${Buffer.from(call.data ?? []).toString("hex")}`).toBe(`0x${word(0x1234)}${word(0x5678)}`);
+    expect(upstream.requests.filter((r) => r.method === "eth_call").at(-1)?.params).toEqual([{ to: TARGET }, "latest", codeAt, { number: "0x1234", time: "0x5678" }]);
+    await typed.call<CallResponse>(EthService.method.call, create(CallRequestSchema, { transaction: { to: decodeData(TARGET) }, blockOverrides: { time: 1n } }));
+    expect(upstream.requests.filter((r) => r.method === "eth_call").at(-1)?.params).toEqual([{ to: TARGET }, "latest", {}, { time: "0x1" }]);
+  });
+
+  it("a malformed block override is -32602 naming it, before the node is called", async () => {
+    const before = upstream.requests.length;
+    const reply = await native("eth_call", [{ to: TARGET }, "latest", {}, { feeRecipient: "0x12" }]);
+    expect(reply.error?.code).toBe(-32602);
+    expect(reply.error?.message).toContain("blockOverrides.feeRecipient");
     expect(upstream.requests.length).toBe(before);
   });
 });

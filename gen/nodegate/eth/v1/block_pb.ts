@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file nodegate/eth/v1/block.proto.
  */
 export const file_nodegate_eth_v1_block: GenFile = /*@__PURE__*/
-  fileDesc("Chtub2RlZ2F0ZS9ldGgvdjEvYmxvY2sucHJvdG8SD25vZGVnYXRlLmV0aC52MSLdAQoKV2l0aGRyYXdhbBISCgVpbmRleBgBIAEoBEgAiAEBEhwKD3ZhbGlkYXRvcl9pbmRleBgCIAEoBEgBiAEBEhwKB2FkZHJlc3MYAyABKAxCBsrzGAIQFEgCiAEBEhMKBmFtb3VudBgEIAEoBEgDiAEBEjUKC2pzb25fZXh0cmFzGOgHIAEoCzIfLm5vZGVnYXRlLmpzb25ycGMudjEuSnNvbkV4dHJhc0IICgZfaW5kZXhCEgoQX3ZhbGlkYXRvcl9pbmRleEIKCghfYWRkcmVzc0IJCgdfYW1vdW50IlcKEUJsb2NrVHJhbnNhY3Rpb25zEhYKBmhhc2hlcxgBIAMoDEIGyvMYAhAgEioKBGZ1bGwYAiADKAsyHC5ub2RlZ2F0ZS5ldGgudjEuVHJhbnNhY3Rpb24itwsKBUJsb2NrEhkKBGhhc2gYASABKAxCBsrzGAIQIEgAiAEBEiAKC3BhcmVudF9oYXNoGAIgASgMQgbK8xgCECBIAYgBARIgCgtzaGEzX3VuY2xlcxgDIAEoDEIGyvMYAhAgSAKIAQESGgoFbWluZXIYBCABKAxCBsrzGAIQFEgDiAEBEh8KCnN0YXRlX3Jvb3QYBSABKAxCBsrzGAIQIEgEiAEBEiYKEXRyYW5zYWN0aW9uc19yb290GAYgASgMQgbK8xgCECBIBYgBARIiCg1yZWNlaXB0c19yb290GAcgASgMQgbK8xgCECBIBogBARIgCgpsb2dzX2Jsb29tGAggASgMQgfK8xgDEIACSAeIAQESMQoKZGlmZmljdWx0eRgJIAEoCzIYLm5vZGVnYXRlLmV0aC52MS5VaW50MjU2SAiIAQESEwoGbnVtYmVyGAogASgESAmIAQESFgoJZ2FzX2xpbWl0GAsgASgESAqIAQESFQoIZ2FzX3VzZWQYDCABKARIC4gBARIWCgl0aW1lc3RhbXAYDSABKARIDIgBARIXCgpleHRyYV9kYXRhGA4gASgMSA2IAQESHQoIbWl4X2hhc2gYDyABKAxCBsrzGAIQIEgOiAEBEhoKBW5vbmNlGBAgASgMQgbK8xgCEAhID4gBARI3ChB0b3RhbF9kaWZmaWN1bHR5GBEgASgLMhgubm9kZWdhdGUuZXRoLnYxLlVpbnQyNTZIEIgBARI3ChBiYXNlX2ZlZV9wZXJfZ2FzGBIgASgLMhgubm9kZWdhdGUuZXRoLnYxLlVpbnQyNTZIEYgBARIlChB3aXRoZHJhd2Fsc19yb290GBMgASgMQgbK8xgCECBIEogBARIaCg1ibG9iX2dhc191c2VkGBQgASgESBOIAQESHAoPZXhjZXNzX2Jsb2JfZ2FzGBUgASgESBSIAQESLQoYcGFyZW50X2JlYWNvbl9ibG9ja19yb290GBYgASgMQgbK8xgCECBIFYgBARIiCg1yZXF1ZXN0c19oYXNoGBcgASgMQgbK8xgCECBIFogBARIrChZibG9ja19hY2Nlc3NfbGlzdF9oYXNoGBggASgMQgbK8xgCECBIF4gBARIRCgRzaXplGBkgASgESBiIAQESOAoMdHJhbnNhY3Rpb25zGBogASgLMiIubm9kZWdhdGUuZXRoLnYxLkJsb2NrVHJhbnNhY3Rpb25zEhYKBnVuY2xlcxgbIAMoDEIGyvMYAhAgEjgKC3dpdGhkcmF3YWxzGBwgAygLMhsubm9kZWdhdGUuZXRoLnYxLldpdGhkcmF3YWxCBsrzGAIgARI1Cgtqc29uX2V4dHJhcxjoByABKAsyHy5ub2RlZ2F0ZS5qc29ucnBjLnYxLkpzb25FeHRyYXNCBwoFX2hhc2hCDgoMX3BhcmVudF9oYXNoQg4KDF9zaGEzX3VuY2xlc0IICgZfbWluZXJCDQoLX3N0YXRlX3Jvb3RCFAoSX3RyYW5zYWN0aW9uc19yb290QhAKDl9yZWNlaXB0c19yb290Qg0KC19sb2dzX2Jsb29tQg0KC19kaWZmaWN1bHR5QgkKB19udW1iZXJCDAoKX2dhc19saW1pdEILCglfZ2FzX3VzZWRCDAoKX3RpbWVzdGFtcEINCgtfZXh0cmFfZGF0YUILCglfbWl4X2hhc2hCCAoGX25vbmNlQhMKEV90b3RhbF9kaWZmaWN1bHR5QhMKEV9iYXNlX2ZlZV9wZXJfZ2FzQhMKEV93aXRoZHJhd2Fsc19yb290QhAKDl9ibG9iX2dhc191c2VkQhIKEF9leGNlc3NfYmxvYl9nYXNCGwoZX3BhcmVudF9iZWFjb25fYmxvY2tfcm9vdEIQCg5fcmVxdWVzdHNfaGFzaEIZChdfYmxvY2tfYWNjZXNzX2xpc3RfaGFzaEIHCgVfc2l6ZWIGcHJvdG8z", [file_nodegate_eth_v1_primitives, file_nodegate_eth_v1_transaction, file_nodegate_jsonrpc_v1_json_extras, file_nodegate_jsonrpc_v1_options]);
+  fileDesc("Chtub2RlZ2F0ZS9ldGgvdjEvYmxvY2sucHJvdG8SD25vZGVnYXRlLmV0aC52MSLdAQoKV2l0aGRyYXdhbBISCgVpbmRleBgBIAEoBEgAiAEBEhwKD3ZhbGlkYXRvcl9pbmRleBgCIAEoBEgBiAEBEhwKB2FkZHJlc3MYAyABKAxCBsrzGAIQFEgCiAEBEhMKBmFtb3VudBgEIAEoBEgDiAEBEjUKC2pzb25fZXh0cmFzGOgHIAEoCzIfLm5vZGVnYXRlLmpzb25ycGMudjEuSnNvbkV4dHJhc0IICgZfaW5kZXhCEgoQX3ZhbGlkYXRvcl9pbmRleEIKCghfYWRkcmVzc0IJCgdfYW1vdW50Iu8ECg5CbG9ja092ZXJyaWRlcxItCgZudW1iZXIYASABKAsyGC5ub2RlZ2F0ZS5ldGgudjEuVWludDI1NkgAiAEBEjEKCmRpZmZpY3VsdHkYAiABKAsyGC5ub2RlZ2F0ZS5ldGgudjEuVWludDI1NkgBiAEBEhEKBHRpbWUYAyABKARIAogBARIWCglnYXNfbGltaXQYBCABKARIA4gBARIiCg1mZWVfcmVjaXBpZW50GAUgASgMQgbK8xgCEBRIBIgBARIgCgtwcmV2X3JhbmRhbxgGIAEoDEIGyvMYAhAgSAWIAQESNwoQYmFzZV9mZWVfcGVyX2dhcxgHIAEoCzIYLm5vZGVnYXRlLmV0aC52MS5VaW50MjU2SAaIAQESNAoNYmxvYl9iYXNlX2ZlZRgIIAEoCzIYLm5vZGVnYXRlLmV0aC52MS5VaW50MjU2SAeIAQESIAoLYmVhY29uX3Jvb3QYCSABKAxCBsrzGAIQIEgIiAEBEjgKC3dpdGhkcmF3YWxzGAogAygLMhsubm9kZWdhdGUuZXRoLnYxLldpdGhkcmF3YWxCBsrzGAIgARI1Cgtqc29uX2V4dHJhcxjoByABKAsyHy5ub2RlZ2F0ZS5qc29ucnBjLnYxLkpzb25FeHRyYXNCCQoHX251bWJlckINCgtfZGlmZmljdWx0eUIHCgVfdGltZUIMCgpfZ2FzX2xpbWl0QhAKDl9mZWVfcmVjaXBpZW50Qg4KDF9wcmV2X3JhbmRhb0ITChFfYmFzZV9mZWVfcGVyX2dhc0IQCg5fYmxvYl9iYXNlX2ZlZUIOCgxfYmVhY29uX3Jvb3QiVwoRQmxvY2tUcmFuc2FjdGlvbnMSFgoGaGFzaGVzGAEgAygMQgbK8xgCECASKgoEZnVsbBgCIAMoCzIcLm5vZGVnYXRlLmV0aC52MS5UcmFuc2FjdGlvbiK3CwoFQmxvY2sSGQoEaGFzaBgBIAEoDEIGyvMYAhAgSACIAQESIAoLcGFyZW50X2hhc2gYAiABKAxCBsrzGAIQIEgBiAEBEiAKC3NoYTNfdW5jbGVzGAMgASgMQgbK8xgCECBIAogBARIaCgVtaW5lchgEIAEoDEIGyvMYAhAUSAOIAQESHwoKc3RhdGVfcm9vdBgFIAEoDEIGyvMYAhAgSASIAQESJgoRdHJhbnNhY3Rpb25zX3Jvb3QYBiABKAxCBsrzGAIQIEgFiAEBEiIKDXJlY2VpcHRzX3Jvb3QYByABKAxCBsrzGAIQIEgGiAEBEiAKCmxvZ3NfYmxvb20YCCABKAxCB8rzGAMQgAJIB4gBARIxCgpkaWZmaWN1bHR5GAkgASgLMhgubm9kZWdhdGUuZXRoLnYxLlVpbnQyNTZICIgBARITCgZudW1iZXIYCiABKARICYgBARIWCglnYXNfbGltaXQYCyABKARICogBARIVCghnYXNfdXNlZBgMIAEoBEgLiAEBEhYKCXRpbWVzdGFtcBgNIAEoBEgMiAEBEhcKCmV4dHJhX2RhdGEYDiABKAxIDYgBARIdCghtaXhfaGFzaBgPIAEoDEIGyvMYAhAgSA6IAQESGgoFbm9uY2UYECABKAxCBsrzGAIQCEgPiAEBEjcKEHRvdGFsX2RpZmZpY3VsdHkYESABKAsyGC5ub2RlZ2F0ZS5ldGgudjEuVWludDI1NkgQiAEBEjcKEGJhc2VfZmVlX3Blcl9nYXMYEiABKAsyGC5ub2RlZ2F0ZS5ldGgudjEuVWludDI1NkgRiAEBEiUKEHdpdGhkcmF3YWxzX3Jvb3QYEyABKAxCBsrzGAIQIEgSiAEBEhoKDWJsb2JfZ2FzX3VzZWQYFCABKARIE4gBARIcCg9leGNlc3NfYmxvYl9nYXMYFSABKARIFIgBARItChhwYXJlbnRfYmVhY29uX2Jsb2NrX3Jvb3QYFiABKAxCBsrzGAIQIEgViAEBEiIKDXJlcXVlc3RzX2hhc2gYFyABKAxCBsrzGAIQIEgWiAEBEisKFmJsb2NrX2FjY2Vzc19saXN0X2hhc2gYGCABKAxCBsrzGAIQIEgXiAEBEhEKBHNpemUYGSABKARIGIgBARI4Cgx0cmFuc2FjdGlvbnMYGiABKAsyIi5ub2RlZ2F0ZS5ldGgudjEuQmxvY2tUcmFuc2FjdGlvbnMSFgoGdW5jbGVzGBsgAygMQgbK8xgCECASOAoLd2l0aGRyYXdhbHMYHCADKAsyGy5ub2RlZ2F0ZS5ldGgudjEuV2l0aGRyYXdhbEIGyvMYAiABEjUKC2pzb25fZXh0cmFzGOgHIAEoCzIfLm5vZGVnYXRlLmpzb25ycGMudjEuSnNvbkV4dHJhc0IHCgVfaGFzaEIOCgxfcGFyZW50X2hhc2hCDgoMX3NoYTNfdW5jbGVzQggKBl9taW5lckINCgtfc3RhdGVfcm9vdEIUChJfdHJhbnNhY3Rpb25zX3Jvb3RCEAoOX3JlY2VpcHRzX3Jvb3RCDQoLX2xvZ3NfYmxvb21CDQoLX2RpZmZpY3VsdHlCCQoHX251bWJlckIMCgpfZ2FzX2xpbWl0QgsKCV9nYXNfdXNlZEIMCgpfdGltZXN0YW1wQg0KC19leHRyYV9kYXRhQgsKCV9taXhfaGFzaEIICgZfbm9uY2VCEwoRX3RvdGFsX2RpZmZpY3VsdHlCEwoRX2Jhc2VfZmVlX3Blcl9nYXNCEwoRX3dpdGhkcmF3YWxzX3Jvb3RCEAoOX2Jsb2JfZ2FzX3VzZWRCEgoQX2V4Y2Vzc19ibG9iX2dhc0IbChlfcGFyZW50X2JlYWNvbl9ibG9ja19yb290QhAKDl9yZXF1ZXN0c19oYXNoQhkKF19ibG9ja19hY2Nlc3NfbGlzdF9oYXNoQgcKBV9zaXplYgZwcm90bzM", [file_nodegate_eth_v1_primitives, file_nodegate_eth_v1_transaction, file_nodegate_jsonrpc_v1_json_extras, file_nodegate_jsonrpc_v1_options]);
 
 /**
  * A validator withdrawal (EIP-4895, Shanghai and later).
@@ -69,6 +69,100 @@ export const WithdrawalSchema: GenMessage<Withdrawal> = /*@__PURE__*/
   messageDesc(file_nodegate_eth_v1_block, 0);
 
 /**
+ * Block overrides for eth_call and eth_estimateGas (geth's optional fourth
+ * param, also Anvil's): the block the call is simulated in, in place of the
+ * chain's. Every field is optional; unset fields keep the chain's value.
+ *
+ * @generated from message nodegate.eth.v1.BlockOverrides
+ */
+export type BlockOverrides = Message<"nodegate.eth.v1.BlockOverrides"> & {
+  /**
+   * JSON-RPC number (QUANTITY): the block number.
+   *
+   * @generated from field: optional nodegate.eth.v1.Uint256 number = 1;
+   */
+  number?: Uint256 | undefined;
+
+  /**
+   * JSON-RPC difficulty (QUANTITY); a no-op after the merge.
+   *
+   * @generated from field: optional nodegate.eth.v1.Uint256 difficulty = 2;
+   */
+  difficulty?: Uint256 | undefined;
+
+  /**
+   * JSON-RPC time (QUANTITY): the block timestamp.
+   *
+   * @generated from field: optional uint64 time = 3;
+   */
+  time?: bigint | undefined;
+
+  /**
+   * JSON-RPC gasLimit (QUANTITY): the block gas limit.
+   *
+   * @generated from field: optional uint64 gas_limit = 4;
+   */
+  gasLimit?: bigint | undefined;
+
+  /**
+   * JSON-RPC feeRecipient: 20-byte coinbase address.
+   *
+   * @generated from field: optional bytes fee_recipient = 5;
+   */
+  feeRecipient?: Uint8Array | undefined;
+
+  /**
+   * JSON-RPC prevRandao: 32-byte randomness (PREVRANDAO).
+   *
+   * @generated from field: optional bytes prev_randao = 6;
+   */
+  prevRandao?: Uint8Array | undefined;
+
+  /**
+   * JSON-RPC baseFeePerGas (QUANTITY, wei per gas).
+   *
+   * @generated from field: optional nodegate.eth.v1.Uint256 base_fee_per_gas = 7;
+   */
+  baseFeePerGas?: Uint256 | undefined;
+
+  /**
+   * JSON-RPC blobBaseFee (QUANTITY, wei per blob gas).
+   *
+   * @generated from field: optional nodegate.eth.v1.Uint256 blob_base_fee = 8;
+   */
+  blobBaseFee?: Uint256 | undefined;
+
+  /**
+   * JSON-RPC beaconRoot: 32-byte parent beacon block root.
+   *
+   * @generated from field: optional bytes beacon_root = 9;
+   */
+  beaconRoot?: Uint8Array | undefined;
+
+  /**
+   * JSON-RPC withdrawals: the block's withdrawals.
+   *
+   * @generated from field: repeated nodegate.eth.v1.Withdrawal withdrawals = 10;
+   */
+  withdrawals: Withdrawal[];
+
+  /**
+   * Extra keys to send as they are (raw JSON text per key), for node
+   * extensions the proto does not model (Anvil's blockHash map, say).
+   *
+   * @generated from field: nodegate.jsonrpc.v1.JsonExtras json_extras = 1000;
+   */
+  jsonExtras?: JsonExtras | undefined;
+};
+
+/**
+ * Describes the message nodegate.eth.v1.BlockOverrides.
+ * Use `create(BlockOverridesSchema)` to create a new message.
+ */
+export const BlockOverridesSchema: GenMessage<BlockOverrides> = /*@__PURE__*/
+  messageDesc(file_nodegate_eth_v1_block, 1);
+
+/**
  * The JSON-RPC transactions array of a block: 32-byte hashes when the
  * details flag was false, full objects when it was true. At most one of the
  * lists is filled; both empty is an empty array.
@@ -96,7 +190,7 @@ export type BlockTransactions = Message<"nodegate.eth.v1.BlockTransactions"> & {
  * Use `create(BlockTransactionsSchema)` to create a new message.
  */
 export const BlockTransactionsSchema: GenMessage<BlockTransactions> = /*@__PURE__*/
-  messageDesc(file_nodegate_eth_v1_block, 1);
+  messageDesc(file_nodegate_eth_v1_block, 2);
 
 /**
  * A block (eth_getBlockByHash, eth_getBlockByNumber) or an uncle block
@@ -319,5 +413,5 @@ export type Block = Message<"nodegate.eth.v1.Block"> & {
  * Use `create(BlockSchema)` to create a new message.
  */
 export const BlockSchema: GenMessage<Block> = /*@__PURE__*/
-  messageDesc(file_nodegate_eth_v1_block, 2);
+  messageDesc(file_nodegate_eth_v1_block, 3);
 
