@@ -89,6 +89,20 @@ describe("eth_getLogs limits", () => {
     expect(typed.logs[5999]?.logIndex).toBe(5999n);
   });
 
+  it("one block holding more logs than the limit: no range in data (the same block would fail again), by number or by hash", async () => {
+    // Found from outside: the hint named the very block that had just failed, so a client following it looped.
+    const small = await startNodegate({ upstreamUrl: recorder.url, config: { limits: { ...ng.gateway.limits, getLogsMaxResults: 5000 } } });
+    try {
+      const byNumber = await post(small.rpcUrl, rpc("eth_getLogs", [{ fromBlock: hex(firstBlock), toBlock: hex(firstBlock), address: probe.address }]));
+      expect(byNumber.json.error).toEqual({ code: -32005, message: "query returned more than 5000 results", data: { limit: 5000 } });
+      const block = await post(ng.rpcUrl, rpc("eth_getBlockByNumber", [hex(firstBlock), false]));
+      const byHash = await post(small.rpcUrl, rpc("eth_getLogs", [{ blockHash: block.json.result.hash }]));
+      expect(byHash.json.error).toEqual({ code: -32005, message: "query returned more than 5000 results", data: { limit: 5000 } });
+    } finally {
+      await small.close();
+    }
+  });
+
   it("more than 5,000 addresses and topics: -32005 before anything goes upstream", async () => {
     const before = recorder.count("eth_getLogs");
     const addresses = Array.from({ length: 4999 }, (_, i) => `0x${(i + 1).toString(16).padStart(40, "0")}`);

@@ -78,7 +78,12 @@ function countIn(body: Buffer): number {
   return n;
 }
 
-/** A block range that would stay under the limit: from the first log's block to just before the block of log `limit + 1`. */
+/**
+ * A block range that would stay under the limit: from the first log's block
+ * to just before the block of log `limit + 1`. None when that is the first
+ * log's own block: one block holds more logs than the limit, and suggesting
+ * it would send a client that follows the hint round in a loop.
+ */
 function narrowerRange(result: UpstreamResult, limit: number): [bigint, bigint] | undefined {
   try {
     const logs = JSON.parse(result.body.toString("utf8", result.start, result.end)) as { blockNumber?: string | null }[];
@@ -87,7 +92,7 @@ function narrowerRange(result: UpstreamResult, limit: number): [bigint, bigint] 
     if (typeof first !== "string" || typeof over !== "string") return undefined;
     const from = BigInt(first);
     const to = BigInt(over) - 1n;
-    return [from, to < from ? from : to];
+    return to < from ? undefined : [from, to];
   } catch {
     return undefined;
   }
