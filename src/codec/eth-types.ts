@@ -165,6 +165,8 @@ const topicFilterCodec: ValueCodec<TopicFilter> = {
     if (json === null) return create(TopicFilterSchema);
     if (typeof json === "string") return create(TopicFilterSchema, { anyOf: [decodeData(json, { length: 32 })] });
     if (Array.isArray(json)) {
+      // A null among the alternatives matches any topic, as geth reads it (the whole position is a wildcard).
+      if (json.includes(null)) return create(TopicFilterSchema);
       return create(TopicFilterSchema, {
         anyOf: json.map((t, i) => {
           try {
@@ -182,6 +184,27 @@ const topicFilterCodec: ValueCodec<TopicFilter> = {
     if (topics.length === 0) return "null";
     return topics.length === 1 ? (topics[0] as string) : `[${topics.join(",")}]`;
   },
+};
+
+/**
+ * eth_feeHistory's blockCount: a hex QUANTITY, or (as geth's HexOrDecimal64
+ * and Anvil read it) a JSON integer or a decimal string. Sent on as written
+ * on the native door; a typed caller's count goes as hex.
+ */
+export const blockCountCodec: ValueCodec<bigint> = {
+  decode(json) {
+    if (typeof json === "number") {
+      if (!Number.isSafeInteger(json) || json < 0) fail(`want a non-negative integer, got ${json}`);
+      return BigInt(json);
+    }
+    if (typeof json === "string" && /^[0-9]{1,20}$/.test(json)) {
+      const n = BigInt(json);
+      if (n >= 1n << 64n) fail(`block count ${json} exceeds 64 bits`);
+      return n;
+    }
+    return decodeUint64(json);
+  },
+  encode: (value) => `"${encodeQuantity(value)}"`,
 };
 
 /**

@@ -3,7 +3,7 @@
  * come first; the rest are common reads callers expect next to them.
  */
 import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
-import { ANY_BLOCK, blockIdCodec, NUMBER_OR_TAG } from "../codec/eth-types.js";
+import { ANY_BLOCK, blockCountCodec, blockIdCodec, NUMBER_OR_TAG } from "../codec/eth-types.js";
 import type { MethodEntry } from "./method-table.js";
 import type { ParamRules } from "./params-codec.js";
 
@@ -73,5 +73,5 @@ export const ethMethods: readonly MethodEntry[] = [
   { rpc: m.getTransactionByBlockHashAndIndex },
   { rpc: m.getBlockTransactionCountByNumber, params: { block: numberOrTag } },
   { rpc: m.getBlockTransactionCountByHash },
-  { rpc: m.feeHistory, params: { newest_block: numberOrTag } },
+  { rpc: m.feeHistory, params: { block_count: { codec: blockCountCodec }, newest_block: numberOrTag } },
 ];

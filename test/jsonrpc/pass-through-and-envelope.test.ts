@@ -163,6 +163,30 @@ describe("JSON-RPC 2.0 envelope on HTTP", () => {
   });
 });
 
+describe("params nodes accept in more than one spelling", () => {
+  it("eth_feeHistory's blockCount as a JSON integer or a decimal string, as geth and Anvil read it, forwarded as sent", async () => {
+    for (const count of [2, "2", "0x2"]) {
+      const params = [count, "latest", [50]];
+      const direct = await post(anvil.url, rpc("eth_feeHistory", params, 5));
+      const via = await post(ng.rpcUrl, rpc("eth_feeHistory", params, 5));
+      expect(via.json).toEqual(direct.json);
+      expect(recorder.requests.at(-1)?.params).toEqual(params);
+    }
+    expect((await post(ng.rpcUrl, rpc("eth_feeHistory", [-1, "latest", []]))).json.error.code).toBe(-32602);
+  });
+
+  it("eth_getLogs: null among a topic's alternatives is a wildcard, as geth reads it", async () => {
+    const topic = `0x${"11".repeat(32)}`;
+    for (const topics of [[[null]], [null, [null, topic]]]) {
+      const params = [{ fromBlock: "0x0", toBlock: "latest", topics }];
+      const direct = await post(anvil.url, rpc("eth_getLogs", params, 6));
+      const via = await post(ng.rpcUrl, rpc("eth_getLogs", params, 6));
+      expect(via.json).toEqual(direct.json);
+      expect(via.json.result).toBeDefined();
+    }
+  });
+});
+
 describe("HTTP rules", () => {
   it("only POST with application/json, and a body size limit", async () => {
     const get = await fetch(ng.rpcUrl);
