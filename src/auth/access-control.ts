@@ -3,7 +3,7 @@
  * x-api-key), its secret (HTTP Basic with empty user), its allowlists and its
  * rate limits. Each check throws the provider's error as a GatewayError.
  */
-import { badSecret, missingKey, rateLimited, rejectedBySettings, unknownKey } from "../errors/catalogue.js";
+import { badSecret, missingKey, overRateLimit, rateLimited, rejectedBySettings, unknownKey } from "../errors/catalogue.js";
 import { callAllowed, requestAllowed } from "./allowlist.js";
 import { type ApiKey, type ApiKeyStore, matchesDigest } from "./api-keys.js";
 import type { RateLimiter } from "./rate-limiter.js";
@@ -45,6 +45,9 @@ export class AccessControl {
 
   /** Counts `cost` requests against the key's limits (a batch of N costs N + 1). */
   async count(key: ApiKey, cost: number): Promise<void> {
+    const { requestsPerSecond, requestsPerDay } = key.rateLimit;
+    if (requestsPerSecond > 0 && cost > requestsPerSecond) throw overRateLimit("second", cost, requestsPerSecond);
+    if (requestsPerDay > 0 && cost > requestsPerDay) throw overRateLimit("day", cost, requestsPerDay);
     const verdict = await this.#limiter.take(key.label, key.rateLimit, cost);
     if (!verdict.ok) throw rateLimited(verdict.window, verdict.retryAfterSeconds);
   }

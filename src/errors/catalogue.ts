@@ -176,6 +176,22 @@ export function rateLimited(window: "second" | "day", retryAfterSeconds: number)
   });
 }
 
+/**
+ * A text that costs more than the key may spend in a second (or a day) can
+ * never pass: said so, with no Retry-After, which would only send it round
+ * again.
+ */
+export function overRateLimit(window: "second" | "day", cost: number, limit: number): GatewayError {
+  return new GatewayError({
+    code: -32005,
+    // The provider's words stay as they are (callers match them); why it can never pass is in data.
+    message: window === "second" ? AUTH_MESSAGES.rateExceeded : AUTH_MESSAGES.dailyExceeded,
+    data: JSON.stringify(`this request counts ${cost} requests (a batch of N counts N + 1), more than the key's limit of ${limit} per ${window}; send smaller batches`),
+    grpcCode: Code.ResourceExhausted,
+    httpStatus: 429,
+  });
+}
+
 /* Subscriptions and streams. */
 
 /** eth_subscribe and eth_unsubscribe over HTTP: notifications need a connection that stays open. */

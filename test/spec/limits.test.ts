@@ -167,12 +167,22 @@ specRule("limits.not-shown", async () => {
   const { maxBodyBytes, maxWsMessageBytes, maxBatchSize } = DEFAULT_LIMITS;
   expect([maxBodyBytes, maxWsMessageBytes, maxBatchSize]).toEqual([5 * 1024 * 1024, 5 * 1024 * 1024, 1000]);
   const chainId = { jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] };
-  // Per second: a batch of two costs three requests, more than a burst of two.
-  const burst = await g.http.post([chainId, chainId], { url: `${g.ng.url}/v3/${BURST_KEY}` });
-  expect(burst.status).toBe(429);
-  // Each call of the refused batch gets the error under its own id.
-  expect(burst.json).toEqual([chainId, chainId].map(({ id }) => ({ jsonrpc: "2.0", id, error: { code: -32005, message: "project ID request rate exceeded" } })));
-  expect(Number(burst.headers.get("retry-after"))).toBeGreaterThan(0);
+  // Per second: ten calls at once against a limit of two span at most two seconds, so at least six are refused, each told when to retry.
+  const burst = await Promise.all(Array.from({ length: 10 }, () => g.http.post(chainId, { url: `${g.ng.url}/v3/${BURST_KEY}` })));
+  const refusedBurst = burst.filter((r) => r.status === 429);
+  expect(refusedBurst.length).toBeGreaterThanOrEqual(6);
+  for (const r of refusedBurst) {
+    expect(r.json).toEqual({ jsonrpc: "2.0", id: 1, error: { code: -32005, message: "project ID request rate exceeded" } });
+    expect(Number(r.headers.get("retry-after"))).toBeGreaterThan(0);
+  }
+  // A batch of two costs three requests, more than the limit can ever allow: each call is refused under its own id,
+  // with the reason in data and no Retry-After (retrying could not help).
+  const batch = await g.http.post([chainId, chainId], { url: `${g.ng.url}/v3/${BURST_KEY}` });
+  expect(batch.status).toBe(429);
+  expect(batch.json).toEqual(
+    [chainId, chainId].map(({ id }) => ({ jsonrpc: "2.0", id, error: { code: -32005, message: "project ID request rate exceeded", data: expect.stringContaining("send smaller batches") } })),
+  );
+  expect(batch.headers.get("retry-after")).toBeNull();
 
   // Per day, on each door: the first request passes, the next is refused.
   const daily = `${g.ng.url}/v3/${HTTP_DAILY_KEY}`;
