@@ -107,6 +107,11 @@ export class Gateway {
   /** The name of the network serving a family, for advice in errors. (Bound: native calls take it as it is.) */
   readonly homeNetworkName = (family: ChainFamily): string | undefined => this.homeNetwork(family)?.name;
 
+  /** Closes the upstream clients: calls still waiting on a node fail at once with "shutting down" (the drain deadline). */
+  async closeUpstreams(): Promise<void> {
+    await Promise.all(this.networks().map((n) => n.close()));
+  }
+
   async close(): Promise<void> {
     await this.subscriptions.close();
     await Promise.all(this.networks().map((n) => n.close()));

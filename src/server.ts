@@ -45,6 +45,9 @@ type Res = NodeResponse;
 
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 
+
+/** How long calls cut short at the drain deadline have to write their "shutting down" answers. */
+const ANSWER_AT_DEADLINE_MS = 500;
 export interface NodegateServer {
   /** Starts listening; resolves with the bound address. */
   listen(port: number, host?: string): Promise<AddressInfo>;
@@ -332,7 +335,13 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       await settledBy(wsHandler.drain(), deadline);
       // Subscription streams never finish by themselves: end them now (clients resume elsewhere) rather than at the drain deadline.
       const subscriptionsClosed = gateway.subscriptions.close();
-      await settledBy(inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => idleWaiters.push(resolve)), deadline);
+      const idle = () => (inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => idleWaiters.push(resolve)));
+      await settledBy(idle(), deadline);
+      if (inFlight > 0) {
+        // At the deadline, calls still waiting on a node are answered -32056 / UNAVAILABLE ("shutting down"), not cut off with nothing.
+        await gateway.closeUpstreams();
+        await settledBy(idle(), Date.now() + ANSWER_AT_DEADLINE_MS);
+      }
       wsHandler.close();
       plain?.close(); // stops Node's deadline checks
       for (const session of sessions) session.destroy();

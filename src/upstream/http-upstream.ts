@@ -7,7 +7,7 @@
  */
 import { networkErrorWords } from "./network-errors.js";
 import type { ConnectionOptions } from "node:tls";
-import { cancelled, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
+import { cancelled, shuttingDown, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { readChunkedReply, readReply, requestBody, type UpstreamResult } from "./reply.js";
 import { Http1Error, Http1Pool } from "./http1-pool.js";
@@ -58,6 +58,7 @@ const KEEP_CHUNKS_FROM = 16 * 1024;
 export class HttpUpstream implements Upstream {
   readonly label: string;
   readonly #pool: Http1Pool;
+  #closed = false;
   #nextId = 1;
 
   constructor(options: HttpUpstreamOptions) {
@@ -131,6 +132,8 @@ export class HttpUpstream implements Upstream {
   #transportError(err: unknown, options: CallOptions): GatewayError {
     if (err === CALLER_LEFT || options.signal?.aborted) return cancelled();
     if (err === DEADLINE) return upstreamTimeout(options.timeoutMs);
+    // Closed when nodegate stops: what still waits for the node is told so (at the drain deadline, calls get an answer).
+    if (this.#closed) return shuttingDown();
     const words = networkErrorWords(err);
     if (words !== undefined) return upstreamUnavailable(words, err);
     if (err instanceof Http1Error) return upstreamBadResponse(`invalid HTTP reply: ${err.message}`, err);
@@ -138,6 +141,7 @@ export class HttpUpstream implements Upstream {
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
     this.#pool.close();
   }
 }

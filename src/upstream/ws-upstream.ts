@@ -12,7 +12,7 @@
 import { webSocketErrorWords } from "./network-errors.js";
 import type { Logger } from "pino";
 import WebSocket from "ws";
-import { cancelled, upstreamConnectionLost, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
+import { cancelled, shuttingDown, upstreamConnectionLost, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { backoffDelay } from "./backoff.js";
 import { readSubscriptionNotification, type SubscriptionNotification } from "./notification.js";
@@ -179,7 +179,8 @@ export class WsUpstream implements Upstream {
     this.#setState("closed", false);
     clearTimeout(this.#reconnectTimer);
     this.#stopKeepAlive();
-    for (const id of [...this.#pending.keys()]) this.#fail(id, upstreamUnavailable("the upstream client was closed"));
+    // Closed when nodegate stops: what still waits for the node is told so (at the drain deadline, calls get an answer).
+    for (const id of [...this.#pending.keys()]) this.#fail(id, shuttingDown());
     this.#subscriptions.clear();
     const socket = this.#socket;
     this.#socket = undefined;

@@ -256,7 +256,8 @@ describe("WsUpstream: close", () => {
     await vi.waitFor(() => expect(u.inFlightCount).toBe(1));
     const pendingOutcome = rejection(pending);
     await u.close();
-    expect((await pendingOutcome).code).toBe(-32050);
+    // Closed as nodegate stops: the waiting call is told so (-32056), not that the node is down.
+    expect((await pendingOutcome).code).toBe(-32056);
     expect((await rejection(u.call("eth_chainId", "[]", opts()))).code).toBe(-32050);
     p.holdReplies(false);
     await vi.waitFor(() => expect(p.open).toBe(0));
