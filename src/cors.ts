@@ -3,6 +3,7 @@
  * typed path), off unless origins are configured. Preflights are answered
  * here; other responses get the allow and expose headers.
  */
+import { originAllowed } from "./auth/allowlist.js";
 import type { NodeRequest, NodeResponse } from "./http-types.js";
 
 const ALLOW_HEADERS = [
@@ -24,7 +25,7 @@ const EXPOSE_HEADERS = ["grpc-status", "grpc-message", "grpc-status-details-bin"
 export function allowedOrigin(origins: readonly string[], origin: string | undefined): string | undefined {
   if (origins.length === 0 || origin === undefined) return undefined;
   if (origins.includes("*")) return "*";
-  return origins.includes(origin) ? origin : undefined;
+  return originAllowed(origins, origin) ? origin : undefined;
 }
 
 /** Applies CORS; returns true when it answered the request (a preflight). */

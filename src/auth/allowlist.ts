@@ -23,9 +23,11 @@ function methodAllowed(patterns: readonly string[], method: string): boolean {
 
 /**
  * An origin entry matches with or without a scheme ("https://app.example.com",
- * "app.example.com"); "*.example.com" matches any subdomain of example.com.
+ * "app.example.com"); "*.example.com" matches any subdomain of example.com; a
+ * path on the entry ("https://app.example.com/") is ignored, as browsers send
+ * none. The key allowlists and cors.origins read entries alike.
  */
-function originAllowed(patterns: readonly string[], origin: string | undefined): boolean {
+export function originAllowed(patterns: readonly string[], origin: string | undefined): boolean {
   if (origin === undefined) return false;
   let scheme = "";
   let host = origin.toLowerCase();
@@ -41,6 +43,7 @@ function originAllowed(patterns: readonly string[], origin: string | undefined):
       if (pm[1] !== scheme) return false;
       pattern = pm[2] as string;
     }
+    pattern = pattern.replace(/\/.*$/, "");
     if (pattern.startsWith("*.")) return host.endsWith(pattern.slice(1));
     return host === pattern;
   });
