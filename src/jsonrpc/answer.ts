@@ -45,12 +45,15 @@ export function answerContext(gateway: Gateway, key: ApiKey, network: Network, s
   return Object.assign(nativeCallContext(gateway, key, network, signal), { maxBatchSize: gateway.limits.maxBatchSize, quotas: gateway.quotas });
 }
 
+/** How a text or member that is not a request is named in logs and metrics (its method, if any, cannot be trusted). */
+const INVALID = "(invalid)";
+
 function envelopeError(error: GatewayError, status = 200): Answer {
   return {
     body: [Buffer.from(`{"jsonrpc":"2.0","id":null,"error":${error.toJson()}}`)],
     status,
     retryAfterSeconds: error.retryAfterSeconds,
-    calls: [],
+    calls: [{ method: INVALID, outcome: String(error.code) }],
   };
 }
 
@@ -137,7 +140,7 @@ export async function answerJsonRpc(text: Buffer, ctx: AnswerContext): Promise<A
   for (let i = 0; i < entries.length; i++) {
     const entry = entries[i] as Entry;
     const outcome = outcomes[i] as Outcome;
-    if (entry.call) calls.push({ method: entry.call.method.slice(0, 64), outcome: outcome.error ? String(outcome.error.code) : "ok" });
+    calls.push({ method: entry.call ? entry.call.method.slice(0, 64) : INVALID, outcome: outcome.error ? String(outcome.error.code) : "ok" });
     const id = entry.error !== undefined ? entry.id : entry.call.id;
     if (id === undefined) continue; // a notification gets no response
     if (!envelope.batch && outcome.error !== undefined) {

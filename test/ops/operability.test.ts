@@ -194,7 +194,11 @@ describe("metrics", () => {
     // Found from outside: refusals before the body is read (a bad key here) were not counted on the native door.
     const refusedHttp = 'nodegate_requests_total{door="jsonrpc-http",method="other",outcome="-32600"}';
     const upstream = 'nodegate_upstream_duration_seconds_count{network="ethereum",upstream="ethereum/primary"}';
+    // Found from outside too: texts that are not JSON-RPC, and invalid batch members, were neither counted nor named in the log.
+    const unparsable = 'nodegate_requests_total{door="jsonrpc-http",method="other",outcome="-32700"}';
     const before = await scrape();
+    expect((await post(ng.rpcUrl, "{bad")).json.error.code).toBe(-32700);
+    expect((await post(ng.rpcUrl, [rpc("eth_chainId"), 5])).json[1].error.code).toBe(-32600);
     await post(ng.rpcUrl, rpc("eth_chainId"));
     await post(ng.rpcUrl, rpc("eth_chainId"));
     await post(ng.rpcUrl, rpc("eth_getBalance", ["0x12"]));
@@ -204,11 +208,14 @@ describe("metrics", () => {
     client.close();
     const after = await scrape();
     const delta = (name: string) => (after.get(name) ?? 0) - (before.get(name) ?? 0);
-    expect(delta(okHttp)).toBe(2);
+    expect(delta(okHttp)).toBe(3);
     expect(delta(badHttp)).toBe(1);
     expect(delta(okGrpc)).toBe(1);
-    expect(delta(refusedHttp)).toBe(1);
-    expect(delta(upstream)).toBe(3); // the invalid call never went upstream
+    expect(delta(refusedHttp)).toBe(2);
+    expect(delta(unparsable)).toBe(1);
+    expect(delta(upstream)).toBe(4); // the invalid call never went upstream
+    const invalidLine = ng.logs.find((l) => l.method === "(invalid)" && l.errors === 1);
+    expect(invalidLine).toBeDefined();
     expect(after.has("nodegate_process_resident_memory_bytes")).toBe(true);
   });
 });
