@@ -352,6 +352,10 @@ function defaults(): Config {
 
 type Path = (string | number)[];
 
+/** ${NAME} in a configuration value: the environment variable's value (letters, digits and _, not starting with a digit). */
+const ENV_REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+const WHOLE_ENV_REFERENCE = /^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/;
+
 class FileReader {
   constructor(
     readonly doc: Document,
@@ -390,17 +394,27 @@ class FileReader {
     const v = this.raw(path);
     if (v === undefined || v === null) return undefined;
     if (typeof v !== "string") this.fail(path, typeof v === "number" ? 'want a string (YAML reads unquoted 0x... as a number: quote it, "0x...")' : "want a string");
-    return v.replace(/\$\{([A-Z0-9_]+)\}/g, (_, name: string) => {
+    return v.replace(ENV_REFERENCE, (_, name: string) => {
       const value = this.env[name];
       if (value === undefined) this.fail(path, `environment variable ${name} is not set`);
+      // An empty value is almost always a variable set by mistake (an empty secret would pass every request's check).
+      if (value === "") this.fail(path, `environment variable ${name} is empty`);
       return value;
     });
   }
 
   number(path: Path, min: number, max: number): number | undefined {
-    const v = this.raw(path);
+    let v = this.raw(path);
     if (v === undefined || v === null) return undefined;
-    if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max) this.fail(path, `want an integer from ${min} to ${max}`);
+    // A whole value of ${NAME} (port: ${PORT}) reads the variable as the number.
+    const fromEnv = typeof v === "string" && WHOLE_ENV_REFERENCE.test(v) ? v : undefined;
+    if (fromEnv !== undefined) {
+      const text = this.string(path) as string;
+      v = /^[0-9]+$/.test(text) ? Number(text) : Number.NaN;
+    }
+    if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max) {
+      this.fail(path, `want an integer from ${min} to ${max}${fromEnv === undefined ? "" : ` (${fromEnv} is "${this.string(path)}")`}`);
+    }
     return v;
   }
 

@@ -139,3 +139,22 @@ describe("found by check-config, not at start", () => {
     expect(errorOf(tls(a.cert, b.key))).toMatch(/tls\.keyFile: does not match the certificate/);
   });
 });
+
+describe("${NAME} in the file", () => {
+  const withUpstream = (url: string, extra = "") => `networks:\n  - name: mainnet\n    family: ethereum\n    upstreams:\n      - label: a\n        url: ${url}\n${extra}`;
+
+  it("reads lower-case names too (they were left as literal text in the URL)", () => {
+    const config = loadConfig({ provider_key: "pk1" }, file(withUpstream("https://node.example/v3/${provider_key}")));
+    expect(config.networks[0]?.upstreams[0]?.url).toBe("https://node.example/v3/pk1");
+  });
+
+  it("a whole number field may come from a variable; a value that is not one is named", () => {
+    expect(loadConfig({ PORT: "9123" }, file(withUpstream("http://127.0.0.1:8545", "listen:\n  port: ${PORT}\n"))).port).toBe(9123);
+    expect(errorOf(withUpstream("http://127.0.0.1:8545", "listen:\n  port: ${PORT}\n"), { PORT: "80a" })).toMatch(/listen\.port: want an integer from 0 to 65535 \(\$\{PORT\} is "80a"\)/);
+  });
+
+  it("a variable set to nothing is refused (an empty secret would pass every request)", () => {
+    const text = withUpstream("http://127.0.0.1:8545", "keys:\n  - key: abcdefgh12345678\n    secret: ${CLIENT_SECRET}\n");
+    expect(errorOf(text, { CLIENT_SECRET: "" })).toMatch(/keys\[0\]\.secret: environment variable CLIENT_SECRET is empty/);
+  });
+});
