@@ -37,21 +37,33 @@ function readMessage(body: Buffer, encoding: string | undefined): Uint8Array {
   if (body.length < FRAME_HEADER) throw new ConnectError("protocol error: incomplete envelope", Code.InvalidArgument);
   const flags = body[0] as number;
   const length = body.readUInt32BE(1);
-  if (body.length !== FRAME_HEADER + length) {
+  if (body.length < FRAME_HEADER + length) {
+    throw new ConnectError(`protocol error: the message is cut short (${body.length - FRAME_HEADER} of the ${length} bytes its prefix declares)`, Code.InvalidArgument);
+  }
+  if (body.length > FRAME_HEADER + length) {
     throw new ConnectError("protocol error: want exactly one message for a unary call", Code.InvalidArgument);
   }
   const payload = body.subarray(FRAME_HEADER);
   if ((flags & 1) === 0) return payload;
   switch (encoding) {
     case "gzip":
-      return gunzipSync(payload);
+      return decompressed(payload, gunzipSync, "gzip");
     case "deflate":
-      return inflateSync(payload);
+      return decompressed(payload, inflateSync, "deflate");
     case undefined:
     case "identity":
       throw new ConnectError("protocol error: received compressed message without grpc-encoding", Code.Internal);
     default:
       throw new ConnectError(`unknown compression "${encoding}": supported encodings are ${ACCEPTED_ENCODINGS}`, Code.Unimplemented);
+  }
+}
+
+/** A compressed message's bytes; corrupt data is INTERNAL, as grpc-go words it ("failed to decompress"), naming what zlib found. */
+function decompressed(payload: Uint8Array, inflate: (data: Uint8Array) => Buffer, encoding: string): Buffer {
+  try {
+    return inflate(payload);
+  } catch (err) {
+    throw new ConnectError(`failed to decompress the ${encoding} message: ${(err as Error).message}`, Code.Internal);
   }
 }
 

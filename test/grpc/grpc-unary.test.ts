@@ -214,6 +214,32 @@ describe("the gRPC contract", () => {
     }
   });
 
+  it.each([
+    ["corrupt gzip data: INTERNAL saying it could not be decompressed", Buffer.from([1, 0, 0, 0, 3, 1, 2, 3]), "gzip", "13", /failed to decompress the gzip message/],
+    ["a prefix declaring more than was sent: INVALID_ARGUMENT saying so", Buffer.from([0, 0xff, 0xff, 0xff, 0xff, 1, 2, 3]), undefined, "3", /cut short \(3 of the 4294967295 bytes/],
+  ])("%s", async (_, body, encoding, status, message) => {
+    const session = http2.connect(f.ng.url);
+    try {
+      const stream = session.request({
+        ":method": "POST",
+        ":path": blockPath,
+        "content-type": "application/grpc",
+        "x-api-key": f.ng.key,
+        te: "trailers",
+        ...(encoding === undefined ? {} : { "grpc-encoding": encoding }),
+      });
+      stream.end(body);
+      const trailers = await new Promise<http2.IncomingHttpHeaders>((resolve) => {
+        stream.on("trailers", resolve);
+        stream.resume();
+      });
+      expect(trailers["grpc-status"]).toBe(status);
+      expect(decodeURIComponent(String(trailers["grpc-message"]))).toMatch(message);
+    } finally {
+      session.close();
+    }
+  });
+
   it("x-request-id comes back in the response headers and in the log line", async () => {
     const { headers } = await getBlock(1n, { requestId: "trace-lean-42" });
     expect(headers.get("x-request-id")).toEqual(["trace-lean-42"]);
