@@ -46,6 +46,18 @@ type Res = NodeResponse;
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 
 
+const ABSOLUTE_FORM = /^https?:\/\//i;
+
+/** The path and query of an absolute-form request target. */
+function originForm(target: string): string {
+  try {
+    const url = new URL(target);
+    return `${url.pathname}${url.search}`;
+  } catch {
+    return target;
+  }
+}
+
 /** How long calls cut short at the drain deadline have to write their "shutting down" answers. */
 const ANSWER_AT_DEADLINE_MS = 500;
 export interface NodegateServer {
@@ -191,6 +203,8 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     });
     // While draining, HTTP/1.1 connections are closed after their current response.
     if (draining && "setHeader" in res && req.httpVersionMajor === 1) res.setHeader("connection", "close");
+    // The absolute form (POST http://host/v3/KEY, what a client sends to a proxy) names the same path; RFC 9112 has servers take it.
+    if (req.url !== undefined && ABSOLUTE_FORM.test(req.url)) req.url = originForm(req.url);
     if (handleCors(gateway.corsOrigins, req, res)) return;
     // HTTP/2 streams had theirs lowered in dispatchHttp2Stream.
     if (req.httpVersionMajor === 1) clampDeadlineHeaders(req.headers);

@@ -4,6 +4,7 @@
  * reach the same allowlist through JsonRpcService.Call; the JSON-RPC 2.0
  * envelope (batches, ids, notifications, every error code); HTTP rules; CORS.
  */
+import net from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -210,5 +211,20 @@ describe("HTTP rules", () => {
     expect(ok.headers.get("access-control-allow-origin")).toBe("https://dapp.example");
     const other = await post(ng.rpcUrl, rpc("eth_chainId"), { origin: "https://evil.example" });
     expect(other.headers.get("access-control-allow-origin")).toBeNull();
+  });
+
+  it("a request target in absolute form (what a client sends to a proxy) is served, as RFC 9112 asks", async () => {
+    const body = JSON.stringify(rpc("eth_chainId"));
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect(ng.port, "127.0.0.1", () => {
+        socket.write(`POST ${ng.rpcUrl} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+      });
+      let text = "";
+      socket.on("data", (d: Buffer) => (text += d.toString()));
+      socket.on("end", () => resolve(text));
+      socket.on("error", reject);
+    });
+    expect(answer.startsWith("HTTP/1.1 200")).toBe(true);
+    expect(answer).toContain('"result":"0x7a69"');
   });
 });
