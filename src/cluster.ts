@@ -27,13 +27,21 @@ export function forkWorkers(count: number, env: Record<string, string> = {}): Pr
   if (!cluster.isPrimary) throw new Error("forkWorkers runs in the cluster primary");
   serveClusterMetrics();
   let stopping = false;
+  let started = false;
   const live = new Set<Worker>();
   const fork = (): Worker => {
     const worker = cluster.fork(env);
     live.add(worker);
-    worker.on("exit", () => {
+    worker.on("exit", (code, signal) => {
       live.delete(worker);
-      if (!stopping) setTimeout(fork, 500).unref(); // a crash loop costs one fork per half second
+      // Before all listen, a worker that exits fails the start instead (see below).
+      if (stopping || !started) return;
+      // Said where deployers look: a worker crash was otherwise silent.
+      process.stderr.write(`nodegate: worker ${worker.process.pid} exited (${signal ?? `code ${code}`}); starting another\n`);
+      // A crash loop costs one fork per half second.
+      setTimeout(() => {
+        if (!stopping) fork();
+      }, 500).unref();
     });
     return worker;
   };
@@ -43,6 +51,7 @@ export function forkWorkers(count: number, env: Record<string, string> = {}): Pr
     const onListening = (_worker: Worker, at: { address: string; port: number }) => {
       address ??= { address: at.address, port: at.port, family: at.address.includes(":") ? "IPv6" : "IPv4" };
       if (++listening === count) {
+        started = true;
         cluster.off("listening", onListening);
         resolve({
           address,

@@ -115,6 +115,7 @@ export class Network {
         timeoutMs: options.timeoutMs ?? this.#timeoutMs,
         idempotent: options.idempotent,
       });
+      if (member.breaker.state !== "closed") this.#log?.info({ network: this.name, upstream: member.upstream.label }, "upstream answering again: its circuit is closed");
       member.breaker.success();
       this.lastAnswerAt = Date.now();
       return result;
@@ -122,7 +123,12 @@ export class Network {
       if (options.signal?.aborted || (ownDeadline && err instanceof GatewayError && err.grpcCode === Code.DeadlineExceeded)) {
         member.breaker.release();
       } else if (isOutage(err)) {
+        const wasClosed = member.breaker.state === "closed";
         member.breaker.failure();
+        // Once per outage, at warn: with log.level warn an outage would otherwise leave no trace.
+        if (wasClosed && member.breaker.state === "open") {
+          this.#log?.warn({ network: this.name, upstream: member.upstream.label, err: (err as Error).message }, "upstream failing: its circuit is open, calls to it are paused");
+        }
         this.#metrics?.upstreamErrors.inc({ network: this.name, upstream: member.upstream.label, kind: "outage" });
       } else {
         member.breaker.success(); // it answered: the upstream is up

@@ -372,12 +372,16 @@ describe.concurrent("upstream faults on every front door", () => {
           const reached = r.upstream.requests.length;
           expectDocumented(await client.call(), fault.expected, door, fault.expected.outage);
           if (fault.expected.outage && fault.transport === "http") expect(r.upstream.requests.length).toBe(reached);
+          // The outage is logged once at warn (found from outside: with log.level warn an outage left no trace).
+          const opened = r.ng.logs.filter((l) => l.level === 40 && String(l.msg).startsWith("upstream failing"));
+          expect(opened.length).toBe(fault.expected.outage ? 1 : 0);
 
           r.faulty = false;
           await fault.end?.(r);
           // Healthy again from here; a call one second later must be answered.
           await new Promise((resolve) => setTimeout(resolve, RECOVERY_MS));
           expect(await client.call()).toEqual({ ok: true, blockNumber: 1n });
+          if (fault.expected.outage) expect(r.ng.logs.some((l) => String(l.msg).startsWith("upstream answering again"))).toBe(true);
         } finally {
           await client.close();
         }

@@ -13,6 +13,7 @@ const KEY = "cluster-key-0123456789";
 let anvil: AnvilNode;
 let primary: ChildProcess;
 let port: number;
+let stderr = "";
 
 /** The primary's children (its workers), from /proc. */
 function workerPids(): number[] {
@@ -39,8 +40,9 @@ beforeAll(async () => {
   anvil = await startAnvil();
   primary = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     env: { ...process.env, NODEGATE_UPSTREAM_URL: anvil.url, NODEGATE_API_KEYS: `${KEY}:custom`, NODEGATE_WORKERS: "2", NODEGATE_PORT: "0", NODEGATE_LOG_LEVEL: "warn" },
-    stdio: ["ignore", "pipe", "inherit"],
+    stdio: ["ignore", "pipe", "pipe"],
   });
+  primary.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
   let out = "";
   port = await new Promise<number>((resolve, reject) => {
     primary.stdout?.on("data", (chunk: Buffer) => {
@@ -91,6 +93,16 @@ describe.runIf(process.platform === "linux")("NODEGATE_WORKERS", () => {
       const line = text.split("\n").find((l) => l.startsWith(`${counted} `));
       expect(line).toBe(`${counted} 400`);
     }
+  });
+
+  it("a worker that dies is replaced, and the primary says so", async () => {
+    // Found from outside: a worker crash and its replacement left no trace anywhere.
+    const [victim] = workerPids();
+    process.kill(victim as number, "SIGKILL");
+    for (let i = 0; i < 250 && !(workerPids().length === 2 && !workerPids().includes(victim as number)); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(workerPids()).toHaveLength(2);
+    expect(workerPids()).not.toContain(victim);
+    expect(stderr).toContain(`nodegate: worker ${victim} exited (SIGKILL); starting another`);
   });
 
   it("SIGTERM to the primary stops every worker", async () => {
