@@ -143,6 +143,15 @@ describe("health", () => {
     }
   });
 
+  it("health, metrics and not-found answers carry x-request-id (the client's, or a new one), as every response does", async () => {
+    for (const path of ["/healthz", "/readyz", "/metrics", "/no/such/path"]) {
+      const echoed = await fetch(`${ng.url}${path}`, { headers: { "x-request-id": "ops-trace-7" } });
+      expect(echoed.headers.get("x-request-id"), path).toBe("ops-trace-7");
+      const fresh = await fetch(`${ng.url}${path}`);
+      expect(fresh.headers.get("x-request-id"), path).toMatch(/^[0-9a-f-]{36}$/);
+    }
+  });
+
   it("/healthz is process liveness; /readyz follows the upstream; Watch streams the change", async () => {
     const down = await startProgrammableUpstream(() => ({ destroy: true }));
     const idle = await startNodegate({ upstreamUrl: down.url });
