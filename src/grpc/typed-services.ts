@@ -8,6 +8,7 @@ import type { Message } from "@bufbuild/protobuf";
 import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import type { Credentials } from "../auth/access-control.js";
 import { CodecError } from "../codec/codec-error.js";
+import { decodeRespelling } from "../codec/lenient-result.js";
 import { invalidParams, noNetworkOfFamily, resultNotTypeable, upstreamBadResponse, wrongNetworkFamily } from "../errors/catalogue.js";
 import type { Gateway } from "../gateway.js";
 import { invokeMethod } from "../methods/invoke.js";
@@ -86,7 +87,7 @@ export function decodeResult(spec: MethodSpec, result: UpstreamResult): Message 
     throw err;
   }
   try {
-    return spec.result.decode(json);
+    return decodeRespelling((value) => spec.result.decode(value), json, "result");
   } catch (err) {
     if (err instanceof CodecError) throw resultNotTypeable(spec.jsonrpcMethod, err.message);
     throw err;
