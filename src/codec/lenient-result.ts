@@ -6,7 +6,8 @@
  * upper-case "0X". The strict codecs refuse these, and one such field used
  * to make the typed door refuse the whole answer (-32053) while the native
  * door forwarded it; now the field is re-spelt where the codec names it and
- * the decoding tried again. A block nonce written short ("0x0") is padded
+ * the decoding tried again (within a budget of work, so a result full of
+ * them is refused as before). A block nonce written short ("0x0") is padded
  * to its 8 bytes. Anything else still fails as before.
  */
 import { CodecError } from "./codec-error.js";
@@ -16,14 +17,20 @@ const MAX_PADDED_BYTES = 8;
 
 /** More re-spellings than this in one result is not a node's quirk: the result is refused as before. */
 const MAX_RESPELLINGS = 256;
+/** Each re-spelling decodes the result again: at most this many result bytes in all (a few per large result). */
+const RESPELLING_BUDGET_BYTES = 64 * 1024 * 1024;
 
-/** `decode(json)`, re-spelling each non-canonical hex value the codec stops at. `json` may be changed in place. */
-export function decodeRespelling<T>(decode: (json: unknown) => T, json: unknown, root: string): T {
+/**
+ * `decode(json)`, re-spelling each non-canonical hex value the codec stops
+ * at; `json` (the parsed result, `bytes` long) may be changed in place.
+ */
+export function decodeRespelling<T>(decode: (json: unknown) => T, json: unknown, root: string, bytes: number): T {
+  const most = Math.min(MAX_RESPELLINGS, Math.floor(RESPELLING_BUDGET_BYTES / Math.max(bytes, 1)));
   for (let tries = 0; ; tries++) {
     try {
       return decode(json);
     } catch (err) {
-      if (!(err instanceof CodecError) || tries >= MAX_RESPELLINGS || !respell(json, err, root)) throw err;
+      if (!(err instanceof CodecError) || tries >= most || !respell(json, err, root)) throw err;
     }
   }
 }

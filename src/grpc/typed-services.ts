@@ -87,7 +87,7 @@ export function decodeResult(spec: MethodSpec, result: UpstreamResult): Message 
     throw err;
   }
   try {
-    return decodeRespelling((value) => spec.result.decode(value), json, "result");
+    return decodeRespelling((value) => spec.result.decode(value), json, "result", result.end - result.start);
   } catch (err) {
     if (err instanceof CodecError) throw resultNotTypeable(spec.jsonrpcMethod, err.message);
     throw err;

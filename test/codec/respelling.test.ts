@@ -14,7 +14,7 @@ const table = createMethodTable();
 const decode = (method: string, json: unknown) => {
   const spec = table.byJsonRpc(method);
   if (spec === undefined) throw new Error(method);
-  return decodeRespelling((v) => spec.result.decode(v), json, "result") as unknown as Record<string, unknown>;
+  return decodeRespelling((v) => spec.result.decode(v), json, "result", JSON.stringify(json).length) as unknown as Record<string, unknown>;
 };
 
 const hash = (b: string) => `0x${b.repeat(32)}`;
