@@ -393,7 +393,11 @@ class FileReader {
   string(path: Path): string | undefined {
     const v = this.raw(path);
     if (v === undefined || v === null) return undefined;
-    if (typeof v !== "string") this.fail(path, typeof v === "number" ? 'want a string (YAML reads unquoted 0x... as a number: quote it, "0x...")' : "want a string");
+    if (typeof v !== "string") {
+      // YAML reads an unquoted 0x... as a number; say so only when that is what happened.
+      const hex = (this.doc.getIn(path, true) as { format?: string } | undefined)?.format === "HEX";
+      this.fail(path, hex ? 'want a string (YAML reads unquoted 0x... as a number: quote it, "0x...")' : "want a string");
+    }
     return v.replace(ENV_REFERENCE, (_, name: string) => {
       const value = this.env[name];
       if (value === undefined) this.fail(path, `environment variable ${name} is not set`);
