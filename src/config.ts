@@ -684,7 +684,9 @@ function parseKeys(value: string): KeyConfig[] {
     const fail = (m: string): never => {
       throw new ConfigError(`NODEGATE_API_KEYS: entry ${i + 1}: ${m}`);
     };
-    const [key, planName] = entry.split(":") as [string, string | undefined];
+    const parts = entry.split(":");
+    if (parts.length > 2) fail(`want "key" or "key:plan", got ${parts.length} parts separated by ":"`);
+    const [key, planName] = parts as [string, string | undefined];
     if (!KEY_PATTERN.test(key)) fail("want 8 to 128 letters, digits, - or _");
     if (keys.some((k) => k.key === key)) fail("duplicate key");
     keys.push({ key, plan: plan(planName, fail) });
@@ -718,7 +720,8 @@ export function applyEnv(config: Config, env: NodeJS.ProcessEnv): void {
     else config.networks.push({ name: "starknet", family: "starknet", upstreams: [{ label: "primary", url }] });
   }
   if (env.NODEGATE_PORT) {
-    const n = Number(env.NODEGATE_PORT);
+    // Digits only: Number() would also read "0x50" (port 80) and " 80 ".
+    const n = /^[0-9]{1,5}$/.test(env.NODEGATE_PORT) ? Number(env.NODEGATE_PORT) : Number.NaN;
     if (!Number.isInteger(n) || n < 0 || n > 65535) fail("NODEGATE_PORT")(`want a port number 0-65535, got "${env.NODEGATE_PORT}"`);
     config.port = n;
   }

@@ -105,6 +105,8 @@ describe("configuration file", () => {
     expect(() => loadConfig({ NODEGATE_API_KEYS: "good-key-1:growth,secret-key-2:gold" })).toThrow(/^NODEGATE_API_KEYS: entry 2: want one of core, growth, custom$/);
     expect(() => loadConfig({ NODEGATE_API_KEYS: "sEcr3" })).toThrow(/^NODEGATE_API_KEYS: entry 1: want 8 to 128 letters, digits, - or _$/);
     expect(() => loadConfig({ NODEGATE_API_KEYS: "good-key-1,good-key-1" })).toThrow(/^NODEGATE_API_KEYS: entry 2: duplicate key$/);
+    expect(() => loadConfig({ NODEGATE_API_KEYS: "good-key-1:growth:extra" })).toThrow(/^NODEGATE_API_KEYS: entry 1: want "key" or "key:plan", got 3 parts/);
+    expect(() => loadConfig({ NODEGATE_PORT: "0x50" })).toThrow(/NODEGATE_PORT: want a port number/);
     expect(() => loadConfig({ NODEGATE_LOG_LEVEL: "verbose" })).toThrow(/NODEGATE_LOG_LEVEL: want one of fatal, error/);
   });
 
