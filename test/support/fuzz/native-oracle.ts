@@ -32,8 +32,9 @@ function predictMember(member: unknown, table: MethodTable, passThrough: Readonl
   const replyId = id === undefined ? null : id;
   if (member.jsonrpc !== "2.0") return { kind: "error", code: -32600, id: replyId, reply: true };
   if (typeof member.method !== "string") return { kind: "error", code: -32600, id: replyId, reply: true };
-  const params = member.params;
-  if (params !== undefined && (typeof params !== "object" || params === null)) return { kind: "error", code: -32600, id: replyId, reply: true };
+  // "params": null reads as no params, as geth and Anvil read it.
+  const params = member.params === null ? undefined : member.params;
+  if (params !== undefined && typeof params !== "object") return { kind: "error", code: -32600, id: replyId, reply: true };
   const reply = id !== undefined;
   const method = member.method;
   const spec = table.byJsonRpc(method);
