@@ -6,6 +6,7 @@
  * reads from a bounded queue, and a client that lets it overflow is ended
  * with RESOURCE_EXHAUSTED.
  */
+import { decodeRespelling } from "../codec/lenient-result.js";
 import { create, type Message } from "@bufbuild/protobuf";
 import { Code, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import { type Block, BlockSchema } from "../../gen/nodegate/eth/v1/block_pb.js";
@@ -182,12 +183,12 @@ export function registerSubscriptionStreams(router: ConnectRouter, gateway: Gate
   const blockCodec = registry.message<Block>(BlockSchema);
   const logCodec = registry.message<Log>(LogSchema);
   const heads = new EventDecoder<SubscribeNewHeadsResponse>("newHeads", (event) => {
-    const header = blockCodec.decode(JSON.parse(event.text));
+    const header = decodeRespelling((json) => blockCodec.decode(json), JSON.parse(event.text), "", event.text.length);
     header.transactions = undefined;
     return create(SubscribeNewHeadsResponseSchema, { header });
   });
   const logs = new EventDecoder<SubscribeLogsResponse>("logs", (event) =>
-    create(SubscribeLogsResponseSchema, { log: logCodec.decode(JSON.parse(event.text)) }),
+    create(SubscribeLogsResponseSchema, { log: decodeRespelling((json) => logCodec.decode(json), JSON.parse(event.text), "", event.text.length) }),
   );
   const pending = new EventDecoder<SubscribeNewPendingTransactionsResponse>("newPendingTransactions", (event) =>
     create(SubscribeNewPendingTransactionsResponseSchema, { transactionHash: decodeData(JSON.parse(event.text), { length: 32 }) }),

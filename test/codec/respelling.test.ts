@@ -8,7 +8,8 @@
 import { describe, expect, it } from "vitest";
 import { CodecError } from "../../src/codec/codec-error.js";
 import { canonicalSpelling, decodeRespelling } from "../../src/codec/lenient-result.js";
-import { createMethodTable } from "../../src/methods/default-table.js";
+import { BlockSchema } from "../../gen/nodegate/eth/v1/block_pb.js";
+import { createCodecRegistry, createMethodTable } from "../../src/methods/default-table.js";
 
 const table = createMethodTable();
 const decode = (method: string, json: unknown) => {
@@ -53,6 +54,14 @@ describe("non-canonical hex in a node's result", () => {
     const full = decoded.block?.transactions?.full ?? [];
     expect(full).toHaveLength(20);
     expect(full[19]?.transactionIndex).toBe(19n);
+  });
+
+  it("a header as a typed subscription decodes it (no result wrapper): the same re-spelling", () => {
+    const blockCodec = createCodecRegistry().message(BlockSchema);
+    const text = JSON.stringify({ number: "0x010", hash: hash("aa"), parentHash: hash("bb"), nonce: "0x0" });
+    const header = decodeRespelling((json) => blockCodec.decode(json), JSON.parse(text), "", text.length) as { number?: bigint; nonce?: Uint8Array };
+    expect(header.number).toBe(16n);
+    expect(header.nonce).toHaveLength(8);
   });
 
   it("what is not a value still fails, naming the field", () => {
