@@ -14,7 +14,7 @@
  * carrying the same details, x-request-id, one log line per call. Answers are
  * not compressed.
  */
-import { gunzipSync, inflateSync } from "node:zlib";
+import { gunzipSync, inflateSync, type ZlibOptions } from "node:zlib";
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
@@ -33,9 +33,11 @@ const OK_TRAILERS = { "grpc-status": "0" };
 const PIECE = 64 * 1024;
 
 /** Reads the one message of a unary request body; throws ConnectError as Connect words it. */
-function readMessage(body: Buffer, encoding: string | undefined): Uint8Array {
+function readMessage(body: Buffer, encoding: string | undefined, maxBytes: number): Uint8Array {
   if (body.length < FRAME_HEADER) throw new ConnectError("protocol error: incomplete envelope", Code.InvalidArgument);
   const flags = body[0] as number;
+  // Only the compression bit is defined for a request message; the others are reserved.
+  if ((flags & 0xfe) !== 0) throw new ConnectError(`protocol error: invalid message flags 0x${flags.toString(16)}`, Code.InvalidArgument);
   const length = body.readUInt32BE(1);
   if (body.length < FRAME_HEADER + length) {
     throw new ConnectError(`protocol error: the message is cut short (${body.length - FRAME_HEADER} of the ${length} bytes its prefix declares)`, Code.InvalidArgument);
@@ -47,9 +49,9 @@ function readMessage(body: Buffer, encoding: string | undefined): Uint8Array {
   if ((flags & 1) === 0) return payload;
   switch (encoding) {
     case "gzip":
-      return decompressed(payload, gunzipSync, "gzip");
+      return decompressed(payload, gunzipSync, "gzip", maxBytes);
     case "deflate":
-      return decompressed(payload, inflateSync, "deflate");
+      return decompressed(payload, inflateSync, "deflate", maxBytes);
     case undefined:
     case "identity":
       throw new ConnectError("protocol error: received compressed message without grpc-encoding", Code.Internal);
@@ -58,11 +60,19 @@ function readMessage(body: Buffer, encoding: string | undefined): Uint8Array {
   }
 }
 
-/** A compressed message's bytes; corrupt data is INTERNAL, as grpc-go words it ("failed to decompress"), naming what zlib found. */
-function decompressed(payload: Uint8Array, inflate: (data: Uint8Array) => Buffer, encoding: string): Buffer {
+/**
+ * A compressed message's bytes, at most `maxBytes` of them (the body limit:
+ * a megabyte of gzip can inflate to a gigabyte, all of it held while it is
+ * made); corrupt data is INTERNAL, as grpc-go words it ("failed to
+ * decompress"), naming what zlib found.
+ */
+function decompressed(payload: Uint8Array, inflate: (data: Uint8Array, options: ZlibOptions) => Buffer, encoding: string, maxBytes: number): Buffer {
   try {
-    return inflate(payload);
+    return inflate(payload, { maxOutputLength: maxBytes });
   } catch (err) {
+    if ((err as { code?: unknown }).code === "ERR_BUFFER_TOO_LARGE") {
+      throw new ConnectError(`message larger than ${maxBytes} bytes after decompression`, Code.ResourceExhausted);
+    }
     throw new ConnectError(`failed to decompress the ${encoding} message: ${(err as Error).message}`, Code.Internal);
   }
 }
@@ -99,7 +109,7 @@ function ignoreStreamError(): void {}
 export const grpcProtocol: UnaryProtocol = {
   door: "grpc",
   timeout: (header) => parseTimeout(header.get("grpc-timeout"), Number.MAX_SAFE_INTEGER),
-  request: (body, header, route) => parseBinary(route.spec.rpc.input, readMessage(body, header.get("grpc-encoding") ?? undefined)),
+  request: (body, header, route, maxBytes) => parseBinary(route.spec.rpc.input, readMessage(body, header.get("grpc-encoding") ?? undefined, maxBytes)),
   answer(route, result) {
     const frame = encodeAnswer(route, result, FRAME_HEADER);
     frame[0] = 0;

@@ -56,7 +56,7 @@ function trailerFrame(error: ConnectError | undefined): Buffer {
 const textProtocol: UnaryProtocol = {
   ...grpcProtocol,
   door: "grpc-web",
-  request: (body, header, route) => grpcProtocol.request(fromBase64(body), header, route),
+  request: (body, header, route, maxBytes) => grpcProtocol.request(fromBase64(body), header, route, maxBytes),
 };
 
 /** Takes a request when it is a unary gRPC-Web text call it serves (returns true); the rest is left to Connect. */

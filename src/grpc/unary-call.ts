@@ -25,8 +25,8 @@ export interface UnaryProtocol {
   readonly door: string;
   /** The call's timeout, from its headers. */
   timeout(header: HeaderSource): { timeoutMs?: number; error?: ConnectError };
-  /** The request message from the body as received; throws ConnectError as Connect words it. */
-  request(body: Buffer, header: HeaderSource, route: UnaryRoute): Message;
+  /** The request message from the body as received (decompressed to at most `maxBytes`); throws ConnectError as Connect words it. */
+  request(body: Buffer, header: HeaderSource, route: UnaryRoute, maxBytes: number): Message;
   /** The answer's body for the node's result; throws what the result's decoding throws. */
   answer(route: UnaryRoute, result: UpstreamResult): Buffer;
 }
@@ -129,7 +129,7 @@ class UnaryCall {
     let request;
     try {
       const chunks = this.#chunks;
-      request = protocol.request(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, this.#size), this.#header, route);
+      request = protocol.request(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, this.#size), this.#header, route, this.gateway.limits.maxBodyBytes);
     } catch (err) {
       this.#fail(err);
       return;

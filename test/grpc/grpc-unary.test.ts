@@ -7,6 +7,7 @@
  */
 import { create, equals, fromBinary, type DescMessage, type Message, toBinary } from "@bufbuild/protobuf";
 import http2 from "node:http2";
+import { gzipSync } from "node:zlib";
 import * as grpc from "@grpc/grpc-js";
 import { describe, expect, it } from "vitest";
 import {
@@ -217,6 +218,9 @@ describe("the gRPC contract", () => {
   it.each([
     ["corrupt gzip data: INTERNAL saying it could not be decompressed", Buffer.from([1, 0, 0, 0, 3, 1, 2, 3]), "gzip", "13", /failed to decompress the gzip message/],
     ["a prefix declaring more than was sent: INVALID_ARGUMENT saying so", Buffer.from([0, 0xff, 0xff, 0xff, 0xff, 1, 2, 3]), undefined, "3", /cut short \(3 of the 4294967295 bytes/],
+    ["reserved flag bits: INVALID_ARGUMENT", Buffer.from([0x80, 0, 0, 0, 0]), undefined, "3", /invalid message flags 0x80/],
+    // Found from outside: 1 MB of gzip inflated to 1 GB, stalling every caller for seconds.
+    ["gzip that inflates past the body limit: RESOURCE_EXHAUSTED, without inflating it all", framed(gzipSync(Buffer.alloc(64 * 1024 * 1024))), "gzip", "8", /larger than \d+ bytes after decompression/],
   ])("%s", async (_, body, encoding, status, message) => {
     const session = http2.connect(f.ng.url);
     try {
@@ -348,3 +352,11 @@ describe("the gRPC contract", () => {
     expect((await post(f.ng.rpcUrl, rpc("eth_chainId", []))).json.result).toBe("0x7a69");
   });
 });
+
+/** One compressed gRPC message: flag 1, the length, the bytes. */
+function framed(compressed: Buffer): Buffer {
+  const head = Buffer.alloc(5);
+  head[0] = 1;
+  head.writeUInt32BE(compressed.length, 1);
+  return Buffer.concat([head, compressed]);
+}
