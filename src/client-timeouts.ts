@@ -8,6 +8,7 @@
 import http2 from "node:http2";
 import type { Socket } from "node:net";
 import type { Limits } from "./config.js";
+import { bytesHeldBack } from "./response-body.js";
 
 export type ClientTimeouts = Pick<Limits, "headersTimeoutMs" | "requestTimeoutMs" | "idleTimeoutMs" | "maxWsUnreadBytes">;
 
@@ -51,30 +52,28 @@ function stillReceiving(stream: http2.ServerHttp2Stream): boolean {
 
 /**
  * Ends a stream whose request did not arrive whole within the request
- * deadline: 408 when nothing was answered yet, then RST_STREAM (NO_ERROR,
- * after a response: "stop sending"), as HTTP/1.1 gets 408 and a closed
- * connection.
+ * deadline: 408 when nothing was answered yet (a gRPC caller gets its own
+ * terms, DEADLINE_EXCEEDED in a trailers-only answer), then RST_STREAM
+ * (NO_ERROR, after a response: "stop sending"), as HTTP/1.1 gets 408 and a
+ * closed connection.
  */
-function cutOff(stream: http2.ServerHttp2Stream): void {
+function cutOff(stream: http2.ServerHttp2Stream, grpcContentType: string | undefined): void {
   if (!stream.headersSent) {
     try {
-      stream.respond({ ":status": 408, "content-type": "text/plain" });
-      stream.end("request timeout\n");
+      if (grpcContentType !== undefined) {
+        stream.respond(
+          { ":status": 200, "content-type": grpcContentType, "grpc-status": "4", "grpc-message": "request%20not%20received%20in%20time" },
+          { endStream: true },
+        );
+      } else {
+        stream.respond({ ":status": 408, "content-type": "text/plain" });
+        stream.end("request timeout\n");
+      }
     } catch {
       // The stream went away meanwhile.
     }
   }
   stream.close(http2.constants.NGHTTP2_NO_ERROR);
-}
-
-/** A stream the session watch keeps an eye on. */
-interface WatchedStream {
-  /** When it opened; +Infinity once its request has arrived whole. */
-  openedAt: number;
-  /** Answer bytes not yet taken by the client at the last sweep. */
-  unsent: number;
-  /** Since when the client has taken none of them (undefined while it takes some, or none wait). */
-  stalledSince: number | undefined;
 }
 
 /**
@@ -84,73 +83,84 @@ interface WatchedStream {
  * the request deadline, checked by one sweep per session, not a timer per
  * stream; and the session is closed (GOAWAY) once it has had no stream open
  * for the idle deadline. A stream whose request has arrived (a long server
- * stream) is left alone however quiet it is, as long as its client takes
- * what it is sent.
+ * stream) is left alone however quiet it is.
  *
- * Answers a client does not take (a flow-control window it never opens) are
- * held in Node's stream buffers, where no write ever fails: a stream whose
- * client took none of its answer for the request deadline is reset
- * (CANCEL), and a session holding more than `maxWsUnreadBytes` of unsent
- * answers is ended (GOAWAY ENHANCE_YOUR_CALM), the bound a WebSocket client
- * has. A stream whose answer is complete while its client is still sending
- * (an early error) is reset with NO_ERROR, HTTP/2's "stop sending". (Node's
- * session.setTimeout is not used: with it set, a stream reset under unread
- * writes no longer ends its handler.)
+ * Answers a client does not take (a flow-control window it never opens, a
+ * connection it stops reading) are held in nodegate, where no write ever
+ * fails. So the sweep also weighs what the session's streams hold unsent: a
+ * session that holds some and has written nothing to its connection for the
+ * request deadline is ended (GOAWAY CANCEL), and one holding more than
+ * `maxWsUnreadBytes` is ended at once (GOAWAY ENHANCE_YOUR_CALM), the bound
+ * a WebSocket client has. Progress is judged by the connection's bytes, not
+ * by each stream's: a stream's buffer shows no change while a piece of it is
+ * on its way, however fast the client reads. A stream whose answer is
+ * complete while its client is still sending (an early error) is reset with
+ * NO_ERROR, HTTP/2's "stop sending". (Node's session.setTimeout is not used:
+ * with it set, a stream reset under unread writes no longer ends its
+ * handler.)
  */
 export function guardHttp2Session(session: http2.ServerHttp2Session, t: ClientTimeouts): void {
   let idle: NodeJS.Timeout | undefined;
-  const watched = new Map<http2.ServerHttp2Stream, WatchedStream>();
+  /** Open streams, with when each opened (+Infinity once its request has arrived whole). */
+  const opened = new Map<http2.ServerHttp2Stream, number>();
+  /** The content type of streams that are gRPC or gRPC-Web calls. */
+  const grpcStreams = new WeakMap<http2.ServerHttp2Stream, string>();
   let sweep: NodeJS.Timeout | undefined;
+  /** The connection's bytes written at the last sweep, and since when none were while answers waited. */
+  let written = 0;
+  let stalledSince: number | undefined;
   const firstStream = setTimeout(() => session.destroy(), t.headersTimeoutMs).unref();
   const startIdle = (): void => {
     idle = setTimeout(() => {
-      if (watched.size === 0 && !session.closed && !session.destroyed) session.close();
+      if (opened.size === 0 && !session.closed && !session.destroyed) session.close();
     }, t.idleTimeoutMs).unref();
   };
+  const end = (code: number): void => {
+    session.goaway(code);
+    session.destroy();
+  };
   const check = (): void => {
-    if (watched.size === 0) {
+    if (opened.size === 0) {
       // Stopped here rather than on each stream's close: one call at a time would start and stop it per call.
       clearInterval(sweep);
       sweep = undefined;
+      stalledSince = undefined;
       return;
     }
     const now = performance.now();
     const late = now - t.requestTimeoutMs;
-    let unsentInSession = 0;
-    for (const [stream, watch] of watched) {
-      const state = stream.state?.state;
-      if (state === http2.constants.NGHTTP2_STREAM_STATE_HALF_CLOSED_LOCAL) {
+    let unsent = 0;
+    for (const [stream, at] of opened) {
+      if (stream.state?.state === http2.constants.NGHTTP2_STREAM_STATE_HALF_CLOSED_LOCAL) {
         stream.close(http2.constants.NGHTTP2_NO_ERROR);
         continue;
       }
-      if (watch.openedAt <= late) {
+      if (at <= late) {
         if (stillReceiving(stream)) {
-          cutOff(stream);
+          cutOff(stream, grpcStreams.get(stream));
           continue;
         }
-        watch.openedAt = Number.POSITIVE_INFINITY; // arrived whole: never checked again
+        opened.set(stream, Number.POSITIVE_INFINITY); // arrived whole: never checked again
       }
-      const unsent = stream.writableLength;
-      unsentInSession += unsent;
-      if (unsent === 0 || unsent < watch.unsent) watch.stalledSince = undefined;
-      else if (watch.stalledSince === undefined) watch.stalledSince = now;
-      else if (watch.stalledSince <= late) stream.close(http2.constants.NGHTTP2_CANCEL);
-      watch.unsent = unsent;
+      unsent += stream.writableLength + bytesHeldBack(stream);
     }
-    if (unsentInSession > t.maxWsUnreadBytes) {
-      // Said first: destroy alone resets the streams and sends GOAWAY with NO_ERROR, whatever code it is given.
-      session.goaway(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
-      session.destroy();
-    }
+    if (unsent > t.maxWsUnreadBytes) return end(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    const nowWritten = bytesWrittenOn(session);
+    if (unsent === 0 || nowWritten !== written) stalledSince = undefined;
+    else if (stalledSince === undefined) stalledSince = now;
+    else if (stalledSince <= late) return end(http2.constants.NGHTTP2_CANCEL);
+    written = nowWritten;
   };
-  session.on("stream", (stream: http2.ServerHttp2Stream) => {
+  session.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => {
     clearTimeout(firstStream);
     clearTimeout(idle);
-    watched.set(stream, { openedAt: performance.now(), unsent: 0, stalledSince: undefined });
+    opened.set(stream, performance.now());
+    const contentType = headers["content-type"];
+    if (contentType?.startsWith("application/grpc")) grpcStreams.set(stream, contentType);
     sweep ??= setInterval(check, checkInterval(t)).unref();
     stream.once("close", () => {
-      watched.delete(stream);
-      if (watched.size === 0) startIdle();
+      opened.delete(stream);
+      if (opened.size === 0) startIdle();
     });
   });
   session.once("close", () => {
@@ -158,4 +168,13 @@ export function guardHttp2Session(session: http2.ServerHttp2Session, t: ClientTi
     clearTimeout(idle);
     clearInterval(sweep);
   });
+}
+
+/** Bytes the session has written to its connection (0 once the socket is gone). */
+function bytesWrittenOn(session: http2.ServerHttp2Session): number {
+  try {
+    return session.socket?.bytesWritten ?? 0;
+  } catch {
+    return 0;
+  }
 }

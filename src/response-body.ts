@@ -39,25 +39,39 @@ interface DrainingWritable {
   once(event: "drain", listener: () => void): unknown;
 }
 
+/** Bytes of an HTTP/2 stream's answer that writePieces holds back, by stream (the session watch counts them). */
+const heldBack = new WeakMap<object, number>();
+
+/** How many bytes of `stream`'s answer are still held back, not yet written to it. */
+export function bytesHeldBack(stream: object): number {
+  return heldBack.get(stream) ?? 0;
+}
+
 /** Writes the parts in pieces, each after the writable drained the last, then ends it. */
 export function writePieces(res: DrainingWritable, parts: readonly Uint8Array[]): void {
+  const owner = "stream" in res ? (res as { stream: object }).stream : res;
   let part = 0;
   let offset = 0;
+  let left = 0;
+  for (const p of parts) left += p.length;
   const pump = (): void => {
     while (part < parts.length) {
       const current = parts[part] as Uint8Array;
       const next = Math.min(offset + PIECE, current.length);
       const drained = res.write(current.subarray(offset, next));
+      left -= next - offset;
       offset = next;
       if (offset === current.length) {
         part++;
         offset = 0;
       }
       if (!drained && part < parts.length) {
+        heldBack.set(owner, left);
         res.once("drain", pump);
         return;
       }
     }
+    heldBack.delete(owner);
     res.end();
   };
   pump();
