@@ -14,7 +14,7 @@ import type { Gateway } from "../gateway.js";
 import { invokeMethod } from "../methods/invoke.js";
 import type { ChainFamily, MethodSpec } from "../methods/method-table.js";
 import type { Network } from "../upstream/network.js";
-import { resultJson, type UpstreamResult } from "../upstream/reply.js";
+import { rescannedResult, resultJson, type UpstreamResult } from "../upstream/reply.js";
 import { handlerError } from "./errors.js";
 import type { CallSignal } from "../call-signal.js";
 
@@ -83,8 +83,11 @@ export function decodeResult(spec: MethodSpec, result: UpstreamResult): Message 
   try {
     json = resultJson(result);
   } catch (err) {
-    if (err instanceof SyntaxError) throw upstreamBadResponse(`the result is not valid JSON (${err.message})`, err);
-    throw err;
+    if (!(err instanceof SyntaxError)) throw err;
+    // A large result is taken unscanned to the reply's closing brace: a member the node put after it joins it.
+    const rescanned = rescannedResult(result);
+    if (rescanned === undefined) throw upstreamBadResponse(`the result is not valid JSON (${err.message})`, err);
+    return decodeResult(spec, rescanned);
   }
   try {
     return decodeRespelling((value) => spec.result.decode(value), json, "result", result.end - result.start);

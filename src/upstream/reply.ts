@@ -155,7 +155,7 @@ export function readReply(body: Buffer, expectedId: number, options: ReadReplyOp
             const close = lastNonWhitespace(body, body.length - 1);
             if (body[close] !== 0x7d) throw new RawJsonError("reply does not end with '}'");
             const end = lastNonWhitespace(body, close - 1) + 1;
-            if (end - valueStart > CHECKED_RESULT_BYTES && closesOpening(body[valueStart], body[end - 1])) {
+            if (end - valueStart > CHECKED_RESULT_BYTES && closesOpening(body[valueStart], body[end - 1]) && !endsWithMember(body.toString("latin1", Math.max(valueStart, end - TAIL_BYTES), end))) {
               result = { start: valueStart, end };
               fastEnd = close;
               return close;
@@ -229,7 +229,9 @@ export function readChunkedReply(chunks: readonly Buffer[], expectedId: number):
   const close = lastNonWhitespaceAcross(chunks, total - 1);
   if (close < 0 || byteAcross(chunks, total, close) !== 0x7d) return readReply(Buffer.concat(chunks as Buffer[]), expectedId);
   const end = lastNonWhitespaceAcross(chunks, close - 1) + 1;
-  if (end <= prefix || !closesOpening(first[prefix], byteAcross(chunks, total, end - 1))) return readReply(Buffer.concat(chunks as Buffer[]), expectedId);
+  if (end <= prefix || !closesOpening(first[prefix], byteAcross(chunks, total, end - 1)) || endsWithMember(tailAcross(chunks, total, end, TAIL_BYTES))) {
+    return readReply(Buffer.concat(chunks as Buffer[]), expectedId);
+  }
   return new ChunkedResult(chunks, prefix, end);
 }
 
@@ -291,6 +293,61 @@ function closesOpening(first: number | undefined, last: number | undefined): boo
     default:
       return false;
   }
+}
+
+/** How much of a large result's end is searched for an envelope member that would follow it. */
+const TAIL_BYTES = 8 * 1024;
+const TRAILING_MEMBER = /,\s*"(?:error|result|id|jsonrpc)"\s*:/;
+
+/**
+ * Whether the text up to the reply's closing brace seems to end with another
+ * envelope member ("error", a second "result", "id"): then the reply is read
+ * member by member. A result with such a key near its end costs that scan,
+ * nothing worse; a member under another name is forwarded as the node wrote
+ * it (the typed door rescans the reply: rescannedResult).
+ */
+function endsWithMember(tail: string): boolean {
+  return TRAILING_MEMBER.test(tail);
+}
+
+/** The last `n` bytes (at most) before `end` of the joined chunks, as latin1 text. */
+function tailAcross(chunks: readonly Buffer[], total: number, end: number, n: number): string {
+  const from = Math.max(0, end - n);
+  let text = "";
+  let chunkStart = total;
+  for (let i = chunks.length - 1; i >= 0 && chunkStart > from; i--) {
+    const c = chunks[i] as Buffer;
+    chunkStart -= c.length;
+    const a = Math.max(from - chunkStart, 0);
+    const b = Math.min(end - chunkStart, c.length);
+    if (a < b) text = c.toString("latin1", a, b) + text;
+  }
+  return text;
+}
+
+/**
+ * The result of a reply read member by member, for a result whose text did
+ * not parse: a large result is taken to the reply's closing brace unscanned,
+ * which a member after it under an unexpected name joins. Throws the node's
+ * error when the reply carries one.
+ */
+export function rescannedResult(r: UpstreamResult): UpstreamResult | undefined {
+  const body = r.body;
+  let span: { start: number; end: number } | undefined;
+  let error: GatewayError | undefined;
+  try {
+    scanObject(body, skipWhitespace(body, 0), (key, valueStart) => {
+      const end = skipValue(body, valueStart);
+      if (key === "result") span = { start: valueStart, end };
+      else if (key === "error" && !isNull(body, valueStart, end)) error = readError(body, valueStart, end);
+      return end;
+    });
+  } catch (err) {
+    if (err instanceof GatewayError) throw err;
+    return undefined;
+  }
+  if (error !== undefined) throw error;
+  return span === undefined || (span.start === r.start && span.end === r.end) ? undefined : { body, start: span.start, end: span.end };
 }
 
 function isNull(body: Buffer, start: number, end: number): boolean {

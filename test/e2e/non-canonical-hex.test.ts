@@ -1,12 +1,19 @@
 /**
- * A node that spells hex non-canonically (a signature padded to 32 bytes, a
- * block nonce of "0x0"; Nethermind, SKALE and others have): the native door
- * forwards its bytes, and the typed door answers with the values they spell
- * instead of refusing the whole result (-32053).
+ * Node quirks the typed door reads rather than refuses. Hex spelt
+ * non-canonically (a signature padded to 32 bytes, a block nonce of "0x0";
+ * Nethermind, SKALE and others have): the native door forwards its bytes,
+ * and the typed door answers with the values they spell instead of refusing
+ * the whole result (-32053). A member of the node's own after a large result.
  */
 import { create } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { EthService, type GetTransactionByHashResponse, GetTransactionByHashRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import {
+  EthService,
+  type GetBlockByNumberResponse,
+  GetBlockByNumberRequestSchema,
+  type GetTransactionByHashResponse,
+  GetTransactionByHashRequestSchema,
+} from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { post, rpc } from "../support/http.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
@@ -16,12 +23,18 @@ const HASH = `0x${"11".repeat(32)}`;
 const PADDED_R = `0x0a${"3c".repeat(31)}`;
 const TX = `{"hash":"${HASH}","nonce":"0x01","blockHash":"0x${"22".repeat(32)}","blockNumber":"0x10","transactionIndex":"0x0","from":"0x${"33".repeat(20)}","to":null,"value":"0x0","gas":"0x5208","gasPrice":"0x1","input":"0x","v":"0x1b","r":"${PADDED_R}","s":"0x1"}`;
 
+const BIG_BLOCK = `{"number":"0x10","hash":"0x${"aa".repeat(32)}","extraData":"0x${"ab".repeat(8192)}"}`;
+
 let upstream: ProgrammableUpstream;
 let ng: TestNodegate;
 let typed: TypedCaller;
 
 beforeAll(async () => {
-  upstream = await startProgrammableUpstream((r) => (r.method === "eth_getTransactionByHash" ? { raw: `{"jsonrpc":"2.0","id":${JSON.stringify(r.id)},"result":${TX}}` } : { result: "0x1" }));
+  upstream = await startProgrammableUpstream((r) => {
+    if (r.method === "eth_getTransactionByHash") return { raw: `{"jsonrpc":"2.0","id":${JSON.stringify(r.id)},"result":${TX}}` };
+    if (r.method === "eth_getBlockByNumber") return { raw: `{"jsonrpc":"2.0","id":${JSON.stringify(r.id)},"result":${BIG_BLOCK},"meta":{"cached":true}}` };
+    return { result: "0x1" };
+  });
   ng = await startNodegate({ upstreamUrl: upstream.url });
   typed = grpcJsCaller(ng, EthService, ng.key);
 });
@@ -37,4 +50,10 @@ it("native: the node's bytes; typed: the values they spell", async () => {
   const answer = await typed.call<GetTransactionByHashResponse>(EthService.method.getTransactionByHash, create(GetTransactionByHashRequestSchema, { transactionHash: Buffer.from(HASH.slice(2), "hex") }));
   expect(answer.transaction?.nonce).toBe(1n);
   expect(Buffer.from(answer.transaction?.r?.value ?? []).toString("hex")).toBe(PADDED_R.slice(2));
+});
+
+it("a large result followed by a member of the node's own: the typed door answers with the result", async () => {
+  const answer = await typed.call<GetBlockByNumberResponse>(EthService.method.getBlockByNumber, create(GetBlockByNumberRequestSchema, { block: { kind: { case: "number", value: 16n } } }));
+  expect(answer.block?.number).toBe(16n);
+  expect(answer.block?.extraData).toHaveLength(8192);
 });

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { GatewayError } from "../../src/errors/gateway-error.js";
-import { CHECKED_RESULT_BYTES, readChunkedReply, readReply, resultIsJson, resultText, type UpstreamResult } from "../../src/upstream/reply.js";
+import { CHECKED_RESULT_BYTES, readChunkedReply, readReply, rescannedResult, resultIsJson, resultText, type UpstreamResult } from "../../src/upstream/reply.js";
 
 const reply = (resultText: string, id = 7) => Buffer.from(`{"jsonrpc":"2.0","id":${id},"result":${resultText}}`);
 
@@ -110,6 +110,20 @@ describe("members beside the result", () => {
   it("a large string result followed by error: null", () => {
     const result = `"0x${"ab".repeat(CHECKED_RESULT_BYTES)}"`;
     expect(resultText(readReply(Buffer.from(`{"jsonrpc":"2.0","id":7,"result":${result},"error":null}`), 7))).toBe(result);
+  });
+
+  it("an error after a large result (found from outside: the native door forwarded both) is the node's error, whole or in pieces", () => {
+    const body = Buffer.from(`{"jsonrpc":"2.0","id":7,"result":${block(CHECKED_RESULT_BYTES)},"error":{"code":-32000,"message":"boom"}}`);
+    expect(readError(body).message).toBe("boom");
+    const chunks = [body.subarray(0, 100), body.subarray(100, 3000), body.subarray(3000)];
+    expect(() => readChunkedReply(chunks, 7)).toThrow("boom");
+  });
+
+  it("a member under another name after a large result: forwarded as written, and found by a rescan (the typed door's)", () => {
+    const result = block(CHECKED_RESULT_BYTES);
+    const read = readReply(Buffer.from(`{"jsonrpc":"2.0","id":7,"result":${result},"meta":{"a":1}}`), 7);
+    expect(resultText(read)).toBe(`${result},"meta":{"a":1}`);
+    expect(resultText(rescannedResult(read) as UpstreamResult)).toBe(result);
   });
 
   it("result: null beside an error object is the node's error", () => {
