@@ -82,6 +82,8 @@ export class WsUpstream implements Upstream {
   #nextId = 1;
   #state: WsUpstreamState = "idle";
   #socket: WebSocket | undefined;
+  /** The last connection that opened (a drop of any other was a failed attempt). */
+  #openedSocket: WebSocket | undefined;
   #everOpened = false;
   #attempt = 0;
   #reconnectTimer: NodeJS.Timeout | undefined;
@@ -252,6 +254,7 @@ export class WsUpstream implements Upstream {
     if (socket !== this.#socket) return;
     const reconnected = this.#everOpened;
     this.#everOpened = true;
+    this.#openedSocket = socket;
     this.#attempt = 0;
     this.#lastError = undefined;
     this.#setState("open", reconnected);
@@ -355,7 +358,15 @@ export class WsUpstream implements Upstream {
     this.#stopKeepAlive();
     socket.terminate();
     if (this.#everOpened) this.#log?.warn({ reason }, "WebSocket upstream connection dropped");
+    // A connection attempt that failed (refused, no answer to the handshake): calls waiting for a connection fail now,
+    // with the reason, as they would against an HTTP node, instead of holding their callers to the deadline (and
+    // keeping a partner's failover waiting). Calls made from now on wait for the next attempt, within a second.
+    const attemptFailed = socket !== this.#openedSocket;
     for (const [id, pending] of this.#pending) {
+      if (attemptFailed && pending.sentOn === undefined) {
+        this.#fail(id, upstreamUnavailable(`no connection to the node (${this.#lastError ?? reason})`));
+        continue;
+      }
       if (pending.sentOn !== socket) continue;
       if (pending.idempotent && !pending.retried) {
         pending.retried = true;

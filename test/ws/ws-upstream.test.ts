@@ -208,24 +208,24 @@ describe("WsUpstream: dropped connections", () => {
     expect(resultText(await u.call("eth_chainId", "[]", opts()))).toBe('"0x7a69"');
   });
 
-  it("holds requests made while disconnected until it reconnects, up to their deadline", async () => {
+  it("a call made while the node refuses connections fails at the next failed attempt, with the reason, not at its deadline; then the node is reached again", async () => {
+    // Found from outside: each caller was held to its whole deadline (30 s by default) while the node was down,
+    // where an HTTP node's callers hear "connection refused" at once (and a partner's failover waited as long).
     const p = await proxy();
     const u = upstream(p);
     await u.call("eth_chainId", "[]", opts());
     p.refuse(true);
     p.sever();
     await vi.waitFor(() => expect(u.state).toBe("disconnected"));
-    const waits = u.call("eth_getBlockByNumber", blockParams(3), opts({ idempotent: true }));
-    const givesUp = await rejection(u.call("eth_chainId", "[]", opts({ timeoutMs: 100 })));
-    // It never reached the node, so it fails as "unavailable" (with the reason), not as a slow node.
-    expect(givesUp).toMatchObject({ code: -32050, grpcCode: GRPC_UNAVAILABLE, httpStatus: 503 });
-    expect(givesUp.message).toContain("no connection to the node within 100 ms");
-    // The ws library's own text names the node's address; callers get words only.
-    expect(givesUp.message).not.toMatch(/127\.0\.0\.1|readyState|ECONN/);
-    const acceptedWhileDown = p.accepted;
+    const started = performance.now();
+    const refused = await rejection(u.call("eth_getBlockByNumber", blockParams(3), opts({ idempotent: true, timeoutMs: 30_000 })));
+    expect(refused).toMatchObject({ code: -32050, grpcCode: GRPC_UNAVAILABLE, httpStatus: 503 });
+    expect(refused.message).toMatch(/^upstream unavailable: no connection to the node \(/);
+    expect(refused.message).not.toMatch(/127\.0\.0\.1|readyState|ECONN/);
+    expect(performance.now() - started).toBeLessThan(10_000);
     p.refuse(false);
-    expect((resultJson(await waits) as { number: string }).number).toBe(hex(3));
-    expect(p.accepted).toBe(acceptedWhileDown + 1);
+    await vi.waitFor(() => expect(u.state).toBe("open"), { timeout: 5000 });
+    expect((resultJson(await u.call("eth_getBlockByNumber", blockParams(3), opts({ idempotent: true }))) as { number: string }).number).toBe(hex(3));
   });
 
   it("treats a connection whose pongs stop as dropped, and reconnects", async () => {
