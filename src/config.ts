@@ -352,6 +352,10 @@ function defaults(): Config {
 
 type Path = (string | number)[];
 
+/** An origin entry: scheme optional, "*." for any subdomain, a port, a trailing slash ("https://app.example.com", "*.example.com"). */
+const ORIGIN_ENTRY = /^([a-z][a-z0-9+.-]*:\/\/)?(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:[0-9]{1,5})?\/?$/i;
+const ORIGIN_ENTRY_WANTED = 'want an origin such as "https://app.example.com", "app.example.com" or "*.example.com"';
+
 /** ${NAME} in a configuration value: the environment variable's value (letters, digits and _, not starting with a digit). */
 const ENV_REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 const WHOLE_ENV_REFERENCE = /^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/;
@@ -604,6 +608,7 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
         const methods = r.strings([...a, "methods"]);
         const addresses = r.strings([...a, "contractAddresses"]);
         const origins = r.strings([...a, "origins"]);
+        origins?.forEach((v, k) => ORIGIN_ENTRY.test(v) || r.fail([...a, "origins", k], ORIGIN_ENTRY_WANTED));
         const agents = r.strings([...a, "userAgents"]);
         addresses?.forEach((v, k) => ADDRESS.test(v) || r.fail([...a, "contractAddresses", k], "want a 0x-prefixed 20-byte address"));
         if (methods) allow.methods = methods;
@@ -639,6 +644,7 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
   }
   r.keys(["cors"], ["origins"]);
   config.corsOrigins = r.strings(["cors", "origins"]) ?? config.corsOrigins;
+  config.corsOrigins.forEach((v, k) => v === "*" || ORIGIN_ENTRY.test(v) || r.fail(["cors", "origins", k], `${ORIGIN_ENTRY_WANTED}, or *`));
   if (r.has(["stores"])) {
     r.keys(["stores"], ["redisUrl", "keyPrefix", "timeoutMs"]);
     const stores: StoresConfig = {};

@@ -78,6 +78,8 @@ describe("configuration file", () => {
     ["bad port", "listen:\n  port: 99999\n", /:2:9: listen\.port: want an integer from 0 to 65535/],
     ["bad plan", "keys:\n  - key: abcdefgh12345678\n    plan: gold\n", /:3:11: keys\[0\]\.plan: want one of core, growth, custom/],
     ["bad address", "keys:\n  - key: abcdefgh12345678\n    allowlists:\n      contractAddresses: [0x12]\n", /:4:27: keys\[0\]\.allowlists\.contractAddresses\[0\]: want a string \(YAML reads unquoted 0x\.\.\. as a number/],
+    ["a CORS origin that can never match", "cors:\n  origins: [\"*.\"]\n", /:2:13: cors\.origins\[0\]: want an origin such as/],
+    ["an allowlist origin that can never match", "keys:\n  - key: abcdefgh12345678\n    allowlists:\n      origins: [\"http://\"]\n", /keys\[0\]\.allowlists\.origins\[0\]: want an origin such as/],
     ["a number where a string goes, not hex: no hex hint", "keys:\n  - key: 1234567890\n", /:2:10: keys\[0\]\.key: want a string$/],
     ["short address", 'keys:\n  - key: abcdefgh12345678\n    allowlists:\n      contractAddresses: ["0x12"]\n', /:4:27: keys\[0\]\.allowlists\.contractAddresses\[0\]: want a 0x-prefixed 20-byte address/],
     ["bad upstream URL", "networks:\n  - name: x\n    upstreams:\n      - url: ftp://x\n", /:4:14: networks\[0\]\.upstreams\[0\]\.url: want a http:\/\/ or https:\/\/ or ws:\/\/ or wss:\/\/ URL/],
