@@ -194,6 +194,8 @@ const topicFilterCodec: ValueCodec<TopicFilter> = {
 export const blockCountCodec: ValueCodec<bigint> = {
   decode(json) {
     if (typeof json === "number") {
+      // Past 2^53 the number read is not the one sent: say so rather than echo a rounded value.
+      if (Number.isInteger(json) && json > Number.MAX_SAFE_INTEGER) fail("a JSON number this large cannot be read exactly; send it as a hex string");
       if (!Number.isSafeInteger(json) || json < 0) fail(`want a non-negative integer, got ${json}`);
       return BigInt(json);
     }
