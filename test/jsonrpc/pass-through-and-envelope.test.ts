@@ -174,6 +174,8 @@ describe("params nodes accept in more than one spelling", () => {
       expect(recorder.requests.at(-1)?.params).toEqual(params);
     }
     expect((await post(ng.rpcUrl, rpc("eth_feeHistory", [-1, "latest", []]))).json.error.code).toBe(-32602);
+    const huge = await post(ng.rpcUrl, '{"jsonrpc":"2.0","id":1,"method":"eth_feeHistory","params":[18446744073709551616,"latest",[]]}');
+    expect(huge.json.error).toMatchObject({ code: -32602, message: expect.stringContaining("cannot be read exactly") });
   });
 
   it("eth_getLogs: null among a topic's alternatives is a wildcard, as geth reads it", async () => {
