@@ -88,12 +88,12 @@ function cutOff(stream: http2.ServerHttp2Stream, grpcContentType: string | undef
  * Answers a client does not take (a flow-control window it never opens, a
  * connection it stops reading) are held in nodegate, where no write ever
  * fails. So the sweep also weighs what the session's streams hold unsent: a
- * session that holds some and has written nothing to its connection for the
- * request deadline is ended (GOAWAY CANCEL), and one holding more than
- * `maxWsUnreadBytes` is ended at once (GOAWAY ENHANCE_YOUR_CALM), the bound
- * a WebSocket client has. Progress is judged by the connection's bytes, not
- * by each stream's: a stream's buffer shows no change while a piece of it is
- * on its way, however fast the client reads. A stream whose answer is
+ * session that holds some and has written less than MIN_PROGRESS_BYTES to
+ * its connection in a request deadline is ended (GOAWAY CANCEL), and one
+ * whose streams buffer more than `maxWsUnreadBytes` in Node is ended at once
+ * (GOAWAY ENHANCE_YOUR_CALM). Progress is judged by the connection's bytes,
+ * not by each stream's: a stream's buffer shows no change while a piece of
+ * it is on its way, however fast the client reads. A stream whose answer is
  * complete while its client is still sending (an early error) is reset with
  * NO_ERROR, HTTP/2's "stop sending". (Node's session.setTimeout is not used:
  * with it set, a stream reset under unread writes no longer ends its
@@ -129,6 +129,7 @@ export function guardHttp2Session(session: http2.ServerHttp2Session, t: ClientTi
     }
     const now = performance.now();
     const late = now - t.requestTimeoutMs;
+    let buffered = 0;
     let unsent = 0;
     for (const [stream, at] of opened) {
       if (stream.state?.state === http2.constants.NGHTTP2_STREAM_STATE_HALF_CLOSED_LOCAL) {
@@ -142,14 +143,26 @@ export function guardHttp2Session(session: http2.ServerHttp2Session, t: ClientTi
         }
         opened.set(stream, Number.POSITIVE_INFINITY); // arrived whole: never checked again
       }
+      buffered += stream.writableLength;
       unsent += stream.writableLength + bytesHeldBack(stream);
     }
-    if (unsent > t.maxWsUnreadBytes) return end(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    // Only what Node buffers counts against the cap: an answer still held back in pieces is already in memory, and
+    // ending the session would cut off a slow reader of one large answer without bounding anything.
+    if (buffered > t.maxWsUnreadBytes) return end(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
     const nowWritten = bytesWrittenOn(session);
-    if (unsent === 0 || nowWritten !== written) stalledSince = undefined;
-    else if (stalledSince === undefined) stalledSince = now;
-    else if (stalledSince <= late) return end(http2.constants.NGHTTP2_CANCEL);
-    written = nowWritten;
+    if (unsent === 0) {
+      stalledSince = undefined;
+      written = nowWritten;
+    } else if (stalledSince === undefined) {
+      stalledSince = now;
+      written = nowWritten;
+    } else if (nowWritten - written >= MIN_PROGRESS_BYTES) {
+      // Progress: the window starts again from here.
+      stalledSince = now;
+      written = nowWritten;
+    } else if (stalledSince <= late) {
+      return end(http2.constants.NGHTTP2_CANCEL);
+    }
   };
   session.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => {
     clearTimeout(firstStream);
@@ -169,6 +182,14 @@ export function guardHttp2Session(session: http2.ServerHttp2Session, t: ClientTi
     clearInterval(sweep);
   });
 }
+
+/**
+ * What a connection must write in a request deadline, while answers wait, to
+ * count as taking them: PING acknowledgements (17 bytes) or 1-byte window
+ * updates do not keep a session that takes no answers alive. A reader slower
+ * than this (half a kilobyte a second at the default deadline) is not one.
+ */
+const MIN_PROGRESS_BYTES = 16 * 1024;
 
 /** Bytes the session has written to its connection (0 once the socket is gone). */
 function bytesWrittenOn(session: http2.ServerHttp2Session): number {

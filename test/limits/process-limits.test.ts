@@ -309,6 +309,65 @@ describe("HTTP/2 answers a client does not take", () => {
     expect(await openStreams()).toBe(before);
   });
 
+  it("a typed stream whose client leaves while an answer waits unsent ends, and nodegate_open_streams comes back down", async () => {
+    // Found from outside: Connect waited for a 'drain' a closed stream never emits, so such calls never ended.
+    const openStreams = async () => (await ng.gateway.metrics.openStreams.get()).values[0]?.value ?? 0;
+    const before = await openStreams();
+    const session = http2.connect(ng.url, { settings: { initialWindowSize: 0 } });
+    session.on("error", () => {});
+    const watch = session.request({ ":method": "POST", ":path": "/grpc.health.v1.Health/Watch", "content-type": "application/grpc", te: "trailers" });
+    watch.on("error", () => {});
+    watch.end(Buffer.from([0, 0, 0, 0, 0]));
+    for (let i = 0; i < 100 && (await openStreams()) === before; i++) await sleep(10);
+    expect(await openStreams()).toBe(before + 1);
+    await sleep(100);
+    session.destroy();
+    for (let i = 0; i < 100 && (await openStreams()) !== before; i++) await sleep(20);
+    expect(await openStreams()).toBe(before);
+  });
+
+  it("PINGs alone do not keep such a session alive (what a connection writes for them is not taking answers)", async () => {
+    // Found from outside: PING acknowledgements counted as progress, so a client pinging every 500 ms held its answers for good.
+    const session = http2.connect(ng.url, { settings: { initialWindowSize: 0 } });
+    session.on("error", () => {});
+    const goaway = new Promise<number>((resolve) => session.once("goaway", (code: number) => resolve(code)));
+    const pinging = setInterval(() => session.ping(() => {}), 100);
+    try {
+      await unread(session);
+      expect(await goaway).toBe(http2.constants.NGHTTP2_CANCEL);
+    } finally {
+      clearInterval(pinging);
+    }
+  });
+
+  it("one answer larger than maxWsUnreadBytes, read slowly, arrives whole (the cap counts what Node buffers, not the answer itself)", async () => {
+    // Found from outside: a 72 MB answer behind a 5 MB/s link was cut off a second in.
+    const own = await startNodegate({ upstreamUrl: upstream.url, keys: [KEY], config: { limits: { ...DEFAULT_LIMITS, maxWsUnreadBytes: 256 * 1024 } } });
+    try {
+      const session = http2.connect(own.url, { settings: { initialWindowSize: 128 * 1024 } });
+      session.on("error", () => {});
+      const stream = session.request({ ":method": "POST", ":path": `/v3/${KEY}`, "content-type": "application/json" });
+      stream.on("error", () => {});
+      let bytes = 0;
+      let sincePause = 0;
+      stream.on("data", (d: Buffer) => {
+        bytes += d.length;
+        sincePause += d.length;
+        if (sincePause < 256 * 1024) return;
+        sincePause = 0;
+        stream.pause();
+        setTimeout(() => stream.resume(), 300);
+      });
+      stream.end(JSON.stringify(rpc("eth_getCode", [`0x${"ff".repeat(20)}`, "latest"])));
+      const rstCode = await new Promise<number>((resolve) => stream.once("close", () => resolve(stream.rstCode ?? -1)));
+      expect(rstCode).toBe(http2.constants.NGHTTP2_NO_ERROR);
+      expect(bytes).toBeGreaterThan(2_000_000);
+      session.close();
+    } finally {
+      await own.close();
+    }
+  });
+
   it("a session holding more unsent answers than maxWsUnreadBytes is ended with GOAWAY ENHANCE_YOUR_CALM", async () => {
     const own = await startNodegate({ upstreamUrl: upstream.url, keys: [KEY], config: { limits: { ...DEFAULT_LIMITS, maxWsUnreadBytes: 256 * 1024 } } });
     try {

@@ -215,10 +215,11 @@ describe("StreamLogs", () => {
   });
 
   it("counts every page after the first against the key's rate limit", async () => {
-    // One block per page, and a 3-per-second key: admission, a free first page, two more pages, then the limit.
+    // One block per page, and a 3-per-day key: admission, a free first page, two more pages, then the limit.
+    // (A day, not a second: under load the pages could straddle a second, and the count would start again.)
     const small = await startNodegate({
       upstreamUrl: anvil.url,
-      keys: [{ key: "slow-key-0123456789", plan: "core", rateLimit: { requestsPerSecond: 3 } }],
+      keys: [{ key: "slow-key-0123456789", plan: "core", rateLimit: { requestsPerSecond: 0, requestsPerDay: 3 } }],
       config: { subscriptions: { ...DEFAULT_SUBSCRIPTIONS, logPageBlocks: 1 } },
     });
     const client = grpcJsStreamClient(small.address);
@@ -229,7 +230,7 @@ describe("StreamLogs", () => {
       const stream = openGrpcJsStream(client, EthService.method.streamLogs, request, { "x-api-key": "slow-key-0123456789" });
       const err = await stream.ended;
       expect(err?.code).toBe(8);
-      expect(jsonRpcErrorOfGrpc(err as grpc.ServiceError)).toMatchObject({ code: -32005n, message: "project ID request rate exceeded" });
+      expect(jsonRpcErrorOfGrpc(err as grpc.ServiceError)).toMatchObject({ code: -32005n, message: "daily request count exceeded, request rate limited" });
       expect(stream.received.map((p) => [Number(p.fromBlock), Number(p.toBlock), p.logs.length])).toEqual([
         [start, start, 0],
         [start + 1, start + 1, 0],
