@@ -262,6 +262,12 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     }
     const req = new http2.Http2ServerRequest(stream, headers, {}, rawHeaders);
     const res = new http2.Http2ServerResponse(stream);
+    // A stream closed under a write that never completes (the client left with its window shut) emits neither
+    // 'drain' nor 'error', and Connect waits for one of them forever, its handler and stream gauge with it: told
+    // 'drain', it writes again, fails, and ends.
+    stream.once("close", () => {
+      if (!res.writableFinished) res.emit("drain");
+    });
     if (headers[":method"] === "CONNECT") {
       res.statusCode = 405;
       res.end();

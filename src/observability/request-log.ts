@@ -82,7 +82,8 @@ export function requestLogInterceptor(log: Logger, metrics: Metrics): Intercepto
           ended = "failed";
           throw failed(err);
         } finally {
-          if (ended === "ok") done("ok");
+          // Every message made, but the client had left before they were sent: that is a cancellation too.
+          if (ended === "ok") done(req.signal.aborted ? Code[Code.Canceled] : "ok");
           // Returned early: the client went away mid-stream.
           else if (ended === undefined) done(Code[Code.Canceled]);
         }

@@ -6,7 +6,8 @@
  * a single block over the limit ends the stream with the -32005 error, and
  * every page after the first counts against the key's rate limit.
  */
-import { create } from "@bufbuild/protobuf";
+import http2 from "node:http2";
+import { create, toBinary } from "@bufbuild/protobuf";
 import type * as grpc from "@grpc/grpc-js";
 import { pad, toHex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -70,6 +71,34 @@ function streamLogs(filter: Parameters<typeof create<typeof LogFilterSchema>>[1]
 }
 
 describe("StreamLogs", () => {
+  it("a client that leaves while its pages wait unsent (its window shut) ends the call: logged Canceled, the open-streams gauge back down", async () => {
+    // Found from outside: Connect waited for a 'drain' the closed stream never emitted, so the call never ended.
+    // (Reproduced against a scripted node whose every page held 1,000 logs; with this chain's pages the call ended
+    // even before the fix, so this test guards the client pattern, not that exact timing.)
+    const openStreams = async () => (await nodegate.gateway.metrics.openStreams.get()).values[0]?.value ?? 0;
+    const before = await openStreams();
+    const session = http2.connect(nodegate.url, { settings: { initialWindowSize: 0 } });
+    session.on("error", () => {});
+    const request = toBinary(StreamLogsRequestSchema, create(StreamLogsRequestSchema, { filter: create(LogFilterSchema, { fromBlock: number(from), toBlock: number(to) }) }));
+    const frame = Buffer.alloc(5 + request.length);
+    frame.writeUInt32BE(request.length, 1);
+    frame.set(request, 5);
+    for (let i = 0; i < 3; i++) {
+      const stream = session.request({ ":method": "POST", ":path": "/nodegate.eth.v1.EthService/StreamLogs", "content-type": "application/grpc", te: "trailers", "x-api-key": nodegate.key });
+      stream.on("error", () => {});
+      stream.end(frame);
+      stream.pause();
+    }
+    for (let i = 0; i < 200 && (await openStreams()) < before + 3; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(await openStreams()).toBe(before + 3);
+    // Pages are made and wait to be sent; then the client goes.
+    await new Promise((r) => setTimeout(r, 1500));
+    session.destroy();
+    for (let i = 0; i < 200 && (await openStreams()) !== before; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(await openStreams()).toBe(before);
+    expect(nodegate.logs.some((l) => l.method === "nodegate.eth.v1.EthService/StreamLogs" && l.status === "Canceled")).toBe(true);
+  });
+
   it("where one eth_getLogs is refused with -32005, returns all of more than 10,000 logs, in order, in pages under the limit", async () => {
     expect(expected.length).toBe(12_003);
     const refused = await post(nodegate.rpcUrl, rpc("eth_getLogs", [{ address: probe.address, fromBlock: toHex(from), toBlock: toHex(to) }]));
