@@ -16,12 +16,12 @@ import { requestLogInterceptor } from "../../src/observability/request-log.js";
 type Next = Parameters<Interceptor>[0];
 type StreamRequest = Parameters<Next>[0];
 
-function rig(messages: () => AsyncGenerator<unknown>) {
+function rig(messages: () => AsyncGenerator<unknown>, signal: AbortSignal = new AbortController().signal) {
   const metrics = new Metrics({ processMetrics: false });
   const lines: Record<string, unknown>[] = [];
   const log = { info: (fields: Record<string, unknown>) => lines.push(fields), warn: (fields: Record<string, unknown>) => lines.push(fields) } as unknown as Logger;
   const next = (async () => ({ stream: true, header: new Headers(), trailer: new Headers(), message: messages() })) as unknown as Next;
-  const request = { stream: true, header: new Headers(), service: EthService, method: EthService.method.streamLogs } as unknown as StreamRequest;
+  const request = { stream: true, header: new Headers(), service: EthService, method: EthService.method.streamLogs, signal } as unknown as StreamRequest;
   const openStreams = async () => Number((await metrics.openStreams.get()).values[0]?.value ?? 0);
   return { lines, openStreams, call: () => requestLogInterceptor(log, metrics)(next)(request) as Promise<{ message: AsyncIterable<unknown> }> };
 }
@@ -37,6 +37,16 @@ describe("a typed server stream in the request log", () => {
     expect(await r.openStreams()).toBe(1);
     for await (const _ of res.message);
     expect(r.lines.map((l) => l.status)).toEqual(["ok"]);
+    expect(await r.openStreams()).toBe(0);
+  });
+
+  it("every message made, but the client had left before they were sent: Canceled", async () => {
+    const left = new AbortController();
+    const r = rig(() => pages(3), left.signal);
+    const res = await r.call();
+    left.abort();
+    for await (const _ of res.message);
+    expect(r.lines.map((l) => l.status)).toEqual(["Canceled"]);
     expect(await r.openStreams()).toBe(0);
   });
 
