@@ -37,7 +37,7 @@ import { createJsonRpcHttpHandler } from "./jsonrpc/http-handler.js";
 import { matchNativeRoute } from "./jsonrpc/paths.js";
 import { createJsonRpcWsHandler, isWebSocketUpgrade } from "./jsonrpc/ws-handler.js";
 import { HealthMonitor } from "./observability/health.js";
-import { REQUEST_ID_HEADER, requestIdFrom, requestLogInterceptor } from "./observability/request-log.js";
+import { requestLogInterceptor } from "./observability/request-log.js";
 import { serveUpgradeAsPlainRequest } from "./plain-upgrade.js";
 
 type Req = NodeRequest;
@@ -47,10 +47,6 @@ const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 
 
 const ABSOLUTE_FORM = /^https?:\/\//i;
-
-function firstHeader(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
-}
 
 /** The path and query of an absolute-form request target. */
 function originForm(target: string): string {
@@ -129,7 +125,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       return;
     }
     // Health, metrics and not-found answers carry a request id too, as every response does.
-    res.setHeader(REQUEST_ID_HEADER, requestIdFrom(firstHeader(req.headers[REQUEST_ID_HEADER])));
+    tagRequestId(req.headers, res);
     if (route !== undefined && route.transport === "ws") {
       res.writeHead(426, { upgrade: "websocket", connection: "Upgrade", "content-type": "text/plain" });
       res.end("this address takes WebSocket connections\n");
@@ -211,7 +207,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     if (draining && "setHeader" in res && req.httpVersionMajor === 1) res.setHeader("connection", "close");
     // The absolute form (POST http://host/v3/KEY, what a client sends to a proxy) names the same path; RFC 9112 has servers take it.
     if (req.url !== undefined && ABSOLUTE_FORM.test(req.url)) req.url = originForm(req.url);
-    if (req.method === "OPTIONS") res.setHeader(REQUEST_ID_HEADER, requestIdFrom(firstHeader(req.headers[REQUEST_ID_HEADER])));
+    if (req.method === "OPTIONS") tagRequestId(req.headers, res);
     if (handleCors(gateway.corsOrigins, req, res)) return;
     // HTTP/2 streams had theirs lowered in dispatchHttp2Stream.
     if (req.httpVersionMajor === 1) clampDeadlineHeaders(req.headers);

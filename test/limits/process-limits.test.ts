@@ -279,6 +279,26 @@ describe("HTTP/2 answers a client does not take", () => {
     });
   };
 
+  /** One call on `session` read in bursts: 256 KiB, then a pause of `pauseMs`; how much arrived and how the stream ended. */
+  const readSlowly = (session: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders, body: Buffer | string, pauseMs: number) =>
+    new Promise<{ bytes: number; rstCode: number; ms: number }>((resolve) => {
+      const started = performance.now();
+      const stream = session.request({ ":method": "POST", ...headers });
+      stream.on("error", () => {});
+      let bytes = 0;
+      let sincePause = 0;
+      stream.on("data", (d: Buffer) => {
+        bytes += d.length;
+        sincePause += d.length;
+        if (sincePause < 256 * 1024) return;
+        sincePause = 0;
+        stream.pause();
+        setTimeout(() => stream.resume(), pauseMs);
+      });
+      stream.once("close", () => resolve({ bytes, rstCode: stream.rstCode ?? -1, ms: performance.now() - started }));
+      stream.end(body);
+    });
+
   it("a session whose client takes nothing of its answers (a window it never opens) is ended at the request deadline; others are served", async () => {
     // Found from outside: such answers were held for good, and with enough streams the process grew without bound.
     const session = http2.connect(ng.url, { settings: { initialWindowSize: 0 } });
@@ -346,20 +366,7 @@ describe("HTTP/2 answers a client does not take", () => {
     try {
       const session = http2.connect(own.url, { settings: { initialWindowSize: 128 * 1024 } });
       session.on("error", () => {});
-      const stream = session.request({ ":method": "POST", ":path": `/v3/${KEY}`, "content-type": "application/json" });
-      stream.on("error", () => {});
-      let bytes = 0;
-      let sincePause = 0;
-      stream.on("data", (d: Buffer) => {
-        bytes += d.length;
-        sincePause += d.length;
-        if (sincePause < 256 * 1024) return;
-        sincePause = 0;
-        stream.pause();
-        setTimeout(() => stream.resume(), 300);
-      });
-      stream.end(JSON.stringify(rpc("eth_getCode", [`0x${"ff".repeat(20)}`, "latest"])));
-      const rstCode = await new Promise<number>((resolve) => stream.once("close", () => resolve(stream.rstCode ?? -1)));
+      const { bytes, rstCode } = await readSlowly(session, { ":path": `/v3/${KEY}`, "content-type": "application/json" }, JSON.stringify(rpc("eth_getCode", [`0x${"ff".repeat(20)}`, "latest"])), 300);
       expect(rstCode).toBe(http2.constants.NGHTTP2_NO_ERROR);
       expect(bytes).toBeGreaterThan(2_000_000);
       session.close();
@@ -388,24 +395,7 @@ describe("HTTP/2 answers a client does not take", () => {
     // piece is on its way, and reset clients that were reading all along.
     const session = http2.connect(ng.url, { settings: { initialWindowSize: 128 * 1024 } });
     session.on("error", () => {});
-    const slowly = (headers: http2.OutgoingHttpHeaders, body: Buffer | string) =>
-      new Promise<{ bytes: number; rstCode: number; ms: number }>((resolve) => {
-        const started = performance.now();
-        const stream = session.request({ ":method": "POST", ...headers });
-        stream.on("error", () => {});
-        let bytes = 0;
-        let sincePause = 0;
-        stream.on("data", (d: Buffer) => {
-          bytes += d.length;
-          sincePause += d.length;
-          if (sincePause < 256 * 1024) return;
-          sincePause = 0;
-          stream.pause();
-          setTimeout(() => stream.resume(), 150);
-        });
-        stream.once("close", () => resolve({ bytes, rstCode: stream.rstCode ?? -1, ms: performance.now() - started }));
-        stream.end(body);
-      });
+    const slowly = (headers: http2.OutgoingHttpHeaders, body: Buffer | string) => readSlowly(session, headers, body, 150);
     const address = `0x${"ff".repeat(20)}`;
     const grpcBody = Buffer.from(toBinary(EthService.method.getCode.input, create(EthService.method.getCode.input, { address: Buffer.from("ff".repeat(20), "hex") })));
     const frame = Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), grpcBody]);
