@@ -1,13 +1,27 @@
 /**
  * Per-key request limits, per second and per UTC day, counted in fixed
- * windows. A batch of N counts as N + 1, as the provider counts it. Counters
- * live behind RateLimitStore so several instances can share them (Redis).
+ * windows. A batch of N counts as N + 1, as the provider counts it. A refused
+ * request counts for nothing: a batch that does not fit what is left of a
+ * window leaves that rest to smaller requests (counting it would lock the key
+ * out until the window ends, a whole day for the daily limit). Counters live
+ * behind RateLimitStore so several instances can share them (Redis).
  */
 import type { RateLimit } from "../config.js";
 
+/** One window a request is counted in: its counter, the most it may hold, and how long it lives. */
+export interface CountWindow {
+  counter: string;
+  limit: number;
+  ttlMs: number;
+}
+
 export interface RateLimitStore {
-  /** Adds `cost` to `counter` (which expires after `ttlMs`) and returns the new total. */
-  increment(counter: string, cost: number, ttlMs: number): number | Promise<number>;
+  /**
+   * Adds `cost` to the counter of every window when each stays within its
+   * limit, all or nothing, atomically. Returns -1 when counted, else the index
+   * of the first window `cost` does not fit (nothing was added).
+   */
+  take(windows: readonly CountWindow[], cost: number): number | Promise<number>;
   close?(): Promise<void>;
 }
 
@@ -16,19 +30,28 @@ export class MemoryRateLimitStore implements RateLimitStore {
   readonly #counters = new Map<string, { total: number; expires: number }>();
   #sweepAt = 0;
 
-  increment(counter: string, cost: number, ttlMs: number): number {
+  take(windows: readonly CountWindow[], cost: number): number {
     const now = Date.now();
     if (now >= this.#sweepAt) {
       for (const [k, v] of this.#counters) if (v.expires <= now) this.#counters.delete(k);
       this.#sweepAt = now + 1000;
     }
-    const entry = this.#counters.get(counter);
-    if (entry === undefined || entry.expires <= now) {
-      this.#counters.set(counter, { total: cost, expires: now + ttlMs });
-      return cost;
+    for (let i = 0; i < windows.length; i++) {
+      const w = windows[i] as CountWindow;
+      if (this.#total(w.counter, now) + cost > w.limit) return i;
     }
-    entry.total += cost;
-    return entry.total;
+    for (const w of windows) {
+      const entry = this.#counters.get(w.counter);
+      if (entry === undefined || entry.expires <= now) this.#counters.set(w.counter, { total: cost, expires: now + w.ttlMs });
+      else entry.total += cost;
+    }
+    return -1;
+  }
+
+  /** What `counter` holds now (0 for a window that has passed). */
+  #total(counter: string, now: number): number {
+    const entry = this.#counters.get(counter);
+    return entry === undefined || entry.expires <= now ? 0 : entry.total;
   }
 }
 
@@ -43,20 +66,23 @@ export class RateLimiter {
     this.#store = store;
   }
 
-  /** Counts `cost` requests for `keyLabel` and says whether they fit its limits. */
+  /** Counts `cost` requests for `keyLabel` when they fit its limits, and says whether they did. */
   async take(keyLabel: string, limit: RateLimit, cost: number, now = Date.now()): Promise<LimitVerdict> {
+    const windows: CountWindow[] = [];
+    const kinds: ("second" | "day")[] = [];
+    const day = Math.floor(now / DAY_MS);
     if (limit.requestsPerSecond > 0) {
-      const second = Math.floor(now / 1000);
-      const total = await this.#store.increment(`rl:${keyLabel}:s:${second}`, cost, 2000);
-      if (total > limit.requestsPerSecond) return { ok: false, window: "second", retryAfterSeconds: 1 };
+      windows.push({ counter: `rl:${keyLabel}:s:${Math.floor(now / 1000)}`, limit: limit.requestsPerSecond, ttlMs: 2000 });
+      kinds.push("second");
     }
     if (limit.requestsPerDay > 0) {
-      const day = Math.floor(now / DAY_MS);
-      const total = await this.#store.increment(`rl:${keyLabel}:d:${day}`, cost, DAY_MS + 60_000);
-      if (total > limit.requestsPerDay) {
-        return { ok: false, window: "day", retryAfterSeconds: Math.max(1, Math.ceil(((day + 1) * DAY_MS - now) / 1000)) };
-      }
+      windows.push({ counter: `rl:${keyLabel}:d:${day}`, limit: limit.requestsPerDay, ttlMs: DAY_MS + 60_000 });
+      kinds.push("day");
     }
-    return { ok: true };
+    if (windows.length === 0) return { ok: true };
+    const over = await this.#store.take(windows, cost);
+    if (over < 0) return { ok: true };
+    if (kinds[over] === "second") return { ok: false, window: "second", retryAfterSeconds: 1 };
+    return { ok: false, window: "day", retryAfterSeconds: Math.max(1, Math.ceil(((day + 1) * DAY_MS - now) / 1000)) };
   }
 }

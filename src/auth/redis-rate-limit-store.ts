@@ -1,8 +1,10 @@
 /**
  * Rate-limit counters in Redis, so every nodegate instance behind a load
  * balancer counts against the same per-key limits. One atomic script per
- * count: INCRBY, and PEXPIRE when the counter has no expiry yet (so a window
- * always ends, even for a counter left behind without one).
+ * request: it checks that the cost fits every window's counter, then INCRBY
+ * on each, and PEXPIRE when a counter has no expiry yet (so a window always
+ * ends, even for a counter left behind without one). A cost that does not fit
+ * adds nothing.
  *
  * Redis unreachable or refusing: nodegate fails open to per-instance
  * counters (the fallback store). Requests keep being served and each instance
@@ -12,12 +14,19 @@
 import { createHash } from "node:crypto";
 import { type RedisClient, RedisReplyError } from "../redis/resp-client.js";
 import type { StoreErrorReporter } from "../stores/store-errors.js";
-import type { RateLimitStore } from "./rate-limiter.js";
+import type { CountWindow, RateLimitStore } from "./rate-limiter.js";
 
-const INCREMENT = `local total = redis.call('INCRBY', KEYS[1], ARGV[1])
-if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return total`;
-const INCREMENT_SHA = createHash("sha1").update(INCREMENT).digest("hex");
+// KEYS: the windows' counters; ARGV: the cost, then each window's limit and time to live (ms).
+const TAKE = `local cost = tonumber(ARGV[1])
+for i = 1, #KEYS do
+  if tonumber(redis.call('GET', KEYS[i]) or '0') + cost > tonumber(ARGV[2 * i]) then return i - 1 end
+end
+for i = 1, #KEYS do
+  redis.call('INCRBY', KEYS[i], cost)
+  if redis.call('PTTL', KEYS[i]) < 0 then redis.call('PEXPIRE', KEYS[i], ARGV[2 * i + 1]) end
+end
+return -1`;
+const TAKE_SHA = createHash("sha1").update(TAKE).digest("hex");
 
 export interface RedisRateLimitStoreOptions {
   /** Prepended to every counter ("nodegate:" gives "nodegate:rl:key:ab12...:s:1700000000"). */
@@ -40,25 +49,27 @@ export class RedisRateLimitStore implements RateLimitStore {
     this.#report = options.report;
   }
 
-  async increment(counter: string, cost: number, ttlMs: number): Promise<number> {
+  async take(windows: readonly CountWindow[], cost: number): Promise<number> {
     // While disconnected, skip the attempt (it would fail at once anyway).
-    if (this.#client.state !== "ready") return this.#fallback.increment(counter, cost, ttlMs);
+    if (this.#client.state !== "ready") return this.#fallback.take(windows, cost);
     try {
-      return await this.#incrementInRedis(this.#prefix + counter, cost, ttlMs);
+      return await this.#takeInRedis(windows, cost);
     } catch (err) {
       this.#report("rate limits", err);
-      return this.#fallback.increment(counter, cost, ttlMs);
+      return this.#fallback.take(windows, cost);
     }
   }
 
-  async #incrementInRedis(key: string, cost: number, ttlMs: number): Promise<number> {
+  async #takeInRedis(windows: readonly CountWindow[], cost: number): Promise<number> {
+    const args: (string | number)[] = [windows.length, ...windows.map((w) => this.#prefix + w.counter), cost];
+    for (const w of windows) args.push(w.limit, w.ttlMs);
     let reply;
     try {
-      reply = await this.#client.command(["EVALSHA", INCREMENT_SHA, 1, key, cost, ttlMs]);
+      reply = await this.#client.command(["EVALSHA", TAKE_SHA, ...args]);
     } catch (err) {
       // First use on this Redis (or after a restart or SCRIPT FLUSH): EVAL also caches the script.
       if (!(err instanceof RedisReplyError) || err.kind !== "NOSCRIPT") throw err;
-      reply = await this.#client.command(["EVAL", INCREMENT, 1, key, cost, ttlMs]);
+      reply = await this.#client.command(["EVAL", TAKE, ...args]);
     }
     if (typeof reply !== "number") throw new Error(`the counter script answered ${typeof reply}, not an integer`);
     return reply;

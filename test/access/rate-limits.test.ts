@@ -21,6 +21,7 @@ const PER_DAY = "per-day-key-0000001";
 const DAILY_ONE = "daily-one-key-00001";
 const SINGLE_ONE = "single-one-key-0001";
 const WS_ONE = "ws-daily-one-key-01";
+const DAILY_TWENTY = "daily-twenty-key-01";
 
 let anvil: AnvilNode;
 let ng: TestNodegate;
@@ -35,6 +36,7 @@ beforeAll(async () => {
       { key: DAILY_ONE, plan: "core", rateLimit: { requestsPerSecond: 0, requestsPerDay: 1 } },
       { key: SINGLE_ONE, plan: "core", rateLimit: { requestsPerSecond: 0, requestsPerDay: 1 } },
       { key: WS_ONE, plan: "core", rateLimit: { requestsPerSecond: 0, requestsPerDay: 1 } },
+      { key: DAILY_TWENTY, plan: "core", rateLimit: { requestsPerSecond: 0, requestsPerDay: 20 } },
     ],
   });
 });
@@ -62,6 +64,16 @@ describe("rate limits", () => {
     expect(res.headers.get("retry-after")).toBeNull();
     // Calls that fit still pass.
     expect((await post(`${ng.url}/v3/${PER_SECOND}`, rpc("eth_chainId", [], 1))).status).toBe(200);
+  });
+
+  it("a refused batch spends nothing: what was left of the day still serves smaller requests", async () => {
+    // Found from outside: the refused batch's cost stayed counted, and the key was locked out until midnight with 4 calls left.
+    for (let i = 0; i < 4; i++) expect((await post(`${ng.url}/v3/${DAILY_TWENTY}`, batch(3))).status).toBe(200);
+    const refused = await post(`${ng.url}/v3/${DAILY_TWENTY}`, batch(4));
+    expect(refused.status).toBe(429);
+    expect((refused.json as { error: unknown }[])[0]?.error).toEqual({ code: -32005, message: "daily request count exceeded, request rate limited" });
+    for (let i = 0; i < 4; i++) expect((await post(`${ng.url}/v3/${DAILY_TWENTY}`, rpc("eth_chainId", [], i))).status).toBe(200);
+    expect((await post(`${ng.url}/v3/${DAILY_TWENTY}`, rpc("eth_chainId", [], 5))).status).toBe(429);
   });
 
   it("the daily limit has its own message", async () => {
@@ -122,5 +134,21 @@ describe("RateLimiter windows", () => {
     expect((await limiter.take("a", limit, 1, t + 10)).ok).toBe(false);
     expect(await limiter.take("b", limit, 1, t + 10)).toEqual({ ok: true });
     expect(await limiter.take("a", limit, 1, t + 1000)).toEqual({ ok: true });
+  });
+
+  it("a request refused by one window is counted in none", async () => {
+    const limiter = new RateLimiter(new MemoryRateLimitStore());
+    const limit = { requestsPerSecond: 3, requestsPerDay: 4 };
+    const t = 1_700_000_000_000;
+    expect(await limiter.take("a", limit, 3, t)).toEqual({ ok: true });
+    expect((await limiter.take("a", limit, 2, t + 1000)).ok).toBe(false); // the day has 1 left
+    // Had the refused 2 stayed in the new second's count, this would be refused by the second.
+    expect(await limiter.take("a", limit, 1, t + 1000)).toEqual({ ok: true });
+    expect(await limiter.take("a", limit, 1, t + 2000)).toMatchObject({ ok: false, window: "day" });
+    // A second refused by its own window leaves the day alone too.
+    const other = { requestsPerSecond: 1, requestsPerDay: 2 };
+    expect(await limiter.take("b", other, 1, t)).toEqual({ ok: true });
+    expect(await limiter.take("b", other, 1, t + 10)).toMatchObject({ ok: false, window: "second" });
+    expect(await limiter.take("b", other, 1, t + 1000)).toEqual({ ok: true });
   });
 });

@@ -44,23 +44,48 @@ describe.skipIf(redisRequirement.skip)("Redis stores", () => {
     await redis?.stop();
   });
 
+  /** One window: `counter` may hold up to `limit`. */
+  const window = (counter: string, limit: number, ttlMs = 60_000) => [{ counter, limit, ttlMs }];
+  const total = async (counter: string) => Number(String((await inspect.command(["GET", `t1:${counter}`])) ?? "0"));
+
   describe("RedisRateLimitStore", () => {
     it("adds costs under the prefixed key and sets the window's expiry once", async () => {
-      expect(await limits.increment("rl:a:s:1", 2, 60_000)).toBe(2);
-      expect(await limits.increment("rl:a:s:1", 3, 60_000)).toBe(5);
+      expect(await limits.take(window("rl:a:s:1", 10), 2)).toBe(-1);
+      expect(await limits.take(window("rl:a:s:1", 10), 3)).toBe(-1);
       expect(await inspect.command(["GET", "t1:rl:a:s:1"])).toEqual(Buffer.from("5"));
       const ttl = (await inspect.command(["PTTL", "t1:rl:a:s:1"])) as number;
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(60_000);
     });
 
-    it("counts concurrent increments from two connections exactly", async () => {
+    it("adds nothing when the cost does not fit, so a smaller request still can", async () => {
+      expect(await limits.take(window("rl:fit:d:1", 20), 16)).toBe(-1);
+      expect(await limits.take(window("rl:fit:d:1", 20), 5)).toBe(0);
+      expect(await total("rl:fit:d:1")).toBe(16);
+      for (let i = 0; i < 4; i++) expect(await limits.take(window("rl:fit:d:1", 20), 1)).toBe(-1);
+      expect(await limits.take(window("rl:fit:d:1", 20), 1)).toBe(0);
+      expect(await total("rl:fit:d:1")).toBe(20);
+    });
+
+    it("counts in every window or in none, and names the one that is full", async () => {
+      const both = [
+        { counter: "rl:two:s:1", limit: 100, ttlMs: 2000 },
+        { counter: "rl:two:d:1", limit: 3, ttlMs: 60_000 },
+      ];
+      expect(await limits.take(both, 2)).toBe(-1);
+      expect(await limits.take(both, 2)).toBe(1);
+      expect(await total("rl:two:s:1")).toBe(2);
+      expect(await total("rl:two:d:1")).toBe(2);
+    });
+
+    it("lets exactly the limit through from two connections at once", async () => {
       const other = new RedisClient({ url: redis.url });
       try {
         await other.ready();
         const second = new RedisRateLimitStore(other, { keyPrefix: "t1:", fallback: new MemoryRateLimitStore(), report });
-        const totals = await Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? limits : second).increment("rl:shared:d:1", 1, 60_000)));
-        expect([...totals].sort((x, y) => x - y)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
+        const verdicts = await Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? limits : second).take(window("rl:shared:d:1", 150), 1)));
+        expect(verdicts.filter((v) => v === -1)).toHaveLength(150);
+        expect(await total("rl:shared:d:1")).toBe(150);
       } finally {
         await other.close();
       }
@@ -68,22 +93,24 @@ describe.skipIf(redisRequirement.skip)("Redis stores", () => {
 
     it("gives a counter left without an expiry one", async () => {
       await inspect.command(["SET", "t1:rl:stale", "7"]);
-      expect(await limits.increment("rl:stale", 1, 5000)).toBe(8);
+      expect(await limits.take(window("rl:stale", 10, 5000), 1)).toBe(-1);
+      expect(await total("rl:stale")).toBe(8);
       expect((await inspect.command(["PTTL", "t1:rl:stale"])) as number).toBeGreaterThan(0);
     });
 
     it("loads its script again after SCRIPT FLUSH (a restarted or flushed Redis)", async () => {
       await inspect.command(["SCRIPT", "FLUSH"]);
-      expect(await limits.increment("rl:after-flush", 1, 5000)).toBe(1);
-      expect(await limits.increment("rl:after-flush", 1, 5000)).toBe(2);
+      expect(await limits.take(window("rl:after-flush", 10, 5000), 1)).toBe(-1);
+      expect(await limits.take(window("rl:after-flush", 10, 5000), 1)).toBe(-1);
+      expect(await total("rl:after-flush")).toBe(2);
     });
 
     it("counts in this instance when Redis refuses the command, and reports it", async () => {
       await inspect.command(["LPUSH", "t1:rl:broken", "not a counter"]);
       reported.length = 0;
-      expect(await limits.increment("rl:broken", 4, 5000)).toBe(4);
-      expect(await limits.increment("rl:broken", 1, 5000)).toBe(5);
-      expect(fallback.increment("rl:broken", 0, 5000)).toBe(5);
+      expect(await limits.take(window("rl:broken", 5, 5000), 4)).toBe(-1);
+      expect(await limits.take(window("rl:broken", 5, 5000), 1)).toBe(-1);
+      expect(fallback.take(window("rl:broken", 5, 5000), 1)).toBe(0);
       expect(reported).toHaveLength(2);
       expect(reported[0]?.store).toBe("rate limits");
       expect(String(reported[0]?.err)).toMatch(/WRONGTYPE/);
@@ -124,8 +151,9 @@ describe.skipIf(redisRequirement.skip)("Redis stores", () => {
       });
       await redis.stop();
       await down;
-      expect(await limits.increment("rl:outage", 1, 5000)).toBe(1);
-      expect(await limits.increment("rl:outage", 1, 5000)).toBe(2);
+      expect(await limits.take(window("rl:outage", 2, 5000), 1)).toBe(-1);
+      expect(await limits.take(window("rl:outage", 2, 5000), 1)).toBe(-1);
+      expect(await limits.take(window("rl:outage", 2, 5000), 1)).toBe(0);
       await expect(cache.set("k", Buffer.from("v"))).resolves.toBeUndefined();
       expect(await cache.get("k")).toBeUndefined();
 
@@ -135,7 +163,8 @@ describe.skipIf(redisRequirement.skip)("Redis stores", () => {
       await redis.start();
       await ready;
       // Back in Redis (restarted empty): the outage's local counts are not written back.
-      expect(await limits.increment("rl:outage", 1, 5000)).toBe(1);
+      // With a limit of 1 this fits only a counter that starts from 0.
+      expect(await limits.take(window("rl:outage", 1, 5000), 1)).toBe(-1);
     });
   });
 });
