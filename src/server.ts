@@ -17,7 +17,7 @@ import { closeUnlessIdentified, guardHttp2Session, http1TimeoutOptions } from ".
 import { handleCors } from "./cors.js";
 import { clusterMetricsReader } from "./observability/cluster-metrics.js";
 import type { Gateway } from "./gateway.js";
-import { encodeGrpcMessagesOf } from "./grpc/grpc-message.js";
+import { settleGrpcStatusOf } from "./grpc/status-size.js";
 import { registerGenericService } from "./grpc/generic-service.js";
 import { registerHealth } from "./grpc/health-service.js";
 import { nodeRequestContext } from "./grpc/node-request.js";
@@ -212,7 +212,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     // HTTP/2 streams had theirs lowered in dispatchHttp2Stream.
     if (req.httpVersionMajor === 1) clampDeadlineHeaders(req.headers);
     if (connectUnary(req, res) || grpcWebText(req, res)) return;
-    if (isGrpc(req.headers["content-type"])) encodeGrpcMessagesOf(res);
+    if (isGrpc(req.headers["content-type"])) settleGrpcStatusOf(res);
     if (isRpcPath(req.url ?? "/")) {
       tagRequestId(req.headers, res);
       if (refuseMalformedGet(req, res)) return;

@@ -34,24 +34,3 @@ export function reencodeGrpcMessageIn(headers: OutgoingHttpHeaders | Record<stri
   const escaped = headers?.[GRPC_MESSAGE];
   if (typeof escaped === "string") (headers as Record<string, string>)[GRPC_MESSAGE] = reencodeGrpcMessage(escaped);
 }
-
-/** The two ways a Node response (HTTP/1.1 or HTTP/2 compat) sends a gRPC status: its head (trailers-only) and its trailers. */
-interface StatusCarrier {
-  writeHead: (...args: unknown[]) => unknown;
-  addTrailers: (trailers: OutgoingHttpHeaders) => void;
-}
-
-/** Makes Connect's gRPC answers on `res` carry grpc-message encoded per spec. */
-export function encodeGrpcMessagesOf(response: object): void {
-  const res = response as StatusCarrier;
-  const addTrailers = res.addTrailers.bind(res);
-  res.addTrailers = (trailers) => {
-    reencodeGrpcMessageIn(trailers);
-    addTrailers(trailers);
-  };
-  const writeHead = res.writeHead.bind(res);
-  res.writeHead = (...args) => {
-    for (const arg of args) if (typeof arg === "object" && arg !== null && !Array.isArray(arg)) reencodeGrpcMessageIn(arg as OutgoingHttpHeaders);
-    return writeHead(...args);
-  };
-}

@@ -22,6 +22,7 @@ import type { Gateway } from "../gateway.js";
 import { REQUEST_ID_HEADER } from "../observability/request-log.js";
 import { writePieces } from "../response-body.js";
 import { reencodeGrpcMessageIn } from "./grpc-message.js";
+import { fitStatus, statusSizeLimit } from "./status-size.js";
 import { parseBinary, serveUnary, type UnaryExchange, type UnaryProtocol } from "./unary-call.js";
 import { encodeAnswer, plainHeaders, type UnaryRoute } from "./unary-routes.js";
 
@@ -80,10 +81,11 @@ function decompressed(payload: Uint8Array, inflate: (data: Uint8Array, options: 
 /** Request compressions this lane reads. */
 const ACCEPTED_ENCODINGS = "gzip,deflate";
 
-/** A failed call's status trailers, grpc-message encoded as the gRPC spec says. */
-function errorTrailers(error: ConnectError): Record<string, string> {
+/** A failed call's status trailers, grpc-message encoded as the gRPC spec says, within what the client takes. */
+function errorTrailers(error: ConnectError, stream: ServerHttp2Stream): Record<string, string> {
   const trailers = plainHeaders(setTrailerStatus(new Headers(), error));
   reencodeGrpcMessageIn(trailers);
+  fitStatus(trailers, statusSizeLimit(stream.session));
   return trailers;
 }
 
@@ -145,7 +147,7 @@ class GrpcExchange implements UnaryExchange {
   }
 
   answerError(error: ConnectError, requestId: string): void {
-    this.#respond(errorTrailers(error), requestId, undefined);
+    this.#respond(errorTrailers(error, this.stream), requestId, undefined);
   }
 
   release(): void {

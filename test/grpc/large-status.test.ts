@@ -1,0 +1,165 @@
+/**
+ * A gRPC status travels in HTTP/2 trailers, and a client refuses a header
+ * list over its limit (Node will not even send one over 64 KiB). A revert
+ * carries its bytes five times in a status, so a few KiB of revert data made
+ * grpc-js see INTERNAL "RST_STREAM code 6" and lose the revert (found from
+ * outside). Reverts of every size now come back FAILED_PRECONDITION, in full
+ * when they fit the client's limit, shortened (saying so) when not. A real
+ * Anvil reverts with its calldata through a state-overridden contract.
+ */
+import http2 from "node:http2";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { anyUnpack } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { ServiceError } from "@grpc/grpc-js";
+import { encodeErrorResult, hexToBytes } from "viem";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
+import { CallRequestSchema, EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { JsonRpcErrorSchema, RevertErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
+import { JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
+import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { connectClient, grpcJsClient } from "../support/grpc-clients.js";
+import { post } from "../support/http.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+
+const KEY = "large-status-key-0001";
+/** CALLDATASIZE PUSH0 PUSH0 CALLDATACOPY CALLDATASIZE PUSH0 REVERT: reverts with whatever it is called with. */
+const ECHO_REVERT = "0x365f5f37365ffd";
+const TARGET = "0x00000000000000000000000000000000000000e1";
+const ERROR_STRING = [{ type: "error", name: "Error", inputs: [{ name: "message", type: "string" }] }] as const;
+
+let anvil: AnvilNode;
+let ng: TestNodegate;
+
+beforeAll(async () => {
+  anvil = await startAnvil();
+  ng = await startNodegate({ upstreamUrl: anvil.url, keys: [{ key: KEY, plan: "growth" }] });
+});
+afterAll(async () => {
+  await ng?.close();
+  await anvil?.stop();
+});
+
+/** Error(string) of `n` characters, ABI-encoded: the revert data. */
+const revertOf = (n: number) => encodeErrorResult({ abi: ERROR_STRING, errorName: "Error", args: ["R".repeat(n)] });
+
+function callRequest(data: `0x${string}`) {
+  return create(CallRequestSchema, {
+    transaction: { to: hexToBytes(TARGET), data: hexToBytes(data) },
+    stateOverride: { accounts: [{ address: hexToBytes(TARGET), override: { code: hexToBytes(ECHO_REVERT) } }] },
+  });
+}
+
+/** What the node answers on the JSON-RPC door for the same call. */
+async function nodeError(data: `0x${string}`): Promise<{ code: number; message: string; data: string }> {
+  const res = await post(`${ng.url}/v3/${KEY}`, { jsonrpc: "2.0", id: 1, method: "eth_call", params: [{ to: TARGET, data }, "latest", { [TARGET]: { code: ECHO_REVERT } }] });
+  return (res.json as { error: { code: number; message: string; data: string } }).error;
+}
+
+async function connectGrpcError(data: `0x${string}`): Promise<ConnectError> {
+  const client = connectClient(ng.url, EthService, KEY, "grpc");
+  return client.call(callRequest(data)).then(
+    () => expect.fail("the call should revert"),
+    (e: unknown) => ConnectError.from(e),
+  );
+}
+
+describe("reverts on gRPC over HTTP/2", () => {
+  it("a small revert is sent as it is: the node's message, its data, and the revert bytes and reason", async () => {
+    const data = revertOf(100);
+    const node = await nodeError(data);
+    const err = await connectGrpcError(data);
+    expect(err.code).toBe(Code.FailedPrecondition);
+    expect(err.rawMessage).toBe(node.message);
+    const [json] = err.findDetails(JsonRpcErrorSchema);
+    expect(json?.code).toBe(3n);
+    expect(json?.message).toBe(node.message);
+    expect(json?.data).toBe(JSON.stringify(node.data));
+    const [revert] = err.findDetails(RevertErrorSchema);
+    expect(Buffer.from(revert?.data ?? []).toString("hex")).toBe(data.slice(2));
+    expect(revert?.reason).toBe("R".repeat(100));
+  });
+
+  it.each([6000, 30_000])("a revert of %i characters keeps its bytes whole, for grpc-js and connect-es alike", async (n) => {
+    const data = revertOf(n);
+    const err = await connectGrpcError(data);
+    expect(err.code).toBe(Code.FailedPrecondition);
+    const [json] = err.findDetails(JsonRpcErrorSchema);
+    expect(json?.code).toBe(3n);
+    // 6000 fits whole (about 46 KiB of trailers); 30,000 fits once the copies are shortened.
+    if (n === 6000) expect(json?.message).toBe((await nodeError(data)).message);
+    else expect(json?.message).toMatch(/^execution reverted: R{236}… \(shortened from 30020 characters to fit the client's gRPC header limit\)$/);
+    const [revert] = err.findDetails(RevertErrorSchema);
+    expect(Buffer.from(revert?.data ?? []).toString("hex")).toBe(data.slice(2));
+
+    const grpcJs = grpcJsClient(`127.0.0.1:${ng.port}`, EthService);
+    try {
+      const e = (await grpcJs.call("call", callRequest(data), { "x-api-key": KEY }).then(
+        () => expect.fail("the call should revert"),
+        (x: unknown) => x,
+      )) as ServiceError;
+      expect(e.code).toBe(9); // FAILED_PRECONDITION, not INTERNAL
+      const status = fromBinary(StatusSchema, e.metadata.get("grpc-status-details-bin")[0] as Buffer);
+      const revertDetail = status.details.map((d) => anyUnpack(d, RevertErrorSchema)).find((d) => d !== undefined);
+      expect(Buffer.from(revertDetail?.data ?? []).toString("hex")).toBe(data.slice(2));
+    } finally {
+      grpcJs.close();
+    }
+  });
+
+  it("a revert larger than any status a client takes says so, with its code, and where to read it whole", async () => {
+    const err = await connectGrpcError(revertOf(70_000));
+    expect(err.code).toBe(Code.FailedPrecondition);
+    expect(err.rawMessage).toMatch(/does not fit this client's gRPC header limit; the Connect protocol and the JSON-RPC door return it in full/);
+    const [json] = err.findDetails(JsonRpcErrorSchema);
+    expect(json?.code).toBe(3n);
+    expect(json?.data).toBeUndefined();
+    // The Connect protocol has no such limit.
+    const whole = await connectClient(ng.url, EthService, KEY, "connect").call(callRequest(revertOf(70_000))).then(
+      () => expect.fail("the call should revert"),
+      (e: unknown) => ConnectError.from(e),
+    );
+    expect(Buffer.from(whole.findDetails(RevertErrorSchema)[0]?.data ?? []).toString("hex")).toBe(revertOf(70_000).slice(2));
+  });
+
+  it("a client that announces a small header list limit (as C-core and Java do) gets a status within it", async () => {
+    const data = revertOf(3000);
+    const session = http2.connect(ng.url, { settings: { maxHeaderListSize: 8192 } });
+    try {
+      const trailers = await new Promise<http2.IncomingHttpHeaders>((resolve, reject) => {
+        const body = toBinary(CallRequestSchema, callRequest(data));
+        const frame = Buffer.alloc(5 + body.length);
+        frame.writeUInt32BE(body.length, 1);
+        frame.set(body, 5);
+        const req = session.request({ ":method": "POST", ":path": "/nodegate.eth.v1.EthService/Call", "content-type": "application/grpc", te: "trailers", "x-api-key": KEY });
+        req.on("trailers", resolve);
+        req.on("error", reject);
+        req.resume();
+        req.end(frame);
+      });
+      expect(trailers["grpc-status"]).toBe("9");
+      let size = 0;
+      for (const [name, value] of Object.entries(trailers)) if (typeof value === "string") size += name.length + value.length + 32;
+      expect(size).toBeLessThanOrEqual(8192);
+      const status = fromBinary(StatusSchema, Buffer.from(trailers["grpc-status-details-bin"] as string, "base64"));
+      const revert = status.details.map((d) => anyUnpack(d, RevertErrorSchema)).find((d) => d !== undefined);
+      expect(Buffer.from(revert?.data ?? []).toString("hex")).toBe(data.slice(2));
+    } finally {
+      session.close();
+    }
+  });
+
+  it("Connect's own gRPC handler (JsonRpcService) keeps a large revert within the limit too", async () => {
+    const data = revertOf(20_000);
+    const client = connectClient(ng.url, JsonRpcService, KEY, "grpc");
+    const err = await client
+      .call({ method: "eth_call", paramsJson: JSON.stringify([{ to: TARGET, data }, "latest", { [TARGET]: { code: ECHO_REVERT } }]) })
+      .then(
+        () => expect.fail("the call should revert"),
+        (e: unknown) => ConnectError.from(e),
+      );
+    expect(err.code).toBe(Code.FailedPrecondition);
+    expect(Buffer.from(err.findDetails(RevertErrorSchema)[0]?.data ?? []).toString("hex")).toBe(data.slice(2));
+  });
+});
