@@ -44,6 +44,8 @@ export class HeadsFeed extends Feed {
   #firstPassed: number | undefined;
   #subscription: UpstreamSubscription | undefined;
   #poller: Poller | undefined;
+  /** Called once the next catch-up asked for by resync() is done. */
+  readonly #resyncWaiters: (() => void)[] = [];
 
   constructor(ctx: FeedContext) {
     super({ kind: "newHeads" }, ctx);
@@ -63,6 +65,30 @@ export class HeadsFeed extends Feed {
   onChain(listener: ChainListener): () => void {
     this.#chainListeners.add(listener);
     return () => this.#chainListeners.delete(listener);
+  }
+
+  /**
+   * Catches up with the node's head, then calls `then`: by that time every
+   * chain change the catch-up found (a reorganization while the node's
+   * connection was down) has reached the chain listeners. A logs feed fills
+   * its reconnect gap after this, so that what a reorganization replaced is
+   * taken back before the new branch's logs go out. Retried until done.
+   */
+  resync(then: () => void): void {
+    this.#resyncWaiters.push(then);
+    const notify = () => {
+      for (const waiter of this.#resyncWaiters.splice(0)) waiter();
+    };
+    this.runUntilDone("catching up on headers for the logs feeds", async () => {
+      try {
+        await this.#catchUp();
+      } catch (err) {
+        // The subscribers of this feed are ended; the logs feeds fill their gap as far as the node lets them.
+        if (isHistoryLost(err)) notify();
+        throw err;
+      }
+      notify();
+    });
   }
 
   start(): Promise<void> {

@@ -86,16 +86,22 @@ export class LogsFeed extends Feed {
           this.runUntilDone("resubscribing to logs after a reconnect", async () => {
             const drops = this.#drops;
             await this.#subscription?.renew();
-            const head = await this.ctx.reader.blockNumber();
-            await this.#scan(this.#scannedTo + 1, Math.max(head, this.#pushedWhileStaleTo));
-            if (this.#drops !== drops) return; // dropped again meanwhile: that reconnect's fill ends it
-            this.#stale = false;
-            this.#pushedWhileStaleTo = 0;
+            // The gap is filled once the heads feed has caught up: a reorganization while disconnected reaches
+            // #onChain (queued here meanwhile) and is taken back before the new branch's logs go out.
+            this.#heads.resync(() => this.runUntilDone("filling the gap after a reconnect", () => this.#fillGap(drops)));
           }),
       },
       this.ctx.log,
     );
     await this.#subscription.open();
+  }
+
+  async #fillGap(drops: number): Promise<void> {
+    const head = await this.ctx.reader.blockNumber();
+    await this.#scan(this.#scannedTo + 1, Math.max(head, this.#pushedWhileStaleTo));
+    if (this.#drops !== drops) return; // dropped again meanwhile: that reconnect's fill ends it
+    this.#stale = false;
+    this.#pushedWhileStaleTo = 0;
   }
 
   protected async shutdown(): Promise<void> {

@@ -292,6 +292,40 @@ describe("reorganizations", () => {
   });
 });
 
+describe("reorganizations, continued", () => {
+  it("while disconnected, with logs above the fork: the replaced blocks' logs are taken back before any log of the new branch", async () => {
+    // Found from outside: the reconnect's gap fill sent the new branch's logs above the old head first, then the
+    // removals, then the new branch's logs at the fork: a client applying them in order held the wrong chain.
+    const s = await subscribe();
+    try {
+      const start = await chain.blockNumber();
+      await probe.store(21n);
+      await probe.store(22n);
+      await probe.store(23n);
+      const before = asSeen(await chain.logs({ address: probe.address, fromBlock: toHex(start + 1), toBlock: "latest" }));
+      await until(s, (seen) => seen.logs.length >= 3 && seen.heads.length >= 3, "the first three blocks");
+      await away(async () => {
+        const data = probe.storeData(27n);
+        await chain.rpc("anvil_reorg", [2, [[{ from: SENDER, to: probe.address, data, gas: "0x100000" }, 0]]]);
+        await probe.store(28n);
+        await probe.store(29n);
+      });
+      const after = asSeen(await chain.logs({ address: probe.address, fromBlock: toHex(start + 1), toBlock: "latest" }));
+      expect(after).toHaveLength(4);
+      await until(s, (seen) => seen.logs.length >= 3 + 2 + 3, "the new branch's logs");
+      for (const seen of Object.values(s.seen())) {
+        expect(seen.logs).toEqual([
+          ...before,
+          ...before.slice(1).map((l) => ({ ...l, removed: true })),
+          ...after.slice(1),
+        ]);
+      }
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 /** The last header each number got: the chain as the subscriber now knows it. */
 function canonicalHeads(seen: Seen): { number: number; hash: string }[] {
   const byNumber = new Map<number, string>();
