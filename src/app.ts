@@ -49,7 +49,7 @@ export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[
         breaker: config.circuitBreaker,
         metrics,
         log,
-        cache: config.cache && { store: cacheStore, coalesce: config.cache.coalesce, rules: n.family === "eth" ? ethFinalityRules : new Map() },
+        cache: config.cache && { store: cacheStore, coalesce: config.cache.coalesce, coalesceWindowMs: config.cache.coalesceWindowMs, rules: n.family === "eth" ? ethFinalityRules : new Map() },
         finalizedMaxAgeMs: config.cache?.finalizedMaxAgeMs,
         upstreams: n.upstreams.map((u) => createUpstream(u.url, `${n.name}/${u.label}`, config.websocket, log)),
       }),

@@ -166,6 +166,8 @@ export interface CacheConfig {
   maxBytes: number;
   /** Identical concurrent calls (same network, method and params) share one upstream call. */
   coalesce: boolean;
+  /** A call joins an identical one only if that one was sent less than this long ago, in ms (an older one may answer from a chain that has moved on). */
+  coalesceWindowMs: number;
   /** How old the finalized block number may get before nodegate asks the node again, in ms. */
   finalizedMaxAgeMs: number;
 }
@@ -252,6 +254,7 @@ export const DEFAULT_CIRCUIT_BREAKER = { threshold: 5, cooldownMs: 1000 };
 export const DEFAULT_CACHE: CacheConfig = {
   maxBytes: 256 * 1024 * 1024,
   coalesce: true,
+  coalesceWindowMs: 1000,
   finalizedMaxAgeMs: 4000,
 };
 
@@ -664,11 +667,12 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
     config.stores = stores;
   }
 
-  r.keys(["cache"], ["maxBytes", "coalesce", "finalizedMaxAgeMs"]);
+  r.keys(["cache"], ["maxBytes", "coalesce", "coalesceWindowMs", "finalizedMaxAgeMs"]);
   if (r.has(["cache"])) {
     const cache = config.cache ?? { ...DEFAULT_CACHE };
     cache.maxBytes = r.number(["cache", "maxBytes"], 0, Number.MAX_SAFE_INTEGER) ?? cache.maxBytes;
     cache.coalesce = r.boolean(["cache", "coalesce"]) ?? cache.coalesce;
+    cache.coalesceWindowMs = r.number(["cache", "coalesceWindowMs"], 1, 3_600_000) ?? cache.coalesceWindowMs;
     cache.finalizedMaxAgeMs = r.number(["cache", "finalizedMaxAgeMs"], 1, 3_600_000) ?? cache.finalizedMaxAgeMs;
     config.cache = cache;
   }

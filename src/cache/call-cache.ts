@@ -22,6 +22,8 @@ export interface CallCacheOptions {
   store: CacheStore | undefined;
   /** Identical concurrent calls share one upstream call. */
   coalesce: boolean;
+  /** ... if the one under way was sent less than this long ago (ms). */
+  coalesceWindowMs?: number;
   rules: FinalityRules;
   head: ChainHead;
 }
@@ -62,7 +64,7 @@ export class CallCache {
   constructor(options: CallCacheOptions) {
     this.#network = options.network;
     this.#store = options.store;
-    this.#coalescer = options.coalesce ? new Coalescer<UpstreamResult>(cancelled) : undefined;
+    this.#coalescer = options.coalesce ? new Coalescer<UpstreamResult>(cancelled, options.coalesceWindowMs) : undefined;
     this.#rules = options.rules;
     this.#head = options.head;
     options.head.onFinalityRewind(() => {

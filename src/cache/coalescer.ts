@@ -1,6 +1,9 @@
 /**
  * In-flight coalescing: callers that ask for the same thing while it is being
- * fetched share the one fetch. The shared fetch has its own abort signal,
+ * fetched share the one fetch, if it started less than `joinWindowMs` ago: a
+ * caller gets no answer older than its call by more than that (a slow node
+ * holding a fetch for seconds would otherwise hand a call made after a
+ * reorganization the block it replaced). The shared fetch has its own abort signal,
  * aborted only when every caller waiting for it has gone away; a caller that
  * goes away gets `onCancel()` at once.
  */
@@ -8,6 +11,7 @@ import { CallCancellation, type CallSignal } from "../call-signal.js";
 
 interface InFlight<T> {
   promise: Promise<T>;
+  startedAt: number;
   controller: CallCancellation;
   waiters: number;
 }
@@ -15,20 +19,24 @@ interface InFlight<T> {
 export class Coalescer<T> {
   readonly #inFlight = new Map<string, InFlight<T>>();
   readonly #onCancel: () => Error;
+  readonly #joinWindowMs: number;
   /** Callers that joined a fetch already under way (they caused no upstream call). */
   joined = 0;
 
-  constructor(onCancel: () => Error) {
+  constructor(onCancel: () => Error, joinWindowMs = Number.POSITIVE_INFINITY) {
     this.#onCancel = onCancel;
+    this.#joinWindowMs = joinWindowMs;
   }
 
   /** Fetches under `key`, or joins the fetch already under way. */
   run(key: string, fetch: (signal: CallSignal) => Promise<T>, signal?: CallSignal): Promise<T> {
     if (signal?.aborted) return Promise.reject(this.#onCancel());
     let flight = this.#inFlight.get(key);
-    if (flight === undefined) {
+    const now = Date.now();
+    // Too old to join: a fresh fetch takes its place for newcomers; the old one still answers its own callers.
+    if (flight === undefined || now - flight.startedAt >= this.#joinWindowMs) {
       const controller = new CallCancellation();
-      const started: InFlight<T> = { promise: undefined as unknown as Promise<T>, controller, waiters: 0 };
+      const started: InFlight<T> = { promise: undefined as unknown as Promise<T>, startedAt: now, controller, waiters: 0 };
       started.promise = fetch(controller.signal).finally(() => {
         if (this.#inFlight.get(key) === started) this.#inFlight.delete(key);
       });

@@ -77,7 +77,7 @@ describe("failover to a partner during a primary outage", () => {
       upstreamUrl: failing.url,
       keys: [{ key: GROWTH, plan: "growth" }],
       networks: [{ name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: failing.url }, { label: "partner", url: anvil.url }] }],
-      config: { upstreamTimeoutMs: 60_000, cache: { maxBytes: 1 << 20, coalesce: true, finalizedMaxAgeMs: 4000 } },
+      config: { upstreamTimeoutMs: 60_000, cache: { maxBytes: 1 << 20, coalesce: true, coalesceWindowMs: 60_000, finalizedMaxAgeMs: 4000 } },
     });
     try {
       const native = await post(`${ng.url}/v3/${GROWTH}`, byHash());

@@ -30,8 +30,8 @@ describe("cache and workers settings", () => {
   });
 
   it("are read from the file, and the shipped example parses", () => {
-    const config = loadConfig({}, file("cache:\n  maxBytes: 0\n  coalesce: false\n  finalizedMaxAgeMs: 500\nworkers: 3\n"));
-    expect(config.cache).toEqual({ maxBytes: 0, coalesce: false, finalizedMaxAgeMs: 500 });
+    const config = loadConfig({}, file("cache:\n  maxBytes: 0\n  coalesce: false\n  coalesceWindowMs: 250\n  finalizedMaxAgeMs: 500\nworkers: 3\n"));
+    expect(config.cache).toEqual({ maxBytes: 0, coalesce: false, coalesceWindowMs: 250, finalizedMaxAgeMs: 500 });
     expect(config.workers).toBe(3);
     const example = loadConfig(
       { PROVIDER_KEY: "pk", PARTNER_URL: "https://partner.example/rpc", CLIENT_KEY_1: "client-key-one", CLIENT_KEY_2: "client-key-two", CLIENT_SECRET_2: "s" },
@@ -48,6 +48,7 @@ describe("cache and workers settings", () => {
   it("bad values name the setting and line", () => {
     expect(errorOf(() => loadConfig({}, file("cache:\n  maxBytes: -1\n")))).toMatch(/:2:\d+: cache\.maxBytes: want an integer/);
     expect(errorOf(() => loadConfig({}, file("cache:\n  coalesce: yes please\n")))).toMatch(/cache\.coalesce: want true or false/);
+    expect(errorOf(() => loadConfig({}, file("cache:\n  coalesceWindowMs: 0\n")))).toMatch(/cache\.coalesceWindowMs: want an integer/);
     expect(errorOf(() => loadConfig({}, file("cache:\n  ttl: 5\n")))).toMatch(/cache\.ttl: unknown setting/);
     expect(errorOf(() => loadConfig({}, file("workers: 0\n")))).toMatch(/workers: want an integer from 1 to 256/);
     expect(errorOf(() => loadConfig({ NODEGATE_WORKERS: "lots" }))).toMatch(/NODEGATE_WORKERS: want a number of processes 1-256/);

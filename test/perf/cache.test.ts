@@ -62,7 +62,7 @@ beforeAll(async () => {
   upstream = await startProgrammableUpstream((r) => override?.(r) ?? { forward: anvil.url });
   ng = await startNodegate({
     upstreamUrl: upstream.url,
-    config: { cache: { maxBytes: 64 * 1024 * 1024, coalesce: true, finalizedMaxAgeMs: 60_000 } },
+    config: { cache: { maxBytes: 64 * 1024 * 1024, coalesce: true, coalesceWindowMs: 60_000, finalizedMaxAgeMs: 60_000 } },
   });
 }, 60_000);
 afterAll(async () => {
@@ -99,7 +99,7 @@ describe("final answers are served from the cache", () => {
   });
 
   it("on a fresh process, the first answer is stored before it goes, though finality was not known yet", async () => {
-    const local = await startNodegate({ upstreamUrl: upstream.url, config: { cache: { maxBytes: 1 << 20, coalesce: true, finalizedMaxAgeMs: 60_000 } } });
+    const local = await startNodegate({ upstreamUrl: upstream.url, config: { cache: { maxBytes: 1 << 20, coalesce: true, coalesceWindowMs: 60_000, finalizedMaxAgeMs: 60_000 } } });
     // The node tells the finalized block later than the block itself.
     override = (r) => (r.method === "eth_getBlockByNumber" && JSON.stringify(r.params) === '["finalized",false]' ? { delayMs: 100, then: { forward: anvil.url } } : undefined);
     try {
@@ -270,7 +270,7 @@ describe("reorgs", () => {
     // A dev node reset (evm_revert) rewinds finality, which a real chain never does.
     const local = await startNodegate({
       upstreamUrl: upstream.url,
-      config: { cache: { maxBytes: 64 * 1024 * 1024, coalesce: true, finalizedMaxAgeMs: 1 } },
+      config: { cache: { maxBytes: 64 * 1024 * 1024, coalesce: true, coalesceWindowMs: 60_000, finalizedMaxAgeMs: 1 } },
     });
     try {
       const snapshot = await direct("evm_snapshot", []);
@@ -300,7 +300,7 @@ describe("reorgs", () => {
     // Found from outside: 10 s after a deep anvil_reorg, with no traffic meanwhile, the first call (which started the
     // refresh) was served the old block, beyond the documented finalizedMaxAgeMs.
     const MAX_AGE = 250;
-    const local = await startNodegate({ upstreamUrl: upstream.url, config: { cache: { maxBytes: 64 * 1024 * 1024, coalesce: true, finalizedMaxAgeMs: MAX_AGE } } });
+    const local = await startNodegate({ upstreamUrl: upstream.url, config: { cache: { maxBytes: 64 * 1024 * 1024, coalesce: true, coalesceWindowMs: 60_000, finalizedMaxAgeMs: MAX_AGE } } });
     try {
       await direct("anvil_mine", [hex(100)]);
       const latest = Number.parseInt(await direct("eth_blockNumber", []), 16);
@@ -332,7 +332,7 @@ describe("reorgs", () => {
     // Found from outside: only a finalized number going back was noticed, so the old copy was served for good.
     const local = await startNodegate({
       upstreamUrl: upstream.url,
-      config: { cache: { maxBytes: 64 * 1024 * 1024, coalesce: true, finalizedMaxAgeMs: 1 } },
+      config: { cache: { maxBytes: 64 * 1024 * 1024, coalesce: true, coalesceWindowMs: 60_000, finalizedMaxAgeMs: 1 } },
     });
     try {
       await direct("anvil_mine", [hex(100)]);

@@ -35,7 +35,7 @@ beforeAll(async () => {
   ng = await startNodegate({
     upstreamUrl: upstream.url,
     // No store: only coalescing is under test here.
-    config: { cache: { maxBytes: 0, coalesce: true, finalizedMaxAgeMs: 60_000 }, passThrough: { methods: ["eth_sendRawTransaction"], allowWrites: true } },
+    config: { cache: { maxBytes: 0, coalesce: true, coalesceWindowMs: 60_000, finalizedMaxAgeMs: 60_000 }, passThrough: { methods: ["eth_sendRawTransaction"], allowWrites: true } },
   });
 }, 60_000);
 afterAll(async () => {
@@ -105,6 +105,28 @@ describe("identical concurrent calls share one upstream call", () => {
     open();
     await replies;
     expect(calls("eth_getBalance") - balances).toBe(1);
+  });
+
+  it("a call does not join one sent longer ago than coalesceWindowMs: it gets the node's answer as of its own call", async () => {
+    // Found from outside: behind a node holding an answer for seconds, a call made after a reorganization joined the
+    // earlier call and got the block the reorganization had replaced.
+    const windowed = await startNodegate({ upstreamUrl: upstream.url, config: { cache: { maxBytes: 0, coalesce: true, coalesceWindowMs: 200, finalizedMaxAgeMs: 60_000 } } });
+    try {
+      const before = calls("eth_getBalance");
+      const first = post(windowed.rpcUrl, rpc("eth_getBalance", [DEAD, "latest"], 1));
+      await until(() => calls("eth_getBalance") - before === 1);
+      await new Promise((r) => setTimeout(r, 300));
+      const second = post(windowed.rpcUrl, rpc("eth_getBalance", [DEAD, "latest"], 2));
+      await until(() => calls("eth_getBalance") - before === 2);
+      // While the first is still under way, a third call right after the second joins the second.
+      const third = post(windowed.rpcUrl, rpc("eth_getBalance", [DEAD, "latest"], 3));
+      await until(() => (windowed.gateway.network(undefined).cache?.stats.joined ?? 0) === 1);
+      open();
+      for (const reply of await Promise.all([first, second, third])) expect(reply.json.result).toMatch(/^0x/);
+      expect(calls("eth_getBalance") - before).toBe(2);
+    } finally {
+      await windowed.close();
+    }
   });
 
   it("different params are different calls", async () => {
