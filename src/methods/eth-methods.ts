@@ -36,7 +36,47 @@ const blockOverrides: ParamRules = { optional: true };
 
 /** The contract a method reads, for contract-address allowlists. */
 const accountAddress = (r: { address: Uint8Array }) => [r.address];
-const callTarget = (r: { transaction?: { to?: Uint8Array | undefined } | undefined }) => (r.transaction?.to ? [r.transaction.to] : []);
+
+interface CallShape {
+  transaction?: { to?: Uint8Array | undefined } | undefined;
+  stateOverride?: { accounts: { address: Uint8Array; override?: AccountOverrideShape | undefined }[] } | undefined;
+}
+interface AccountOverrideShape {
+  code?: Uint8Array | undefined;
+  movePrecompileToAddress?: Uint8Array | undefined;
+  jsonExtras?: { unknownFields: Record<string, string> } | undefined;
+}
+
+/**
+ * The contracts a call names: its target and every account it overrides. An
+ * override that replaces code (or moves a precompile, or carries fields
+ * nodegate does not model) names none, so a key held to its contracts is
+ * refused it: the code would run against any contract's state.
+ */
+const callAddresses = (r: CallShape): Uint8Array[] => {
+  const accounts = r.stateOverride?.accounts ?? [];
+  for (const { override } of accounts) {
+    if (override?.code !== undefined || override?.movePrecompileToAddress !== undefined) return [];
+    if (Object.keys(override?.jsonExtras?.unknownFields ?? {}).length > 0) return [];
+  }
+  return [...(r.transaction?.to ? [r.transaction.to] : []), ...accounts.map((a) => a.address)];
+};
+
+/**
+ * Pass-through methods that run a call: nodegate does not read their call
+ * objects, so a key held to its contracts is refused them rather than let
+ * them run against any contract.
+ */
+export const CALL_RUNNING_PASS_THROUGH: ReadonlySet<string> = new Set([
+  "eth_createAccessList",
+  "eth_simulateV1",
+  "eth_callMany",
+  "eth_callBundle",
+  "debug_traceCall",
+  "debug_traceCallMany",
+  "trace_call",
+  "trace_callMany",
+]);
 const filterAddresses = (r: { filter?: { address: Uint8Array[] } | undefined }) => r.filter?.address ?? [];
 
 export const ethMethods: readonly MethodEntry[] = [
@@ -59,8 +99,8 @@ export const ethMethods: readonly MethodEntry[] = [
   { rpc: m.getTransactionByBlockNumberAndIndex, params: { block: numberOrTag } },
   { rpc: m.getTransactionReceipt },
   { rpc: m.getBlockReceipts, params: { block: receiptsBlock } },
-  { rpc: m.estimateGas, params: { transaction: callObject, block: anyBlock, state_override: stateOverride, block_overrides: blockOverrides }, addresses: callTarget },
-  { rpc: m.call, params: { transaction: callObject, block: anyBlock, state_override: stateOverride, block_overrides: blockOverrides }, addresses: callTarget },
+  { rpc: m.estimateGas, params: { transaction: callObject, block: anyBlock, state_override: stateOverride, block_overrides: blockOverrides }, addresses: callAddresses },
+  { rpc: m.call, params: { transaction: callObject, block: anyBlock, state_override: stateOverride, block_overrides: blockOverrides }, addresses: callAddresses },
   { rpc: m.getProof, params: { block: anyBlock }, addresses: accountAddress },
 
   { rpc: m.blockNumber },

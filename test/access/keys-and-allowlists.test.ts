@@ -142,6 +142,36 @@ describe("allowlists", () => {
     expect(typed.code).toBe(Code.PermissionDenied);
   });
 
+  it("contract addresses cover what a call overrides, and calls nodegate cannot read are refused", async () => {
+    // Found from outside: a state override ran any code, or named any account, and eth_simulateV1 and
+    // eth_createAccessList ran calls against any contract, all with a key held to one contract.
+    const call = (overrides: Record<string, unknown>) => post(url(CONTRACTS_ONLY), rpc("eth_call", [{ to: CONTRACT, data: "0x" }, "latest", overrides]));
+    expect((await call({ [CONTRACT]: { balance: "0x1" } })).json.result).toBe("0x");
+    expect((await call({ [OTHER]: { balance: "0x1" } })).json.error.code).toBe(-32002);
+    // PUSH20 OTHER BALANCE ... : the allowed contract's code replaced by code that reads another account.
+    expect((await call({ [CONTRACT]: { code: `0x73${OTHER.slice(2)}315f5260205ff3` } })).json.error.code).toBe(-32002);
+    expect((await call({ [CONTRACT]: { movePrecompileToAddress: OTHER } })).json.error.code).toBe(-32002);
+    const estimate = await post(url(CONTRACTS_ONLY), rpc("eth_estimateGas", [{ to: CONTRACT }, "latest", { [OTHER]: { nonce: "0x1" } }]));
+    expect(estimate.json.error.code).toBe(-32002);
+    expect((await post(url(CONTRACTS_ONLY), rpc("eth_createAccessList", [{ to: OTHER }, "latest"]))).json.error.code).toBe(-32002);
+    const simulate = rpc("eth_simulateV1", [{ blockStateCalls: [{ calls: [{ to: OTHER }] }] }, "latest"]);
+    expect((await post(url(CONTRACTS_ONLY), simulate)).json.error.code).toBe(-32002);
+    // A key without the list runs them.
+    expect((await post(url(OPEN), rpc("eth_createAccessList", [{ to: OTHER }, "latest"]))).json.result).toHaveProperty("accessList");
+    // The typed door reads the same overrides.
+    const typed = connectClient(ng.url, EthService, CONTRACTS_ONLY, "connect");
+    const refused = await typed
+      .call({
+        transaction: { to: Buffer.from(CONTRACT.slice(2), "hex") },
+        stateOverride: { accounts: [{ address: Buffer.from(OTHER.slice(2), "hex"), override: {} }] },
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
+    expect(refused?.code).toBe(Code.PermissionDenied);
+  });
+
   it("origins and user agents are ANDed; entries within a type are ORed", async () => {
     const both = { origin: "https://dapp.example.com", "user-agent": "good-agent/1.0" };
     expect((await post(url(ORIGIN_AND_AGENT), rpc("eth_chainId"), both)).json.result).toBe("0x7a69");
