@@ -10,7 +10,7 @@ import http from "node:http";
 import http2 from "node:http2";
 import net, { type AddressInfo, type Socket } from "node:net";
 import type { DescService } from "@bufbuild/protobuf";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { compressionBrotli, compressionGzip, connectNodeAdapter } from "@connectrpc/connect-node";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import { JsonRpcService } from "../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { closeUnlessIdentified, guardHttp2Session, http1TimeoutOptions } from "./client-timeouts.js";
@@ -18,6 +18,7 @@ import { handleCors } from "./cors.js";
 import { clusterMetricsReader } from "./observability/cluster-metrics.js";
 import type { Gateway } from "./gateway.js";
 import { settleGrpcStatusOf } from "./grpc/status-size.js";
+import { compressionDeflate } from "./grpc/deflate-compression.js";
 import { registerGenericService } from "./grpc/generic-service.js";
 import { registerHealth } from "./grpc/health-service.js";
 import { nodeRequestContext } from "./grpc/node-request.js";
@@ -182,6 +183,8 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     // The same bound on a request as the native path's and the lean lanes'.
     readMaxBytes: gateway.limits.maxBodyBytes,
     contextValues: nodeRequestContext,
+    // The lean lanes' encodings too: gzip and deflate are gRPC's, br Connect's.
+    acceptCompression: [compressionGzip, compressionBrotli, compressionDeflate],
     fallback,
   });
 

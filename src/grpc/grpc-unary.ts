@@ -9,12 +9,12 @@
  * JsonRpcService) stays with Connect.
  *
  * Same contract as Connect's gRPC handler: length-prefixed messages
- * (identity, gzip or deflate requests), grpc-timeout, cancellation when the
+ * (identity, gzip, deflate or br requests), grpc-timeout, cancellation when the
  * client resets the stream, status in trailers with grpc-status-details-bin
  * carrying the same details, x-request-id, one log line per call. Answers are
  * not compressed.
  */
-import { gunzipSync, inflateSync, type ZlibOptions } from "node:zlib";
+import { brotliDecompressSync, gunzipSync, inflateSync, type ZlibOptions } from "node:zlib";
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
@@ -53,6 +53,8 @@ function readMessage(body: Buffer, encoding: string | undefined, maxBytes: numbe
       return decompressed(payload, gunzipSync, "gzip", maxBytes);
     case "deflate":
       return decompressed(payload, inflateSync, "deflate", maxBytes);
+    case "br":
+      return decompressed(payload, brotliDecompressSync, "br", maxBytes);
     case undefined:
     case "identity":
       throw new ConnectError("protocol error: received compressed message without grpc-encoding", Code.Internal);
@@ -79,7 +81,7 @@ function decompressed(payload: Uint8Array, inflate: (data: Uint8Array, options: 
 }
 
 /** Request compressions this lane reads. */
-const ACCEPTED_ENCODINGS = "gzip,deflate";
+const ACCEPTED_ENCODINGS = "gzip,deflate,br";
 
 /** A failed call's status trailers, grpc-message encoded as the gRPC spec says, within what the client takes. */
 function errorTrailers(error: ConnectError, stream: ServerHttp2Stream): Record<string, string> {
