@@ -115,7 +115,7 @@ export function blockIdCodec(forms: BlockIdForms): ValueCodec<BlockId> {
           return `"${encodeQuantity(kind.value)}"`;
         case "tag": {
           const name = TAG_NAMES.get(kind.value);
-          if (name === undefined) fail("block tag is unspecified");
+          if (name === undefined) fail(kind.value === 0 ? "block tag is unspecified" : `unknown block tag value ${kind.value}`);
           return `"${name}"`;
         }
         case "hash":

@@ -106,7 +106,7 @@ export const starknetBlockIdCodec: ValueCodec<BlockId> = {
         return `{"block_number":${kind.value.toString()}}`;
       case "tag": {
         const name = STARKNET_TAG_NAMES.get(kind.value);
-        if (name === undefined) fail("block tag is unspecified");
+        if (name === undefined) fail(kind.value === 0 ? "block tag is unspecified" : `unknown block tag value ${kind.value}`);
         return `"${name}"`;
       }
       default:

@@ -272,6 +272,13 @@ const typedCases: TypedCase[] = [
     names: ["block", "block tag is unspecified"],
   },
   {
+    // Found from outside: a value the client's enum has and nodegate's does not was called "unspecified".
+    title: "a block tag value the proto does not define",
+    rpc: EthService.method.getBlockByNumber,
+    request: () => create(GetBlockByNumberRequestSchema, { block: { kind: { case: "tag", value: 9 as BlockTag } } }),
+    names: ["block", "unknown block tag value 9"],
+  },
+  {
     title: "a call whose input and data differ",
     rpc: EthService.method.estimateGas,
     request: () => create(EstimateGasRequestSchema, { transaction: { input: new Uint8Array([1]), data: new Uint8Array([2]) } }),
