@@ -8,19 +8,21 @@
  * google.rpc.Status.message, JsonRpcError.message and .data, RevertError),
  * so a few KiB of revert data were enough.
  *
- * Within the limit a status is left as it is. Over it, the copies go first:
- * texts are shortened (saying so), and JsonRpcError.data is dropped when
- * RevertError carries the same bytes. If the revert bytes alone still do not
- * fit, the details keep the JSON-RPC code and a message saying where the
- * whole error can be read (the Connect protocol and the JSON-RPC door carry
- * errors in the body, without this limit).
+ * Within the limit a status is left as it is. Over it, it is rendered again
+ * in steps, each smaller than the last, and the first that fits is sent:
+ * JsonRpcError.data left out where RevertError holds the same bytes; then
+ * texts shortened too (saying so; to 256 bytes, then 64, then 16); then
+ * without the revert bytes, and then without the error's data, with a note
+ * saying where the whole error can be read (the Connect protocol and the
+ * JSON-RPC door carry errors in the body, without this limit). The
+ * JsonRpcError detail, with the node's code, is kept in every step.
  */
 import type { OutgoingHttpHeaders } from "node:http";
 import type { Http2Session } from "node:http2";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { type Any, anyIs, anyPack, anyUnpack } from "@bufbuild/protobuf/wkt";
 import { type Status, StatusSchema } from "../../gen/google/rpc/status_pb.js";
-import { JsonRpcErrorSchema, RevertErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
+import { type JsonRpcError, JsonRpcErrorSchema, type RevertError, RevertErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
 import { encodeGrpcMessage, reencodeGrpcMessageIn } from "./grpc-message.js";
 
 const MESSAGE = "grpc-message";
@@ -28,16 +30,16 @@ const DETAILS = "grpc-status-details-bin";
 
 /** Node's HTTP/2 refuses to send a header block larger than this (maxSendHeaderBlockLength). */
 const NODE_SEND_LIMIT = 64 * 1024;
-/** Room left for the fields around the status (:status, content-type, x-request-id, ...). */
-const OTHER_FIELDS = 1024;
-/** How much of a text a shortened status keeps. */
-const KEPT_CHARS = 256;
+/** Room for what Node adds to a trailers-only head (:status, date). */
+const ADDED_FIELDS = 128;
+/** The byte lengths texts are cut to, step by step. */
+const TEXT_STEPS = [256, 64, 16];
 
 /** The most a status's header list may hold for the client of `session`: what it announced, within what Node sends. */
 export function statusSizeLimit(session: Http2Session | undefined): number {
   const announced = session?.remoteSettings?.maxHeaderListSize;
   const limit = announced !== undefined && announced > 0 ? Math.min(announced, NODE_SEND_LIMIT) : NODE_SEND_LIMIT;
-  return limit - OTHER_FIELDS;
+  return limit - ADDED_FIELDS;
 }
 
 /** A header list's size as HTTP/2 counts it (RFC 9113 6.5.2): name, value and 32 bytes per field. */
@@ -47,10 +49,31 @@ function listSize(fields: Record<string, unknown>): number {
   return size;
 }
 
-function shortened(text: string): string {
-  if (text.length <= KEPT_CHARS) return text;
-  return `${text.slice(0, KEPT_CHARS)}… (shortened from ${text.length} characters to fit the client's gRPC header limit)`;
+/**
+ * `text` cut so that `measure` of it is at most `bytes`, saying it was
+ * shortened (the mark counts too); whole characters only.
+ */
+function shortened(text: string, bytes: number, measure: (s: string) => number): string {
+  if (measure(text) <= bytes) return text;
+  const mark = `… [shortened from ${text.length} characters]`;
+  let low = 0;
+  let high = text.length;
+  while (low < high) {
+    const mid = (low + high + 1) >> 1;
+    if (measure(cutAt(text, mid) + mark) <= bytes) low = mid;
+    else high = mid - 1;
+  }
+  return cutAt(text, low) + mark;
 }
+
+/** The first `n` UTF-16 units of `text`, without splitting a surrogate pair. */
+function cutAt(text: string, n: number): string {
+  const code = text.charCodeAt(n - 1);
+  return code >= 0xd800 && code <= 0xdbff ? text.slice(0, n - 1) : text.slice(0, n);
+}
+
+const utf8Bytes = (s: string) => Buffer.byteLength(s, "utf8");
+const grpcMessageBytes = (s: string) => encodeGrpcMessage(s).length;
 
 function decodedMessage(encoded: string): string {
   try {
@@ -65,52 +88,71 @@ function quotedHex(bytes: Uint8Array): string {
   return `"0x${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("hex")}"`;
 }
 
+function detailOf<T extends JsonRpcError | RevertError>(details: Any[], schema: typeof JsonRpcErrorSchema | typeof RevertErrorSchema): T | undefined {
+  for (const any of details) if (anyIs(any, schema)) return anyUnpack(any, schema) as T | undefined;
+  return undefined;
+}
+
+/** One way to render the status smaller. */
+interface Step {
+  textBytes: number;
+  /** Keep RevertError (its bytes). */
+  revert: boolean;
+  /** Keep JsonRpcError.data that is not a copy of the revert bytes. */
+  data: boolean;
+}
+
+const STEPS: Step[] = [
+  // First only the copy of the revert bytes in JsonRpcError.data goes.
+  { textBytes: Number.POSITIVE_INFINITY, revert: true, data: true },
+  ...TEXT_STEPS.map((textBytes) => ({ textBytes, revert: true, data: true })),
+  ...TEXT_STEPS.map((textBytes) => ({ textBytes, revert: false, data: true })),
+  ...TEXT_STEPS.map((textBytes) => ({ textBytes, revert: false, data: false })),
+];
+
 /**
  * Shrinks the status in `fields` (trailers, or the head of a trailers-only
- * answer; grpc-message already encoded per spec) in place until it fits `limit`.
+ * answer; grpc-message already encoded per spec) in place until it fits
+ * `limit`, or to the smallest rendering when nothing fits.
  */
 export function fitStatus(fields: Record<string, unknown>, limit: number): void {
   if (listSize(fields) <= limit) return;
-  const message = fields[MESSAGE];
-  if (typeof message === "string") fields[MESSAGE] = encodeGrpcMessage(shortened(decodedMessage(message)));
+  const encoded = fields[MESSAGE];
+  const message = typeof encoded === "string" ? decodedMessage(encoded) : "";
   const details = fields[DETAILS];
-  if (typeof details !== "string" || listSize(fields) <= limit) return;
-  let status: Status;
-  try {
-    status = fromBinary(StatusSchema, Buffer.from(details, "base64"));
-  } catch {
-    delete fields[DETAILS];
-    return;
+  let status: Status | undefined;
+  if (typeof details === "string") {
+    try {
+      status = fromBinary(StatusSchema, Buffer.from(details, "base64"));
+    } catch {
+      delete fields[DETAILS];
+    }
   }
-  status.message = shortened(status.message);
-  const json = status.details.map((any) => (anyIs(any, JsonRpcErrorSchema) ? anyUnpack(any, JsonRpcErrorSchema) : undefined)).find((d) => d !== undefined);
-  const revert = status.details.map((any) => (anyIs(any, RevertErrorSchema) ? anyUnpack(any, RevertErrorSchema) : undefined)).find((d) => d !== undefined);
-  const others = status.details.filter((any) => !anyIs(any, JsonRpcErrorSchema) && !anyIs(any, RevertErrorSchema));
-  if (json !== undefined) {
-    json.message = shortened(json.message);
-    if (revert !== undefined && json.data === quotedHex(revert.data)) json.data = undefined;
+  const json = status && detailOf<JsonRpcError>(status.details, JsonRpcErrorSchema);
+  const revert = status && detailOf<RevertError>(status.details, RevertErrorSchema);
+  const others = status?.details.filter((any) => !anyIs(any, JsonRpcErrorSchema) && !anyIs(any, RevertErrorSchema)) ?? [];
+  const dataIsRevert = revert !== undefined && json?.data === quotedHex(revert.data);
+  for (const step of STEPS) {
+    if (!step.revert && revert === undefined && step.data) continue; // the same as the step before
+    let note = "";
+    if (!step.revert && revert !== undefined) note = ` [revert data of ${revert.data.length} bytes left out: over this client's gRPC header limit; the Connect protocol returns it]`;
+    else if (!step.data && json?.data !== undefined) note = ` [error data left out: over this client's gRPC header limit; the Connect protocol returns it]`;
+    const text = (t: string) => shortened(t, step.textBytes, utf8Bytes);
+    if (typeof encoded === "string") fields[MESSAGE] = encodeGrpcMessage(shortened(message, step.textBytes, grpcMessageBytes) + note);
+    if (status !== undefined) {
+      const packed: Any[] = [];
+      if (json !== undefined) {
+        const keepData = json.data !== undefined && (dataIsRevert ? false : step.data);
+        packed.push(anyPack(JsonRpcErrorSchema, create(JsonRpcErrorSchema, { code: json.code, message: text(json.message) + note, ...(keepData ? { data: json.data } : {}) })));
+      }
+      if (revert !== undefined && step.revert) {
+        packed.push(anyPack(RevertErrorSchema, create(RevertErrorSchema, { data: revert.data, ...(revert.reason === undefined ? {} : { reason: text(revert.reason) }) })));
+      }
+      const smaller = create(StatusSchema, { code: status.code, message: text(status.message) + note, details: [...packed, ...others] });
+      fields[DETAILS] = Buffer.from(toBinary(StatusSchema, smaller)).toString("base64");
+    }
+    if (listSize(fields) <= limit) return;
   }
-  if (revert?.reason !== undefined) revert.reason = shortened(revert.reason);
-  const pack = (withRevert: boolean): void => {
-    const packed: Any[] = [];
-    if (json !== undefined) packed.push(anyPack(JsonRpcErrorSchema, json));
-    if (withRevert && revert !== undefined) packed.push(anyPack(RevertErrorSchema, revert));
-    status.details = [...packed, ...others];
-    fields[DETAILS] = Buffer.from(toBinary(StatusSchema, status)).toString("base64");
-  };
-  pack(true);
-  if (listSize(fields) <= limit) return;
-  // The bytes alone are too many for this client: say where they can be read.
-  const what = revert !== undefined ? `the revert data (${revert.data.length} bytes)` : `the error's data (${json?.data?.length ?? 0} characters)`;
-  const note = `${what} does not fit this client's gRPC header limit; the Connect protocol and the JSON-RPC door return it in full`;
-  if (json !== undefined) {
-    json.message = `${json.message} [${note}]`;
-    json.data = undefined;
-  }
-  status.message = `${status.message} [${note}]`;
-  pack(false);
-  fields[MESSAGE] = encodeGrpcMessage(status.message);
-  if (listSize(fields) > limit) fields[DETAILS] = Buffer.from(toBinary(StatusSchema, create(StatusSchema, { code: status.code, message: status.message }))).toString("base64");
 }
 
 /** The two ways a Node response (HTTP/1.1 or HTTP/2 compat) sends a gRPC status: its head (trailers-only) and its trailers. */

@@ -15,7 +15,7 @@ import type { ServiceError } from "@grpc/grpc-js";
 import { encodeErrorResult, hexToBytes } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
-import { CallRequestSchema, EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { CallRequestSchema, EthService, GetBalanceRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { JsonRpcErrorSchema, RevertErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
 import { JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
@@ -89,7 +89,7 @@ describe("reverts on gRPC over HTTP/2", () => {
     expect(json?.code).toBe(3n);
     // 6000 fits whole (about 46 KiB of trailers); 30,000 fits once the copies are shortened.
     if (n === 6000) expect(json?.message).toBe((await nodeError(data)).message);
-    else expect(json?.message).toMatch(/^execution reverted: R{236}… \(shortened from 30020 characters to fit the client's gRPC header limit\)$/);
+    else expect(json?.message).toMatch(/^execution reverted: R+… \[shortened from 30020 characters\]$/);
     const [revert] = err.findDetails(RevertErrorSchema);
     expect(Buffer.from(revert?.data ?? []).toString("hex")).toBe(data.slice(2));
 
@@ -111,7 +111,7 @@ describe("reverts on gRPC over HTTP/2", () => {
   it("a revert larger than any status a client takes says so, with its code, and where to read it whole", async () => {
     const err = await connectGrpcError(revertOf(70_000));
     expect(err.code).toBe(Code.FailedPrecondition);
-    expect(err.rawMessage).toMatch(/does not fit this client's gRPC header limit; the Connect protocol and the JSON-RPC door return it in full/);
+    expect(err.rawMessage).toMatch(/\[revert data of \d+ bytes left out: over this client's gRPC header limit; the Connect protocol returns it\]$/);
     const [json] = err.findDetails(JsonRpcErrorSchema);
     expect(json?.code).toBe(3n);
     expect(json?.data).toBeUndefined();
@@ -123,31 +123,71 @@ describe("reverts on gRPC over HTTP/2", () => {
     expect(Buffer.from(whole.findDetails(RevertErrorSchema)[0]?.data ?? []).toString("hex")).toBe(revertOf(70_000).slice(2));
   });
 
-  it("a client that announces a small header list limit (as C-core and Java do) gets a status within it", async () => {
-    const data = revertOf(3000);
-    const session = http2.connect(ng.url, { settings: { maxHeaderListSize: 8192 } });
+  /** A raw HTTP/2 call announcing SETTINGS_MAX_HEADER_LIST_SIZE `limit` (as C-core and Java clients do); its trailers. */
+  async function callAnnouncing(limit: number, request: Uint8Array, path = "/nodegate.eth.v1.EthService/Call"): Promise<http2.IncomingHttpHeaders> {
+    const session = http2.connect(ng.url, { settings: { maxHeaderListSize: limit } });
     try {
-      const trailers = await new Promise<http2.IncomingHttpHeaders>((resolve, reject) => {
-        const body = toBinary(CallRequestSchema, callRequest(data));
-        const frame = Buffer.alloc(5 + body.length);
-        frame.writeUInt32BE(body.length, 1);
-        frame.set(body, 5);
-        const req = session.request({ ":method": "POST", ":path": "/nodegate.eth.v1.EthService/Call", "content-type": "application/grpc", te: "trailers", "x-api-key": KEY });
+      return await new Promise<http2.IncomingHttpHeaders>((resolve, reject) => {
+        const frame = Buffer.alloc(5 + request.length);
+        frame.writeUInt32BE(request.length, 1);
+        frame.set(request, 5);
+        const req = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", "x-api-key": KEY });
         req.on("trailers", resolve);
         req.on("error", reject);
         req.resume();
         req.end(frame);
       });
-      expect(trailers["grpc-status"]).toBe("9");
-      let size = 0;
-      for (const [name, value] of Object.entries(trailers)) if (typeof value === "string") size += name.length + value.length + 32;
-      expect(size).toBeLessThanOrEqual(8192);
-      const status = fromBinary(StatusSchema, Buffer.from(trailers["grpc-status-details-bin"] as string, "base64"));
-      const revert = status.details.map((d) => anyUnpack(d, RevertErrorSchema)).find((d) => d !== undefined);
-      expect(Buffer.from(revert?.data ?? []).toString("hex")).toBe(data.slice(2));
     } finally {
       session.close();
     }
+  }
+
+  function listSize(fields: http2.IncomingHttpHeaders): number {
+    let size = 0;
+    for (const [name, value] of Object.entries(fields)) if (typeof value === "string") size += name.length + value.length + 32;
+    return size;
+  }
+
+  function detailsOf(trailers: http2.IncomingHttpHeaders) {
+    const status = fromBinary(StatusSchema, Buffer.from(trailers["grpc-status-details-bin"] as string, "base64"));
+    return {
+      json: status.details.map((d) => anyUnpack(d, JsonRpcErrorSchema)).find((d) => d !== undefined),
+      revert: status.details.map((d) => anyUnpack(d, RevertErrorSchema)).find((d) => d !== undefined),
+    };
+  }
+
+  it.each([
+    [1024, 20],
+    [1024, 100],
+    [2048, 196],
+    [4096, 1000],
+    [8192, 3000],
+    [8192, 20_000],
+    [16_384, 6000],
+  ])("a client announcing a %i-byte header list limit gets a status within it, with the revert of %i characters whole when it can fit", async (limit, n) => {
+    const data = revertOf(n);
+    const trailers = await callAnnouncing(limit, toBinary(CallRequestSchema, callRequest(data)));
+    expect(trailers["grpc-status"]).toBe("9");
+    expect(listSize(trailers)).toBeLessThanOrEqual(limit);
+    const { json, revert } = detailsOf(trailers);
+    expect(json?.code).toBe(3n);
+    // The revert bytes alone, in base64, with room for the rest: whole whenever that fits.
+    const revertBytes = (data.length - 2) / 2;
+    if ((revertBytes * 4) / 3 + 600 <= limit) expect(Buffer.from(revert?.data ?? []).toString("hex")).toBe(data.slice(2));
+    else expect(decodeURIComponent(trailers["grpc-message"] as string)).toMatch(/revert data of \d+ bytes left out/);
+  });
+
+  it("other errors keep their JsonRpcError under a small limit too, and non-ASCII text is cut by its encoded size", async () => {
+    const shortAddress = toBinary(GetBalanceRequestSchema, create(GetBalanceRequestSchema, { address: new Uint8Array(19) }));
+    const small = await callAnnouncing(1024, shortAddress, "/nodegate.eth.v1.EthService/GetBalance");
+    expect(small["grpc-status"]).toBe("3");
+    expect(decodeURIComponent(small["grpc-message"] as string)).toBe("invalid GetBalanceRequest: address: want 20 bytes, got 19");
+    expect(detailsOf(small).json?.code).toBe(-32602n);
+    const reason = encodeErrorResult({ abi: ERROR_STRING, errorName: "Error", args: ["é€😀".repeat(300)] });
+    const trailers = await callAnnouncing(2048, toBinary(CallRequestSchema, callRequest(reason)));
+    expect(trailers["grpc-status"]).toBe("9");
+    expect(listSize(trailers)).toBeLessThanOrEqual(2048);
+    expect(detailsOf(trailers).json?.code).toBe(3n);
   });
 
   it("Connect's own gRPC handler (JsonRpcService) keeps a large revert within the limit too", async () => {
