@@ -63,19 +63,35 @@ const callAddresses = (r: CallShape): Uint8Array[] => {
 };
 
 /**
- * Pass-through methods that run a call: nodegate does not read their call
- * objects, so a key held to its contracts is refused them rather than let
- * them run against any contract.
+ * Pass-through methods that name no account and run no code (a signed
+ * transaction's sender pays for what it runs). nodegate does
+ * not read the params of the others (eth_createAccessList, eth_simulateV1,
+ * eth_getAccount, debug_*, trace_*, ...), so a key held to its contracts is
+ * refused them rather than let them reach any contract.
  */
-export const CALL_RUNNING_PASS_THROUGH: ReadonlySet<string> = new Set([
-  "eth_createAccessList",
-  "eth_simulateV1",
-  "eth_callMany",
-  "eth_callBundle",
-  "debug_traceCall",
-  "debug_traceCallMany",
-  "trace_call",
-  "trace_callMany",
+export const ADDRESS_FREE_PASS_THROUGH: ReadonlySet<string> = new Set([
+  "eth_accounts",
+  "eth_blobBaseFee",
+  "eth_blockNumber",
+  "eth_chainId",
+  "eth_feeHistory",
+  "eth_gasPrice",
+  "eth_getBlockTransactionCountByHash",
+  "eth_getBlockTransactionCountByNumber",
+  "eth_getTransactionByBlockHashAndIndex",
+  "eth_getTransactionByBlockNumberAndIndex",
+  "eth_getTransactionByHash",
+  "eth_getUncleCountByBlockHash",
+  "eth_getUncleCountByBlockNumber",
+  "eth_maxPriorityFeePerGas",
+  "eth_protocolVersion",
+  "eth_sendRawTransaction",
+  "eth_syncing",
+  "net_listening",
+  "net_peerCount",
+  "net_version",
+  "web3_clientVersion",
+  "web3_sha3",
 ]);
 const filterAddresses = (r: { filter?: { address: Uint8Array[] } | undefined }) => r.filter?.address ?? [];
 

@@ -12,7 +12,7 @@ import { GatewayError } from "../errors/gateway-error.js";
 import { withRevertReason } from "../errors/revert.js";
 import type { Network } from "../upstream/network.js";
 import type { UpstreamResult } from "../upstream/reply.js";
-import { CALL_RUNNING_PASS_THROUGH } from "./eth-methods.js";
+import { ADDRESS_FREE_PASS_THROUGH } from "./eth-methods.js";
 import type { MethodSpec } from "./method-table.js";
 import type { MethodPolicy } from "./policy.js";
 import type { CallSignal } from "../call-signal.js";
@@ -79,8 +79,8 @@ export async function invokeMethod(spec: MethodSpec, request: Message, ctx: Invo
 
 /** Forwards a method outside the typed table (pass-through allowlist), params as sent. */
 export async function invokePassThrough(method: string, paramsText: string, idempotent: boolean, ctx: InvokeContext): Promise<UpstreamResult> {
-  // Naming no contract, a call-running method fails a contract allowlist.
-  ctx.access.checkCall(ctx.key, method, CALL_RUNNING_PASS_THROUGH.has(method) ? [] : undefined);
+  // Naming no contract it can be checked against, any other method fails a contract allowlist.
+  ctx.access.checkCall(ctx.key, method, ADDRESS_FREE_PASS_THROUGH.has(method) ? undefined : []);
   const fetch = (signal: CallSignal) => ctx.network.call(method, paramsText, { signal, idempotent, plan: ctx.key.plan });
   const cache = ctx.network.cache;
   try {

@@ -6,6 +6,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { DEFAULT_PASS_THROUGH } from "../../src/config.js";
 import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { connectClient } from "../support/grpc-clients.js";
@@ -35,6 +36,8 @@ beforeAll(async () => {
       { key: CONTRACTS_ONLY, plan: "core", allowlists: { contractAddresses: [CONTRACT] } },
       { key: ORIGIN_AND_AGENT, plan: "core", allowlists: { origins: ["*.example.com", "https://app.test"], userAgents: ["good-agent"] } },
     ],
+    // eth_getAccount reads any account's state; a configured pass-through method nodegate does not know.
+    config: { passThrough: { methods: [...DEFAULT_PASS_THROUGH, "eth_getAccount"], allowWrites: false } },
   });
 });
 afterAll(async () => {
@@ -156,6 +159,9 @@ describe("allowlists", () => {
     expect((await post(url(CONTRACTS_ONLY), rpc("eth_createAccessList", [{ to: OTHER }, "latest"]))).json.error.code).toBe(-32002);
     const simulate = rpc("eth_simulateV1", [{ blockStateCalls: [{ calls: [{ to: OTHER }] }] }, "latest"]);
     expect((await post(url(CONTRACTS_ONLY), simulate)).json.error.code).toBe(-32002);
+    // Nor methods nodegate does not know to be free of addresses; those that are pass.
+    expect((await post(url(CONTRACTS_ONLY), rpc("eth_getAccount", [OTHER, "latest"]))).json.error.code).toBe(-32002);
+    expect((await post(url(CONTRACTS_ONLY), rpc("web3_clientVersion"))).json.result).toMatch(/anvil/i);
     // A key without the list runs them.
     expect((await post(url(OPEN), rpc("eth_createAccessList", [{ to: OTHER }, "latest"]))).json.result).toHaveProperty("accessList");
     // The typed door reads the same overrides.
