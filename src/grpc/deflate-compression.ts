@@ -13,6 +13,17 @@ import type { Compression } from "@connectrpc/connect/protocol";
 const deflateAsync = promisify(deflate);
 const inflateAsync = promisify(inflate);
 
+/**
+ * Corrupt compressed data is the client's: INVALID_ARGUMENT, as Connect words
+ * it for gzip and br; anything else zlib throws is INTERNAL.
+ */
+export function decompressionFailure(err: unknown): Code {
+  const code = (err as { code?: unknown }).code;
+  if (code === "Z_DATA_ERROR" || code === "Z_BUF_ERROR" || code === "ERR_PADDING_2") return Code.InvalidArgument;
+  if (typeof code === "string" && code.startsWith("ERR__ERROR_FORMAT_")) return Code.InvalidArgument;
+  return Code.Internal;
+}
+
 export const compressionDeflate: Compression = {
   name: "deflate",
   async compress(bytes) {
@@ -26,7 +37,7 @@ export const compressionDeflate: Compression = {
       if ((err as { code?: unknown }).code === "ERR_BUFFER_TOO_LARGE") {
         throw new ConnectError(`message is larger than configured readMaxBytes ${readMaxBytes} after decompression`, Code.ResourceExhausted);
       }
-      throw new ConnectError(`failed to decompress the deflate message: ${(err as Error).message}`, Code.Internal);
+      throw new ConnectError(`failed to decompress the deflate message: ${(err as Error).message}`, decompressionFailure(err));
     }
   },
 };
