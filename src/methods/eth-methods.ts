@@ -38,7 +38,7 @@ const blockOverrides: ParamRules = { optional: true };
 const accountAddress = (r: { address: Uint8Array }) => [r.address];
 
 interface CallShape {
-  transaction?: { to?: Uint8Array | undefined } | undefined;
+  transaction?: { to?: Uint8Array | undefined; jsonExtras?: { unknownFields: Record<string, string> } | undefined } | undefined;
   stateOverride?: { accounts: { address: Uint8Array; override?: AccountOverrideShape | undefined }[] } | undefined;
 }
 interface AccountOverrideShape {
@@ -51,9 +51,12 @@ interface AccountOverrideShape {
  * The contracts a call names: its target and every account it overrides. An
  * override that replaces code (or moves a precompile, or carries fields
  * nodegate does not model) names none, so a key held to its contracts is
- * refused it: the code would run against any contract's state.
+ * refused it: the code would run against any contract's state. So is a call
+ * object with a key that spells "to" in other case ("TO", "To"): geth reads
+ * JSON keys case-insensitively, and would call that address instead.
  */
 const callAddresses = (r: CallShape): Uint8Array[] => {
+  if (Object.keys(r.transaction?.jsonExtras?.unknownFields ?? {}).some((k) => k.toLowerCase() === "to")) return [];
   const accounts = r.stateOverride?.accounts ?? [];
   for (const { override } of accounts) {
     if (override?.code !== undefined || override?.movePrecompileToAddress !== undefined) return [];

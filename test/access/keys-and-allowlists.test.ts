@@ -154,6 +154,9 @@ describe("allowlists", () => {
     // PUSH20 OTHER BALANCE ... : the allowed contract's code replaced by code that reads another account.
     expect((await call({ [CONTRACT]: { code: `0x73${OTHER.slice(2)}315f5260205ff3` } })).json.error.code).toBe(-32002);
     expect((await call({ [CONTRACT]: { movePrecompileToAddress: OTHER } })).json.error.code).toBe(-32002);
+    // geth reads keys case-insensitively: "TO" after "to" would call OTHER there.
+    const upper = await post(url(CONTRACTS_ONLY), `{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"to":"${CONTRACT}","TO":"${OTHER}"},"latest"]}`);
+    expect(upper.json.error.code).toBe(-32002);
     const estimate = await post(url(CONTRACTS_ONLY), rpc("eth_estimateGas", [{ to: CONTRACT }, "latest", { [OTHER]: { nonce: "0x1" } }]));
     expect(estimate.json.error.code).toBe(-32002);
     expect((await post(url(CONTRACTS_ONLY), rpc("eth_createAccessList", [{ to: OTHER }, "latest"]))).json.error.code).toBe(-32002);
