@@ -96,7 +96,9 @@ export const ADDRESS_FREE_PASS_THROUGH: ReadonlySet<string> = new Set([
   "web3_clientVersion",
   "web3_sha3",
 ]);
-const filterAddresses = (r: { filter?: { address: Uint8Array[] } | undefined }) => r.filter?.address ?? [];
+/** A filter's contracts; none (refused by a contract allowlist) when another spelling of "address" would be read by geth instead. */
+const filterAddresses = (r: { filter?: { address: Uint8Array[]; jsonExtras?: { unknownFields: Record<string, string> } | undefined } | undefined }) =>
+  Object.keys(r.filter?.jsonExtras?.unknownFields ?? {}).some((k) => k.toLowerCase() === "address") ? [] : (r.filter?.address ?? []);
 
 export const ethMethods: readonly MethodEntry[] = [
   { rpc: m.getStorageAt, params: { block: anyBlock }, addresses: accountAddress },

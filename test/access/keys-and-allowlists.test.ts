@@ -157,6 +157,8 @@ describe("allowlists", () => {
     // geth reads keys case-insensitively: "TO" after "to" would call OTHER there.
     const upper = await post(url(CONTRACTS_ONLY), `{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"to":"${CONTRACT}","TO":"${OTHER}"},"latest"]}`);
     expect(upper.json.error.code).toBe(-32002);
+    const logs = await post(url(CONTRACTS_ONLY), `{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"address":"${CONTRACT}","Address":"${OTHER}"}]}`);
+    expect(logs.json.error.code).toBe(-32002);
     const estimate = await post(url(CONTRACTS_ONLY), rpc("eth_estimateGas", [{ to: CONTRACT }, "latest", { [OTHER]: { nonce: "0x1" } }]));
     expect(estimate.json.error.code).toBe(-32002);
     expect((await post(url(CONTRACTS_ONLY), rpc("eth_createAccessList", [{ to: OTHER }, "latest"]))).json.error.code).toBe(-32002);
