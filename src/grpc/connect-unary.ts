@@ -11,7 +11,7 @@
  * status Connect gives each code, with the same details, x-request-id, one
  * log line per call. JSON is read and written as Connect does (unknown
  * members ignored) and its answers are compressed as Connect compresses them
- * (the first of gzip or br that Accept-Encoding lists, from 1 KiB). Binary
+ * (the first of gzip, br or deflate that Accept-Encoding lists, from 1 KiB). Binary
  * answers are not compressed, as on the gRPC lane: their callers are
  * services, and gzip would cost more CPU than the call. Left to Connect: GET
  * requests, compressed requests, and everything that is not a method table
@@ -21,6 +21,7 @@ import type { OutgoingHttpHeaders } from "node:http";
 import { fromJsonString, toJsonString } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
+import { compressionDeflate } from "./deflate-compression.js";
 import { codeToHttpStatus, errorToJsonBytes, parseTimeout } from "@connectrpc/connect/protocol-connect";
 import type { Gateway } from "../gateway.js";
 import type { NodeRequest, NodeResponse } from "../http-types.js";
@@ -78,6 +79,7 @@ function negotiateCompression(accepted: string | undefined): Compression | undef
     const trimmed = name.trim();
     if (trimmed === "gzip") return compressionGzip;
     if (trimmed === "br") return compressionBrotli;
+    if (trimmed === "deflate") return compressionDeflate;
   }
   return undefined;
 }
