@@ -75,8 +75,9 @@ export class Gateway {
   network(name: string | undefined): Network {
     const network = this.#networks.get(name ?? this.defaultNetwork);
     if (network === undefined) {
+      // -32001 (resource not found) with NOT_FOUND and 404, as the code table pairs them on both doors.
       throw new GatewayError({
-        code: -32601,
+        code: -32001,
         message: `unknown network ${JSON.stringify(name)}; configured networks: ${[...this.#networks.keys()].join(", ")}`,
         grpcCode: Code.NotFound,
         httpStatus: 404,

@@ -4,7 +4,13 @@ import { observeCall } from "../observability/request-log.js";
 import type { CallRecord } from "./answer.js";
 import { writeRequestLine } from "../observability/request-line.js";
 
-/** What the door adds to the line: the HTTP status (or the answer's), the network asked for, the request id (HTTP). */
+/** The method logged and counted (as "other") for a request refused before its body was read. */
+export const REFUSED_METHOD = "(refused)";
+
+/** Methods the WebSocket door serves itself, counted under their names. */
+const SUBSCRIPTION_METHODS: ReadonlySet<string> = new Set(["eth_subscribe", "eth_unsubscribe"]);
+
+/** What the door adds to the line: the HTTP status (or the answer's), the network asked for, the request id (the HTTP request's, or the WebSocket connection's). */
 export interface AnswerFields {
   status: number;
   network: string | undefined;
@@ -14,7 +20,7 @@ export interface AnswerFields {
 export function logAnswer(gateway: Gateway, door: string, calls: readonly CallRecord[], started: number, fields: AnswerFields): void {
   const ms = performance.now() - started;
   for (const call of calls) {
-    const label = gateway.table.byJsonRpc(call.method) || gateway.passesThrough(call.method) ? call.method : "other";
+    const label = gateway.table.byJsonRpc(call.method) || gateway.passesThrough(call.method) || SUBSCRIPTION_METHODS.has(call.method) ? call.method : "other";
     observeCall(gateway.metrics, door, label, call.outcome, ms / 1000);
   }
   let errors = 0;
@@ -23,6 +29,9 @@ export function logAnswer(gateway: Gateway, door: string, calls: readonly CallRe
     door,
     method: calls.length <= 1 ? calls[0]?.method : `batch(${calls.length})`,
     methods: calls.length > 1 ? calls.slice(0, 10).map((c) => c.method) : undefined,
+    // What each call came to, as the metrics count it: "ok", the JSON-RPC error code, or Canceled.
+    outcome: calls.length === 1 ? calls[0]?.outcome : undefined,
+    outcomes: calls.length > 1 ? calls.slice(0, 10).map((c) => c.outcome) : undefined,
     errors,
     status: fields.status,
     network: fields.network,

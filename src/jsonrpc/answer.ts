@@ -5,6 +5,7 @@
  * and rate limits live in one place.
  */
 import type { KeyQuotas } from "../auth/key-quotas.js";
+import { Code } from "@connectrpc/connect";
 import { invalidRequest } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { type Entry, readEnvelope } from "./envelope.js";
@@ -22,6 +23,18 @@ export interface AnswerContext extends NativeCallContext {
 }
 
 /** One call of the text and how it ended ("ok" or the JSON-RPC error code), for logs and metrics. */
+/**
+ * A call's outcome in logs and metrics: "ok", the JSON-RPC error code, or
+ * "Canceled" (as the typed doors say it) for a call its client left: its
+ * -32603 is not an internal error, and alerts on those should not fire.
+ */
+export function outcomeLabel(error: GatewayError | undefined): string {
+  if (error === undefined) return "ok";
+  return error.grpcCode === Code.Canceled ? CANCELED_OUTCOME : String(error.code);
+}
+
+export const CANCELED_OUTCOME = Code[Code.Canceled];
+
 export interface CallRecord {
   method: string;
   outcome: string;
@@ -140,7 +153,7 @@ export async function answerJsonRpc(text: Buffer, ctx: AnswerContext): Promise<A
   for (let i = 0; i < entries.length; i++) {
     const entry = entries[i] as Entry;
     const outcome = outcomes[i] as Outcome;
-    calls.push({ method: entry.call ? entry.call.method.slice(0, 64) : INVALID, outcome: outcome.error ? String(outcome.error.code) : "ok" });
+    calls.push({ method: entry.call ? entry.call.method.slice(0, 64) : INVALID, outcome: outcomeLabel(outcome.error) });
     const id = entry.error !== undefined ? entry.id : entry.call.id;
     if (id === undefined) continue; // a notification gets no response
     if (!envelope.batch && outcome.error !== undefined) {

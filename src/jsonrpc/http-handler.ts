@@ -7,9 +7,9 @@ import type { NodeRequest, NodeResponse } from "../http-types.js";
 import { invalidRequest } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import type { Gateway } from "../gateway.js";
-import { answerContext, answerJsonRpc, type CallRecord, refusalAnswer } from "./answer.js";
+import { answerContext, answerJsonRpc, CANCELED_OUTCOME, type CallRecord, refusalAnswer } from "./answer.js";
 import { CallCancellation } from "../call-signal.js";
-import { logAnswer } from "./answer-log.js";
+import { logAnswer, REFUSED_METHOD } from "./answer-log.js";
 import type { NativeRoute } from "./paths.js";
 import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
 import { endWithParts } from "../response-body.js";
@@ -26,9 +26,6 @@ type Res = NodeResponse;
  */
 const ONE_WRITE_BELOW = 16 * 1024;
 
-/** The method logged and counted (as "other") for a request refused before its body was read. */
-const REFUSED = "(refused)";
-
 /**
  * Refuses a request before its body is read (method, content type, key,
  * size); returns the one call it counts as, of no known method.
@@ -38,7 +35,7 @@ function refuse(res: Res, requestId: string, error: GatewayError, status = error
   const retry = error.retryAfterSeconds === undefined ? {} : { "retry-after": String(error.retryAfterSeconds) };
   res.writeHead(status, { "content-type": "application/json", [REQUEST_ID_HEADER]: requestId, ...retry, ...extraHeaders });
   res.end(body);
-  return [{ method: REFUSED, outcome: String(error.code) }];
+  return [{ method: REFUSED_METHOD, outcome: String(error.code) }];
 }
 
 /** Writes a JSON answer made of parts: small ones joined into one string, large ones without copying. */
@@ -60,8 +57,11 @@ function sendAnswer(res: Res, requestId: string, status: number, parts: readonly
 /** Sends a refusal answered call by call (refusalAnswer); counted like refuse, as one call of no known method. */
 function refuseEach(res: Res, requestId: string, error: GatewayError, parts: readonly Buffer[]): CallRecord[] {
   sendAnswer(res, requestId, error.httpStatus, parts, error.retryAfterSeconds);
-  return [{ method: REFUSED, outcome: String(error.code) }];
+  return [{ method: REFUSED_METHOD, outcome: String(error.code) }];
 }
+
+/** The status logged for a request whose client left before its answer was sent. */
+const CLIENT_CLOSED = 499;
 
 function header(req: Req, name: string): string | undefined {
   const v = req.headers[name];
@@ -100,7 +100,15 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
     const started = performance.now();
     const requestId = requestIdFrom(header(req, REQUEST_ID_HEADER));
     let calls: CallRecord[] = [];
-    res.on("finish", () => logAnswer(gateway, "jsonrpc-http", calls, started, { status: res.statusCode, network: route.network, requestId }));
+    let logged = false;
+    const log = (status: number): void => {
+      if (logged) return;
+      logged = true;
+      // A client that left got nothing: each of its calls is a cancellation (499, as nginx logs one).
+      const seen = status === CLIENT_CLOSED ? calls.map((c) => ({ method: c.method, outcome: CANCELED_OUTCOME })) : calls;
+      logAnswer(gateway, "jsonrpc-http", seen, started, { status, network: route.network, requestId });
+    };
+    res.on("finish", () => log(res.statusCode));
     if (req.method !== "POST") {
       calls = refuse(res, requestId, invalidRequest("use POST"), 405, { allow: "POST" });
       return;
@@ -146,12 +154,20 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       return;
     }
     const cancellation = new CallCancellation();
+    let answered = false;
     res.on("close", () => {
-      if (!res.writableFinished) cancellation.abort();
+      if (res.writableFinished) return;
+      cancellation.abort();
+      // Left while the answer was going out; one that left before it was ready is logged when its calls end.
+      if (answered) log(CLIENT_CLOSED);
     });
     const answer = await answerJsonRpc(body, answerContext(gateway, key, network, cancellation.signal));
     calls = answer.calls;
-    if (cancellation.aborted) return;
+    answered = true;
+    if (cancellation.aborted) {
+      log(CLIENT_CLOSED);
+      return;
+    }
     if (answer.body === undefined) {
       res.writeHead(204, { [REQUEST_ID_HEADER]: requestId });
       res.end();

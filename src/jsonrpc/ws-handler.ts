@@ -13,7 +13,8 @@ import type { Gateway } from "../gateway.js";
 import type { Network } from "../upstream/network.js";
 import type { ApiKey } from "../auth/api-keys.js";
 import { type AnswerContext, answerContext, answerJsonRpc, refusalAnswer } from "./answer.js";
-import { logAnswer } from "./answer-log.js";
+import { logAnswer, REFUSED_METHOD } from "./answer-log.js";
+import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
 import { matchNativeRoute } from "./paths.js";
 import { createWsSubscriptionSession } from "./ws-subscriptions.js";
 import { CallCancellation } from "../call-signal.js";
@@ -91,6 +92,12 @@ const DRAIN_READ_MS = 1000;
 export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptions): JsonRpcWsHandler {
   const wss = new WebSocketServer({ noServer: true, maxPayload: options.maxMessageBytes, perMessageDeflate: false });
   const clients = new Map<WebSocket, ClientState>();
+  /** Each upgrade's request id: echoed on the 101 answer, and on the log line of every message the connection sends. */
+  const upgradeIds = new WeakMap<object, string>();
+  wss.on("headers", (headers, req) => {
+    const id = upgradeIds.get(req);
+    if (id !== undefined) headers.push(`${REQUEST_ID_HEADER}: ${id}`);
+  });
   let keepAlive: NodeJS.Timeout | undefined;
 
   const sweep = (): void => {
@@ -140,7 +147,7 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
     state.closeCheck = setTimeout(check, DRAIN_QUIET_MS);
   };
 
-  const serve = (ws: WebSocket, network: Network, key: ApiKey, routeNetwork: string | undefined): void => {
+  const serve = (ws: WebSocket, network: Network, key: ApiKey, routeNetwork: string | undefined, requestId: string): void => {
     const state: ClientState = { alive: true, abort: new CallCancellation(), answering: 0, draining: false, lastMessageAt: 0, drainStartedAt: 0, closeCheck: undefined };
     clients.set(ws, state);
     gateway.metrics.openWebSockets.inc();
@@ -183,7 +190,7 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
       answerJsonRpc(data as Buffer, messageCtx)
         .then(
           (answer) => {
-            logAnswer(gateway, "jsonrpc-ws", answer.calls, started, { status: answer.status, network: routeNetwork });
+            logAnswer(gateway, "jsonrpc-ws", answer.calls, started, { status: answer.status, network: routeNetwork, requestId });
             if (answer.body !== undefined) send(ws, answer.body.length === 1 ? (answer.body[0] as Buffer) : Buffer.concat(answer.body));
             subscriptions.release(created);
           },
@@ -216,9 +223,11 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
   return {
     handleUpgrade(req, socket, head) {
       socket.on("error", () => socket.destroy());
+      const requestId = requestIdFrom(Array.isArray(req.headers[REQUEST_ID_HEADER]) ? req.headers[REQUEST_ID_HEADER][0] : req.headers[REQUEST_ID_HEADER]);
+      const idHeader = [`${REQUEST_ID_HEADER}: ${requestId}`];
       const route = matchNativeRoute(req.url ?? "/");
       if (route === undefined || route.transport !== "ws") {
-        refuse(socket, 404, "text/plain", "not found\n");
+        refuse(socket, 404, "text/plain", "not found\n", idHeader);
         return;
       }
       let network: Network;
@@ -241,12 +250,15 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
         if (!(err instanceof GatewayError)) throw err;
         // The same status and body as the HTTP path gives for the same failure.
         const retry = err.retryAfterSeconds === undefined ? [] : [`Retry-After: ${err.retryAfterSeconds}`];
-        refuse(socket, err.httpStatus, "application/json", `{"jsonrpc":"2.0","id":null,"error":${err.toJson()}}`, retry);
+        refuse(socket, err.httpStatus, "application/json", `{"jsonrpc":"2.0","id":null,"error":${err.toJson()}}`, [...retry, ...idHeader]);
+        // Logged and counted as the HTTP path's refusals are.
+        logAnswer(gateway, "jsonrpc-ws", [{ method: REFUSED_METHOD, outcome: String(err.code) }], performance.now(), { status: err.httpStatus, network: route.network, requestId });
         return;
       }
       // The connection is the key's until its socket closes, whether or not the upgrade completes.
       socket.once("close", release);
-      wss.handleUpgrade(req, socket, head, (ws) => serve(ws, network, key, route.network));
+      upgradeIds.set(req, requestId);
+      wss.handleUpgrade(req, socket, head, (ws) => serve(ws, network, key, route.network, requestId));
     },
     get clientCount() {
       return clients.size;

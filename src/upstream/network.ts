@@ -106,6 +106,9 @@ export class Network {
     );
   }
 
+  /** A partner has answered since the primary last did: later failovers of this outage log at debug. */
+  #failingOver = false;
+
   async #try(member: Member, method: string, paramsText: string, options: NetworkCallOptions): Promise<UpstreamResult> {
     const ownDeadline = options.timeoutMs !== undefined;
     const started = performance.now();
@@ -116,6 +119,7 @@ export class Network {
         idempotent: options.idempotent,
       });
       if (member.breaker.state !== "closed") this.#log?.info({ network: this.name, upstream: member.upstream.label }, "upstream answering again: its circuit is closed");
+      if (member === this.#members[0]) this.#failingOver = false;
       member.breaker.success();
       this.lastAnswerAt = Date.now();
       return result;
@@ -167,7 +171,10 @@ export class Network {
           const result = await this.#try(partner, method, paramsText, options);
           this.failovers++;
           this.#metrics?.failovers.inc({ network: this.name, upstream: partner.upstream.label });
-          this.#log?.warn({ network: this.name, method, upstream: partner.upstream.label }, "answered by a partner upstream during a primary outage");
+          // At warn once per outage (until the primary answers again), then at debug: a busy failover would flood the log.
+          const level = this.#failingOver ? "debug" : "warn";
+          this.#failingOver = true;
+          this.#log?.[level]({ network: this.name, method, upstream: partner.upstream.label }, "answered by a partner upstream during a primary outage (nodegate_upstream_failovers_total counts them)");
           return result;
         } catch (err) {
           if (!isOutage(err) || options.signal?.aborted) throw err;

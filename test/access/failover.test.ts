@@ -107,6 +107,21 @@ describe("failover to a partner during a primary outage", () => {
     });
   }
 
+  it("warns once per outage that calls fail over, not once per call; again after the primary has answered", async () => {
+    // Found from outside: every failed-over call wrote a warn line.
+    primaryAnswer = { raw: "unavailable", status: 503 };
+    const ng = await gateway(undefined, { threshold: 1000, cooldownMs: 60_000 });
+    const warned = () => ng.logs.filter((l) => l.level === 40 && String(l.msg).startsWith("answered by a partner upstream")).length;
+    for (let i = 0; i < 5; i++) expect((await post(`${ng.url}/v3/${GROWTH}`, byHash())).json.result.hash).toBe(genesisHash);
+    expect(ng.gateway.network(undefined).failovers).toBe(5);
+    expect(warned()).toBe(1);
+    primaryAnswer = { forward: anvil.url };
+    expect((await post(`${ng.url}/v3/${GROWTH}`, byHash())).json.result.hash).toBe(genesisHash);
+    primaryAnswer = { raw: "unavailable", status: 503 };
+    for (let i = 0; i < 3; i++) await post(`${ng.url}/v3/${GROWTH}`, byHash());
+    expect(warned()).toBe(2);
+  });
+
   it("Core keys get the outage error", async () => {
     primaryAnswer = { raw: "unavailable", status: 503 };
     const ng = await gateway();

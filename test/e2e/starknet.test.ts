@@ -333,7 +333,7 @@ describe("network routing", () => {
   it("an unknown network name is a 404 that lists the configured networks", async () => {
     const reply = await post(`/solana/v3/${ng.key}`, call(4, "eth_chainId", "[]"));
     expect(reply.status).toBe(404);
-    expect(reply.body.error).toEqual({ code: -32601, message: 'unknown network "solana"; configured networks: ethereum, starknet' });
+    expect(reply.body.error).toEqual({ code: -32001, message: 'unknown network "solana"; configured networks: ethereum, starknet' });
   });
 
   it("gRPC: StarknetService without the network header goes to ethereum and says which header to set", async () => {
@@ -354,6 +354,8 @@ describe("network routing", () => {
     );
     const unknown = await connectError(() => eth.chainId({}, { headers: { [NETWORK_HEADER]: "solana" } }));
     expect(unknown.code).toBe(Code.NotFound);
+    // Found from outside: the detail said -32601, which the code table pairs with UNIMPLEMENTED.
+    expect(unknown.findDetails(JsonRpcErrorSchema)[0]?.code).toBe(-32001n);
     expect(unknown.findDetails(JsonRpcErrorSchema)[0]?.message).toBe('unknown network "solana"; configured networks: ethereum, starknet');
     expect((await eth.chainId({}, { headers: { [NETWORK_HEADER]: "ethereum" } })).chainId).toBe(31337n);
   });

@@ -13,6 +13,8 @@ import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
+import { once } from "node:events";
+import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Health, HealthCheckRequestSchema, type HealthCheckResponse, HealthCheckResponse_ServingStatus as Status } from "../../gen/grpc/health/v1/health_pb.js";
 import * as reflectionV1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
@@ -226,6 +228,90 @@ describe("metrics", () => {
     const invalidLine = ng.logs.find((l) => l.method === "(invalid)" && l.errors === 1);
     expect(invalidLine).toBeDefined();
     expect(after.has("nodegate_process_resident_memory_bytes")).toBe(true);
+  });
+});
+
+describe("the native door's calls, as operators see them", () => {
+  /** Waits for the log line with this request id. */
+  async function lineOf(requestId: string): Promise<Record<string, unknown>> {
+    await expect.poll(() => ng.logs.some((l) => l.requestId === requestId && l.msg === "request"), { timeout: 10_000 }).toBe(true);
+    return ng.logs.find((l) => l.requestId === requestId && l.msg === "request") as Record<string, unknown>;
+  }
+
+  async function metric(name: string): Promise<number> {
+    const text = await (await fetch(`${ng.url}/metrics`)).text();
+    const line = text.split("\n").find((l) => l.startsWith(`${name} `));
+    return line === undefined ? 0 : Number(line.split(" ")[1]);
+  }
+
+  it("a call whose HTTP client leaves is logged (499) and counted as Canceled, not dropped", async () => {
+    // Found from outside: nothing was logged or counted for it.
+    const canceled = 'nodegate_requests_total{door="jsonrpc-http",method="eth_gasPrice",outcome="Canceled"}';
+    const before = await metric(canceled);
+    upstreamAnswer = { delayMs: 2000, then: { result: "0x1" } };
+    try {
+      const gone = new AbortController();
+      const call = fetch(ng.rpcUrl, { method: "POST", headers: { "content-type": "application/json", "x-request-id": "native-left-1" }, body: JSON.stringify(rpc("eth_gasPrice")), signal: gone.signal });
+      setTimeout(() => gone.abort(), 200);
+      await expect(call).rejects.toThrow();
+      const line = await lineOf("native-left-1");
+      expect([line.door, line.status, line.outcome]).toEqual(["jsonrpc-http", 499, "Canceled"]);
+      expect(await metric(canceled)).toBe(before + 1);
+    } finally {
+      upstreamAnswer = { forward: anvil.url };
+    }
+  });
+
+  it("a WebSocket client that leaves mid-call is Canceled, not an internal error; its connection's request id is echoed and logged", async () => {
+    // Found from outside: -32603 was counted (alerting on internal errors), and WebSocket lines had no request id.
+    const canceled = 'nodegate_requests_total{door="jsonrpc-ws",method="eth_gasPrice",outcome="Canceled"}';
+    const internal = 'nodegate_requests_total{door="jsonrpc-ws",method="eth_gasPrice",outcome="-32603"}';
+    const [canceledBefore, internalBefore] = [await metric(canceled), await metric(internal)];
+    upstreamAnswer = { delayMs: 2000, then: { result: "0x1" } };
+    try {
+      const ws = new WebSocket(`${ng.wsUrl}`, { headers: { "x-request-id": "ws-left-1" } });
+      const opened = once(ws, "open");
+      const upgradeId = await new Promise<string | undefined>((resolve, reject) => {
+        ws.once("upgrade", (res) => resolve(res.headers["x-request-id"] as string | undefined));
+        ws.once("error", reject);
+      });
+      expect(upgradeId).toBe("ws-left-1");
+      await opened;
+      ws.send(JSON.stringify(rpc("eth_gasPrice")));
+      await new Promise((r) => setTimeout(r, 200));
+      ws.terminate();
+      const line = await lineOf("ws-left-1");
+      expect([line.door, line.status, line.outcome]).toEqual(["jsonrpc-ws", 499, "Canceled"]);
+      expect(await metric(canceled)).toBe(canceledBefore + 1);
+      expect(await metric(internal)).toBe(internalBefore);
+    } finally {
+      upstreamAnswer = { forward: anvil.url };
+    }
+  });
+
+  it("log lines name each call's outcome; subscriptions are counted by name; refused upgrades are logged", async () => {
+    await post(ng.rpcUrl, rpc("eth_getBalance", ["0x12"]), { "x-request-id": "outcome-one" });
+    expect((await lineOf("outcome-one")).outcome).toBe("-32602");
+    await post(ng.rpcUrl, [rpc("eth_chainId", [], 1), rpc("eth_nope", [], 2)], { "x-request-id": "outcome-batch" });
+    expect((await lineOf("outcome-batch")).outcomes).toEqual(["ok", "-32601"]);
+
+    const subscribe = 'nodegate_requests_total{door="jsonrpc-ws",method="eth_subscribe",outcome="ok"}';
+    const before = await metric(subscribe);
+    const ws = new WebSocket(ng.wsUrl);
+    await once(ws, "open");
+    ws.send(JSON.stringify(rpc("eth_subscribe", ["newHeads"])));
+    const [answer] = await once(ws, "message");
+    ws.close();
+    expect(JSON.parse(String(answer))).toHaveProperty("result");
+    expect(await metric(subscribe)).toBe(before + 1);
+
+    const refused = new WebSocket(`${ng.url.replace("http", "ws")}/ws/v3/not-a-key-of-this-gateway`, { headers: { "x-request-id": "ws-refused-1" } });
+    refused.on("error", () => {}); // the refusal, read below
+    const status = await new Promise<number | undefined>((resolve) => refused.once("unexpected-response", (_, res) => resolve(res.statusCode)));
+    refused.terminate();
+    expect(status).toBe(401);
+    const line = await lineOf("ws-refused-1");
+    expect([line.door, line.method, line.status, line.outcome]).toEqual(["jsonrpc-ws", "(refused)", 401, "-32600"]);
   });
 });
 
