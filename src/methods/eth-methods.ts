@@ -38,7 +38,9 @@ const blockOverrides: ParamRules = { optional: true };
 const accountAddress = (r: { address: Uint8Array }) => [r.address];
 
 interface CallShape {
-  transaction?: { to?: Uint8Array | undefined; jsonExtras?: { unknownFields: Record<string, string> } | undefined } | undefined;
+  transaction?:
+    | { to?: Uint8Array | undefined; authorizationList?: { address?: Uint8Array | undefined }[]; jsonExtras?: { unknownFields: Record<string, string> } | undefined }
+    | undefined;
   stateOverride?: { accounts: { address: Uint8Array; override?: AccountOverrideShape | undefined }[] } | undefined;
 }
 interface AccountOverrideShape {
@@ -52,18 +54,25 @@ interface AccountOverrideShape {
  * override that replaces code (or moves a precompile, or carries fields
  * nodegate does not model) names none, so a key held to its contracts is
  * refused it: the code would run against any contract's state. So is a call
- * object with a key that spells "to" in other case ("TO", "To"): geth reads
- * JSON keys case-insensitively, and would call that address instead.
+ * object with a key nodegate does not model: geth folds JSON keys ("TO",
+ * "To", even "tſ"-style Unicode folds) and would call that address instead.
+ * An EIP-7702 authorization names the contract whose code its account runs.
  */
 const callAddresses = (r: CallShape): Uint8Array[] => {
-  if (Object.keys(r.transaction?.jsonExtras?.unknownFields ?? {}).some((k) => k.toLowerCase() === "to")) return [];
+  if (hasUnmodelledKeys(r.transaction)) return [];
   const accounts = r.stateOverride?.accounts ?? [];
   for (const { override } of accounts) {
     if (override?.code !== undefined || override?.movePrecompileToAddress !== undefined) return [];
     if (Object.keys(override?.jsonExtras?.unknownFields ?? {}).length > 0) return [];
   }
-  return [...(r.transaction?.to ? [r.transaction.to] : []), ...accounts.map((a) => a.address)];
+  const delegates = (r.transaction?.authorizationList ?? []).map((a) => a.address ?? new Uint8Array(0));
+  return [...(r.transaction?.to ? [r.transaction.to] : []), ...accounts.map((a) => a.address), ...delegates];
 };
+
+/** Whether a JSON object the proto models carried keys it does not (forwarded as json_extras). */
+function hasUnmodelledKeys(message: { jsonExtras?: { unknownFields: Record<string, string> } | undefined } | undefined): boolean {
+  return Object.keys(message?.jsonExtras?.unknownFields ?? {}).length > 0;
+}
 
 /**
  * Pass-through methods that name no account and run no code (a signed
@@ -96,9 +105,9 @@ export const ADDRESS_FREE_PASS_THROUGH: ReadonlySet<string> = new Set([
   "web3_clientVersion",
   "web3_sha3",
 ]);
-/** A filter's contracts; none (refused by a contract allowlist) when another spelling of "address" would be read by geth instead. */
+/** A filter's contracts; none (refused by a contract allowlist) when it carries keys nodegate does not model, one of which geth may fold to "address". */
 const filterAddresses = (r: { filter?: { address: Uint8Array[]; jsonExtras?: { unknownFields: Record<string, string> } | undefined } | undefined }) =>
-  Object.keys(r.filter?.jsonExtras?.unknownFields ?? {}).some((k) => k.toLowerCase() === "address") ? [] : (r.filter?.address ?? []);
+  hasUnmodelledKeys(r.filter) ? [] : (r.filter?.address ?? []);
 
 export const ethMethods: readonly MethodEntry[] = [
   { rpc: m.getStorageAt, params: { block: anyBlock }, addresses: accountAddress },

@@ -157,8 +157,14 @@ describe("allowlists", () => {
     // geth reads keys case-insensitively: "TO" after "to" would call OTHER there.
     const upper = await post(url(CONTRACTS_ONLY), `{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"to":"${CONTRACT}","TO":"${OTHER}"},"latest"]}`);
     expect(upper.json.error.code).toBe(-32002);
-    const logs = await post(url(CONTRACTS_ONLY), `{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"address":"${CONTRACT}","Address":"${OTHER}"}]}`);
-    expect(logs.json.error.code).toBe(-32002);
+    // Go folds "ſ" to "s": geth would read "addreſſ" as address. Keys nodegate does not model are refused to such a key.
+    for (const extra of ["Address", "addre\u017f\u017f"]) {
+      const logs = await post(url(CONTRACTS_ONLY), `{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"address":"${CONTRACT}","${extra}":"${OTHER}"}]}`);
+      expect(logs.json.error.code).toBe(-32002);
+    }
+    // An EIP-7702 authorization names the contract whose code runs.
+    const delegated = rpc("eth_call", [{ to: CONTRACT, authorizationList: [{ chainId: "0x1", address: OTHER, nonce: "0x0", yParity: "0x0", r: "0x1", s: "0x1" }] }, "latest"]);
+    expect((await post(url(CONTRACTS_ONLY), delegated)).json.error.code).toBe(-32002);
     const estimate = await post(url(CONTRACTS_ONLY), rpc("eth_estimateGas", [{ to: CONTRACT }, "latest", { [OTHER]: { nonce: "0x1" } }]));
     expect(estimate.json.error.code).toBe(-32002);
     expect((await post(url(CONTRACTS_ONLY), rpc("eth_createAccessList", [{ to: OTHER }, "latest"]))).json.error.code).toBe(-32002);
