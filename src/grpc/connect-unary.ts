@@ -20,8 +20,7 @@
 import type { OutgoingHttpHeaders } from "node:http";
 import { fromJsonString, toJsonString } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
-import { compressionDeflate } from "./deflate-compression.js";
+import { compressionBrotli, compressionDeflate, compressionGzip } from "./compressions.js";
 import { codeToHttpStatus, errorToJsonBytes, parseTimeout } from "@connectrpc/connect/protocol-connect";
 import type { Gateway } from "../gateway.js";
 import type { NodeRequest, NodeResponse } from "../http-types.js";

@@ -22,7 +22,7 @@ import type { Gateway } from "../gateway.js";
 import { REQUEST_ID_HEADER } from "../observability/request-log.js";
 import { writePieces } from "../response-body.js";
 import { reencodeGrpcMessageIn } from "./grpc-message.js";
-import { decompressionFailure } from "./deflate-compression.js";
+import { decompressionFailure } from "./compressions.js";
 import { fitStatus, statusSizeLimit } from "./status-size.js";
 import { parseBinary, serveUnary, type UnaryExchange, type UnaryProtocol } from "./unary-call.js";
 import { encodeAnswer, plainHeaders, type UnaryRoute } from "./unary-routes.js";
