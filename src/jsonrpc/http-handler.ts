@@ -62,6 +62,8 @@ function refuseEach(res: Res, requestId: string, error: GatewayError, parts: rea
 
 /** The status logged for a request whose client left before its answer was sent. */
 const CLIENT_CLOSED = 499;
+/** The method logged (counted as "other") for a request whose client left before its body arrived. */
+const UNREAD_METHOD = "(unread)";
 
 function header(req: Req, name: string): string | undefined {
   const v = req.headers[name];
@@ -101,12 +103,15 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
     const requestId = requestIdFrom(header(req, REQUEST_ID_HEADER));
     let calls: CallRecord[] = [];
     let logged = false;
+    // A client that left is logged with 499 (as nginx logs one); its calls keep what they came to (Canceled if cut short).
     const log = (status: number): void => {
       if (logged) return;
       logged = true;
-      // A client that left got nothing: each of its calls is a cancellation (499, as nginx logs one).
-      const seen = status === CLIENT_CLOSED ? calls.map((c) => ({ method: c.method, outcome: CANCELED_OUTCOME })) : calls;
-      logAnswer(gateway, "jsonrpc-http", seen, started, { status, network: route.network, requestId });
+      logAnswer(gateway, "jsonrpc-http", calls, started, { status, network: route.network, requestId });
+    };
+    const leftBeforeItsBody = (): void => {
+      calls = [{ method: UNREAD_METHOD, outcome: CANCELED_OUTCOME }];
+      log(CLIENT_CLOSED);
     };
     res.on("finish", () => log(res.statusCode));
     if (req.method !== "POST") {
@@ -135,6 +140,7 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       try {
         text = await readBody(req, gateway.limits.maxBodyBytes);
       } catch {
+        leftBeforeItsBody();
         return;
       }
       if (text === undefined) calls = refuse(res, requestId, err);
@@ -147,6 +153,7 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
     } catch (err) {
       // The client went away (or was cut off by a deadline) before its body arrived: nobody to answer, nothing wrong here.
       gateway.log.debug({ err: (err as Error).message }, "native request body not received");
+      leftBeforeItsBody();
       return;
     }
     if (body === undefined) {

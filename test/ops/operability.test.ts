@@ -14,6 +14,7 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { once } from "node:events";
+import { connect } from "node:net";
 import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Health, HealthCheckRequestSchema, type HealthCheckResponse, HealthCheckResponse_ServingStatus as Status } from "../../gen/grpc/health/v1/health_pb.js";
@@ -260,6 +261,17 @@ describe("the native door's calls, as operators see them", () => {
     } finally {
       upstreamAnswer = { forward: anvil.url };
     }
+  });
+
+  it("a client that leaves before its body has arrived is logged (499) and counted too", async () => {
+    const url = new URL(ng.rpcUrl);
+    const socket = connect(Number(url.port), url.hostname);
+    await once(socket, "connect");
+    socket.write(`POST ${url.pathname} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\nx-request-id: left-mid-body\r\n\r\n{"jsonrpc":`);
+    await new Promise((r) => setTimeout(r, 100));
+    socket.destroy();
+    const line = await lineOf("left-mid-body");
+    expect([line.door, line.method, line.status, line.outcome]).toEqual(["jsonrpc-http", "(unread)", 499, "Canceled"]);
   });
 
   it("a WebSocket client that leaves mid-call is Canceled, not an internal error; its connection's request id is echoed and logged", async () => {
