@@ -51,11 +51,13 @@ function listSize(fields: Record<string, unknown>): number {
 
 /**
  * `text` cut so that `measure` of it is at most `bytes`, saying it was
- * shortened (the mark counts too); whole characters only.
+ * shortened (the mark counts too; only "…" where the whole mark would not
+ * leave room for text); whole characters only.
  */
 function shortened(text: string, bytes: number, measure: (s: string) => number): string {
   if (measure(text) <= bytes) return text;
-  const mark = `… [shortened from ${text.length} characters]`;
+  const full = `… [shortened from ${utf8Bytes(text)} bytes]`;
+  const mark = measure(full) + 8 <= bytes ? full : "…";
   let low = 0;
   let high = text.length;
   while (low < high) {
@@ -100,14 +102,21 @@ interface Step {
   revert: boolean;
   /** Keep JsonRpcError.data that is not a copy of the revert bytes. */
   data: boolean;
+  /** Say what was left out and where to read it. */
+  notes: boolean;
+  /** Keep the details other than JsonRpcError and RevertError (RetryInfo). */
+  others: boolean;
 }
 
 const STEPS: Step[] = [
   // First only the copy of the revert bytes in JsonRpcError.data goes.
-  { textBytes: Number.POSITIVE_INFINITY, revert: true, data: true },
-  ...TEXT_STEPS.map((textBytes) => ({ textBytes, revert: true, data: true })),
-  ...TEXT_STEPS.map((textBytes) => ({ textBytes, revert: false, data: true })),
-  ...TEXT_STEPS.map((textBytes) => ({ textBytes, revert: false, data: false })),
+  { textBytes: Number.POSITIVE_INFINITY, revert: true, data: true, notes: true, others: true },
+  ...TEXT_STEPS.map((textBytes) => ({ textBytes, revert: true, data: true, notes: true, others: true })),
+  ...TEXT_STEPS.map((textBytes) => ({ textBytes, revert: false, data: true, notes: true, others: true })),
+  ...TEXT_STEPS.map((textBytes) => ({ textBytes, revert: false, data: false, notes: true, others: true })),
+  // For the smallest limits: the code and a few words of the message.
+  { textBytes: 16, revert: false, data: false, notes: false, others: true },
+  { textBytes: 16, revert: false, data: false, notes: false, others: false },
 ];
 
 /**
@@ -135,7 +144,8 @@ export function fitStatus(fields: Record<string, unknown>, limit: number): void 
   for (const step of STEPS) {
     if (!step.revert && revert === undefined && step.data) continue; // the same as the step before
     let note = "";
-    if (!step.revert && revert !== undefined) note = ` [revert data of ${revert.data.length} bytes left out: over this client's gRPC header limit; the Connect protocol returns it]`;
+    if (!step.notes) note = "";
+    else if (!step.revert && revert !== undefined) note = ` [revert data of ${revert.data.length} bytes left out: over this client's gRPC header limit; the Connect protocol returns it]`;
     else if (!step.data && json?.data !== undefined) note = ` [error data left out: over this client's gRPC header limit; the Connect protocol returns it]`;
     const text = (t: string) => shortened(t, step.textBytes, utf8Bytes);
     if (typeof encoded === "string") fields[MESSAGE] = encodeGrpcMessage(shortened(message, step.textBytes, grpcMessageBytes) + note);
@@ -148,7 +158,7 @@ export function fitStatus(fields: Record<string, unknown>, limit: number): void 
       if (revert !== undefined && step.revert) {
         packed.push(anyPack(RevertErrorSchema, create(RevertErrorSchema, { data: revert.data, ...(revert.reason === undefined ? {} : { reason: text(revert.reason) }) })));
       }
-      const smaller = create(StatusSchema, { code: status.code, message: text(status.message) + note, details: [...packed, ...others] });
+      const smaller = create(StatusSchema, { code: status.code, message: text(status.message) + note, details: step.others ? [...packed, ...others] : packed });
       fields[DETAILS] = Buffer.from(toBinary(StatusSchema, smaller)).toString("base64");
     }
     if (listSize(fields) <= limit) return;

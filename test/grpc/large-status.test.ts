@@ -89,7 +89,7 @@ describe("reverts on gRPC over HTTP/2", () => {
     expect(json?.code).toBe(3n);
     // 6000 fits whole (about 46 KiB of trailers); 30,000 fits once the copies are shortened.
     if (n === 6000) expect(json?.message).toBe((await nodeError(data)).message);
-    else expect(json?.message).toMatch(/^execution reverted: R+… \[shortened from 30020 characters\]$/);
+    else expect(json?.message).toMatch(/^execution reverted: R+… \[shortened from 30020 bytes\]$/);
     const [revert] = err.findDetails(RevertErrorSchema);
     expect(Buffer.from(revert?.data ?? []).toString("hex")).toBe(data.slice(2));
 
@@ -175,6 +175,29 @@ describe("reverts on gRPC over HTTP/2", () => {
     const revertBytes = (data.length - 2) / 2;
     if ((revertBytes * 4) / 3 + 600 <= limit) expect(Buffer.from(revert?.data ?? []).toString("hex")).toBe(data.slice(2));
     else expect(decodeURIComponent(trailers["grpc-message"] as string)).toMatch(/revert data of \d+ bytes left out/);
+  });
+
+  it.each([512, 384])("at a %i-byte limit the status still fits, with the code in JsonRpcError, and a short text is not made longer", async (limit) => {
+    // Found from outside: at 512 every status came back over 800 bytes, and "invalid project id" became a longer mark.
+    const trailers = await callAnnouncing(limit, toBinary(CallRequestSchema, callRequest(revertOf(5000))));
+    expect(trailers["grpc-status"]).toBe("9");
+    expect(listSize(trailers)).toBeLessThanOrEqual(limit);
+    expect(detailsOf(trailers).json?.code).toBe(3n);
+    const session = http2.connect(ng.url, { settings: { maxHeaderListSize: limit } });
+    try {
+      const unknownKey = await new Promise<http2.IncomingHttpHeaders>((resolve, reject) => {
+        const req = session.request({ ":method": "POST", ":path": "/nodegate.eth.v1.EthService/ChainId", "content-type": "application/grpc", te: "trailers", "x-api-key": "not-a-key-of-this-gateway" });
+        req.on("trailers", resolve);
+        req.on("response", (h) => h["grpc-status"] !== undefined && resolve(h));
+        req.on("error", reject);
+        req.resume();
+        req.end(Buffer.alloc(5));
+      });
+      expect(unknownKey["grpc-status"]).toBe("16");
+      expect(decodeURIComponent(unknownKey["grpc-message"] as string).length).toBeLessThanOrEqual("invalid project id".length);
+    } finally {
+      session.close();
+    }
   });
 
   it("other errors keep their JsonRpcError under a small limit too, and non-ASCII text is cut by its encoded size", async () => {
