@@ -39,7 +39,11 @@ const accountAddress = (r: { address: Uint8Array }) => [r.address];
 
 interface CallShape {
   transaction?:
-    | { to?: Uint8Array | undefined; authorizationList?: { address?: Uint8Array | undefined }[]; jsonExtras?: { unknownFields: Record<string, string> } | undefined }
+    | {
+        to?: Uint8Array | undefined;
+        authorizationList?: { address?: Uint8Array | undefined; jsonExtras?: { unknownFields: Record<string, string> } | undefined }[];
+        jsonExtras?: { unknownFields: Record<string, string> } | undefined;
+      }
     | undefined;
   stateOverride?: { accounts: { address: Uint8Array; override?: AccountOverrideShape | undefined }[] } | undefined;
 }
@@ -59,7 +63,7 @@ interface AccountOverrideShape {
  * An EIP-7702 authorization names the contract whose code its account runs.
  */
 const callAddresses = (r: CallShape): Uint8Array[] => {
-  if (hasUnmodelledKeys(r.transaction)) return [];
+  if (hasUnmodelledKeys(r.transaction) || r.transaction?.authorizationList?.some(hasUnmodelledKeys)) return [];
   const accounts = r.stateOverride?.accounts ?? [];
   for (const { override } of accounts) {
     if (override?.code !== undefined || override?.movePrecompileToAddress !== undefined) return [];

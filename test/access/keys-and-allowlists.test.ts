@@ -165,6 +165,9 @@ describe("allowlists", () => {
     // An EIP-7702 authorization names the contract whose code runs.
     const delegated = rpc("eth_call", [{ to: CONTRACT, authorizationList: [{ chainId: "0x1", address: OTHER, nonce: "0x0", yParity: "0x0", r: "0x1", s: "0x1" }] }, "latest"]);
     expect((await post(url(CONTRACTS_ONLY), delegated)).json.error.code).toBe(-32002);
+    // ... also when the other contract hides in a key of the authorization nodegate does not model.
+    const hidden = rpc("eth_call", [{ to: CONTRACT, authorizationList: [{ chainId: "0x1", address: CONTRACT, Address: OTHER, nonce: "0x0", yParity: "0x0", r: "0x1", s: "0x1" }] }, "latest"]);
+    expect((await post(url(CONTRACTS_ONLY), hidden)).json.error.code).toBe(-32002);
     const estimate = await post(url(CONTRACTS_ONLY), rpc("eth_estimateGas", [{ to: CONTRACT }, "latest", { [OTHER]: { nonce: "0x1" } }]));
     expect(estimate.json.error.code).toBe(-32002);
     expect((await post(url(CONTRACTS_ONLY), rpc("eth_createAccessList", [{ to: OTHER }, "latest"]))).json.error.code).toBe(-32002);
