@@ -114,8 +114,8 @@ const STEPS: Step[] = [
   ...TEXT_STEPS.map((textBytes) => ({ textBytes, revert: true, data: true, notes: true, others: true })),
   ...TEXT_STEPS.map((textBytes) => ({ textBytes, revert: false, data: true, notes: true, others: true })),
   ...TEXT_STEPS.map((textBytes) => ({ textBytes, revert: false, data: false, notes: true, others: true })),
-  // For the smallest limits: the code and a few words of the message.
-  { textBytes: 16, revert: false, data: false, notes: false, others: true },
+  // For the smallest limits: the code and what of the message fits, without notes.
+  ...TEXT_STEPS.map((textBytes) => ({ textBytes, revert: false, data: false, notes: false, others: true })),
   { textBytes: 16, revert: false, data: false, notes: false, others: false },
 ];
 
