@@ -14,7 +14,8 @@
  * texts shortened too (saying so; to 256 bytes, then 64, then 16); then
  * without the revert bytes, and then without the error's data, with a note
  * saying where the whole error can be read (the Connect protocol and the
- * JSON-RPC door carry errors in the body, without this limit). The
+ * JSON-RPC door carry errors in the body, without this limit); last, for the
+ * smallest limits, without the notes and then without RetryInfo. The
  * JsonRpcError detail, with the node's code, is kept in every step.
  */
 import type { OutgoingHttpHeaders } from "node:http";

@@ -22,7 +22,6 @@ export interface AnswerContext extends NativeCallContext {
   quotas?: KeyQuotas | undefined;
 }
 
-/** One call of the text and how it ended ("ok" or the JSON-RPC error code), for logs and metrics. */
 /**
  * A call's outcome in logs and metrics: "ok", the JSON-RPC error code, or
  * "Canceled" (as the typed doors say it) for a call its client left: its
@@ -35,6 +34,7 @@ export function outcomeLabel(error: GatewayError | undefined): string {
 
 export const CANCELED_OUTCOME = Code[Code.Canceled];
 
+/** One call of the text and how it ended (outcomeLabel), for logs and metrics. */
 export interface CallRecord {
   method: string;
   outcome: string;

@@ -63,6 +63,8 @@ export class Network {
   readonly #failover: FailoverPolicy | undefined;
   readonly #log: Logger | undefined;
   readonly #metrics: Metrics | undefined;
+  /** A partner has answered since the primary last did: later failovers of this outage log at debug. */
+  #failingOver = false;
   /** Count of calls answered by a partner, for metrics and tests. */
   failovers = 0;
   /** When an upstream of this network last answered (a result or a node error), ms since epoch; 0 = never. */
@@ -105,9 +107,6 @@ export class Network {
       policy.plans.includes(options.plan)
     );
   }
-
-  /** A partner has answered since the primary last did: later failovers of this outage log at debug. */
-  #failingOver = false;
 
   async #try(member: Member, method: string, paramsText: string, options: NetworkCallOptions): Promise<UpstreamResult> {
     const ownDeadline = options.timeoutMs !== undefined;
