@@ -59,15 +59,14 @@ interface AccountOverrideShape {
  * nodegate does not model) names none, so a key held to its contracts is
  * refused it: the code would run against any contract's state. So is a call
  * object with a key nodegate does not model: geth folds JSON keys ("TO",
- * "To", even "tſ"-style Unicode folds) and would call that address instead.
+ * "To", or with Unicode folds such as "ſ" for "s") and would call that address instead.
  * An EIP-7702 authorization names the contract whose code its account runs.
  */
 const callAddresses = (r: CallShape): Uint8Array[] => {
   if (hasUnmodelledKeys(r.transaction) || r.transaction?.authorizationList?.some(hasUnmodelledKeys)) return [];
   const accounts = r.stateOverride?.accounts ?? [];
   for (const { override } of accounts) {
-    if (override?.code !== undefined || override?.movePrecompileToAddress !== undefined) return [];
-    if (Object.keys(override?.jsonExtras?.unknownFields ?? {}).length > 0) return [];
+    if (override?.code !== undefined || override?.movePrecompileToAddress !== undefined || hasUnmodelledKeys(override)) return [];
   }
   const delegates = (r.transaction?.authorizationList ?? []).map((a) => a.address ?? new Uint8Array(0));
   return [...(r.transaction?.to ? [r.transaction.to] : []), ...accounts.map((a) => a.address), ...delegates];
@@ -77,6 +76,10 @@ const callAddresses = (r: CallShape): Uint8Array[] => {
 function hasUnmodelledKeys(message: { jsonExtras?: { unknownFields: Record<string, string> } | undefined } | undefined): boolean {
   return Object.keys(message?.jsonExtras?.unknownFields ?? {}).length > 0;
 }
+
+/** A filter's contracts; none (refused by a contract allowlist) when it carries keys nodegate does not model, one of which geth may fold to "address". */
+const filterAddresses = (r: { filter?: { address: Uint8Array[]; jsonExtras?: { unknownFields: Record<string, string> } | undefined } | undefined }) =>
+  hasUnmodelledKeys(r.filter) ? [] : (r.filter?.address ?? []);
 
 /**
  * Pass-through methods that name no account and run no code (a signed
@@ -109,9 +112,6 @@ export const ADDRESS_FREE_PASS_THROUGH: ReadonlySet<string> = new Set([
   "web3_clientVersion",
   "web3_sha3",
 ]);
-/** A filter's contracts; none (refused by a contract allowlist) when it carries keys nodegate does not model, one of which geth may fold to "address". */
-const filterAddresses = (r: { filter?: { address: Uint8Array[]; jsonExtras?: { unknownFields: Record<string, string> } | undefined } | undefined }) =>
-  hasUnmodelledKeys(r.filter) ? [] : (r.filter?.address ?? []);
 
 export const ethMethods: readonly MethodEntry[] = [
   { rpc: m.getStorageAt, params: { block: anyBlock }, addresses: accountAddress },
