@@ -31,8 +31,11 @@ function stopChild(child: ChildProcess): Promise<void> {
   });
 }
 
-function nodeScript(script: string, args: string[], env: Record<string, string>, stdout: "pipe" | "ignore"): ChildProcess {
-  return spawn(process.execPath, ["--import", "tsx", "--expose-gc", script, ...args], {
+/** The V8 flag nodegate runs with (package.json's start script, bin/nodegate.mjs, the Dockerfile). */
+const NODEGATE_NODE_FLAGS = ["--initial-old-space-size=128"];
+
+function nodeScript(script: string, args: string[], env: Record<string, string>, stdout: "pipe" | "ignore", nodeFlags: string[] = []): ChildProcess {
+  return spawn(process.execPath, [...nodeFlags, "--import", "tsx", "--expose-gc", script, ...args], {
     stdio: ["ignore", stdout, "inherit", "ipc"],
     env: { ...process.env, ...env },
   });
@@ -74,7 +77,7 @@ export function startIdleGrpcServer(name: string): Promise<Service> {
 
 export async function startNodegate(name: string, options: BenchNodegateOptions): Promise<Service> {
   // Request logs go where a deployment sends stdout; here, /dev/null.
-  const child = nodeScript("bench/nodegate-process.ts", [], { NODEGATE_BENCH: JSON.stringify(options) }, "ignore");
+  const child = nodeScript("bench/nodegate-process.ts", [], { NODEGATE_BENCH: JSON.stringify(options) }, "ignore", NODEGATE_NODE_FLAGS);
   const [ready] = (await Promise.race([once(child, "message"), once(child, "exit").then(() => [undefined])])) as [
     { port: number; pids: number[] } | undefined,
   ];
