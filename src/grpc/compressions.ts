@@ -12,16 +12,18 @@ import { brotliCompress, brotliDecompress, deflate, gunzip, gzip, inflate, type 
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Compression } from "@connectrpc/connect/protocol";
 
-
 /**
- * Corrupt compressed data is the client's: INVALID_ARGUMENT, as Connect words
- * it for gzip and br; anything else zlib throws is INTERNAL.
+ * What a failed decompression of an `encoding` message answers, on the lean
+ * lanes and Connect's handlers alike: more than `maxBytes` once inflated is
+ * RESOURCE_EXHAUSTED; corrupt or cut data is the client's, INVALID_ARGUMENT
+ * (as Connect words it for gzip and br), with grpc-go's words naming what zlib
+ * found; anything else zlib throws is INTERNAL.
  */
-export function decompressionFailure(err: unknown): Code {
+export function decompressionError(err: unknown, encoding: string, maxBytes: number): ConnectError {
   const code = (err as { code?: unknown }).code;
-  if (code === "Z_DATA_ERROR" || code === "Z_BUF_ERROR" || code === "ERR_PADDING_2") return Code.InvalidArgument;
-  if (typeof code === "string" && code.startsWith("ERR__ERROR_FORMAT_")) return Code.InvalidArgument;
-  return Code.Internal;
+  if (code === "ERR_BUFFER_TOO_LARGE") return new ConnectError(`message larger than ${maxBytes} bytes after decompression`, Code.ResourceExhausted);
+  const clients = code === "Z_DATA_ERROR" || code === "Z_BUF_ERROR" || code === "ERR_PADDING_2" || (typeof code === "string" && code.startsWith("ERR__ERROR_FORMAT_"));
+  return new ConnectError(`failed to decompress the ${encoding} message: ${(err as Error).message}`, clients ? Code.InvalidArgument : Code.Internal);
 }
 
 type Zlib = (data: Uint8Array, options: ZlibOptions) => Promise<Buffer>;
@@ -37,10 +39,7 @@ function zlibCompression(name: string, compress: Zlib, decompress: Zlib): Compre
       try {
         return (await decompress(bytes, { maxOutputLength: readMaxBytes })) as Uint8Array<ArrayBuffer>;
       } catch (err) {
-        if ((err as { code?: unknown }).code === "ERR_BUFFER_TOO_LARGE") {
-          throw new ConnectError(`message is larger than configured readMaxBytes ${readMaxBytes} after decompression`, Code.ResourceExhausted);
-        }
-        throw new ConnectError(`failed to decompress the ${name} message: ${(err as Error).message}`, decompressionFailure(err));
+        throw decompressionError(err, name, readMaxBytes);
       }
     },
   };

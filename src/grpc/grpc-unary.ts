@@ -22,7 +22,7 @@ import type { Gateway } from "../gateway.js";
 import { REQUEST_ID_HEADER } from "../observability/request-log.js";
 import { writePieces } from "../response-body.js";
 import { reencodeGrpcMessageIn } from "./grpc-message.js";
-import { decompressionFailure } from "./compressions.js";
+import { decompressionError } from "./compressions.js";
 import { fitStatus, statusSizeLimit } from "./status-size.js";
 import { parseBinary, serveUnary, type UnaryExchange, type UnaryProtocol } from "./unary-call.js";
 import { encodeAnswer, plainHeaders, type UnaryRoute } from "./unary-routes.js";
@@ -67,18 +67,13 @@ function readMessage(body: Buffer, encoding: string | undefined, maxBytes: numbe
 /**
  * A compressed message's bytes, at most `maxBytes` of them (the body limit:
  * a megabyte of gzip can inflate to a gigabyte, all of it held while it is
- * made); corrupt data is INVALID_ARGUMENT, as Connect's handlers answer it
- * for the same data, with grpc-go's words ("failed to decompress") naming
- * what zlib found.
+ * made); failures are answered as on Connect's handlers (decompressionError).
  */
 function decompressed(payload: Uint8Array, inflate: (data: Uint8Array, options: ZlibOptions) => Buffer, encoding: string, maxBytes: number): Buffer {
   try {
     return inflate(payload, { maxOutputLength: maxBytes });
   } catch (err) {
-    if ((err as { code?: unknown }).code === "ERR_BUFFER_TOO_LARGE") {
-      throw new ConnectError(`message larger than ${maxBytes} bytes after decompression`, Code.ResourceExhausted);
-    }
-    throw new ConnectError(`failed to decompress the ${encoding} message: ${(err as Error).message}`, decompressionFailure(err));
+    throw decompressionError(err, encoding, maxBytes);
   }
 }
 

@@ -176,10 +176,11 @@ interface StatusCarrier {
 /** Makes Connect's gRPC answers on `res` carry grpc-message encoded per spec (grpc-message.ts), within what the client takes. */
 export function settleGrpcStatusOf(response: object): void {
   const res = response as StatusCarrier;
-  const limit = statusSizeLimit(res.stream?.session);
   const settle = (fields: OutgoingHttpHeaders): void => {
     reencodeGrpcMessageIn(fields);
-    fitStatus(fields, limit);
+    // Only an error status can be large; reading the client's settings builds an object, so OK answers skip it.
+    const status = fields["grpc-status"];
+    if (status !== undefined && status !== "0") fitStatus(fields, statusSizeLimit(res.stream?.session));
   };
   const addTrailers = res.addTrailers.bind(res);
   res.addTrailers = (trailers) => {

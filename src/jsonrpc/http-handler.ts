@@ -62,8 +62,8 @@ function refuseEach(res: Res, requestId: string, error: GatewayError, parts: rea
 
 /** The status logged for a request whose client left before its answer was sent. */
 const CLIENT_CLOSED = 499;
-/** The method logged (counted as "other") for a request whose client left before its body arrived. */
-const UNREAD_METHOD = "(unread)";
+/** What a request whose client left before its body arrived is logged and counted as (method "other"). */
+const UNREAD_CALLS: readonly CallRecord[] = [{ method: "(unread)", outcome: CANCELED_OUTCOME }];
 
 function header(req: Req, name: string): string | undefined {
   const v = req.headers[name];
@@ -101,17 +101,13 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
   return async function handleJsonRpcHttp(req: Req, res: Res, route: NativeRoute): Promise<void> {
     const started = performance.now();
     const requestId = requestIdFrom(header(req, REQUEST_ID_HEADER));
-    let calls: CallRecord[] = [];
+    let calls: readonly CallRecord[] = [];
     let logged = false;
     // A client that left is logged with 499 (as nginx logs one); its calls keep what they came to (Canceled if cut short).
     const log = (status: number): void => {
       if (logged) return;
       logged = true;
       logAnswer(gateway, "jsonrpc-http", calls, started, { status, network: route.network, requestId });
-    };
-    const leftBeforeItsBody = (): void => {
-      calls = [{ method: UNREAD_METHOD, outcome: CANCELED_OUTCOME }];
-      log(CLIENT_CLOSED);
     };
     res.on("finish", () => log(res.statusCode));
     if (req.method !== "POST") {
@@ -140,7 +136,8 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       try {
         text = await readBody(req, gateway.limits.maxBodyBytes);
       } catch {
-        leftBeforeItsBody();
+        calls = UNREAD_CALLS;
+        log(CLIENT_CLOSED);
         return;
       }
       if (text === undefined) calls = refuse(res, requestId, err);
@@ -153,7 +150,8 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
     } catch (err) {
       // The client went away (or was cut off by a deadline) before its body arrived: nobody to answer, nothing wrong here.
       gateway.log.debug({ err: (err as Error).message }, "native request body not received");
-      leftBeforeItsBody();
+      calls = UNREAD_CALLS;
+      log(CLIENT_CLOSED);
       return;
     }
     if (body === undefined) {

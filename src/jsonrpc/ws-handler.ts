@@ -223,7 +223,11 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
   return {
     handleUpgrade(req, socket, head) {
       socket.on("error", () => socket.destroy());
-      const requestId = requestIdFrom(Array.isArray(req.headers[REQUEST_ID_HEADER]) ? req.headers[REQUEST_ID_HEADER][0] : req.headers[REQUEST_ID_HEADER]);
+      const header = (name: string) => {
+        const v = req.headers[name];
+        return Array.isArray(v) ? v[0] : v;
+      };
+      const requestId = requestIdFrom(header(REQUEST_ID_HEADER));
       const idHeader = [`${REQUEST_ID_HEADER}: ${requestId}`];
       const route = matchNativeRoute(req.url ?? "/");
       if (route === undefined || route.transport !== "ws") {
@@ -234,10 +238,6 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
       let key: ApiKey;
       let release: () => void;
       try {
-        const header = (name: string) => {
-          const v = req.headers[name];
-          return Array.isArray(v) ? v[0] : v;
-        };
         key = gateway.access.authenticate({
           key: route.key,
           authorization: header("authorization"),
