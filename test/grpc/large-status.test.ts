@@ -9,7 +9,7 @@
  */
 import http2 from "node:http2";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { anyUnpack } from "@bufbuild/protobuf/wkt";
+import { anyPack, anyUnpack } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { ServiceError } from "@grpc/grpc-js";
 import { encodeErrorResult, hexToBytes } from "viem";
@@ -19,6 +19,7 @@ import { CallRequestSchema, EthService, GetBalanceRequestSchema } from "../../ge
 import { JsonRpcErrorSchema, RevertErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
 import { JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { fitStatus } from "../../src/grpc/status-size.js";
 import { connectClient, grpcJsClient } from "../support/grpc-clients.js";
 import { post } from "../support/http.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
@@ -226,3 +227,24 @@ describe("reverts on gRPC over HTTP/2", () => {
     expect(Buffer.from(err.findDetails(RevertErrorSchema)[0]?.data ?? []).toString("hex")).toBe(data.slice(2));
   });
 });
+
+describe("fitStatus", () => {
+  it("never makes a short message longer than it was, and keeps the JsonRpcError code", () => {
+    // Found from outside: at a 512-byte limit "invalid project id" came back as "… [shortened from 18 characters]".
+    const status = create(StatusSchema, {
+      code: 16,
+      message: "invalid project id",
+      details: [anyPack(JsonRpcErrorSchema, create(JsonRpcErrorSchema, { code: -32600n, message: "invalid project id" }))],
+    });
+    const fields: Record<string, unknown> = {
+      "grpc-status": "16",
+      "grpc-message": "invalid project id",
+      "grpc-status-details-bin": Buffer.from(toBinary(StatusSchema, status)).toString("base64"),
+    };
+    fitStatus(fields, 200);
+    expect((fields["grpc-message"] as string).length).toBeLessThanOrEqual("invalid project id".length);
+    const fitted = fromBinary(StatusSchema, Buffer.from(fields["grpc-status-details-bin"] as string, "base64"));
+    expect(fitted.details.map((d) => anyUnpack(d, JsonRpcErrorSchema)).find((d) => d !== undefined)?.code).toBe(-32600n);
+  });
+});
+
