@@ -23,3 +23,9 @@ export function locate(err: unknown, segment: string): CodecError {
   if (err instanceof CodecError) return err.within(segment);
   throw err;
 }
+
+/**
+ * A JSON number above 2^53 - 1 arrives already rounded (JSON.parse), so its
+ * value is not quoted back: the caller would read a number it never sent.
+ */
+export const UNSAFE_JSON_INTEGER = "a JSON integer above 9007199254740991 (2^53 - 1) cannot be read exactly";

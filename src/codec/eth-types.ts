@@ -15,8 +15,8 @@ import {
   TransactionCallSchema,
   TransactionSchema,
 } from "../../gen/nodegate/eth/v1/transaction_pb.js";
-import { CodecError, locate } from "./codec-error.js";
-import { decodeData, decodeQuantityBytes, decodeUint64, encodeData, encodeQuantity, encodeQuantityBytes } from "./hex.js";
+import { CodecError, locate, UNSAFE_JSON_INTEGER } from "./codec-error.js";
+import { decodeData, decodeQuantityBytes, decodeUint64, encodeData, encodeQuantity, encodeQuantityBytes, hasHexPrefix } from "./hex.js";
 import type { CodecRegistry, SpecialCodecFactory, ValueCodec } from "./message-codec.js";
 import { stateOverrideCodec, storageOverrideCodec } from "./state-override.js";
 
@@ -69,12 +69,12 @@ export function blockIdCodec(forms: BlockIdForms): ValueCodec<BlockId> {
   const decodeString = (json: string): BlockId => {
     const tag = TAGS_BY_NAME.get(json);
     if (tag !== undefined) return create(BlockIdSchema, { kind: { case: "tag", value: tag } });
-    if (json.length === 66 && json.startsWith("0x")) {
+    if (json.length === 66 && hasHexPrefix(json)) {
       if (!forms.hash) fail(`want ${want}, got a 32-byte hash`);
       return create(BlockIdSchema, { kind: { case: "hash", value: decodeData(json, { length: 32 }) } });
     }
     if (forms.decimal && DECIMAL.test(json)) return fromDecimal(BigInt(json));
-    if (!json.startsWith("0x")) fail(`want ${want}, got "${json.length > 40 ? `${json.slice(0, 37)}...` : json}"`);
+    if (!hasHexPrefix(json)) fail(`want ${want}, got "${json.length > 40 ? `${json.slice(0, 37)}...` : json}"`);
     return create(BlockIdSchema, { kind: { case: "number", value: decodeUint64(json) } });
   };
   const fromDecimal = (n: bigint): BlockId => {
@@ -85,7 +85,8 @@ export function blockIdCodec(forms: BlockIdForms): ValueCodec<BlockId> {
     decode(json) {
       if (typeof json === "string") return decodeString(json);
       if (typeof json === "number" && forms.decimal) {
-        if (!Number.isSafeInteger(json) || json < 0) fail(`want a non-negative block number, got ${json}`);
+        if (!Number.isInteger(json) || json < 0) fail(`want a non-negative integer block number, got ${json}`);
+        if (!Number.isSafeInteger(json)) fail(`${UNSAFE_JSON_INTEGER}: send the block number as hex`);
         return fromDecimal(BigInt(json));
       }
       if (typeof json === "object" && json !== null && !Array.isArray(json) && forms.hash) {

@@ -14,9 +14,10 @@ export class HexError extends CodecError {
   }
 }
 
-const QUANTITY = /^0x(?:0|[1-9a-fA-F][0-9a-fA-F]*)$/;
+// "0X" as well as "0x", as geth's hexutil reads them (felts keep Starknet's own lowercase rule).
+const QUANTITY = /^0[xX](?:0|[1-9a-fA-F][0-9a-fA-F]*)$/;
 const FELT = /^0x(?:0|[1-9a-fA-F][0-9a-fA-F]{0,62})$/;
-const HEX_DIGITS = /^0x[0-9a-fA-F]*$/;
+const HEX_DIGITS = /^0[xX][0-9a-fA-F]*$/;
 
 const U64_MAX = (1n << 64n) - 1n;
 const U256_MAX = (1n << 256n) - 1n;
@@ -28,13 +29,18 @@ function describe(value: unknown): string {
   return value === null ? "null" : Array.isArray(value) ? "an array" : typeof value;
 }
 
+/** Whether a string starts with "0x" or "0X". */
+export function hasHexPrefix(value: string): boolean {
+  return value.length >= 2 && value.charCodeAt(0) === 48 && (value.charCodeAt(1) | 0x20) === 120;
+}
+
 /** Decodes a QUANTITY ("0x0", "0x1a"; no leading zeros) into a bigint. */
 export function decodeQuantity(value: unknown, maxBits = 256): bigint {
   if (typeof value !== "string") {
     throw new HexError(`want a hex quantity string, got ${describe(value)}`);
   }
   if (!QUANTITY.test(value)) {
-    if (value === "0x" || !value.startsWith("0x")) {
+    if (value.length === 2 || !hasHexPrefix(value)) {
       throw new HexError(`invalid hex quantity ${describe(value)}: want 0x followed by hex digits`);
     }
     if (HEX_DIGITS.test(value)) {
@@ -76,7 +82,7 @@ export function decodeData(value: unknown, rules?: DataRules): Uint8Array {
   if (typeof value !== "string") {
     throw new HexError(`want a hex data string, got ${describe(value)}`);
   }
-  if (value.length < 2 || value.charCodeAt(0) !== 48 || (value.charCodeAt(1) | 0x20) !== 120) {
+  if (!hasHexPrefix(value)) {
     throw new HexError(`invalid hex data ${describe(value)}: want 0x prefix`);
   }
   const digits = value.length - 2;

@@ -11,7 +11,7 @@
 import { create, getOption, ScalarType, type DescField, type DescMessage, type Message } from "@bufbuild/protobuf";
 import { type JsonExtras, JsonExtrasSchema } from "../../gen/nodegate/jsonrpc/v1/json_extras_pb.js";
 import { Encoding, field as fieldRulesExt, message as messageRulesExt } from "../../gen/nodegate/jsonrpc/v1/options_pb.js";
-import { CodecError, locate } from "./codec-error.js";
+import { CodecError, locate, UNSAFE_JSON_INTEGER } from "./codec-error.js";
 import {
   decodeData,
   decodeFelt,
@@ -80,7 +80,7 @@ const jsonNumberU64Codec: ValueCodec<bigint> = {
     if (typeof json !== "number" || !Number.isInteger(json) || json < 0) {
       fail(`want a non-negative JSON integer, got ${describeJson(json)}`);
     }
-    if (!Number.isSafeInteger(json)) fail(`integer ${json} is too large to read exactly`);
+    if (!Number.isSafeInteger(json)) fail(UNSAFE_JSON_INTEGER);
     return BigInt(json);
   },
   encode: (value) => value.toString(),

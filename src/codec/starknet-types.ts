@@ -22,7 +22,7 @@ import {
   type TransactionWithHash,
   TransactionWithHashSchema,
 } from "../../gen/nodegate/starknet/v1/transaction_pb.js";
-import { CodecError, locate } from "./codec-error.js";
+import { CodecError, locate, UNSAFE_JSON_INTEGER } from "./codec-error.js";
 import { bytesToBigint, decodeFelt, decodeQuantityBytes, encodeFelt, encodeQuantity, encodeQuantityBytes } from "./hex.js";
 import type { CodecRegistry, SpecialCodecFactory, ValueCodec } from "./message-codec.js";
 
@@ -62,7 +62,7 @@ function decodeBlockNumber(json: unknown): bigint {
     fail(`want a JSON integer (Starknet block numbers are not hex), got ${describe(json)}`);
   }
   if (typeof json !== "number" || !Number.isInteger(json) || json < 0) fail(`want a non-negative JSON integer, got ${describe(json)}`);
-  if (!Number.isSafeInteger(json)) fail(`integer ${json} is too large to read exactly`);
+  if (!Number.isSafeInteger(json)) fail(UNSAFE_JSON_INTEGER);
   return BigInt(json);
 }
 

@@ -80,6 +80,23 @@ describe("QUANTITY (256-bit)", () => {
     );
   });
 
+  // Found from outside: the spec accepts mixed-case hex in requests, and geth's hexutil reads a "0X" prefix.
+  it("accepts an upper-case 0X prefix, as geth does, for quantities, data and storage slots", () => {
+    fc.assert(
+      fc.property(u256, (n) => {
+        expect(decodeQuantity(`0X${digits(n)}`)).toBe(n);
+        expect(plain(decodeStorageSlot(`0X${digits(n)}`))).toEqual(plain(decodeStorageSlot(`0x${digits(n)}`)));
+      }),
+      RUNS,
+    );
+    expect(decodeUint64("0X1")).toBe(1n);
+    expect(plain(decodeData("0XaBcD"))).toEqual([0xab, 0xcd]);
+    expect(() => decodeQuantity("0X")).toThrow(/want 0x followed by hex digits/);
+    expect(() => decodeQuantity("0X01")).toThrow(/leading zero/);
+    // A felt keeps the Starknet spec's own pattern, lowercase x only.
+    expect(() => decodeFelt("0X1")).toThrow(HexError);
+  });
+
   it("rejects leading zero digits", () => {
     fc.assert(
       fc.property(u256, fc.integer({ min: 1, max: 8 }), (n, zeros) => {
