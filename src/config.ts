@@ -321,8 +321,18 @@ export const DEFAULT_PASS_THROUGH = [
   "web3_sha3",
 ];
 
-/** State-changing methods, forwarded only when passThrough.allowWrites is true. */
-export const WRITE_METHODS = ["eth_sendRawTransaction"];
+/**
+ * Methods that change the chain: forwarded only when passThrough.allowWrites
+ * is true (which forwards eth_sendRawTransaction without listing it), never
+ * sent twice (no retry, no failover, no coalescing).
+ */
+export const WRITE_METHODS = [
+  "eth_sendRawTransaction",
+  "eth_sendTransaction",
+  "starknet_addInvokeTransaction",
+  "starknet_addDeclareTransaction",
+  "starknet_addDeployAccountTransaction",
+];
 
 function defaults(): Config {
   return {
@@ -628,6 +638,11 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
   r.keys(["passThrough"], ["methods", "allowWrites"]);
   config.passThrough.methods = r.strings(["passThrough", "methods"]) ?? config.passThrough.methods;
   config.passThrough.allowWrites = r.boolean(["passThrough", "allowWrites"]) ?? config.passThrough.allowWrites;
+  if (!config.passThrough.allowWrites) {
+    config.passThrough.methods.forEach(
+      (m, k) => WRITE_METHODS.includes(m) && r.fail(["passThrough", "methods", k], `${m} writes to the chain: forwarded only with passThrough.allowWrites: true`),
+    );
+  }
   config.drainMs = r.number(["drainMs"], 0, 600_000) ?? config.drainMs;
   if (r.has(["tls"])) {
     r.keys(["tls"], ["certFile", "keyFile"]);

@@ -8,7 +8,7 @@ import type { Logger } from "pino";
 import type { AccessControl } from "./auth/access-control.js";
 import type { ApiKey } from "./auth/api-keys.js";
 import { KeyQuotas } from "./auth/key-quotas.js";
-import { DEFAULT_SUBSCRIPTIONS, type Limits, type PassThroughConfig, type SubscriptionSettings } from "./config.js";
+import { DEFAULT_SUBSCRIPTIONS, type Limits, type PassThroughConfig, type SubscriptionSettings, WRITE_METHODS } from "./config.js";
 import { GatewayError } from "./errors/gateway-error.js";
 import type { InvokeContext } from "./methods/invoke.js";
 import type { ChainFamily, MethodTable } from "./methods/method-table.js";
@@ -66,9 +66,11 @@ export class Gateway {
     this.quotas = new KeyQuotas(options.limits);
     this.#networks = new Map(options.networks.map((n) => [n.name, n]));
     if (!this.#networks.has(options.defaultNetwork)) throw new Error(`default network ${options.defaultNetwork} is not configured`);
-    this.#passThrough = new Set(options.passThrough.methods);
+    const { methods, allowWrites } = options.passThrough;
+    // Write methods listed without allowWrites are refused when the file is read; this covers configs built in code.
+    this.#passThrough = new Set(allowWrites ? methods : methods.filter((m) => !WRITE_METHODS.includes(m)));
     this.#closers = options.closers ?? [];
-    if (options.passThrough.allowWrites) this.#passThrough.add("eth_sendRawTransaction");
+    if (allowWrites) this.#passThrough.add("eth_sendRawTransaction");
   }
 
   /** The named network (the default when unnamed); a GatewayError when unknown. */

@@ -70,6 +70,11 @@ function wrongFamily(method: string, family: ChainFamily, ctx: NativeCallContext
   });
 }
 
+/** The chain family a method outside the table belongs to, by its namespace: Starknet's all start with starknet_. */
+function passThroughFamily(method: string): ChainFamily {
+  return method.startsWith("starknet_") ? "starknet" : "eth";
+}
+
 export async function runNativeCall(call: Call, ctx: NativeCallContext): Promise<Outcome> {
   try {
     const own = ctx.connectionMethod?.(call);
@@ -88,7 +93,9 @@ export async function runNativeCall(call: Call, ctx: NativeCallContext): Promise
       const result = await invokeMethod(spec, decoded.request, ctx, decoded.rewritten ?? call.paramsText ?? "[]");
       return { result };
     }
-    if (ctx.network.family === "eth" && ctx.passesThrough(call.method)) {
+    if (ctx.passesThrough(call.method)) {
+      const family = passThroughFamily(call.method);
+      if (family !== ctx.network.family) return { error: wrongFamily(call.method, family, ctx) };
       const result = await invokePassThrough(call.method, call.paramsText ?? "[]", !WRITE_METHODS.includes(call.method), ctx);
       return { result };
     }

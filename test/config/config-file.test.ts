@@ -95,6 +95,8 @@ describe("configuration file", () => {
       "networks:\n  - name: x\n    upstreams:\n      - url: http://a/\n        label: one\n      - url: http://b/\n        label: one\n",
       /:7:16: networks\[0\]\.upstreams\[1\]\.label: duplicate label one in this network/,
     ],
+    // Found from outside: a write method on the pass-through list was forwarded although allowWrites was false.
+    ["a write method listed without allowWrites", "passThrough:\n  methods: [eth_chainId, starknet_addInvokeTransaction]\n", /:2:26: passThrough\.methods\[1\]: starknet_addInvokeTransaction writes to the chain: forwarded only with passThrough\.allowWrites: true/],
     ["unknown log level", "log:\n  level: verbose\n", /:2:10: log\.level: want one of fatal, error, warn, info, debug, trace, silent, got "verbose"/],
   ])("names the field and line: %s", (_, text, pattern) => {
     expect(errorOf(text)).toMatch(pattern);

@@ -23,6 +23,7 @@ import {
 } from "../../gen/nodegate/starknet/v1/starknet_service_pb.js";
 import type { InvokeTransactionV3 } from "../../gen/nodegate/starknet/v1/transaction_pb.js";
 import { decodeFelt } from "../../src/codec/hex.js";
+import { DEFAULT_PASS_THROUGH } from "../../src/config.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { NETWORK_HEADER } from "../../src/grpc/typed-services.js";
 import { createMethodTable } from "../../src/methods/default-table.js";
@@ -55,6 +56,7 @@ beforeAll(async () => {
       { name: "ethereum", family: "eth", upstreams: [{ label: "anvil", url: anvil.url }] },
       { name: "starknet", family: "starknet", upstreams: [{ label: "fixtures", url: upstream.url }] },
     ],
+    config: { passThrough: { methods: [...DEFAULT_PASS_THROUGH, "starknet_chainId"], allowWrites: false } },
   });
   grpc = grpcJsClient(ng.address, StarknetService);
 });
@@ -321,6 +323,40 @@ describe("network routing", () => {
     const generic = connectClient(ng.url, JsonRpcService, ng.key, "grpc");
     const err = await connectError(() => generic.call({ method: "eth_blockNumber", paramsJson: "[]" }, { headers: { [NETWORK_HEADER]: "starknet" } }));
     expect(err.rawMessage).toBe(`eth_blockNumber is an Ethereum method, but network "starknet" serves Starknet methods; set the ${NETWORK_HEADER} header to "ethereum"`);
+  });
+
+  // Found from outside: pass-through served the Ethereum network only, so a listed Starknet method went to the
+  // Ethereum node on /v3/<KEY> and was refused on /starknet/v3/<KEY>.
+  it("a Starknet method on the pass-through list goes to the Starknet node, on every door", async () => {
+    const before = upstream.requests.length;
+    const reply = await post(starknetPath(), call(5, "starknet_chainId", "[]"));
+    expect(reply.text).toBe('{"jsonrpc":"2.0","id":5,"result":"0x534e5f5345504f4c4941"}');
+    const ws = await openWsCaller(`ws://127.0.0.1:${ng.port}/starknet/ws/v3/${ng.key}`);
+    try {
+      expect((await ws.call("starknet_chainId", [])).result).toBe("0x534e5f5345504f4c4941");
+    } finally {
+      await ws.close();
+    }
+    const generic = connectClient(ng.url, JsonRpcService, ng.key, "grpc");
+    const answer = await generic.call({ method: "starknet_chainId", paramsJson: "[]" }, { headers: { [NETWORK_HEADER]: "starknet" } });
+    expect(answer.resultJson).toBe('"0x534e5f5345504f4c4941"');
+    expect(upstreamSaw(before)).toEqual(["starknet_chainId []", "starknet_chainId []", "starknet_chainId []"]);
+  });
+
+  it("a Starknet pass-through method on the Ethereum network is refused, and an Ethereum one on Starknet's", async () => {
+    const before = upstream.requests.length;
+    const reply = await post(`/v3/${ng.key}`, call(6, "starknet_chainId", "[]"));
+    expect(reply.body.error).toEqual({
+      code: -32601,
+      message: 'starknet_chainId is a Starknet method, but network "ethereum" serves Ethereum methods; send it to /starknet/v3/<KEY>',
+    });
+    const generic = connectClient(ng.url, JsonRpcService, ng.key, "grpc");
+    const err = await connectError(() => generic.call({ method: "starknet_chainId", paramsJson: "[]" }));
+    expect(err.code).toBe(Code.InvalidArgument);
+    expect(err.rawMessage).toContain("starknet_chainId is a Starknet method");
+    const wrongWay = await post(starknetPath(), call(7, "eth_chainId", "[]"));
+    expect(wrongWay.body.error?.message).toBe('eth_chainId is an Ethereum method, but network "starknet" serves Starknet methods; send it to /ethereum/v3/<KEY>');
+    expect(upstreamSaw(before)).toEqual([]);
   });
 
   it("a batch on the Starknet network answers each call for itself", async () => {
