@@ -39,6 +39,7 @@ import { matchNativeRoute } from "./jsonrpc/paths.js";
 import { createJsonRpcWsHandler, isWebSocketUpgrade } from "./jsonrpc/ws-handler.js";
 import { HealthMonitor } from "./observability/health.js";
 import { requestLogInterceptor } from "./observability/request-log.js";
+import { typedRefusalLog } from "./observability/typed-refusal-log.js";
 import { serveUpgradeAsPlainRequest } from "./plain-upgrade.js";
 
 type Req = NodeRequest;
@@ -169,6 +170,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     }
   };
 
+  let servedPaths: ReadonlySet<string> = new Set();
   const handler = connectNodeAdapter({
     routes: (router) => {
       registerTypedServices(router, gateway);
@@ -178,6 +180,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       registerGenericService(router, gateway);
       registerHealth(router, health);
       registerReflection(router, services);
+      servedPaths = new Set(router.handlers.map((h) => h.requestPath));
     },
     interceptors: [requestLogInterceptor(gateway.log, gateway.metrics)],
     // The same bound on a request as the native path's and the lean lanes'.
@@ -194,6 +197,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
 
   // The method table's unary RPCs skip Connect's universal handler on gRPC and on the Connect protocol's POSTs;
   // gRPC-Web's text mode, which Connect does not speak, is served on the same lane core.
+  const refusalLog = typedRefusalLog(gateway.log, gateway.metrics, () => servedPaths);
   const unaryRoutes = compileUnaryRoutes(gateway);
   const connectUnary = createConnectUnaryHandler(gateway, unaryRoutes);
   const grpcWebText = createGrpcWebTextHandler(gateway, unaryRoutes);
@@ -218,6 +222,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     if (isGrpc(req.headers["content-type"])) settleGrpcStatusOf(res);
     if (isRpcPath(req.url ?? "/")) {
       tagRequestId(req.headers, res);
+      refusalLog.watch(req, res);
       if (refuseMalformedGet(req, res)) return;
     }
     handler(req, res);

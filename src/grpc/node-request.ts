@@ -16,9 +16,14 @@ export function nodeRequestContext(req: NodeRequest): ContextValues {
   return createContextValues().set(nodeRequestKey, req);
 }
 
+/** The Node request under a typed call (undefined for calls that did not come through the Node adapter). */
+export function nodeRequestOf(values: ContextValues): NodeRequest | undefined {
+  return values.get(nodeRequestKey);
+}
+
 /** Ends the call's transport at once: resets its HTTP/2 stream (RESOURCE_EXHAUSTED), or drops an HTTP/1.1 connection. */
 export function cutTransport(ctx: HandlerContext): void {
-  const req = ctx.values.get(nodeRequestKey);
+  const req = nodeRequestOf(ctx.values);
   if (req === undefined) return;
   if (req instanceof http2.Http2ServerRequest) {
     if (req.stream.destroyed) return;

@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { Metrics } from "./metrics.js";
+import { nodeRequestOf } from "../grpc/node-request.js";
 import { writeRequestLine } from "./request-line.js";
 
 export const REQUEST_ID_HEADER = "x-request-id";
@@ -16,10 +17,17 @@ export function requestIdFrom(value: string | null | undefined): string {
   return value && /^[A-Za-z0-9._:-]{1,128}$/.test(value) ? value : randomUUID();
 }
 
-function typedDoor(contentType: string | null): string {
+export function typedDoor(contentType: string | null): string {
   if (contentType?.startsWith("application/grpc-web")) return "grpc-web";
   if (contentType?.startsWith("application/grpc")) return "grpc";
   return "connect";
+}
+
+/** The Node requests of the typed calls the interceptor logged (typed-refusal-log.ts logs the others). */
+const interceptorLogged = new WeakSet<object>();
+
+export function loggedByInterceptor(req: object): boolean {
+  return interceptorLogged.has(req);
 }
 
 /** Counts one call in the request metrics. */
@@ -41,6 +49,8 @@ export function logTypedCall(log: Logger, metrics: Metrics, door: string, method
 export function requestLogInterceptor(log: Logger, metrics: Metrics): Interceptor {
   return (next) => async (req) => {
     const started = performance.now();
+    const nodeRequest = nodeRequestOf(req.contextValues);
+    if (nodeRequest !== undefined) interceptorLogged.add(nodeRequest);
     const requestId = requestIdFrom(req.header.get(REQUEST_ID_HEADER));
     const door = typedDoor(req.header.get("content-type"));
     const method = `${req.service.typeName}/${req.method.name}`;

@@ -327,6 +327,75 @@ describe("the native door's calls, as operators see them", () => {
   });
 });
 
+describe("typed requests answered before Connect's interceptor, as operators see them", () => {
+  // Found from outside: these were answered but neither logged nor counted.
+  async function lineOf(requestId: string): Promise<Record<string, unknown>> {
+    await expect.poll(() => ng.logs.some((l) => l.requestId === requestId && l.msg === "request"), { timeout: 10_000 }).toBe(true);
+    return ng.logs.find((l) => l.requestId === requestId && l.msg === "request") as Record<string, unknown>;
+  }
+  const linesOf = (requestId: string) => ng.logs.filter((l) => l.requestId === requestId && l.msg === "request");
+
+  async function metric(name: string): Promise<number> {
+    const text = await (await fetch(`${ng.url}/metrics`)).text();
+    const line = text.split("\n").find((l) => l.startsWith(`${name} `));
+    return line === undefined ? 0 : Number(line.split(" ")[1]);
+  }
+
+  const GET_BALANCE = "/nodegate.eth.v1.EthService/GetBalance";
+  const grpcWeb = (path: string, body: Uint8Array, requestId: string, contentType = "application/grpc-web+proto") =>
+    fetch(`${ng.url}${path}`, { method: "POST", headers: { "content-type": contentType, "x-api-key": ng.key, "x-request-id": requestId }, body });
+
+  it("a gRPC-Web body that does not decode, and an unsupported content type", async () => {
+    await (await grpcWeb(GET_BALANCE, Buffer.from("abc"), "typed-undecodable")).arrayBuffer();
+    const undecodable = await lineOf("typed-undecodable");
+    expect([undecodable.door, undecodable.method, undecodable.status]).toEqual(["grpc-web", "nodegate.eth.v1.EthService/GetBalance", "InvalidArgument"]);
+    const res = await grpcWeb(GET_BALANCE, Buffer.from("abc"), "typed-415", "application/grpc-web+xml");
+    expect(res.status).toBe(415);
+    const refused = await lineOf("typed-415");
+    expect([refused.door, refused.method, refused.status, refused.httpStatus]).toEqual(["grpc-web", "nodegate.eth.v1.EthService/GetBalance", "Unknown", 415]);
+  });
+
+  it("an RPC no service serves, on gRPC-Web, the Connect protocol and gRPC over HTTP/2: one label for all such paths", async () => {
+    const unserved = 'nodegate_requests_total{door="grpc-web",method="(unserved)",outcome="Unimplemented"}';
+    const before = await metric(unserved);
+    await (await grpcWeb("/nodegate.eth.v1.EthService/Nope", new Uint8Array(5), "typed-unserved-web")).arrayBuffer();
+    const web = await lineOf("typed-unserved-web");
+    expect([web.door, web.method, web.path, web.status]).toEqual(["grpc-web", "(unserved)", "/nodegate.eth.v1.EthService/Nope", "Unimplemented"]);
+    expect(await metric(unserved)).toBe(before + 1);
+
+    await (await fetch(`${ng.url}/x.Y/Z`, { method: "POST", headers: { "content-type": "application/json", "x-request-id": "typed-unserved-connect" }, body: "{}" })).text();
+    const viaConnect = await lineOf("typed-unserved-connect");
+    expect([viaConnect.door, viaConnect.method, viaConnect.status, viaConnect.httpStatus]).toEqual(["connect", "(unserved)", "Unimplemented", 404]);
+
+    const client = new grpc.Client(`127.0.0.1:${ng.port}`, grpc.credentials.createInsecure());
+    try {
+      const metadata = new grpc.Metadata();
+      metadata.set("x-request-id", "typed-unserved-grpc");
+      const code = await new Promise<number>((resolve) =>
+        client.makeUnaryRequest("/nodegate.eth.v1.EthService/Nope", (b: Buffer) => b, (b: Buffer) => b, Buffer.alloc(0), metadata, (err) => resolve(err?.code ?? 0)),
+      );
+      expect(code).toBe(grpc.status.UNIMPLEMENTED);
+    } finally {
+      client.close();
+    }
+    const viaGrpc = await lineOf("typed-unserved-grpc");
+    expect([viaGrpc.door, viaGrpc.method, viaGrpc.status]).toEqual(["grpc", "(unserved)", "Unimplemented"]);
+  });
+
+  it("a Connect GET whose message is not base64 is InvalidArgument; a call the interceptor logs gets one line, not two", async () => {
+    await (await fetch(`${ng.url}${GET_BALANCE}?encoding=proto&base64=1&message=!!!`, { headers: { "x-request-id": "typed-bad-get" } })).text();
+    const badGet = await lineOf("typed-bad-get");
+    expect([badGet.door, badGet.status, badGet.httpStatus]).toEqual(["connect", "InvalidArgument", 400]);
+
+    // A well-formed gRPC-Web call with an invalid address: Connect's handler runs it and the interceptor logs it.
+    await (await grpcWeb(GET_BALANCE, new Uint8Array(5), "typed-logged-once")).arrayBuffer();
+    const logged = await lineOf("typed-logged-once");
+    expect(logged.status).toBe("InvalidArgument");
+    await new Promise((r) => setTimeout(r, 300));
+    expect(linesOf("typed-logged-once")).toHaveLength(1);
+  });
+});
+
 describe("TLS on the same port", () => {
   it("serves gRPC over HTTP/2 (ALPN) and the native path over HTTP/1.1", async () => {
     const dir = testTempDir("nodegate-tls-");

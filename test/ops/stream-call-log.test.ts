@@ -6,7 +6,7 @@
  * (which a client only causes when the server is blocked on a full socket) is
  * certain to happen.
  */
-import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, createContextValues, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { describe, expect, it } from "vitest";
 import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
@@ -21,7 +21,7 @@ function rig(messages: () => AsyncGenerator<unknown>, signal: AbortSignal = new 
   const lines: Record<string, unknown>[] = [];
   const log = { info: (fields: Record<string, unknown>) => lines.push(fields), warn: (fields: Record<string, unknown>) => lines.push(fields) } as unknown as Logger;
   const next = (async () => ({ stream: true, header: new Headers(), trailer: new Headers(), message: messages() })) as unknown as Next;
-  const request = { stream: true, header: new Headers(), service: EthService, method: EthService.method.streamLogs, signal } as unknown as StreamRequest;
+  const request = { stream: true, header: new Headers(), service: EthService, method: EthService.method.streamLogs, signal, contextValues: createContextValues() } as unknown as StreamRequest;
   const openStreams = async () => Number((await metrics.openStreams.get()).values[0]?.value ?? 0);
   return { lines, openStreams, call: () => requestLogInterceptor(log, metrics)(next)(request) as Promise<{ message: AsyncIterable<unknown> }> };
 }

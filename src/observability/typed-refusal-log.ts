@@ -1,0 +1,138 @@
+/**
+ * The line and metrics of a typed request that requestLogInterceptor never
+ * sees: Connect's handler answers some before its interceptors run (a unary
+ * body over the size limit or that does not decode, an unsupported content
+ * type), and nodegate's own fallbacks answer others (an RPC no service
+ * serves, a malformed Connect GET). Each is logged and counted once, from
+ * the status its answer carried, so an operator sees every typed request as
+ * every native one.
+ */
+import { Code } from "@connectrpc/connect";
+import { codeFromHttpStatus, codeFromString } from "@connectrpc/connect/protocol-connect";
+import type { OutgoingHttpHeaders } from "node:http";
+import type { Logger } from "pino";
+import type { NodeRequest, NodeResponse } from "../http-types.js";
+import type { Metrics } from "./metrics.js";
+import { loggedByInterceptor, observeCall, REQUEST_ID_HEADER, typedDoor } from "./request-log.js";
+import { writeRequestLine } from "./request-line.js";
+
+/** The method label of a path no service serves: the path itself would let callers grow the metrics without bound. */
+export const UNSERVED_RPC = "(unserved)";
+
+/** grpc-status 0. */
+const OK = 0;
+
+/** The status an answer carried, read as it is written: gRPC's from headers or trailers, gRPC-Web's and Connect's from the body. */
+class AnswerStatus {
+  code: Code | undefined;
+  httpStatus = 200;
+
+  headers(fields: OutgoingHttpHeaders | undefined): void {
+    const status = fields?.["grpc-status"];
+    if (status !== undefined && this.code === undefined) this.code = Number(status) as Code;
+  }
+
+  /** A body chunk: a gRPC-Web trailer frame, a Connect stream's end, or a Connect unary error. */
+  body(door: string, chunk: Uint8Array, streaming: boolean): void {
+    if (this.code !== undefined || chunk.length === 0) return;
+    const text = () => Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString("utf8", streaming || door === "grpc-web" ? 5 : 0);
+    if (door === "grpc-web") {
+      if ((chunk[0] as number) & 0x80) this.code = Number(/grpc-status:\s*(\d+)/i.exec(text())?.[1] ?? Code.Unknown) as Code;
+      return;
+    }
+    if (door !== "connect") return;
+    if (streaming) {
+      if ((chunk[0] as number) & 0x02) this.code = connectCode((parsed(text()) as { error?: { code?: unknown } } | undefined)?.error?.code) ?? Code.Unknown;
+      return;
+    }
+    if (this.httpStatus !== 200) this.code = connectCode((parsed(text()) as { code?: unknown } | undefined)?.code) ?? codeFromHttpStatus(this.httpStatus);
+  }
+
+  outcome(finished: boolean): string {
+    if (!finished) return Code[Code.Canceled];
+    if (this.code !== undefined) return (this.code as number) === OK ? "ok" : (Code[this.code] ?? String(this.code));
+    return this.httpStatus === 200 ? "ok" : Code[codeFromHttpStatus(this.httpStatus)];
+  }
+}
+
+function parsed(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+function connectCode(value: unknown): Code | undefined {
+  return typeof value === "string" ? codeFromString(value) : undefined;
+}
+
+/** What an answer is written with, on HTTP/1.1 and HTTP/2 alike. */
+interface WrittenAnswer {
+  writeHead(status: number, ...rest: unknown[]): unknown;
+  addTrailers(trailers: OutgoingHttpHeaders): void;
+  write(chunk: unknown, ...rest: unknown[]): boolean;
+  end(chunk?: unknown, ...rest: unknown[]): unknown;
+}
+
+export interface TypedRefusalLog {
+  /** Watches one typed request's answer, and logs it at its end unless the interceptor did. */
+  watch(req: NodeRequest, res: NodeResponse): void;
+}
+
+/** `servedPaths`: the RPC paths Connect's router serves (`/package.Service/Method`); other paths are counted as UNSERVED_RPC. */
+export function typedRefusalLog(log: Logger, metrics: Metrics, servedPaths: () => ReadonlySet<string>): TypedRefusalLog {
+  return {
+    watch(req, res) {
+      const started = performance.now();
+      const contentType = req.headers["content-type"];
+      const door = typedDoor(contentType ?? null);
+      const streaming = contentType !== undefined && /^application\/connect\+/i.test(contentType);
+      const status = new AnswerStatus();
+      const target = res as unknown as WrittenAnswer;
+      const writeHead = target.writeHead.bind(target);
+      target.writeHead = (code: number, ...rest: unknown[]) => {
+        status.httpStatus = code;
+        for (const arg of rest) if (typeof arg === "object" && arg !== null && !Array.isArray(arg)) status.headers(arg as OutgoingHttpHeaders);
+        return writeHead(code, ...rest);
+      };
+      const addTrailers = target.addTrailers.bind(target);
+      target.addTrailers = (trailers) => {
+        status.headers(trailers);
+        addTrailers(trailers);
+      };
+      const write = target.write.bind(target);
+      target.write = (chunk: unknown, ...rest: unknown[]) => {
+        if (chunk instanceof Uint8Array) status.body(door, chunk, streaming);
+        return write(chunk, ...rest);
+      };
+      const end = target.end.bind(target);
+      target.end = (chunk?: unknown, ...rest: unknown[]) => {
+        if (chunk instanceof Uint8Array) status.body(door, chunk, streaming);
+        else if (typeof chunk === "string") status.body(door, Buffer.from(chunk), streaming);
+        return end(chunk, ...rest);
+      };
+      res.once("close", () => {
+        if (loggedByInterceptor(req)) return;
+        // Written straight to the HTTP/2 stream (an unserved RPC's trailers-only answer) or with end(body).
+        if ("stream" in res && status.code === undefined) status.headers(res.stream.sentHeaders as OutgoingHttpHeaders);
+        const path = (req.url ?? "/").split("?")[0] as string;
+        const served = servedPaths().has(path);
+        const method = served ? path.slice(1) : UNSERVED_RPC;
+        const outcome = status.outcome(res.writableFinished);
+        const ms = performance.now() - started;
+        observeCall(metrics, door, method, outcome, ms / 1000);
+        const requestId = res.getHeader(REQUEST_ID_HEADER);
+        writeRequestLine(log, "info", {
+          door,
+          method,
+          path: served ? undefined : path.slice(0, 200),
+          requestId: requestId === undefined ? undefined : String(requestId),
+          status: outcome,
+          httpStatus: status.httpStatus,
+          ms: Math.round(ms * 100) / 100,
+        });
+      });
+    },
+  };
+}
