@@ -20,6 +20,15 @@ export function encodeGrpcMessage(message: string): string {
   return out;
 }
 
+/** The text of a grpc-message (its escaped form when it does not decode). */
+export function decodeGrpcMessage(escaped: string): string {
+  try {
+    return decodeURIComponent(escaped);
+  } catch {
+    return escaped;
+  }
+}
+
 /** Re-encodes a grpc-message that Connect escaped with encodeURIComponent. */
 export function reencodeGrpcMessage(escaped: string): string {
   try {

@@ -15,13 +15,13 @@
  * not compressed.
  */
 import { brotliDecompressSync, gunzipSync, inflateSync, type ZlibOptions } from "node:zlib";
-import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
+import { constants, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import type { Gateway } from "../gateway.js";
 import { REQUEST_ID_HEADER } from "../observability/request-log.js";
 import { writePieces } from "../response-body.js";
-import { reencodeGrpcMessageIn } from "./grpc-message.js";
+import { decodeGrpcMessage, reencodeGrpcMessageIn } from "./grpc-message.js";
 import { decompressionError } from "./compressions.js";
 import { fitStatus, statusSizeLimit } from "./status-size.js";
 import { parseBinary, serveUnary, type UnaryExchange, type UnaryProtocol } from "./unary-call.js";
@@ -121,6 +121,8 @@ export const grpcProtocol: UnaryProtocol = {
 
 /** A unary gRPC call on its HTTP/2 stream: the status goes in trailers, the answer in one length-prefixed message. */
 class GrpcExchange implements UnaryExchange {
+  #responded = false;
+
   constructor(
     private readonly stream: ServerHttp2Stream,
     readonly headers: IncomingHttpHeaders,
@@ -153,8 +155,24 @@ class GrpcExchange implements UnaryExchange {
     this.stream.removeAllListeners("wantTrailers");
   }
 
+  delivered(): boolean {
+    // Trailers wait for the answer's data to be handed to HTTP/2, so sent trailers mean a whole answer, unless the
+    // client cancelled: its reset can arrive after the answer went out (it ended its body first, then reset).
+    return this.stream.sentTrailers !== undefined && this.stream.rstCode !== constants.NGHTTP2_CANCEL;
+  }
+
+  answeredElsewhere(): ConnectError | undefined {
+    if (this.#responded || !this.stream.headersSent) return undefined;
+    // The session's request deadline (client-timeouts.ts) answers a request that never arrived whole, trailers-only.
+    const status = this.stream.sentHeaders["grpc-status"];
+    if (status === undefined) return undefined;
+    const message = this.stream.sentHeaders["grpc-message"];
+    return new ConnectError(typeof message === "string" ? decodeGrpcMessage(message) : "", Number(status) as Code);
+  }
+
   #respond(trailers: Record<string, string>, requestId: string, message: Buffer | undefined): void {
     const stream = this.stream;
+    this.#responded = true;
     // grpc-accept-encoding says which request compressions this lane reads (the gRPC compression spec wants it on an UNIMPLEMENTED one).
     stream.respond({ ":status": 200, "content-type": CONTENT_TYPE, "grpc-accept-encoding": ACCEPTED_ENCODINGS, [REQUEST_ID_HEADER]: requestId }, { waitForTrailers: true });
     stream.once("wantTrailers", () => stream.sendTrailers(trailers));

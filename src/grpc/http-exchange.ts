@@ -33,6 +33,15 @@ export abstract class HttpExchange implements UnaryExchange {
 
   release(): void {}
 
+  delivered(): boolean {
+    return this.res.writableFinished;
+  }
+
+  /** Node answers a request that does not arrive in time (408) on the socket itself: that call is logged as cancelled. */
+  answeredElsewhere(): ConnectError | undefined {
+    return undefined;
+  }
+
   abstract answer(body: Buffer, requestId: string): void;
   abstract answerError(error: ConnectError, requestId: string): void;
 }

@@ -55,6 +55,10 @@ export interface UnaryExchange {
   answerError(error: ConnectError, requestId: string): void;
   /** Drops what the exchange still holds of the call once it is over. */
   release(): void;
+  /** Once closed: whether the answer written left whole (a client that reset or left first never read its status). */
+  delivered(): boolean;
+  /** Once closed: the status another part of the server answered with (a request deadline), if one did. */
+  answeredElsewhere(): ConnectError | undefined;
 }
 
 export function serveUnary(gateway: Gateway, route: UnaryRoute, protocol: UnaryProtocol, exchange: UnaryExchange): void {
@@ -67,6 +71,8 @@ class UnaryCall {
   readonly #requestId: string;
   readonly #cancellation = new CallCancellation();
   #answered = false;
+  /** The status the call was answered with (undefined: ok), logged once the exchange closes. */
+  #outcome: ConnectError | undefined;
   #deadline: NodeJS.Timeout | undefined;
   #chunks: Buffer[] = [];
   #size = 0;
@@ -95,12 +101,12 @@ class UnaryCall {
     exchange.body.once("end", this.#onEnd);
   }
 
-  /** Marks the call answered (once), stops its deadline and logs it; false when it was answered already. */
+  /** Marks the call answered (once) and stops its deadline; false when it was answered already or the exchange is gone. */
   #settle(error: ConnectError | undefined): boolean {
     if (this.#answered) return false;
     this.#answered = true;
+    this.#outcome = error;
     if (this.#deadline !== undefined) clearTimeout(this.#deadline);
-    logTypedCall(this.gateway.log, this.gateway.metrics, this.protocol.door, this.route.method, this.#requestId, this.#started, error);
     return this.exchange.open();
   }
 
@@ -155,11 +161,17 @@ class UnaryCall {
     exchange.body.removeListener("data", this.#onData);
     exchange.body.removeListener("end", this.#onEnd);
     exchange.release();
-    if (this.#answered) return;
-    this.#answered = true;
-    if (this.#deadline !== undefined) clearTimeout(this.#deadline);
-    this.#cancellation.abort();
-    const cancelled = new ConnectError("the client cancelled the call", Code.Canceled);
-    logTypedCall(this.gateway.log, this.gateway.metrics, this.protocol.door, this.route.method, this.#requestId, this.#started, cancelled);
+    let seen = this.#outcome;
+    if (!this.#answered) {
+      this.#answered = true;
+      if (this.#deadline !== undefined) clearTimeout(this.#deadline);
+      this.#cancellation.abort();
+      seen = exchange.answeredElsewhere() ?? new ConnectError("the client cancelled the call", Code.Canceled);
+    } else if (!exchange.delivered()) {
+      // Logged as the client saw it: a gRPC client that cancels ends its request body before it resets the stream,
+      // so the call ran (or failed to parse) without anyone left to read the answer.
+      seen = exchange.answeredElsewhere() ?? new ConnectError("the client cancelled the call", Code.Canceled);
+    }
+    logTypedCall(this.gateway.log, this.gateway.metrics, this.protocol.door, this.route.method, this.#requestId, this.#started, seen);
   };
 }

@@ -251,7 +251,7 @@ describe("slow and silent clients (HTTP/2)", () => {
       });
     };
     const native = trickled({ ":path": `/v3/${KEY}`, "content-type": "application/json" });
-    const grpcCall = trickled({ ":path": "/nodegate.eth.v1.EthService/ChainId", "content-type": "application/grpc", "x-api-key": KEY });
+    const grpcCall = trickled({ ":path": "/nodegate.eth.v1.EthService/ChainId", "content-type": "application/grpc", "x-api-key": KEY, "x-request-id": "trickled-grpc" });
     // A stream whose request arrived whole, in the same session, is not touched.
     expect(JSON.parse(await chainIdOver(session)).result).toBe("0x7a69");
     const [n, g] = await Promise.all([native, grpcCall]);
@@ -259,6 +259,8 @@ describe("slow and silent clients (HTTP/2)", () => {
     // A gRPC caller hears it in gRPC's terms: DEADLINE_EXCEEDED in a trailers-only answer.
     expect(g.status).toBe(200);
     expect(g.grpcStatus).toBe("4");
+    // Found from outside: the log said InvalidArgument ("incomplete envelope"), not what the client was told.
+    await expect.poll(() => ng.logs.find((l) => l.requestId === "trickled-grpc")?.status).toBe("DeadlineExceeded");
     expect(n.closedAfterMs).toBeGreaterThanOrEqual(REQUEST_MS - 50);
     expect(session.closed || session.destroyed).toBe(false);
     session.close();
@@ -411,6 +413,33 @@ describe("HTTP/2 answers a client does not take", () => {
     // Longer than the request deadline in all, with no pause as long as it.
     expect(Math.max(native.ms, grpcLane.ms)).toBeGreaterThan(REQUEST_MS);
     session.close();
+  });
+
+  it("a gRPC call whose client cancels is logged Canceled, though Node's client ends the body before its reset", async () => {
+    // Found from outside: a cancel part way through the message was logged InvalidArgument ("incomplete envelope"),
+    // and one after a whole message but before the end of the body was logged ok, an answer nobody read.
+    const session = http2.connect(ng.url);
+    session.on("error", () => {});
+    const cases = [
+      ["cancel-mid-message", Buffer.from([0, 0, 0, 0]), 0],
+      ["cancel-before-end", Buffer.alloc(5), 0],
+      ["cancel-before-end-slow-node", Buffer.alloc(5), 300],
+    ] as const;
+    try {
+      for (const [requestId, body, nodeMs] of cases) {
+        slowMs = nodeMs;
+        const stream = session.request({ ":method": "POST", ":path": "/nodegate.eth.v1.EthService/BlockNumber", "content-type": "application/grpc", "x-api-key": KEY, "x-request-id": requestId });
+        stream.on("error", () => {});
+        stream.write(body);
+        await sleep(100);
+        stream.close(http2.constants.NGHTTP2_CANCEL);
+        await expect.poll(() => ng.logs.find((l) => l.requestId === requestId)?.status, { timeout: 5000 }).toBe("Canceled");
+      }
+    } finally {
+      slowMs = 0;
+      session.close();
+    }
+    await stillServing();
   });
 
   it("a stream answered while its client is still sending (an early error) is reset with NO_ERROR, so the client stops", async () => {
