@@ -178,8 +178,10 @@ export function rateLimited(window: "second" | "day", retryAfterSeconds: number)
 
 /**
  * A text that costs more than the key may spend in a second (or a day) can
- * never pass: said so, with no Retry-After, which would only send it round
- * again.
+ * never pass: said so in each call's error, with HTTP 200 and no Retry-After.
+ * Clients resend a 429 (ethers v6 does for minutes, with its default batch of
+ * 100 against the core plan's 100 per second); a 200 hands each call its
+ * -32005 at once.
  */
 export function overRateLimit(window: "second" | "day", cost: number, limit: number): GatewayError {
   return new GatewayError({
@@ -188,7 +190,6 @@ export function overRateLimit(window: "second" | "day", cost: number, limit: num
     message: window === "second" ? AUTH_MESSAGES.rateExceeded : AUTH_MESSAGES.dailyExceeded,
     data: JSON.stringify(`this request counts ${cost} requests (a batch of N counts N + 1), more than the key's limit of ${limit} per ${window}; send smaller batches`),
     grpcCode: Code.ResourceExhausted,
-    httpStatus: 429,
   });
 }
 

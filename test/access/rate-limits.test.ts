@@ -5,6 +5,7 @@
  */
 import { once } from "node:events";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { JsonRpcProvider } from "ethers";
 import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
@@ -48,10 +49,11 @@ afterAll(async () => {
 const batch = (n: number) => Array.from({ length: n }, (_, i) => rpc("eth_chainId", [], i + 1));
 
 describe("rate limits", () => {
-  it("a batch of N counts as N + 1: a batch of two never fits a limit of 2, so each call is refused under its own id, with why in data and no Retry-After", async () => {
-    // Found from outside: Retry-After: 1 sent clients round forever with a batch that could never pass.
+  it("a batch of N counts as N + 1: a batch of two never fits a limit of 2, so each call is refused under its own id, with why in data, HTTP 200 and no Retry-After", async () => {
+    // Found from outside: Retry-After: 1 sent clients round forever with a batch that could never pass; so did a bare
+    // 429, which ethers v6 resends for minutes (its default batch of 100 never fits the core plan's 100 per second).
     const res = await post(`${ng.url}/v3/${PER_SECOND}`, batch(2));
-    expect(res.status).toBe(429);
+    expect(res.status).toBe(200);
     const error = {
       code: -32005,
       message: "project ID request rate exceeded",
@@ -64,6 +66,20 @@ describe("rate limits", () => {
     expect(res.headers.get("retry-after")).toBeNull();
     // Calls that fit still pass.
     expect((await post(`${ng.url}/v3/${PER_SECOND}`, rpc("eth_chainId", [], 1))).status).toBe(200);
+  });
+
+  it("ethers v6 batching more than the key's per-second limit gets each call's -32005 at once, and does not resend it", async () => {
+    const provider = new JsonRpcProvider(`${ng.url}/v3/${PER_SECOND}`, 31337, { staticNetwork: true });
+    try {
+      // Two calls in one tick: ethers sends them as one batch, which costs 3 against a limit of 2.
+      const results = await Promise.allSettled([provider.send("eth_chainId", []), provider.send("eth_blockNumber", [])]);
+      for (const r of results) {
+        expect(r.status).toBe("rejected");
+        expect(String((r as PromiseRejectedResult).reason)).toContain("send smaller batches");
+      }
+    } finally {
+      provider.destroy();
+    }
   });
 
   it("a refused batch spends nothing: what was left of the day still serves smaller requests", async () => {
