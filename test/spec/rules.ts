@@ -817,7 +817,7 @@ export const SPEC_RULES: readonly SpecRule[] = [
     quotes: [q(LIMITS, "Rate limits, request size limits and plan quotas: not shown.")],
     doors: ALL_DOORS,
     decision:
-      'Per plan: core 100/s and 1,000,000/day, growth 1,000/s and 20,000,000/day, custom unlimited; per-key overrides. Exceeding: HTTP 429, -32005 "project ID request rate exceeded" (or the daily message), Retry-After; typed RESOURCE_EXHAUSTED with RetryInfo. A batch costing more than the whole limit gets the same error with the reason in data and no Retry-After. Bodies and WebSocket messages up to 5 MiB (413; WebSocket close 1009); batches up to 1000.',
+      'Per plan: core 100/s and 1,000,000/day, growth 1,000/s and 20,000,000/day, custom unlimited; per-key overrides. Exceeding: HTTP 429, -32005 "project ID request rate exceeded" (or the daily message), Retry-After; typed RESOURCE_EXHAUSTED with RetryInfo. A batch costing more than the whole limit gets the same error per call with the reason in data, HTTP 200 and no Retry-After (clients resend a 429). Bodies and WebSocket messages up to 5 MiB (413; WebSocket close 1009); batches up to 1000.',
   },
 
   /* Versioning */
