@@ -305,15 +305,22 @@ export const DEFAULT_PASS_THROUGH = [
   "eth_getBlockTransactionCountByHash",
   "eth_getBlockTransactionCountByNumber",
   "eth_getCode",
+  // Filters: what viem's and ethers' HTTP watchers (watchBlocks, watchContractEvent, on("pending")) poll with.
+  "eth_getFilterChanges",
+  "eth_getFilterLogs",
   "eth_getTransactionByBlockHashAndIndex",
   "eth_getTransactionByHash",
   "eth_getTransactionCount",
   "eth_getUncleCountByBlockHash",
   "eth_getUncleCountByBlockNumber",
   "eth_maxPriorityFeePerGas",
+  "eth_newBlockFilter",
+  "eth_newFilter",
+  "eth_newPendingTransactionFilter",
   "eth_protocolVersion",
   "eth_simulateV1",
   "eth_syncing",
+  "eth_uninstallFilter",
   "net_listening",
   "net_peerCount",
   "net_version",
@@ -326,6 +333,21 @@ export const DEFAULT_PASS_THROUGH = [
  * is true (which forwards eth_sendRawTransaction without listing it), never
  * sent twice (no retry, no failover, no coalescing).
  */
+/**
+ * Methods whose answer depends on what the caller did before (a filter it
+ * made, changes since its last poll): never coalesced (two callers asking
+ * eth_newBlockFilter at once would share one filter and split its changes)
+ * nor sent twice. Filters live on one node: after a failover, polling a
+ * filter made on the primary gets the partner's "filter not found", which
+ * viem and ethers answer by making a new one.
+ */
+export const FILTER_METHODS = ["eth_newFilter", "eth_newBlockFilter", "eth_newPendingTransactionFilter", "eth_getFilterChanges", "eth_getFilterLogs", "eth_uninstallFilter"];
+
+/** Pass-through methods every call of which must reach the node itself, once. */
+export function sentOnlyOnce(method: string): boolean {
+  return WRITE_METHODS.includes(method) || FILTER_METHODS.includes(method);
+}
+
 export const WRITE_METHODS = [
   "eth_sendRawTransaction",
   "eth_sendTransaction",

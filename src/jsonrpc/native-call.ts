@@ -4,7 +4,7 @@
  * allowlisted method outside the table is forwarded verbatim. The node's
  * result comes back untouched.
  */
-import { WRITE_METHODS } from "../config.js";
+import { sentOnlyOnce } from "../config.js";
 import { cancelled, internalError, invalidParams, methodNotFound, noNetworkOfFamily, notificationsUnsupported, wrongNetworkFamily } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { type InvokeContext, invokeMethod, invokePassThrough } from "../methods/invoke.js";
@@ -96,7 +96,7 @@ export async function runNativeCall(call: Call, ctx: NativeCallContext): Promise
     if (ctx.passesThrough(call.method)) {
       const family = passThroughFamily(call.method);
       if (family !== ctx.network.family) return { error: wrongFamily(call.method, family, ctx) };
-      const result = await invokePassThrough(call.method, call.paramsText ?? "[]", !WRITE_METHODS.includes(call.method), ctx);
+      const result = await invokePassThrough(call.method, call.paramsText ?? "[]", !sentOnlyOnce(call.method), ctx);
       return { result };
     }
     return { error: methodNotFound(call.method) };

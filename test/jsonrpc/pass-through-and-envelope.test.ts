@@ -8,10 +8,10 @@ import net from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseEther } from "viem";
+import { createPublicClient, http, parseEther } from "viem";
 import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
 import { CallRequestSchema, type CallResponse, JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
-import { DEFAULT_LIMITS } from "../../src/config.js";
+import { DEFAULT_CACHE, DEFAULT_LIMITS } from "../../src/config.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { connectClient, grpcJsClient } from "../support/grpc-clients.js";
 import { post, rpc } from "../support/http.js";
@@ -26,7 +26,8 @@ let writer: TestNodegate;
 
 beforeAll(async () => {
   anvil = await startAnvil();
-  recorder = await startProgrammableUpstream(() => ({ forward: anvil.url }));
+  // eth_newBlockFilter waits a little, so two calls made together are in flight together (what coalescing would join).
+  recorder = await startProgrammableUpstream((r) => (r.method === "eth_newBlockFilter" ? { delayMs: 100, then: { forward: anvil.url } } : { forward: anvil.url }));
   ng = await startNodegate({ upstreamUrl: recorder.url, config: { corsOrigins: ["https://dapp.example"], limits: { ...DEFAULT_LIMITS, maxBatchSize: 5, maxBodyBytes: 64 * 1024 } } });
   writer = await startNodegate({ upstreamUrl: anvil.url, config: { passThrough: { methods: ["net_version"], allowWrites: true } } });
 });
@@ -47,6 +48,27 @@ describe("pass-through allowlist", () => {
       expect(recorder.requests.at(-1)?.method).toBe(method);
     },
   );
+
+  // Found from outside (viem and ethers against the default configuration): HTTP watchers poll with filters, and
+  // eth_newBlockFilter was -32601.
+  it("filters pass by default, so viem's HTTP block filter works; two callers asking at once get two filters", async () => {
+    const client = createPublicClient({ transport: http(ng.rpcUrl) });
+    const filter = await client.createBlockFilter();
+    await post(anvil.url, rpc("evm_mine", []));
+    const mined = await client.getFilterChanges({ filter });
+    expect(mined).toHaveLength(1);
+    expect(mined[0]).toBe((await client.getBlock()).hash);
+    expect(await client.uninstallFilter({ filter })).toBe(true);
+    // Never coalesced (as production runs, with the cache on): a shared filter would split its changes between its callers.
+    const coalescing = await startNodegate({ upstreamUrl: recorder.url, config: { cache: { ...DEFAULT_CACHE } } });
+    try {
+      const [a, b] = await Promise.all([post(coalescing.rpcUrl, rpc("eth_newBlockFilter", [], 1)), post(coalescing.rpcUrl, rpc("eth_newBlockFilter", [], 2))]);
+      expect(typeof a.json.result).toBe("string");
+      expect(a.json.result).not.toBe(b.json.result);
+    } finally {
+      await coalescing.close();
+    }
+  });
 
   it("params go exactly as sent", async () => {
     const params = '["0x68656c6c6f"]';
