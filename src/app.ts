@@ -18,6 +18,7 @@ import { Metrics } from "./observability/metrics.js";
 import { createNodegateServer, type NodegateServer } from "./server.js";
 import { createStores, type Stores } from "./stores/create-stores.js";
 import { createUpstream } from "./upstream/create-upstream.js";
+import { ReplyBudget } from "./upstream/http1-pool.js";
 import { Network } from "./upstream/network.js";
 
 export interface App {
@@ -39,6 +40,8 @@ export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[
   const stores = createStores(config.stores, log, metrics, config.cache?.maxBytes);
   // The cache store is the shared one (Redis) when configured, else the in-process LRU.
   const cacheStore = deps.cacheStore ?? (config.cache && config.cache.maxBytes > 0 ? stores.cache : undefined);
+  // One budget for every HTTP upstream: the memory it bounds is the process's.
+  const replyBudget = new ReplyBudget(config.limits.maxReplyBytesInFlight);
   const networks = config.networks.map(
     (n) =>
       new Network({
@@ -51,7 +54,7 @@ export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[
         log,
         cache: config.cache && { store: cacheStore, coalesce: config.cache.coalesce, coalesceWindowMs: config.cache.coalesceWindowMs, rules: n.family === "eth" ? ethFinalityRules : new Map() },
         finalizedMaxAgeMs: config.cache?.finalizedMaxAgeMs,
-        upstreams: n.upstreams.map((u) => createUpstream(u.url, `${n.name}/${u.label}`, config.websocket, log)),
+        upstreams: n.upstreams.map((u) => createUpstream(u.url, `${n.name}/${u.label}`, config.websocket, log, replyBudget)),
       }),
   );
   const access = new AccessControl(new ApiKeyStore(keys, config.plans), new RateLimiter(deps.rateLimitStore ?? stores.rateLimits));

@@ -152,6 +152,14 @@ export interface Limits {
   maxSubscriptionsPerKey: number;
   /** Answers and notifications waiting for a native WebSocket client, or events queued for a typed stream, in bytes; more ends it. */
   maxWsUnreadBytes: number;
+  /**
+   * Bytes of HTTP node replies being read at once, over every call of the
+   * process (a reply counts until it has arrived whole); a reply that would
+   * pass it fails, so many large answers (or a node streaming without end to
+   * many calls) cannot take the process's memory. Each reply is also capped
+   * at 256 MiB.
+   */
+  maxReplyBytesInFlight: number;
 }
 
 export interface PassThroughConfig {
@@ -243,6 +251,7 @@ export const DEFAULT_LIMITS: Limits = {
   maxConcurrentRequestsPerKey: 1000,
   maxSubscriptionsPerKey: 1000,
   maxWsUnreadBytes: 64 * 1024 * 1024,
+  maxReplyBytesInFlight: 1024 * 1024 * 1024,
 };
 
 /**
@@ -562,7 +571,7 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
 
   r.keys(["limits"], Object.keys(DEFAULT_LIMITS));
   for (const name of Object.keys(DEFAULT_LIMITS) as (keyof Limits)[]) {
-    config.limits[name] = r.number(["limits", name], 1, 1_000_000_000) ?? config.limits[name];
+    config.limits[name] = r.number(["limits", name], 1, 1_000_000_000_000) ?? config.limits[name];
   }
   if (config.limits.headersTimeoutMs > config.limits.requestTimeoutMs) {
     r.fail(["limits", r.has(["limits", "headersTimeoutMs"]) ? "headersTimeoutMs" : "requestTimeoutMs"], "headersTimeoutMs must not exceed requestTimeoutMs");

@@ -193,6 +193,21 @@ export function overRateLimit(window: "second" | "day", cost: number, limit: num
   });
 }
 
+/**
+ * A node reply dropped because the replies being read at once would pass
+ * limits.maxReplyBytesInFlight: nodegate's own capacity, not the node's
+ * fault, so not an outage (RESOURCE_EXHAUSTED) and worth a retry soon.
+ */
+export function replyBudgetExceeded(detail: string): GatewayError {
+  return new GatewayError({
+    code: -32005,
+    message: `limit exceeded: ${detail}; try again shortly`,
+    grpcCode: Code.ResourceExhausted,
+    httpStatus: 503,
+    retryAfterSeconds: 1,
+  });
+}
+
 /* Subscriptions and streams. */
 
 /** eth_subscribe and eth_unsubscribe over HTTP: notifications need a connection that stays open. */

@@ -5,10 +5,11 @@
 import type { Logger } from "pino";
 import type { WebSocketSettings } from "../config.js";
 import { HttpUpstream } from "./http-upstream.js";
+import type { ReplyBudget } from "./http1-pool.js";
 import type { Upstream } from "./upstream.js";
 import { WsUpstream } from "./ws-upstream.js";
 
-export function createUpstream(url: string, label: string, websocket: WebSocketSettings, log?: Logger): Upstream {
+export function createUpstream(url: string, label: string, websocket: WebSocketSettings, log?: Logger, budget?: ReplyBudget): Upstream {
   const scheme = new URL(url).protocol;
   if (scheme === "ws:" || scheme === "wss:") {
     return new WsUpstream({
@@ -21,5 +22,5 @@ export function createUpstream(url: string, label: string, websocket: WebSocketS
       log,
     });
   }
-  return new HttpUpstream({ url, label });
+  return new HttpUpstream({ url, label, ...(budget === undefined ? {} : { budget }) });
 }

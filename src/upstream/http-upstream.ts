@@ -7,10 +7,10 @@
  */
 import { networkErrorWords } from "./network-errors.js";
 import type { ConnectionOptions } from "node:tls";
-import { cancelled, shuttingDown, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
+import { cancelled, replyBudgetExceeded, shuttingDown, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { readChunkedReply, readReply, requestBody, type UpstreamResult } from "./reply.js";
-import { Http1Error, Http1Pool } from "./http1-pool.js";
+import { Http1Error, Http1Pool, OVER_REPLY_BUDGET, type ReplyBudget } from "./http1-pool.js";
 import type { CallOptions, Upstream } from "./upstream.js";
 
 export interface HttpUpstreamOptions {
@@ -22,6 +22,8 @@ export interface HttpUpstreamOptions {
   connections?: number;
   /** Extra TLS options for an https node (a private CA, say). */
   tls?: ConnectionOptions;
+  /** What replies being read may hold at once, shared by the process's upstreams. */
+  budget?: ReplyBudget;
 }
 
 /** A Retry-After in whole seconds (the provider's form); an HTTP date or anything else is dropped. */
@@ -79,6 +81,7 @@ export class HttpUpstream implements Upstream {
       headers,
       keepAliveMs: 30_000,
       ...(options.tls === undefined ? {} : { tls: options.tls }),
+      ...(options.budget === undefined ? {} : { budget: options.budget }),
     });
   }
 
@@ -134,6 +137,7 @@ export class HttpUpstream implements Upstream {
     if (err === DEADLINE) return upstreamTimeout(options.timeoutMs);
     // Closed when nodegate stops: what still waits for the node is told so (at the drain deadline, calls get an answer).
     if (this.#closed) return shuttingDown();
+    if (err instanceof Http1Error && err.code === OVER_REPLY_BUDGET) return replyBudgetExceeded(err.message);
     const words = networkErrorWords(err);
     if (words !== undefined) return upstreamUnavailable(words, err);
     if (err instanceof Http1Error) return upstreamBadResponse(`invalid HTTP reply: ${err.message}`, err);

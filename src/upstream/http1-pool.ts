@@ -41,6 +41,37 @@ export interface Http1PoolOptions {
   maxBodyBytes?: number;
   /** Extra TLS options for https origins (a private CA, say). */
   tls?: tls.ConnectionOptions;
+  /** Shared with the process's other pools: what their replies being read may hold together. */
+  budget?: ReplyBudget;
+}
+
+/**
+ * The bytes that replies being read hold, over every pool that shares it,
+ * and the most they may: a reply is taken whole or dropped, so the sum of
+ * replies in progress stays bounded however many calls run at once.
+ */
+export class ReplyBudget {
+  readonly maxBytes: number;
+  #held = 0;
+
+  constructor(maxBytes: number) {
+    this.maxBytes = maxBytes;
+  }
+
+  get held(): number {
+    return this.#held;
+  }
+
+  /** Takes `bytes` when they fit; false (and nothing taken) when they would pass the budget. */
+  take(bytes: number): boolean {
+    if (this.#held + bytes > this.maxBytes) return false;
+    this.#held += bytes;
+    return true;
+  }
+
+  give(bytes: number): void {
+    this.#held -= bytes;
+  }
 }
 
 export interface Http1Reply {
@@ -67,6 +98,9 @@ export class Http1Error extends Error {
 function bodyTooLarge(max: number): Http1Error {
   return new Http1Error("HPE_BODY_TOO_LARGE", `reply body larger than ${max} bytes`);
 }
+
+/** The code of the error a reply fails with when the shared ReplyBudget has no room for it. */
+export const OVER_REPLY_BUDGET = "EREPLYBUDGET";
 
 /** One request and its reply; `cancel` ends it at any point (queued, connecting, or mid-reply). */
 export class Http1Call {
@@ -221,6 +255,8 @@ class Connection {
   #headersAt = 0;
   #chunks: Buffer[] = [];
   #length = 0;
+  /** What this reply holds of the pool's ReplyBudget. */
+  #taken = 0;
   #remaining = 0;
   #line = "";
   #keepAlive = true;
@@ -254,6 +290,7 @@ class Connection {
   }
 
   destroy(): void {
+    this.#giveBack();
     if (this.#closed) return;
     this.#closed = true;
     this.call = undefined;
@@ -263,6 +300,7 @@ class Connection {
 
   /** The socket ended, failed or closed: the call on it (if any) fails, or is sent again. */
   #lost(err: Error): void {
+    this.#giveBack();
     const call = this.call;
     this.call = undefined;
     if (!this.#closed) {
@@ -380,6 +418,19 @@ class Connection {
     this.#chunks.push(chunk);
     this.#length += chunk.length;
     if (this.#length > this.#pool.maxBodyBytes) throw bodyTooLarge(this.#pool.maxBodyBytes);
+    const budget = this.#pool.budget;
+    if (budget === undefined) return;
+    if (!budget.take(chunk.length)) {
+      throw new Http1Error(OVER_REPLY_BUDGET, `nodegate is reading ${budget.held} bytes of node replies, its limit (limits.maxReplyBytesInFlight)`);
+    }
+    this.#taken += chunk.length;
+  }
+
+  /** The reply arrived whole, or will not: what it held of the budget is free again. */
+  #giveBack(): void {
+    if (this.#taken === 0) return;
+    this.#pool.budget?.give(this.#taken);
+    this.#taken = 0;
   }
 
   /** Reads (part of) a reply head from `data` at `at`; returns where the rest of `data` starts. */
@@ -479,6 +530,7 @@ class Connection {
     this.call = undefined;
     const reply: Http1Reply = new Reply(this.#statusCode, this.#headText, this.#headersAt, this.#chunks, this.#length, framed);
     this.#chunks = [];
+    this.#giveBack();
     if (framed && this.#keepAlive) {
       this.#used = true;
       this.#pool.release(this);
@@ -494,6 +546,7 @@ export class Http1Pool {
   readonly connectTimeoutMs: number;
   readonly maxHeadBytes: number;
   readonly maxBodyBytes: number;
+  readonly budget: ReplyBudget | undefined;
   readonly #connections: number;
   readonly #prefix: string;
   readonly #connect: () => net.Socket;
@@ -511,6 +564,7 @@ export class Http1Pool {
     this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
     this.maxHeadBytes = options.maxHeadBytes ?? 64 * 1024;
     this.maxBodyBytes = options.maxBodyBytes ?? 256 * 1024 * 1024;
+    this.budget = options.budget;
     this.#connections = Math.max(1, options.connections);
     const path = `${url.pathname}${url.search}` || "/";
     let head = `POST ${path} HTTP/1.1\r\nhost: ${url.host}\r\n`;

@@ -15,7 +15,7 @@ import tls from "node:tls";
 import { promisify } from "node:util";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { Http1Error, Http1Pool, type Http1Reply } from "../../src/upstream/http1-pool.js";
+import { Http1Error, Http1Pool, type Http1Reply, OVER_REPLY_BUDGET, ReplyBudget } from "../../src/upstream/http1-pool.js";
 import { testTempDir } from "../support/temp-dir.js";
 
 /** What the server does with one request on one connection. */
@@ -362,6 +362,38 @@ describe("Http1Pool", () => {
     }
     expect(bodyOf(await p.request("{}", false).reply)).toHaveLength(1024);
     expect(server.connections).toBe(4);
+  });
+
+  it("shares one budget for replies being read between pools: the reply that would pass it fails, and each gives back what it held", async () => {
+    // Found from outside: replies of up to 256 MiB each, read for many calls at once, added up with no bound.
+    const budget = new ReplyBudget(3000);
+    // Each reply of the slow server sends its first 2000 bytes, then the rest when the test says.
+    const gates: (() => void)[] = [];
+    const finishSlow = () => gates.shift()?.();
+    const slow = await rawServer(async (socket) => {
+      socket.write(`HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n7d0\r\n${"a".repeat(2000)}\r\n`);
+      await new Promise<void>((resolve) => gates.push(resolve));
+      socket.write("1\r\nb\r\n0\r\n\r\n");
+    });
+    const fast = await rawServer((socket) => void socket.write(`HTTP/1.1 200 OK\r\ncontent-length: 2000\r\n\r\n${"c".repeat(2000)}`));
+    const slowPool = new Http1Pool({ url: new URL(slow.url), connections: 2, headers: {}, keepAliveMs: 30_000, budget });
+    const fastPool = new Http1Pool({ url: new URL(fast.url), connections: 2, headers: {}, keepAliveMs: 30_000, budget });
+    pools.push(slowPool, fastPool);
+    const held = slowPool.request("{}", false);
+    await expect.poll(() => budget.held).toBe(2000);
+    await expect(fastPool.request("{}", false).reply).rejects.toMatchObject({ code: OVER_REPLY_BUDGET, message: expect.stringContaining("limits.maxReplyBytesInFlight") });
+    expect(budget.held).toBe(2000);
+    finishSlow();
+    expect(bodyOf(await held.reply)).toHaveLength(2001);
+    expect(budget.held).toBe(0);
+    expect(bodyOf(await fastPool.request("{}", false).reply)).toHaveLength(2000);
+    expect(budget.held).toBe(0);
+    // A reply cancelled part way gives back what it held too.
+    const again = slowPool.request("{}", false);
+    await expect.poll(() => budget.held).toBe(2000);
+    again.cancel(new Error("caller left"));
+    await expect(again.reply).rejects.toThrow("caller left");
+    expect(budget.held).toBe(0);
   });
 
   it("fails with ECONNREFUSED when nothing listens", async () => {
