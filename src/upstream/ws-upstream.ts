@@ -12,7 +12,7 @@
 import { webSocketErrorWords } from "./network-errors.js";
 import type { Logger } from "pino";
 import WebSocket from "ws";
-import { cancelled, shuttingDown, upstreamConnectionLost, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
+import { cancelled, shuttingDown, upstreamBadResponse, upstreamConnectionLost, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { backoffDelay } from "./backoff.js";
 import { readSubscriptionNotification, type SubscriptionNotification } from "./notification.js";
@@ -246,6 +246,8 @@ export class WsUpstream implements Upstream {
     socket.on("error", (err) => {
       if (socket === this.#socket) this.#lastError = webSocketErrorWords(err);
       this.#log?.debug({ err: err.message }, "WebSocket upstream error");
+      // Sent again, the answer would be as large again: the calls on this connection fail as a bad reply does on HTTP.
+      if ((err as { code?: string }).code === "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH") this.#outOfStep(socket, `a message larger than ${this.#maxMessageBytes} bytes`);
     });
     socket.on("close", (code) => this.#onDropped(socket, `closed with code ${code}`));
   }
@@ -289,14 +291,14 @@ export class WsUpstream implements Upstream {
   #onMessage(socket: WebSocket, data: Buffer, isBinary: boolean): void {
     if (socket !== this.#socket) return;
     if (isBinary) {
-      this.#log?.warn("WebSocket upstream sent a binary message; ignored");
+      this.#outOfStep(socket, "a binary message");
       return;
     }
     let idText: string | undefined;
     try {
       idText = peekReplyId(data);
     } catch (err) {
-      this.#log?.warn({ err: (err as Error).message }, "WebSocket upstream sent an unreadable message; ignored");
+      this.#outOfStep(socket, "a message that is not a JSON object", (err as Error).message);
       return;
     }
     if (idText === undefined) {
@@ -348,6 +350,21 @@ export class WsUpstream implements Upstream {
     this.#pending.delete(id);
     pending.cleanup();
     pending.reject(error);
+  }
+
+  /**
+   * The node sent what no call can be matched to (not JSON, binary): one of
+   * the answers in flight may be lost in it, so each call in flight on the
+   * connection fails as an unreadable HTTP reply does (-32052) instead of
+   * waiting to its deadline, and the connection is reset.
+   */
+  #outOfStep(socket: WebSocket, what: string, detail?: string): void {
+    if (socket !== this.#socket) return;
+    this.#log?.warn({ what, detail }, "WebSocket upstream sent what no call can be matched to; resetting the connection");
+    for (const [id, pending] of this.#pending) {
+      if (pending.sentOn === socket) this.#fail(id, upstreamBadResponse(`the node sent ${what} on the WebSocket; the connection was reset`));
+    }
+    this.#onDropped(socket, `sent ${what}`);
   }
 
   /** Forgets a dead connection, settles what was in flight on it, and schedules the next attempt. */

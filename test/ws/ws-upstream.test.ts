@@ -243,6 +243,40 @@ describe("WsUpstream: dropped connections", () => {
   });
 });
 
+describe("WsUpstream: a node out of step", () => {
+  // Found from outside: such messages were ignored, so every call in flight waited for its deadline (30 s by default).
+  it("a message that is not JSON, a binary one, or one over the size limit fails the calls in flight with -32052 and resets the connection", async () => {
+    const { WebSocketServer } = await import("ws");
+    const faults: ((socket: import("ws").WebSocket) => void)[] = [
+      (socket) => socket.send("this is not JSON"),
+      (socket) => socket.send(Buffer.from([1, 2, 3]), { binary: true }),
+      (socket) => socket.send(`{"jsonrpc":"2.0","id":1,"result":"0x${"ab".repeat(2048)}"}`),
+    ];
+    let connections = 0;
+    const server = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+    cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    server.on("connection", (socket) => {
+      const fault = faults[connections++];
+      socket.on("message", (data) => {
+        const { id } = JSON.parse(String(data)) as { id: number };
+        if (fault !== undefined) fault(socket);
+        else socket.send(`{"jsonrpc":"2.0","id":${id},"result":"0x7a69"}`);
+      });
+    });
+    await new Promise((resolve) => server.once("listening", resolve));
+    const port = (server.address() as { port: number }).port;
+    const u = new WsUpstream({ url: `ws://127.0.0.1:${port}`, label: "out-of-step", reconnectMinDelayMs: 20, reconnectMaxDelayMs: 50, maxMessageBytes: 1024 });
+    cleanups.push(() => u.close());
+    for (const words of ["a message that is not a JSON object", "a binary message", "a message larger than 1024 bytes"]) {
+      const err = await rejection(u.call("eth_chainId", "[]", opts({ idempotent: true })));
+      expect(err.code).toBe(-32052);
+      expect(err.message).toContain(`the node sent ${words} on the WebSocket; the connection was reset`);
+    }
+    expect(resultText(await u.call("eth_chainId", "[]", opts()))).toBe('"0x7a69"');
+    expect(connections).toBe(4);
+  });
+});
+
 describe("WsUpstream: close", () => {
   it("rejects what is pending, closes its socket and leaves no timers or sockets behind", async () => {
     const p = await proxy();
