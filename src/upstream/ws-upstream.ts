@@ -235,7 +235,7 @@ export class WsUpstream implements Upstream {
     });
     this.#socket = socket;
     socket.on("open", () => this.#onOpen(socket));
-    socket.on("message", (data, isBinary) => this.#onMessage(socket, data as Buffer, isBinary));
+    socket.on("message", (data) => this.#onMessage(socket, data as Buffer));
     socket.on("pong", () => {
       if (socket === this.#socket) {
         clearTimeout(this.#pongDeadline);
@@ -288,12 +288,9 @@ export class WsUpstream implements Upstream {
     this.#pongDeadline = undefined;
   }
 
-  #onMessage(socket: WebSocket, data: Buffer, isBinary: boolean): void {
+  #onMessage(socket: WebSocket, data: Buffer): void {
     if (socket !== this.#socket) return;
-    if (isBinary) {
-      this.#outOfStep(socket, "a binary message");
-      return;
-    }
+    // A binary frame is read as text too: some gateways frame JSON-RPC that way.
     let idText: string | undefined;
     try {
       idText = peekReplyId(data);

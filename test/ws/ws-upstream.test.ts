@@ -245,12 +245,13 @@ describe("WsUpstream: dropped connections", () => {
 
 describe("WsUpstream: a node out of step", () => {
   // Found from outside: such messages were ignored, so every call in flight waited for its deadline (30 s by default).
-  it("a message that is not JSON, a binary one, or one over the size limit fails the calls in flight with -32052 and resets the connection", async () => {
+  it("a message that is not JSON (in a text or a binary frame), or one over the size limit, fails the calls in flight with -32052 and resets the connection; JSON in a binary frame is read", async () => {
     const { WebSocketServer } = await import("ws");
-    const faults: ((socket: import("ws").WebSocket) => void)[] = [
+    const faults: ((socket: import("ws").WebSocket, id: number) => void)[] = [
       (socket) => socket.send("this is not JSON"),
       (socket) => socket.send(Buffer.from([1, 2, 3]), { binary: true }),
       (socket) => socket.send(`{"jsonrpc":"2.0","id":1,"result":"0x${"ab".repeat(2048)}"}`),
+      (socket, id) => socket.send(Buffer.from(`{"jsonrpc":"2.0","id":${id},"result":"0x1"}`), { binary: true }),
     ];
     let connections = 0;
     const server = new WebSocketServer({ host: "127.0.0.1", port: 0 });
@@ -259,7 +260,7 @@ describe("WsUpstream: a node out of step", () => {
       const fault = faults[connections++];
       socket.on("message", (data) => {
         const { id } = JSON.parse(String(data)) as { id: number };
-        if (fault !== undefined) fault(socket);
+        if (fault !== undefined) fault(socket, id);
         else socket.send(`{"jsonrpc":"2.0","id":${id},"result":"0x7a69"}`);
       });
     });
@@ -267,12 +268,14 @@ describe("WsUpstream: a node out of step", () => {
     const port = (server.address() as { port: number }).port;
     const u = new WsUpstream({ url: `ws://127.0.0.1:${port}`, label: "out-of-step", reconnectMinDelayMs: 20, reconnectMaxDelayMs: 50, maxMessageBytes: 1024 });
     cleanups.push(() => u.close());
-    for (const words of ["a message that is not a JSON object", "a binary message", "a message larger than 1024 bytes"]) {
+    for (const words of ["a message that is not a JSON object", "a message that is not a JSON object", "a message larger than 1024 bytes"]) {
       const err = await rejection(u.call("eth_chainId", "[]", opts({ idempotent: true })));
       expect(err.code).toBe(-32052);
       expect(err.message).toContain(`the node sent ${words} on the WebSocket; the connection was reset`);
     }
-    expect(resultText(await u.call("eth_chainId", "[]", opts()))).toBe('"0x7a69"');
+    // The fourth connection answers in binary frames, which are read, and it stays open.
+    expect(resultText(await u.call("eth_chainId", "[]", opts()))).toBe('"0x1"');
+    expect(resultText(await u.call("eth_chainId", "[]", opts()))).toBe('"0x1"');
     expect(connections).toBe(4);
   });
 });
