@@ -64,6 +64,23 @@ function refuseEach(res: Res, requestId: string, error: GatewayError, parts: rea
 const CLIENT_CLOSED = 499;
 /** What a request whose client left before its body arrived is logged and counted as (method "other"). */
 const UNREAD_CALLS: readonly CallRecord[] = [{ method: "(unread)", outcome: CANCELED_OUTCOME }];
+/** A request whose body Node cut off past limits.requestTimeoutMs, answering 408 itself. */
+const TIMED_OUT_CALLS: readonly CallRecord[] = [{ method: "(unread)", outcome: "DeadlineExceeded" }];
+/** A request whose body Node could not read as HTTP (malformed chunked framing), answering 400 itself. */
+const MALFORMED_CALLS: readonly CallRecord[] = [{ method: "(unread)", outcome: "-32600" }];
+
+/**
+ * A body that never arrived: Node answered the request itself when it cut it
+ * off (408 past the request deadline, 400 for framing it cannot read), and
+ * left its reason on the socket; otherwise the client left (499).
+ */
+function unreadRecord(req: Req): { calls: readonly CallRecord[]; status: number } {
+  const code = (req.socket.errored as { code?: string } | null)?.code;
+  if (code === "ERR_HTTP_REQUEST_TIMEOUT") return { calls: TIMED_OUT_CALLS, status: 408 };
+  // HPE_INVALID_EOF_STATE: the connection ended part way through the body, which is the client leaving.
+  if (code?.startsWith("HPE_") && code !== "HPE_INVALID_EOF_STATE") return { calls: MALFORMED_CALLS, status: 400 };
+  return { calls: UNREAD_CALLS, status: CLIENT_CLOSED };
+}
 
 function header(req: Req, name: string): string | undefined {
   const v = req.headers[name];
@@ -136,8 +153,9 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       try {
         text = await readBody(req, gateway.limits.maxBodyBytes);
       } catch {
-        calls = UNREAD_CALLS;
-        log(CLIENT_CLOSED);
+        const unread = unreadRecord(req);
+        calls = unread.calls;
+        log(unread.status);
         return;
       }
       if (text === undefined) calls = refuse(res, requestId, err);
@@ -150,8 +168,9 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
     } catch (err) {
       // The client went away (or was cut off by a deadline) before its body arrived: nobody to answer, nothing wrong here.
       gateway.log.debug({ err: (err as Error).message }, "native request body not received");
-      calls = UNREAD_CALLS;
-      log(CLIENT_CLOSED);
+      const unread = unreadRecord(req);
+      calls = unread.calls;
+      log(unread.status);
       return;
     }
     if (body === undefined) {

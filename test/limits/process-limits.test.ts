@@ -147,12 +147,22 @@ describe("slow and silent clients (HTTP/1.1)", () => {
   it("a body that trickles is cut off at the request deadline, with 408", async () => {
     const conn = await rawConnection();
     const body = JSON.stringify(rpc("eth_chainId"));
-    conn.socket.write(`POST /v3/${KEY} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+    conn.socket.write(`POST /v3/${KEY} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nx-request-id: trickled-native\r\nContent-Length: ${body.length}\r\n\r\n`);
     const sent = await trickle(conn, body, 100);
     await conn.closed;
     expect(sent).toBeLessThan(body.length);
     expect(conn.received()).toMatch(/^HTTP\/1\.1 408 /);
+    // Found from outside: logged 499 Canceled, as if the client had left, though it stayed and was answered 408.
+    await expect.poll(() => ng.logs.find((l) => l.requestId === "trickled-native")).toMatchObject({ status: 408, outcome: "DeadlineExceeded" });
     await stillServing();
+  });
+
+  it("a chunked body Node cannot read is logged with the 400 Node answered, not as a client that left", async () => {
+    const conn = await rawConnection();
+    conn.socket.write(`POST /v3/${KEY} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nx-request-id: bad-chunk\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`);
+    await conn.closed;
+    expect(conn.received()).toMatch(/^HTTP\/1\.1 400 /);
+    await expect.poll(() => ng.logs.find((l) => l.requestId === "bad-chunk")).toMatchObject({ status: 400, outcome: "-32600" });
   });
 
   it("a keep-alive connection left idle after its response is closed at the idle deadline", async () => {
