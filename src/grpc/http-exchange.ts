@@ -4,7 +4,7 @@
  * watches. Each lane adds how it writes an answer and an error.
  */
 import type { IncomingHttpHeaders } from "node:http";
-import type { ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { NodeRequest, NodeResponse } from "../http-types.js";
 import type { UnaryExchange } from "./unary-call.js";
 
@@ -37,9 +37,12 @@ export abstract class HttpExchange implements UnaryExchange {
     return this.res.writableFinished;
   }
 
-  /** Node answers a request that does not arrive in time (408) on the socket itself: that call is logged as cancelled. */
+  /** A request that did not arrive whole within limits.requestTimeoutMs, which Node (HTTP/1.1) or the session's sweep (HTTP/2) answered 408. */
   answeredElsewhere(): ConnectError | undefined {
-    return undefined;
+    const res = this.res;
+    const timedOut =
+      "stream" in res ? res.stream.headersSent && res.stream.sentHeaders[":status"] === 408 : (this.req.socket.errored as { code?: string } | null)?.code === "ERR_HTTP_REQUEST_TIMEOUT";
+    return timedOut ? new ConnectError("request not received in time", Code.DeadlineExceeded) : undefined;
   }
 
   abstract answer(body: Buffer, requestId: string): void;

@@ -157,6 +157,15 @@ describe("slow and silent clients (HTTP/1.1)", () => {
     await stillServing();
   });
 
+  it("a Connect call whose body trickles is cut off with 408 and logged DeadlineExceeded, not Canceled", async () => {
+    const conn = await rawConnection();
+    conn.socket.write(`POST /nodegate.eth.v1.EthService/ChainId HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/proto\r\nx-api-key: ${KEY}\r\nx-request-id: trickled-connect\r\nContent-Length: 40\r\n\r\n`);
+    await trickle(conn, "\n".repeat(40), 100);
+    await conn.closed;
+    expect(conn.received()).toMatch(/^HTTP\/1\.1 408 /);
+    await expect.poll(() => ng.logs.find((l) => l.requestId === "trickled-connect")?.status).toBe("DeadlineExceeded");
+  });
+
   it("a chunked body Node cannot read is logged with the 400 Node answered, not as a client that left", async () => {
     const conn = await rawConnection();
     conn.socket.write(`POST /v3/${KEY} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nx-request-id: bad-chunk\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`);
