@@ -563,7 +563,8 @@ export class Http1Pool {
     this.keepAliveMs = options.keepAliveMs;
     this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
     this.maxHeadBytes = options.maxHeadBytes ?? 64 * 1024;
-    this.maxBodyBytes = options.maxBodyBytes ?? 256 * 1024 * 1024;
+    // A reply larger than the whole budget could never be taken: it fails as too large, not as "try again".
+    this.maxBodyBytes = Math.min(options.maxBodyBytes ?? 256 * 1024 * 1024, options.budget?.maxBytes ?? Number.POSITIVE_INFINITY);
     this.budget = options.budget;
     this.#connections = Math.max(1, options.connections);
     const path = `${url.pathname}${url.search}` || "/";

@@ -1,10 +1,13 @@
 /**
  * limits.maxReplyBytesInFlight: node replies being read at once, over all
- * calls, are bounded. A reply that would pass the bound fails with -32005
- * (HTTP 503, Retry-After; RESOURCE_EXHAUSTED on the typed door), which is
- * nodegate's capacity and not the node's outage: the circuit stays closed
- * and smaller calls are served throughout.
+ * calls, are bounded. A reply that would pass the bound while others are
+ * being read fails with -32005 (HTTP 503, Retry-After; RESOURCE_EXHAUSTED on
+ * the typed door), which is nodegate's capacity and not the node's outage:
+ * the circuit stays closed and other calls are served throughout. A reply
+ * larger than the whole bound could never be taken, and fails as too large.
  */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { create } from "@bufbuild/protobuf";
 import type { ServiceError } from "@grpc/grpc-js";
 import { status as GrpcStatus } from "@grpc/grpc-js";
@@ -13,38 +16,81 @@ import { EthService, GetCodeRequestSchema } from "../../gen/nodegate/eth/v1/eth_
 import { DEFAULT_CIRCUIT_BREAKER, DEFAULT_LIMITS } from "../../src/config.js";
 import { post, rpc } from "../support/http.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
-import { type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
 import { grpcJsCaller, type TypedCaller } from "../support/typed-callers.js";
 
-const ADDRESS = `0x${"12".repeat(20)}`;
-/** A reply of about 200 KB, more than the 64 KiB budget below. */
-const LARGE_CODE = `0x${"ab".repeat(100_000)}`;
+const BUDGET = 128 * 1024;
+/** The address whose code the node sends in two parts, the second when the test says. */
+const HELD = `0x${"11".repeat(20)}`;
+/** The address whose code is larger than the whole budget. */
+const HUGE = `0x${"22".repeat(20)}`;
 
-let upstream: ProgrammableUpstream;
+let node: http.Server;
+let nodeUrl: string;
+const gates: (() => void)[] = [];
 let ng: TestNodegate;
 let typed: TypedCaller;
 
 beforeAll(async () => {
-  upstream = await startProgrammableUpstream((r) => (r.method === "eth_getCode" ? { result: LARGE_CODE } : { result: "0x7a69" }));
-  ng = await startNodegate({ upstreamUrl: upstream.url, config: { limits: { ...DEFAULT_LIMITS, maxReplyBytesInFlight: 64 * 1024 } } });
+  node = http.createServer((req, res) => {
+    let body = "";
+    req.on("data", (d: Buffer) => (body += d.toString()));
+    req.on("end", async () => {
+      const request = JSON.parse(body) as { id: number; method: string; params: unknown[] };
+      const head = `{"jsonrpc":"2.0","id":${request.id},"result":`;
+      res.writeHead(200, { "content-type": "application/json" });
+      if (request.method !== "eth_getCode") {
+        res.end(`${head}"0x7a69"}`);
+        return;
+      }
+      const address = request.params[0];
+      if (address === HUGE) {
+        res.end(`${head}"0x${"ab".repeat(BUDGET)}"}`);
+        return;
+      }
+      // About 80 KB now and 20 KB later (100 KB in all, within the budget alone).
+      res.write(`${head}"0x${"ab".repeat(40_000)}`);
+      if (address === HELD) await new Promise<void>((resolve) => gates.push(resolve));
+      res.end(`${"cd".repeat(10_000)}"}`);
+    });
+  });
+  await new Promise<void>((resolve) => node.listen(0, "127.0.0.1", resolve));
+  nodeUrl = `http://127.0.0.1:${(node.address() as AddressInfo).port}`;
+  ng = await startNodegate({ upstreamUrl: nodeUrl, config: { limits: { ...DEFAULT_LIMITS, maxReplyBytesInFlight: BUDGET } } });
   typed = grpcJsCaller(ng, EthService, ng.key);
 });
 afterAll(async () => {
   typed?.close();
   await ng?.close();
-  await upstream?.close();
+  for (const open of gates.splice(0)) open();
+  await new Promise<void>((resolve) => node?.close(() => resolve()));
 });
 
-it("a reply that would pass the budget fails on both doors as nodegate's limit, and is no outage", async () => {
-  // More failures than the circuit breaker's threshold: none of them may open it.
+const getCode = (address: string, id: number) => post(ng.rpcUrl, rpc("eth_getCode", [address, "latest"], id));
+
+it("a reply that would pass the budget while another is read fails on both doors as nodegate's limit, and is no outage", async () => {
+  const held = getCode(HELD, 1);
+  await expect.poll(() => gates.length).toBe(1);
+  // More refusals than the circuit breaker's threshold: none of them may open it.
   for (let i = 0; i <= DEFAULT_CIRCUIT_BREAKER.threshold; i++) {
-    const native = await post(ng.rpcUrl, rpc("eth_getCode", [ADDRESS, "latest"], i));
-    expect(native.status).toBe(503);
-    expect(native.headers.get("retry-after")).toBe("1");
-    expect(native.json.error.code).toBe(-32005);
-    expect(native.json.error.message).toMatch(/^limit exceeded: nodegate is reading \d+ bytes of node replies, its limit \(limits\.maxReplyBytesInFlight\); try again shortly$/);
+    const refused = await getCode(`0x${"33".repeat(20)}`, 10 + i);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get("retry-after")).toBe("1");
+    expect(refused.json.error.code).toBe(-32005);
+    expect(refused.json.error.message).toMatch(/^limit exceeded: nodegate is reading \d+ bytes of node replies, its limit \(limits\.maxReplyBytesInFlight\); try again shortly$/);
   }
-  const err = (await typed.call(EthService.method.getCode, create(GetCodeRequestSchema, { address: Buffer.from(ADDRESS.slice(2), "hex"), block: { kind: { case: "tag", value: 1 } } })).catch((e: unknown) => e)) as ServiceError;
+  const address = Buffer.from("33".repeat(20), "hex");
+  const err = (await typed.call(EthService.method.getCode, create(GetCodeRequestSchema, { address, block: { kind: { case: "tag", value: 1 } } })).catch((e: unknown) => e)) as ServiceError;
   expect(err.code).toBe(GrpcStatus.RESOURCE_EXHAUSTED);
   expect((await post(ng.rpcUrl, rpc("eth_chainId", [], 9))).json.result).toBe("0x7a69");
+  gates.shift()?.();
+  expect((await held).json.result).toHaveLength(2 + 100_000);
+  // What the held reply took is free again: the same call passes.
+  expect((await getCode(`0x${"33".repeat(20)}`, 20)).json.result).toHaveLength(2 + 100_000);
+});
+
+it("a reply larger than the whole budget fails as too large (-32052), not as 'try again'", async () => {
+  const refused = await getCode(HUGE, 30);
+  expect(refused.json.error.code).toBe(-32052);
+  expect(refused.json.error.message).toContain(`reply body larger than ${BUDGET} bytes`);
+  expect(refused.headers.get("retry-after")).toBeNull();
 });
