@@ -166,7 +166,7 @@ export function encodeFelt(bytes: Uint8Array): string {
 }
 
 /**
- * Decodes a storage slot as nodes accept it: 0x and 1 to 64 hex digits, any
+ * Decodes a storage slot as nodes accept it: 0x and up to 64 hex digits, any
  * case, leading zeros allowed; an odd digit count is padded. 64 digits give
  * 32 bytes, fewer give the minimal value (geth's decodeHash).
  */
@@ -174,7 +174,8 @@ export function decodeStorageSlot(value: unknown): Uint8Array {
   if (typeof value !== "string") {
     throw new HexError(`want a hex storage slot string, got ${describe(value)}`);
   }
-  if (!HEX_DIGITS.test(value) || value.length === 2) {
+  // "0x" alone is slot 0, as geth's decodeHash (and Anvil) read it.
+  if (!HEX_DIGITS.test(value)) {
     throw new HexError(`invalid hex in storage slot ${describe(value)}`);
   }
   const digits = value.length - 2;
