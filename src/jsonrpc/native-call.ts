@@ -70,9 +70,12 @@ function wrongFamily(method: string, family: ChainFamily, ctx: NativeCallContext
   });
 }
 
-/** The chain family a method outside the table belongs to, by its namespace: Starknet's all start with starknet_. */
+/** Namespaces of Starknet nodes' methods: the spec's, and pathfinder's and juno's own. */
+const STARKNET_NAMESPACES = /^(?:starknet|pathfinder|juno)_/;
+
+/** The chain family a method outside the table belongs to, by its namespace. */
 function passThroughFamily(method: string): ChainFamily {
-  return method.startsWith("starknet_") ? "starknet" : "eth";
+  return STARKNET_NAMESPACES.test(method) ? "starknet" : "eth";
 }
 
 export async function runNativeCall(call: Call, ctx: NativeCallContext): Promise<Outcome> {

@@ -56,7 +56,7 @@ beforeAll(async () => {
       { name: "ethereum", family: "eth", upstreams: [{ label: "anvil", url: anvil.url }] },
       { name: "starknet", family: "starknet", upstreams: [{ label: "fixtures", url: upstream.url }] },
     ],
-    config: { passThrough: { methods: [...DEFAULT_PASS_THROUGH, "starknet_chainId"], allowWrites: false } },
+    config: { passThrough: { methods: [...DEFAULT_PASS_THROUGH, "starknet_chainId", "pathfinder_version", "juno_version"], allowWrites: false } },
   });
   grpc = grpcJsClient(ng.address, StarknetService);
 });
@@ -357,6 +357,17 @@ describe("network routing", () => {
     const wrongWay = await post(starknetPath(), call(7, "eth_chainId", "[]"));
     expect(wrongWay.body.error?.message).toBe('eth_chainId is an Ethereum method, but network "starknet" serves Starknet methods; send it to /ethereum/v3/<KEY>');
     expect(upstreamSaw(before)).toEqual([]);
+  });
+
+  it("a Starknet node's own namespaces (pathfinder_, juno_) on the pass-through list are Starknet methods too", async () => {
+    // Found from outside: they were taken for Ethereum methods and sent to the Ethereum node.
+    const before = upstream.requests.length;
+    for (const method of ["pathfinder_version", "juno_version"]) {
+      await post(starknetPath(), call(8, method, "[]"));
+      const elsewhere = await post(`/v3/${ng.key}`, call(9, method, "[]"));
+      expect(elsewhere.body.error?.message).toBe(`${method} is a Starknet method, but network "ethereum" serves Ethereum methods; send it to /starknet/v3/<KEY>`);
+    }
+    expect(upstreamSaw(before)).toEqual(["pathfinder_version []", "juno_version []"]);
   });
 
   it("a batch on the Starknet network answers each call for itself", async () => {
