@@ -232,18 +232,20 @@ describe("metrics", () => {
   });
 });
 
-describe("the native door's calls, as operators see them", () => {
-  /** Waits for the log line with this request id. */
-  async function lineOf(requestId: string): Promise<Record<string, unknown>> {
-    await expect.poll(() => ng.logs.some((l) => l.requestId === requestId && l.msg === "request"), { timeout: 10_000 }).toBe(true);
-    return ng.logs.find((l) => l.requestId === requestId && l.msg === "request") as Record<string, unknown>;
-  }
+/** Waits for the request log line with this request id. */
+async function lineOf(requestId: string): Promise<Record<string, unknown>> {
+  await expect.poll(() => ng.logs.some((l) => l.requestId === requestId && l.msg === "request"), { timeout: 10_000 }).toBe(true);
+  return ng.logs.find((l) => l.requestId === requestId && l.msg === "request") as Record<string, unknown>;
+}
 
-  async function metric(name: string): Promise<number> {
-    const text = await (await fetch(`${ng.url}/metrics`)).text();
-    const line = text.split("\n").find((l) => l.startsWith(`${name} `));
-    return line === undefined ? 0 : Number(line.split(" ")[1]);
-  }
+/** A counter's value in a Prometheus scrape (0 when absent). */
+async function metric(name: string): Promise<number> {
+  const text = await (await fetch(`${ng.url}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith(`${name} `));
+  return line === undefined ? 0 : Number(line.split(" ")[1]);
+}
+
+describe("the native door's calls, as operators see them", () => {
 
   it("a call whose HTTP client leaves is logged (499) and counted as Canceled, not dropped", async () => {
     // Found from outside: nothing was logged or counted for it.
@@ -329,17 +331,7 @@ describe("the native door's calls, as operators see them", () => {
 
 describe("typed requests answered before Connect's interceptor, as operators see them", () => {
   // Found from outside: these were answered but neither logged nor counted.
-  async function lineOf(requestId: string): Promise<Record<string, unknown>> {
-    await expect.poll(() => ng.logs.some((l) => l.requestId === requestId && l.msg === "request"), { timeout: 10_000 }).toBe(true);
-    return ng.logs.find((l) => l.requestId === requestId && l.msg === "request") as Record<string, unknown>;
-  }
   const linesOf = (requestId: string) => ng.logs.filter((l) => l.requestId === requestId && l.msg === "request");
-
-  async function metric(name: string): Promise<number> {
-    const text = await (await fetch(`${ng.url}/metrics`)).text();
-    const line = text.split("\n").find((l) => l.startsWith(`${name} `));
-    return line === undefined ? 0 : Number(line.split(" ")[1]);
-  }
 
   const GET_BALANCE = "/nodegate.eth.v1.EthService/GetBalance";
   const grpcWeb = (path: string, body: Uint8Array, requestId: string, contentType = "application/grpc-web+proto") =>
