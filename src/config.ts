@@ -338,11 +338,6 @@ export const DEFAULT_PASS_THROUGH = [
 ];
 
 /**
- * Methods that change the chain: forwarded only when passThrough.allowWrites
- * is true (which forwards eth_sendRawTransaction without listing it), never
- * sent twice (no retry, no failover, no coalescing).
- */
-/**
  * Methods whose answer depends on what the caller did before (a filter it
  * made, changes since its last poll): never coalesced (two callers asking
  * eth_newBlockFilter at once would share one filter and split its changes)
@@ -357,6 +352,11 @@ export function sentOnlyOnce(method: string): boolean {
   return WRITE_METHODS.includes(method) || FILTER_METHODS.includes(method);
 }
 
+/**
+ * Methods that change the chain: forwarded only when passThrough.allowWrites
+ * is true (which forwards eth_sendRawTransaction without listing it), never
+ * sent twice (no retry, no failover, no coalescing).
+ */
 export const WRITE_METHODS = [
   "eth_sendRawTransaction",
   "eth_sendTransaction",
