@@ -21,6 +21,7 @@
  */
 import { createPrivateKey, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import { createSecureContext } from "node:tls";
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from "yaml";
 import type { ChainFamily } from "./methods/method-table.js";
@@ -285,8 +286,12 @@ function tlsPairError(cert: Buffer, key: Buffer): { field: "certFile" | "keyFile
   } catch (err) {
     return { field: "certFile", message: `not a PEM certificate (${(err as Error).message})` };
   }
+  if (/-----BEGIN (?:ENCRYPTED PRIVATE KEY|[A-Z ]*PRIVATE KEY-----[\s\S]*Proc-Type: 4,ENCRYPTED)/.test(key.toString("latin1"))) {
+    return { field: "keyFile", message: "the private key is encrypted, and nodegate takes no passphrase: give it the key without one (openssl pkey -in KEY -out PLAIN_KEY)" };
+  }
+  let privateKey;
   try {
-    createPrivateKey(key);
+    privateKey = createPrivateKey(key);
   } catch (err) {
     return { field: "keyFile", message: `not a PEM private key (${(err as Error).message})` };
   }
@@ -294,6 +299,11 @@ function tlsPairError(cert: Buffer, key: Buffer): { field: "certFile" | "keyFile
     createSecureContext({ cert, key });
   } catch (err) {
     return { field: "keyFile", message: `does not match the certificate in certFile (${(err as Error).message})` };
+  }
+  // OpenSSL keeps a pair per key type: a key of another type than the certificate's passes the check above,
+  // and then every handshake fails.
+  if (!new X509Certificate(cert).checkPrivateKey(privateKey)) {
+    return { field: "keyFile", message: `does not match the certificate in certFile (a ${privateKey.asymmetricKeyType} key for a certificate whose key is ${new X509Certificate(cert).publicKey.asymmetricKeyType})` };
   }
   return undefined;
 }
@@ -680,7 +690,10 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
     const certFile = r.string(["tls", "certFile"]) ?? r.fail(["tls", "certFile"], "required with tls");
     const keyFile = r.string(["tls", "keyFile"]) ?? r.fail(["tls", "keyFile"], "required with tls");
     const pem: Record<"certFile" | "keyFile", Buffer> = { certFile: Buffer.alloc(0), keyFile: Buffer.alloc(0) };
-    for (const [name, path] of [["certFile", certFile], ["keyFile", keyFile]] as const) {
+    // Relative paths are the configuration file's neighbours, wherever nodegate is started from.
+    const certPath = resolve(dirname(file), certFile);
+    const keyPath = resolve(dirname(file), keyFile);
+    for (const [name, path] of [["certFile", certPath], ["keyFile", keyPath]] as const) {
       try {
         pem[name] = readFileSync(path);
       } catch (err) {
@@ -689,7 +702,7 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
     }
     const tlsError = tlsPairError(pem.certFile, pem.keyFile);
     if (tlsError !== undefined) r.fail(["tls", tlsError.field], tlsError.message);
-    config.tls = { certFile, keyFile };
+    config.tls = { certFile: certPath, keyFile: keyPath };
   }
   r.keys(["cors"], ["origins"]);
   config.corsOrigins = r.strings(["cors", "origins"]) ?? config.corsOrigins;

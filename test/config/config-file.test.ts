@@ -144,6 +144,22 @@ describe("found by check-config, not at start", () => {
     expect(errorOf(tls(a.key, a.cert))).toMatch(/tls\.certFile: not a PEM certificate/);
     expect(errorOf(tls(a.cert, garbage))).toMatch(/tls\.keyFile: not a PEM private key/);
     expect(errorOf(tls(a.cert, b.key))).toMatch(/tls\.keyFile: does not match the certificate/);
+    // Found from outside: a key of another type than the certificate's (an EC key for an RSA certificate) passed,
+    // then every handshake failed; an encrypted key was called "not a PEM private key".
+    const ecKey = join(dir, "ec-key.pem");
+    execFileSync("openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-out", ecKey], { stdio: "ignore" });
+    expect(errorOf(tls(a.cert, ecKey))).toMatch(/tls\.keyFile: does not match the certificate in certFile \(a ec key for a certificate whose key is rsa\)/);
+    const encrypted = join(dir, "encrypted-key.pem");
+    execFileSync("openssl", ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-aes256", "-pass", "pass:secret", "-out", encrypted], { stdio: "ignore" });
+    expect(errorOf(tls(a.cert, encrypted))).toMatch(/tls\.keyFile: the private key is encrypted, and nodegate takes no passphrase/);
+  });
+
+  it("relative certificate and key paths are read beside the configuration file", () => {
+    const dir = testTempDir("nodegate-tls-relative-");
+    execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"), "-days", "1", "-subj", "/CN=localhost"], { stdio: "ignore" });
+    const path = join(dir, "nodegate.yaml");
+    writeFileSync(path, minimal("tls:\n  certFile: cert.pem\n  keyFile: ./key.pem\n"));
+    expect(loadConfig({}, path).tls).toEqual({ certFile: join(dir, "cert.pem"), keyFile: join(dir, "key.pem") });
   });
 });
 
