@@ -3,23 +3,24 @@
  * typed path), off unless origins are configured. Preflights are answered
  * here; other responses get the allow and expose headers.
  */
+import { cors as connectCors } from "@connectrpc/connect";
 import { originAllowed } from "./auth/allowlist.js";
 import type { NodeRequest, NodeResponse } from "./http-types.js";
 
+/** Connect's and gRPC-Web's own (compressed bodies included), nodegate's, and the trace context a browser's instrumentation adds. */
 const ALLOW_HEADERS = [
-  "content-type",
-  "authorization",
-  "x-api-key",
-  "x-request-id",
-  "x-nodegate-network",
-  "connect-protocol-version",
-  "connect-timeout-ms",
-  "grpc-timeout",
-  "x-grpc-web",
-  "x-user-agent",
+  ...new Set([
+    ...connectCors.allowedHeaders.map((h) => h.toLowerCase()),
+    "authorization",
+    "x-api-key",
+    "x-request-id",
+    "x-nodegate-network",
+    "traceparent",
+    "tracestate",
+  ]),
 ].join(", ");
 
-const EXPOSE_HEADERS = ["grpc-status", "grpc-message", "grpc-status-details-bin", "x-request-id", "retry-after"].join(", ");
+const EXPOSE_HEADERS = [...new Set([...connectCors.exposedHeaders.map((h) => h.toLowerCase()), "x-request-id", "retry-after"])].join(", ");
 
 /** The Access-Control-Allow-Origin value for a request's Origin, or undefined when not allowed. */
 export function allowedOrigin(origins: readonly string[], origin: string | undefined): string | undefined {
@@ -31,10 +32,12 @@ export function allowedOrigin(origins: readonly string[], origin: string | undef
 /** Applies CORS; returns true when it answered the request (a preflight). */
 export function handleCors(origins: readonly string[], req: NodeRequest, res: NodeResponse): boolean {
   if (origins.length === 0) return false;
+  // The answer depends on Origin whether or not this one is allowed: a shared cache must not give one origin's answer to another.
+  const anyOrigin = origins.includes("*");
+  if (!anyOrigin) res.setHeader("vary", "origin");
   const origin = allowedOrigin(origins, req.headers.origin);
   if (origin === undefined) return false;
   res.setHeader("access-control-allow-origin", origin);
-  if (origin !== "*") res.setHeader("vary", "origin");
   res.setHeader("access-control-expose-headers", EXPOSE_HEADERS);
   if (req.method === "OPTIONS") {
     res.writeHead(204, {

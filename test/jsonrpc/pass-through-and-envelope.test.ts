@@ -235,6 +235,14 @@ describe("HTTP rules", () => {
     expect(ok.headers.get("access-control-allow-origin")).toBe("https://dapp.example");
     const other = await post(ng.rpcUrl, rpc("eth_chainId"), { origin: "https://evil.example" });
     expect(other.headers.get("access-control-allow-origin")).toBeNull();
+    // Found from outside: answers without an allowed Origin had no Vary, so a shared cache could hand them to an allowed
+    // origin; connect-es's own headers (compressed bodies) and a browser's trace context were refused at preflight.
+    expect(other.headers.get("vary")).toBe("origin");
+    expect((await post(ng.rpcUrl, rpc("eth_chainId"))).headers.get("vary")).toBe("origin");
+    const allowed = pre.headers.get("access-control-allow-headers")?.split(", ") ?? [];
+    for (const h of ["content-encoding", "connect-content-encoding", "connect-accept-encoding", "grpc-message-type", "traceparent"]) expect(allowed).toContain(h);
+    const exposed = ok.headers.get("access-control-expose-headers")?.split(", ") ?? [];
+    for (const h of ["grpc-status", "grpc-status-details-bin", "content-encoding", "connect-content-encoding", "x-request-id", "retry-after"]) expect(exposed).toContain(h);
   });
 
   it("a request target in absolute form (what a client sends to a proxy) is served, as RFC 9112 asks", async () => {
