@@ -281,8 +281,9 @@ export const DEFAULT_PLANS: Record<Plan, RateLimit> = {
  * certificate's), named by the field to fix.
  */
 function tlsPairError(cert: Buffer, key: Buffer): { field: "certFile" | "keyFile"; message: string } | undefined {
+  let certificate;
   try {
-    new X509Certificate(cert);
+    certificate = new X509Certificate(cert);
   } catch (err) {
     return { field: "certFile", message: `not a PEM certificate (${(err as Error).message})` };
   }
@@ -302,8 +303,8 @@ function tlsPairError(cert: Buffer, key: Buffer): { field: "certFile" | "keyFile
   }
   // OpenSSL keeps a pair per key type: a key of another type than the certificate's passes the check above,
   // and then every handshake fails.
-  if (!new X509Certificate(cert).checkPrivateKey(privateKey)) {
-    return { field: "keyFile", message: `does not match the certificate in certFile (a ${privateKey.asymmetricKeyType} key for a certificate whose key is ${new X509Certificate(cert).publicKey.asymmetricKeyType})` };
+  if (!certificate.checkPrivateKey(privateKey)) {
+    return { field: "keyFile", message: `does not match the certificate in certFile (a ${privateKey.asymmetricKeyType} key for a certificate whose key is ${certificate.publicKey.asymmetricKeyType})` };
   }
   return undefined;
 }
