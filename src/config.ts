@@ -358,11 +358,6 @@ export const DEFAULT_PASS_THROUGH = [
  */
 export const FILTER_METHODS = ["eth_newFilter", "eth_newBlockFilter", "eth_newPendingTransactionFilter", "eth_getFilterChanges", "eth_getFilterLogs", "eth_uninstallFilter"];
 
-/** Pass-through methods every call of which must reach the node itself, once. */
-export function sentOnlyOnce(method: string): boolean {
-  return WRITE_METHODS.includes(method) || FILTER_METHODS.includes(method);
-}
-
 /**
  * Methods that change the chain: forwarded only when passThrough.allowWrites
  * is true (which forwards eth_sendRawTransaction without listing it), never
@@ -375,6 +370,13 @@ export const WRITE_METHODS = [
   "starknet_addDeclareTransaction",
   "starknet_addDeployAccountTransaction",
 ];
+
+/** Pass-through methods every call of which must reach the node itself, once (looked up per pass-through call). */
+const SENT_ONLY_ONCE: ReadonlySet<string> = new Set([...WRITE_METHODS, ...FILTER_METHODS]);
+
+export function sentOnlyOnce(method: string): boolean {
+  return SENT_ONLY_ONCE.has(method);
+}
 
 function defaults(): Config {
   return {

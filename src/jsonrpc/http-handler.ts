@@ -3,6 +3,7 @@
  * Same method table, validation and upstream as the typed path; the node's
  * answer goes back as the node wrote it, under the caller's id.
  */
+import { Code } from "@connectrpc/connect";
 import type { NodeRequest, NodeResponse } from "../http-types.js";
 import { invalidRequest } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
@@ -65,7 +66,7 @@ const CLIENT_CLOSED = 499;
 /** What a request whose client left before its body arrived is logged and counted as (method "other"). */
 const UNREAD_CALLS: readonly CallRecord[] = [{ method: "(unread)", outcome: CANCELED_OUTCOME }];
 /** A request whose body Node cut off past limits.requestTimeoutMs, answering 408 itself. */
-const TIMED_OUT_CALLS: readonly CallRecord[] = [{ method: "(unread)", outcome: "DeadlineExceeded" }];
+const TIMED_OUT_CALLS: readonly CallRecord[] = [{ method: "(unread)", outcome: Code[Code.DeadlineExceeded] }];
 /** A request whose body Node could not read as HTTP (malformed chunked framing), answering 400 itself. */
 const MALFORMED_CALLS: readonly CallRecord[] = [{ method: "(unread)", outcome: "-32600" }];
 
