@@ -11,6 +11,7 @@ import http2 from "node:http2";
 import net, { type AddressInfo, type Socket } from "node:net";
 import type { DescService } from "@bufbuild/protobuf";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import { JsonRpcService } from "../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { closeUnlessIdentified, guardHttp2Session, http1TimeoutOptions } from "./client-timeouts.js";
@@ -31,6 +32,7 @@ import { clampDeadlineHeaders } from "./grpc/deadline-headers.js";
 import { answerUnknownRpc, isRpcPath, tagRequestId } from "./grpc/unknown-rpc.js";
 import { createGrpcUnaryHandler } from "./grpc/grpc-unary.js";
 import { createGrpcWebTextHandler } from "./grpc/grpc-web-text.js";
+import { createGrpcWebTextTranscoder } from "./grpc/grpc-web-text-transcoder.js";
 import { compileUnaryRoutes } from "./grpc/unary-routes.js";
 import { registerTypedServices } from "./grpc/typed-services.js";
 import type { NodeRequest, NodeResponse } from "./http-types.js";
@@ -171,6 +173,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   };
 
   let servedPaths: ReadonlySet<string> = new Set();
+  let connectHandlers: ReadonlyMap<string, UniversalHandler> = new Map();
   const handler = connectNodeAdapter({
     routes: (router) => {
       registerTypedServices(router, gateway);
@@ -181,6 +184,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       registerHealth(router, health);
       registerReflection(router, services);
       servedPaths = new Set(router.handlers.map((h) => h.requestPath));
+      connectHandlers = new Map(router.handlers.map((h) => [h.requestPath, h]));
     },
     interceptors: [requestLogInterceptor(gateway.log, gateway.metrics)],
     // The same bound on a request as the native path's and the lean lanes'.
@@ -201,6 +205,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   const unaryRoutes = compileUnaryRoutes(gateway);
   const connectUnary = createConnectUnaryHandler(gateway, unaryRoutes);
   const grpcWebText = createGrpcWebTextHandler(gateway, unaryRoutes);
+  const grpcWebTextForConnect = createGrpcWebTextTranscoder(() => connectHandlers, nodeRequestContext, gateway.limits.maxBodyBytes);
 
   let inFlight = 0;
   const idleWaiters: (() => void)[] = [];
@@ -225,6 +230,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       refusalLog.watch(req, res);
       if (refuseMalformedGet(req, res)) return;
     }
+    if (grpcWebTextForConnect(req, res)) return;
     handler(req, res);
   };
 

@@ -6,8 +6,8 @@
  * The request is one base64 text of a gRPC-Web frame; the answer is the
  * message frame and the trailer frame (grpc-status, grpc-message and
  * grpc-status-details-bin, as Connect writes them for binary gRPC-Web) in
- * base64, under HTTP 200. Server streams in text mode are not served: Connect
- * answers them 415, as before.
+ * base64, under HTTP 200. The RPCs Connect serves are transcoded to its
+ * binary gRPC-Web instead (grpc-web-text-transcoder.ts).
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import { setTrailerStatus, trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
@@ -20,7 +20,7 @@ import { serveUnary, type UnaryProtocol } from "./unary-call.js";
 import type { UnaryRoute } from "./unary-routes.js";
 
 const TEXT_CONTENT_TYPE = /^application\/grpc-web-text(?:\+proto)?$/i;
-const ANSWER_CONTENT_TYPE = "application/grpc-web-text+proto";
+export const GRPC_WEB_TEXT_CONTENT_TYPE = "application/grpc-web-text+proto";
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /**
@@ -28,7 +28,7 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
  * texts back to back, each with its own padding, so the text is decoded
  * piece by piece at every padding run.
  */
-function fromBase64(body: Buffer): Buffer {
+export function fromBase64(body: Buffer): Buffer {
   const text = body.toString("latin1").replace(/\s+/g, "");
   const pieces = text.split(/(?<==)(?=[^=])/);
   const decoded: Buffer[] = [];
@@ -40,7 +40,7 @@ function fromBase64(body: Buffer): Buffer {
 }
 
 /** A gRPC-Web trailer frame: the status trailers, as Connect's gRPC-Web handler serializes them. */
-function trailerFrame(error: ConnectError | undefined): Buffer {
+export function trailerFrame(error: ConnectError | undefined): Buffer {
   const trailers = new Headers();
   if (error === undefined) trailers.set("grpc-status", "0");
   else setTrailerStatus(trailers, error);
@@ -51,6 +51,8 @@ function trailerFrame(error: ConnectError | undefined): Buffer {
   frame.set(payload, FRAME_HEADER);
   return frame;
 }
+
+export const isGrpcWebText = (contentType: string | undefined): boolean => contentType !== undefined && TEXT_CONTENT_TYPE.test(contentType);
 
 /** gRPC's framing, timeout and answer; the request body is base64 of it. */
 const textProtocol: UnaryProtocol = {
@@ -67,8 +69,7 @@ export function createGrpcWebTextHandler(gateway: Gateway, routes: ReadonlyMap<s
     if (req.method !== "POST") return false;
     const route = routes.get(req.url ?? "");
     if (route === undefined) return false;
-    const contentType = req.headers["content-type"];
-    if (contentType === undefined || !TEXT_CONTENT_TYPE.test(contentType)) return false;
+    if (!isGrpcWebText(req.headers["content-type"])) return false;
     serveUnary(gateway, route, textProtocol, new GrpcWebTextExchange(req, res));
     return true;
   };
@@ -86,7 +87,7 @@ class GrpcWebTextExchange extends HttpExchange {
 
   #send(bytes: Buffer, requestId: string): void {
     const text = bytes.toString("base64");
-    this.res.writeHead(200, { "content-type": ANSWER_CONTENT_TYPE, "content-length": Buffer.byteLength(text), [REQUEST_ID_HEADER]: requestId });
+    this.res.writeHead(200, { "content-type": GRPC_WEB_TEXT_CONTENT_TYPE, "content-length": Buffer.byteLength(text), [REQUEST_ID_HEADER]: requestId });
     this.res.end(text);
   }
 }

@@ -88,7 +88,11 @@ export function typedRefusalLog(log: Logger, metrics: Metrics, servedPaths: () =
       const contentType = req.headers["content-type"];
       const door = typedDoor(contentType ?? null);
       const streaming = contentType !== undefined && /^application\/connect\+/i.test(contentType);
+      // Text mode's answer is written as base64, each chunk padded on its own (grpc-web-text-transcoder.ts).
+      const base64 = contentType !== undefined && /^application\/grpc-web-text/i.test(contentType);
       const status = new AnswerStatus();
+      const read = (chunk: Uint8Array) =>
+        status.body(door, base64 ? Buffer.from(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString("latin1"), "base64") : chunk, streaming);
       const target = res as unknown as WrittenAnswer;
       const writeHead = target.writeHead.bind(target);
       target.writeHead = (code: number, ...rest: unknown[]) => {
@@ -103,13 +107,13 @@ export function typedRefusalLog(log: Logger, metrics: Metrics, servedPaths: () =
       };
       const write = target.write.bind(target);
       target.write = (chunk: unknown, ...rest: unknown[]) => {
-        if (chunk instanceof Uint8Array) status.body(door, chunk, streaming);
+        if (chunk instanceof Uint8Array) read(chunk);
         return write(chunk, ...rest);
       };
       const end = target.end.bind(target);
       target.end = (chunk?: unknown, ...rest: unknown[]) => {
-        if (chunk instanceof Uint8Array) status.body(door, chunk, streaming);
-        else if (typeof chunk === "string") status.body(door, Buffer.from(chunk), streaming);
+        if (chunk instanceof Uint8Array) read(chunk);
+        else if (typeof chunk === "string") read(Buffer.from(chunk));
         return end(chunk, ...rest);
       };
       res.once("close", () => {

@@ -1,7 +1,8 @@
 /**
  * gRPC-Web's text mode (application/grpc-web-text, the default of Google's
- * grpc-web browser client), which Connect's handler refuses: unary calls are
- * served on the lane core. Each answer is compared with the same call in
+ * grpc-web browser client), which Connect's handler does not speak: the method
+ * table's unary calls are served on the lane core, the RPCs Connect serves
+ * (streams, JsonRpcService, health) are transcoded to its binary gRPC-Web. Each answer is compared with the same call in
  * binary gRPC-Web, which Connect's own handler serves: the message, and the
  * trailers (status, message, details) of failed calls. Requests are raw, as
  * the protocol describes them: base64 of the binary protocol's bytes.
@@ -9,7 +10,9 @@
 import { create, equals, fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { EthService, type GetBlockByNumberRequest, GetBlockByNumberRequestSchema, GetBlockByNumberResponseSchema, StreamLogsRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { EthService, type GetBlockByNumberRequest, GetBlockByNumberRequestSchema, GetBlockByNumberResponseSchema, StreamLogsRequestSchema, StreamLogsResponseSchema, SubscribeNewHeadsRequestSchema, SubscribeNewHeadsResponseSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { Health, HealthCheckRequestSchema, HealthCheckResponse_ServingStatus, HealthCheckResponseSchema } from "../../gen/grpc/health/v1/health_pb.js";
+import { CallRequestSchema, CallResponseSchema, JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { useLaneFixture } from "../support/lane-fixture.js";
 
 const f = useLaneFixture();
@@ -52,7 +55,7 @@ function readFrames(status: number, contentType: string | null, body: Buffer): F
 async function call(path: string, body: string | Buffer, contentType: string, headers: Record<string, string> = {}): Promise<Frames> {
   const res = await fetch(`${f.ng.url}${path}`, { method: "POST", headers: { "content-type": contentType, "x-api-key": f.ng.key, "x-grpc-web": "1", ...headers }, body });
   const raw = Buffer.from(await res.arrayBuffer());
-  const binary = contentType.startsWith("application/grpc-web-text") ? Buffer.from(raw.toString("latin1"), "base64") : raw;
+  const binary = contentType.startsWith("application/grpc-web-text") ? fromBase64Groups(raw.toString("latin1")) : raw;
   return readFrames(res.status, res.headers.get("content-type"), binary);
 }
 
@@ -113,14 +116,112 @@ describe("gRPC-Web text mode", () => {
     await expect.poll(() => sent.abandoned, { timeout: 5000 }).toBe(true);
   });
 
-  it("server streams are not served in text mode (415, from Connect)", async () => {
-    const bytes = frame(0, toBinary(StreamLogsRequestSchema, create(StreamLogsRequestSchema, {})));
-    const res = await fetch(`${f.ng.url}/${EthService.typeName}/StreamLogs`, {
+  it("a server stream (StreamLogs) answers as in binary gRPC-Web: every page, then status 0", async () => {
+    const request = frame(0, toBinary(StreamLogsRequestSchema, create(StreamLogsRequestSchema, { filter: { fromBlock: numberOf(0n), toBlock: numberOf(f.logsBlock) } })));
+    const streamPath = `/${EthService.typeName}/StreamLogs`;
+    const [text, binary] = await Promise.all([
+      call(streamPath, request.toString("base64"), "application/grpc-web-text"),
+      call(streamPath, request, "application/grpc-web+proto"),
+    ]);
+    expect(text.status).toBe(200);
+    expect(text.contentType).toBe("application/grpc-web-text+proto");
+    expect(text.trailers["grpc-status"]).toBe("0");
+    const logs = text.messages.flatMap((m) => fromBinary(StreamLogsResponseSchema, m).logs);
+    expect(logs).toHaveLength(40);
+    expect(text.messages).toEqual(binary.messages);
+  });
+
+  it("a subscription's last message reaches the client whole, without waiting for a later one to complete its base64 group", async () => {
+    // Connect sends the answer's headers with its first message: a block is mined every 200 ms until they come, then none.
+    const mined = setInterval(() => void rpc(f.anvil.url, "evm_mine", []), 200);
+    // The stream is left by aborting: cancelling undici's body reader waits for the server to end the stream.
+    const leave = new AbortController();
+    const res = await fetch(`${f.ng.url}/${EthService.typeName}/SubscribeNewHeads`, {
       method: "POST",
-      headers: { "content-type": "application/grpc-web-text", "x-api-key": f.ng.key },
-      body: bytes.toString("base64"),
-    });
-    expect(res.status).toBe(415);
-    await res.arrayBuffer();
+      signal: leave.signal,
+      headers: { "content-type": "application/grpc-web-text", "x-api-key": f.ng.key, "x-grpc-web": "1" },
+      body: frame(0, toBinary(SubscribeNewHeadsRequestSchema, create(SubscribeNewHeadsRequestSchema, {}))).toString("base64"),
+    }).finally(() => clearInterval(mined));
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    try {
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-type")).toBe("application/grpc-web-text+proto");
+      // Read as Google's grpc-web client reads it (4-character groups, padding included, as they arrive) until
+      // the bytes end at a message's end. Bytes of a message held back for a later one would never come.
+      let text = "";
+      let frames: Buffer[] = [];
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error("the stream ended");
+        text += Buffer.from(value).toString("latin1");
+        const whole = wholeFrames(fromBase64Groups(text.slice(0, text.length - (text.length % 4))));
+        if (whole !== undefined && whole.length > 0) {
+          frames = whole;
+          break;
+        }
+      }
+      const numbers = frames.map((m) => fromBinary(SubscribeNewHeadsResponseSchema, m).header?.number);
+      expect(numbers.every((n) => n !== undefined && n > f.logsBlock)).toBe(true);
+    } finally {
+      clearInterval(mined);
+      leave.abort();
+    }
+  });
+
+  it("JsonRpcService and health answer in text mode as in binary gRPC-Web", async () => {
+    const callPath = `/${JsonRpcService.typeName}/Call`;
+    const callRequest = frame(0, toBinary(CallRequestSchema, create(CallRequestSchema, { method: "eth_getBlockByNumber", paramsJson: `["0x${f.logsBlock.toString(16)}",true]` })));
+    const [text, binary] = await Promise.all([
+      call(callPath, callRequest.toString("base64"), "application/grpc-web-text"),
+      call(callPath, callRequest, "application/grpc-web+proto"),
+    ]);
+    expect(text.trailers["grpc-status"]).toBe("0");
+    expect(text.messages).toEqual(binary.messages);
+    expect(JSON.parse(fromBinary(CallResponseSchema, text.messages[0] as Buffer).resultJson).number).toBe(`0x${f.logsBlock.toString(16)}`);
+
+    const health = await call(`/${Health.typeName}/Check`, frame(0, toBinary(HealthCheckRequestSchema, create(HealthCheckRequestSchema, {}))).toString("base64"), "application/grpc-web-text");
+    expect(health.trailers["grpc-status"]).toBe("0");
+    expect(fromBinary(HealthCheckResponseSchema, health.messages[0] as Buffer).status).toBe(HealthCheckResponse_ServingStatus.SERVING);
+  });
+
+  it("a stream's request that is not base64 is INVALID_ARGUMENT, logged with that status, and the service goes on", async () => {
+    const streamPath = `/${EthService.typeName}/StreamLogs`;
+    const answer = await call(streamPath, "not base64 at all!", "application/grpc-web-text");
+    expect(answer.contentType).toBe("application/grpc-web-text+proto");
+    expect(answer.trailers["grpc-status"]).toBe(String(Code.InvalidArgument));
+    expect(decodeURIComponent(answer.trailers["grpc-message"] ?? "")).toMatch(/not base64/);
+    await expect.poll(() => f.ng.logs.some((l) => l.method === streamPath.slice(1) && l.status === "InvalidArgument")).toBe(true);
+    const request = frame(0, toBinary(StreamLogsRequestSchema, create(StreamLogsRequestSchema, { filter: { blockHash: await blockHashOf(f.logsBlock) } })));
+    expect((await call(streamPath, request.toString("base64"), "application/grpc-web-text")).trailers["grpc-status"]).toBe("0");
   });
 });
+
+/** The message frames' payloads when the bytes end where a frame ends, else undefined. */
+function wholeFrames(bytes: Buffer): Buffer[] | undefined {
+  const frames: Buffer[] = [];
+  let at = 0;
+  while (at + 5 <= bytes.length) {
+    const end = at + 5 + bytes.readUInt32BE(at + 1);
+    if (end > bytes.length) return undefined;
+    frames.push(bytes.subarray(at + 5, end));
+    at = end;
+  }
+  return at === bytes.length ? frames : undefined;
+}
+
+/** Decodes base64 text as Google's grpc-web client does: 4-character groups, padded or not. */
+function fromBase64Groups(text: string): Buffer {
+  const parts: Buffer[] = [];
+  for (let at = 0; at < text.length; at += 4) parts.push(Buffer.from(text.slice(at, at + 4), "base64"));
+  return Buffer.concat(parts);
+}
+
+async function rpc(url: string, method: string, params: unknown[]): Promise<unknown> {
+  const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+  return ((await res.json()) as { result: unknown }).result;
+}
+
+async function blockHashOf(n: bigint): Promise<Uint8Array> {
+  const block = (await rpc(f.anvil.url, "eth_getBlockByNumber", [`0x${n.toString(16)}`, false])) as { hash: string };
+  return Buffer.from(block.hash.slice(2), "hex");
+}
