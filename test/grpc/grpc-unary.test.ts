@@ -18,7 +18,8 @@ import {
   type GetLogsResponse,
 } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
-import { type HealthCheckResponse, HealthCheckRequestSchema, HealthCheckResponse_ServingStatus, HealthCheckResponseSchema } from "../../gen/grpc/health/v1/health_pb.js";
+import { JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
+import { Health, type HealthCheckResponse, HealthCheckRequestSchema, HealthCheckResponse_ServingStatus, HealthCheckResponseSchema } from "../../gen/grpc/health/v1/health_pb.js";
 import { connectClient } from "../support/grpc-clients.js";
 import { post, rpc } from "../support/http.js";
 import { connectErrorOf } from "../support/grpc-status.js";
@@ -36,12 +37,13 @@ function grpcCall<O extends Message>(
   input: DescMessage,
   output: DescMessage,
   request: Message,
-  options: { deadlineMs?: number; requestId?: string; channel?: grpc.ChannelOptions; cancelWhen?: Promise<unknown> } = {},
+  options: { deadlineMs?: number; requestId?: string; channel?: grpc.ChannelOptions; cancelWhen?: Promise<unknown>; metadata?: Record<string, string> } = {},
 ): Promise<{ response: O; headers: grpc.Metadata }> {
   const client = new grpc.Client(f.ng.address, grpc.credentials.createInsecure(), { "grpc.max_receive_message_length": -1, ...options.channel });
   const metadata = new grpc.Metadata();
   metadata.set("x-api-key", f.ng.key);
   if (options.requestId) metadata.set("x-request-id", options.requestId);
+  for (const [key, value] of Object.entries(options.metadata ?? {})) metadata.set(key, value);
   return new Promise((resolve, reject) => {
     let headers = new grpc.Metadata();
     const call = client.makeUnaryRequest(
@@ -127,6 +129,50 @@ describe("the gRPC contract", () => {
     expect(err.code).toBe(grpc.status.DEADLINE_EXCEEDED);
     const sent = await f.upstream.arrived("eth_getBlockByNumber", '["0x7",true]');
     await expect.poll(() => sent.abandoned, { timeout: 5000 }).toBe(true);
+  });
+
+  it("a call with hundreds of metadata entries is served, on the lane and on Connect's handler", async () => {
+    // Found from outside: Node's HTTP/2 default of 128 header pairs reset a call with 120 entries (ENHANCE_YOUR_CALM).
+    const metadata = Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`x-trace-${i}`, String(i)]));
+    const { response } = await getBlock(0n, { metadata });
+    expect(response.block?.number).toBe(0n);
+    const health = await grpcCall<HealthCheckResponse>(`/${Health.typeName}/Check`, HealthCheckRequestSchema, HealthCheckResponseSchema, create(HealthCheckRequestSchema), { metadata });
+    expect(health.response.status).toBe(HealthCheckResponse_ServingStatus.SERVING);
+  });
+
+  it("a deadline that passes while the request body is still arriving is DEADLINE_EXCEEDED on the lanes and on Connect's handler alike", async () => {
+    // Found from outside: Connect's clock runs only around its handler, so JsonRpcService and health held such a
+    // stream (and the key's concurrency slot) until the 30 s request timeout, while the lean lane answered at the deadline.
+    const session = http2.connect(f.ng.url);
+    try {
+      const statusOf = (path: string, headers: http2.OutgoingHttpHeaders): Promise<string | undefined> =>
+        new Promise((resolve, reject) => {
+          const stream = session.request({ ":method": "POST", ":path": path, "x-api-key": f.ng.key, ...headers }, { endStream: false });
+          let status: string | undefined;
+          stream.on("response", (h) => {
+            status ??= (h["grpc-status"] as string | undefined) ?? (h["content-type"] === "application/json" ? `HTTP ${h[":status"]}` : undefined);
+          });
+          stream.on("trailers", (t) => {
+            status ??= t["grpc-status"] as string | undefined;
+          });
+          stream.on("close", () => resolve(status));
+          stream.on("error", reject);
+          stream.resume();
+          // The start of a frame announcing 100 bytes, and nothing more.
+          stream.write(Buffer.from([0, 0, 0, 0, 100, 1, 2]));
+        });
+      const grpcHeaders = { "content-type": "application/grpc", te: "trailers", "grpc-timeout": "300m" };
+      expect(await statusOf(`/${EthService.typeName}/GetBalance`, grpcHeaders)).toBe(String(grpc.status.DEADLINE_EXCEEDED));
+      expect(await statusOf(`/${JsonRpcService.typeName}/Call`, grpcHeaders)).toBe(String(grpc.status.DEADLINE_EXCEEDED));
+      expect(await statusOf(`/${Health.typeName}/Check`, grpcHeaders)).toBe(String(grpc.status.DEADLINE_EXCEEDED));
+      // The Connect protocol's unary form: its error is JSON under HTTP 504.
+      expect(await statusOf(`/${JsonRpcService.typeName}/Call`, { "content-type": "application/proto", "connect-timeout-ms": "300" })).toBe("HTTP 504");
+      const logged = f.ng.logs.filter((l) => l.method === `${Health.typeName}/Check` || l.method === `${JsonRpcService.typeName}/Call`).map((l) => l.status);
+      expect(logged.filter((status) => status === "DeadlineExceeded")).toHaveLength(3);
+    } finally {
+      session.close();
+    }
+    expect((await post(f.ng.rpcUrl, rpc("eth_chainId", []))).json.result).toBe("0x7a69");
   });
 
   it("a deadline longer than a timer holds (30 days and more) is served on every protocol, not failed at once", async () => {
