@@ -168,7 +168,7 @@ export class HeadsFeed extends Feed {
     const reorged = previous !== undefined && ancestor < previous.number;
     if (reorged) this.ctx.log.info({ network: this.ctx.network.name, ancestor, from: previous.number, to: head.number }, "chain reorganization");
     let tooDeep: GatewayError | undefined;
-    if (forkedBelowWindow && (this.#firstPassed ?? ancestor) < ancestor) {
+    if (forkedBelowWindow && this.#sentBelowWindow()) {
       // Blocks the subscribers were sent below the window may be gone too: they start over instead.
       tooDeep = reorgTooDeep(ancestor + 1, this.ctx.settings.reorgWindowBlocks);
       this.ctx.log.warn({ network: this.ctx.network.name, ancestor, to: head.number }, "chain reorganization deeper than the window: ending the subscribers");
@@ -195,6 +195,19 @@ export class HeadsFeed extends Feed {
    */
   async #isShorterBranch(passedNumber: number): Promise<boolean> {
     return (await this.ctx.reader.headByNumber(passedNumber)) === undefined;
+  }
+
+  /**
+   * Whether blocks were sent that the window no longer holds. The starting
+   * point is passed unsent; what follows it was sent. Asked when a new branch
+   * forked below the window: the walk by parent hash stops at the window's
+   * bottom, so how deep the fork is is unknown, and those blocks may be gone
+   * (a node that rebuilds a branch block by block, as Anvil's anvil_reorg
+   * does, may even report a fork point below the starting point).
+   */
+  #sentBelowWindow(): boolean {
+    const lowest = this.#window.lowest;
+    return lowest !== undefined && this.#firstPassed !== undefined && this.#firstPassed + 1 < lowest;
   }
 
   #accept(head: HeadEvent): void {

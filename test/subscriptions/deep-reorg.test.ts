@@ -41,6 +41,41 @@ afterAll(async () => {
   await anvil?.stop();
 });
 
+it("a new branch forked below the block the feed started from ends the subscribers too", async () => {
+  // Found from outside: anvil_reorg pushes the new branch block by block from its fork, and the first header
+  // reported a fork point under the feed's starting block, which was read as "nothing sent below the window":
+  // the replaced blocks' logs were never taken back and no error came. A rollback past the starting block and
+  // one new block give that header every time. (First in this file: it needs a fresh feed.)
+  const native = await openNativeSubscriber(nodegate.wsUrl);
+  const headsId = await native.subscribe("newHeads");
+  const logsId = await native.subscribe("logs", { address: probe.address });
+  const typedLogs = openGrpcJsStream(
+    grpcClient,
+    EthService.method.subscribeLogs,
+    create(SubscribeLogsRequestSchema, { filter: create(LogFilterSchema, { address: [decodeData(probe.address)] }) }),
+    { "x-api-key": nodegate.key },
+  );
+  try {
+    await waitForLiveSubscriptions(nodegate.gateway, "logs", 2);
+    await waitForLiveSubscriptions(nodegate.gateway, "newHeads", 1);
+    const start = await chain.blockNumber();
+    await probe.store(1n);
+    await chain.mine(WINDOW + 4);
+    await native.waitFor(logsId, 1);
+    await typedLogs.waitFor(1);
+    await native.waitFor(headsId, WINDOW + 5); // sent, the log's block below the window by now
+    await chain.rpc("anvil_rollback", [(await chain.blockNumber()) - start + 1]);
+    await chain.mine(1);
+    const closed = await native.closed;
+    expect(closed.code).toBe(1011);
+    expect(closed.reason).toMatch(/^subscription ended: a chain reorganization/);
+    expect((await typedLogs.ended)?.code).toBe(10); // ABORTED
+  } finally {
+    typedLogs.cancel();
+    await Promise.all([typedLogs.ended, native.close()]);
+  }
+});
+
 it("ends the subscribers of both doors with a clear error, and the next subscriber follows the new branch", async () => {
   // Found from outside: a 70-block reorganization with a 64-block window took back none of the replaced logs and
   // re-sent heads from the window's bottom, whose parents the subscribers never got.
