@@ -98,12 +98,15 @@ export function upstreamConnectionLost(method: string, retried: boolean): Gatewa
   });
 }
 
-export function upstreamTimeout(timeoutMs: number): GatewayError {
+export function upstreamTimeout(timeoutMs: number, waitedMs?: number): GatewayError {
+  // A call that first waited for one of nodegate's connections to the node was not ignored by the node for the whole deadline.
+  const waited = waitedMs === undefined ? "" : ` (${Math.round(waitedMs)} ms of them waiting for a connection to the node)`;
   return new GatewayError({
     code: NODEGATE_CODES.upstreamTimeout,
-    message: `upstream timeout: no answer within ${timeoutMs} ms`,
+    message: `upstream timeout: no answer within ${timeoutMs} ms${waited}`,
     grpcCode: Code.DeadlineExceeded,
     httpStatus: 504,
+    outage: waitedMs === undefined,
   });
 }
 
@@ -202,6 +205,17 @@ export function replyBudgetExceeded(detail: string): GatewayError {
   return new GatewayError({
     code: -32005,
     message: `limit exceeded: ${detail}; try again shortly`,
+    grpcCode: Code.ResourceExhausted,
+    httpStatus: 503,
+    retryAfterSeconds: 1,
+  });
+}
+
+/** A call that waited its whole deadline for one of nodegate's connections to the node (all busy), and was never sent. */
+export function noConnectionInTime(timeoutMs: number, waiting: number): GatewayError {
+  return new GatewayError({
+    code: -32005,
+    message: `limit exceeded: no connection to the node came free within ${timeoutMs} ms (${waiting} calls were waiting); try again shortly`,
     grpcCode: Code.ResourceExhausted,
     httpStatus: 503,
     retryAfterSeconds: 1,

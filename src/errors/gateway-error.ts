@@ -21,6 +21,8 @@ export interface GatewayErrorInit extends JsonRpcErrorObject {
   retryAfterSeconds?: number;
   /** Who produced it: the upstream node, or nodegate. */
   origin?: "upstream" | "nodegate";
+  /** Whether it says the node is down (circuit breakers count it); by default nodegate's UNAVAILABLE and DEADLINE_EXCEEDED do. */
+  outage?: boolean;
   /** Kept for logs only, never sent. */
   cause?: unknown;
 }
@@ -33,6 +35,7 @@ export class GatewayError extends Error {
   readonly httpStatus: number;
   readonly retryAfterSeconds: number | undefined;
   readonly origin: "upstream" | "nodegate";
+  readonly outage: boolean;
 
   constructor(init: GatewayErrorInit) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
@@ -42,6 +45,7 @@ export class GatewayError extends Error {
     this.httpStatus = init.httpStatus ?? 200;
     this.retryAfterSeconds = init.retryAfterSeconds;
     this.origin = init.origin ?? "nodegate";
+    this.outage = init.outage ?? (this.origin === "nodegate" && (init.grpcCode === Code.Unavailable || init.grpcCode === Code.DeadlineExceeded));
   }
 
   /** The JSON-RPC error object as JSON text. */

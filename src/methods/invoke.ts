@@ -61,6 +61,7 @@ export async function invokeMethod(spec: MethodSpec, request: Message, ctx: Invo
       timeoutMs: policy?.timeoutMs?.(ctx.limits),
       idempotent: spec.idempotent,
       plan: ctx.key.plan,
+      flow: ctx.key.label,
     });
     // Inside the fetch, so callers sharing one upstream call share the check too.
     policy?.after?.(result, request, policyCtx);
@@ -81,7 +82,7 @@ export async function invokeMethod(spec: MethodSpec, request: Message, ctx: Invo
 export async function invokePassThrough(method: string, paramsText: string, idempotent: boolean, ctx: InvokeContext): Promise<UpstreamResult> {
   // Naming no contract it can be checked against, any other method fails a contract allowlist.
   ctx.access.checkCall(ctx.key, method, ADDRESS_FREE_PASS_THROUGH.has(method) ? undefined : []);
-  const fetch = (signal: CallSignal) => ctx.network.call(method, paramsText, { signal, idempotent, plan: ctx.key.plan });
+  const fetch = (signal: CallSignal) => ctx.network.call(method, paramsText, { signal, idempotent, plan: ctx.key.plan, flow: ctx.key.label });
   const cache = ctx.network.cache;
   try {
     if (cache === undefined || !idempotent) return await fetch(ctx.signal);

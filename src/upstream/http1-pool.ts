@@ -18,6 +18,7 @@
  */
 import net from "node:net";
 import tls from "node:tls";
+import { FairQueue } from "./fair-queue.js";
 
 export interface Http1PoolOptions {
   /** The node's origin and path (credentials are not read here). */
@@ -109,6 +110,14 @@ export class Http1Call {
   readonly text: string;
   /** May be sent again when its reused connection turns out to be closed. */
   readonly repeatable: boolean;
+  /** Whom the call is for (an API key): flows take turns when calls wait for a connection. */
+  readonly flow: string;
+  /** Written to a connection at least once; a call cancelled before never reached the node. */
+  sent = false;
+  /** When it began to wait for a connection (performance.now()), if it had to. */
+  queuedAt: number | undefined;
+  /** How long it waited for a connection before it was first sent, ms (0 when one was free). */
+  waitedMs = 0;
   /** Called with the reply or the error, once. */
   #resolve!: (reply: Http1Reply) => void;
   #reject!: (err: unknown) => void;
@@ -117,10 +126,11 @@ export class Http1Call {
   settled = false;
   repeated = false;
 
-  constructor(pool: Http1Pool, text: string, repeatable: boolean) {
+  constructor(pool: Http1Pool, text: string, repeatable: boolean, flow: string) {
     this.#pool = pool;
     this.text = text;
     this.repeatable = repeatable;
+    this.flow = flow;
     this.reply = new Promise((resolve, reject) => {
       this.#resolve = resolve;
       this.#reject = reject;
@@ -281,6 +291,8 @@ class Connection {
   start(call: Http1Call): void {
     this.call = call;
     call.connection = this;
+    if (!call.sent && call.queuedAt !== undefined) call.waitedMs = performance.now() - call.queuedAt;
+    call.sent = true;
     this.#stage = Stage.Head;
     this.#head = undefined;
     this.#received = false;
@@ -554,7 +566,7 @@ export class Http1Pool {
   #tlsSession: Buffer | undefined;
   readonly #idle: Connection[] = [];
   readonly #open = new Set<Connection>();
-  #queue: Http1Call[] = [];
+  readonly #queue = new FairQueue<Http1Call>();
   #sweeper: NodeJS.Timeout | undefined;
   #closed = false;
 
@@ -587,9 +599,14 @@ export class Http1Pool {
       : () => net.connect({ host, port });
   }
 
-  /** Sends `body` (JSON text) as a POST; `repeatable` when the call is safe to send twice. */
-  request(body: string, repeatable: boolean): Http1Call {
-    const call = new Http1Call(this, `${this.#prefix}${Buffer.byteLength(body)}\r\n\r\n${body}`, repeatable);
+  /** Calls waiting for a connection. */
+  get waiting(): number {
+    return this.#queue.size;
+  }
+
+  /** Sends `body` (JSON text) as a POST; `repeatable` when the call is safe to send twice; `flow` says whom it is for. */
+  request(body: string, repeatable: boolean, flow = ""): Http1Call {
+    const call = new Http1Call(this, `${this.#prefix}${Buffer.byteLength(body)}\r\n\r\n${body}`, repeatable, flow);
     if (this.#closed) call.fail(new Http1Error("ECONNREFUSED", "client closed"));
     else this.#send(call, false);
     return call;
@@ -611,7 +628,8 @@ export class Http1Pool {
       this.#openFor(call);
       return;
     }
-    if (fresh) this.#queue.unshift(call);
+    call.queuedAt ??= performance.now();
+    if (fresh) this.#queue.pushFirst(call);
     else this.#queue.push(call);
   }
 
@@ -628,8 +646,7 @@ export class Http1Pool {
   }
 
   unqueue(call: Http1Call): void {
-    const i = this.#queue.indexOf(call);
-    if (i >= 0) this.#queue.splice(i, 1);
+    this.#queue.remove(call);
   }
 
   /** A connection finished its exchange and may carry the next. */
@@ -669,9 +686,7 @@ export class Http1Pool {
     this.#closed = true;
     if (this.#sweeper !== undefined) clearInterval(this.#sweeper);
     this.#sweeper = undefined;
-    const queued = this.#queue;
-    this.#queue = [];
-    for (const call of queued) call.fail(new Http1Error("ECONNRESET", "client closed"));
+    for (const call of this.#queue.drain()) call.fail(new Http1Error("ECONNRESET", "client closed"));
     for (const connection of [...this.#open]) {
       const call = connection.call;
       connection.destroy();

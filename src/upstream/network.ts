@@ -43,11 +43,18 @@ export interface NetworkCallOptions {
   idempotent?: boolean | undefined;
   /** The caller's plan, for the failover policy. */
   plan?: Plan | undefined;
+  /** Whom the call is for (CallOptions.flow). */
+  flow?: string | undefined;
 }
 
 /** Failures that mean the upstream is down (not that it answered with an error). */
 export function isOutage(err: unknown): boolean {
-  return err instanceof GatewayError && err.origin === "nodegate" && (err.grpcCode === Code.Unavailable || err.grpcCode === Code.DeadlineExceeded);
+  return err instanceof GatewayError && err.outage;
+}
+
+/** nodegate's own limits (its connections to the node, its reply budget) ran out: that says nothing about the node. */
+function isOwnCapacity(err: unknown): boolean {
+  return err instanceof GatewayError && err.origin === "nodegate" && !err.outage && (err.grpcCode === Code.ResourceExhausted || err.grpcCode === Code.DeadlineExceeded);
 }
 
 interface Member {
@@ -116,6 +123,7 @@ export class Network {
         signal: options.signal,
         timeoutMs: options.timeoutMs ?? this.#timeoutMs,
         idempotent: options.idempotent,
+        flow: options.flow,
       });
       if (member.breaker.state !== "closed") this.#log?.info({ network: this.name, upstream: member.upstream.label }, "upstream answering again: its circuit is closed");
       if (member === this.#members[0]) this.#failingOver = false;
@@ -123,7 +131,7 @@ export class Network {
       this.lastAnswerAt = Date.now();
       return result;
     } catch (err) {
-      if (options.signal?.aborted || (ownDeadline && err instanceof GatewayError && err.grpcCode === Code.DeadlineExceeded)) {
+      if (options.signal?.aborted || (ownDeadline && err instanceof GatewayError && err.grpcCode === Code.DeadlineExceeded) || isOwnCapacity(err)) {
         member.breaker.release();
       } else if (isOutage(err)) {
         const wasClosed = member.breaker.state === "closed";

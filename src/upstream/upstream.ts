@@ -8,6 +8,8 @@ export interface CallOptions {
   timeoutMs: number;
   /** Safe to send again when the connection drops mid-flight (the method table says); unset means no. */
   idempotent?: boolean | undefined;
+  /** Whom the call is for (an API key's label): callers take turns for the node's connections. Unset: nodegate's own calls. */
+  flow?: string | undefined;
 }
 
 /** One JSON-RPC node nodegate forwards to (HTTP pool or WebSocket multiplexer). */

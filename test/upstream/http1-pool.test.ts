@@ -300,6 +300,24 @@ describe("Http1Pool", () => {
     expect(server.connections).toBe(2);
   });
 
+  it("callers take turns for its connections: one caller's hundred waiting calls do not all go ahead of another's one", async () => {
+    // Found from outside: a JSON-RPC batch is sent member by member, and a batch of 1000 made every other key's call
+    // wait behind it (356-373 ms instead of 22 ms with a 20 ms node).
+    const server = await rawServer(async (socket, request) => {
+      await sleep(2);
+      const id = /"id":"([^"]+)"/.exec(request)?.[1] as string;
+      socket.write(`HTTP/1.1 200 OK\r\ncontent-length: ${id.length}\r\n\r\n${id}`);
+    });
+    const p = pool(server, { connections: 1 });
+    const order: string[] = [];
+    const batch = Array.from({ length: 100 }, (_, i) => p.request(`{"id":"a${i}"}`, false, "key-a").reply.then((r) => order.push(bodyOf(r))));
+    const other = [p.request('{"id":"b0"}', false, "key-b"), p.request('{"id":"b1"}', false, "key-b")].map((c) => c.reply.then((r) => order.push(bodyOf(r))));
+    await Promise.all([...batch, ...other]);
+    // a0 took the connection at once; then the two callers alternate while both have calls waiting.
+    expect(order.slice(0, 5)).toEqual(["a0", "a1", "b0", "a2", "b1"]);
+    expect(order.filter((id) => id.startsWith("a"))).toEqual(Array.from({ length: 100 }, (_, i) => `a${i}`));
+  });
+
   it("cancels a call mid-reply (its connection closes) and a queued call (never sent), and keeps serving", async () => {
     let n = 0;
     const server = await rawServer((socket) => {

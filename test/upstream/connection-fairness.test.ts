@@ -1,0 +1,93 @@
+/**
+ * nodegate's connections to a node are shared by every caller, and a
+ * JSON-RPC batch is sent member by member: callers take turns for them, so
+ * one key's big batch does not make every other key wait behind it, and a
+ * call that waited its whole deadline for a connection (never sent) is
+ * nodegate's own capacity, not the node's silence: -32005, no outage.
+ * Against a programmable node answering after a delay; order of arrival,
+ * not time, is asserted.
+ */
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { DEFAULT_PLANS } from "../../src/config.js";
+import type { HttpUpstream } from "../../src/upstream/http-upstream.js";
+import { post, rpc } from "../support/http.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+import { type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
+
+const BATCH_KEY = "batch-key-0123456789abcdef";
+const OTHER_KEY = "other-key-0123456789abcdef";
+/** nodegate's connections to one node. */
+const CONNECTIONS = 64;
+
+let upstream: ProgrammableUpstream;
+let delayMs = 40;
+/** While set, the node holds every answer until it is resolved. */
+let gate: Promise<void> | undefined;
+let nodegate: TestNodegate;
+
+beforeAll(async () => {
+  upstream = await startProgrammableUpstream(async () => {
+    await gate;
+    return { delayMs, then: { result: "0x1" } };
+  });
+  nodegate = await startNodegate({
+    upstreamUrl: upstream.url,
+    keys: [
+      { key: BATCH_KEY, plan: "custom" },
+      { key: OTHER_KEY, plan: "custom" },
+    ],
+    config: { plans: structuredClone(DEFAULT_PLANS), upstreamTimeoutMs: 1500 },
+  });
+});
+afterAll(async () => {
+  await nodegate?.close();
+  await upstream?.close();
+});
+
+const address = (i: number) => `0x${i.toString(16).padStart(40, "0")}`;
+const batchOf = (n: number, from: number) => Array.from({ length: n }, (_, i) => rpc("eth_getBalance", [address(from + i), "latest"], i));
+
+it("another key's call is sent right after the first connection comes free, not after the whole of a big batch", async () => {
+  delayMs = 0;
+  let open!: () => void;
+  gate = new Promise((resolve) => {
+    open = resolve;
+  });
+  const primary = nodegate.gateway.networks()[0]?.primary as HttpUpstream;
+  const before = upstream.requests.length;
+  try {
+    const batch = post(`${nodegate.url}/v3/${BATCH_KEY}`, batchOf(4 * CONNECTIONS, 0));
+    await expect.poll(() => upstream.requests.length - before).toBe(CONNECTIONS);
+    await expect.poll(() => primary.waiting).toBe(3 * CONNECTIONS);
+    const other = post(`${nodegate.url}/v3/${OTHER_KEY}`, rpc("eth_getBalance", [address(999_999), "latest"]));
+    await expect.poll(() => primary.waiting).toBe(3 * CONNECTIONS + 1);
+    open();
+    expect((await other).json.result).toBe("0x1");
+    expect(((await batch).json as { result?: string }[]).filter((a) => a.result === "0x1")).toHaveLength(4 * CONNECTIONS);
+  } finally {
+    open();
+    gate = undefined;
+  }
+  const sent = upstream.requests.slice(before).map((r) => JSON.stringify(r.params));
+  // Taking turns: the batch's next call, then this one. First come, first served: after all 256 of the batch.
+  expect(sent.indexOf(JSON.stringify([address(999_999), "latest"]))).toBeLessThanOrEqual(CONNECTIONS + 1);
+});
+
+it("calls that waited for a connection and then missed their deadline are not an outage: the circuit stays closed", async () => {
+  // Found from outside: a key's batches queued behind each other until their deadline, and those timeouts opened the
+  // circuit of a healthy node, so every key got -32050 for the cooldown. 1500 ms deadline, 600 ms per call, 64
+  // connections: a batch of four waves has a third sent after 1200 ms of waiting, and a fourth never sent.
+  delayMs = 600;
+  const answers = (await post(`${nodegate.url}/v3/${BATCH_KEY}`, batchOf(4 * CONNECTIONS, 10_000))).json as { result?: string; error?: { code: number; message: string } }[];
+  const messages = answers.flatMap((a) => (a.error === undefined ? [] : [`${a.error.code} ${a.error.message}`]));
+  expect(answers.filter((a) => a.result === "0x1")).toHaveLength(2 * CONNECTIONS);
+  expect(messages).toHaveLength(2 * CONNECTIONS);
+  for (const message of messages) {
+    expect(message).toMatch(
+      /^(?:-32051 upstream timeout: no answer within 1500 ms \(\d+ ms of them waiting for a connection to the node\)|-32005 limit exceeded: no connection to the node came free within 1500 ms \(\d+ calls were waiting\); try again shortly)$/,
+    );
+  }
+  expect(nodegate.gateway.networks()[0]?.primaryCircuit).toBe("closed");
+  delayMs = 0;
+  expect((await post(`${nodegate.url}/v3/${OTHER_KEY}`, rpc("eth_getBalance", [address(5), "latest"]))).json.result).toBe("0x1");
+});
