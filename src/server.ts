@@ -30,7 +30,7 @@ import { refuseMalformedGet } from "./grpc/connect-get.js";
 import { clampDeadlineHeaders } from "./grpc/deadline-headers.js";
 import { answerUnknownRpc, isRpcPath, tagRequestId } from "./grpc/unknown-rpc.js";
 import { createGrpcUnaryHandler } from "./grpc/grpc-unary.js";
-import { createGrpcWebTextHandler } from "./grpc/grpc-web-text.js";
+import { createGrpcWebUnaryHandler } from "./grpc/grpc-web-unary.js";
 import { compileUnaryRoutes } from "./grpc/unary-routes.js";
 import { registerTypedServices } from "./grpc/typed-services.js";
 import type { NodeRequest, NodeResponse } from "./http-types.js";
@@ -201,12 +201,12 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   const isGrpc = (contentType: string | undefined): boolean =>
     contentType !== undefined && contentType.startsWith("application/grpc") && !contentType.startsWith("application/grpc-web");
 
-  // The method table's unary RPCs skip Connect's universal handler on gRPC and on the Connect protocol's POSTs;
-  // gRPC-Web's text mode, which Connect does not speak, is served on the same lane core.
+  // The method table's unary RPCs skip Connect's universal handler on gRPC, on the Connect protocol's POSTs and
+  // on gRPC-Web, binary and text (which Connect does not speak).
   const refusalLog = typedRefusalLog(gateway.log, gateway.metrics, () => connect.servedPaths);
   const unaryRoutes = compileUnaryRoutes(gateway);
   const connectUnary = createConnectUnaryHandler(gateway, unaryRoutes);
-  const grpcWebText = createGrpcWebTextHandler(gateway, unaryRoutes);
+  const grpcWebUnary = createGrpcWebUnaryHandler(gateway, unaryRoutes);
 
   let inFlight = 0;
   const idleWaiters: (() => void)[] = [];
@@ -224,7 +224,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     if (handleCors(gateway.corsOrigins, req, res)) return;
     // HTTP/2 streams had theirs lowered in dispatchHttp2Stream.
     if (req.httpVersionMajor === 1) clampDeadlineHeaders(req.headers);
-    if (connectUnary(req, res) || grpcWebText(req, res)) return;
+    if (connectUnary(req, res) || grpcWebUnary(req, res)) return;
     if (isGrpc(req.headers["content-type"])) settleGrpcStatusOf(res);
     if (isRpcPath(req.url ?? "/")) {
       tagRequestId(req.headers, res);

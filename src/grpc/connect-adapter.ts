@@ -13,7 +13,7 @@ import type { UniversalHandler, UniversalServerRequest } from "@connectrpc/conne
 import { parseTimeout as parseConnectTimeout } from "@connectrpc/connect/protocol-connect";
 import { parseTimeout as parseGrpcTimeout } from "@connectrpc/connect/protocol-grpc";
 import type { NodeRequest, NodeResponse } from "../http-types.js";
-import { isGrpcWebText } from "./grpc-web-text.js";
+import { isGrpcWebText } from "./grpc-web-unary.js";
 import { serveTextMode } from "./grpc-web-text-transcoder.js";
 
 export interface ConnectAdapterOptions extends ConnectRouterOptions {

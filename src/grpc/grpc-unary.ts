@@ -106,7 +106,7 @@ export function createGrpcUnaryHandler(gateway: Gateway, routes: ReadonlyMap<str
 /** Shared, so that the listener left on a finished stream holds nothing of its call. */
 function ignoreStreamError(): void {}
 
-/** The gRPC lane's protocol; gRPC-Web's text mode (grpc-web-text.ts) differs only in how the request body is read. */
+/** The gRPC lane's protocol; gRPC-Web's (grpc-web-unary.ts) differs only in the answer's framing, and in text mode in how the request body is read. */
 export const grpcProtocol: UnaryProtocol = {
   door: "grpc",
   timeout: (header) => parseTimeout(header.get("grpc-timeout"), Number.MAX_SAFE_INTEGER),

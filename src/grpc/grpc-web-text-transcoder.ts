@@ -7,11 +7,11 @@
  * groups as it arrives and reads padding inside it, so a stream's message
  * reaches the caller when it is sent, not when the next one completes a
  * 3-byte group. The method table's unary RPCs are served in text mode on
- * the lane core instead (grpc-web-text.ts).
+ * the lane core instead (grpc-web-unary.ts).
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
-import { fromBase64, GRPC_WEB_TEXT_CONTENT_TYPE, trailerFrame } from "./grpc-web-text.js";
+import { fromBase64, GRPC_WEB_TEXT_CONTENT_TYPE, trailerFrame } from "./grpc-web-unary.js";
 
 const BINARY_CONTENT_TYPE = "application/grpc-web+proto";
 

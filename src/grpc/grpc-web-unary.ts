@@ -1,13 +1,15 @@
 /**
- * gRPC-Web's text mode (application/grpc-web-text: the binary protocol's
- * bytes in base64, the default mode of Google's grpc-web browser client),
- * which Connect's handler does not speak: unary POSTs of the method table's
- * RPCs, over HTTP/1.1 or HTTP/2, served on the lane core (unary-call.ts).
- * The request is one base64 text of a gRPC-Web frame; the answer is the
- * message frame and the trailer frame (grpc-status, grpc-message and
- * grpc-status-details-bin, as Connect writes them for binary gRPC-Web) in
- * base64, under HTTP 200. The RPCs Connect serves are transcoded to its
- * binary gRPC-Web instead (grpc-web-text-transcoder.ts).
+ * Unary gRPC-Web calls of the method table's RPCs, over HTTP/1.1 or HTTP/2,
+ * served on the lane core (unary-call.ts) rather than Connect's universal
+ * handler, which costs several times the CPU per call: binary
+ * (application/grpc-web+proto, what connect-web and improbable-eng's client
+ * send) and text mode (application/grpc-web-text: the same bytes in base64,
+ * the default of Google's grpc-web browser client, which Connect does not
+ * speak). The request is one gRPC-Web frame; the answer is the message
+ * frame and the trailer frame (grpc-status, grpc-message and
+ * grpc-status-details-bin, as Connect writes them for binary gRPC-Web),
+ * under HTTP 200. The RPCs Connect serves get text mode from
+ * grpc-web-text-transcoder.ts.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import { setTrailerStatus, trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
@@ -20,6 +22,8 @@ import { serveUnary, type UnaryProtocol } from "./unary-call.js";
 import type { UnaryRoute } from "./unary-routes.js";
 
 const TEXT_CONTENT_TYPE = /^application\/grpc-web-text(?:\+proto)?$/i;
+const BINARY_CONTENT_TYPE = /^application\/grpc-web(?:\+proto)?$/i;
+const BINARY_ANSWER_TYPE = "application/grpc-web+proto";
 export const GRPC_WEB_TEXT_CONTENT_TYPE = "application/grpc-web-text+proto";
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
@@ -54,29 +58,42 @@ export function trailerFrame(error: ConnectError | undefined): Buffer {
 
 export const isGrpcWebText = (contentType: string | undefined): boolean => contentType !== undefined && TEXT_CONTENT_TYPE.test(contentType);
 
-/** gRPC's framing, timeout and answer; the request body is base64 of it. */
+/** gRPC's framing, timeout and answer. */
+const binaryProtocol: UnaryProtocol = { ...grpcProtocol, door: "grpc-web" };
+
+/** The same; the request body is base64 of it. */
 const textProtocol: UnaryProtocol = {
   ...grpcProtocol,
   door: "grpc-web",
   request: (body, header, route, maxBytes) => grpcProtocol.request(fromBase64(body), header, route, maxBytes),
 };
 
-/** Takes a request when it is a unary gRPC-Web text call it serves (returns true); the rest is left to Connect. */
-export type GrpcWebTextHandler = (req: NodeRequest, res: NodeResponse) => boolean;
+/** Takes a request when it is a unary gRPC-Web call it serves (returns true); the rest is left to Connect. */
+export type GrpcWebUnaryHandler = (req: NodeRequest, res: NodeResponse) => boolean;
 
-export function createGrpcWebTextHandler(gateway: Gateway, routes: ReadonlyMap<string, UnaryRoute>): GrpcWebTextHandler {
+export function createGrpcWebUnaryHandler(gateway: Gateway, routes: ReadonlyMap<string, UnaryRoute>): GrpcWebUnaryHandler {
   return (req, res) => {
     if (req.method !== "POST") return false;
     const route = routes.get(req.url ?? "");
     if (route === undefined) return false;
-    if (!isGrpcWebText(req.headers["content-type"])) return false;
-    serveUnary(gateway, route, textProtocol, new GrpcWebTextExchange(req, res));
+    const contentType = req.headers["content-type"];
+    if (contentType === undefined) return false;
+    if (BINARY_CONTENT_TYPE.test(contentType)) serveUnary(gateway, route, binaryProtocol, new GrpcWebExchange(req, res, false));
+    else if (TEXT_CONTENT_TYPE.test(contentType)) serveUnary(gateway, route, textProtocol, new GrpcWebExchange(req, res, true));
+    else return false;
     return true;
   };
 }
 
-/** A unary gRPC-Web text call on an HTTP/1.1 or HTTP/2 request and response: the status is in the trailer frame. */
-class GrpcWebTextExchange extends HttpExchange {
+/** A unary gRPC-Web call on an HTTP/1.1 or HTTP/2 request and response: the status is in the trailer frame. */
+class GrpcWebExchange extends HttpExchange {
+  readonly #text: boolean;
+
+  constructor(req: NodeRequest, res: NodeResponse, text: boolean) {
+    super(req, res);
+    this.#text = text;
+  }
+
   answer(frame: Buffer, requestId: string): void {
     this.#send(Buffer.concat([frame, trailerFrame(undefined)]), requestId);
   }
@@ -86,8 +103,9 @@ class GrpcWebTextExchange extends HttpExchange {
   }
 
   #send(bytes: Buffer, requestId: string): void {
-    const text = bytes.toString("base64");
-    this.res.writeHead(200, { "content-type": GRPC_WEB_TEXT_CONTENT_TYPE, "content-length": Buffer.byteLength(text), [REQUEST_ID_HEADER]: requestId });
-    this.res.end(text);
+    const body = this.#text ? bytes.toString("base64") : bytes;
+    const contentType = this.#text ? GRPC_WEB_TEXT_CONTENT_TYPE : BINARY_ANSWER_TYPE;
+    this.res.writeHead(200, { "content-type": contentType, "content-length": Buffer.byteLength(body), [REQUEST_ID_HEADER]: requestId });
+    this.res.end(body);
   }
 }

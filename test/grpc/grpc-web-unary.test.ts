@@ -1,11 +1,12 @@
 /**
- * gRPC-Web's text mode (application/grpc-web-text, the default of Google's
- * grpc-web browser client), which Connect's handler does not speak: the method
- * table's unary calls are served on the lane core, the RPCs Connect serves
- * (streams, JsonRpcService, health) are transcoded to its binary gRPC-Web. Each answer is compared with the same call in
- * binary gRPC-Web, which Connect's own handler serves: the message, and the
- * trailers (status, message, details) of failed calls. Requests are raw, as
- * the protocol describes them: base64 of the binary protocol's bytes.
+ * gRPC-Web: the method table's unary calls, binary and text mode
+ * (application/grpc-web-text, the default of Google's grpc-web browser
+ * client, which Connect's handler does not speak), are served on the lane
+ * core; the RPCs Connect serves (streams, JsonRpcService, health) get text
+ * mode by transcoding to its binary gRPC-Web. Answers are compared across
+ * the two modes, with gRPC's (grpc-js) and with a real gRPC-Web client
+ * (connect-es). Requests are raw, as the protocol describes them: base64 of
+ * the binary protocol's bytes in text mode.
  */
 import { create, equals, fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
@@ -13,6 +14,9 @@ import { describe, expect, it } from "vitest";
 import { EthService, type GetBlockByNumberRequest, GetBlockByNumberRequestSchema, GetBlockByNumberResponseSchema, StreamLogsRequestSchema, StreamLogsResponseSchema, SubscribeNewHeadsRequestSchema, SubscribeNewHeadsResponseSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { Health, HealthCheckRequestSchema, HealthCheckResponse_ServingStatus, HealthCheckResponseSchema } from "../../gen/grpc/health/v1/health_pb.js";
 import { CallRequestSchema, CallResponseSchema, JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
+import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
+import { connectClient } from "../support/grpc-clients.js";
+import { connectErrorOf } from "../support/grpc-status.js";
 import { useLaneFixture } from "../support/lane-fixture.js";
 
 const f = useLaneFixture();
@@ -59,7 +63,7 @@ async function call(path: string, body: string | Buffer, contentType: string, he
   return readFrames(res.status, res.headers.get("content-type"), binary);
 }
 
-/** The same request in text mode (the lane) and in binary gRPC-Web (Connect's own handler). */
+/** The same request in text mode and in binary gRPC-Web. */
 async function bothModes(request: GetBlockByNumberRequest, headers: Record<string, string> = {}): Promise<{ text: Frames; binary: Frames }> {
   const bytes = frame(0, toBinary(GetBlockByNumberRequestSchema, request));
   const [text, binary] = await Promise.all([
@@ -71,7 +75,7 @@ async function bothModes(request: GetBlockByNumberRequest, headers: Record<strin
 
 const decodeBlock = (m: Buffer): Message => fromBinary(GetBlockByNumberResponseSchema, m);
 
-describe("gRPC-Web text mode", () => {
+describe("gRPC-Web", () => {
   it("answers as binary gRPC-Web does: a block with full transactions and logs, then status 0", async () => {
     const { text, binary } = await bothModes(create(GetBlockByNumberRequestSchema, { block: numberOf(f.logsBlock), fullTransactions: true }));
     expect(text.status).toBe(200);
@@ -88,6 +92,27 @@ describe("gRPC-Web text mode", () => {
     expect(text.trailers["grpc-status"]).toBe(String(Code.Unauthenticated));
     expect(text.trailers["grpc-status-details-bin"]).toBeTruthy();
     for (const key of ["grpc-status", "grpc-message", "grpc-status-details-bin"]) expect(text.trailers[key]).toBe(binary.trailers[key]);
+  });
+
+  it("binary gRPC-Web is served on the lane: one answer with its length, logged once, equal to gRPC's; errors too", async () => {
+    const request = create(GetBlockByNumberRequestSchema, { block: numberOf(f.logsBlock), fullTransactions: true });
+    const res = await fetch(`${f.ng.url}${blockPath}`, {
+      method: "POST",
+      headers: { "content-type": "application/grpc-web+proto", "x-api-key": f.ng.key, "x-request-id": "web-binary-1" },
+      body: frame(0, toBinary(GetBlockByNumberRequestSchema, request)),
+    });
+    const body = Buffer.from(await res.arrayBuffer());
+    expect([res.status, res.headers.get("content-type"), res.headers.get("content-length")]).toEqual([200, "application/grpc-web+proto", String(body.length)]);
+    const answer = readFrames(res.status, res.headers.get("content-type"), body);
+    expect(answer.trailers["grpc-status"]).toBe("0");
+    const viaGrpc = await connectClient(f.ng.url, EthService, f.ng.key, "grpc").getBlockByNumber(request);
+    expect(equals(GetBlockByNumberResponseSchema, decodeBlock(answer.messages[0] as Buffer) as never, viaGrpc)).toBe(true);
+    expect(f.ng.logs.filter((l) => l.requestId === "web-binary-1").map((l) => [l.door, l.status])).toEqual([["grpc-web", "ok"]]);
+
+    f.override = (r) => (r.method === "eth_getBlockByNumber" ? { error: { code: -32000, message: "header not found" } } : undefined);
+    const web = await connectErrorOf(connectClient(f.ng.url, EthService, f.ng.key, "grpc-web").getBlockByNumber(request));
+    const grpc = await connectErrorOf(connectClient(f.ng.url, EthService, f.ng.key, "grpc").getBlockByNumber(request));
+    expect([web.code, web.rawMessage, web.findDetails(JsonRpcErrorSchema)]).toEqual([grpc.code, grpc.rawMessage, grpc.findDetails(JsonRpcErrorSchema)]);
   });
 
   it("a request sent as several padded base64 pieces is read whole", async () => {
