@@ -15,6 +15,7 @@ import type { UpstreamResult } from "../upstream/reply.js";
 import { ADDRESS_FREE_PASS_THROUGH } from "./eth-methods.js";
 import type { MethodSpec } from "./method-table.js";
 import type { MethodPolicy } from "./policy.js";
+import { MAX_KEYED_PARAMS } from "../cache/call-cache.js";
 import type { CallSignal } from "../call-signal.js";
 
 export interface InvokeContext {
@@ -69,7 +70,7 @@ export async function invokeMethod(spec: MethodSpec, request: Message, ctx: Invo
   };
   const cache = ctx.network.cache;
   try {
-    if (cache === undefined || !spec.idempotent) return await fetch(ctx.signal);
+    if (cache === undefined || !spec.idempotent || sent.length > MAX_KEYED_PARAMS) return await fetch(ctx.signal);
     // Keyed by the typed request's encoding, so both front doors (and every spelling of the same params) share entries.
     const key = canonical ?? spec.params.encode(request);
     return await cache.call(spec.jsonrpcMethod, key, cache.rule(spec.jsonrpcMethod, request), ctx.key.plan, fetch, ctx.signal);
