@@ -56,10 +56,19 @@ export interface BlockIdForms {
   hash: boolean;
   /** A decimal block number (JSON integer or digits string), as eth_getBlockReceipts allows. */
   decimal: boolean;
+  /**
+   * A JSON integer: geth reads one as a block number (execution-apis records
+   * eth_getBlockByNumber with [2, true]); other nodes refuse it (Anvil, for
+   * most methods), so the method table rewrites it to hex before sending.
+   */
+  integer?: boolean;
 }
 
+/** Inside a message (a log filter's range): strict, as nodegate forwards such objects as they came. */
 export const ANY_BLOCK: BlockIdForms = { hash: true, decimal: false };
-export const NUMBER_OR_TAG: BlockIdForms = { hash: false, decimal: false };
+/** The block parameter of a method. */
+export const ANY_BLOCK_PARAM: BlockIdForms = { hash: true, decimal: false, integer: true };
+export const NUMBER_OR_TAG: BlockIdForms = { hash: false, decimal: false, integer: true };
 
 const DECIMAL = /^(?:0|[1-9][0-9]*)$/;
 
@@ -84,7 +93,7 @@ export function blockIdCodec(forms: BlockIdForms): ValueCodec<BlockId> {
   return {
     decode(json) {
       if (typeof json === "string") return decodeString(json);
-      if (typeof json === "number" && forms.decimal) {
+      if (typeof json === "number" && (forms.decimal || forms.integer === true)) {
         if (!Number.isInteger(json) || json < 0) fail(`want a non-negative integer block number, got ${json}`);
         if (!Number.isSafeInteger(json)) fail(`${UNSAFE_JSON_INTEGER}: send the block number as hex`);
         return fromDecimal(BigInt(json));

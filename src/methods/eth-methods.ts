@@ -3,21 +3,24 @@
  * come first; the rest are common reads callers expect next to them.
  */
 import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
-import { ANY_BLOCK, blockCountCodec, blockIdCodec, NUMBER_OR_TAG } from "../codec/eth-types.js";
+import { ANY_BLOCK_PARAM, blockCountCodec, blockIdCodec, NUMBER_OR_TAG } from "../codec/eth-types.js";
 import type { MethodEntry } from "./method-table.js";
 import type { ParamRules } from "./params-codec.js";
 
 const m = EthService.method;
 
 /** A block param that takes a number or tag; typed callers that leave it unset get "latest". */
-const numberOrTag: ParamRules = { codec: blockIdCodec(NUMBER_OR_TAG), whenUnset: '"latest"' };
+/** A JSON integer block number (geth reads one) is sent as hex, which every node reads. */
+const isJsonInteger = (json: unknown) => typeof json === "number";
+
+const numberOrTag: ParamRules = { codec: blockIdCodec(NUMBER_OR_TAG), whenUnset: '"latest"', needsRewrite: isJsonInteger };
 
 /**
  * A block param that also takes a hash (EIP-1898). The seed calls it required,
  * but every node defaults it to latest when absent (execution-apis records
  * that), so the native path lets it be absent.
  */
-const anyBlock: ParamRules = { codec: blockIdCodec(ANY_BLOCK), whenUnset: '"latest"', optional: true };
+const anyBlock: ParamRules = { codec: blockIdCodec(ANY_BLOCK_PARAM), whenUnset: '"latest"', optional: true, needsRewrite: isJsonInteger };
 
 /** eth_getBlockReceipts also takes a decimal number (the seed says so); nodes want hex, so it is rewritten. */
 const receiptsBlock: ParamRules = {
