@@ -6,10 +6,15 @@
  */
 import { Code } from "@connectrpc/connect";
 
+/** A chain family's own codes share numbers with the other's (1: Ethereum's nonce too low, Starknet's FAILED_TO_RECEIVE_TXN). */
+export type CodeFamily = "eth" | "starknet";
+
 export interface CodeMapping {
   jsonrpc: number;
   grpc: Code;
   meaning: string;
+  /** Only on networks of this family; unset: every network. */
+  family?: CodeFamily;
 }
 
 /** JSON-RPC code -> gRPC code, for errors a node answers with. */
@@ -28,7 +33,35 @@ export const JSONRPC_TO_GRPC: readonly CodeMapping[] = [
   { jsonrpc: -32006, grpc: Code.InvalidArgument, meaning: "JSON-RPC version not supported" },
   { jsonrpc: 3, grpc: Code.FailedPrecondition, meaning: "execution reverted (data: revert bytes)" },
   { jsonrpc: 4444, grpc: Code.NotFound, meaning: "pruned history unavailable" },
-  { jsonrpc: 1, grpc: Code.Unavailable, meaning: "Starknet FAILED_TO_RECEIVE_TXN" },
+  // execution-apis' error groups (src/error-groups: execution 1-199, gas 800-999, txpool 1000-1199; transaction
+  // validation -38010..-38025), as geth answers eth_sendRawTransaction with them. A transaction the node refuses for its
+  // own state is FAILED_PRECONDITION (never UNAVAILABLE: a client retries that, and the write would never succeed);
+  // one malformed whatever the state is INVALID_ARGUMENT.
+  { jsonrpc: 1, grpc: Code.FailedPrecondition, meaning: "nonce too low (Ethereum networks)", family: "eth" },
+  { jsonrpc: 2, grpc: Code.FailedPrecondition, meaning: "nonce too high (Ethereum networks)", family: "eth" },
+  { jsonrpc: 4, grpc: Code.FailedPrecondition, meaning: "invalid opcode (Ethereum networks)", family: "eth" },
+  { jsonrpc: 800, grpc: Code.InvalidArgument, meaning: "intrinsic gas too low / exceeds the gas limit" },
+  { jsonrpc: 801, grpc: Code.FailedPrecondition, meaning: "transaction ran out of gas" },
+  { jsonrpc: 802, grpc: Code.FailedPrecondition, meaning: "gas price below the node's minimum" },
+  { jsonrpc: 803, grpc: Code.FailedPrecondition, meaning: "gas limit exceeds the block gas limit" },
+  { jsonrpc: 804, grpc: Code.InvalidArgument, meaning: "max priority fee per gas higher than max fee per gas" },
+  { jsonrpc: 805, grpc: Code.InvalidArgument, meaning: "gas uint64 overflow" },
+  { jsonrpc: 806, grpc: Code.FailedPrecondition, meaning: "max fee per gas less than the block base fee" },
+  { jsonrpc: 807, grpc: Code.InvalidArgument, meaning: "max priority fee per gas higher than 2^256-1" },
+  { jsonrpc: 808, grpc: Code.InvalidArgument, meaning: "max fee per gas higher than 2^256-1" },
+  { jsonrpc: 809, grpc: Code.FailedPrecondition, meaning: "insufficient funds for gas * price + value" },
+  { jsonrpc: 1000, grpc: Code.AlreadyExists, meaning: "transaction already known" },
+  { jsonrpc: 1001, grpc: Code.InvalidArgument, meaning: "invalid sender" },
+  { jsonrpc: 1002, grpc: Code.FailedPrecondition, meaning: "replacement transaction underpriced" },
+  { jsonrpc: -38010, grpc: Code.FailedPrecondition, meaning: "nonce too low (eth_simulateV1)" },
+  { jsonrpc: -38011, grpc: Code.FailedPrecondition, meaning: "nonce too high (eth_simulateV1)" },
+  { jsonrpc: -38012, grpc: Code.FailedPrecondition, meaning: "max fee per gas less than block base fee (eth_simulateV1)" },
+  { jsonrpc: -38013, grpc: Code.InvalidArgument, meaning: "intrinsic gas too low (eth_simulateV1)" },
+  { jsonrpc: -38014, grpc: Code.FailedPrecondition, meaning: "insufficient funds (eth_simulateV1)" },
+  { jsonrpc: -38015, grpc: Code.FailedPrecondition, meaning: "block gas limit exceeded (eth_simulateV1)" },
+  { jsonrpc: -38024, grpc: Code.FailedPrecondition, meaning: "sender is not an EOA (eth_simulateV1)" },
+  { jsonrpc: -38025, grpc: Code.InvalidArgument, meaning: "max init code size exceeded (eth_simulateV1)" },
+  { jsonrpc: 1, grpc: Code.Unavailable, meaning: "Starknet FAILED_TO_RECEIVE_TXN (Starknet networks)", family: "starknet" },
   { jsonrpc: 10, grpc: Code.FailedPrecondition, meaning: "Starknet NO_TRACE_AVAILABLE" },
   { jsonrpc: 20, grpc: Code.NotFound, meaning: "Starknet CONTRACT_NOT_FOUND" },
   { jsonrpc: 21, grpc: Code.NotFound, meaning: "Starknet ENTRYPOINT_NOT_FOUND" },
@@ -64,11 +97,14 @@ export const JSONRPC_TO_GRPC: readonly CodeMapping[] = [
   { jsonrpc: 68, grpc: Code.InvalidArgument, meaning: "Starknet TOO_MANY_BLOCKS_BACK" },
 ];
 
-const byJsonRpc = new Map(JSONRPC_TO_GRPC.map((m) => [m.jsonrpc, m.grpc]));
+const byFamily: Record<CodeFamily, Map<number, Code>> = {
+  eth: new Map(JSONRPC_TO_GRPC.filter((m) => m.family !== "starknet").map((m) => [m.jsonrpc, m.grpc])),
+  starknet: new Map(JSONRPC_TO_GRPC.filter((m) => m.family !== "eth").map((m) => [m.jsonrpc, m.grpc])),
+};
 
-/** The gRPC code for a JSON-RPC error code a node returned; Unknown when unmapped. */
-export function grpcCodeForJsonRpc(code: number): Code {
-  return byJsonRpc.get(code) ?? Code.Unknown;
+/** The gRPC code for a JSON-RPC error code a node of `family` returned; Unknown when unmapped. */
+export function grpcCodeForJsonRpc(code: number, family: CodeFamily = "eth"): Code {
+  return byFamily[family].get(code) ?? Code.Unknown;
 }
 
 /**

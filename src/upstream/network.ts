@@ -9,6 +9,7 @@ import type { Logger } from "pino";
 import { CallCache, type CallCacheOptions } from "../cache/call-cache.js";
 import type { FailoverPolicy, Plan } from "../config.js";
 import { upstreamUnavailable } from "../errors/catalogue.js";
+import { grpcCodeForJsonRpc } from "../errors/code-map.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import type { ChainFamily } from "../methods/method-table.js";
 import type { Metrics } from "../observability/metrics.js";
@@ -55,6 +56,22 @@ export function isOutage(err: unknown): boolean {
 /** nodegate's own limits (its connections to the node, its reply budget) ran out: that says nothing about the node. */
 function isOwnCapacity(err: unknown): boolean {
   return err instanceof GatewayError && err.origin === "nodegate" && !err.outage && (err.grpcCode === Code.ResourceExhausted || err.grpcCode === Code.DeadlineExceeded);
+}
+
+/** A node's error as its network's family reads the code (replies are read by Ethereum's table; a revert stays as read). */
+function inFamily(err: unknown, family: ChainFamily): unknown {
+  if (family === "eth" || !(err instanceof GatewayError) || err.origin !== "upstream") return err;
+  const asEthereum = grpcCodeForJsonRpc(err.code);
+  const grpcCode = grpcCodeForJsonRpc(err.code, family);
+  if (grpcCode === asEthereum || err.grpcCode !== asEthereum) return err;
+  return new GatewayError({
+    code: err.code,
+    message: err.message,
+    ...(err.data === undefined ? {} : { data: err.data }),
+    grpcCode,
+    httpStatus: err.httpStatus,
+    origin: "upstream",
+  });
 }
 
 interface Member {
@@ -145,6 +162,7 @@ export class Network {
         member.breaker.success(); // it answered: the upstream is up
         this.lastAnswerAt = Date.now();
         this.#metrics?.upstreamErrors.inc({ network: this.name, upstream: member.upstream.label, kind: "node_error" });
+        throw inFamily(err, this.family);
       }
       throw err;
     } finally {

@@ -7,6 +7,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
 import { freePort } from "../../src/embedded/anvil.js";
 import { GRPC_TO_JSONRPC, JSONRPC_TO_GRPC, jsonRpcCodeForGrpc } from "../../src/errors/code-map.js";
@@ -40,7 +41,8 @@ async function typed(): Promise<ConnectError> {
 }
 
 describe("JSON-RPC error code -> gRPC status (one test per row)", () => {
-  for (const row of JSONRPC_TO_GRPC) {
+  // Against an Ethereum network: the Starknet-only rows are below.
+  for (const row of JSONRPC_TO_GRPC.filter((r) => r.family !== "starknet")) {
     it(`${row.jsonrpc} (${row.meaning}) -> ${Code[row.grpc]}`, async () => {
       const error = { code: row.jsonrpc, message: `node says ${row.meaning}`, data: { detail: [1, "two"] } };
       answer = { error };
@@ -57,6 +59,34 @@ describe("JSON-RPC error code -> gRPC status (one test per row)", () => {
       expect({ ...back, data: JSON.parse(back.data ?? "null") }).toEqual(native.json.error);
     });
   }
+
+  it("a code both families use is read by the network's family: 1 is nonce too low on Ethereum, FAILED_TO_RECEIVE_TXN on Starknet", async () => {
+    // Found from outside: execution-apis' "nonce too low" (1) reached typed callers as UNAVAILABLE, which clients
+    // retry, for a write that can never succeed.
+    const both = await startNodegate({
+      upstreamUrl: upstream.url,
+      networks: [
+        { name: "ethereum", family: "eth", upstreams: [{ label: "eth", url: upstream.url }] },
+        { name: "starknet", family: "starknet", upstreams: [{ label: "starknet", url: upstream.url }] },
+      ],
+      config: { passThrough: { methods: ["eth_chainId", "starknet_chainId"], allowWrites: false } },
+    });
+    try {
+      answer = { error: { code: 1, message: "nonce too low: next nonce 160, tx nonce 0" } };
+      const generic = connectClient(both.url, JsonRpcService, both.key, "grpc");
+      const failed = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => ConnectError.from(e));
+      const eth = await failed(generic.call({ method: "eth_chainId", paramsJson: "[]" }));
+      expect(eth?.code).toBe(Code.FailedPrecondition);
+      answer = { error: { code: 1, message: "Failed to write transaction" } };
+      const starknet = await failed(generic.call({ method: "starknet_chainId", paramsJson: "[]" }, { headers: { "x-nodegate-network": "starknet" } }));
+      expect(starknet?.code).toBe(Code.Unavailable);
+      expect(Number(starknet?.findDetails(JsonRpcErrorSchema)[0]?.code)).toBe(1);
+      const native = await post(`${both.url}/starknet/v3/${both.key}`, rpc("starknet_chainId", [], 3));
+      expect(native.json).toEqual({ jsonrpc: "2.0", id: 3, error: { code: 1, message: "Failed to write transaction" } });
+    } finally {
+      await both.close();
+    }
+  });
 
   it("an unmapped code becomes UNKNOWN and keeps its code in the details", async () => {
     answer = { error: { code: -39999, message: "vendor specific" } };
