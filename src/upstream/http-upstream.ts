@@ -10,7 +10,7 @@ import type { ConnectionOptions } from "node:tls";
 import { cancelled, noConnectionInTime, replyBudgetExceeded, shuttingDown, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { readChunkedReply, readReply, requestBody, type UpstreamResult } from "./reply.js";
-import { Http1Error, Http1Pool, OVER_REPLY_BUDGET, type ReplyBudget } from "./http1-pool.js";
+import { Http1Error, Http1Pool, OVER_REPLY_BUDGET, QUEUED_PAST_DEADLINE, type ReplyBudget } from "./http1-pool.js";
 import type { CallOptions, Upstream } from "./upstream.js";
 
 export interface HttpUpstreamOptions {
@@ -95,6 +95,7 @@ export class HttpUpstream implements Upstream {
     if (this.#nextId > 0x3fffffff) this.#nextId = 1;
     if (options.signal?.aborted) throw cancelled();
     const exchange = this.#pool.request(requestBody(id, method, paramsText), options.idempotent === true, options.flow);
+    if (!exchange.sent) exchange.deadlineAt = performance.now() + options.timeoutMs;
     // Not AbortSignal.any: on Node 20 it leaves an entry on the caller's signal per call, and a native
     // WebSocket connection's signal lives as long as the connection (one entry per call it makes).
     const deadline = setTimeout(() => exchange.cancel(DEADLINE), options.timeoutMs).unref();
@@ -105,7 +106,9 @@ export class HttpUpstream implements Upstream {
       reply = await exchange.reply;
     } catch (err) {
       // A call that waited for a connection (all busy) is not the node's silence: no outage. Never sent, it is -32005.
-      if (err === DEADLINE && !exchange.sent) throw noConnectionInTime(options.timeoutMs, this.#pool.waiting + 1);
+      if ((err === DEADLINE || (err instanceof Http1Error && err.code === QUEUED_PAST_DEADLINE)) && !exchange.sent) {
+        throw noConnectionInTime(options.timeoutMs, this.#pool.waiting + 1);
+      }
       if (err === DEADLINE && exchange.waitedMs > 0) throw upstreamTimeout(options.timeoutMs, exchange.waitedMs);
       throw this.#transportError(err, options);
     } finally {

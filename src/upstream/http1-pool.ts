@@ -100,6 +100,12 @@ function bodyTooLarge(max: number): Http1Error {
   return new Http1Error("HPE_BODY_TOO_LARGE", `reply body larger than ${max} bytes`);
 }
 
+/** A queued call with less time left than this is not sent: no node answers across a network that fast. */
+const MIN_TIME_LEFT_MS = 10;
+
+/** The code of the error a queued call fails with when its deadline came before a connection did: it was never sent. */
+export const QUEUED_PAST_DEADLINE = "EQUEUEDEADLINE";
+
 /** The code of the error a reply fails with when the shared ReplyBudget has no room for it. */
 export const OVER_REPLY_BUDGET = "EREPLYBUDGET";
 
@@ -118,6 +124,8 @@ export class Http1Call {
   queuedAt: number | undefined;
   /** How long it waited for a connection before it was first sent, ms (0 when one was free). */
   waitedMs = 0;
+  /** When its caller stops waiting (performance.now() time): a call still queued then is not sent. */
+  deadlineAt = Number.POSITIVE_INFINITY;
   /** Called with the reply or the error, once. */
   #resolve!: (reply: Http1Reply) => void;
   #reject!: (err: unknown) => void;
@@ -645,13 +653,28 @@ export class Http1Pool {
     else this.#send(call, true);
   }
 
+  /**
+   * The next waiting call whose caller still waits. Calls whose deadline has
+   * passed (or is about to) are failed unsent: when in-flight calls time out together, the
+   * connections they free would otherwise carry queued calls whose own
+   * deadlines fire in the same moment, to a node nobody waits for.
+   */
+  #nextLive(): Http1Call | undefined {
+    let now: number | undefined;
+    for (let call = this.#queue.shift(); call !== undefined; call = this.#queue.shift()) {
+      if (call.deadlineAt === Number.POSITIVE_INFINITY || call.deadlineAt - (now ??= performance.now()) >= MIN_TIME_LEFT_MS) return call;
+      call.fail(new Http1Error(QUEUED_PAST_DEADLINE, "no connection came free before the call's deadline"));
+    }
+    return undefined;
+  }
+
   unqueue(call: Http1Call): void {
     this.#queue.remove(call);
   }
 
   /** A connection finished its exchange and may carry the next. */
   release(connection: Connection): void {
-    const next = this.#queue.shift();
+    const next = this.#nextLive();
     if (next !== undefined) {
       connection.start(next);
       return;
@@ -667,7 +690,7 @@ export class Http1Pool {
     const i = this.#idle.indexOf(connection);
     if (i >= 0) this.#idle.splice(i, 1);
     if (this.#closed) return;
-    const next = this.#queue.shift();
+    const next = this.#nextLive();
     if (next !== undefined) this.#openFor(next);
   }
 
