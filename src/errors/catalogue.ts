@@ -211,6 +211,21 @@ export function replyBudgetExceeded(detail: string): GatewayError {
   });
 }
 
+/**
+ * The node closed the connection before it had the whole request: nodes
+ * refuse requests over their own size limit (Anvil's is about 2 MiB, geth's
+ * 5 MiB) and reset the connection, losing their answer. The node is up: not
+ * an outage.
+ */
+export function requestTooLargeForNode(detail: string): GatewayError {
+  return new GatewayError({
+    code: -32600,
+    message: `request too large for the node: ${detail} (nodes refuse requests over their own size limit)`,
+    grpcCode: Code.ResourceExhausted,
+    httpStatus: 413,
+  });
+}
+
 /** A call that waited its whole deadline for one of nodegate's connections to the node (all busy), and was never sent. */
 export function noConnectionInTime(timeoutMs: number, waiting: number): GatewayError {
   return new GatewayError({

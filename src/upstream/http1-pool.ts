@@ -106,6 +106,12 @@ const MIN_TIME_LEFT_MS = 10;
 /** The code of the error a queued call fails with when its deadline came before a connection did: it was never sent. */
 export const QUEUED_PAST_DEADLINE = "EQUEUEDEADLINE";
 
+/** Requests at least this large (in characters) whose connection closes unanswered are taken as refused for their size. */
+const LARGE_REQUEST_CHARS = 1024 * 1024;
+
+/** The code of the error a large request fails with when its connection closed before any reply. */
+export const REQUEST_REFUSED_MIDWAY = "EREQUESTREFUSED";
+
 /** The code of the error a reply fails with when the shared ReplyBudget has no room for it. */
 export const OVER_REPLY_BUDGET = "EREPLYBUDGET";
 
@@ -334,6 +340,12 @@ class Connection {
       call.repeated = true;
       call.connection = undefined;
       this.#pool.resend(call);
+      return;
+    }
+    if (!this.#received && call.text.length >= LARGE_REQUEST_CHARS) {
+      // A node closes on a request over its size limit (Anvil's is about 2 MiB) and its answer, if it sent one,
+      // is often lost in the reset: the node is up, and a caller sending such requests must not open its circuit.
+      call.fail(new Http1Error(REQUEST_REFUSED_MIDWAY, `the node closed the connection without answering a ${Buffer.byteLength(call.text)}-byte request`));
       return;
     }
     call.fail(err);
