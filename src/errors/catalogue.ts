@@ -263,7 +263,7 @@ export function subscriberTooSlow(buffered: number, bytes?: number): GatewayErro
 export function backfillTooLong(fromBlock: number, head: number, max: number): GatewayError {
   return new GatewayError({
     code: -32602,
-    message: `from_block ${fromBlock} is ${head - fromBlock + 1} blocks behind the head (${head}); at most ${max} (subscriptions.maxBackfillBlocks) are fetched from history`,
+    message: `from_block ${fromBlock} is ${head - fromBlock} blocks behind the head (${head}); at most ${max} behind (subscriptions.maxBackfillBlocks)`,
     grpcCode: Code.OutOfRange,
   });
 }

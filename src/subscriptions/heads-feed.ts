@@ -143,7 +143,7 @@ export class HeadsFeed extends Feed {
     const head = this.#current;
     if (head === undefined || fromBlock > head.number) return;
     const max = this.ctx.settings.maxBackfillBlocks;
-    if (head.number - fromBlock + 1 > max) throw backfillTooLong(fromBlock, head.number, max);
+    if (head.number - fromBlock > max) throw backfillTooLong(fromBlock, head.number, max);
     for (let start = fromBlock; start <= head.number && !signal.aborted; start += HISTORY_BATCH) {
       const numbers = Array.from({ length: Math.min(HISTORY_BATCH, head.number - start + 1) }, (_, i) => start + i);
       const batch = await Promise.all(numbers.map((n) => this.ctx.reader.headByNumber(n)));

@@ -118,13 +118,18 @@ describe("SubscribeNewHeads from_block", () => {
     expect(numbersOf(stream)).toEqual([head + 3, head + 4, head + 5]);
   });
 
-  it(`a resume point more than ${MAX_BACKFILL} blocks back is OUT_OF_RANGE, saying how far it is`, async () => {
-    if ((await chain.blockNumber()) <= MAX_BACKFILL) await chain.mine(MAX_BACKFILL);
+  it(`a resume point ${MAX_BACKFILL} blocks back is served; one more is OUT_OF_RANGE, saying how far it is`, async () => {
+    // Found from outside: exactly the limit behind was refused, as "limit + 1 blocks behind".
+    if ((await chain.blockNumber()) <= MAX_BACKFILL + 1) await chain.mine(MAX_BACKFILL + 1);
     const head = await chain.blockNumber();
-    const stream = heads(1);
+    const atLimit = heads(head - MAX_BACKFILL);
+    await atLimit.waitFor(MAX_BACKFILL + 1);
+    expect(numbersOf(atLimit).slice(0, MAX_BACKFILL + 1)).toEqual(range(head - MAX_BACKFILL, head));
+    atLimit.cancel();
+    const stream = heads(head - MAX_BACKFILL - 1);
     const err = await stream.ended;
     expect(err?.code).toBe(11);
-    expect(err?.details ?? "").toMatch(new RegExp(`from_block 1 is ${head} blocks behind the head \\(${head}\\); at most ${MAX_BACKFILL}`));
+    expect(err?.details ?? "").toMatch(new RegExp(`from_block ${head - MAX_BACKFILL - 1} is ${MAX_BACKFILL + 1} blocks behind the head \\(${head}\\); at most ${MAX_BACKFILL} behind`));
   });
 });
 
