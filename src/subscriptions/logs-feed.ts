@@ -189,6 +189,9 @@ export class LogsFeed extends Feed {
     // Another block at this height replaced the one whose logs were sent, and so every block sent above it: nodes
     // send a branch's logs in block order, so none of those can belong to the new branch yet.
     if (block !== undefined && block.hash !== log.blockHash) this.#takeBackFrom(log.blockNumber);
+    // The first log of a height below blocks already sent: for the same reason those blocks left the chain (a new,
+    // shorter branch whose first blocks had no matching logs; the node pushes its logs before its head).
+    else if (block === undefined && this.#withinWindow(log.blockNumber)) this.#takeBackAbove(log.blockNumber);
     block = this.#sent.get(log.blockNumber);
     if (block === undefined) {
       block = { hash: log.blockHash, logs: new Map() };
@@ -210,6 +213,18 @@ export class LogsFeed extends Feed {
       const sent = this.#sent.get(header.number);
       if (sent !== undefined && sent.hash !== header.hash) this.#takeBack(header.number);
     }
+  }
+
+  /** Takes back the logs sent for every block above `number`, lowest first. */
+  #takeBackAbove(number: number): void {
+    let lowest: number | undefined;
+    for (const n of this.#sent.keys()) if (n > number && (lowest === undefined || n < lowest)) lowest = n;
+    if (lowest !== undefined) this.#takeBackFrom(lowest);
+  }
+
+  /** Whether block `number` is recent enough that logs sent for it are still remembered (a log older is a late repeat). */
+  #withinWindow(number: number): boolean {
+    return number >= (this.#heads.position ?? number) - this.ctx.settings.reorgWindowBlocks;
   }
 
   /** Takes back the logs sent for block `number` and every block above it, lowest first. */

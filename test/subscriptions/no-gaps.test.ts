@@ -256,6 +256,36 @@ describe("reorganizations", () => {
     }
   });
 
+  it("to a shorter chain whose first dropped block had no logs: the dropped logs are still taken back before the new branch's", async () => {
+    // Found from outside: the new branch's log for a height with no logs sent came first, and the dropped block's
+    // removal after it (the takeback waited for the new head, which the node pushes after the log).
+    const s = await subscribe();
+    try {
+      const start = await chain.blockNumber();
+      await chain.mine(1);
+      await probe.store(71n);
+      const before = asSeen(await chain.logs({ address: probe.address, fromBlock: toHex(start + 1), toBlock: "latest" }));
+      expect(before).toHaveLength(1);
+      await until(s, (seen) => seen.logs.length >= 1 && seen.heads.at(-1)?.number === start + 2, "the first two blocks");
+      await chain.rpc("anvil_rollback", [2]);
+      await probe.store(72n);
+      const end = await chain.blockNumber();
+      expect(end).toBe(start + 1);
+      const after = asSeen(await chain.logs({ address: probe.address, fromBlock: toHex(start + 1), toBlock: "latest" }));
+      const [hash] = await chain.hashes(end, end);
+      await until(s, (seen) => seen.heads.at(-1)?.hash === hash && applyRemovals(seen.logs).length === after.length && seen.logs.length >= 2 + after.length, "the new branch");
+      for (const seen of Object.values(s.seen())) {
+        expect(applyRemovals(seen.logs)).toEqual(after);
+        const firstNew = seen.logs.findIndex((l) => !l.removed && after.some((a) => a.blockHash === l.blockHash));
+        const removal = seen.logs.findIndex((l) => l.removed);
+        expect(removal).toBeGreaterThanOrEqual(0);
+        expect(removal).toBeLessThan(firstNew);
+      }
+    } finally {
+      await s.close();
+    }
+  });
+
   it("while disconnected: after the reconnect the new branch's heads come from the fork point and the dropped logs are taken back", async () => {
     const s = await subscribe();
     try {
