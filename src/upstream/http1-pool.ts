@@ -268,6 +268,8 @@ class Connection {
   /** How long this connection may stay idle (the pool's keep-alive, or the server's hint). */
   idleLimitMs: number;
   #closed = false;
+  /** The connection (and TLS handshake) was made: the node took it. */
+  #connected = false;
 
   // The reply being read.
   #stage = Stage.Head;
@@ -295,7 +297,10 @@ class Connection {
     this.socket.setKeepAlive(true, 60_000);
     // A node that takes the connection but never completes it would hold the call until its deadline.
     this.socket.setTimeout(pool.connectTimeoutMs, () => this.#lost(new Http1Error("ETIMEDOUT", "connect timeout")));
-    this.socket.once(secure ? "secureConnect" : "connect", () => this.socket.setTimeout(0));
+    this.socket.once(secure ? "secureConnect" : "connect", () => {
+      this.#connected = true;
+      this.socket.setTimeout(0);
+    });
     this.socket.on("data", (data: Buffer) => this.#read(data));
     this.socket.on("end", () => this.#ended());
     this.socket.on("error", (err: Error) => this.#lost(err));
@@ -342,7 +347,7 @@ class Connection {
       this.#pool.resend(call);
       return;
     }
-    if (!this.#received && call.text.length >= LARGE_REQUEST_CHARS) {
+    if (this.#connected && !this.#received && call.text.length >= LARGE_REQUEST_CHARS) {
       // A node closes on a request over its size limit (Anvil's is about 2 MiB) and its answer, if it sent one,
       // is often lost in the reset: the node is up, and a caller sending such requests must not open its circuit.
       call.fail(new Http1Error(REQUEST_REFUSED_MIDWAY, `the node closed the connection without answering a ${Buffer.byteLength(call.text)}-byte request`));

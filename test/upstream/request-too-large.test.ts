@@ -7,7 +7,7 @@
  * unavailable", and it is not an outage. Against a real Anvil.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { type AnvilNode, freePort, startAnvil } from "../../src/embedded/anvil.js";
 import { post, rpc } from "../support/http.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 
@@ -37,4 +37,16 @@ it("a 5 MB eth_call is refused as too large, never as an outage, and the circuit
   const network = ng.gateway.networks()[0];
   expect(network?.primaryCircuit).toBe("closed");
   expect((await post(ng.rpcUrl, rpc("eth_chainId", []))).json.result).toBe("0x7a69");
+});
+
+it("a large request to a node that is down is still an outage (-32050), not 'too large'", async () => {
+  const down = await startNodegate({ upstreamUrl: `http://127.0.0.1:${await freePort()}` });
+  try {
+    const data = `0x${"ab".repeat(1_000_000)}`;
+    const reply = await post(down.rpcUrl, rpc("eth_call", [{ to: "0x00000000000000000000000000000000000c0de1", data }, "latest"]));
+    expect(reply.json.error?.code).toBe(-32050);
+    expect(reply.json.error?.message).toMatch(/^upstream unavailable: connection refused/);
+  } finally {
+    await down.close();
+  }
 });
