@@ -212,10 +212,10 @@ export function replyBudgetExceeded(detail: string): GatewayError {
 }
 
 /**
- * The node closed the connection before it had the whole request: nodes
- * refuse requests over their own size limit (Anvil's is about 2 MiB, geth's
- * 5 MiB) and reset the connection, losing their answer. The node is up: not
- * an outage.
+ * The node took a large request's connection and closed it without an
+ * answer: nodes refuse requests over their own size limit (Anvil's is about
+ * 2 MiB, geth's 5 MiB) and close, and their answer, if any, is often lost in
+ * the reset. The node is up: not an outage.
  */
 export function requestTooLargeForNode(detail: string): GatewayError {
   return new GatewayError({

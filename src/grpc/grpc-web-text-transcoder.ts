@@ -11,9 +11,7 @@
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
-import { fromBase64, GRPC_WEB_TEXT_CONTENT_TYPE, trailerFrame } from "./grpc-web-unary.js";
-
-const BINARY_CONTENT_TYPE = "application/grpc-web+proto";
+import { fromBase64, GRPC_WEB_BINARY_CONTENT_TYPE, GRPC_WEB_TEXT_CONTENT_TYPE, trailerFrame } from "./grpc-web-unary.js";
 
 /** One text-mode call through Connect's handler for its RPC; `maxBodyBytes` bounds the binary request. */
 export async function serveTextMode(handler: UniversalHandler, request: UniversalServerRequest, maxBodyBytes: number): Promise<UniversalServerResponse> {
@@ -25,7 +23,7 @@ export async function serveTextMode(handler: UniversalHandler, request: Universa
     return errorAnswer(ConnectError.from(err, Code.InvalidArgument));
   }
   const header = new Headers(request.header);
-  header.set("content-type", BINARY_CONTENT_TYPE);
+  header.set("content-type", GRPC_WEB_BINARY_CONTENT_TYPE);
   return asText(await handler({ ...request, header, body: once(body) }));
 }
 

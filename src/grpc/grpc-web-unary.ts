@@ -23,7 +23,7 @@ import type { UnaryRoute } from "./unary-routes.js";
 
 const TEXT_CONTENT_TYPE = /^application\/grpc-web-text(?:\+proto)?$/i;
 const BINARY_CONTENT_TYPE = /^application\/grpc-web(?:\+proto)?$/i;
-const BINARY_ANSWER_TYPE = "application/grpc-web+proto";
+export const GRPC_WEB_BINARY_CONTENT_TYPE = "application/grpc-web+proto";
 export const GRPC_WEB_TEXT_CONTENT_TYPE = "application/grpc-web-text+proto";
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
@@ -104,7 +104,7 @@ class GrpcWebExchange extends HttpExchange {
 
   #send(bytes: Buffer, requestId: string): void {
     const body = this.#text ? bytes.toString("base64") : bytes;
-    const contentType = this.#text ? GRPC_WEB_TEXT_CONTENT_TYPE : BINARY_ANSWER_TYPE;
+    const contentType = this.#text ? GRPC_WEB_TEXT_CONTENT_TYPE : GRPC_WEB_BINARY_CONTENT_TYPE;
     this.res.writeHead(200, { "content-type": contentType, "content-length": Buffer.byteLength(body), [REQUEST_ID_HEADER]: requestId });
     this.res.end(body);
   }

@@ -9,10 +9,10 @@ import type { ParamRules } from "./params-codec.js";
 
 const m = EthService.method;
 
-/** A block param that takes a number or tag; typed callers that leave it unset get "latest". */
 /** A JSON integer block number (geth reads one) is sent as hex, which every node reads. */
 const isJsonInteger = (json: unknown) => typeof json === "number";
 
+/** A block param that takes a number or tag; typed callers that leave it unset get "latest". */
 const numberOrTag: ParamRules = { codec: blockIdCodec(NUMBER_OR_TAG), whenUnset: '"latest"', needsRewrite: isJsonInteger };
 
 /**

@@ -10,7 +10,7 @@ import type { ConnectionOptions } from "node:tls";
 import { cancelled, noConnectionInTime, replyBudgetExceeded, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { readChunkedReply, readReply, requestBody, type UpstreamResult } from "./reply.js";
-import { Http1Error, Http1Pool, OVER_REPLY_BUDGET, QUEUED_PAST_DEADLINE, REQUEST_REFUSED_MIDWAY, type ReplyBudget } from "./http1-pool.js";
+import { Http1Error, Http1Pool, OVER_REPLY_BUDGET, QUEUED_PAST_DEADLINE, LARGE_REQUEST_UNANSWERED, type ReplyBudget } from "./http1-pool.js";
 import type { CallOptions, Upstream } from "./upstream.js";
 
 export interface HttpUpstreamOptions {
@@ -149,7 +149,7 @@ export class HttpUpstream implements Upstream {
     // Closed when nodegate stops: what still waits for the node is told so (at the drain deadline, calls get an answer).
     if (this.#closed) return shuttingDown();
     if (err instanceof Http1Error && err.code === OVER_REPLY_BUDGET) return replyBudgetExceeded(err.message);
-    if (err instanceof Http1Error && err.code === REQUEST_REFUSED_MIDWAY) return requestTooLargeForNode(err.message);
+    if (err instanceof Http1Error && err.code === LARGE_REQUEST_UNANSWERED) return requestTooLargeForNode(err.message);
     const words = networkErrorWords(err);
     if (words !== undefined) return upstreamUnavailable(words, err);
     if (err instanceof Http1Error) return upstreamBadResponse(`invalid HTTP reply: ${err.message}`, err);

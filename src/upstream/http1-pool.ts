@@ -109,8 +109,8 @@ export const QUEUED_PAST_DEADLINE = "EQUEUEDEADLINE";
 /** Requests at least this large (in characters) whose connection closes unanswered are taken as refused for their size. */
 const LARGE_REQUEST_CHARS = 1024 * 1024;
 
-/** The code of the error a large request fails with when its connection closed before any reply. */
-export const REQUEST_REFUSED_MIDWAY = "EREQUESTREFUSED";
+/** The code of the error a large request fails with when the node took its connection and closed it before any reply. */
+export const LARGE_REQUEST_UNANSWERED = "ELARGEUNANSWERED";
 
 /** The code of the error a reply fails with when the shared ReplyBudget has no room for it. */
 export const OVER_REPLY_BUDGET = "EREPLYBUDGET";
@@ -350,7 +350,7 @@ class Connection {
     if (this.#connected && !this.#received && call.text.length >= LARGE_REQUEST_CHARS) {
       // A node closes on a request over its size limit (Anvil's is about 2 MiB) and its answer, if it sent one,
       // is often lost in the reset: the node is up, and a caller sending such requests must not open its circuit.
-      call.fail(new Http1Error(REQUEST_REFUSED_MIDWAY, `the node closed the connection without answering a ${Buffer.byteLength(call.text)}-byte request`));
+      call.fail(new Http1Error(LARGE_REQUEST_UNANSWERED, `the node closed the connection without answering a ${Buffer.byteLength(call.text)}-byte request`));
       return;
     }
     call.fail(err);

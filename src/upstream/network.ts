@@ -70,6 +70,7 @@ function inFamily(err: unknown, family: ChainFamily): unknown {
     ...(err.data === undefined ? {} : { data: err.data }),
     grpcCode,
     httpStatus: err.httpStatus,
+    ...(err.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: err.retryAfterSeconds }),
     origin: "upstream",
   });
 }
