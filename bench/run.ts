@@ -27,6 +27,15 @@ const runs = (part: string) => only === undefined || only.includes(part);
 const KEY = "bench-key-0123456789abcdef";
 const timing: Timing = quick ? { rounds: 1, warmMs: 100, measureMs: 300 } : { rounds: 2, warmMs: 150, measureMs: 700 };
 const slowTiming: Timing = quick ? { rounds: 1, warmMs: 200, measureMs: 600 } : { rounds: 2, warmMs: 300, measureMs: 1500 };
+/**
+ * Before any cell is measured, every target serves every call of its table for this long (at
+ * WARMUP_CONCURRENCY), so V8 has compiled the hot paths of every process (the proxies, the
+ * upstream, this load generator) as it has in a process that has been serving for a while. Each
+ * cell's own warm-up (a fraction of a second) is too short for that: measured cold, a process
+ * spends several times its steady CPU per call, and the first cells (the c1 latencies) read that.
+ */
+const WARMUP_MS = Number(process.env.BENCH_WARMUP_MS ?? (quick ? 600 : 1500));
+const WARMUP_CONCURRENCY = 8;
 const concurrencies = quick ? [1, 64] : [1, 16, 64];
 /** 64 calls of 10,000 logs in flight take seconds to drain on the slow doors: the quick run stops at 16. */
 const logsConcurrencies = quick ? [1, 16] : concurrencies;
@@ -149,6 +158,20 @@ async function main(): Promise<void> {
       ],
     },
   ];
+  const warmupStarted = Date.now();
+  for (const section of matrix) {
+    if (!runs(section.upstreamName)) continue;
+    for (const { spec, workers, idleGrpc: withIdleGrpc } of section.specs) {
+      for (const target of targetsFor(section.upstream, section.ref, section.ng, spec, workers ? [ngWorkers] : [], withIdleGrpc ? idleGrpc : undefined)) {
+        const client = target.client(WARMUP_CONCURRENCY);
+        const warm = await run(client, WARMUP_CONCURRENCY, spec.name === "logs" ? WARMUP_MS * 2 : WARMUP_MS, 50_000_000);
+        await client.close();
+        if (warm.errors > 0) log(`  warm-up ${section.upstreamName} ${spec.name} ${target.name}: ${warm.errors} errors (${warm.firstError ?? "?"})`);
+      }
+    }
+  }
+  log(`warm-up: every target served every call for ${WARMUP_MS} ms (10k logs: ${WARMUP_MS * 2} ms) at concurrency ${WARMUP_CONCURRENCY}, in ${((Date.now() - warmupStarted) / 1000).toFixed(0)} s`);
+
   for (const section of matrix) {
     if (!runs(section.upstreamName)) continue;
     for (const { spec, timing: t, workers, idleGrpc: withIdleGrpc } of section.specs) {
