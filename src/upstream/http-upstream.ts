@@ -54,7 +54,7 @@ function asProviderRateLimit(err: GatewayError, retryAfter: string | undefined):
 const DEADLINE = new Error("deadline");
 const CALLER_LEFT = new Error("caller left");
 
-/** Replies at least this large stay in the chunks they arrived in (see ChunkedResult). */
+/** Replies at least this large stay in the pieces the pool read them into (see ChunkedResult): a chunked one, or one past 16 MiB. */
 const KEEP_CHUNKS_FROM = 16 * 1024;
 
 export class HttpUpstream implements Upstream {

@@ -18,7 +18,7 @@ export interface UpstreamResult {
 }
 
 /**
- * A large reply kept as the chunks it arrived in: joining several MiB into
+ * A large reply kept in the pieces it was read into: joining several MiB into
  * one buffer costs a fresh allocation (page faults) and a copy per call, and
  * the native path only forwards the result. `body` joins them on first use,
  * for readers that need the bytes in one piece (the typed door, the cache).

@@ -169,6 +169,58 @@ describe("Http1Pool", () => {
     expect(server.connections).toBe(1);
   });
 
+  it("reads a large body into pieces of its own, byte for byte, over TCP and TLS, and the next reply on that connection after it", async () => {
+    // Bodies of known length are read straight into one piece (several past 16 MiB); a chunked one into doubling pieces.
+    const random = (n: number, seed: number) => {
+      const b = Buffer.allocUnsafe(n);
+      let x = seed;
+      for (let i = 0; i < n; i++) {
+        x = (x * 1103515245 + 12345) >>> 0;
+        b[i] = x >>> 24;
+      }
+      return b;
+    };
+    const bodies = [random(5 * 1024 * 1024 + 3, 1), random(20 * 1024 * 1024 + 7, 2), Buffer.from("small")];
+    const chunkedBody = random(3 * 1024 * 1024 + 5, 3);
+    const chunked = Buffer.concat([
+      Buffer.from("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"),
+      ...Array.from({ length: Math.ceil(chunkedBody.length / 65536) }, (_, i) => {
+        const piece = chunkedBody.subarray(i * 65536, (i + 1) * 65536);
+        return Buffer.concat([Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from("\r\n")]);
+      }),
+      Buffer.from("0\r\n\r\n"),
+    ]);
+    const dir = testTempDir("nodegate-http1-large-");
+    await promisify(execFile)("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"), "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1"]);
+    const cert = readFileSync(join(dir, "cert.pem"));
+    for (const secure of [false, true]) {
+      let n = 0;
+      const server = await rawServer(
+        async (socket) => {
+          const i = n++;
+          if (i === bodies.length) {
+            await writeCut(socket, chunked, [40, 70_000, 1_000_000]);
+            return;
+          }
+          const body = bodies[i] as Buffer;
+          // The head arrives with the first bytes of the body, then the rest in cuts of every size.
+          await writeCut(socket, Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\n\r\n`), body]), [60, 61, 100_000, 4_000_000, 17_000_000]);
+        },
+        secure ? { tls: { cert, key: readFileSync(join(dir, "key.pem")) } } : {},
+      );
+      const p = pool(server, { connections: 1, ...(secure ? { tls: { ca: cert } } : {}) });
+      for (const body of bodies) {
+        const got = await p.request("{}", false).reply;
+        expect(got.length).toBe(body.length);
+        expect(Buffer.concat(got.chunks).equals(body)).toBe(true);
+        expect(got.chunks.length).toBe(Math.ceil(body.length / (16 * 1024 * 1024)));
+      }
+      const got = await p.request("{}", false).reply;
+      expect(Buffer.concat(got.chunks).equals(chunkedBody)).toBe(true);
+      expect(server.connections).toBe(1);
+    }
+  });
+
   it("reads a chunked reply with chunk extensions and trailers, however it is cut", async () => {
     const pieces = ['{"jsonrpc":"2.0",', '"id":1,"result":', '"0x1f – ü 😀"}'].map((s) => Buffer.from(s));
     const framing = Buffer.concat([
