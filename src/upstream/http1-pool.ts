@@ -316,7 +316,7 @@ class Connection {
     this.idleLimitMs = pool.keepAliveMs;
     this.socket = connect({
       buffer: () => this.#nextReadInto(),
-      callback: (n, into) => (into === READ_BUFFER ? this.#read(READ_BUFFER.subarray(0, n)) : this.#readIntoPiece(n)),
+      callback: (n, into) => this.#read(n, into),
     });
     this.socket.setNoDelay(true);
     this.socket.setKeepAlive(true, 60_000);
@@ -398,17 +398,17 @@ class Connection {
     return piece.subarray(this.#filled);
   }
 
-  /** `n` bytes of the body were read straight into the piece (never more than the body has left); true keeps the socket reading. */
-  #readIntoPiece(n: number): true {
+  /** The socket read `n` bytes into `into` (READ_BUFFER, or the rest of the body's piece); true keeps it reading. */
+  #read(n: number, into: Uint8Array): true {
     if (this.call === undefined) {
+      // Bytes nobody asked for: this connection cannot be trusted with the next request.
       this.destroy();
       return true;
     }
+    this.#received = true;
     try {
-      this.#account(n);
-      this.#filled += n;
-      this.#remaining -= n;
-      if (this.#remaining === 0) this.#finish(true);
+      if (into === READ_BUFFER) this.#parse(READ_BUFFER.subarray(0, n));
+      else this.#filledDirectly(n);
     } catch (err) {
       const call = this.call;
       this.destroy();
@@ -417,22 +417,12 @@ class Connection {
     return true;
   }
 
-  /** Reads what the socket put in READ_BUFFER; true keeps the socket reading. */
-  #read(data: Buffer): true {
-    if (this.call === undefined) {
-      // Bytes nobody asked for: this connection cannot be trusted with the next request.
-      this.destroy();
-      return true;
-    }
-    this.#received = true;
-    try {
-      this.#parse(data);
-    } catch (err) {
-      const call = this.call;
-      this.destroy();
-      call?.fail(err);
-    }
-    return true;
+  /** `n` bytes of the body were read straight into the piece (never more than the body has left). */
+  #filledDirectly(n: number): void {
+    this.#account(n);
+    this.#filled += n;
+    this.#remaining -= n;
+    if (this.#remaining === 0) this.#finish(true);
   }
 
   #parse(data: Buffer): void {
