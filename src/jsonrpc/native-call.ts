@@ -99,7 +99,7 @@ export async function runNativeCall(call: Call, ctx: NativeCallContext): Promise
     if (ctx.passesThrough(call.method)) {
       const family = passThroughFamily(call.method);
       if (family !== ctx.network.family) return { error: wrongFamily(call.method, family, ctx) };
-      const result = await invokePassThrough(call.method, call.paramsText ?? "[]", !sentOnlyOnce(call.method), ctx);
+      const result = await invokePassThrough(call.method, call.params, call.paramsText ?? "[]", !sentOnlyOnce(call.method), ctx);
       return { result };
     }
     return { error: methodNotFound(call.method) };

@@ -1,5 +1,5 @@
 import { callGasCap, estimateGasBounds } from "./policies/gas-cap.js";
-import { getLogsLimits } from "./policies/get-logs-limits.js";
+import { filterLogsLimits, getLogsLimits, newFilterLimits } from "./policies/get-logs-limits.js";
 import { pendingReceiptsAreLatest } from "./policies/pending-receipts.js";
 import type { MethodPolicy } from "./policy.js";
 
@@ -7,6 +7,8 @@ import type { MethodPolicy } from "./policy.js";
 export function createPolicies(): ReadonlyMap<string, MethodPolicy> {
   return new Map<string, MethodPolicy>([
     ["eth_getLogs", getLogsLimits],
+    ["eth_newFilter", newFilterLimits],
+    ["eth_getFilterLogs", filterLogsLimits],
     ["eth_call", callGasCap],
     ["eth_estimateGas", estimateGasBounds],
     ["eth_getBlockReceipts", pendingReceiptsAreLatest],

@@ -65,7 +65,7 @@ export async function invokeMethod(spec: MethodSpec, request: Message, ctx: Invo
       flow: ctx.key.label,
     });
     // Inside the fetch, so callers sharing one upstream call share the check too.
-    policy?.after?.(result, request, policyCtx);
+    policy?.after?.(result, policyCtx);
     return result;
   };
   const cache = ctx.network.cache;
@@ -79,16 +79,23 @@ export async function invokeMethod(spec: MethodSpec, request: Message, ctx: Invo
   }
 }
 
-/** Forwards a method outside the typed table (pass-through allowlist), params as sent. */
-export async function invokePassThrough(method: string, paramsText: string, idempotent: boolean, ctx: InvokeContext): Promise<UpstreamResult> {
+/** Forwards a method outside the typed table (pass-through allowlist), params as sent (`params` as the front door parsed them), under its policy if it has one. */
+export async function invokePassThrough(method: string, params: unknown, paramsText: string, idempotent: boolean, ctx: InvokeContext): Promise<UpstreamResult> {
   // Naming no contract it can be checked against, any other method fails a contract allowlist.
   ctx.access.checkCall(ctx.key, method, ADDRESS_FREE_PASS_THROUGH.has(method) ? undefined : []);
-  const fetch = (signal: CallSignal) => ctx.network.call(method, paramsText, { signal, idempotent, plan: ctx.key.plan, flow: ctx.key.label });
+  const policy = ctx.policies.get(method);
+  const policyCtx = { limits: ctx.limits, head: ctx.network.head };
+  policy?.checkParams?.(params, policyCtx);
+  const fetch = async (signal: CallSignal): Promise<UpstreamResult> => {
+    const result = await ctx.network.call(method, paramsText, { signal, timeoutMs: policy?.timeoutMs?.(ctx.limits), idempotent, plan: ctx.key.plan, flow: ctx.key.label });
+    policy?.after?.(result, policyCtx);
+    return result;
+  };
   const cache = ctx.network.cache;
   try {
     if (cache === undefined || !idempotent) return await fetch(ctx.signal);
     return await cache.call(method, paramsText, undefined, ctx.key.plan, fetch, ctx.signal);
   } catch (err) {
-    throw restate(err, undefined, ctx);
+    throw restate(err, policy, ctx);
   }
 }

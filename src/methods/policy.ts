@@ -17,10 +17,12 @@ export interface PolicyContext {
 export interface MethodPolicy {
   /** Checks or adjusts the typed request; resolves true when it changed it. Throws GatewayError to refuse. */
   before?(request: Message, ctx: PolicyContext): boolean | Promise<boolean>;
+  /** For a method outside the typed table (forwarded as sent): checks its params as JSON. Throws GatewayError to refuse. */
+  checkParams?(params: unknown, ctx: PolicyContext): void;
   /** The deadline of the upstream call, when the method has its own. */
   timeoutMs?(limits: Limits): number;
   /** Checks the raw result; throws GatewayError to refuse it. */
-  after?(result: UpstreamResult, request: Message, ctx: PolicyContext): void;
+  after?(result: UpstreamResult, ctx: PolicyContext): void;
   /** Restates an upstream failure (a deadline becomes the method's own limit error). */
   onError?(err: GatewayError, ctx: PolicyContext): GatewayError;
 }

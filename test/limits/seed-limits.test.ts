@@ -116,6 +116,23 @@ describe("eth_getLogs limits", () => {
     expect(recorder.count("eth_getLogs")).toBe(before + 1);
   });
 
+  it("filters are held to the same limits: eth_newFilter over 5,000 addresses and topics, eth_getFilterLogs over 10,000 results (found from outside: a filter read 24,006 logs)", async () => {
+    const newFilters = recorder.count("eth_newFilter");
+    const addresses = Array.from({ length: 5000 }, (_, i) => `0x${(i + 1).toString(16).padStart(40, "0")}`);
+    const tooMany = await post(ng.rpcUrl, rpc("eth_newFilter", [{ address: addresses, topics: [null, `0x${"11".repeat(32)}`] }]));
+    expect(tooMany.json.error).toEqual({ code: -32005, message: "query has 5001 addresses and topics, more than the limit of 5000" });
+    expect(recorder.count("eth_newFilter")).toBe(newFilters);
+    const wide = await post(ng.rpcUrl, rpc("eth_newFilter", [{ fromBlock: hex(firstBlock), toBlock: hex(secondBlock), address: probe.address }]));
+    const logs = await post(ng.rpcUrl, rpc("eth_getFilterLogs", [wide.json.result]));
+    expect(logs.status).toBe(200);
+    expect(logs.json.error).toEqual({ code: -32005, message: "query returned more than 10000 results", data: { limit: 10000, from: hex(firstBlock), to: hex(firstBlock) } });
+    // Under the limit, the filter's logs come as the node wrote them.
+    const narrow = await post(ng.rpcUrl, rpc("eth_newFilter", [{ fromBlock: hex(secondBlock), toBlock: hex(secondBlock), address: probe.address }]));
+    const fits = await post(ng.rpcUrl, rpc("eth_getFilterLogs", [narrow.json.result]));
+    expect(fits.json.result).toHaveLength(6000);
+    expect(fits.json.result[5999]).toEqual((await post(anvil.url, rpc("eth_getLogs", [{ fromBlock: hex(secondBlock), toBlock: hex(secondBlock), address: probe.address }]))).json.result[5999]);
+  });
+
   it("longer than the query deadline: -32005 'query timeout exceeded', and the upstream request is cancelled", async () => {
     const slow = await startProgrammableUpstream(() => ({ delayMs: 5000, then: { result: [] } }));
     const fast = await startNodegate({ upstreamUrl: slow.url, config: { limits: { ...ng.gateway.limits, getLogsTimeoutMs: 200 } } });
@@ -125,8 +142,10 @@ describe("eth_getLogs limits", () => {
       const err = await typedError(connectClient(fast.url, EthService, fast.key, "grpc").getLogs({}));
       expect(err.code).toBe(Code.ResourceExhausted);
       expect(err.findDetails(JsonRpcErrorSchema)[0]?.message).toBe("query timeout exceeded");
-      expect(slow.requests).toHaveLength(2);
-      expect(slow.requests.every((r) => r.abandoned)).toBe(true);
+      const filterLogs = await post(fast.rpcUrl, rpc("eth_getFilterLogs", ["0x1"]));
+      expect(filterLogs.json.error).toEqual({ code: -32005, message: "query timeout exceeded" });
+      expect(slow.requests).toHaveLength(3);
+      await expect.poll(() => slow.requests.every((r) => r.abandoned)).toBe(true);
     } finally {
       await fast.close();
       await slow.close();

@@ -2,9 +2,11 @@
  * eth_getLogs limits from the seed, enforced by nodegate: at most 5,000
  * addresses and topics in the filter, at most 10,000 results, at most 10
  * seconds (the upstream request is cancelled). Errors are the provider's.
+ * The filter methods, which query logs too, get the same limits.
  */
 import { Code } from "@connectrpc/connect";
 import type { GetLogsRequest } from "../../../gen/nodegate/eth/v1/eth_service_pb.js";
+import type { Limits } from "../../config.js";
 import { GatewayError } from "../../errors/gateway-error.js";
 import { resultSlices, type UpstreamResult } from "../../upstream/reply.js";
 import type { MethodPolicy } from "../policy.js";
@@ -98,15 +100,28 @@ function narrowerRange(result: UpstreamResult, limit: number): [bigint, bigint] 
   }
 }
 
-export const getLogsLimits: MethodPolicy = {
-  before(request, ctx) {
-    const filter = (request as GetLogsRequest).filter;
-    const count = (filter?.address.length ?? 0) + (filter?.topics.reduce((n, t) => n + t.anyOf.length, 0) ?? 0);
-    if (count > ctx.limits.getLogsMaxParams) throw tooManyParams(count, ctx.limits.getLogsMaxParams);
-    return false;
-  },
+function checkParamCount(count: number, limits: Limits): void {
+  if (count > limits.getLogsMaxParams) throw tooManyParams(count, limits.getLogsMaxParams);
+}
+
+/**
+ * The addresses and topics of a filter written as JSON (eth_newFilter's):
+ * an address or a list of them; each topic position null, one topic, or a
+ * list of alternatives (counted as the typed filter's anyOf). Anything else
+ * counts nothing here: the node judges its own params.
+ */
+function jsonFilterParams(filter: unknown): number {
+  if (typeof filter !== "object" || filter === null) return 0;
+  const { address, topics } = filter as { address?: unknown; topics?: unknown };
+  let count = Array.isArray(address) ? address.length : typeof address === "string" ? 1 : 0;
+  if (Array.isArray(topics)) for (const t of topics) count += Array.isArray(t) ? t.length : typeof t === "string" ? 1 : 0;
+  return count;
+}
+
+/** The query's deadline, its result count, and a deadline it set restated as the provider's "query timeout exceeded". */
+const queryLimits: Pick<MethodPolicy, "timeoutMs" | "after" | "onError"> = {
   timeoutMs: (limits) => limits.getLogsTimeoutMs,
-  after(result, _request, ctx) {
+  after(result, ctx) {
     const limit = ctx.limits.getLogsMaxResults;
     if (countLogs(result) > limit) {
       const range = narrowerRange(result, limit);
@@ -117,3 +132,27 @@ export const getLogsLimits: MethodPolicy = {
     return err.grpcCode === Code.DeadlineExceeded && err.origin === "nodegate" ? queryTimeout() : err;
   },
 };
+
+export const getLogsLimits: MethodPolicy = {
+  before(request, ctx) {
+    const filter = (request as GetLogsRequest).filter;
+    checkParamCount((filter?.address.length ?? 0) + (filter?.topics.reduce((n, t) => n + t.anyOf.length, 0) ?? 0), ctx.limits);
+    return false;
+  },
+  ...queryLimits,
+};
+
+/**
+ * The same limits on the filter methods (passed through for viem's and
+ * ethers' watchers), which would otherwise be eth_getLogs without them: a
+ * filter of any size made with eth_newFilter, and all its logs read at once
+ * with eth_getFilterLogs. Not eth_getFilterChanges: the node hands over a
+ * poll's logs once, so refusing a large poll would lose them for the caller.
+ */
+export const newFilterLimits: MethodPolicy = {
+  checkParams(params, ctx) {
+    if (Array.isArray(params)) checkParamCount(jsonFilterParams(params[0]), ctx.limits);
+  },
+};
+
+export const filterLogsLimits: MethodPolicy = queryLimits;
