@@ -7,8 +7,10 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 for tool in protoc grpc_python_plugin; do
-  command -v "$tool" >/dev/null || { echo "$tool not found: apt-get install -y protobuf-compiler protobuf-compiler-grpc" >&2; exit 2; }
+  command -v "$tool" >/dev/null || { echo "$tool not found: apt-get install -y protobuf-compiler protobuf-compiler-grpc libprotobuf-dev" >&2; exit 2; }
 done
+# nodegate's protos import descriptor.proto (their options); Debian ships it in libprotobuf-dev, not with protoc.
+[ -f /usr/include/google/protobuf/descriptor.proto ] || { echo "google/protobuf/descriptor.proto not found: apt-get install -y libprotobuf-dev" >&2; exit 2; }
 rm -rf "$here/gen"
 mkdir -p "$here/gen"
 cd "$root/proto"

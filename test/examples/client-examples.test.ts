@@ -4,8 +4,9 @@
  * against a nodegate in front of Anvil. Their output must match what the
  * node itself says, and a bad key must come back as nodegate's JSON-RPC error.
  * The Python example needs Debian's protobuf-compiler, protobuf-compiler-grpc,
- * python3-grpcio and python3-protobuf: skipped with the reason when they are
- * missing, failing instead in CI (NODEGATE_REQUIRE_SYSTEM_PACKAGES=1).
+ * libprotobuf-dev, python3-grpcio and python3-protobuf: skipped with the
+ * reason when they are missing, failing instead in CI
+ * (NODEGATE_REQUIRE_SYSTEM_PACKAGES=1).
  */
 import { execFile } from "node:child_process";
 import { join } from "node:path";
@@ -25,6 +26,7 @@ const WRONG_KEY = "no-such-key-000000001";
 const python = requirePackages([
   ["protobuf-compiler", "protoc", ["--version"]],
   ["protobuf-compiler-grpc", "sh", ["-c", "command -v grpc_python_plugin"]],
+  ["libprotobuf-dev", "test", ["-f", "/usr/include/google/protobuf/descriptor.proto"]],
   ["python3-grpcio", "/usr/bin/python3", ["-c", "import grpc"]],
   ["python3-protobuf", "/usr/bin/python3", ["-c", "import google.protobuf"]],
 ]);
