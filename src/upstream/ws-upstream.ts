@@ -371,11 +371,13 @@ export class WsUpstream implements Upstream {
     this.#lastError ??= reason;
     this.#stopKeepAlive();
     socket.terminate();
-    if (this.#everOpened) this.#log?.warn({ reason }, "WebSocket upstream connection dropped");
     // A connection attempt that failed (refused, no answer to the handshake): calls waiting for a connection fail now,
     // with the reason, as they would against an HTTP node, instead of holding their callers to the deadline (and
     // keeping a partner's failover waiting). Calls made from now on wait for the next attempt, within a second.
     const attemptFailed = socket !== this.#openedSocket;
+    // A drop is told once; the attempts that follow until the node is back (several a second at first) only at debug.
+    if (attemptFailed) this.#log?.debug({ reason }, "WebSocket upstream connection attempt failed");
+    else this.#log?.warn({ reason }, "WebSocket upstream connection dropped");
     for (const [id, pending] of this.#pending) {
       if (attemptFailed && pending.sentOn === undefined) {
         this.#fail(id, upstreamUnavailable(`no connection to the node (${this.#lastError ?? reason})`));

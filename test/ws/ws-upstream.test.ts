@@ -23,6 +23,7 @@ import { DEFAULT_LIMITS, DEFAULT_PLANS } from "../../src/config.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { GatewayError } from "../../src/errors/gateway-error.js";
 import { Gateway } from "../../src/gateway.js";
+import { pino } from "pino";
 import { createLogger } from "../../src/log.js";
 import { createCodecRegistry } from "../../src/methods/default-table.js";
 import { ethMethods } from "../../src/methods/eth-methods.js";
@@ -187,6 +188,23 @@ describe("WsUpstream: dropped connections", () => {
     expect(p.accepted).toBe(2);
     expect(states.map((s) => s.state)).toEqual(["connecting", "open", "disconnected", "connecting", "open"]);
     expect(states.at(-1)?.reconnected).toBe(true);
+    expect(resultText(await u.call("eth_chainId", "[]", opts()))).toBe('"0x7a69"');
+  });
+
+  it("warns once when its connection drops, not at every attempt while the node is down, and says when it is back", async () => {
+    // Found from outside: each failed reconnect attempt logged "connection dropped" at warn, several a second.
+    const p = await proxy();
+    const lines: { level: number; msg: string }[] = [];
+    const log = pino({ level: "debug" }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const u = upstream(p, { log });
+    await u.call("eth_chainId", "[]", opts());
+    p.refuse(true);
+    p.sever();
+    // With reconnects 20-200 ms apart, a second holds several failed attempts.
+    await vi.waitFor(() => expect(lines.filter((l) => l.msg === "WebSocket upstream connection attempt failed").length).toBeGreaterThanOrEqual(3), { timeout: 5000 });
+    p.refuse(false);
+    await vi.waitFor(() => expect(lines.some((l) => l.msg === "WebSocket upstream reconnected")).toBe(true), { timeout: 5000 });
+    expect(lines.filter((l) => l.level >= 40).map((l) => l.msg)).toEqual(["WebSocket upstream connection dropped"]);
     expect(resultText(await u.call("eth_chainId", "[]", opts()))).toBe('"0x7a69"');
   });
 
