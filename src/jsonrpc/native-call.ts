@@ -9,7 +9,8 @@ import { cancelled, internalError, invalidParams, methodNotFound, noNetworkOfFam
 import { GatewayError } from "../errors/gateway-error.js";
 import { type InvokeContext, invokeMethod, invokePassThrough } from "../methods/invoke.js";
 import type { ChainFamily, MethodTable } from "../methods/method-table.js";
-import { InvalidParamsError } from "../methods/params-codec.js";
+import { InvalidParamsError, type ParamsCodec } from "../methods/params-codec.js";
+import type { Message } from "@bufbuild/protobuf";
 import type { ApiKey } from "../auth/api-keys.js";
 import type { Gateway } from "../gateway.js";
 import type { Logger } from "pino";
@@ -78,6 +79,16 @@ function passThroughFamily(method: string): ChainFamily {
   return STARKNET_NAMESPACES.test(method) ? "starknet" : "eth";
 }
 
+/**
+ * The params text a table method forwards: the caller's, unless it spells hex
+ * with "0X", which geth reads but other nodes refuse (Anvil: "invalid string
+ * length" for a hash): then the request as nodegate writes it, all "0x".
+ */
+function asSent(paramsText: string | undefined, codec: ParamsCodec, request: Message): string {
+  if (paramsText === undefined) return "[]";
+  return paramsText.includes('"0X') ? codec.encode(request) : paramsText;
+}
+
 export async function runNativeCall(call: Call, ctx: NativeCallContext): Promise<Outcome> {
   try {
     const own = ctx.connectionMethod?.(call);
@@ -93,7 +104,7 @@ export async function runNativeCall(call: Call, ctx: NativeCallContext): Promise
         if (err instanceof InvalidParamsError) return { error: invalidParams(err.message) };
         throw err;
       }
-      const result = await invokeMethod(spec, decoded.request, ctx, decoded.rewritten ?? call.paramsText ?? "[]");
+      const result = await invokeMethod(spec, decoded.request, ctx, decoded.rewritten ?? asSent(call.paramsText, spec.params, decoded.request));
       return { result };
     }
     if (ctx.passesThrough(call.method)) {

@@ -1,9 +1,10 @@
 /**
- * A block parameter sent as a JSON integer, as execution-apis records geth
- * reading it (eth_getBlockByNumber with [2, true]): the native door takes
- * it as that block and sends the node hex, which every node reads (Anvil
- * refuses an integer for eth_getBalance). Against a real Anvil, through a
- * recording upstream to see what was sent.
+ * Params spelled as geth reads them but other nodes refuse, which the native
+ * door sends in the spelling every node reads: a block parameter as a JSON
+ * integer (execution-apis records geth reading eth_getBlockByNumber [2, true];
+ * Anvil refuses an integer for eth_getBalance) goes as hex, and hex written
+ * "0X" (Anvil refuses it for hashes, addresses and data) goes as "0x".
+ * Against a real Anvil, through a recording upstream to see what was sent.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
@@ -54,5 +55,23 @@ it("an integer that is not a block number is refused with -32602", async () => {
     const reply = await post(ng.rpcUrl, rpc("eth_getBlockByNumber", [value, false]));
     expect(reply.json.error?.code, String(value)).toBe(-32602);
     expect(reply.json.error?.message, String(value)).toContain(why);
+  }
+});
+
+it('hex written "0X" (hashes, addresses, data, an index) is read and sent to the node as "0x" (found from outside: Anvil answered "invalid string length")', async () => {
+  const block = (await post(anvil.url, rpc("eth_getBlockByNumber", ["0x1", false]))).json.result as { hash: string };
+  const upper = (h: string) => `0X${h.slice(2).toUpperCase()}`;
+  for (const [method, params, lower] of [
+    ["eth_getBlockByHash", [upper(block.hash), false], [block.hash, false]],
+    ["eth_getBalance", [upper(ACCOUNT), "latest"], [ACCOUNT, "latest"]],
+    ["eth_call", [{ to: upper(ACCOUNT), data: "0XABCD" }, "latest"], [{ to: ACCOUNT, data: "0xabcd" }, "latest"]],
+    ["eth_getTransactionByBlockNumberAndIndex", ["0X1", "0X0"], ["0x1", "0x0"]],
+    ["eth_getLogs", [{ blockHash: upper(block.hash) }], [{ blockHash: block.hash }]],
+  ] as const) {
+    const viaNodegate = await post(ng.rpcUrl, rpc(method, [...params]));
+    const direct = await post(anvil.url, rpc(method, [...lower]));
+    expect(viaNodegate.json.error, method).toBeUndefined();
+    expect(viaNodegate.json, method).toEqual(direct.json);
+    expect(JSON.stringify(upstream.requests.at(-1)?.params), method).not.toContain("0X");
   }
 });
