@@ -312,7 +312,7 @@ function tlsPairError(cert: Buffer, key: Buffer): { field: "certFile" | "keyFile
 /** The seed's rule: eth_getBlockByHash may fail over to a partner, for Growth and Custom keys. */
 export const DEFAULT_FAILOVER: FailoverPolicy = { methods: ["eth_getBlockByHash"], plans: ["growth", "custom"] };
 
-/** Read-only methods outside the typed table that legacy callers use. */
+/** Read-only methods outside the typed table that legacy callers use, of both chain families. */
 export const DEFAULT_PASS_THROUGH = [
   "eth_accounts",
   "eth_blobBaseFee",
@@ -346,6 +346,31 @@ export const DEFAULT_PASS_THROUGH = [
   "net_version",
   "web3_clientVersion",
   "web3_sha3",
+  // The Starknet spec's read API (0.7 to 0.10), for starknet.js and starknet-rs providers: forwarded to Starknet networks.
+  "starknet_blockHashAndNumber",
+  "starknet_blockNumber",
+  "starknet_call",
+  "starknet_chainId",
+  "starknet_estimateFee",
+  "starknet_estimateMessageFee",
+  "starknet_getBlockTransactionCount",
+  "starknet_getBlockWithReceipts",
+  "starknet_getBlockWithTxHashes",
+  "starknet_getBlockWithTxs",
+  "starknet_getClass",
+  "starknet_getClassAt",
+  "starknet_getClassHashAt",
+  "starknet_getEvents",
+  "starknet_getMessagesStatus",
+  "starknet_getNonce",
+  "starknet_getStateUpdate",
+  "starknet_getStorageAt",
+  "starknet_getStorageProof",
+  "starknet_getTransactionByHash",
+  "starknet_getTransactionReceipt",
+  "starknet_getTransactionStatus",
+  "starknet_specVersion",
+  "starknet_syncing",
 ];
 
 /**

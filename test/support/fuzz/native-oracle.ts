@@ -48,7 +48,8 @@ function predictMember(member: unknown, table: MethodTable, passThrough: Readonl
     }
     return { kind: "upstream", method, id: replyId, reply };
   }
-  if (passThrough.has(method)) return { kind: "upstream", method, id: replyId, reply };
+  // A listed method of the Starknet family (by its namespace) is the wrong family on an Ethereum network.
+  if (passThrough.has(method) && !/^(?:starknet|pathfinder|juno)_/.test(method)) return { kind: "upstream", method, id: replyId, reply };
   return { kind: "error", code: -32601, id: replyId, reply };
 }
 
