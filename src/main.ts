@@ -122,7 +122,8 @@ async function runPrimary(config: Config): Promise<void> {
     fail(`${(err as Error).message} (its own message is above)`, 1);
   }
   process.stdout.write(banner(config, config.host, pool.address.port, generatedKey ? key : "<KEY>", generatedKey, anvil));
-  process.stdout.write(`  workers:           ${workers} processes on this port (caches and rate-limit counters are per worker)\n\n`);
+  const sharing = config.stores?.redisUrl === undefined ? "caches and rate-limit counters are per worker" : "caches and rate-limit counters shared through Redis";
+  process.stdout.write(`  workers:           ${workers} processes on this port (${sharing})\n\n`);
   let stopping = false;
   const stop = async () => {
     if (stopping) return;

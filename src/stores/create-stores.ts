@@ -43,6 +43,8 @@ export function createStores(config: StoresConfig | undefined, log: Logger, metr
     name: "nodegate_redis_up",
     help: "1 while the shared Redis store is connected; 0 while rate limits are counted per instance and the cache misses.",
     registers: [metrics.registry],
+    // With workers, a scrape reads 1 only when every worker is connected (summed, two connected workers read 2).
+    aggregator: "min",
   });
   up.set(0);
   // Reconnect attempts fail one after another during an outage: say so once, and once when it ends.
