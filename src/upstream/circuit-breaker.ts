@@ -60,13 +60,20 @@ export class CircuitBreaker {
 
   /** Resolves when the probe out now settles, or when it has been out a cooldown (the next call may then probe itself). */
   probeSettled(): Promise<void> {
-    const left = this.#cooldownMs - (Date.now() - this.#probeStartedAt);
     return new Promise((resolve) => {
-      const timer = setTimeout(done, Math.max(0, left));
-      function done(): void {
+      let timer: NodeJS.Timeout | undefined;
+      const done = (): void => {
         clearTimeout(timer);
         resolve();
-      }
+      };
+      // A timer measures from the loop's cached clock, which lags Date.now() on a busy loop: it can fire a little
+      // before the cooldown has passed by the clock `probing` reads, and the woken call would find the probe still out.
+      const wait = (): void => {
+        const left = this.#cooldownMs - (Date.now() - this.#probeStartedAt);
+        if (left <= 0) done();
+        else timer = setTimeout(wait, left);
+      };
+      wait();
       this.#waiters.push(done);
     });
   }

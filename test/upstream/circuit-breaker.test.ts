@@ -59,6 +59,20 @@ describe("CircuitBreaker", () => {
     expect(breaker.probing).toBe(false);
     expect(breaker.allow()).toBe(true);
   });
+
+  it("a call waiting on the probe is not woken before the cooldown has passed by the clock the breaker reads", async () => {
+    // Found as a flaky test: a timer counts on the loop's monotonic clock, the breaker on Date.now(); a timer set for
+    // the time left could fire up to a millisecond early by Date.now(), and the woken call found the probe still out.
+    const breaker = new CircuitBreaker({ threshold: 1, cooldownMs: 7 });
+    for (let round = 0; round < 40; round++) {
+      breaker.failure();
+      await sleep(8);
+      expect(breaker.allow()).toBe(true);
+      await sleep(round % 4); // the probe has been out for a while when the call comes
+      await breaker.probeSettled();
+      expect(breaker.probing, `round ${round}`).toBe(false);
+    }
+  });
 });
 
 describe("Network", () => {
