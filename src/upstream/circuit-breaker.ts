@@ -66,8 +66,8 @@ export class CircuitBreaker {
         clearTimeout(timer);
         resolve();
       };
-      // A timer measures from the loop's cached clock, which lags Date.now() on a busy loop: it can fire a little
-      // before the cooldown has passed by the clock `probing` reads, and the woken call would find the probe still out.
+      // A timer counts on the loop's own clock, the breaker on Date.now(): a timer set for the time left can fire a
+      // little before the cooldown has passed by Date.now(), and the woken call would find the probe still out.
       const wait = (): void => {
         const left = this.#cooldownMs - (Date.now() - this.#probeStartedAt);
         if (left <= 0) done();
