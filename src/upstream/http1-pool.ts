@@ -391,11 +391,16 @@ class Connection {
     this.#lost(new Http1Error("ECONNRESET", what));
   }
 
-  /** Where the socket's next read goes: the rest of the piece while a body of known length fills it, else READ_BUFFER. */
+  /**
+   * Where the socket's next read goes: the rest of the piece but its last byte while a body of known length fills
+   * it, else READ_BUFFER. The body's last byte is read through READ_BUFFER, so bytes the node sent after the body
+   * come in that same read and are seen (the connection is then not reused): read straight into a piece cut to the
+   * body, they would wait in the socket for the next call on this connection.
+   */
   #nextReadInto(): Buffer {
     const piece = this.#piece;
-    if (piece === undefined || this.#stage !== Stage.LengthBody || this.call === undefined || this.#filled === piece.length) return READ_BUFFER;
-    return piece.subarray(this.#filled);
+    if (piece === undefined || this.#stage !== Stage.LengthBody || this.call === undefined || this.#filled >= piece.length - 1) return READ_BUFFER;
+    return piece.subarray(this.#filled, piece.length - 1);
   }
 
   /** The socket read `n` bytes into `into` (READ_BUFFER, or the rest of the body's piece); true keeps it reading. */

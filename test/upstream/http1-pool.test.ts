@@ -221,6 +221,35 @@ describe("Http1Pool", () => {
     }
   });
 
+  it("bytes after a content-length body, in the same write, end that connection: the next call never reads them as its reply, however large the body, over TCP and TLS", async () => {
+    // Found by the re-attack: a body read straight into a piece cut to its length left the stray bytes in the socket,
+    // and a call waiting for the connection got them ("\r\n" failed it; a whole reply became its answer).
+    const dir = testTempDir("nodegate-http1-stray-");
+    await promisify(execFile)("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"), "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1"]);
+    const cert = readFileSync(join(dir, "cert.pem"));
+    for (const secure of [false, true]) {
+      for (const size of [100, 64 * 1024, 1024 * 1024, 5 * 1024 * 1024]) {
+        for (const stray of ["\r\n", "HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nSTRAY"]) {
+          let answered = 0;
+          const server = await rawServer(
+            (socket) => {
+              if (answered++ === 0) socket.write(Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\ncontent-length: ${size}\r\n\r\n`), Buffer.alloc(size, 0x61), Buffer.from(stray)]));
+              else socket.write("HTTP/1.1 200 OK\r\ncontent-length: 6\r\n\r\nsecond");
+            },
+            secure ? { tls: { cert, key: readFileSync(join(dir, "key.pem")) } } : {},
+          );
+          const p = pool(server, { connections: 1, ...(secure ? { tls: { ca: cert } } : {}) });
+          const first = p.request("{}", true);
+          const queued = p.request("{}", true);
+          const where = `${secure ? "tls" : "tcp"} ${size} ${JSON.stringify(stray.slice(0, 8))}`;
+          expect((await first.reply).length, where).toBe(size);
+          expect(bodyOf(await queued.reply), where).toBe("second");
+          expect(server.connections, where).toBe(2);
+        }
+      }
+    }
+  });
+
   it("reads a chunked reply with chunk extensions and trailers, however it is cut", async () => {
     const pieces = ['{"jsonrpc":"2.0",', '"id":1,"result":', '"0x1f – ü 😀"}'].map((s) => Buffer.from(s));
     const framing = Buffer.concat([
