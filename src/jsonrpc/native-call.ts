@@ -9,8 +9,7 @@ import { cancelled, internalError, invalidParams, methodNotFound, noNetworkOfFam
 import { GatewayError } from "../errors/gateway-error.js";
 import { type InvokeContext, invokeMethod, invokePassThrough } from "../methods/invoke.js";
 import type { ChainFamily, MethodTable } from "../methods/method-table.js";
-import { InvalidParamsError, type ParamsCodec } from "../methods/params-codec.js";
-import type { Message } from "@bufbuild/protobuf";
+import { InvalidParamsError } from "../methods/params-codec.js";
 import type { ApiKey } from "../auth/api-keys.js";
 import type { Gateway } from "../gateway.js";
 import type { Logger } from "pino";
@@ -79,14 +78,18 @@ function passThroughFamily(method: string): ChainFamily {
   return STARKNET_NAMESPACES.test(method) ? "starknet" : "eth";
 }
 
+/** A JSON string that is all hex written with "0X" (not after a backslash: then the quote is inside a string). */
+const UPPER_X_HEX = /(?<!\\)"0X(?=[0-9A-Fa-f]*")/g;
+
 /**
- * The params text a table method forwards: the caller's, unless it spells hex
- * with "0X", which geth reads but other nodes refuse (Anvil: "invalid string
- * length" for a hash): then the request as nodegate writes it, all "0x".
+ * The params text a table method forwards: the caller's, with "0X" hex
+ * strings written "0x". geth reads both; other nodes refuse "0X" (Anvil:
+ * "invalid string length" for a hash). Only the prefix changes: block
+ * objects, key order and every other byte go as the caller wrote them.
  */
-function asSent(paramsText: string | undefined, codec: ParamsCodec, request: Message): string {
+function asSent(paramsText: string | undefined): string {
   if (paramsText === undefined) return "[]";
-  return paramsText.includes('"0X') ? codec.encode(request) : paramsText;
+  return paramsText.includes('"0X') ? paramsText.replace(UPPER_X_HEX, '"0x') : paramsText;
 }
 
 export async function runNativeCall(call: Call, ctx: NativeCallContext): Promise<Outcome> {
@@ -104,7 +107,7 @@ export async function runNativeCall(call: Call, ctx: NativeCallContext): Promise
         if (err instanceof InvalidParamsError) return { error: invalidParams(err.message) };
         throw err;
       }
-      const result = await invokeMethod(spec, decoded.request, ctx, decoded.rewritten ?? asSent(call.paramsText, spec.params, decoded.request));
+      const result = await invokeMethod(spec, decoded.request, ctx, decoded.rewritten ?? asSent(call.paramsText));
       return { result };
     }
     if (ctx.passesThrough(call.method)) {
