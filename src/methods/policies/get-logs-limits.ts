@@ -107,14 +107,20 @@ function checkParamCount(count: number, limits: Limits): void {
 /**
  * The addresses and topics of a filter written as JSON (eth_newFilter's):
  * an address or a list of them; each topic position null, one topic, or a
- * list of alternatives (counted as the typed filter's anyOf). Anything else
- * counts nothing here: the node judges its own params.
+ * list of alternatives (counted as the typed filter's anyOf, which a null
+ * among them does not join). Anything else counts nothing here: the node
+ * judges its own params.
  */
 function jsonFilterParams(filter: unknown): number {
   if (typeof filter !== "object" || filter === null) return 0;
   const { address, topics } = filter as { address?: unknown; topics?: unknown };
   let count = Array.isArray(address) ? address.length : typeof address === "string" ? 1 : 0;
-  if (Array.isArray(topics)) for (const t of topics) count += Array.isArray(t) ? t.length : typeof t === "string" ? 1 : 0;
+  if (!Array.isArray(topics)) return count;
+  for (const t of topics) {
+    if (typeof t === "string") count++;
+    // A null among alternatives matches anything, as the node reads it: it counts nothing, as in eth_getLogs.
+    else if (Array.isArray(t)) for (const alternative of t) if (typeof alternative === "string") count++;
+  }
   return count;
 }
 
