@@ -171,6 +171,9 @@ export class RedisClient {
     const steps: RedisArgument[][] = [];
     if (password !== undefined) steps.push(username !== undefined ? ["AUTH", username, password] : ["AUTH", password]);
     if (db !== 0) steps.push(["SELECT", db]);
+    // Ready once Redis answers a command, not once TCP connects: a Redis that wants a password (NOAUTH) or has no
+    // room for a client (max number of clients) takes the connection and refuses everything on it.
+    steps.push(["PING"]);
     try {
       await Promise.all(steps.map((args) => new Promise<RedisReply>((resolve, reject) => this.#write(encodeCommand(args), { resolve, reject, timer: undefined }))));
     } catch (err) {

@@ -6,9 +6,10 @@
  */
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
+import net from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { parseRedisUrl, redactRedisUrl, RedisClient, type RedisClientState, RedisReplyError, RedisUnavailableError } from "../../src/redis/resp-client.js";
 import { redisRequirement, type RedisServer, startRedisServer } from "../support/redis-server.js";
 import { requiredTitle } from "../support/system-packages.js";
@@ -184,10 +185,42 @@ describe.skipIf(redisRequirement.skip || redisRequirement.missing !== undefined)
     }
   });
 
-  it("without a password, Redis's NOAUTH error reply comes back", async () => {
-    const client = new RedisClient({ url: redis.url });
+  it("without a password, the client stays down with Redis's NOAUTH reason (it was ready, and refused every command)", async () => {
+    const client = new RedisClient({ url: redis.url, reconnect: { minDelayMs: 10_000, maxDelayMs: 10_000 } });
     try {
-      await expect(client.command(["GET", "x"])).rejects.toThrow(/^NOAUTH/);
+      await expect(client.ready()).rejects.toThrow(/NOAUTH/);
+      expect(client.state).toBe("down");
+      await expect(client.command(["GET", "x"])).rejects.toThrow(/unavailable: NOAUTH/);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe.skipIf(redisRequirement.skip || redisRequirement.missing !== undefined)("RedisClient and a full Redis", () => {
+  let redis: RedisServer;
+  let holder: net.Socket | undefined;
+  beforeAll(async () => {
+    redis = await startRedisServer({ args: ["--maxclients", "1"] });
+  });
+  afterAll(async () => {
+    holder?.destroy();
+    await redis?.stop();
+  });
+
+  it("is never ready while Redis has no room for it, and is once there is (found from outside: each attempt was ready, then down, with a warning, every 80 ms)", async () => {
+    holder = net.connect(redis.port, "127.0.0.1");
+    await new Promise((resolve) => holder?.once("connect", resolve));
+    const states: string[] = [];
+    const client = new RedisClient({ url: redis.url, reconnect: { minDelayMs: 20, maxDelayMs: 50 } });
+    client.onStateChange((state) => states.push(state));
+    try {
+      await new Promise((r) => setTimeout(r, 600));
+      expect(states).not.toContain("ready");
+      expect(states.filter((s) => s === "down").length).toBeGreaterThanOrEqual(3);
+      holder.destroy();
+      await vi.waitFor(() => expect(client.state).toBe("ready"), { timeout: 3000 });
+      expect(await client.command(["PING"])).toBe("PONG");
     } finally {
       await client.close();
     }
