@@ -3,23 +3,15 @@
  * shared among them, every worker answers, and stopping the primary stops
  * them all. Started as an operator would start it (src/main.ts).
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Agent, request } from "undici";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { startWorkersPrimary, type WorkersPrimary } from "../support/workers-primary.js";
 
 const KEY = "cluster-key-0123456789";
 let anvil: AnvilNode;
-let primary: ChildProcess;
-let port: number;
-let stderr = "";
-
-/** The primary's children (its workers), from /proc. */
-function workerPids(): number[] {
-  const children = readFileSync(`/proc/${primary.pid}/task/${primary.pid}/children`, "utf8").trim();
-  return children === "" ? [] : children.split(/\s+/).map(Number);
-}
+let nodegate: WorkersPrimary;
 
 function cpuTicks(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
@@ -38,38 +30,22 @@ function alive(pid: number): boolean {
 
 beforeAll(async () => {
   anvil = await startAnvil();
-  primary = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    env: { ...process.env, NODEGATE_UPSTREAM_URL: anvil.url, NODEGATE_API_KEYS: `${KEY}:custom`, NODEGATE_WORKERS: "2", NODEGATE_PORT: "0", NODEGATE_LOG_LEVEL: "warn" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  primary.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  let out = "";
-  port = await new Promise<number>((resolve, reject) => {
-    primary.stdout?.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      const m = /JSON-RPC \(HTTP\):\s+http:\/\/127\.0\.0\.1:(\d+)\//.exec(out);
-      if (m && out.includes("workers:")) resolve(Number(m[1]));
-    });
-    primary.once("exit", (code) => reject(new Error(`nodegate exited with ${code}: ${out}`)));
-  });
+  nodegate = await startWorkersPrimary({ NODEGATE_UPSTREAM_URL: anvil.url, NODEGATE_API_KEYS: `${KEY}:custom`, NODEGATE_WORKERS: "2", NODEGATE_LOG_LEVEL: "warn" });
 }, 60_000);
 afterAll(async () => {
-  if (primary.exitCode === null) {
-    primary.kill("SIGKILL");
-    for (const pid of workerPids()) process.kill(pid, "SIGKILL");
-  }
+  nodegate?.kill();
   await anvil?.stop();
 });
 
 describe.runIf(process.platform === "linux")("NODEGATE_WORKERS", () => {
   it("two workers share one port and both answer", async () => {
-    const workers = workerPids();
+    const workers = nodegate.workerPids();
     expect(workers).toHaveLength(2);
     const before = workers.map(cpuTicks);
     // Many connections, so the primary hands some to each worker.
     const agent = new Agent({ connections: 32, pipelining: 0 });
     const calls = Array.from({ length: 400 }, (_, i) =>
-      request(`http://127.0.0.1:${port}/v3/${KEY}`, {
+      request(`http://127.0.0.1:${nodegate.port}/v3/${KEY}`, {
         method: "POST",
         headers: { "content-type": "application/json", connection: "close" },
         body: JSON.stringify({ jsonrpc: "2.0", id: i, method: "eth_chainId", params: [] }),
@@ -88,7 +64,7 @@ describe.runIf(process.platform === "linux")("NODEGATE_WORKERS", () => {
     const counted = 'nodegate_requests_total{door="jsonrpc-http",method="eth_chainId",outcome="ok"}';
     for (let i = 0; i < 4; i++) {
       // A new connection per scrape, so the scrapes land on both workers.
-      const res = await request(`http://127.0.0.1:${port}/metrics`, { headers: { connection: "close" } });
+      const res = await request(`http://127.0.0.1:${nodegate.port}/metrics`, { headers: { connection: "close" } });
       const text = await res.body.text();
       const line = text.split("\n").find((l) => l.startsWith(`${counted} `));
       expect(line).toBe(`${counted} 400`);
@@ -97,18 +73,18 @@ describe.runIf(process.platform === "linux")("NODEGATE_WORKERS", () => {
 
   it("a worker that dies is replaced, and the primary says so", async () => {
     // Found from outside: a worker crash and its replacement left no trace anywhere.
-    const [victim] = workerPids();
+    const [victim] = nodegate.workerPids();
     process.kill(victim as number, "SIGKILL");
-    for (let i = 0; i < 250 && !(workerPids().length === 2 && !workerPids().includes(victim as number)); i++) await new Promise((r) => setTimeout(r, 20));
-    expect(workerPids()).toHaveLength(2);
-    expect(workerPids()).not.toContain(victim);
-    expect(stderr).toContain(`nodegate: worker ${victim} exited (SIGKILL); starting another`);
+    for (let i = 0; i < 250 && !(nodegate.workerPids().length === 2 && !nodegate.workerPids().includes(victim as number)); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(nodegate.workerPids()).toHaveLength(2);
+    expect(nodegate.workerPids()).not.toContain(victim);
+    expect(nodegate.stderr()).toContain(`nodegate: worker ${victim} exited (SIGKILL); starting another`);
   });
 
   it("SIGTERM to the primary stops every worker", async () => {
-    const workers = workerPids();
-    const exited = new Promise<number | null>((resolve) => primary.once("exit", (code) => resolve(code)));
-    primary.kill("SIGTERM");
+    const workers = nodegate.workerPids();
+    const exited = new Promise<number | null>((resolve) => nodegate.primary.once("exit", (code) => resolve(code)));
+    nodegate.primary.kill("SIGTERM");
     expect(await exited).toBe(0);
     for (const pid of workers) {
       for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 20));

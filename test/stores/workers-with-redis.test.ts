@@ -6,12 +6,11 @@
  * one per worker (found from outside: the banner said "per worker", and the
  * gauge read 2).
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { redisRequirement, type RedisServer, startRedisServer } from "../support/redis-server.js";
 import { requiredTitle } from "../support/system-packages.js";
+import { startWorkersPrimary, type WorkersPrimary } from "../support/workers-primary.js";
 
 const KEY = "workers-redis-key-0001";
 
@@ -25,37 +24,22 @@ describe.skipIf(redisRequirement.skip)("workers sharing Redis", () => {
 
   let anvil: AnvilNode;
   let redis: RedisServer;
-  let primary: ChildProcess;
-  let out = "";
+  let nodegate: WorkersPrimary;
   let port = 0;
 
   beforeAll(async () => {
     [anvil, redis] = await Promise.all([startAnvil(), startRedisServer()]);
-    primary = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-      env: { ...process.env, NODEGATE_UPSTREAM_URL: anvil.url, NODEGATE_API_KEYS: KEY, NODEGATE_WORKERS: "2", NODEGATE_PORT: "0", NODEGATE_LOG_LEVEL: "warn", NODEGATE_REDIS_URL: redis.url },
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    port = await new Promise<number>((resolve, reject) => {
-      primary.stdout?.on("data", (chunk: Buffer) => {
-        out += chunk.toString();
-        const m = /JSON-RPC \(HTTP\):\s+http:\/\/127\.0\.0\.1:(\d+)\//.exec(out);
-        if (m && out.includes("workers:")) resolve(Number(m[1]));
-      });
-      primary.once("exit", (code) => reject(new Error(`nodegate exited with ${code}: ${out}`)));
-    });
+    nodegate = await startWorkersPrimary({ NODEGATE_UPSTREAM_URL: anvil.url, NODEGATE_API_KEYS: KEY, NODEGATE_WORKERS: "2", NODEGATE_LOG_LEVEL: "warn", NODEGATE_REDIS_URL: redis.url });
+    port = nodegate.port;
   }, 60_000);
   afterAll(async () => {
-    if (primary !== undefined && primary.exitCode === null) {
-      const children = readFileSync(`/proc/${primary.pid}/task/${primary.pid}/children`, "utf8").trim();
-      primary.kill("SIGKILL");
-      for (const pid of children === "" ? [] : children.split(/\s+/).map(Number)) process.kill(pid, "SIGKILL");
-    }
+    nodegate?.kill();
     await redis?.stop();
     await anvil?.stop();
   });
 
   it("the banner says the counters are shared, and /metrics reads Redis up as 1, not once per worker", async () => {
-    expect(out).toContain("workers:           2 processes on this port (caches and rate-limit counters shared through Redis)");
+    expect(nodegate.stdout).toContain("workers:           2 processes on this port (caches and rate-limit counters shared through Redis)");
     // Each worker connects on its own; the scrape reads 1 once both have.
     let text = "";
     for (let i = 0; i < 50 && !/^nodegate_redis_up 1$/m.test(text); i++) {
