@@ -422,7 +422,7 @@ class Connection {
     return true;
   }
 
-  /** `n` bytes of the body were read straight into the piece (never more than the body has left). */
+  /** `n` bytes of the body were read straight into the piece (never its last byte: see #nextReadInto). */
   #filledDirectly(n: number): void {
     this.#account(n);
     this.#filled += n;
@@ -509,8 +509,10 @@ class Connection {
       let piece = this.#piece;
       if (piece === undefined || this.#filled === piece.length) {
         if (piece !== undefined) this.#chunks.push(piece);
-        // Sized to what the framing says is still to come (content-length, or the chunk), else doubling.
-        const expected = this.#stage === Stage.LengthBody ? this.#remaining : Math.max(before, this.#stage === Stage.ChunkData ? this.#remaining : 0, MIN_PIECE);
+        // Sized to what the framing says is still to come (content-length, or the chunk; #remaining still counts
+        // this chunk, of which `at` bytes went into the piece before), else doubling.
+        const left = this.#remaining - at;
+        const expected = this.#stage === Stage.LengthBody ? left : Math.max(before, this.#stage === Stage.ChunkData ? left : 0, MIN_PIECE);
         piece = Buffer.allocUnsafe(Math.min(expected, MAX_PIECE));
         this.#piece = piece;
         this.#filled = 0;
