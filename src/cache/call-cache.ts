@@ -68,6 +68,8 @@ export class CallCache {
   /** Bumped when finality goes back, so every earlier entry of this network becomes unreachable. */
   #generation = 0;
   readonly #stats = { hits: 0, misses: 0, stored: 0 };
+  /** What the typed door made of each stored answer it served (UpstreamResult.encodings), kept as long as the answer. */
+  readonly #encodings = new WeakMap<Buffer, Map<object, Buffer>>();
 
   constructor(options: CallCacheOptions) {
     this.#network = options.network;
@@ -114,7 +116,7 @@ export class CallCache {
           const stored = await store.get(storeKey);
           if (stored !== undefined) {
             this.#stats.hits++;
-            return { body: stored, start: 0, end: stored.length };
+            return { body: stored, start: 0, end: stored.length, encodings: this.#encodingsOf(stored) };
           }
           this.#stats.misses++;
         }
@@ -154,6 +156,15 @@ export class CallCache {
     if (rule.kind === "result") return "look up";
     if (typeof finalized === "bigint") return rule.number <= finalized ? "look up" : "pass";
     return finalized === undefined ? "pass" : "store later";
+  }
+
+  #encodingsOf(stored: Buffer): Map<object, Buffer> {
+    let encodings = this.#encodings.get(stored);
+    if (encodings === undefined) {
+      encodings = new Map();
+      this.#encodings.set(stored, encodings);
+    }
+    return encodings;
   }
 
   async #storeIfFinal(key: string, rule: FinalityRule, result: UpstreamResult): Promise<void> {

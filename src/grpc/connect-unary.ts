@@ -44,7 +44,7 @@ const binaryProtocol: UnaryProtocol = {
   door: "connect",
   timeout,
   request: (body, _header, route) => parseBinary(route.spec.rpc.input, body),
-  answer: (route, result) => encodeAnswer(route, result, 0),
+  answer: (route, result) => encodeAnswer(route, result, false),
 };
 
 const utf8 = new TextDecoder();

@@ -25,10 +25,8 @@ import { decodeGrpcMessage, reencodeGrpcMessageIn } from "./grpc-message.js";
 import { decompressionError } from "./compressions.js";
 import { fitStatus, statusSizeLimit } from "./status-size.js";
 import { parseBinary, serveUnary, type UnaryExchange, type UnaryProtocol } from "./unary-call.js";
-import { encodeAnswer, plainHeaders, type UnaryRoute } from "./unary-routes.js";
+import { encodeAnswer, FRAME_HEADER, plainHeaders, type UnaryRoute } from "./unary-routes.js";
 
-/** The gRPC frame header: a compression flag and a 4-byte big-endian length. */
-export const FRAME_HEADER = 5;
 const CONTENT_TYPE = "application/grpc+proto";
 const OK_TRAILERS = { "grpc-status": "0" };
 /** Answers larger than this leave in pieces as the stream drains (see response-body.ts). */
@@ -111,12 +109,7 @@ export const grpcProtocol: UnaryProtocol = {
   door: "grpc",
   timeout: (header) => parseTimeout(header.get("grpc-timeout"), Number.MAX_SAFE_INTEGER),
   request: (body, header, route, maxBytes) => parseBinary(route.spec.rpc.input, readMessage(body, header.get("grpc-encoding") ?? undefined, maxBytes)),
-  answer(route, result) {
-    const frame = encodeAnswer(route, result, FRAME_HEADER);
-    frame[0] = 0;
-    frame.writeUInt32BE(frame.length - FRAME_HEADER, 1);
-    return frame;
-  },
+  answer: (route, result) => encodeAnswer(route, result, true),
 };
 
 /** A unary gRPC call on its HTTP/2 stream: the status goes in trailers, the answer in one length-prefixed message. */

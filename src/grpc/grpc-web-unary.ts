@@ -16,7 +16,8 @@ import { setTrailerStatus, trailerFlag, trailerSerialize } from "@connectrpc/con
 import type { Gateway } from "../gateway.js";
 import type { NodeRequest, NodeResponse } from "../http-types.js";
 import { REQUEST_ID_HEADER } from "../observability/request-log.js";
-import { FRAME_HEADER, grpcProtocol } from "./grpc-unary.js";
+import { grpcProtocol } from "./grpc-unary.js";
+import { FRAME_HEADER } from "./unary-routes.js";
 import { HttpExchange } from "./http-exchange.js";
 import { serveUnary, type UnaryProtocol } from "./unary-call.js";
 import type { UnaryRoute } from "./unary-routes.js";

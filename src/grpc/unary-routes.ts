@@ -73,18 +73,50 @@ function inOnePiece(result: UpstreamResult): UpstreamResult {
   return { body: scratch, start: result.start, end: result.end };
 }
 
+/** The gRPC frame header: a compression flag and a 4-byte big-endian length. */
+export const FRAME_HEADER = 5;
+
 /**
- * The node's result as the response message's bytes, after `room` bytes the
- * caller fills in (the gRPC frame header; none for Connect). The transcoder
- * writes it in one pass; when it gives up, the object path does (and words
- * any decoding error).
+ * The node's result as the response message's bytes, in a gRPC frame
+ * (`framed`: an uncompressed message's header before them) or bare (the
+ * Connect protocol). The transcoder writes it in one pass; when it gives up,
+ * the object path does (and words any decoding error). The bytes returned
+ * may be shared by later calls (see keepEncoding): nobody writes into them.
  */
-export function encodeAnswer(route: UnaryRoute, result: UpstreamResult, room: number): Buffer {
+export function encodeAnswer(route: UnaryRoute, result: UpstreamResult, framed: boolean): Buffer {
+  let frame = result.encodings?.get(route.spec);
+  if (frame === undefined) {
+    frame = encodeFrame(route, result);
+    keepEncoding(result, route.spec, frame);
+  }
+  return framed ? frame : frame.subarray(FRAME_HEADER);
+}
+
+function encodeFrame(route: UnaryRoute, result: UpstreamResult): Buffer {
   const text = inOnePiece(result);
-  const fast = route.transcoder?.write(text.body, text.start, text.end, room);
-  if (fast !== undefined) return Buffer.from(fast.buffer, fast.byteOffset, fast.length);
-  const encoded = toBinary(route.spec.rpc.output, decodeResult(route.spec, result));
-  const message = Buffer.allocUnsafe(room + encoded.length);
-  message.set(encoded, room);
-  return message;
+  const fast = route.transcoder?.write(text.body, text.start, text.end, FRAME_HEADER);
+  let frame: Buffer;
+  if (fast !== undefined) {
+    frame = Buffer.from(fast.buffer, fast.byteOffset, fast.length);
+  } else {
+    const encoded = toBinary(route.spec.rpc.output, decodeResult(route.spec, result));
+    frame = Buffer.allocUnsafe(FRAME_HEADER + encoded.length);
+    frame.set(encoded, FRAME_HEADER);
+  }
+  frame[0] = 0;
+  frame.writeUInt32BE(frame.length - FRAME_HEADER, 1);
+  return frame;
+}
+
+/**
+ * Keeps a cached answer's encoding beside it, for as long as the cache keeps
+ * the answer, when it is no larger than the answer's JSON: the typed copies
+ * can at most double what the cache's byte budget holds (protobuf is about
+ * half the JSON of the same block or logs: hex becomes bytes, keys go).
+ */
+function keepEncoding(result: UpstreamResult, spec: object, frame: Buffer): void {
+  const encodings = result.encodings;
+  if (encodings === undefined || frame.length - FRAME_HEADER > result.end - result.start) return;
+  // A frame written into a larger buffer would pin all of it.
+  encodings.set(spec, frame.length * 2 < frame.buffer.byteLength ? Buffer.from(frame.buffer.slice(frame.byteOffset, frame.byteOffset + frame.length)) : frame);
 }

@@ -15,6 +15,12 @@ export interface UpstreamResult {
   body: Buffer;
   start: number;
   end: number;
+  /**
+   * Set on an answer served from the cache's memory (the same bytes every
+   * time): the typed door keeps the answer's protobuf encodings here, by
+   * method, so a repeated read is not transcoded again.
+   */
+  encodings?: Map<object, Buffer>;
 }
 
 /**

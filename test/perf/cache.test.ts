@@ -5,15 +5,25 @@
  * reorg never brings back an answer from before it. Anvil reports
  * finalized = latest - 64.
  */
-import { create } from "@bufbuild/protobuf";
+import { create, toJsonString } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createWalletClient, type Hex, http, parseEther } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { foundry } from "viem/chains";
-import { EthService, GetBlockByNumberRequestSchema, type GetBlockByNumberResponse } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import {
+  EthService,
+  GetBlockByHashRequestSchema,
+  type GetBlockByHashResponse,
+  GetBlockByHashResponseSchema,
+  GetBlockByNumberRequestSchema,
+  type GetBlockByNumberResponse,
+} from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { BlockTag } from "../../gen/nodegate/eth/v1/primitives_pb.js";
+import { NEVER_CANCELLED } from "../../src/call-signal.js";
+import { invokeTyped } from "../../src/grpc/typed-services.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { status } from "@grpc/grpc-js";
-import { grpcJsClient } from "../support/grpc-clients.js";
+import { connectClient, grpcJsClient, type Protocol } from "../support/grpc-clients.js";
 import { grpcErrorOf, jsonRpcErrorOfGrpc } from "../support/grpc-status.js";
 import { post, rpc } from "../support/http.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
@@ -136,6 +146,42 @@ describe("final answers are served from the cache", () => {
     expect(sent("eth_getBalance", [DEAD, "0x5"])).toBe(1);
     expect(sent("eth_call", call)).toBe(1);
     expect(ng.gateway.network(undefined).cache?.stats.hits).toBeGreaterThan(0);
+  });
+});
+
+describe("typed answers of cached results", () => {
+  const headers = () => ({ get: (name: string) => (name === "x-api-key" ? ng.key : null) });
+
+  it("are encoded once, kept beside the stored answer, and every typed lane answers the node's block from them", async () => {
+    const block = await direct("eth_getBlockByNumber", ["0x1", true]);
+    const request = create(GetBlockByHashRequestSchema, { blockHash: Buffer.from(block.hash.slice(2), "hex"), fullTransactions: true });
+    const answers: GetBlockByHashResponse[] = [];
+    const grpc = grpcJsClient(ng.address, EthService);
+    for (let i = 0; i < 2; i++) answers.push(await grpc.call<GetBlockByHashResponse>("getBlockByHash", request, { "x-api-key": ng.key }));
+    grpc.close();
+    // The Connect lane answers the message without the gRPC frame the gRPC and gRPC-Web lanes share.
+    for (const protocol of ["connect", "grpc-web", "grpc", "connect"] as Protocol[]) answers.push(await connectClient(ng.url, EthService, ng.key, protocol).getBlockByHash(request));
+    expect(`0x${Buffer.from(answers[0]?.block?.hash ?? []).toString("hex")}`).toBe(block.hash);
+    expect(answers[0]?.block?.transactions?.full.length).toBe(block.transactions.length);
+    // Compared as JSON: grpc-js hands bytes fields over as Buffers, connect-es as Uint8Arrays.
+    const json = answers.map((a) => toJsonString(GetBlockByHashResponseSchema, a));
+    for (const text of json) expect(text).toBe(json[0]);
+    expect(sent("eth_getBlockByHash", [block.hash, true])).toBe(1);
+
+    const spec = ng.gateway.table.all().find((s) => s.jsonrpcMethod === "eth_getBlockByHash");
+    if (spec === undefined) throw new Error("no eth_getBlockByHash in the table");
+    const first = await invokeTyped(ng.gateway, spec, request, headers(), NEVER_CANCELLED);
+    const again = await invokeTyped(ng.gateway, spec, request, headers(), NEVER_CANCELLED);
+    expect(first.encodings?.get(spec)).toBeInstanceOf(Buffer);
+    expect(again.encodings).toBe(first.encodings);
+  });
+
+  it("are not kept for answers that were not stored", async () => {
+    const spec = ng.gateway.table.all().find((s) => s.jsonrpcMethod === "eth_getBlockByNumber");
+    if (spec === undefined) throw new Error("no eth_getBlockByNumber in the table");
+    const latest = create(GetBlockByNumberRequestSchema, { block: { kind: { case: "tag", value: BlockTag.LATEST } }, fullTransactions: false });
+    const result = await invokeTyped(ng.gateway, spec, latest, headers(), NEVER_CANCELLED);
+    expect(result.encodings).toBeUndefined();
   });
 });
 
