@@ -55,6 +55,16 @@ export const MAX_KEYED_PARAMS = 64 * 1024;
 
 export type Fetch = (signal: CallSignal) => Promise<UpstreamResult>;
 
+/**
+ * An answer that callers sharing one upstream call all get: the typed door
+ * encodes it once for them (a block polled by many clients at once is
+ * transcoded once, not once per caller).
+ */
+function shareable(result: UpstreamResult): UpstreamResult {
+  result.encodings ??= new Map();
+  return result;
+}
+
 function isNull(result: UpstreamResult): boolean {
   return result.end - result.start === 4 && result.body.toString("latin1", result.start, result.end) === "null";
 }
@@ -137,7 +147,7 @@ export class CallCache {
             return result;
           };
     if (this.#coalescer === undefined) return fetchAndStore(signal ?? NEVER_CANCELLED);
-    return this.#coalescer.run(`${this.#network}\n${method}\n${plan}\n${digest}`, fetchAndStore, signal);
+    return this.#coalescer.run(`${this.#network}\n${method}\n${plan}\n${digest}`, (s) => fetchAndStore(s).then(shareable), signal);
   }
 
   /**

@@ -85,10 +85,7 @@ export const FRAME_HEADER = 5;
  */
 export function encodeAnswer(route: UnaryRoute, result: UpstreamResult, framed: boolean): Buffer {
   let frame = result.encodings?.get(route.spec);
-  if (frame === undefined) {
-    frame = encodeFrame(route, result);
-    keepEncoding(result, route.spec, frame);
-  }
+  if (frame === undefined) frame = keepEncoding(result, route.spec, encodeFrame(route, result));
   return framed ? frame : frame.subarray(FRAME_HEADER);
 }
 
@@ -114,9 +111,11 @@ function encodeFrame(route: UnaryRoute, result: UpstreamResult): Buffer {
  * can at most double what the cache's byte budget holds (protobuf is about
  * half the JSON of the same block or logs: hex becomes bytes, keys go).
  */
-function keepEncoding(result: UpstreamResult, spec: object, frame: Buffer): void {
+function keepEncoding(result: UpstreamResult, spec: object, frame: Buffer): Buffer {
   const encodings = result.encodings;
-  if (encodings === undefined || frame.length - FRAME_HEADER > result.end - result.start) return;
+  if (encodings === undefined || frame.length - FRAME_HEADER > result.end - result.start) return frame;
   // A frame written into a larger buffer would pin all of it.
-  encodings.set(spec, frame.length * 2 < frame.buffer.byteLength ? Buffer.from(frame.buffer.slice(frame.byteOffset, frame.byteOffset + frame.length)) : frame);
+  const kept = frame.length * 2 < frame.buffer.byteLength ? Buffer.from(frame.buffer.slice(frame.byteOffset, frame.byteOffset + frame.length)) : frame;
+  encodings.set(spec, kept);
+  return kept;
 }

@@ -16,9 +16,9 @@ export interface UpstreamResult {
   start: number;
   end: number;
   /**
-   * Set on an answer served from the cache's memory (the same bytes every
-   * time): the typed door keeps the answer's protobuf encodings here, by
-   * method, so a repeated read is not transcoded again.
+   * Set on an answer that several calls get (one served from the cache's
+   * memory, or shared by callers of one upstream call): the typed door keeps
+   * the answer's protobuf encodings here, by method, so it is transcoded once.
    */
   encodings?: Map<object, Buffer>;
 }
@@ -34,6 +34,7 @@ export class ChunkedResult implements UpstreamResult {
   /** Offsets of the result within the joined reply. */
   readonly start: number;
   readonly end: number;
+  encodings?: Map<object, Buffer>;
   #body: Buffer | undefined;
 
   constructor(chunks: readonly Buffer[], start: number, end: number) {

@@ -9,7 +9,11 @@
 import { create } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { ChainIdRequestSchema, type ChainIdResponse, EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { ChainIdRequestSchema, type ChainIdResponse, EthService, GetBlockByNumberRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { BlockTag } from "../../gen/nodegate/eth/v1/primitives_pb.js";
+import { NEVER_CANCELLED } from "../../src/call-signal.js";
+import { invokeTyped } from "../../src/grpc/typed-services.js";
+import { compileUnaryRoutes, encodeAnswer } from "../../src/grpc/unary-routes.js";
 import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { connectClient, grpcJsClient } from "../support/grpc-clients.js";
@@ -105,6 +109,23 @@ describe("identical concurrent calls share one upstream call", () => {
     open();
     await replies;
     expect(calls("eth_getBalance") - balances).toBe(1);
+  });
+
+  it("typed callers that share the call share its encoding: the answer is transcoded once", async () => {
+    const joinedBefore = joined();
+    const request = create(GetBlockByNumberRequestSchema, { block: { kind: { case: "tag", value: BlockTag.LATEST } }, fullTransactions: true });
+    const headers = { get: (name: string) => (name === "x-api-key" ? ng.key : null) };
+    const route = compileUnaryRoutes(ng.gateway).get(`/${EthService.typeName}/GetBlockByNumber`);
+    if (route === undefined) throw new Error("no GetBlockByNumber route");
+    const results = Promise.all(Array.from({ length: 3 }, () => invokeTyped(ng.gateway, route.spec, request, headers, NEVER_CANCELLED)));
+    await until(() => joined() - joinedBefore === 2);
+    open();
+    const [first, second, third] = await results;
+    if (first === undefined || second === undefined || third === undefined) throw new Error("missing results");
+    const framed = encodeAnswer(route, first, true);
+    expect(encodeAnswer(route, second, true)).toBe(framed);
+    expect(encodeAnswer(route, third, false)).toEqual(framed.subarray(5));
+    expect(framed.readUInt32BE(1)).toBe(framed.length - 5);
   });
 
   it("a call does not join one sent longer ago than coalesceWindowMs: it gets the node's answer as of its own call", async () => {
