@@ -320,10 +320,18 @@ describe("reorgs", () => {
       upstreamUrl: upstream.url,
       config: { cache: { maxBytes: 64 * 1024 * 1024, coalesce: true, coalesceWindowMs: 60_000, finalizedMaxAgeMs: 1 } },
     });
+    const typed = grpcJsClient(local.address, EthService);
     try {
       const snapshot = await direct("evm_snapshot", []);
       await direct("anvil_mine", [hex(120)]);
       const old = (await post(local.rpcUrl, rpc("eth_getBlockByNumber", ["0x90", false]))).json.result;
+      // Typed reads too, so the typed door has kept its encoding of the stored block.
+      const typedHash = async () => {
+        const request = create(GetBlockByNumberRequestSchema, { block: { kind: { case: "number", value: 0x90n } }, fullTransactions: false });
+        const answer = await typed.call<GetBlockByNumberResponse>("getBlockByNumber", request, { "x-api-key": local.key });
+        return `0x${Buffer.from(answer.block?.hash ?? []).toString("hex")}`;
+      };
+      for (let i = 0; i < 2; i++) expect(await typedHash()).toBe(old.hash);
       const head = local.gateway.network(undefined).head;
       expect(await head.finalized()).toBeGreaterThanOrEqual(0x90n);
       expect(await direct("evm_revert", [snapshot])).toBe(true);
@@ -340,7 +348,9 @@ describe("reorgs", () => {
       const fresh = (await post(local.rpcUrl, rpc("eth_getBlockByNumber", ["0x90", false]))).json.result;
       expect(fresh.hash).not.toBe(old.hash);
       expect(fresh).toEqual(await direct("eth_getBlockByNumber", ["0x90", false]));
+      expect(await typedHash()).toBe(fresh.hash);
     } finally {
+      typed.close();
       await local.close();
     }
   });
