@@ -106,10 +106,11 @@ function encodeFrame(route: UnaryRoute, result: UpstreamResult): Buffer {
 }
 
 /**
- * Keeps a cached answer's encoding beside it, for as long as the cache keeps
- * the answer, when it is no larger than the answer's JSON: the typed copies
- * can at most double what the cache's byte budget holds (protobuf is about
- * half the JSON of the same block or logs: hex becomes bytes, keys go).
+ * Keeps the encoding of an answer that other calls get too (a stored answer,
+ * for as long as the cache keeps it; one shared by coalesced callers) beside
+ * it, when it is no larger than the answer's JSON: the typed copies can at
+ * most double what the cache's byte budget holds (protobuf is about half the
+ * JSON of the same block or logs: hex becomes bytes, keys go).
  */
 function keepEncoding(result: UpstreamResult, spec: object, frame: Buffer): Buffer {
   const encodings = result.encodings;
