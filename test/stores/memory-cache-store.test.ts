@@ -1,15 +1,17 @@
 /**
- * The in-process cache store: a byte budget (keys at two bytes a character
- * plus each value's backing memory) enforced by evicting the least recently
- * used entries, TTLs on an injected clock, and oversized values refused
- * rather than flushing everything.
+ * The in-process cache store: a byte budget (keys at two bytes a character,
+ * each value's backing memory, and the objects around them) enforced by
+ * evicting the least recently used entries, TTLs on an injected clock, and
+ * oversized values refused rather than flushing everything.
  */
+import v8 from "node:v8";
+import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
-import { MemoryCacheStore } from "../../src/cache/memory-cache-store.js";
+import { ENTRY_OVERHEAD_BYTES, MemoryCacheStore } from "../../src/cache/memory-cache-store.js";
 
 const kb = (n: number, fill = 1) => Buffer.alloc(n * 1024, fill);
 /** What a one-character key and an n KiB value cost. */
-const entry = (n: number) => 2 + n * 1024;
+const entry = (n: number) => 2 + n * 1024 + ENTRY_OVERHEAD_BYTES;
 
 describe("MemoryCacheStore", () => {
   it("evicts the least recently used entries once the byte budget is passed", () => {
@@ -37,7 +39,7 @@ describe("MemoryCacheStore", () => {
   });
 
   it("refuses a value larger than its share of the budget (a quarter by default) and keeps what it holds", () => {
-    const store = new MemoryCacheStore({ maxBytes: 8 * 1024 });
+    const store = new MemoryCacheStore({ maxBytes: 8 * entry(1) });
     store.set("small", kb(1));
     store.set("huge", kb(4));
     expect(store.get("huge")).toBeUndefined();
@@ -50,7 +52,7 @@ describe("MemoryCacheStore", () => {
     const big = Buffer.alloc(64 * 1024, 7);
     store.set("k", big.subarray(100, 110));
     expect(store.get("k")?.buffer.byteLength).toBe(10);
-    expect(store.bytes).toBe(2 + 10);
+    expect(store.bytes).toBe(2 + 10 + ENTRY_OVERHEAD_BYTES);
   });
 
   it("expires an entry after its TTL and frees its bytes", () => {
@@ -63,7 +65,7 @@ describe("MemoryCacheStore", () => {
     now += 1;
     expect(store.get("short")).toBeUndefined();
     expect(store.get("forever")?.toString()).toBe("y");
-    expect(store.bytes).toBe(2 * "forever".length + 1); // the pooled one-byte value was copied out of its pool
+    expect(store.bytes).toBe(2 * "forever".length + 1 + ENTRY_OVERHEAD_BYTES); // the pooled one-byte value was copied out of its pool
   });
 
   it("deletes, and empties on close", async () => {
@@ -75,5 +77,25 @@ describe("MemoryCacheStore", () => {
     await store.close();
     expect(store.size).toBe(0);
     expect(store.bytes).toBe(0);
+  });
+
+  it("counts what its entries really hold: a budget full of small answers uses about that much memory", () => {
+    v8.setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const used = () => {
+      gc();
+      const m = process.memoryUsage();
+      return m.heapUsed + m.arrayBuffers;
+    };
+    const store = new MemoryCacheStore({ maxBytes: 1 << 30 });
+    const before = used();
+    for (let i = 0; i < 50_000; i++) {
+      // Keys and values as the cache writes them for eth_getBalance at a final block.
+      const reply = Buffer.from(`{"jsonrpc":"2.0","id":1,"result":"0x${(i * 7919).toString(16)}"}`);
+      store.set(`0\nethereum\neth_getBalance\n["0x${i.toString(16).padStart(40, "0")}","0x1c"]`, reply.subarray(27, reply.length - 1));
+    }
+    const held = used() - before;
+    expect(held).toBeGreaterThan(store.bytes * 0.7);
+    expect(held).toBeLessThan(store.bytes * 1.3);
   });
 });
