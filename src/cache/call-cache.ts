@@ -56,12 +56,20 @@ export const MAX_KEYED_PARAMS = 64 * 1024;
 export type Fetch = (signal: CallSignal) => Promise<UpstreamResult>;
 
 /**
+ * Answers at least this large (JSON bytes) that several calls get are
+ * transcoded once for all of them by the typed door (UpstreamResult.encodings).
+ * A smaller one costs a few microseconds to transcode, less than keeping its
+ * copy costs memory (about 190 bytes of objects, more than a balance itself).
+ */
+const ENCODED_ONCE_BYTES = 1024;
+
+/**
  * An answer that callers sharing one upstream call all get: the typed door
  * encodes it once for them (a block polled by many clients at once is
  * transcoded once, not once per caller).
  */
 function shareable(result: UpstreamResult): UpstreamResult {
-  result.encodings ??= new Map();
+  if (result.end - result.start >= ENCODED_ONCE_BYTES) result.encodings ??= new Map();
   return result;
 }
 
@@ -126,6 +134,7 @@ export class CallCache {
           const stored = await store.get(storeKey);
           if (stored !== undefined) {
             this.#stats.hits++;
+            if (stored.length < ENCODED_ONCE_BYTES) return { body: stored, start: 0, end: stored.length };
             return { body: stored, start: 0, end: stored.length, encodings: this.#encodingsOf(stored) };
           }
           this.#stats.misses++;

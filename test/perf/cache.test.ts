@@ -12,6 +12,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { foundry } from "viem/chains";
 import {
   EthService,
+  GetBalanceRequestSchema,
   GetBlockByHashRequestSchema,
   type GetBlockByHashResponse,
   GetBlockByHashResponseSchema,
@@ -174,6 +175,14 @@ describe("typed answers of cached results", () => {
     const again = await invokeTyped(ng.gateway, spec, request, headers(), NEVER_CANCELLED);
     expect(first.encodings?.get(spec)).toBeInstanceOf(Buffer);
     expect(again.encodings).toBe(first.encodings);
+  });
+
+  it("are not kept for small answers (transcoding one costs less than keeping it)", async () => {
+    const spec = ng.gateway.table.all().find((s) => s.jsonrpcMethod === "eth_getBalance");
+    if (spec === undefined) throw new Error("no eth_getBalance in the table");
+    const request = create(GetBalanceRequestSchema, { address: Buffer.from(DEAD.slice(2), "hex"), block: { kind: { case: "number", value: 2n } } });
+    for (let i = 0; i < 2; i++) expect((await invokeTyped(ng.gateway, spec, request, headers(), NEVER_CANCELLED)).encodings).toBeUndefined();
+    expect(sent("eth_getBalance", [DEAD.toLowerCase(), "0x2"]) + sent("eth_getBalance", [DEAD, "0x2"])).toBe(1);
   });
 
   it("of an answer that was not stored never reach a later call", async () => {
