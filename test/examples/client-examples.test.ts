@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { post, rpc } from "../support/http.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
-import { requiredTitle, requirePackages } from "../support/system-packages.js";
+import { describeRequiring, requirePackages } from "../support/system-packages.js";
 
 const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, "../..");
@@ -104,14 +104,7 @@ describe("examples/node (grpc-js + protobuf-es)", () => {
   });
 });
 
-describe.skipIf(python.skip)("examples/python (protoc + grpc_python_plugin + grpcio)", () => {
-  if (python.missing !== undefined) {
-    it(requiredTitle(python), () => {
-      throw new Error(python.missing);
-    });
-    return;
-  }
-
+describeRequiring(python, "examples/python (protoc + grpc_python_plugin + grpcio)", () => {
   it("generates its stubs and prints what the node has", async () => {
     const { stdout } = await example("examples/python/run.sh", []);
     expect(lines(stdout)).toEqual(expected);
@@ -140,14 +133,7 @@ describe("examples/native/viem.ts", () => {
   });
 });
 
-describe.skipIf(curl.skip)("examples/native/curl.sh", () => {
-  if (curl.missing !== undefined) {
-    it(requiredTitle(curl), () => {
-      throw new Error(curl.missing);
-    });
-    return;
-  }
-
+describeRequiring(curl, "examples/native/curl.sh", () => {
   it("prints the JSON-RPC answers of a call and a batch, as the node gives them", async () => {
     const { stdout } = await example("examples/native/curl.sh", []);
     const [title1, single, title2, batch] = lines(stdout);

@@ -12,7 +12,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { parseRedisUrl, redactRedisUrl, RedisClient, type RedisClientState, RedisReplyError, RedisUnavailableError } from "../../src/redis/resp-client.js";
 import { redisRequirement, type RedisServer, startRedisServer } from "../support/redis-server.js";
-import { requiredTitle } from "../support/system-packages.js";
+import { describeRequiring } from "../support/system-packages.js";
 import { startTcpProxy } from "../support/tcp-proxy.js";
 import { testTempDir } from "../support/temp-dir.js";
 
@@ -49,14 +49,7 @@ describe("parseRedisUrl", () => {
   });
 });
 
-describe.skipIf(redisRequirement.skip)("RedisClient against redis-server", () => {
-  if (redisRequirement.missing !== undefined) {
-    it(requiredTitle(redisRequirement), () => {
-      throw new Error(redisRequirement.missing);
-    });
-    return;
-  }
-
+describeRequiring(redisRequirement, "RedisClient against redis-server", () => {
   let redis: RedisServer;
   let client: RedisClient;
 

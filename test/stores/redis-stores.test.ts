@@ -10,16 +10,9 @@ import { RedisRateLimitStore } from "../../src/auth/redis-rate-limit-store.js";
 import { RedisCacheStore } from "../../src/cache/redis-cache-store.js";
 import { RedisClient } from "../../src/redis/resp-client.js";
 import { redisRequirement, type RedisServer, startRedisServer } from "../support/redis-server.js";
-import { requiredTitle } from "../support/system-packages.js";
+import { describeRequiring } from "../support/system-packages.js";
 
-describe.skipIf(redisRequirement.skip)("Redis stores", () => {
-  if (redisRequirement.missing !== undefined) {
-    it(requiredTitle(redisRequirement), () => {
-      throw new Error(redisRequirement.missing);
-    });
-    return;
-  }
-
+describeRequiring(redisRequirement, "Redis stores", () => {
   let redis: RedisServer;
   let client: RedisClient;
   let inspect: RedisClient;

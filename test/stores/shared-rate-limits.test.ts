@@ -6,7 +6,7 @@
  * counters are shared again.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import type { RedisClientState } from "../../src/redis/resp-client.js";
@@ -14,7 +14,7 @@ import { connectClient } from "../support/grpc-clients.js";
 import { post, rpc } from "../support/http.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { redisRequirement, type RedisServer, startRedisServer } from "../support/redis-server.js";
-import { requiredTitle } from "../support/system-packages.js";
+import { describeRequiring } from "../support/system-packages.js";
 
 const THREE_A_DAY = "three-a-day-key-0001";
 const OTHER = "other-key-0000000001";
@@ -37,14 +37,7 @@ async function status(ng: TestNodegate, key = THREE_A_DAY): Promise<number> {
   return (await post(`${ng.url}/v3/${key}`, rpc("eth_chainId"))).status;
 }
 
-describe.skipIf(redisRequirement.skip)("rate limits shared through Redis", () => {
-  if (redisRequirement.missing !== undefined) {
-    it(requiredTitle(redisRequirement), () => {
-      throw new Error(redisRequirement.missing);
-    });
-    return;
-  }
-
+describeRequiring(redisRequirement, "rate limits shared through Redis", () => {
   let anvil: AnvilNode;
   let redis: RedisServer;
   let a: TestNodegate;

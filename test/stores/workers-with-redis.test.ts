@@ -6,22 +6,15 @@
  * one per worker (found from outside: the banner said "per worker", and the
  * gauge read 2).
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { redisRequirement, type RedisServer, startRedisServer } from "../support/redis-server.js";
-import { requiredTitle } from "../support/system-packages.js";
+import { describeRequiring } from "../support/system-packages.js";
 import { startWorkersPrimary, type WorkersPrimary } from "../support/workers-primary.js";
 
 const KEY = "workers-redis-key-0001";
 
-describe.skipIf(redisRequirement.skip)("workers sharing Redis", () => {
-  if (redisRequirement.missing !== undefined) {
-    it(requiredTitle(redisRequirement), () => {
-      throw new Error(redisRequirement.missing);
-    });
-    return;
-  }
-
+describeRequiring(redisRequirement, "workers sharing Redis", () => {
   let anvil: AnvilNode;
   let redis: RedisServer;
   let nodegate: WorkersPrimary;

@@ -5,6 +5,7 @@
  * (.ci/run installs the packages), and there a missing one fails instead.
  */
 import { spawnSync } from "node:child_process";
+import { describe, it } from "vitest";
 
 export const REQUIRE_ENV = "NODEGATE_REQUIRE_SYSTEM_PACKAGES";
 
@@ -32,6 +33,23 @@ export function requirePackages(checks: [pkg: string, command: string, args: str
 }
 
 /** The title of the test that fails in CI when a package is missing. */
-export function requiredTitle(requirement: Requirement): string {
+function requiredTitle(requirement: Requirement): string {
   return `system packages are installed (${REQUIRE_ENV}=1): ${requirement.missing ?? "all present"}`;
+}
+
+/**
+ * A describe block that needs system packages: skipped where they are
+ * missing and not required; where they are required (CI), one test that
+ * fails naming them instead of the block's tests.
+ */
+export function describeRequiring(requirement: Requirement, title: string, body: () => void): void {
+  describe.skipIf(requirement.skip)(title, () => {
+    if (requirement.missing !== undefined) {
+      it(requiredTitle(requirement), () => {
+        throw new Error(requirement.missing);
+      });
+      return;
+    }
+    body();
+  });
 }
