@@ -29,7 +29,7 @@ import { endWithParts } from "../response-body.js";
 import { decodeResult } from "./typed-services.js";
 import { HttpExchange } from "./http-exchange.js";
 import { parseBinary, serveUnary, type UnaryProtocol } from "./unary-call.js";
-import { encodeAnswer, plainHeaders, type UnaryRoute } from "./unary-routes.js";
+import { encodeAnswer, plainHeaders, sharedAnswer, type UnaryRoute } from "./unary-routes.js";
 
 /** Connect's unary content types, as its handler matches them. */
 const UNARY_CONTENT_TYPE = /^application\/(?:(json)(?:; ?charset=utf-?8)?|(proto))$/i;
@@ -59,16 +59,17 @@ const jsonProtocol: UnaryProtocol = {
       throw ConnectError.from(err, Code.InvalidArgument);
     }
   },
-  answer(route, result) {
-    const message = decodeResult(route.spec, result);
-    let json: string;
-    try {
-      json = toJsonString(route.spec.rpc.output, message);
-    } catch (err) {
-      throw new ConnectError(`serialize JSON: ${(err as Error).message}`, Code.Internal);
-    }
-    return Buffer.from(json, "utf8");
-  },
+  answer: (route, result) =>
+    sharedAnswer(result, route.jsonAnswers, 0, () => {
+      const message = decodeResult(route.spec, result);
+      let json: string;
+      try {
+        json = toJsonString(route.spec.rpc.output, message);
+      } catch (err) {
+        throw new ConnectError(`serialize JSON: ${(err as Error).message}`, Code.Internal);
+      }
+      return Buffer.from(json, "utf8");
+    }),
 };
 
 /** The answer's compression as Connect negotiates it: the first of its encodings that Accept-Encoding lists. */

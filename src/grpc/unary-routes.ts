@@ -19,6 +19,8 @@ export interface UnaryRoute {
   method: string;
   /** The fast path for the result, when the response type has one. */
   transcoder: ResultTranscoder | undefined;
+  /** What the RPC's JSON answers are kept under in a shared result's encodings (its protobuf bytes are kept under `spec`). */
+  jsonAnswers: object;
 }
 
 /** Every method table RPC by its request path ("/nodegate.eth.v1.EthService/GetBalance"). */
@@ -27,7 +29,7 @@ export function compileUnaryRoutes(gateway: Gateway): ReadonlyMap<string, UnaryR
   const routes = new Map<string, UnaryRoute>();
   for (const spec of gateway.table.all()) {
     const method = `${spec.service.typeName}/${spec.rpc.name}`;
-    routes.set(`/${method}`, { spec, method, transcoder: ResultTranscoder.compile(compiler, spec.rpc.output) });
+    routes.set(`/${method}`, { spec, method, transcoder: ResultTranscoder.compile(compiler, spec.rpc.output), jsonAnswers: {} });
   }
   return routes;
 }
@@ -81,11 +83,10 @@ export const FRAME_HEADER = 5;
  * (`framed`: an uncompressed message's header before them) or bare (the
  * Connect protocol). The transcoder writes it in one pass; when it gives up,
  * the object path does (and words any decoding error). The bytes returned
- * may be shared by later calls (see keepEncoding): nobody writes into them.
+ * may be shared by later calls (see sharedAnswer): nobody writes into them.
  */
 export function encodeAnswer(route: UnaryRoute, result: UpstreamResult, framed: boolean): Buffer {
-  let frame = result.encodings?.get(route.spec);
-  if (frame === undefined) frame = keepEncoding(result, route.spec, encodeFrame(route, result));
+  const frame = sharedAnswer(result, route.spec, FRAME_HEADER, () => encodeFrame(route, result));
   return framed ? frame : frame.subarray(FRAME_HEADER);
 }
 
@@ -106,17 +107,23 @@ function encodeFrame(route: UnaryRoute, result: UpstreamResult): Buffer {
 }
 
 /**
- * Keeps the encoding of an answer that other calls get too (a stored answer,
- * for as long as the cache keeps it; one shared by coalesced callers) beside
- * it, when it is no larger than the answer's JSON: the typed copies can at
- * most double what the cache's byte budget holds (protobuf is about half the
- * JSON of the same block or logs: hex becomes bytes, keys go).
+ * The answer `make` writes for `result`, made once for every call that gets
+ * the same result (a stored answer, for as long as the cache keeps it; one
+ * shared by coalesced callers: UpstreamResult.encodings) and kept under
+ * `key`, when it is no larger than the answer's JSON (`framing` bytes before
+ * it not counted): the typed copies can at most double what the cache's byte
+ * budget holds (protobuf is about half the JSON of the same block or logs:
+ * hex becomes bytes, keys go). The bytes returned may be shared: nobody
+ * writes into them.
  */
-function keepEncoding(result: UpstreamResult, spec: object, frame: Buffer): Buffer {
+export function sharedAnswer(result: UpstreamResult, key: object, framing: number, make: () => Buffer): Buffer {
   const encodings = result.encodings;
-  if (encodings === undefined || frame.length - FRAME_HEADER > result.end - result.start) return frame;
-  // A frame written into a larger buffer would pin all of it.
-  const kept = frame.length * 2 < frame.buffer.byteLength ? Buffer.from(frame.buffer.slice(frame.byteOffset, frame.byteOffset + frame.length)) : frame;
-  encodings.set(spec, kept);
-  return kept;
+  const kept = encodings?.get(key);
+  if (kept !== undefined) return kept;
+  const made = make();
+  if (encodings === undefined || made.length - framing > result.end - result.start) return made;
+  // An answer written into a larger buffer would pin all of it.
+  const keep = made.length * 2 < made.buffer.byteLength ? Buffer.from(made.buffer.slice(made.byteOffset, made.byteOffset + made.length)) : made;
+  encodings.set(key, keep);
+  return keep;
 }
