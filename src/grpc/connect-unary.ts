@@ -84,6 +84,30 @@ function negotiateCompression(accepted: string | undefined): Compression | undef
   return undefined;
 }
 
+/**
+ * Compressed answers by the answer's bytes: an answer several calls share
+ * (sharedAnswer: the same Buffer for each) is compressed once for each
+ * compression, and the copy goes when the answer does. A failed compression
+ * is not kept.
+ */
+const compressedAnswers = new WeakMap<Buffer, Map<string, Promise<Uint8Array>>>();
+
+export function compressedAnswer(body: Buffer, compression: Compression): Promise<Uint8Array> {
+  let byCompression = compressedAnswers.get(body);
+  if (byCompression === undefined) {
+    byCompression = new Map();
+    compressedAnswers.set(body, byCompression);
+  }
+  let compressed = byCompression.get(compression.name);
+  if (compressed === undefined) {
+    const kept = byCompression;
+    compressed = compression.compress(body);
+    compressed.catch(() => kept.delete(compression.name));
+    kept.set(compression.name, compressed);
+  }
+  return compressed;
+}
+
 /** Takes a request when it is a unary Connect call it serves (returns true); the rest is left to Connect. */
 export type ConnectUnaryHandler = (req: NodeRequest, res: NodeResponse) => boolean;
 
@@ -120,7 +144,7 @@ class ConnectExchange extends HttpExchange {
   }
 
   answer(body: Buffer, requestId: string): void {
-    this.#send(200, { "content-type": this.contentType, [REQUEST_ID_HEADER]: requestId }, body);
+    this.#send(200, { "content-type": this.contentType, [REQUEST_ID_HEADER]: requestId }, body, true);
   }
 
   answerError(error: ConnectError): void {
@@ -129,7 +153,7 @@ class ConnectExchange extends HttpExchange {
     this.#send(codeToHttpStatus(error.code), headers, Buffer.from(errorToJsonBytes(error, undefined)));
   }
 
-  #send(status: number, headers: OutgoingHttpHeaders, body: Buffer): void {
+  #send(status: number, headers: OutgoingHttpHeaders, body: Buffer, answer = false): void {
     const compression = this.compression;
     if (compression === undefined || body.length < COMPRESS_MIN_BYTES) {
       headers["content-length"] = body.length;
@@ -137,7 +161,7 @@ class ConnectExchange extends HttpExchange {
       endWithParts(this.res, [body]);
       return;
     }
-    compression.compress(body).then(
+    (answer ? compressedAnswer(body, compression) : compression.compress(body)).then(
       (compressed) => {
         if (!this.open()) return;
         headers["content-encoding"] = compression.name;

@@ -16,6 +16,7 @@ import { compressionGzip, createConnectTransport } from "@connectrpc/connect-nod
 import { describe, expect, it } from "vitest";
 import { EthService, GetBlockByNumberRequestSchema, GetLogsRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
+import { compressedAnswer } from "../../src/grpc/connect-unary.js";
 import { connectClient } from "../support/grpc-clients.js";
 import { connectErrorOf } from "../support/grpc-status.js";
 import { useLaneFixture } from "../support/lane-fixture.js";
@@ -266,5 +267,39 @@ describe("the Connect contract", () => {
       expect(a.logs).toHaveLength(6000);
       expect(a.logs[5999]?.logIndex).toBe(5999n);
     }
+  });
+});
+
+describe("compressed answers of shared results", () => {
+  const body = Buffer.from(JSON.stringify({ block: "x".repeat(4096) }));
+  const counting = (fail: boolean) => {
+    const counted = { name: "gzip", calls: 0 };
+    return Object.assign(counted, {
+      compress: async (bytes: Uint8Array) => {
+        counted.calls++;
+        if (fail && counted.calls === 1) throw new Error("zlib failed");
+        return gzipSync(bytes);
+      },
+      decompress: async (bytes: Uint8Array) => gunzipSync(bytes),
+    });
+  };
+
+  it("an answer several calls share is compressed once for each compression", async () => {
+    const gzip = counting(false);
+    const first = await compressedAnswer(body, gzip as never);
+    expect(await compressedAnswer(body, gzip as never)).toBe(first);
+    expect(gunzipSync(first).equals(body)).toBe(true);
+    expect(gzip.calls).toBe(1);
+    // Another answer with the same bytes is another answer: compressed on its own.
+    await compressedAnswer(Buffer.from(body), gzip as never);
+    expect(gzip.calls).toBe(2);
+  });
+
+  it("a failed compression is not kept: the next call compresses afresh", async () => {
+    const gzip = counting(true);
+    const answer = Buffer.from(body);
+    await expect(compressedAnswer(answer, gzip as never)).rejects.toThrow("zlib failed");
+    expect(gunzipSync(await compressedAnswer(answer, gzip as never)).equals(body)).toBe(true);
+    expect(gzip.calls).toBe(2);
   });
 });

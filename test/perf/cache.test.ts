@@ -171,10 +171,11 @@ describe("typed answers of cached results", () => {
     for (let i = 0; i < 2; i++) {
       const reply = await fetch(`${ng.url}/${EthService.typeName}/GetBlockByHash`, {
         method: "POST",
-        headers: { "content-type": "application/json", "x-api-key": ng.key },
+        headers: { "content-type": "application/json", "accept-encoding": "gzip", "x-api-key": ng.key },
         body: toJsonString(GetBlockByHashRequestSchema, request),
       });
       expect(reply.status).toBe(200);
+      expect(reply.headers.get("content-encoding")).toBe("gzip");
       expect(toJsonString(GetBlockByHashResponseSchema, fromJsonString(GetBlockByHashResponseSchema, await reply.text()))).toBe(json[0]);
     }
     expect(sent("eth_getBlockByHash", [block.hash, true])).toBe(1);
