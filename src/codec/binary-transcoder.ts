@@ -72,7 +72,7 @@ export function writeList(src: Uint8Array, pos: number, w: ProtoWriter, field: n
 }
 
 interface FieldPlan {
-  key: string;
+  /** The field's JSON key as UTF-8 (matched against the text, and written as is into json_extras). */
   keyBytes: Uint8Array;
   keyWords: Uint32Array;
   index: number;
@@ -113,27 +113,33 @@ function isKey(src: Uint8Array, start: number, plan: FieldPlan): boolean {
   return true;
 }
 
-function writeStrings(w: ProtoWriter, field: number, values: readonly string[]): void {
-  for (const value of values) {
-    const bytes = Buffer.from(value, "utf8");
+function writeString(w: ProtoWriter, field: number, value: string): void {
+  const bytes = Buffer.from(value, "utf8");
+  w.tag(field, LEN);
+  w.bytes(bytes, 0, bytes.length);
+}
+
+/** Field keys, written from the bytes their plans hold (built once, at compile time). */
+function writeKeys(w: ProtoWriter, field: number, keys: readonly Uint8Array[]): void {
+  for (const key of keys) {
     w.tag(field, LEN);
-    w.bytes(bytes, 0, bytes.length);
+    w.bytes(key, 0, key.length);
   }
 }
 
 /** JsonExtras (field 1000): null_keys = 1, empty_keys = 2, absent_keys = 3, unknown_fields = 4 (map<string, string>). */
-function writeExtras(w: ProtoWriter, nullKeys: string[] | undefined, emptyKeys: string[] | undefined, absentKeys: string[] | undefined, unknown: string[] | undefined): void {
+function writeExtras(w: ProtoWriter, nullKeys: Uint8Array[] | undefined, emptyKeys: Uint8Array[] | undefined, absentKeys: Uint8Array[] | undefined, unknown: string[] | undefined): void {
   w.tag(EXTRAS_NUMBER, LEN);
   const mark = w.beginLength();
-  if (nullKeys) writeStrings(w, 1, nullKeys);
-  if (emptyKeys) writeStrings(w, 2, emptyKeys);
-  if (absentKeys) writeStrings(w, 3, absentKeys);
+  if (nullKeys) writeKeys(w, 1, nullKeys);
+  if (emptyKeys) writeKeys(w, 2, emptyKeys);
+  if (absentKeys) writeKeys(w, 3, absentKeys);
   if (unknown) {
     for (let i = 0; i < unknown.length; i += 2) {
       w.tag(4, LEN);
       const entry = w.beginLength();
-      writeStrings(w, 1, [unknown[i] as string]);
-      writeStrings(w, 2, [unknown[i + 1] as string]);
+      writeString(w, 1, unknown[i] as string);
+      writeString(w, 2, unknown[i + 1] as string);
       w.endLength(entry);
     }
   }
@@ -157,8 +163,8 @@ function objectBody(fields: FieldPlan[], hasExtras: boolean): BodyWriter {
     pos = ws(src, pos + 1);
     let seen = 0;
     const seenWide = wide ? new Uint8Array(fields.length) : undefined;
-    let nullKeys: string[] | undefined;
-    let emptyKeys: string[] | undefined;
+    let nullKeys: Uint8Array[] | undefined;
+    let emptyKeys: Uint8Array[] | undefined;
     let unknown: string[] | undefined;
     if (src[pos] === CLOSE_BRACE) {
       pos++;
@@ -216,10 +222,10 @@ function objectBody(fields: FieldPlan[], hasExtras: boolean): BodyWriter {
           }
           if (src[pos] === 0x6e) {
             pos = expectNull(src, pos);
-            if (hasExtras) (nullKeys ??= []).push(plan.key);
+            if (hasExtras) (nullKeys ??= []).push(plan.keyBytes);
           } else if (plan.list) {
             pos = writeList(src, pos, w, plan.number, plan.write);
-            if (listCount === 0 && plan.omitEmpty && hasExtras) (emptyKeys ??= []).push(plan.key);
+            if (listCount === 0 && plan.omitEmpty && hasExtras) (emptyKeys ??= []).push(plan.keyBytes);
           } else {
             pos = plan.write(src, pos, w, plan.number);
           }
@@ -238,10 +244,10 @@ function objectBody(fields: FieldPlan[], hasExtras: boolean): BodyWriter {
       }
     }
     if (hasExtras) {
-      let absentKeys: string[] | undefined;
+      let absentKeys: Uint8Array[] | undefined;
       for (const f of emitEmptyLists) {
         const present = seenWide !== undefined ? seenWide[f.index] === 1 : (seen & (1 << f.index)) !== 0;
-        if (!present) (absentKeys ??= []).push(f.key);
+        if (!present) (absentKeys ??= []).push(f.keyBytes);
       }
       if (nullKeys || emptyKeys || absentKeys || unknown) writeExtras(w, nullKeys, emptyKeys, absentKeys, unknown);
     }
@@ -344,10 +350,8 @@ export class BinaryCompiler {
       }
       const write = this.field(field);
       if (write === undefined) return undefined;
-      const key = jsonKeyOf(field);
-      const keyBytes = Buffer.from(key, "utf8");
+      const keyBytes = Buffer.from(jsonKeyOf(field), "utf8");
       fields.push({
-        key,
         keyBytes,
         keyWords: keyWords(keyBytes),
         index: fields.length,
