@@ -5,6 +5,7 @@
  * keeps insertion order, so re-inserting on a hit makes its first entry the
  * least recently used one.
  */
+import { keptCopy } from "./kept-copy.js";
 import type { CacheStore } from "./store.js";
 
 export interface MemoryCacheStoreOptions {
@@ -74,8 +75,7 @@ export class MemoryCacheStore implements CacheStore {
 
   set(key: string, bytes: Buffer, ttlMs?: number): void {
     this.delete(key);
-    // A small slice of a larger buffer would pin all of it: keep a copy instead.
-    const value = bytes.length * 2 < bytes.buffer.byteLength ? Buffer.from(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length)) : bytes;
+    const value = keptCopy(bytes);
     const cost = entryCost(key, value);
     // A value larger than its share of the budget would only evict everything else.
     if (cost > this.#maxEntryBytes) return;

@@ -22,6 +22,7 @@ import { fromJsonString, toJsonString } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { compressionBrotli, compressionDeflate, compressionGzip } from "./compressions.js";
 import { codeToHttpStatus, errorToJsonBytes, parseTimeout } from "@connectrpc/connect/protocol-connect";
+import { keptCopy } from "../cache/kept-copy.js";
 import type { Gateway } from "../gateway.js";
 import type { NodeRequest, NodeResponse } from "../http-types.js";
 import { REQUEST_ID_HEADER } from "../observability/request-log.js";
@@ -101,7 +102,8 @@ export function compressedAnswer(body: Buffer, compression: Compression): Promis
   let compressed = byCompression.get(compression.name);
   if (compressed === undefined) {
     const kept = byCompression;
-    compressed = compression.compress(body);
+    // zlib hands a small result over as a view of its 8-16 KiB output buffer.
+    compressed = compression.compress(body).then(keptCopy);
     compressed.catch(() => kept.delete(compression.name));
     kept.set(compression.name, compressed);
   }

@@ -6,6 +6,7 @@
  */
 import type { IncomingHttpHeaders } from "node:http";
 import { toBinary } from "@bufbuild/protobuf";
+import { keptCopy } from "../cache/kept-copy.js";
 import { BinaryCompiler, ResultTranscoder } from "../codec/binary-transcoder.js";
 import { ethBinarySpecials } from "../codec/eth-binary.js";
 import type { Gateway } from "../gateway.js";
@@ -122,8 +123,7 @@ export function sharedAnswer(result: UpstreamResult, key: object, framing: numbe
   if (kept !== undefined) return kept;
   const made = make();
   if (encodings === undefined || made.length - framing > result.end - result.start) return made;
-  // An answer written into a larger buffer would pin all of it.
-  const keep = made.length * 2 < made.buffer.byteLength ? Buffer.from(made.buffer.slice(made.byteOffset, made.byteOffset + made.length)) : made;
+  const keep = keptCopy(made);
   encodings.set(key, keep);
   return keep;
 }
