@@ -57,9 +57,10 @@ export type Fetch = (signal: CallSignal) => Promise<UpstreamResult>;
 
 /**
  * Answers at least this large (JSON bytes) that several calls get are
- * transcoded once for all of them by the typed door (UpstreamResult.encodings).
- * A smaller one costs a few microseconds to transcode, less than keeping its
- * copy costs memory (about 190 bytes of objects, more than a balance itself).
+ * encoded (and compressed) once for all of them by the typed door
+ * (UpstreamResult.encodings). A smaller one costs a few microseconds to
+ * transcode, less than keeping its copy costs memory (about 190 bytes of
+ * objects, more than a balance itself).
  */
 const ENCODED_ONCE_BYTES = 1024;
 

@@ -30,7 +30,7 @@ import { endWithParts } from "../response-body.js";
 import { decodeResult } from "./typed-services.js";
 import { HttpExchange } from "./http-exchange.js";
 import { parseBinary, serveUnary, type UnaryProtocol } from "./unary-call.js";
-import { encodeAnswer, plainHeaders, sharedAnswer, type UnaryRoute } from "./unary-routes.js";
+import { encodeAnswer, isKeptAnswer, plainHeaders, sharedAnswer, type UnaryRoute } from "./unary-routes.js";
 
 /** Connect's unary content types, as its handler matches them. */
 const UNARY_CONTENT_TYPE = /^application\/(?:(json)(?:; ?charset=utf-?8)?|(proto))$/i;
@@ -86,8 +86,8 @@ function negotiateCompression(accepted: string | undefined): Compression | undef
 }
 
 /**
- * Compressed answers by the answer's bytes: an answer several calls share
- * (sharedAnswer: the same Buffer for each) is compressed once for each
+ * Compressed copies of kept answers (sharedAnswer: the same Buffer for every
+ * call that gets it), by the answer's bytes: compressed once for each
  * compression, and the copy goes when the answer does. A failed compression
  * is not kept.
  */
@@ -163,7 +163,7 @@ class ConnectExchange extends HttpExchange {
       endWithParts(this.res, [body]);
       return;
     }
-    (answer ? compressedAnswer(body, compression) : compression.compress(body)).then(
+    (answer && isKeptAnswer(body) ? compressedAnswer(body, compression) : compression.compress(body)).then(
       (compressed) => {
         if (!this.open()) return;
         headers["content-encoding"] = compression.name;

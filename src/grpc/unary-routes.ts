@@ -125,5 +125,14 @@ export function sharedAnswer(result: UpstreamResult, key: object, framing: numbe
   if (encodings === undefined || made.length - framing > result.end - result.start) return made;
   const keep = keptCopy(made);
   encodings.set(key, keep);
+  keptAnswers.add(keep);
   return keep;
+}
+
+/** Answers sharedAnswer kept, which later calls get again (the same Buffer each time). */
+const keptAnswers = new WeakSet<Uint8Array>();
+
+/** Whether `answer` is one sharedAnswer kept: what is made of it (a compressed copy) can be kept beside it. */
+export function isKeptAnswer(answer: Uint8Array): boolean {
+  return keptAnswers.has(answer);
 }

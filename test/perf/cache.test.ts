@@ -22,6 +22,7 @@ import {
 import { BlockTag } from "../../gen/nodegate/eth/v1/primitives_pb.js";
 import { NEVER_CANCELLED } from "../../src/call-signal.js";
 import { invokeTyped } from "../../src/grpc/typed-services.js";
+import { isKeptAnswer } from "../../src/grpc/unary-routes.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { status } from "@grpc/grpc-js";
 import { connectClient, grpcJsClient, type Protocol } from "../support/grpc-clients.js";
@@ -187,6 +188,9 @@ describe("typed answers of cached results", () => {
     expect(first.encodings?.get(spec)).toBeInstanceOf(Buffer);
     expect(first.encodings?.size).toBe(2); // the protobuf bytes and the JSON answer
     expect(again.encodings).toBe(first.encodings);
+    // Kept answers, whose compressed copies are kept beside them (the gzip calls above made one).
+    for (const kept of first.encodings?.values() ?? []) expect(isKeptAnswer(kept)).toBe(true);
+    expect(isKeptAnswer(Buffer.from(json[0] ?? ""))).toBe(false);
   });
 
   it("are not kept for small answers (transcoding one costs less than keeping it)", async () => {
