@@ -28,7 +28,7 @@ interface Entry {
  * What an entry's objects take beyond its key's characters and its value's
  * bytes: the Map slot, the entry record, the Buffer and its backing store's
  * bookkeeping (measured on Node 20: about 475 bytes). Left uncounted, a cache
- * full of small answers (balances, nonces) held four times its budget.
+ * full of small answers (balances, nonces) held 3.7 times its budget.
  */
 export const ENTRY_OVERHEAD_BYTES = 480;
 

@@ -146,7 +146,7 @@ class ConnectExchange extends HttpExchange {
   }
 
   answer(body: Buffer, requestId: string): void {
-    this.#send(200, { "content-type": this.contentType, [REQUEST_ID_HEADER]: requestId }, body, true);
+    this.#send(200, { "content-type": this.contentType, [REQUEST_ID_HEADER]: requestId }, body);
   }
 
   answerError(error: ConnectError): void {
@@ -155,7 +155,7 @@ class ConnectExchange extends HttpExchange {
     this.#send(codeToHttpStatus(error.code), headers, Buffer.from(errorToJsonBytes(error, undefined)));
   }
 
-  #send(status: number, headers: OutgoingHttpHeaders, body: Buffer, answer = false): void {
+  #send(status: number, headers: OutgoingHttpHeaders, body: Buffer): void {
     const compression = this.compression;
     if (compression === undefined || body.length < COMPRESS_MIN_BYTES) {
       headers["content-length"] = body.length;
@@ -163,7 +163,7 @@ class ConnectExchange extends HttpExchange {
       endWithParts(this.res, [body]);
       return;
     }
-    (answer && isKeptAnswer(body) ? compressedAnswer(body, compression) : compression.compress(body)).then(
+    (isKeptAnswer(body) ? compressedAnswer(body, compression) : compression.compress(body)).then(
       (compressed) => {
         if (!this.open()) return;
         headers["content-encoding"] = compression.name;
