@@ -16,7 +16,7 @@ export interface MethodEntry {
   rpc: DescMethod;
   /** Rules per request field (by proto field name). */
   params?: Readonly<Record<string, ParamRules>>;
-  /** Positional by default; the Starknet method also takes named params. */
+  /** Positional by default; the Starknet method is sent named (and accepts both). */
   paramStyle?: ParamStyle;
   /** Safe to retry or send to another upstream. Every read is. */
   idempotent?: boolean;

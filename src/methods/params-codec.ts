@@ -58,7 +58,12 @@ export interface DecodedParams<M extends Message> {
   rewritten?: string;
 }
 
-export type ParamStyle = "positional" | "positional-or-named";
+/**
+ * positional: params are a JSON array. named: nodegate sends an object keyed
+ * by the fields' proto names (the spec's rollup method "takes named params"),
+ * and accepts callers' arrays too, as the Starknet spec allows both.
+ */
+export type ParamStyle = "positional" | "named";
 
 export class ParamsCodec<M extends Message = Message> {
   readonly #schema: DescMessage;
@@ -118,6 +123,7 @@ export class ParamsCodec<M extends Message = Message> {
       }
       texts.push(text);
     }
+    if (this.#style === "named") return namedParams(this.#plans, texts);
     // An optional param left unset is not sent (nodes that predate it reject it); only trailing ones can be left out.
     while (texts.length > 0 && texts[texts.length - 1] === undefined) texts.pop();
     for (let i = 0; i < texts.length; i++) {
@@ -136,7 +142,7 @@ export class ParamsCodec<M extends Message = Message> {
       values = [];
     } else if (Array.isArray(params)) {
       values = params;
-    } else if (typeof params === "object" && this.#style === "positional-or-named") {
+    } else if (typeof params === "object" && this.#style === "named") {
       const named = params as Record<string, unknown>;
       for (const key of Object.keys(named)) {
         if (!this.#plans.some((p) => p.namedKey === key)) {
@@ -181,6 +187,15 @@ export class ParamsCodec<M extends Message = Message> {
     const request = message as unknown as M;
     return rewrite ? { request, rewritten: this.encode(request) } : { request };
   }
+}
+
+/** {"block_id":...,"index":...}: an optional param left unset is not sent, as nodes that predate it reject it. */
+function namedParams(plans: readonly ParamPlan[], texts: readonly (string | undefined)[]): string {
+  const members: string[] = [];
+  for (let i = 0; i < texts.length; i++) {
+    if (texts[i] !== undefined) members.push(`${JSON.stringify(plans[i]?.namedKey)}:${texts[i]}`);
+  }
+  return `{${members.join(",")}}`;
 }
 
 function encodeItem(codec: ValueCodec, value: unknown, i: number): string {

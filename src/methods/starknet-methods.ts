@@ -12,8 +12,8 @@ const m = StarknetService.method;
 export const starknetMethods: readonly MethodEntry[] = [
   {
     rpc: m.getTransactionByBlockIdAndIndex,
-    // The provider's example sends {"block_id": ..., "index": ...}; the Starknet spec also allows positional params.
-    paramStyle: "positional-or-named",
+    // The seed spec's rollup method takes named params, as the provider's example sends them; callers' positional params are accepted too.
+    paramStyle: "named",
     // Added in spec 0.10.1; older nodes reject a third param, so it is sent only when set.
     params: { response_flags: { optional: true } },
   },

@@ -102,12 +102,12 @@ describe("native params: named (the provider's example) and positional (the spec
 });
 
 describe("typed params: what goes upstream", () => {
-  it("sends block_id and index positionally, leaving out unset response_flags for nodes before spec 0.10.1", () => {
+  it("sends block_id and index named, leaving out unset response_flags for nodes before spec 0.10.1", () => {
     const request = create(GetTransactionByBlockIdAndIndexRequestSchema, {
       blockId: { kind: { case: "blockHash", value: decodeFelt(HASH) } },
       index: 7n,
     });
-    expect(params.encode(request)).toBe(`[{"block_hash":"${HASH}"},7]`);
+    expect(params.encode(request)).toBe(`{"block_id":{"block_hash":"${HASH}"},"index":7}`);
   });
 
   it("sends response_flags when set", () => {
@@ -115,7 +115,7 @@ describe("typed params: what goes upstream", () => {
       blockId: { kind: { case: "tag", value: BlockTag.PRE_CONFIRMED } },
       responseFlags: [TransactionResponseFlag.INCLUDE_PROOF_FACTS],
     });
-    expect(params.encode(request)).toBe('["pre_confirmed",0,["INCLUDE_PROOF_FACTS"]]');
+    expect(params.encode(request)).toBe('{"block_id":"pre_confirmed","index":0,"response_flags":["INCLUDE_PROOF_FACTS"]}');
   });
 
   it("refuses an unset block_id rather than guessing a block", () => {

@@ -201,10 +201,10 @@ describe("typed path", () => {
     });
   });
 
-  it("grpc-js: sends block_id and index positionally and no response_flags unless set", async () => {
+  it("grpc-js: sends block_id and index named, as the spec's rollup method takes them, and no response_flags unless set", async () => {
     const before = upstream.requests.length;
     await grpc.call("getTransactionByBlockIdAndIndex", typedRequest({ blockId: atFixtureBlock, index: 1n }), starknetHeaders());
-    expect(upstreamSaw(before)).toEqual([`${METHOD} [{"block_number":${FIXTURE_BLOCK.number}},1]`]);
+    expect(upstreamSaw(before)).toEqual([`${METHOD} {"block_id":{"block_number":${FIXTURE_BLOCK.number}},"index":1}`]);
   });
 
   for (const protocol of ["connect", "grpc", "grpc-web"] as const) {
