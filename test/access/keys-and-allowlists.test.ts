@@ -203,6 +203,10 @@ describe("allowlists", () => {
     expect(badAgent.status).toBe(403);
     const wrongScheme = await post(url(ORIGIN_AND_AGENT), rpc("eth_chainId"), { ...both, origin: "http://app.test" });
     expect(wrongScheme.status).toBe(403);
+    // Origin and user agent belong to the request, not a call: a batch from a refused origin is refused whole, one error per id.
+    const badOriginBatch = await post(url(ORIGIN_AND_AGENT), [rpc("eth_chainId", [], 1), rpc("eth_chainId", [], 2)], { ...both, origin: "https://evil.org" });
+    expect(badOriginBatch.status).toBe(403);
+    expect(badOriginBatch.json.map((a: { id: number; error: { code: number } }) => [a.id, a.error.code])).toEqual([[1, -32002], [2, -32002]]);
     const typed = await typedError(ORIGIN_AND_AGENT, { origin: "https://evil.org", "user-agent": "good-agent" });
     expect(typed.code).toBe(Code.PermissionDenied);
   });
