@@ -11,7 +11,8 @@
 import cluster from "node:cluster";
 import { createApp } from "../src/app.js";
 import { forkWorkers } from "../src/cluster.js";
-import { type Config, loadConfig } from "../src/config.js";
+import { type Config } from "../src/config/config.js";
+import { loadConfig } from "../src/config/load.js";
 import { createLogger } from "../src/log.js";
 
 export interface BenchNodegateOptions {

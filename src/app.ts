@@ -10,7 +10,7 @@ import { ApiKeyStore } from "./auth/api-keys.js";
 import { type RateLimitStore, RateLimiter } from "./auth/rate-limiter.js";
 import { ethFinalityRules } from "./cache/eth-finality-rules.js";
 import type { CacheStore } from "./cache/store.js";
-import { type Config, DEFAULT_FAILOVER, type KeyConfig } from "./config.js";
+import { type Config, DEFAULT_FAILOVER, type KeyConfig } from "./config/config.js";
 import { Gateway } from "./gateway.js";
 import { createPolicies } from "./methods/default-policies.js";
 import { createMethodTable } from "./methods/default-table.js";

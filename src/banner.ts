@@ -2,7 +2,7 @@
  * What nodegate prints when it is up: where each door listens, the key to
  * use, and two commands to try, spelled for TLS when the port speaks it.
  */
-import type { Config } from "./config.js";
+import type { Config } from "./config/config.js";
 import type { AnvilNode } from "./embedded/anvil.js";
 import { API_KEY_HEADER } from "./grpc/typed-services.js";
 import { redactUrl } from "./upstream/upstream.js";

@@ -8,7 +8,7 @@ import type { Logger } from "pino";
 import type { AccessControl } from "./auth/access-control.js";
 import type { ApiKey } from "./auth/api-keys.js";
 import { KeyQuotas } from "./auth/key-quotas.js";
-import { DEFAULT_SUBSCRIPTIONS, type Limits, type PassThroughConfig, type SubscriptionSettings, WRITE_METHODS } from "./config.js";
+import { DEFAULT_SUBSCRIPTIONS, type Limits, type PassThroughConfig, type SubscriptionSettings, WRITE_METHODS } from "./config/config.js";
 import { GatewayError } from "./errors/gateway-error.js";
 import type { InvokeContext } from "./methods/invoke.js";
 import type { ChainFamily, MethodTable } from "./methods/method-table.js";

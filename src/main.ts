@@ -7,7 +7,8 @@ import { randomBytes } from "node:crypto";
 import { createApp } from "./app.js";
 import { banner } from "./banner.js";
 import { forkWorkers } from "./cluster.js";
-import { type Config, ConfigError, loadConfig } from "./config.js";
+import { type Config, ConfigError } from "./config/config.js";
+import { loadConfig } from "./config/load.js";
 import { type AnvilNode, startAnvil } from "./embedded/anvil.js";
 import { createLogger, flushLogs } from "./log.js";
 

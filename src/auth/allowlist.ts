@@ -3,7 +3,7 @@
  * addresses, origins, user agents); entries within a type are ORed, types are
  * ANDed; a type with no entries allows everything.
  */
-import type { Allowlists } from "../config.js";
+import type { Allowlists } from "../config/config.js";
 
 /** What a request looks like to the allowlists. */
 export interface RequestFacts {

@@ -4,7 +4,7 @@
  * byte from response timing.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
-import type { Allowlists, KeyConfig, Plan, RateLimit } from "../config.js";
+import type { Allowlists, KeyConfig, Plan, RateLimit } from "../config/config.js";
 
 export interface ApiKey {
   /** A safe-to-log name derived from a hash of the key. */

@@ -4,7 +4,7 @@
  * bound what a key can pin in the process at one moment (sockets, pending
  * upstream calls, subscription state), so one key cannot exhaust it for all.
  */
-import type { Limits } from "../config.js";
+import type { Limits } from "../config/config.js";
 import { quotaExceeded } from "../errors/catalogue.js";
 import type { ApiKey } from "./api-keys.js";
 

@@ -6,7 +6,7 @@
  * out until the window ends, a whole day for the daily limit). Counters live
  * behind RateLimitStore so several instances can share them (Redis).
  */
-import type { RateLimit } from "../config.js";
+import type { RateLimit } from "../config/config.js";
 
 /** One window a request is counted in: its counter, the most it may hold, and how long it lives. */
 export interface CountWindow {

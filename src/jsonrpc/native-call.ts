@@ -4,7 +4,7 @@
  * allowlisted method outside the table is forwarded verbatim. The node's
  * result comes back untouched.
  */
-import { sentOnlyOnce } from "../config.js";
+import { sentOnlyOnce } from "../config/config.js";
 import { cancelled, internalError, invalidParams, methodNotFound, noNetworkOfFamily, notificationsUnsupported, wrongNetworkFamily } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { type InvokeContext, invokeMethod, invokePassThrough } from "../methods/invoke.js";

@@ -7,7 +7,7 @@
 import type { Message } from "@bufbuild/protobuf";
 import type { ApiKey } from "../auth/api-keys.js";
 import type { AccessControl } from "../auth/access-control.js";
-import type { Limits } from "../config.js";
+import type { Limits } from "../config/config.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { withRevertReason } from "../errors/revert.js";
 import type { Network } from "../upstream/network.js";

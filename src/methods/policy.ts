@@ -4,7 +4,7 @@
  * set its deadline, check the raw result, and restate an upstream failure.
  */
 import type { Message } from "@bufbuild/protobuf";
-import type { Limits } from "../config.js";
+import type { Limits } from "../config/config.js";
 import type { GatewayError } from "../errors/gateway-error.js";
 import type { ChainHead } from "../upstream/chain-head.js";
 import type { UpstreamResult } from "../upstream/reply.js";

@@ -12,7 +12,7 @@ import { RedisRateLimitStore } from "../auth/redis-rate-limit-store.js";
 import { MemoryCacheStore } from "../cache/memory-cache-store.js";
 import { RedisCacheStore } from "../cache/redis-cache-store.js";
 import type { CacheStore } from "../cache/store.js";
-import type { StoresConfig } from "../config.js";
+import type { StoresConfig } from "../config/config.js";
 import type { Metrics } from "../observability/metrics.js";
 import { RedisClient, redactRedisUrl } from "../redis/resp-client.js";
 import { throttledStoreErrors } from "./store-errors.js";

@@ -5,7 +5,7 @@
  * so a backfill page that would exceed them is split, never sent to clients.
  */
 import { Code } from "@connectrpc/connect";
-import type { Limits } from "../config.js";
+import type { Limits } from "../config/config.js";
 import { upstreamBadResponse } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { countLogs, queryTimeout, tooManyResults } from "../methods/policies/get-logs-limits.js";

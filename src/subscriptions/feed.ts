@@ -5,7 +5,7 @@
  * and retries for work that must eventually succeed.
  */
 import type { Logger } from "pino";
-import type { Limits, SubscriptionSettings } from "../config.js";
+import type { Limits, SubscriptionSettings } from "../config/config.js";
 import { NODEGATE_CODES } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { backoffDelay } from "../upstream/backoff.js";

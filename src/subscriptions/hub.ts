@@ -5,7 +5,7 @@
  * network's heads feed, which tells them about reorganizations.
  */
 import type { Logger } from "pino";
-import type { Limits, SubscriptionSettings } from "../config.js";
+import type { Limits, SubscriptionSettings } from "../config/config.js";
 import { shuttingDown } from "../errors/catalogue.js";
 import type { GatewayError } from "../errors/gateway-error.js";
 import type { Metrics } from "../observability/metrics.js";

@@ -3,7 +3,7 @@
  * network gets its first subscriber.
  */
 import type { Logger } from "pino";
-import type { Limits, SubscriptionSettings } from "../config.js";
+import type { Limits, SubscriptionSettings } from "../config/config.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { Network } from "../upstream/network.js";
 import { SubscriptionHub } from "./hub.js";

@@ -3,7 +3,7 @@
  * pool, ws(s) the multiplexed WebSocket.
  */
 import type { Logger } from "pino";
-import type { WebSocketSettings } from "../config.js";
+import type { WebSocketSettings } from "../config/config.js";
 import { HttpUpstream } from "./http-upstream.js";
 import type { ReplyBudget } from "./http1-pool.js";
 import type { Upstream } from "./upstream.js";

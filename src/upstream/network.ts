@@ -7,7 +7,7 @@
 import { Code } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { CallCache, type CallCacheOptions } from "../cache/call-cache.js";
-import type { FailoverPolicy, Plan } from "../config.js";
+import type { FailoverPolicy, Plan } from "../config/config.js";
 import { upstreamUnavailable } from "../errors/catalogue.js";
 import { grpcCodeForJsonRpc } from "../errors/code-map.js";
 import { GatewayError } from "../errors/gateway-error.js";

@@ -6,7 +6,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
-import { DEFAULT_PASS_THROUGH } from "../../src/config.js";
+import { DEFAULT_PASS_THROUGH } from "../../src/config/config.js";
 import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { connectClient } from "../support/grpc-clients.js";

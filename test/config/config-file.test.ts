@@ -2,7 +2,8 @@ import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../../src/config.js";
+import { ConfigError } from "../../src/config/config.js";
+import { loadConfig } from "../../src/config/load.js";
 import { testTempDir } from "../support/temp-dir.js";
 
 function file(text: string): string {

@@ -4,7 +4,8 @@
  * else changes (ethereum stays the default network).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../../src/config.js";
+import { ConfigError } from "../../src/config/config.js";
+import { loadConfig } from "../../src/config/load.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { type StarknetFixtureUpstream, startStarknetFixtureUpstream } from "../support/starknet-fixture-upstream.js";
 import { starknetFixture } from "../support/starknet-fixtures.js";

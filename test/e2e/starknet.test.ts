@@ -23,7 +23,7 @@ import {
 } from "../../gen/nodegate/starknet/v1/starknet_service_pb.js";
 import type { InvokeTransactionV3 } from "../../gen/nodegate/starknet/v1/transaction_pb.js";
 import { decodeFelt } from "../../src/codec/hex.js";
-import { DEFAULT_PASS_THROUGH } from "../../src/config.js";
+import { DEFAULT_PASS_THROUGH } from "../../src/config/config.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { NETWORK_HEADER } from "../../src/grpc/typed-services.js";
 import { createMethodTable } from "../../src/methods/default-table.js";

@@ -21,7 +21,7 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EthService, GetBlockByNumberRequestSchema, type GetBlockByNumberResponse } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
-import { DEFAULT_CIRCUIT_BREAKER } from "../../src/config.js";
+import { DEFAULT_CIRCUIT_BREAKER } from "../../src/config/config.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import type { GatewayError } from "../../src/errors/gateway-error.js";
 import { resultJson, resultText } from "../../src/upstream/reply.js";

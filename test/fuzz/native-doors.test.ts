@@ -16,7 +16,7 @@
  */
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_PASS_THROUGH } from "../../src/config.js";
+import { DEFAULT_PASS_THROUGH } from "../../src/config/config.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { createMethodTable } from "../../src/methods/default-table.js";
 import { nativeBody } from "../support/fuzz/json-rpc-arbitraries.js";

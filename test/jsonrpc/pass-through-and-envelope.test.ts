@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPublicClient, http, parseEther } from "viem";
 import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
 import { CallRequestSchema, type CallResponse, JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
-import { DEFAULT_CACHE, DEFAULT_LIMITS } from "../../src/config.js";
+import { DEFAULT_CACHE, DEFAULT_LIMITS } from "../../src/config/config.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { connectClient, grpcJsClient } from "../support/grpc-clients.js";
 import { post, rpc } from "../support/http.js";

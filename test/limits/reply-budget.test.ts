@@ -13,7 +13,7 @@ import type { ServiceError } from "@grpc/grpc-js";
 import { status as GrpcStatus } from "@grpc/grpc-js";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { EthService, GetCodeRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
-import { DEFAULT_CIRCUIT_BREAKER, DEFAULT_LIMITS } from "../../src/config.js";
+import { DEFAULT_CIRCUIT_BREAKER, DEFAULT_LIMITS } from "../../src/config/config.js";
 import { post, rpc } from "../support/http.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { grpcJsCaller, type TypedCaller } from "../support/typed-callers.js";

@@ -8,7 +8,7 @@
 import { ConnectError, Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
-import { DEFAULT_LIMITS } from "../../src/config.js";
+import { DEFAULT_LIMITS } from "../../src/config/config.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { connectClient } from "../support/grpc-clients.js";
 import { jsonRpcErrorOfConnect } from "../support/grpc-status.js";

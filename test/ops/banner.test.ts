@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { banner } from "../../src/banner.js";
-import { loadConfig } from "../../src/config.js";
+import { loadConfig } from "../../src/config/load.js";
 import { redactUrl } from "../../src/upstream/upstream.js";
 
 const config = loadConfig({ NODEGATE_UPSTREAM_URL: "http://127.0.0.1:8545" }, undefined);

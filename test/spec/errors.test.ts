@@ -9,7 +9,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { RevertErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
 import { JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
-import { DEFAULT_LIMITS } from "../../src/config.js";
+import { DEFAULT_LIMITS } from "../../src/config/config.js";
 import { type AnvilNode, freePort, startAnvil } from "../../src/embedded/anvil.js";
 import { API_KEY_HEADER } from "../../src/grpc/typed-services.js";
 import { deployProbeScenario, type ProbeScenario } from "../support/probe-scenario.js";

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, expect } from "vitest";
 import { RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { BlockNumberRequestSchema, EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { API_KEY_HEADER } from "../../src/grpc/typed-services.js";
-import { DEFAULT_LIMITS, DEFAULT_PLANS } from "../../src/config.js";
+import { DEFAULT_LIMITS, DEFAULT_PLANS } from "../../src/config/config.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { deployProbeScenario, type ProbeScenario } from "../support/probe-scenario.js";
 import { type ProgrammableUpstream, startProgrammableUpstream, type UpstreamRequest } from "../support/programmable-upstream.js";

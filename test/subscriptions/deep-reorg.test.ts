@@ -12,7 +12,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { EthService, SubscribeLogsRequestSchema, SubscribeNewHeadsRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { LogFilterSchema } from "../../gen/nodegate/eth/v1/log_pb.js";
 import { decodeData } from "../../src/codec/hex.js";
-import { DEFAULT_SUBSCRIPTIONS } from "../../src/config.js";
+import { DEFAULT_SUBSCRIPTIONS } from "../../src/config/config.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { type ChainDriver, chainDriver, type Probe } from "../support/chain-driver.js";
 import { grpcJsStreamClient, openGrpcJsStream } from "../support/grpc-streams.js";

@@ -13,7 +13,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { EthService, SubscribeLogsRequestSchema, SubscribeNewHeadsRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { LogFilterSchema } from "../../gen/nodegate/eth/v1/log_pb.js";
-import { DEFAULT_SUBSCRIPTIONS, DEFAULT_WEBSOCKET } from "../../src/config.js";
+import { DEFAULT_SUBSCRIPTIONS, DEFAULT_WEBSOCKET } from "../../src/config/config.js";
 import { decodeData } from "../../src/codec/hex.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { type ChainDriver, chainDriver, type Probe, type RpcLog } from "../support/chain-driver.js";

@@ -11,7 +11,7 @@ import { toHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { EthService, SubscribeNewHeadsRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
-import { DEFAULT_SUBSCRIPTIONS } from "../../src/config.js";
+import { DEFAULT_SUBSCRIPTIONS } from "../../src/config/config.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { type ChainDriver, chainDriver, type Probe } from "../support/chain-driver.js";
 import { grpcJsStreamClient, openGrpcJsStream } from "../support/grpc-streams.js";

@@ -11,7 +11,7 @@ import { toHex } from "viem";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { EthService, SubscribeLogsRequestSchema, SubscribeNewHeadsRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { LogFilterSchema } from "../../gen/nodegate/eth/v1/log_pb.js";
-import { DEFAULT_SUBSCRIPTIONS } from "../../src/config.js";
+import { DEFAULT_SUBSCRIPTIONS } from "../../src/config/config.js";
 import { decodeData } from "../../src/codec/hex.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { type ChainDriver, chainDriver, type Probe } from "../support/chain-driver.js";

@@ -15,7 +15,7 @@ import { EthService, StreamLogsRequestSchema } from "../../gen/nodegate/eth/v1/e
 import { LogFilterSchema, TopicFilterSchema } from "../../gen/nodegate/eth/v1/log_pb.js";
 import { BlockIdSchema, BlockTag } from "../../gen/nodegate/eth/v1/primitives_pb.js";
 import { decodeData } from "../../src/codec/hex.js";
-import { DEFAULT_SUBSCRIPTIONS } from "../../src/config.js";
+import { DEFAULT_SUBSCRIPTIONS } from "../../src/config/config.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { type ChainDriver, chainDriver, type Probe, type RpcLog } from "../support/chain-driver.js";
 import { connectClient } from "../support/grpc-clients.js";

@@ -2,7 +2,8 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, it } from "vitest";
-import { ConfigError, DEFAULT_SUBSCRIPTIONS, loadConfig } from "../../src/config.js";
+import { ConfigError, DEFAULT_SUBSCRIPTIONS } from "../../src/config/config.js";
+import { loadConfig } from "../../src/config/load.js";
 import { testTempDir } from "../support/temp-dir.js";
 
 function file(text: string): string {

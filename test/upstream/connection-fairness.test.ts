@@ -8,7 +8,7 @@
  * not time, is asserted.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { DEFAULT_PLANS } from "../../src/config.js";
+import { DEFAULT_PLANS } from "../../src/config/config.js";
 import type { HttpUpstream } from "../../src/upstream/http-upstream.js";
 import { post, rpc } from "../support/http.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";

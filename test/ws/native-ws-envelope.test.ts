@@ -3,7 +3,7 @@
  * HTTP path does, refuses bad keys and networks before the upgrade, and
  * looks after its connections (size limit, keep-alive, binary frames read as text, draining).
  */
-import { DEFAULT_LIMITS, DEFAULT_WEBSOCKET } from "../../src/config.js";
+import { DEFAULT_LIMITS, DEFAULT_WEBSOCKET } from "../../src/config/config.js";
 import http from "node:http";
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

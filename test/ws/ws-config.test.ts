@@ -3,7 +3,8 @@
  * environment names the URL, and reconnect delays back off within bounds.
  */
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../../src/config.js";
+import { ConfigError } from "../../src/config/config.js";
+import { loadConfig } from "../../src/config/load.js";
 import { backoffDelay } from "../../src/upstream/backoff.js";
 
 describe("upstream transport from the environment", () => {

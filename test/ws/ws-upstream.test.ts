@@ -19,7 +19,7 @@ import {
   type GetBlockByNumberResponse,
 } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { ApiKeyStore } from "../../src/auth/api-keys.js";
-import { DEFAULT_LIMITS, DEFAULT_PLANS } from "../../src/config.js";
+import { DEFAULT_LIMITS, DEFAULT_PLANS } from "../../src/config/config.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { GatewayError } from "../../src/errors/gateway-error.js";
 import { Gateway } from "../../src/gateway.js";

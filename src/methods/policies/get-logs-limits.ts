@@ -6,7 +6,7 @@
  */
 import { Code } from "@connectrpc/connect";
 import type { GetLogsRequest } from "../../../gen/nodegate/eth/v1/eth_service_pb.js";
-import type { Limits } from "../../config.js";
+import type { Limits } from "../../config/config.js";
 import { GatewayError } from "../../errors/gateway-error.js";
 import { resultSlices, type UpstreamResult } from "../../upstream/reply.js";
 import type { MethodPolicy } from "../policy.js";
