@@ -18,7 +18,7 @@ import { Metrics } from "./observability/metrics.js";
 import { createNodegateServer, type NodegateServer } from "./server.js";
 import { createStores, type Stores } from "./stores/create-stores.js";
 import { createUpstream } from "./upstream/create-upstream.js";
-import { ReplyBudget } from "./upstream/http1-pool.js";
+import { ReplyBudget } from "./upstream/reply-budget.js";
 import { Network } from "./upstream/network.js";
 
 export interface App {

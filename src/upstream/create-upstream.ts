@@ -5,7 +5,7 @@
 import type { Logger } from "pino";
 import type { WebSocketSettings } from "../config/config.js";
 import { HttpUpstream } from "./http-upstream.js";
-import type { ReplyBudget } from "./http1-pool.js";
+import type { ReplyBudget } from "./reply-budget.js";
 import type { Upstream } from "./upstream.js";
 import { WsUpstream } from "./ws-upstream.js";
 

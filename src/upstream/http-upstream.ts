@@ -10,7 +10,9 @@ import type { ConnectionOptions } from "node:tls";
 import { cancelled, noConnectionInTime, replyBudgetExceeded, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { readChunkedReply, readReply, requestBody, type UpstreamResult } from "./reply.js";
-import { Http1Error, Http1Pool, OVER_REPLY_BUDGET, QUEUED_PAST_DEADLINE, LARGE_REQUEST_UNANSWERED, type ReplyBudget } from "./http1-pool.js";
+import { Http1Error, LARGE_REQUEST_UNANSWERED, OVER_REPLY_BUDGET, QUEUED_PAST_DEADLINE } from "./http1-call.js";
+import { Http1Pool } from "./http1-pool.js";
+import type { ReplyBudget } from "./reply-budget.js";
 import type { CallOptions, Upstream } from "./upstream.js";
 
 export interface HttpUpstreamOptions {

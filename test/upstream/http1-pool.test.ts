@@ -15,7 +15,9 @@ import tls from "node:tls";
 import { promisify } from "node:util";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { Http1Error, Http1Pool, type Http1Reply, OVER_REPLY_BUDGET, ReplyBudget } from "../../src/upstream/http1-pool.js";
+import { Http1Error, type Http1Reply, OVER_REPLY_BUDGET } from "../../src/upstream/http1-call.js";
+import { Http1Pool } from "../../src/upstream/http1-pool.js";
+import { ReplyBudget } from "../../src/upstream/reply-budget.js";
 import { testTempDir } from "../support/temp-dir.js";
 
 /** What the server does with one request on one connection. */

@@ -1,0 +1,97 @@
+/** One HTTP/1.1 request to the node and its reply, as the pool hands them out; the errors a call ends with. */
+import type { Connection } from "./http1-connection.js";
+import type { Http1Pool } from "./http1-pool.js";
+
+export interface Http1Reply {
+  readonly statusCode: number;
+  /** Header names in lower case; repeated headers joined with ", ". */
+  readonly headers: Record<string, string>;
+  /** The body, in order: one piece when its content-length was given (up to MAX_PIECE), else pieces of growing size. */
+  chunks: Buffer[];
+  length: number;
+  /** The body's end was marked (content-length or chunked encoding), not only the connection closing. */
+  framed: boolean;
+}
+
+/** A reply nodegate cannot read as HTTP/1.1, or a connection that ended before its reply did. */
+export class Http1Error extends Error {
+  readonly code: string;
+  constructor(code: string, message: string) {
+    super(message);
+    this.name = "Http1Error";
+    this.code = code;
+  }
+}
+
+export function bodyTooLarge(max: number): Http1Error {
+  return new Http1Error("HPE_BODY_TOO_LARGE", `reply body larger than ${max} bytes`);
+}
+
+/** The code of the error a queued call fails with when its deadline came before a connection did: it was never sent. */
+export const QUEUED_PAST_DEADLINE = "EQUEUEDEADLINE";
+
+/** The code of the error a large request fails with when the node took its connection and closed it before any reply. */
+export const LARGE_REQUEST_UNANSWERED = "ELARGEUNANSWERED";
+
+/** The code of the error a reply fails with when the shared ReplyBudget has no room for it. */
+export const OVER_REPLY_BUDGET = "EREPLYBUDGET";
+
+/** One request and its reply; `cancel` ends it at any point (queued, connecting, or mid-reply). */
+export class Http1Call {
+  readonly reply: Promise<Http1Reply>;
+  /** The request's bytes: head and body, written at once. */
+  readonly text: string;
+  /** May be sent again when its reused connection turns out to be closed. */
+  readonly repeatable: boolean;
+  /** Whom the call is for (an API key): flows take turns when calls wait for a connection. */
+  readonly flow: string;
+  /** Written to a connection at least once; a call cancelled before never reached the node. */
+  sent = false;
+  /** When it began to wait for a connection (performance.now()), if it had to. */
+  queuedAt: number | undefined;
+  /** How long it waited for a connection before it was first sent, ms (0 when one was free). */
+  waitedMs = 0;
+  /** When its caller stops waiting (performance.now() time): a call still queued then is not sent. */
+  deadlineAt = Number.POSITIVE_INFINITY;
+  /** Called with the reply or the error, once. */
+  #resolve!: (reply: Http1Reply) => void;
+  #reject!: (err: unknown) => void;
+  #pool: Http1Pool;
+  connection: Connection | undefined;
+  settled = false;
+  repeated = false;
+
+  constructor(pool: Http1Pool, text: string, repeatable: boolean, flow: string) {
+    this.#pool = pool;
+    this.text = text;
+    this.repeatable = repeatable;
+    this.flow = flow;
+    this.reply = new Promise((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+  }
+
+  cancel(reason: Error): void {
+    if (this.settled) return;
+    const connection = this.connection;
+    this.fail(reason);
+    // A connection with a request on the wire cannot be reused: its reply would come to the next call.
+    if (connection !== undefined) connection.destroy();
+    else this.#pool.unqueue(this);
+  }
+
+  succeed(reply: Http1Reply): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.connection = undefined;
+    this.#resolve(reply);
+  }
+
+  fail(err: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.connection = undefined;
+    this.#reject(err);
+  }
+}
