@@ -13,7 +13,7 @@ import { createApp } from "../src/app.js";
 import { forkWorkers } from "../src/cluster.js";
 import { type Config } from "../src/config/config.js";
 import { loadConfig } from "../src/config/load.js";
-import { createLogger } from "../src/log.js";
+import { createLogger } from "../src/observability/log.js";
 
 export interface BenchNodegateOptions {
   upstreamUrl: string;

@@ -10,7 +10,7 @@ import { forkWorkers } from "./cluster.js";
 import { type Config, ConfigError } from "./config/config.js";
 import { loadConfig } from "./config/load.js";
 import { type AnvilNode, startAnvil } from "./embedded/anvil.js";
-import { createLogger, flushLogs } from "./log.js";
+import { createLogger, flushLogs } from "./observability/log.js";
 
 const HELP = `nodegate: typed gRPC/Connect and native JSON-RPC access to blockchain nodes
 

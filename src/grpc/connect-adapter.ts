@@ -12,7 +12,7 @@ import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from
 import type { UniversalHandler, UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { parseTimeout as parseConnectTimeout } from "@connectrpc/connect/protocol-connect";
 import { parseTimeout as parseGrpcTimeout } from "@connectrpc/connect/protocol-grpc";
-import type { NodeRequest, NodeResponse } from "../http-types.js";
+import type { NodeRequest, NodeResponse } from "../http/http-types.js";
 import { isGrpcWebText } from "./grpc-web-unary.js";
 import { serveTextMode } from "./grpc-web-text-transcoder.js";
 

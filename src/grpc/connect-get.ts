@@ -4,7 +4,7 @@
  * (HTTP 500); it is the client's input, so it is refused here as Connect
  * refuses other bad input: invalid_argument, HTTP 400.
  */
-import type { NodeRequest, NodeResponse } from "../http-types.js";
+import type { NodeRequest, NodeResponse } from "../http/http-types.js";
 
 /** Standard and URL-safe alphabets, with or without padding. */
 const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;

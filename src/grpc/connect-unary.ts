@@ -24,9 +24,9 @@ import { compressionBrotli, compressionDeflate, compressionGzip } from "./compre
 import { codeToHttpStatus, errorToJsonBytes, parseTimeout } from "@connectrpc/connect/protocol-connect";
 import { keptCopy } from "../cache/kept-copy.js";
 import type { Gateway } from "../gateway.js";
-import type { NodeRequest, NodeResponse } from "../http-types.js";
+import type { NodeRequest, NodeResponse } from "../http/http-types.js";
 import { REQUEST_ID_HEADER } from "../observability/request-log.js";
-import { endWithParts } from "../response-body.js";
+import { endWithParts } from "../http/response-body.js";
 import { decodeResult } from "./typed-services.js";
 import { HttpExchange } from "./http-exchange.js";
 import { parseBinary, serveUnary, type UnaryProtocol } from "./unary-call.js";

@@ -20,7 +20,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import type { Gateway } from "../gateway.js";
 import { REQUEST_ID_HEADER } from "../observability/request-log.js";
-import { writePieces } from "../response-body.js";
+import { writePieces } from "../http/response-body.js";
 import { decodeGrpcMessage, reencodeGrpcMessageIn } from "./grpc-message.js";
 import { decompressionError } from "./compressions.js";
 import { fitStatus, statusSizeLimit } from "./status-size.js";

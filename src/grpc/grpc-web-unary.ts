@@ -14,7 +14,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { setTrailerStatus, trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import type { Gateway } from "../gateway.js";
-import type { NodeRequest, NodeResponse } from "../http-types.js";
+import type { NodeRequest, NodeResponse } from "../http/http-types.js";
 import { REQUEST_ID_HEADER } from "../observability/request-log.js";
 import { grpcProtocol } from "./grpc-unary.js";
 import { FRAME_HEADER } from "./unary-routes.js";

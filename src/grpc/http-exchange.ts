@@ -5,7 +5,7 @@
  */
 import type { IncomingHttpHeaders } from "node:http";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { NodeRequest, NodeResponse } from "../http-types.js";
+import type { NodeRequest, NodeResponse } from "../http/http-types.js";
 import type { UnaryExchange } from "./unary-call.js";
 
 export abstract class HttpExchange implements UnaryExchange {

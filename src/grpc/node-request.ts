@@ -7,7 +7,7 @@
  */
 import http2 from "node:http2";
 import { type ContextValues, createContextKey, createContextValues, type HandlerContext } from "@connectrpc/connect";
-import type { NodeRequest } from "../http-types.js";
+import type { NodeRequest } from "../http/http-types.js";
 
 const nodeRequestKey = createContextKey<NodeRequest | undefined>(undefined, { description: "the Node request of a typed call" });
 

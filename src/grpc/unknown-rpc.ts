@@ -10,7 +10,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
 import { encodeGrpcMessage } from "./grpc-message.js";
-import type { NodeResponse } from "../http-types.js";
+import type { NodeResponse } from "../http/http-types.js";
 
 /** The first path segment names a package (it has a dot); native and plain paths never do. */
 const RPC_PATH = /^\/[^/?]*\./;

@@ -4,7 +4,7 @@
  * answer goes back as the node wrote it, under the caller's id.
  */
 import { Code } from "@connectrpc/connect";
-import type { NodeRequest, NodeResponse } from "../http-types.js";
+import type { NodeRequest, NodeResponse } from "../http/http-types.js";
 import { invalidRequest } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import type { Gateway } from "../gateway.js";
@@ -13,7 +13,7 @@ import { CallCancellation } from "../call-signal.js";
 import { logAnswer, REFUSED_METHOD } from "./answer-log.js";
 import type { NativeRoute } from "./paths.js";
 import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
-import { endWithParts } from "../response-body.js";
+import { endWithParts } from "../http/response-body.js";
 
 type Req = NodeRequest;
 type Res = NodeResponse;

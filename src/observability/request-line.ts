@@ -12,7 +12,7 @@
  * is one that redaction covers (keys and URLs are never passed here).
  */
 import { type Logger, symbols } from "pino";
-import { madeByCreateLogger } from "../log.js";
+import { madeByCreateLogger } from "./log.js";
 
 /** A request line's fields: strings, numbers, lists of strings; undefined ones are left out. */
 export type RequestFields = Record<string, string | number | readonly string[] | undefined>;

@@ -11,7 +11,7 @@ import { Code } from "@connectrpc/connect";
 import { codeFromHttpStatus, codeFromString } from "@connectrpc/connect/protocol-connect";
 import type { OutgoingHttpHeaders } from "node:http";
 import type { Logger } from "pino";
-import type { NodeRequest, NodeResponse } from "../http-types.js";
+import type { NodeRequest, NodeResponse } from "../http/http-types.js";
 import type { Metrics } from "./metrics.js";
 import { loggedByInterceptor, observeCall, REQUEST_ID_HEADER, typedDoor } from "./request-log.js";
 import { writeRequestLine } from "./request-line.js";

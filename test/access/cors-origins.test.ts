@@ -4,7 +4,7 @@
  * check-config but never matched a browser's Origin, so preflights got 405).
  */
 import { describe, expect, it } from "vitest";
-import { allowedOrigin } from "../../src/cors.js";
+import { allowedOrigin } from "../../src/http/cors.js";
 
 describe("cors.origins", () => {
   const origins = ["*.example.com", "https://app.example.org/", "http://localhost:3000"];

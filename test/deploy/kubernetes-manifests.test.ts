@@ -17,7 +17,7 @@ import { applyConfigFile } from "../../src/config/yaml-file.js";
 import { type Config } from "../../src/config/config.js";
 import { loadConfig } from "../../src/config/load.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
-import { createLogger } from "../../src/log.js";
+import { createLogger } from "../../src/observability/log.js";
 import type { NodegateServer } from "../../src/server.js";
 import type { Stores } from "../../src/stores/create-stores.js";
 

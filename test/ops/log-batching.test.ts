@@ -1,5 +1,5 @@
 /**
- * Request log lines leave in batches, written asynchronously (src/log.ts):
+ * Request log lines leave in batches, written asynchronously (src/observability/log.ts):
  * none may be lost or reordered when the process ends on its own, or stops
  * as nodegate does (flushLogs, then process.exit), with few lines gathered
  * or many batches still on their way to stdout.
@@ -13,7 +13,7 @@ const ROOT = join(import.meta.dirname, "../..");
 const run = promisify(execFile);
 
 const SCRIPT = `
-import { createLogger, flushLogs } from ${JSON.stringify(join(ROOT, "src/log.ts"))};
+import { createLogger, flushLogs } from ${JSON.stringify(join(ROOT, "src/observability/log.ts"))};
 const [count, end] = process.argv.slice(1);
 const log = createLogger("info");
 for (let i = 0; i < Number(count); i++) log.info({ door: "jsonrpc-http", method: "eth_chainId", i }, "request");

@@ -7,7 +7,7 @@
 import fc from "fast-check";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { createLogger } from "../../src/log.js";
+import { createLogger } from "../../src/observability/log.js";
 import { type RequestFields, writeRequestLine } from "../../src/observability/request-line.js";
 
 function capture(): { lines: string[]; write(text: string): void } {

@@ -7,7 +7,7 @@ import { Writable } from "node:stream";
 import { createApp } from "../../src/app.js";
 import { type Config, DEFAULT_CIRCUIT_BREAKER, DEFAULT_LIMITS, DEFAULT_PASS_THROUGH, DEFAULT_PLANS, DEFAULT_SUBSCRIPTIONS, DEFAULT_WEBSOCKET, type KeyConfig, type NetworkConfig } from "../../src/config/config.js";
 import type { Gateway } from "../../src/gateway.js";
-import { createLogger } from "../../src/log.js";
+import { createLogger } from "../../src/observability/log.js";
 import type { Stores } from "../../src/stores/create-stores.js";
 import type { NodegateServer } from "../../src/server.js";
 import { recordSeen, registerSecret, registerUrlSecrets } from "./secret-scan.js";

@@ -24,7 +24,7 @@ import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { GatewayError } from "../../src/errors/gateway-error.js";
 import { Gateway } from "../../src/gateway.js";
 import { pino } from "pino";
-import { createLogger } from "../../src/log.js";
+import { createLogger } from "../../src/observability/log.js";
 import { createCodecRegistry } from "../../src/methods/default-table.js";
 import { ethMethods } from "../../src/methods/eth-methods.js";
 import { MethodTable } from "../../src/methods/method-table.js";

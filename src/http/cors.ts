@@ -4,7 +4,7 @@
  * here; other responses get the allow and expose headers.
  */
 import { cors as connectCors } from "@connectrpc/connect";
-import { originAllowed } from "./auth/allowlist.js";
+import { originAllowed } from "../auth/allowlist.js";
 import type { NodeRequest, NodeResponse } from "./http-types.js";
 
 /** Connect's and gRPC-Web's own (compressed bodies included), nodegate's, and the trace context a browser's instrumentation adds. */

@@ -7,7 +7,7 @@
  */
 import http2 from "node:http2";
 import type { Socket } from "node:net";
-import type { Limits } from "./config/config.js";
+import type { Limits } from "../config/config.js";
 import { bytesHeldBack } from "./response-body.js";
 
 export type ClientTimeouts = Pick<Limits, "headersTimeoutMs" | "requestTimeoutMs" | "idleTimeoutMs" | "maxWsUnreadBytes">;
