@@ -32,6 +32,11 @@ export function forkWorkers(count: number, env: Record<string, string> = {}): Pr
   const fork = (): Worker => {
     const worker = cluster.fork(env);
     live.add(worker);
+    // A message to a worker that has just died fails on its closed channel; unheard, that error would end the
+    // primary, and every worker with it. The worker's exit is reported below.
+    worker.on("error", (err: Error) => {
+      process.stderr.write(`nodegate: worker ${worker.process.pid}: ${err.message}\n`);
+    });
     worker.on("exit", (code, signal) => {
       live.delete(worker);
       // Before all listen, a worker that exits fails the start instead (see below).

@@ -19,6 +19,9 @@ interface ScrapeMessage {
   error?: string;
 }
 
+/** A worker whose channel closes between the check and the send: its exit is reported by the cluster. */
+const ignoreClosedChannel = () => {};
+
 const isScrape = (message: unknown): message is ScrapeMessage => (message as { type?: unknown } | null)?.type === SCRAPE;
 
 /** In the primary, once: answers a worker's scrape with the sum of every worker's metrics. */
@@ -26,9 +29,14 @@ export function serveClusterMetrics(): void {
   const aggregator = new AggregatorRegistry();
   cluster.on("message", (worker, message: unknown) => {
     if (!isScrape(message)) return;
+    // The worker that asked may have died while its scrape waited (up to prom-client's 5 s for a dead worker's
+    // metrics): sending to its closed channel would fail, and there is nobody left to answer.
+    const answer = (reply: ScrapeMessage) => {
+      if (worker.isConnected()) worker.send(reply, ignoreClosedChannel);
+    };
     aggregator.clusterMetrics().then(
-      (text) => worker.send({ type: SCRAPE, id: message.id, text }),
-      (err: unknown) => worker.send({ type: SCRAPE, id: message.id, error: (err as Error).message }),
+      (text) => answer({ type: SCRAPE, id: message.id, text }),
+      (err: unknown) => answer({ type: SCRAPE, id: message.id, error: (err as Error).message }),
     );
   });
 }
