@@ -3,6 +3,8 @@
  * method table and policies, access control, the gateway and the server.
  * Used by main and by tests.
  */
+// First, before anything loads @bufbuild/protobuf, which looks the method up once (see the module).
+import "./codec/uint8array-to-base64.js";
 import { readFileSync } from "node:fs";
 import type { Logger } from "pino";
 import { AccessControl } from "./auth/access-control.js";
