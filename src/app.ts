@@ -73,6 +73,7 @@ export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[
     metrics,
     closers: [() => stores.close()],
     subscriptions: config.subscriptions,
+    replyBudget,
   });
   const tls = config.tls ? { cert: readFileSync(config.tls.certFile), key: readFileSync(config.tls.keyFile) } : undefined;
   return { gateway, stores, server: createNodegateServer(gateway, { wsPingIntervalMs: config.websocket.pingIntervalMs, tls, drainMs: config.drainMs }) };

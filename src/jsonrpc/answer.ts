@@ -6,13 +6,14 @@
  */
 import type { KeyQuotas } from "../auth/key-quotas.js";
 import { Code } from "@connectrpc/connect";
-import { invalidRequest } from "../errors/catalogue.js";
+import { invalidRequest, replyBudgetExceeded } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { type Entry, readEnvelope } from "./envelope.js";
 import type { ApiKey } from "../auth/api-keys.js";
 import type { CallSignal } from "../call-signal.js";
 import type { Gateway } from "../gateway.js";
 import type { Network } from "../upstream/network.js";
+import type { ReplyBudget } from "../upstream/reply-budget.js";
 import { type NativeCallContext, nativeCallContext, type Outcome, renderResponse, runNativeCall } from "./native-call.js";
 
 export interface AnswerContext extends NativeCallContext {
@@ -20,6 +21,8 @@ export interface AnswerContext extends NativeCallContext {
   maxBatchSize: number;
   /** Per-key quotas: the text holds one of the key's concurrent requests while it is answered. */
   quotas?: KeyQuotas | undefined;
+  /** What a batch's large answers, waiting for the others, hold of the process's reply memory. */
+  replyBudget?: ReplyBudget | undefined;
 }
 
 /**
@@ -51,11 +54,13 @@ export interface Answer {
   /** Seconds to wait before retrying, when the key's rate limit refused the text. */
   retryAfterSeconds?: number | undefined;
   calls: CallRecord[];
+  /** Gives back what the batch's answers held of the reply budget: the door calls it once the response has left. */
+  release?: (() => void) | undefined;
 }
 
 /** The context one native request text is answered in (per HTTP request; per WebSocket connection). */
 export function answerContext(gateway: Gateway, key: ApiKey, network: Network, signal: CallSignal): AnswerContext {
-  return Object.assign(nativeCallContext(gateway, key, network, signal), { maxBatchSize: gateway.limits.maxBatchSize, quotas: gateway.quotas });
+  return Object.assign(nativeCallContext(gateway, key, network, signal), { maxBatchSize: gateway.limits.maxBatchSize, quotas: gateway.quotas, replyBudget: gateway.replyBudget });
 }
 
 /** How a text or member that is not a request is named in logs and metrics (its method, if any, cannot be trusted). */
@@ -67,6 +72,42 @@ function envelopeError(error: GatewayError, status = 200): Answer {
     status,
     retryAfterSeconds: error.retryAfterSeconds,
     calls: [{ method: INVALID, outcome: String(error.code) }],
+  };
+}
+
+/** Answers from this size on count while their batch waits; smaller ones (a write's hash, say) never fail for it. */
+const HELD_FROM_BYTES = 64 * 1024;
+
+/**
+ * What a batch's answers hold of the process's reply budget (the one that
+ * bounds replies being read). A batch is answered once every call in it is,
+ * as the provider answers batches, so each answer waits in memory for the
+ * rest: 24 answers of 200 MB held 5 GB, past maxReplyBytesInFlight (found
+ * from outside). An answer that does not fit is dropped and its call gets
+ * -32005 in its place.
+ */
+class BatchHold {
+  readonly #budget: ReplyBudget;
+  #held = 0;
+
+  constructor(budget: ReplyBudget) {
+    this.#budget = budget;
+  }
+
+  readonly keep = (outcome: Outcome): Outcome => {
+    if (outcome.result === undefined) return outcome;
+    const bytes = outcome.result.end - outcome.result.start;
+    if (bytes < HELD_FROM_BYTES) return outcome;
+    if (!this.#budget.take(bytes)) {
+      return { error: replyBudgetExceeded(`this batch's answers and the replies being read would pass ${this.#budget.maxBytes} bytes (limits.maxReplyBytesInFlight); send the large calls in smaller batches`) };
+    }
+    this.#held += bytes;
+    return outcome;
+  };
+
+  readonly release = (): void => {
+    this.#budget.give(this.#held);
+    this.#held = 0;
   };
 }
 
@@ -129,6 +170,7 @@ export async function answerJsonRpc(text: Buffer, ctx: AnswerContext): Promise<A
   }
   // Plain loops, no closures: this runs for every native request.
   let outcomes: Outcome[];
+  let hold: BatchHold | undefined;
   if (refused !== undefined) {
     outcomes = [];
     for (let i = 0; i < entries.length; i++) outcomes.push({ error: refused });
@@ -138,7 +180,12 @@ export async function answerJsonRpc(text: Buffer, ctx: AnswerContext): Promise<A
         outcomes = [await run(entries[0] as Entry, ctx)];
       } else {
         const pending: Promise<Outcome>[] = [];
-        for (const entry of entries) pending.push(run(entry, ctx));
+        if (ctx.replyBudget === undefined) {
+          for (const entry of entries) pending.push(run(entry, ctx));
+        } else {
+          hold = new BatchHold(ctx.replyBudget);
+          for (const entry of entries) pending.push(run(entry, ctx).then(hold.keep));
+        }
         outcomes = await Promise.all(pending);
       }
     } finally {
@@ -167,7 +214,10 @@ export async function answerJsonRpc(text: Buffer, ctx: AnswerContext): Promise<A
     status = refused.httpStatus;
     retryAfterSeconds = refused.retryAfterSeconds;
   }
-  if (parts.length === 0) return { body: undefined, status, calls };
+  if (parts.length === 0) {
+    hold?.release();
+    return { body: undefined, status, calls };
+  }
   if (envelope.batch) parts.push(Buffer.from("]"));
-  return { body: parts, status, retryAfterSeconds, calls };
+  return { body: parts, status, retryAfterSeconds, calls, release: hold?.release };
 }

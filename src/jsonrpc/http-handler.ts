@@ -190,9 +190,11 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
     calls = answer.calls;
     answered = true;
     if (cancellation.aborted) {
+      answer.release?.();
       log(CLIENT_CLOSED);
       return;
     }
+    if (answer.release !== undefined) res.once("close", answer.release);
     if (answer.body === undefined) {
       res.writeHead(204, { [REQUEST_ID_HEADER]: requestId });
       res.end();

@@ -112,16 +112,18 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
     }
   };
 
-  const send = (ws: WebSocket, body: Buffer | string): void => {
-    if (ws.readyState !== WebSocket.OPEN) return;
+  /** `sent`, if given, is called once the body has left (or will never leave). */
+  const send = (ws: WebSocket, body: Buffer | string, sent?: () => void): void => {
+    if (ws.readyState !== WebSocket.OPEN) return sent?.();
     // A client that asks and does not read would have nodegate hold its answers without bound.
     if (options.maxUnreadBytes !== undefined && ws.bufferedAmount > options.maxUnreadBytes) {
       gateway.log.debug({ unreadBytes: ws.bufferedAmount }, "closing a native WebSocket client that does not read its answers");
       ws.terminate();
-      return;
+      return sent?.();
     }
     // A Buffer would go out as a binary frame unless told otherwise; JSON-RPC clients expect text.
-    ws.send(body, { binary: false });
+    if (sent === undefined) ws.send(body, { binary: false });
+    else ws.send(body, { binary: false }, () => sent());
   };
 
   /**
@@ -191,7 +193,7 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
         .then(
           (answer) => {
             logAnswer(gateway, "jsonrpc-ws", answer.calls, started, { status: answer.status, network: routeNetwork, requestId });
-            if (answer.body !== undefined) send(ws, answer.body.length === 1 ? (answer.body[0] as Buffer) : Buffer.concat(answer.body));
+            if (answer.body !== undefined) send(ws, answer.body.length === 1 ? (answer.body[0] as Buffer) : Buffer.concat(answer.body), answer.release);
             subscriptions.release(created);
           },
           (err: unknown) => {

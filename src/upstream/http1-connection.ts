@@ -365,7 +365,7 @@ export class Connection {
     const budget = this.#pool.budget;
     if (budget === undefined) return;
     if (!budget.take(n)) {
-      throw new Http1Error(OVER_REPLY_BUDGET, `nodegate is reading ${budget.held} bytes of node replies, its limit (limits.maxReplyBytesInFlight)`);
+      throw new Http1Error(OVER_REPLY_BUDGET, `nodegate holds ${budget.held} bytes of node replies, its limit (limits.maxReplyBytesInFlight)`);
     }
     this.#taken += n;
   }

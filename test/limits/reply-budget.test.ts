@@ -15,6 +15,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { EthService, GetCodeRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { DEFAULT_CIRCUIT_BREAKER, DEFAULT_LIMITS } from "../../src/config/config.js";
 import { post, rpc } from "../support/http.js";
+import { openWsSession } from "../support/ws-session.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { grpcJsCaller, type TypedCaller } from "../support/typed-callers.js";
 
@@ -23,6 +24,9 @@ const BUDGET = 128 * 1024;
 const HELD = `0x${"11".repeat(20)}`;
 /** The address whose code is larger than the whole budget. */
 const HUGE = `0x${"22".repeat(20)}`;
+/** Addresses whose code (100 KB each) the node sends one reply at a time, each after the last has ended. */
+const inTurn = (i: number) => `0x55${i.toString(16).padStart(38, "0")}`;
+let turn: Promise<void> = Promise.resolve();
 
 let node: http.Server;
 let nodeUrl: string;
@@ -42,7 +46,11 @@ beforeAll(async () => {
         res.end(`${head}"0x7a69"}`);
         return;
       }
-      const address = request.params[0];
+      const address = request.params[0] as string;
+      if (address.startsWith("0x55")) {
+        turn = turn.then(() => new Promise<void>((done) => res.end(`${head}"0x${"ab".repeat(50_000)}"}`, () => done())));
+        return;
+      }
       if (address === HUGE) {
         res.end(`${head}"0x${"ab".repeat(BUDGET)}"}`);
         return;
@@ -76,7 +84,7 @@ it("a reply that would pass the budget while another is read fails on both doors
     expect(refused.status).toBe(503);
     expect(refused.headers.get("retry-after")).toBe("1");
     expect(refused.json.error.code).toBe(-32005);
-    expect(refused.json.error.message).toMatch(/^limit exceeded: nodegate is reading \d+ bytes of node replies, its limit \(limits\.maxReplyBytesInFlight\); try again shortly$/);
+    expect(refused.json.error.message).toMatch(/^limit exceeded: nodegate holds \d+ bytes of node replies, its limit \(limits\.maxReplyBytesInFlight\); try again shortly$/);
   }
   const address = Buffer.from("33".repeat(20), "hex");
   const err = (await typed.call(EthService.method.getCode, create(GetCodeRequestSchema, { address, block: { kind: { case: "tag", value: 1 } } })).catch((e: unknown) => e)) as ServiceError;
@@ -93,4 +101,42 @@ it("a reply larger than the whole budget fails as too large (-32052), not as 'tr
   expect(refused.json.error.code).toBe(-32052);
   expect(refused.json.error.message).toContain(`reply body larger than ${BUDGET} bytes`);
   expect(refused.headers.get("retry-after")).toBeNull();
+});
+
+it("a batch's large answers, waiting for the rest of the batch, count in the budget: those past it get -32005, and the bytes come back once the response has left", async () => {
+  // Found from outside: a batch held every member's answer until the last came (24 answers of 200 MB: 5 GB),
+  // while the budget counted only the replies being read, one at a time here.
+  const batch = Array.from({ length: 4 }, (_, i) => rpc("eth_getCode", [inTurn(i), "latest"], 100 + i));
+  const answered = await post(ng.rpcUrl, batch);
+  expect(answered.status).toBe(200);
+  const members = answered.json as { id: number; result?: string; error?: { code: number; message: string } }[];
+  expect(members.map((m) => m.id)).toEqual([100, 101, 102, 103]);
+  // 100 KB each in a budget of 128 KiB: one answer is kept, the others give way.
+  expect(members.filter((m) => m.result?.length === 2 + 100_000)).toHaveLength(1);
+  const refused = members.filter((m) => m.error !== undefined);
+  expect(refused).toHaveLength(3);
+  for (const m of refused) {
+    expect(m.error?.code).toBe(-32005);
+    // Refused as its reply was read (the held answer counts), or as it arrived (another answer got there first).
+    expect(m.error?.message).toMatch(
+      /^limit exceeded: (nodegate holds \d+ bytes of node replies, its limit|this batch's answers and the replies being read would pass \d+ bytes) \(limits\.maxReplyBytesInFlight\)/,
+    );
+  }
+  // Given back: a single large call, and a batch with one large answer, pass again, on HTTP and over WebSocket.
+  expect((await getCode(inTurn(7), 110)).json.result).toHaveLength(2 + 100_000);
+  const again = await post(ng.rpcUrl, [rpc("eth_getCode", [inTurn(8), "latest"], 111), rpc("eth_chainId", [], 112)]);
+  expect(again.json.map((m: { result: string }) => m.result.length)).toEqual([2 + 100_000, 6]);
+  const ws = await openWsSession(ng.wsUrl);
+  try {
+    ws.send(JSON.stringify(batch));
+    const viaWs = await ws.nextJson<{ result?: string; error?: { code: number } }[]>();
+    expect(viaWs.filter((m) => m.result?.length === 2 + 100_000)).toHaveLength(1);
+    expect(viaWs.filter((m) => m.error?.code === -32005)).toHaveLength(3);
+    ws.send(JSON.stringify([rpc("eth_getCode", [inTurn(9), "latest"], 113), rpc("eth_getCode", [inTurn(10), "latest"], 114)]));
+    // The first batch's bytes were given back once its message left: of these two, one fits again.
+    const next = await ws.nextJson<{ result?: string }[]>();
+    expect(next.filter((m) => m.result?.length === 2 + 100_000)).toHaveLength(1);
+  } finally {
+    await ws.close();
+  }
 });
