@@ -89,6 +89,8 @@ const HELD_FROM_BYTES = 64 * 1024;
 class BatchHold {
   readonly #budget: ReplyBudget;
   #held = 0;
+  /** Released: answers that come later (a batch that failed as a whole) take nothing, so nothing stays taken. */
+  #released = false;
 
   constructor(budget: ReplyBudget) {
     this.#budget = budget;
@@ -97,7 +99,7 @@ class BatchHold {
   readonly keep = (outcome: Outcome): Outcome => {
     if (outcome.result === undefined) return outcome;
     const bytes = outcome.result.end - outcome.result.start;
-    if (bytes < HELD_FROM_BYTES) return outcome;
+    if (bytes < HELD_FROM_BYTES || this.#released) return outcome;
     if (!this.#budget.take(bytes)) {
       return { error: replyBudgetExceeded(`this batch's answers and the replies being read would pass ${this.#budget.maxBytes} bytes (limits.maxReplyBytesInFlight); send the large calls in smaller batches`) };
     }
@@ -106,6 +108,7 @@ class BatchHold {
   };
 
   readonly release = (): void => {
+    this.#released = true;
     this.#budget.give(this.#held);
     this.#held = 0;
   };
@@ -188,6 +191,9 @@ export async function answerJsonRpc(text: Buffer, ctx: AnswerContext): Promise<A
         }
         outcomes = await Promise.all(pending);
       }
+    } catch (err) {
+      hold?.release();
+      throw err;
     } finally {
       release?.();
     }
