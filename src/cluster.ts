@@ -43,10 +43,11 @@ export function forkWorkers(count: number, env: Record<string, string> = {}): Pr
       if (stopping || !started) return;
       // Said where deployers look: a worker crash was otherwise silent.
       process.stderr.write(`nodegate: worker ${worker.process.pid} exited (${signal ?? `code ${code}`}); starting another\n`);
-      // A crash loop costs one fork per half second.
+      // A crash loop costs one fork per half second. Not unref'd: when every worker is gone, this timer is all that
+      // keeps the primary (and so the port) alive until the next worker starts.
       setTimeout(() => {
         if (!stopping) fork();
-      }, 500).unref();
+      }, 500);
     });
     return worker;
   };

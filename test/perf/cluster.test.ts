@@ -4,6 +4,7 @@
  * them all. Started as an operator would start it (src/main.ts).
  */
 import { readFileSync } from "node:fs";
+import { createServer, type AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Agent, request } from "undici";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
@@ -136,4 +137,39 @@ describe.runIf(process.platform === "linux")("NODEGATE_WORKERS", () => {
       expect(alive(pid)).toBe(false);
     }
   });
+});
+
+describe.runIf(process.platform === "linux")("NODEGATE_WORKERS, every worker lost at once", () => {
+  it("the primary stays and starts new workers on the same port", async () => {
+    // Found from outside: with no worker left, the only thing keeping the primary alive was the unref'd timer that
+    // starts the next worker, so it exited with code 0 and the port stayed dark. A fixed port, as in production:
+    // with port 0, workers that start after every listener is gone would get a new one.
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, "127.0.0.1", () => {
+        const { port: free } = probe.address() as AddressInfo;
+        probe.close(() => resolve(free));
+      });
+    });
+    const primary = await startWorkersPrimary({ NODEGATE_UPSTREAM_URL: anvil.url, NODEGATE_API_KEYS: `${KEY}:custom`, NODEGATE_WORKERS: "2", NODEGATE_LOG_LEVEL: "warn", NODEGATE_PORT: String(port) });
+    try {
+      const before = primary.workerPids();
+      for (const pid of before) process.kill(pid, "SIGKILL");
+      const chainId = () =>
+        request(`http://127.0.0.1:${port}/v3/${KEY}`, {
+          method: "POST",
+          headers: { "content-type": "application/json", connection: "close" },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
+        }).then(
+          async (res) => ((await res.body.json()) as { result?: string }).result,
+          (err: Error) => err.message,
+        );
+      await expect.poll(chainId, { timeout: 20_000, interval: 200 }).toBe("0x7a69");
+      expect(alive(primary.primary.pid as number)).toBe(true);
+      const after = primary.workerPids();
+      expect(after).toHaveLength(2);
+      for (const pid of before) expect(after).not.toContain(pid);
+    } finally {
+      primary.kill();
+    }
+  }, 60_000);
 });
