@@ -43,6 +43,9 @@ export interface JsonRpcWsHandler {
   close(): void;
 }
 
+/** Answers from this size on go out as a frame per part (see sendParts); smaller ones as one frame. */
+const FRAMED_FROM_BYTES = 1024 * 1024;
+
 const INTERNAL_ERROR = '{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}';
 
 /** Whether an upgrade request asks for WebSocket (and not, say, h2c). */
@@ -112,18 +115,42 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
     }
   };
 
-  /** `sent`, if given, is called once the body has left (or will never leave). */
-  const send = (ws: WebSocket, body: Buffer | string, sent?: () => void): void => {
-    if (ws.readyState !== WebSocket.OPEN) return sent?.();
+  /** Whether `ws` can take another message; a client that asks and does not read is closed. */
+  const writable = (ws: WebSocket): boolean => {
+    if (ws.readyState !== WebSocket.OPEN) return false;
     // A client that asks and does not read would have nodegate hold its answers without bound.
     if (options.maxUnreadBytes !== undefined && ws.bufferedAmount > options.maxUnreadBytes) {
       gateway.log.debug({ unreadBytes: ws.bufferedAmount }, "closing a native WebSocket client that does not read its answers");
       ws.terminate();
-      return sent?.();
+      return false;
     }
-    // A Buffer would go out as a binary frame unless told otherwise; JSON-RPC clients expect text.
-    if (sent === undefined) ws.send(body, { binary: false });
-    else ws.send(body, { binary: false }, () => sent());
+    return true;
+  };
+
+  // A Buffer would go out as a binary frame unless told otherwise; JSON-RPC clients expect text.
+  const send = (ws: WebSocket, body: Buffer | string): void => {
+    if (writable(ws)) ws.send(body, { binary: false });
+  };
+
+  /**
+   * Sends an answer's parts as one message. A large one goes as one frame per
+   * part (one message to the client) rather than joined into a copy first,
+   * which doubled what a large answer held. Frames of one message cannot be
+   * interleaved with another's: they are all queued here at once, in order.
+   * `sent` is called once the message has left (or will never leave).
+   */
+  const sendParts = (ws: WebSocket, parts: readonly Buffer[], sent?: () => void): void => {
+    if (!writable(ws)) return sent?.();
+    let length = 0;
+    for (const part of parts) length += part.length;
+    const done = sent === undefined ? undefined : () => sent();
+    if (parts.length === 1 || length < FRAMED_FROM_BYTES) {
+      ws.send(parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, length), { binary: false }, done);
+      return;
+    }
+    const last = parts.length - 1;
+    for (let i = 0; i < last; i++) ws.send(parts[i] as Buffer, { binary: false, fin: false });
+    ws.send(parts[last] as Buffer, { binary: false, fin: true }, done);
   };
 
   /**
@@ -193,7 +220,7 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
         .then(
           (answer) => {
             logAnswer(gateway, "jsonrpc-ws", answer.calls, started, { status: answer.status, network: routeNetwork, requestId });
-            if (answer.body !== undefined) send(ws, answer.body.length === 1 ? (answer.body[0] as Buffer) : Buffer.concat(answer.body), answer.release);
+            if (answer.body !== undefined) sendParts(ws, answer.body, answer.release);
             subscriptions.release(created);
           },
           (err: unknown) => {
