@@ -37,6 +37,7 @@ import { jsonRpcErrorOfGrpc } from "../support/grpc-status.js";
 import { startNodegate } from "../support/nodegate.js";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
 import { openWsSession } from "../support/ws-session.js";
+import { settles, trackResources } from "../support/resource-tracker.js";
 
 const BLOCKS = 200;
 const GRPC_UNAVAILABLE = 14;
@@ -301,26 +302,11 @@ describe("WsUpstream: a node out of step", () => {
 describe("WsUpstream: close", () => {
   it("rejects what is pending, closes its socket and leaves no timers or sockets behind", async () => {
     const p = await proxy();
-    // Timers are told apart by who made them: a snapshot of every active resource also holds the test runner's
-    // and earlier tests' timers, which come and go on their own (one ended mid-test in CI and failed the
-    // comparison). Every timer made from here on (the upstream's and the ws library's) must have ended.
-    const made: NodeJS.Timeout[] = [];
-    const realSetTimeout = globalThis.setTimeout;
-    const realSetInterval = globalThis.setInterval;
-    globalThis.setTimeout = ((...args: Parameters<typeof setTimeout>) => {
-      const timer = realSetTimeout(...args);
-      made.push(timer);
-      return timer;
-    }) as typeof setTimeout;
-    globalThis.setInterval = ((...args: Parameters<typeof setInterval>) => {
-      const timer = realSetInterval(...args);
-      made.push(timer);
-      return timer;
-    }) as typeof setInterval;
-    const socketsBefore = process.getActiveResourcesInfo().filter((r) => r === "TCPSocketWrap").length;
-    let u: WsUpstream;
+    // What is made from here on, told apart from the test runner's and earlier tests' resources, which come and
+    // go on their own (one timer of those ended mid-test in CI and failed a before/after comparison).
+    const tracker = trackResources();
     try {
-      u = new WsUpstream({ url: `ws://127.0.0.1:${p.port}`, label: "close-test", pingIntervalMs: 1000, reconnectMinDelayMs: 20 });
+      const u = new WsUpstream({ url: `ws://127.0.0.1:${p.port}`, label: "close-test", pingIntervalMs: 1000, reconnectMinDelayMs: 20 });
       await u.call("eth_chainId", "[]", opts());
       p.sever();
       await vi.waitFor(() => expect(u.state).toBe("open"));
@@ -332,18 +318,13 @@ describe("WsUpstream: close", () => {
       // Closed as nodegate stops: the waiting call is told so (-32056), not that the node is down.
       expect((await pendingOutcome).code).toBe(-32056);
       expect((await rejection(u.call("eth_chainId", "[]", opts()))).code).toBe(-32050);
+      p.holdReplies(false);
+      await vi.waitFor(() => expect(p.open).toBe(0));
+      await settles(() => tracker.alive().length === 0);
+      expect(tracker.alive().map((r) => `${r.type}\n${r.stack}`)).toEqual([]);
     } finally {
-      globalThis.setTimeout = realSetTimeout;
-      globalThis.setInterval = realSetInterval;
+      tracker.stop();
     }
-    p.holdReplies(false);
-    await vi.waitFor(() => expect(p.open).toBe(0));
-    const live = () => made.filter((t) => !(t as unknown as { _destroyed: boolean })._destroyed).length;
-    const sockets = () => process.getActiveResourcesInfo().filter((r) => r === "TCPSocketWrap").length;
-    for (let i = 0; i < 50 && (live() > 0 || sockets() > socketsBefore); i++) await new Promise((r) => realSetTimeout(r, 20));
-    expect(made.length).toBeGreaterThan(0);
-    expect(live()).toBe(0);
-    expect(sockets()).toBeLessThanOrEqual(socketsBefore);
   });
 });
 
