@@ -3,6 +3,7 @@
  * shared among them, every worker answers, and stopping the primary stops
  * them all. Started as an operator would start it (src/main.ts).
  */
+import { setMaxListeners } from "node:events";
 import { readFileSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -77,6 +78,8 @@ describe.runIf(process.platform === "linux")("NODEGATE_WORKERS", () => {
     // metrics (5 s), and the send to a closed channel threw in the primary, which took every worker with it.
     let scraping = true;
     const stop = new AbortController();
+    // Eight loops' requests listen on it at once (undici adds its own listeners): not the leak Node warns of past ten.
+    setMaxListeners(64, stop.signal);
     const outcomes: { at: number; outcome: string }[] = [];
     // Kept-alive connections, handed to the workers in turn: each worker always has scrapes of its own in flight.
     const agent = new Agent({ connections: 8, pipelining: 1 });
