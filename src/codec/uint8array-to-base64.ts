@@ -25,7 +25,12 @@ export function toBase64(bytes: Uint8Array, options?: ToBase64Options): string {
   const omitPadding = Boolean(options?.omitPadding);
   // Buffer's base64url leaves the padding out, its base64 puts it in.
   const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString(alphabet);
-  if (alphabet === "base64") return omitPadding ? text.replace(/=+$/, "") : text;
+  if (alphabet === "base64") {
+    if (!omitPadding) return text;
+    let end = text.length;
+    while (end > 0 && text.charCodeAt(end - 1) === 0x3d /* = */) end--;
+    return text.slice(0, end);
+  }
   return omitPadding || text.length % 4 === 0 ? text : text.padEnd(text.length + 4 - (text.length % 4), "=");
 }
 
