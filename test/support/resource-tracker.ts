@@ -37,7 +37,7 @@ export function trackResources(): ResourceTracker {
       const frames = (holder.stack ?? "").split("\n").slice(2);
       if (frames.some((line) => line.includes("resource-tracker.ts"))) return; // the tracker's own polling
       // The test runner's own timers (a hook's timeout, its RPC to the main process) are not the code under test's.
-      const caller = frames.find((line) => !/\(node:|^\s*at (new )?Promise|^\s*at [a-zA-Z]+ \(node:/.test(line) && line.includes("/"));
+      const caller = frames.find((line) => line.includes("/") && !line.includes("(node:"));
       if (caller === undefined || /node_modules\/(@vitest|vitest)\//.test(caller)) return;
       const stack = frames
         .filter((line) => !line.includes("node:internal") && !/node_modules\/(@vitest|vitest)\//.test(line))
