@@ -20,6 +20,7 @@ import { Metrics } from "./observability/metrics.js";
 import { createNodegateServer, type NodegateServer } from "./server.js";
 import { createStores, type Stores } from "./stores/create-stores.js";
 import { createUpstream } from "./upstream/create-upstream.js";
+import { HeldAnswers } from "./upstream/held-answers.js";
 import { ReplyBudget } from "./upstream/reply-budget.js";
 import { Network } from "./upstream/network.js";
 
@@ -73,7 +74,7 @@ export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[
     metrics,
     closers: [() => stores.close()],
     subscriptions: config.subscriptions,
-    replyBudget,
+    heldAnswers: new HeldAnswers(replyBudget),
   });
   const tls = config.tls ? { cert: readFileSync(config.tls.certFile), key: readFileSync(config.tls.keyFile) } : undefined;
   return { gateway, stores, server: createNodegateServer(gateway, { wsPingIntervalMs: config.websocket.pingIntervalMs, tls, drainMs: config.drainMs }) };

@@ -16,7 +16,7 @@ import type { MethodPolicy } from "./methods/policy.js";
 import type { Metrics } from "./observability/metrics.js";
 import { SubscriptionHubs } from "./subscriptions/hubs.js";
 import type { Network } from "./upstream/network.js";
-import type { ReplyBudget } from "./upstream/reply-budget.js";
+import type { HeldAnswers } from "./upstream/held-answers.js";
 import type { CallSignal } from "./call-signal.js";
 
 export interface GatewayOptions {
@@ -35,8 +35,8 @@ export interface GatewayOptions {
   closers?: readonly (() => Promise<void>)[];
   /** Subscriptions and streams; defaults when unset. */
   subscriptions?: SubscriptionSettings | undefined;
-  /** The bytes of node replies the process may hold (limits.maxReplyBytesInFlight), shared with the HTTP upstreams. */
-  replyBudget?: ReplyBudget | undefined;
+  /** Answers waiting for their clients, counted in the reply budget the HTTP upstreams share (limits.maxReplyBytesInFlight). */
+  heldAnswers?: HeldAnswers | undefined;
 }
 
 export class Gateway {
@@ -52,7 +52,7 @@ export class Gateway {
   readonly subscriptions: SubscriptionHubs;
   /** What each key holds open at once (connections, requests in progress, subscriptions). */
   readonly quotas: KeyQuotas;
-  readonly replyBudget: ReplyBudget | undefined;
+  readonly heldAnswers: HeldAnswers | undefined;
   readonly #networks: Map<string, Network>;
   readonly #passThrough: Set<string>;
   readonly #closers: readonly (() => Promise<void>)[];
@@ -68,7 +68,7 @@ export class Gateway {
     this.metrics = options.metrics;
     this.subscriptions = new SubscriptionHubs(options.subscriptions ?? DEFAULT_SUBSCRIPTIONS, options.limits, options.log, options.metrics);
     this.quotas = new KeyQuotas(options.limits);
-    this.replyBudget = options.replyBudget;
+    this.heldAnswers = options.heldAnswers;
     this.#networks = new Map(options.networks.map((n) => [n.name, n]));
     if (!this.#networks.has(options.defaultNetwork)) throw new Error(`default network ${options.defaultNetwork} is not configured`);
     const { methods, allowWrites } = options.passThrough;

@@ -131,11 +131,12 @@ export interface Limits {
   /** Answers and notifications waiting for a native WebSocket client, or events queued for a typed stream, in bytes; more ends it. */
   maxWsUnreadBytes: number;
   /**
-   * Bytes of HTTP node replies being read at once, over every call of the
-   * process (a reply counts until it has arrived whole); a reply that would
-   * pass it fails, so many large answers (or a node streaming without end to
-   * many calls) cannot take the process's memory. Each reply is also capped
-   * at 256 MiB.
+   * Bytes of HTTP node replies held at once, over every call of the process:
+   * a reply counts until it has arrived whole, and an answer of 64 KiB or
+   * more until it has left for its client (see src/upstream/held-answers.ts).
+   * A reply or answer that would pass it fails, so many large answers, a node
+   * streaming without end to many calls, or clients that do not read cannot
+   * take the process's memory. Each reply is also capped at 256 MiB.
    */
   maxReplyBytesInFlight: number;
 }

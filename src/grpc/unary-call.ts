@@ -76,6 +76,8 @@ class UnaryCall {
   #deadline: NodeJS.Timeout | undefined;
   #chunks: Buffer[] = [];
   #size = 0;
+  /** Gives back what the answer holds of the reply budget while it waits for the client to read it. */
+  #releaseAnswer: (() => void) | undefined;
 
   constructor(
     private readonly gateway: Gateway,
@@ -144,7 +146,14 @@ class UnaryCall {
       .then((result) => {
         if (this.#answered) return;
         const body = protocol.answer(route, result);
+        // A client that reads slowly (or not at all: a zero HTTP/2 window) keeps the answer in memory until the exchange closes.
+        const held = this.gateway.heldAnswers;
+        if (held !== undefined) {
+          this.#releaseAnswer = held.hold(body, body.length);
+          if (this.#releaseAnswer === undefined) throw held.refusal("the answers waiting for their clients");
+        }
         if (this.#settle(undefined)) this.exchange.answer(body, this.#requestId);
+        else this.#releaseAnswer?.();
       })
       .catch((err: unknown) => this.#fail(err));
   };
@@ -161,6 +170,7 @@ class UnaryCall {
     exchange.body.removeListener("data", this.#onData);
     exchange.body.removeListener("end", this.#onEnd);
     exchange.release();
+    this.#releaseAnswer?.();
     let seen = this.#outcome;
     if (!this.#answered) {
       this.#answered = true;

@@ -6,14 +6,15 @@
  */
 import type { KeyQuotas } from "../auth/key-quotas.js";
 import { Code } from "@connectrpc/connect";
-import { invalidRequest, replyBudgetExceeded } from "../errors/catalogue.js";
+import { invalidRequest } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { type Entry, readEnvelope } from "./envelope.js";
 import type { ApiKey } from "../auth/api-keys.js";
 import type { CallSignal } from "../call-signal.js";
 import type { Gateway } from "../gateway.js";
 import type { Network } from "../upstream/network.js";
-import type { ReplyBudget } from "../upstream/reply-budget.js";
+import { HELD_FROM_BYTES, type HeldAnswers } from "../upstream/held-answers.js";
+import { resultMemory } from "../upstream/reply.js";
 import { type NativeCallContext, nativeCallContext, type Outcome, renderResponse, runNativeCall } from "./native-call.js";
 
 export interface AnswerContext extends NativeCallContext {
@@ -21,8 +22,8 @@ export interface AnswerContext extends NativeCallContext {
   maxBatchSize: number;
   /** Per-key quotas: the text holds one of the key's concurrent requests while it is answered. */
   quotas?: KeyQuotas | undefined;
-  /** What a batch's large answers, waiting for the others, hold of the process's reply memory. */
-  replyBudget?: ReplyBudget | undefined;
+  /** What the answers hold of the process's reply memory until their response has left. */
+  heldAnswers?: HeldAnswers | undefined;
 }
 
 /**
@@ -54,13 +55,13 @@ export interface Answer {
   /** Seconds to wait before retrying, when the key's rate limit refused the text. */
   retryAfterSeconds?: number | undefined;
   calls: CallRecord[];
-  /** Gives back what the batch's answers held of the reply budget: the door calls it once the response has left. */
+  /** Gives back what the answers held of the reply budget: the door calls it once the response has left. */
   release?: (() => void) | undefined;
 }
 
 /** The context one native request text is answered in (per HTTP request; per WebSocket connection). */
 export function answerContext(gateway: Gateway, key: ApiKey, network: Network, signal: CallSignal): AnswerContext {
-  return Object.assign(nativeCallContext(gateway, key, network, signal), { maxBatchSize: gateway.limits.maxBatchSize, quotas: gateway.quotas, replyBudget: gateway.replyBudget });
+  return Object.assign(nativeCallContext(gateway, key, network, signal), { maxBatchSize: gateway.limits.maxBatchSize, quotas: gateway.quotas, heldAnswers: gateway.heldAnswers });
 }
 
 /** How a text or member that is not a request is named in logs and metrics (its method, if any, cannot be trusted). */
@@ -75,42 +76,41 @@ function envelopeError(error: GatewayError, status = 200): Answer {
   };
 }
 
-/** Answers from this size on count while their batch waits; smaller ones (a write's hash, say) never fail for it. */
-const HELD_FROM_BYTES = 64 * 1024;
-
 /**
- * What a batch's answers hold of the process's reply budget (the one that
- * bounds replies being read). A batch is answered once every call in it is,
+ * What a text's answers hold of the process's reply memory (HeldAnswers)
+ * until its response has left: a batch is answered once every call in it is,
  * as the provider answers batches, so each answer waits in memory for the
- * rest: 24 answers of 200 MB held 5 GB, past maxReplyBytesInFlight (found
- * from outside). An answer that does not fit is dropped and its call gets
- * -32005 in its place.
+ * rest (24 answers of 200 MB held 5 GB, found from outside), and any answer
+ * waits for a client that reads slowly. An answer that does not fit is
+ * dropped and its call gets -32005 in its place.
  */
-class BatchHold {
-  readonly #budget: ReplyBudget;
-  #held = 0;
+class AnswerHolds {
+  readonly #held: HeldAnswers;
+  readonly #batch: boolean;
+  readonly #releases: (() => void)[] = [];
   /** Released: answers that come later (a batch that failed as a whole) take nothing, so nothing stays taken. */
   #released = false;
 
-  constructor(budget: ReplyBudget) {
-    this.#budget = budget;
+  constructor(held: HeldAnswers, batch: boolean) {
+    this.#held = held;
+    this.#batch = batch;
   }
 
   readonly keep = (outcome: Outcome): Outcome => {
-    if (outcome.result === undefined) return outcome;
-    const bytes = outcome.result.end - outcome.result.start;
-    if (bytes < HELD_FROM_BYTES || this.#released) return outcome;
-    if (!this.#budget.take(bytes)) {
-      return { error: replyBudgetExceeded(`this batch's answers and the replies being read would pass ${this.#budget.maxBytes} bytes (limits.maxReplyBytesInFlight); send the large calls in smaller batches`) };
+    const result = outcome.result;
+    if (result === undefined || this.#released) return outcome;
+    const release = this.#held.hold(resultMemory(result), result.end - result.start);
+    if (release === undefined) {
+      return { error: this.#batch ? this.#held.refusal("this batch's answers", "; send the large calls in smaller batches") : this.#held.refusal("the answers waiting for their clients") };
     }
-    this.#held += bytes;
+    this.#releases.push(release);
     return outcome;
   };
 
   readonly release = (): void => {
     this.#released = true;
-    this.#budget.give(this.#held);
-    this.#held = 0;
+    for (const release of this.#releases) release();
+    this.#releases.length = 0;
   };
 }
 
@@ -173,26 +173,34 @@ export async function answerJsonRpc(text: Buffer, ctx: AnswerContext): Promise<A
   }
   // Plain loops, no closures: this runs for every native request.
   let outcomes: Outcome[];
-  let hold: BatchHold | undefined;
+  let holds: AnswerHolds | undefined;
   if (refused !== undefined) {
     outcomes = [];
     for (let i = 0; i < entries.length; i++) outcomes.push({ error: refused });
   } else {
     try {
       if (entries.length === 1) {
-        outcomes = [await run(entries[0] as Entry, ctx)];
+        const outcome = await run(entries[0] as Entry, ctx);
+        const result = outcome.result;
+        // Held only when large enough to count: the small calls of the hot path allocate nothing for it.
+        if (ctx.heldAnswers !== undefined && result !== undefined && result.end - result.start >= HELD_FROM_BYTES) {
+          holds = new AnswerHolds(ctx.heldAnswers, false);
+          outcomes = [holds.keep(outcome)];
+        } else {
+          outcomes = [outcome];
+        }
       } else {
         const pending: Promise<Outcome>[] = [];
-        if (ctx.replyBudget === undefined) {
+        if (ctx.heldAnswers === undefined) {
           for (const entry of entries) pending.push(run(entry, ctx));
         } else {
-          hold = new BatchHold(ctx.replyBudget);
-          for (const entry of entries) pending.push(run(entry, ctx).then(hold.keep));
+          holds = new AnswerHolds(ctx.heldAnswers, true);
+          for (const entry of entries) pending.push(run(entry, ctx).then(holds.keep));
         }
         outcomes = await Promise.all(pending);
       }
     } catch (err) {
-      hold?.release();
+      holds?.release();
       throw err;
     } finally {
       release?.();
@@ -221,9 +229,9 @@ export async function answerJsonRpc(text: Buffer, ctx: AnswerContext): Promise<A
     retryAfterSeconds = refused.retryAfterSeconds;
   }
   if (parts.length === 0) {
-    hold?.release();
+    holds?.release();
     return { body: undefined, status, calls };
   }
   if (envelope.batch) parts.push(Buffer.from("]"));
-  return { body: parts, status, retryAfterSeconds, calls, release: hold?.release };
+  return { body: parts, status, retryAfterSeconds, calls, release: holds?.release };
 }

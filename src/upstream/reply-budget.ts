@@ -1,7 +1,8 @@
 /**
- * The bytes that replies being read hold, over every pool that shares it,
- * and the most they may: a reply is taken whole or dropped, so the sum of
- * replies in progress stays bounded however many calls run at once.
+ * The bytes that node replies being read, and answers waiting for their
+ * clients (held-answers.ts), hold over the process, and the most they may:
+ * each is taken whole or dropped, so their sum stays bounded however many
+ * calls run at once and however slowly clients read.
  */
 export class ReplyBudget {
   readonly maxBytes: number;

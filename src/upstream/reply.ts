@@ -68,6 +68,15 @@ export function resultSlices(r: UpstreamResult): Buffer[] {
   return r instanceof ChunkedResult ? r.slices() : [r.body.subarray(r.start, r.end)];
 }
 
+/**
+ * The object whose memory the result's bytes are, the same for every call
+ * that gets them: a stored answer comes in a new UpstreamResult per call over
+ * the one stored Buffer, and a chunked reply is not joined to ask.
+ */
+export function resultMemory(r: UpstreamResult): object {
+  return r instanceof ChunkedResult ? r : r.body;
+}
+
 export function resultText(r: UpstreamResult): string {
   return r.body.toString("utf8", r.start, r.end);
 }

@@ -7,8 +7,9 @@
  * larger than the whole bound could never be taken, and fails as too large.
  */
 import http from "node:http";
-import type { AddressInfo } from "node:net";
-import { create } from "@bufbuild/protobuf";
+import http2 from "node:http2";
+import net, { type AddressInfo } from "node:net";
+import { create, toBinary } from "@bufbuild/protobuf";
 import type { ServiceError } from "@grpc/grpc-js";
 import { status as GrpcStatus } from "@grpc/grpc-js";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -27,12 +28,18 @@ const HUGE = `0x${"22".repeat(20)}`;
 /** Addresses whose code (100 KB each) the node sends one reply at a time, each after the last has ended. */
 const inTurn = (i: number) => `0x55${i.toString(16).padStart(38, "0")}`;
 let turn: Promise<void> = Promise.resolve();
+/** The address whose code is 10 MB (20 MB of JSON, 10 MB of protobuf): more than a socket's kernel buffers take. */
+const BIG = `0x${"66".repeat(20)}`;
+const BIG_HEX_CHARS = 20_000_000;
+let bigReply: string | undefined;
 
 let node: http.Server;
 let nodeUrl: string;
 const gates: (() => void)[] = [];
 let ng: TestNodegate;
 let typed: TypedCaller;
+/** A nodegate whose budget holds one BIG reply but not two (24 MiB). */
+let slowReadNg: TestNodegate;
 
 beforeAll(async () => {
   node = http.createServer((req, res) => {
@@ -51,6 +58,11 @@ beforeAll(async () => {
         turn = turn.then(() => new Promise<void>((done) => res.end(`${head}"0x${"ab".repeat(50_000)}"}`, () => done())));
         return;
       }
+      if (address === BIG) {
+        bigReply ??= `"0x${"ab".repeat(BIG_HEX_CHARS / 2)}"}`;
+        res.end(`${head}${bigReply}`);
+        return;
+      }
       if (address === HUGE) {
         res.end(`${head}"0x${"ab".repeat(BUDGET)}"}`);
         return;
@@ -65,10 +77,12 @@ beforeAll(async () => {
   nodeUrl = `http://127.0.0.1:${(node.address() as AddressInfo).port}`;
   ng = await startNodegate({ upstreamUrl: nodeUrl, config: { limits: { ...DEFAULT_LIMITS, maxReplyBytesInFlight: BUDGET } } });
   typed = grpcJsCaller(ng, EthService, ng.key);
+  slowReadNg = await startNodegate({ upstreamUrl: nodeUrl, config: { limits: { ...DEFAULT_LIMITS, maxReplyBytesInFlight: 24 * 1024 * 1024 } } });
 });
 afterAll(async () => {
   typed?.close();
   await ng?.close();
+  await slowReadNg?.close();
   for (const open of gates.splice(0)) open();
   await new Promise<void>((resolve) => node?.close(() => resolve()));
 });
@@ -138,5 +152,81 @@ it("a batch's large answers, waiting for the rest of the batch, count in the bud
     expect(next.filter((m) => m.result?.length === 2 + 100_000)).toHaveLength(1);
   } finally {
     await ws.close();
+  }
+});
+
+/**
+ * Sends a native call on a raw connection and stops reading once its answer
+ * has begun (so the answer is made and waits); the connection is the
+ * caller's to destroy.
+ */
+async function askAndStopReading(url: string, call: unknown): Promise<net.Socket> {
+  const { hostname, port, pathname } = new URL(url);
+  const socket = net.connect(Number(port), hostname);
+  await new Promise<void>((resolve, reject) => socket.once("connect", resolve).once("error", reject));
+  const body = JSON.stringify(call);
+  const begun = new Promise<void>((resolve) =>
+    socket.once("data", () => {
+      socket.pause();
+      resolve();
+    }),
+  );
+  socket.write(`POST ${pathname} HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  await begun;
+  return socket;
+}
+
+/** Whether a BIG call is refused for the budget now (-32005), or answered whole; anything else fails the test. */
+async function bigRefused(id: number): Promise<boolean> {
+  const reply = await post(slowReadNg.rpcUrl, rpc("eth_getCode", [BIG, "latest"], id));
+  if (reply.json.result !== undefined) {
+    expect(reply.json.result).toHaveLength(2 + BIG_HEX_CHARS);
+    return false;
+  }
+  expect(reply.status).toBe(503);
+  expect(reply.json.error.code).toBe(-32005);
+  expect(reply.json.error.message).toMatch(/limits\.maxReplyBytesInFlight/);
+  return true;
+}
+
+it("a single answer its client does not read counts in the budget until its response closes, and is given back when the client goes", async () => {
+  // Found from outside: only replies being read counted, so clients that asked for large answers and never read
+  // them held memory without bound. The first BIG answer waits on a connection nobody reads.
+  expect(await bigRefused(200)).toBe(false);
+  const stalled = await askAndStopReading(slowReadNg.rpcUrl, rpc("eth_getCode", [BIG, "latest"], 201));
+  try {
+    // Held (20 MB, most of it past what the kernel buffers): another BIG reply does not fit beside it.
+    expect(await bigRefused(202)).toBe(true);
+    // Small answers never count.
+    expect((await post(slowReadNg.rpcUrl, rpc("eth_chainId", [], 203))).json.result).toBe("0x7a69");
+  } finally {
+    stalled.destroy();
+  }
+  await expect.poll(() => bigRefused(204), { timeout: 10_000 }).toBe(false);
+});
+
+it("a typed answer a gRPC client does not read (its HTTP/2 window stays shut) counts in the budget until its stream closes", async () => {
+  const session = http2.connect(slowReadNg.url, { settings: { initialWindowSize: 0 } });
+  try {
+    const message = toBinary(GetCodeRequestSchema, create(GetCodeRequestSchema, { address: Buffer.from(BIG.slice(2), "hex"), block: { kind: { case: "tag", value: 1 } } }));
+    const frame = Buffer.alloc(5 + message.length);
+    frame.writeUInt32BE(message.length, 1);
+    frame.set(message, 5);
+    const stream = session.request({
+      ":method": "POST",
+      ":path": "/nodegate.eth.v1.EthService/GetCode",
+      "content-type": "application/grpc",
+      te: "trailers",
+      "x-api-key": slowReadNg.key,
+    });
+    const status = new Promise<number | undefined>((resolve) => stream.once("response", (headers) => resolve(headers[":status"])));
+    stream.end(frame);
+    expect(await status).toBe(200);
+    // The 10 MB answer waits for a window that never opens: a BIG reply (20 MB) does not fit beside it.
+    expect(await bigRefused(210)).toBe(true);
+    stream.close(http2.constants.NGHTTP2_CANCEL);
+    await expect.poll(() => bigRefused(211), { timeout: 10_000 }).toBe(false);
+  } finally {
+    session.destroy();
   }
 });
