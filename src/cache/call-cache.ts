@@ -2,9 +2,10 @@
  * A network's answer cache and in-flight coalescing, in front of its upstream
  * calls. Final answers (see finality-rule.ts) are served from the store;
  * identical concurrent calls share one upstream call. Keys are the network,
- * the method and the canonical params text (the typed request encoded), so
- * both front doors share entries and in-flight calls. Each caller's own id is
- * written by its front door around the shared result.
+ * the method and the params text the node is sent (see invoke.ts), so calls
+ * share an answer only when the node would see the same request; typed calls
+ * and native calls spelled as the typed door encodes share across the doors.
+ * Each caller's own id is written by its front door around the shared result.
  */
 import { createHash } from "node:crypto";
 import type { Message } from "@bufbuild/protobuf";
@@ -47,9 +48,8 @@ const LONG_PARAMS = 256;
 
 /**
  * Calls whose params are longer than this (an eth_call with 64 KiB of
- * calldata) are neither cached nor shared: their key would cost a canonical
- * encoding and a SHA-256 of the whole params on every call (a third of the
- * CPU of a 1 MiB eth_call), for calls that seldom repeat.
+ * calldata) are neither cached nor shared: their key would cost a SHA-256
+ * of the whole params on every call, for calls that seldom repeat.
  */
 export const MAX_KEYED_PARAMS = 64 * 1024;
 

@@ -46,13 +46,9 @@ export async function invokeMethod(spec: MethodSpec, request: Message, ctx: Invo
   const policy = ctx.policies.get(spec.jsonrpcMethod);
   const policyCtx = { limits: ctx.limits, head: ctx.network.head };
   // Encoding validates a typed request; do it before a policy may call the upstream.
-  let canonical = callerParams === undefined ? spec.params.encode(request) : undefined;
-  let sent = callerParams ?? (canonical as string);
+  let sent = callerParams ?? spec.params.encode(request);
   try {
-    if (policy?.before && (await policy.before(request, policyCtx))) {
-      canonical = spec.params.encode(request);
-      sent = canonical;
-    }
+    if (policy?.before && (await policy.before(request, policyCtx))) sent = spec.params.encode(request);
   } catch (err) {
     throw restate(err, undefined, ctx);
   }
@@ -71,9 +67,11 @@ export async function invokeMethod(spec: MethodSpec, request: Message, ctx: Invo
   const cache = ctx.network.cache;
   try {
     if (cache === undefined || !spec.idempotent || sent.length > MAX_KEYED_PARAMS) return await fetch(ctx.signal);
-    // Keyed by the typed request's encoding, so both front doors (and every spelling of the same params) share entries.
-    const key = canonical ?? spec.params.encode(request);
-    return await cache.call(spec.jsonrpcMethod, key, cache.rule(spec.jsonrpcMethod, request), ctx.key.plan, fetch, ctx.signal);
+    // Keyed by the params text the node is sent: calls share an upstream call or a stored answer only when the node
+    // sees the same request, as its answer can depend on the spelling (eth_getProof echoes each storage key as sent;
+    // a node may refuse 0x01 where it takes 0x1). Typed calls send one encoding, so they share with each other, and
+    // with native calls that spell their params the same way.
+    return await cache.call(spec.jsonrpcMethod, sent, cache.rule(spec.jsonrpcMethod, request), ctx.key.plan, fetch, ctx.signal);
   } catch (err) {
     throw restate(err, policy, ctx);
   }

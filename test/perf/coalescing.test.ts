@@ -1,6 +1,6 @@
 /**
- * Identical concurrent calls (same network, method and params, whichever
- * front door and spelling) share one upstream call; every caller gets the
+ * Identical concurrent calls (same network, method and params text sent to
+ * the node, whichever front door) share one upstream call; every caller gets the
  * answer under its own id. Different params, writes and errors are not
  * shared beyond the calls in flight together. The node holds its answers
  * until the test opens a gate, once nodegate has seen every caller, so the
@@ -9,7 +9,16 @@
 import { create } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { ChainIdRequestSchema, type ChainIdResponse, EthService, GetBlockByNumberRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import {
+  ChainIdRequestSchema,
+  type ChainIdResponse,
+  EthService,
+  GetBalanceRequestSchema,
+  type GetBalanceResponse,
+  GetBlockByNumberRequestSchema,
+  GetProofRequestSchema,
+  type GetProofResponse,
+} from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { BlockTag } from "../../gen/nodegate/eth/v1/primitives_pb.js";
 import { NEVER_CANCELLED } from "../../src/call-signal.js";
 import { invokeTyped } from "../../src/grpc/typed-services.js";
@@ -81,7 +90,7 @@ describe("identical concurrent calls share one upstream call", () => {
     expect(calls("eth_getBalance") - before).toBe(1);
   });
 
-  it("both front doors and every spelling of the same params share it", async () => {
+  it("both front doors share it when the node is sent the same params", async () => {
     const before = calls("eth_chainId");
     const joinedBefore = joined();
     const grpc = grpcJsClient(ng.address, EthService);
@@ -95,7 +104,6 @@ describe("identical concurrent calls share one upstream call", () => {
     open();
     for (const r of await typed) expect(r.chainId).toBe(31337n);
     for (const r of await native) expect(r.json.result).toBe("0x7a69");
-    grpc.close();
     expect(calls("eth_chainId") - before).toBe(1);
 
     gate = new Promise((resolve) => {
@@ -103,12 +111,49 @@ describe("identical concurrent calls share one upstream call", () => {
     });
     const balances = calls("eth_getBalance");
     const joinedNow = joined();
-    const spellings = [DEAD, DEAD.toUpperCase().replace("0X", "0x"), "0x000000000000000000000000000000000000dEaD"];
-    const replies = Promise.all(spellings.map((address) => post(ng.rpcUrl, rpc("eth_getBalance", [address, "latest"]))));
+    // A native call spelled as the typed door encodes (lower-case hex) joins the typed call's.
+    const typedBalance = grpc.call<GetBalanceResponse>("getBalance", create(GetBalanceRequestSchema, { address: Buffer.from(DEAD.slice(2), "hex") }), { "x-api-key": ng.key });
+    const nativeBalance = post(ng.rpcUrl, rpc("eth_getBalance", [DEAD, "latest"]));
+    await until(() => joined() - joinedNow === 1);
+    open();
+    const expected = (await nativeBalance).json.result;
+    const magnitude = (await typedBalance).balance?.value ?? new Uint8Array();
+    expect(`0x${BigInt(`0x${Buffer.from(magnitude).toString("hex") || "0"}`).toString(16)}`).toBe(expected);
+    expect(calls("eth_getBalance") - balances).toBe(1);
+    grpc.close();
+  });
+
+  it("params spelled differently are not shared: each caller gets the node's answer to what it sent", async () => {
+    // Found from outside: keyed by the decoded params, a caller got the answer to another spelling. eth_getProof
+    // echoes each storage key as it was sent (geth: a short key as a quantity, a 32-byte one in 64 digits), and a
+    // node may refuse one spelling (Anvil: "odd number of digits") where it takes another.
+    answer = (r) => {
+      if (r.method !== "eth_getProof") return { forward: anvil.url };
+      const [address, keys] = r.params as [string, string[]];
+      return { result: { address, balance: "0x0", codeHash: `0x${"00".repeat(32)}`, nonce: "0x0", storageHash: `0x${"00".repeat(32)}`, accountProof: [], storageProof: keys.map((key) => ({ key, value: "0x0", proof: [] })) } };
+    };
+    const proofs = calls("eth_getProof");
+    const joinedNow = joined();
+    const grpc = grpcJsClient(ng.address, EthService);
+    const typed = grpc.call<GetProofResponse>("getProof", create(GetProofRequestSchema, { address: Buffer.from(DEAD.slice(2), "hex"), storageKeys: [Uint8Array.of(1)] }), { "x-api-key": ng.key });
+    const short = post(ng.rpcUrl, rpc("eth_getProof", [DEAD, ["0x1"], "latest"]));
+    const padded = post(ng.rpcUrl, rpc("eth_getProof", [DEAD, [`0x${"1".padStart(64, "0")}`], "latest"]));
+    const again = post(ng.rpcUrl, rpc("eth_getProof", [DEAD, ["0x1"], "latest"]));
+    const balances = calls("eth_getBalance");
+    const cases = [DEAD, DEAD.toUpperCase().replace("0X", "0x")].map((address) => post(ng.rpcUrl, rpc("eth_getBalance", [address, "latest"])));
+    // The typed key is sent in 64 digits, as the padded native call: those two share, and the two short ones.
     await until(() => joined() - joinedNow === 2);
     open();
-    await replies;
-    expect(calls("eth_getBalance") - balances).toBe(1);
+    expect((await short).json.result.storageProof[0].key).toBe("0x1");
+    expect((await again).json.result.storageProof[0].key).toBe("0x1");
+    expect((await padded).json.result.storageProof[0].key).toBe(`0x${"1".padStart(64, "0")}`);
+    // The node echoed the 64 digits the typed door sent: 32 bytes.
+    expect((await typed).proof?.storageProof[0]?.key).toEqual(Buffer.from("1".padStart(64, "0"), "hex"));
+    expect(calls("eth_getProof") - proofs).toBe(2);
+    for (const reply of await Promise.all(cases)) expect(reply.json.result).toMatch(/^0x[0-9a-f]+$/);
+    // The address's case is a spelling too: two upstream calls.
+    expect(calls("eth_getBalance") - balances).toBe(2);
+    grpc.close();
   });
 
   it("typed callers that share the call share its encoding: the answer is transcoded once", async () => {
