@@ -160,18 +160,31 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
    */
   const closeWhenAnswered = (ws: WebSocket, state: ClientState): void => {
     if (state.closeCheck !== undefined) return;
+    /** Whether the client may be closed now: nothing left to answer, and quiet or past the reading time. */
+    const done = (): boolean => {
+      if (state.answering > 0 || ws.readyState !== WebSocket.OPEN) return false;
+      const now = performance.now();
+      return now - state.lastMessageAt >= DRAIN_QUIET_MS || now - state.drainStartedAt >= DRAIN_READ_MS;
+    };
     const check = (): void => {
       state.closeCheck = undefined;
       // An answer still going out calls again when it is done.
       if (state.answering > 0 || ws.readyState !== WebSocket.OPEN) return;
-      const now = performance.now();
-      const quietFor = now - state.lastMessageAt;
-      if (quietFor < DRAIN_QUIET_MS && now - state.drainStartedAt < DRAIN_READ_MS) {
-        state.closeCheck = setTimeout(check, DRAIN_QUIET_MS - quietFor);
+      if (!done()) {
+        state.closeCheck = setTimeout(check, Math.max(1, DRAIN_QUIET_MS - (performance.now() - state.lastMessageAt)));
         return;
       }
-      // Messages after this one are not read as requests (the socket is closing).
-      ws.close(GOING_AWAY, "server shutting down");
+      // Timers run before the socket is read: after a busy stretch a message may wait unread in the socket, which
+      // looks like quiet here. Close only after what has arrived was read (setImmediate runs after the poll).
+      setImmediate(() => {
+        if (state.closeCheck !== undefined) return;
+        if (done()) {
+          // Messages after this one are not read as requests (the socket is closing).
+          ws.close(GOING_AWAY, "server shutting down");
+        } else if (state.answering === 0 && ws.readyState === WebSocket.OPEN) {
+          closeWhenAnswered(ws, state);
+        }
+      });
     };
     state.closeCheck = setTimeout(check, DRAIN_QUIET_MS);
   };
