@@ -26,11 +26,20 @@ const RESPELLING_BUDGET_BYTES = 64 * 1024 * 1024;
  */
 export function decodeRespelling<T>(decode: (json: unknown) => T, json: unknown, root: string, bytes: number): T {
   const most = Math.min(MAX_RESPELLINGS, Math.floor(RESPELLING_BUDGET_BYTES / Math.max(bytes, 1)));
+  let value = json;
   for (let tries = 0; ; tries++) {
     try {
-      return decode(json);
+      return decode(value);
     } catch (err) {
-      if (!(err instanceof CodecError) || tries >= most || !respell(json, err, root)) throw err;
+      if (!(err instanceof CodecError) || tries >= most) throw err;
+      // A result that is itself the value (eth_getBalance's "0x01") has no container to re-spell it in.
+      if (typeof value === "string" && err.path === root) {
+        const fixed = canonicalSpelling(value, err.reason);
+        if (fixed === undefined || fixed === value) throw err;
+        value = fixed;
+      } else if (!respell(value, err, root)) {
+        throw err;
+      }
     }
   }
 }

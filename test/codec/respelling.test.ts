@@ -82,3 +82,21 @@ describe("non-canonical hex in a node's result", () => {
     expect(canonicalSpelling(value, reason)).toBe(want);
   });
 });
+
+describe("a result that is itself a hex value", () => {
+  it("reads as the value it spells too (found from outside: eth_getBalance's 0x01 was refused while 0x01 inside an object was read)", () => {
+    const balance = decode("eth_getBalance", "0x01") as { balance?: { value: Uint8Array } };
+    expect(Buffer.from(balance.balance?.value ?? []).toString("hex")).toBe("01");
+    expect((decode("eth_getTransactionCount", "0x0000") as { count?: bigint }).count).toBe(0n);
+    expect((decode("eth_estimateGas", "0x05208") as { gas?: bigint }).gas).toBe(0x5208n);
+    const code = decode("eth_getCode", "0xabc") as { code?: Uint8Array };
+    expect(Buffer.from(code.code ?? []).toString("hex")).toBe("0abc");
+    const word = `0X${"00".repeat(31)}ff`;
+    expect(Buffer.from((decode("eth_getStorageAt", word) as { value?: Uint8Array }).value ?? []).toString("hex")).toBe(word.slice(2).toLowerCase());
+  });
+
+  it("what is not hex still fails", () => {
+    expect(() => decode("eth_getBalance", "0xzz")).toThrow(CodecError);
+    expect(() => decode("eth_getBalance", "12")).toThrow(CodecError);
+  });
+});

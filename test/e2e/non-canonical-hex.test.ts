@@ -9,6 +9,8 @@ import { create } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import {
   EthService,
+  type GetBalanceResponse,
+  GetBalanceRequestSchema,
   type GetBlockByNumberResponse,
   GetBlockByNumberRequestSchema,
   type GetTransactionByHashResponse,
@@ -33,6 +35,7 @@ beforeAll(async () => {
   upstream = await startProgrammableUpstream((r) => {
     if (r.method === "eth_getTransactionByHash") return { raw: `{"jsonrpc":"2.0","id":${JSON.stringify(r.id)},"result":${TX}}` };
     if (r.method === "eth_getBlockByNumber") return { raw: `{"jsonrpc":"2.0","id":${JSON.stringify(r.id)},"result":${BIG_BLOCK},"meta":{"cached":true}}` };
+    if (r.method === "eth_getBalance") return { raw: `{"jsonrpc":"2.0","id":${JSON.stringify(r.id)},"result":"0x0003b9aca00"}` };
     return { result: "0x1" };
   });
   ng = await startNodegate({ upstreamUrl: upstream.url });
@@ -56,4 +59,15 @@ it("a large result followed by a member of the node's own: the typed door answer
   const answer = await typed.call<GetBlockByNumberResponse>(EthService.method.getBlockByNumber, create(GetBlockByNumberRequestSchema, { block: { kind: { case: "number", value: 16n } } }));
   expect(answer.block?.number).toBe(16n);
   expect(answer.block?.extraData).toHaveLength(8192);
+});
+
+it("a result that is itself a value spelt with leading zeros: native forwards it, typed reads its value on every lane", async () => {
+  // Found from outside: inside an object such a value was read, as the whole result it was refused (-32053).
+  const native = await post(ng.rpcUrl, rpc("eth_getBalance", [`0x${"44".repeat(20)}`, "latest"], 5));
+  expect(native.json.result).toBe("0x0003b9aca00");
+  const answer = await typed.call<GetBalanceResponse>(EthService.method.getBalance, create(GetBalanceRequestSchema, { address: Buffer.from("44".repeat(20), "hex") }));
+  expect(Buffer.from(answer.balance?.value ?? []).toString("hex")).toBe("3b9aca00");
+  const viaConnect = await post(`${ng.url}/nodegate.eth.v1.EthService/GetBalance`, { address: Buffer.from("44".repeat(20), "hex").toString("base64") }, { "x-api-key": ng.key });
+  expect(viaConnect.status).toBe(200);
+  expect(Buffer.from(viaConnect.json.balance.value, "base64").toString("hex")).toBe("3b9aca00");
 });
