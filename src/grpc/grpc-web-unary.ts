@@ -13,6 +13,7 @@
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import { setTrailerStatus, trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
+import { decodeBase64Pieces } from "../codec/base64-pieces.js";
 import type { Gateway } from "../gateway.js";
 import type { NodeRequest, NodeResponse } from "../http/http-types.js";
 import { REQUEST_ID_HEADER } from "../observability/request-log.js";
@@ -26,22 +27,12 @@ const TEXT_CONTENT_TYPE = /^application\/grpc-web-text(?:\+proto)?$/i;
 const BINARY_CONTENT_TYPE = /^application\/grpc-web(?:\+proto)?$/i;
 export const GRPC_WEB_BINARY_CONTENT_TYPE = "application/grpc-web+proto";
 export const GRPC_WEB_TEXT_CONTENT_TYPE = "application/grpc-web-text+proto";
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
-/**
- * The bytes of a base64 request body. A client may send several base64
- * texts back to back, each with its own padding, so the text is decoded
- * piece by piece at every padding run.
- */
+/** The bytes of a base64 request body (several padded texts back to back are read as one: base64-pieces.ts). */
 export function fromBase64(body: Buffer): Buffer {
-  const text = body.toString("latin1").replace(/\s+/g, "");
-  const pieces = text.split(/(?<==)(?=[^=])/);
-  const decoded: Buffer[] = [];
-  for (const piece of pieces) {
-    if (!BASE64.test(piece) || piece.length % 4 === 1) throw new ConnectError("protocol error: the gRPC-Web text body is not base64", Code.InvalidArgument);
-    decoded.push(Buffer.from(piece, "base64"));
-  }
-  return decoded.length === 1 ? (decoded[0] as Buffer) : Buffer.concat(decoded);
+  const decoded = decodeBase64Pieces(body);
+  if (decoded === undefined) throw new ConnectError("protocol error: the gRPC-Web text body is not base64", Code.InvalidArgument);
+  return decoded;
 }
 
 /** A gRPC-Web trailer frame: the status trailers, as Connect's gRPC-Web handler serializes them. */
