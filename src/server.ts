@@ -12,7 +12,7 @@ import net, { type AddressInfo, type Socket } from "node:net";
 import type { DescService } from "@bufbuild/protobuf";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import { JsonRpcService } from "../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
-import { closeUnlessIdentified, guardHttp2Session, http1TimeoutOptions } from "./http/client-timeouts.js";
+import { closeUnlessIdentified, guardHttp2Session, http1TimeoutOptions, watchHttp1Writes } from "./http/client-timeouts.js";
 import { handleCors } from "./http/cors.js";
 import { clusterMetricsReader } from "./observability/cluster-metrics.js";
 import type { Gateway } from "./gateway.js";
@@ -320,6 +320,8 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     plain.on("upgrade", onUpgrade);
     h2.on("session", trackSession);
     const h1 = plain;
+    const h1Writes = watchHttp1Writes(gateway.limits);
+    plain.on("upgrade", (_req: http.IncomingMessage, socket: net.Socket) => h1Writes.forget(socket));
     listener = net.createServer((socket) => {
       track(socket);
       const identified = closeUnlessIdentified(socket, gateway.limits);
@@ -339,6 +341,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
         if (h2Prefix) {
           h2.emit("connection", socket);
         } else {
+          h1Writes.watch(socket);
           h1.emit("connection", socket);
           socket.resume(); // the HTTP/1.1 server reads by 'data' events; the HTTP/2 one drains the buffer itself
         }

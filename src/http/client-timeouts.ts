@@ -184,6 +184,64 @@ export function guardHttp2Session(session: http2.ServerHttp2Session, t: ClientTi
 }
 
 /**
+ * Watches HTTP/1.1 connections for answers their clients stop taking: Node
+ * has no deadline while a response is being written, so a client that asks
+ * for a large answer and stops reading held its connection, and the answer
+ * (counted in limits.maxReplyBytesInFlight, see upstream/held-answers.ts),
+ * for ever. A connection with bytes waiting to be written that has taken
+ * none of them in a request deadline is destroyed, as nginx's send_timeout
+ * does. What waits is the socket's own buffer and libuv's write queue (a
+ * write the kernel has taken part of), so a reader of one large write is
+ * seen to progress, at the kernel's pace: a write resumes once a third or so
+ * of the socket's send buffer is free (about 1.3 MiB of 4), so a client must
+ * take about that much per deadline (44 KiB/s at the default 30 s). HTTP/2
+ * sessions have their own rule (guardHttp2Session). One sweep for all
+ * connections, running only while some are watched. Connections upgraded
+ * to WebSocket are forgotten: ws has its own rules (maxWsUnreadBytes, pings).
+ */
+export function watchHttp1Writes(t: ClientTimeouts): { watch(socket: Socket): void; forget(socket: Socket): void } {
+  /** Watched connections, with what waited at the last progress and when that was (undefined: nothing waits). */
+  const sockets = new Map<Socket, { unsent: number; since: number } | undefined>();
+  let sweep: NodeJS.Timeout | undefined;
+  const check = (): void => {
+    const now = performance.now();
+    for (const [socket, last] of sockets) {
+      const unsent = unsentBytes(socket);
+      if (unsent === 0) {
+        if (last !== undefined) sockets.set(socket, undefined);
+      } else if (last === undefined || unsent !== last.unsent) {
+        // Something waits since now, more was written (a next response), or the client took some: from here.
+        sockets.set(socket, { unsent, since: now });
+      } else if (now - last.since >= t.requestTimeoutMs) {
+        sockets.delete(socket);
+        socket.destroy();
+      }
+    }
+    if (sockets.size === 0) {
+      clearInterval(sweep);
+      sweep = undefined;
+    }
+  };
+  const forget = (socket: Socket): void => {
+    sockets.delete(socket);
+  };
+  return {
+    watch(socket) {
+      sockets.set(socket, undefined);
+      socket.once("close", () => forget(socket));
+      sweep ??= setInterval(check, checkInterval(t)).unref();
+    },
+    forget,
+  };
+}
+
+/** Bytes a connection has still to write: its stream buffer and what libuv has not yet handed to the kernel. */
+function unsentBytes(socket: Socket): number {
+  const handle = (socket as { _handle?: { writeQueueSize?: number } | null })._handle;
+  return socket.writableLength + (handle?.writeQueueSize ?? 0);
+}
+
+/**
  * What a connection must write in a request deadline, while answers wait, to
  * count as taking them: PING acknowledgements (17 bytes) or 1-byte window
  * updates do not keep a session that takes no answers alive. A reader slower

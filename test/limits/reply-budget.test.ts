@@ -40,6 +40,8 @@ let ng: TestNodegate;
 let typed: TypedCaller;
 /** A nodegate whose budget holds one BIG reply but not two (24 MiB). */
 let slowReadNg: TestNodegate;
+/** The same, with a request deadline of 1 s: a connection that takes nothing for that long is ended. */
+let shortDeadlineNg: TestNodegate;
 
 beforeAll(async () => {
   node = http.createServer((req, res) => {
@@ -78,11 +80,16 @@ beforeAll(async () => {
   ng = await startNodegate({ upstreamUrl: nodeUrl, config: { limits: { ...DEFAULT_LIMITS, maxReplyBytesInFlight: BUDGET } } });
   typed = grpcJsCaller(ng, EthService, ng.key);
   slowReadNg = await startNodegate({ upstreamUrl: nodeUrl, config: { limits: { ...DEFAULT_LIMITS, maxReplyBytesInFlight: 24 * 1024 * 1024 } } });
+  shortDeadlineNg = await startNodegate({
+    upstreamUrl: nodeUrl,
+    config: { limits: { ...DEFAULT_LIMITS, maxReplyBytesInFlight: 24 * 1024 * 1024, headersTimeoutMs: 500, requestTimeoutMs: 1000 } },
+  });
 });
 afterAll(async () => {
   typed?.close();
   await ng?.close();
   await slowReadNg?.close();
+  await shortDeadlineNg?.close();
   for (const open of gates.splice(0)) open();
   await new Promise<void>((resolve) => node?.close(() => resolve()));
 });
@@ -157,28 +164,27 @@ it("a batch's large answers, waiting for the rest of the batch, count in the bud
 
 /**
  * Sends a native call on a raw connection and stops reading once its answer
- * has begun (so the answer is made and waits); the connection is the
- * caller's to destroy.
+ * has begun (so the answer is made and waits), with how many bytes it read;
+ * the connection is the caller's to destroy.
  */
-async function askAndStopReading(url: string, call: unknown): Promise<net.Socket> {
+async function askAndStopReading(url: string, call: unknown): Promise<net.Socket & { firstBytes: number }> {
   const { hostname, port, pathname } = new URL(url);
   const socket = net.connect(Number(port), hostname);
   await new Promise<void>((resolve, reject) => socket.once("connect", resolve).once("error", reject));
   const body = JSON.stringify(call);
-  const begun = new Promise<void>((resolve) =>
-    socket.once("data", () => {
+  const begun = new Promise<number>((resolve) =>
+    socket.once("data", (chunk: Buffer) => {
       socket.pause();
-      resolve();
+      resolve(chunk.length);
     }),
   );
   socket.write(`POST ${pathname} HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
-  await begun;
-  return socket;
+  return Object.assign(socket, { firstBytes: await begun });
 }
 
 /** Whether a BIG call is refused for the budget now (-32005), or answered whole; anything else fails the test. */
-async function bigRefused(id: number): Promise<boolean> {
-  const reply = await post(slowReadNg.rpcUrl, rpc("eth_getCode", [BIG, "latest"], id));
+async function bigRefused(id: number, on: TestNodegate = slowReadNg): Promise<boolean> {
+  const reply = await post(on.rpcUrl, rpc("eth_getCode", [BIG, "latest"], id));
   if (reply.json.result !== undefined) {
     expect(reply.json.result).toHaveLength(2 + BIG_HEX_CHARS);
     return false;
@@ -229,4 +235,36 @@ it("a typed answer a gRPC client does not read (its HTTP/2 window stays shut) co
   } finally {
     session.destroy();
   }
+});
+
+it("an HTTP/1.1 connection that takes nothing of its answer for a request deadline is ended, and its answer given back; a slow reader that keeps taking is not", async () => {
+  // Node has no deadline while a response is written: the stalled client above would hold its answer for ever.
+  const stalled = await askAndStopReading(shortDeadlineNg.rpcUrl, rpc("eth_getCode", [BIG, "latest"], 220));
+  try {
+    expect(await bigRefused(221, shortDeadlineNg)).toBe(true);
+    // nodegate ends the connection (the paused client does not see it) and gives the answer back.
+    await expect.poll(() => bigRefused(222, shortDeadlineNg), { timeout: 10_000, interval: 250 }).toBe(false);
+  } finally {
+    stalled.destroy();
+  }
+
+  // A reader that keeps taking, one socket read (at most 64 KiB) every 10 ms: 20 MB takes over 3 s, three deadlines.
+  // It is not one: it gets its answer whole. (How much a client takes shows at the kernel's pace, a third of a
+  // socket's send buffer at a time, so nodegate asks for some progress in each deadline, not for a rate.)
+  const paced = await askAndStopReading(shortDeadlineNg.rpcUrl, rpc("eth_getCode", [BIG, "latest"], 223));
+  const started = performance.now();
+  let taken = paced.firstBytes;
+  const whole = await new Promise<boolean>((resolve) => {
+    paced.once("close", () => resolve(false));
+    paced.on("data", (chunk: Buffer) => {
+      taken += chunk.length;
+      if (taken >= 2 + BIG_HEX_CHARS) return resolve(true);
+      paced.pause();
+      setTimeout(() => paced.resume(), 10);
+    });
+    paced.resume();
+  });
+  paced.destroy();
+  expect(whole).toBe(true);
+  expect(performance.now() - started).toBeGreaterThan(2000);
 });
