@@ -321,7 +321,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     h2.on("session", trackSession);
     const h1 = plain;
     const h1Writes = watchHttp1Writes(gateway.limits);
-    plain.on("upgrade", (_req: http.IncomingMessage, socket: net.Socket) => h1Writes.forget(socket));
+    plain.on("upgrade", (_req: http.IncomingMessage, socket: Socket) => h1Writes.forget(socket));
     listener = net.createServer((socket) => {
       track(socket);
       const identified = closeUnlessIdentified(socket, gateway.limits);

@@ -160,9 +160,8 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
    */
   const closeWhenAnswered = (ws: WebSocket, state: ClientState): void => {
     if (state.closeCheck !== undefined) return;
-    /** Whether the client may be closed now: nothing left to answer, and quiet or past the reading time. */
-    const done = (): boolean => {
-      if (state.answering > 0 || ws.readyState !== WebSocket.OPEN) return false;
+    /** Quiet for DRAIN_QUIET_MS, or past the reading time. */
+    const quietOrLate = (): boolean => {
       const now = performance.now();
       return now - state.lastMessageAt >= DRAIN_QUIET_MS || now - state.drainStartedAt >= DRAIN_READ_MS;
     };
@@ -170,20 +169,17 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
       state.closeCheck = undefined;
       // An answer still going out calls again when it is done.
       if (state.answering > 0 || ws.readyState !== WebSocket.OPEN) return;
-      if (!done()) {
+      if (!quietOrLate()) {
         state.closeCheck = setTimeout(check, Math.max(1, DRAIN_QUIET_MS - (performance.now() - state.lastMessageAt)));
         return;
       }
       // Timers run before the socket is read: after a busy stretch a message may wait unread in the socket, which
       // looks like quiet here. Close only after what has arrived was read (setImmediate runs after the poll).
       setImmediate(() => {
-        if (state.closeCheck !== undefined) return;
-        if (done()) {
-          // Messages after this one are not read as requests (the socket is closing).
-          ws.close(GOING_AWAY, "server shutting down");
-        } else if (state.answering === 0 && ws.readyState === WebSocket.OPEN) {
-          closeWhenAnswered(ws, state);
-        }
+        if (state.closeCheck !== undefined || state.answering > 0 || ws.readyState !== WebSocket.OPEN) return;
+        // Messages after the close are not read as requests (the socket is closing).
+        if (quietOrLate()) ws.close(GOING_AWAY, "server shutting down");
+        else closeWhenAnswered(ws, state);
       });
     };
     state.closeCheck = setTimeout(check, DRAIN_QUIET_MS);
