@@ -27,6 +27,7 @@ import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { connectClient, grpcJsClient } from "../support/grpc-clients.js";
 import { post, rpc } from "../support/http.js";
+import { u256 } from "../spec/harness/typed-values.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { type Answer, type ProgrammableUpstream, startProgrammableUpstream, type UpstreamRequest } from "../support/programmable-upstream.js";
 
@@ -117,8 +118,7 @@ describe("identical concurrent calls share one upstream call", () => {
     await until(() => joined() - joinedNow === 1);
     open();
     const expected = (await nativeBalance).json.result;
-    const magnitude = (await typedBalance).balance?.value ?? new Uint8Array();
-    expect(`0x${BigInt(`0x${Buffer.from(magnitude).toString("hex") || "0"}`).toString(16)}`).toBe(expected);
+    expect(u256((await typedBalance).balance)).toBe(BigInt(expected));
     expect(calls("eth_getBalance") - balances).toBe(1);
     grpc.close();
   });
