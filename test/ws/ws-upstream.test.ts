@@ -10,7 +10,7 @@ import { createPolicies } from "../../src/methods/default-policies.js";
 import { Metrics } from "../../src/observability/metrics.js";
 import { create } from "@bufbuild/protobuf";
 import type * as grpc from "@grpc/grpc-js";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   CallRequestSchema,
   type CallResponse,
@@ -43,15 +43,20 @@ const BLOCKS = 200;
 const GRPC_UNAVAILABLE = 14;
 
 let anvil: AnvilNode;
-/** Everything each test started, stopped in afterAll even when the test failed. */
+/**
+ * Everything each test started, stopped after it even when it failed: an upstream left open pings its node every
+ * 30 s, and a ping that lands in a later test (its pong held by that test's proxy) is a timer the close test counts.
+ */
 const cleanups: (() => Promise<void> | void)[] = [];
 
 beforeAll(async () => {
   anvil = await startAnvil();
   await anvilRpc("anvil_mine", [`0x${BLOCKS.toString(16)}`]);
 });
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
 afterAll(async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup();
   await anvil?.stop();
 });
 
