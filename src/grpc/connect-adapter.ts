@@ -20,7 +20,7 @@ export interface ConnectAdapterOptions extends ConnectRouterOptions {
   routes: (router: ConnectRouter) => void;
   /** Requests for paths no handler serves. */
   fallback: (req: NodeRequest, res: NodeResponse) => void;
-  contextValues: (req: NodeRequest) => ContextValues;
+  contextValues: (req: NodeRequest, res: NodeResponse) => ContextValues;
   /** A handler that failed outside any call (Connect's adapter writes these to the console). */
   onHandlerError: (rpc: string, err: unknown) => void;
 }
@@ -44,7 +44,7 @@ export function createConnectAdapter(options: ConnectAdapterOptions): ConnectAda
         options.fallback(req, res);
         return;
       }
-      const request = withBodyDeadline(universalRequestFromNodeRequest(req, res, undefined, options.contextValues(req)), res);
+      const request = withBodyDeadline(universalRequestFromNodeRequest(req, res, undefined, options.contextValues(req, res)), res);
       const answer = req.method === "POST" && isGrpcWebText(req.headers["content-type"]) ? serveTextMode(handler, request, readMaxBytes) : handler(request);
       answer
         .then((universal) => universalResponseToNodeResponse(universal, res))

@@ -10,6 +10,7 @@ import { invalidParams } from "../errors/catalogue.js";
 import type { Gateway } from "../gateway.js";
 import { nativeCallContext, runNativeCall } from "../jsonrpc/native-call.js";
 import { resultText } from "../upstream/reply.js";
+import { holdConnectAnswer } from "./connect-answer-hold.js";
 import { handlerError } from "./errors.js";
 import { credentialsFrom, NETWORK_HEADER } from "./typed-services.js";
 
@@ -33,6 +34,7 @@ async function call(gateway: Gateway, request: CallRequest, ctx: HandlerContext)
     }
     const outcome = await runNativeCall({ id: "0", method: request.method, params, paramsText }, { ...nativeCallContext(gateway, key, network, ctx.signal), reachNetwork: (home) => `set the ${NETWORK_HEADER} header to "${home}"` });
     if (outcome.error !== undefined) throw outcome.error;
+    holdConnectAnswer(gateway, ctx, outcome.result.end - outcome.result.start);
     return create(CallResponseSchema, { resultJson: resultText(outcome.result) });
   } catch (err) {
     throw handlerError(err, ctx.signal);

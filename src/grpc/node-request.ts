@@ -1,24 +1,38 @@
 /**
- * Gives typed handlers the Node request under their call (through Connect's
- * context values), for the one thing Connect cannot do: end a stream whose
- * transport is stuck behind writes the client does not read. A gRPC status
- * would queue behind those writes, so the HTTP/2 stream is reset with
- * ENHANCE_YOUR_CALM, which gRPC clients report as RESOURCE_EXHAUSTED.
+ * Gives typed handlers the Node request and response under their call
+ * (through Connect's context values), for what Connect cannot do: end a
+ * stream whose transport is stuck behind writes the client does not read (a
+ * gRPC status would queue behind those writes, so the HTTP/2 stream is reset
+ * with ENHANCE_YOUR_CALM, which gRPC clients report as RESOURCE_EXHAUSTED),
+ * and know when an answer has left (its response closed).
  */
 import http2 from "node:http2";
 import { type ContextValues, createContextKey, createContextValues, type HandlerContext } from "@connectrpc/connect";
-import type { NodeRequest } from "../http/http-types.js";
+import type { NodeRequest, NodeResponse } from "../http/http-types.js";
 
 const nodeRequestKey = createContextKey<NodeRequest | undefined>(undefined, { description: "the Node request of a typed call" });
+const nodeResponseKey = createContextKey<NodeResponse | undefined>(undefined, { description: "the Node response of a typed call" });
 
-/** Connect's contextValues option: remembers each call's Node request. */
-export function nodeRequestContext(req: NodeRequest): ContextValues {
-  return createContextValues().set(nodeRequestKey, req);
+/** Connect's contextValues option: remembers each call's Node request and response. */
+export function nodeRequestContext(req: NodeRequest, res: NodeResponse): ContextValues {
+  return createContextValues().set(nodeRequestKey, req).set(nodeResponseKey, res);
 }
 
 /** The Node request under a typed call (undefined for calls that did not come through the Node adapter). */
 export function nodeRequestOf(values: ContextValues): NodeRequest | undefined {
   return values.get(nodeRequestKey);
+}
+
+/** Calls `fn` once the typed call's response has closed (whole or cut short); at once when it has, or when the call came through no Node response. */
+export function whenResponseCloses(values: ContextValues, fn: () => void): void {
+  const res = values.get(nodeResponseKey);
+  if (res === undefined || hasClosed(res)) fn();
+  else res.once("close", fn);
+}
+
+function hasClosed(res: NodeResponse): boolean {
+  // An HTTP/2 compat response says so only through its stream.
+  return "stream" in res ? res.stream.closed || res.stream.destroyed : res.closed || res.destroyed;
 }
 
 /** Ends the call's transport at once: resets its HTTP/2 stream (RESOURCE_EXHAUSTED), or drops an HTTP/1.1 connection. */

@@ -15,6 +15,7 @@ import { invokeMethod } from "../methods/invoke.js";
 import type { ChainFamily, MethodSpec } from "../methods/method-table.js";
 import type { Network } from "../upstream/network.js";
 import { rescannedResult, resultJson, type UpstreamResult } from "../upstream/reply.js";
+import { holdConnectAnswer } from "./connect-answer-hold.js";
 import { handlerError } from "./errors.js";
 import type { CallSignal } from "../call-signal.js";
 
@@ -99,7 +100,9 @@ export function decodeResult(spec: MethodSpec, result: UpstreamResult): Message 
 
 async function handle(gateway: Gateway, spec: MethodSpec, request: Message, ctx: HandlerContext): Promise<Message> {
   try {
-    return decodeResult(spec, await invokeTyped(gateway, spec, request, ctx.requestHeader, ctx.signal));
+    const result = await invokeTyped(gateway, spec, request, ctx.requestHeader, ctx.signal);
+    holdConnectAnswer(gateway, ctx, result.end - result.start);
+    return decodeResult(spec, result);
   } catch (err) {
     throw handlerError(err, ctx.signal);
   }

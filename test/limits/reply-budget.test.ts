@@ -211,22 +211,49 @@ it("a single answer its client does not read counts in the budget until its resp
   await expect.poll(() => bigRefused(204), { timeout: 10_000 }).toBe(false);
 });
 
-it("a typed answer a gRPC client does not read (its HTTP/2 window stays shut) counts in the budget until its stream closes", async () => {
+/** A typed call for BIG's code on each lane that answers over HTTP/2: its path, content type and body. */
+const bigOnLanes: { lane: string; method?: string; path: string; headers: Record<string, string>; body: () => Buffer }[] = [
+  {
+    lane: "gRPC (the lean lane)",
+    path: "/nodegate.eth.v1.EthService/GetCode",
+    headers: { "content-type": "application/grpc", te: "trailers" },
+    body: () => grpcFrame(toBinary(GetCodeRequestSchema, create(GetCodeRequestSchema, { address: Buffer.from(BIG.slice(2), "hex"), block: { kind: { case: "tag", value: 1 } } }))),
+  },
+  {
+    // Found from outside: the lanes Connect's own handlers serve did not count their answers.
+    lane: "gRPC with JSON payloads (Connect's handler)",
+    path: "/nodegate.eth.v1.EthService/GetCode",
+    headers: { "content-type": "application/grpc+json", te: "trailers" },
+    body: () => grpcFrame(Buffer.from(JSON.stringify({ address: Buffer.from(BIG.slice(2), "hex").toString("base64"), block: { tag: "BLOCK_TAG_LATEST" } }))),
+  },
+  {
+    lane: "a Connect GET (Connect's handler)",
+    method: "GET",
+    path: `/nodegate.eth.v1.EthService/GetCode?connect=v1&encoding=json&message=${encodeURIComponent(JSON.stringify({ address: Buffer.from(BIG.slice(2), "hex").toString("base64"), block: { tag: "BLOCK_TAG_LATEST" } }))}`,
+    headers: {},
+    body: () => Buffer.alloc(0),
+  },
+  {
+    lane: "JsonRpcService (Connect's handler)",
+    path: "/nodegate.jsonrpc.v1.JsonRpcService/Call",
+    headers: { "content-type": "application/json", "connect-protocol-version": "1" },
+    body: () => Buffer.from(JSON.stringify({ method: "eth_getCode", paramsJson: JSON.stringify([BIG, "latest"]) })),
+  },
+];
+
+function grpcFrame(message: Uint8Array): Buffer {
+  const frame = Buffer.alloc(5 + message.length);
+  frame.writeUInt32BE(message.length, 1);
+  frame.set(message, 5);
+  return frame;
+}
+
+it.each(bigOnLanes)("a typed answer a client does not read (its HTTP/2 window stays shut) counts in the budget until its stream closes: $lane", async ({ method = "POST", path, headers, body }) => {
   const session = http2.connect(slowReadNg.url, { settings: { initialWindowSize: 0 } });
   try {
-    const message = toBinary(GetCodeRequestSchema, create(GetCodeRequestSchema, { address: Buffer.from(BIG.slice(2), "hex"), block: { kind: { case: "tag", value: 1 } } }));
-    const frame = Buffer.alloc(5 + message.length);
-    frame.writeUInt32BE(message.length, 1);
-    frame.set(message, 5);
-    const stream = session.request({
-      ":method": "POST",
-      ":path": "/nodegate.eth.v1.EthService/GetCode",
-      "content-type": "application/grpc",
-      te: "trailers",
-      "x-api-key": slowReadNg.key,
-    });
-    const status = new Promise<number | undefined>((resolve) => stream.once("response", (headers) => resolve(headers[":status"])));
-    stream.end(frame);
+    const stream = session.request({ ":method": method, ":path": path, "x-api-key": slowReadNg.key, ...headers });
+    const status = new Promise<number | undefined>((resolve) => stream.once("response", (h) => resolve(h[":status"])));
+    stream.end(body());
     expect(await status).toBe(200);
     // The 10 MB answer waits for a window that never opens: a BIG reply (20 MB) does not fit beside it.
     expect(await bigRefused(210)).toBe(true);
