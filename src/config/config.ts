@@ -258,6 +258,9 @@ export const DEFAULT_PASS_THROUGH = [
   "eth_chainId",
   "eth_createAccessList",
   "eth_feeHistory",
+  // What viem's prepareTransactionRequest asks first (geth's: fills nonce, gas and fees, signs nothing); refused, viem
+  // falls back to working the fees out itself, so a local account's transaction differed from the node's own fill.
+  "eth_fillTransaction",
   "eth_gasPrice",
   "eth_getBalance",
   "eth_getBlockTransactionCountByHash",

@@ -9,6 +9,7 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPublicClient, http, parseEther } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
 import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
 import { CallRequestSchema, type CallResponse, JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { DEFAULT_CACHE, DEFAULT_LIMITS } from "../../src/config/config.js";
@@ -68,6 +69,22 @@ describe("pass-through allowlist", () => {
     } finally {
       await coalescing.close();
     }
+  });
+
+  // Found from outside (viem against the default configuration): viem asks eth_fillTransaction first, and on -32601
+  // works out the fees itself, so a local account's transaction got other fees than the node's own fill gives.
+  it("eth_fillTransaction passes by default, so viem prepares a local account's transaction as the node fills it", async () => {
+    const tx = { from: "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266", to: "0x70997970c51812dc3a010c7d01b50e0d17dc79c8", value: "0x1" };
+    const direct = await post(anvil.url, rpc("eth_fillTransaction", [tx], 4));
+    expect(direct.json.result?.raw).toMatch(/^0x/);
+    expect((await post(ng.rpcUrl, rpc("eth_fillTransaction", [tx], 4))).json).toEqual(direct.json);
+    const account = privateKeyToAccount("0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80" as const);
+    const request = { account, to: tx.to as `0x${string}`, value: 1n, chain: null } as const;
+    const viaNodegate = await createPublicClient({ transport: http(ng.rpcUrl) }).prepareTransactionRequest(request);
+    const viaNode = await createPublicClient({ transport: http(anvil.url) }).prepareTransactionRequest(request);
+    const fields = (r: typeof viaNode) => ({ nonce: r.nonce, gas: r.gas, maxFeePerGas: r.maxFeePerGas, maxPriorityFeePerGas: r.maxPriorityFeePerGas, type: r.type });
+    expect(fields(viaNodegate)).toEqual(fields(viaNode));
+    expect(recorder.requests.some((r) => r.method === "eth_fillTransaction")).toBe(true);
   });
 
   it("params go exactly as sent", async () => {
