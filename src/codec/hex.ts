@@ -16,7 +16,8 @@ export class HexError extends CodecError {
 
 // "0X" as well as "0x", as geth's hexutil reads them (felts keep Starknet's own lowercase rule).
 const QUANTITY = /^0[xX](?:0|[1-9a-fA-F][0-9a-fA-F]*)$/;
-const FELT = /^0x(?:0|[1-9a-fA-F][0-9a-fA-F]{0,62})$/;
+// Leading zeros up to 64 digits, as Starknet nodes read a felt: explorers show hashes and addresses padded to 64.
+const FELT = /^0x(?=[0-9a-fA-F]{1,64}$)0*(?:0|[1-9a-fA-F][0-9a-fA-F]{0,62})$/;
 const HEX_DIGITS = /^0[xX][0-9a-fA-F]*$/;
 
 const U64_MAX = (1n << 64n) - 1n;
@@ -146,13 +147,13 @@ export function encodeQuantityBytes(bytes: Uint8Array): string {
   return hex.charCodeAt(0) === 48 ? `0x${hex.slice(1)}` : `0x${hex}`;
 }
 
-/** Decodes a Starknet FELT (0x, at most 63 digits, no leading zeros) into minimal bytes. */
+/** Decodes a Starknet FELT (0x, at most 63 significant digits, padded with zeros to at most 64) into minimal bytes. */
 export function decodeFelt(value: unknown): Uint8Array {
   if (typeof value !== "string") {
     throw new HexError(`want a felt hex string, got ${describe(value)}`);
   }
   if (!FELT.test(value)) {
-    throw new HexError(`invalid felt ${describe(value)}: want 0x and at most 63 hex digits without leading zeros`);
+    throw new HexError(`invalid felt ${describe(value)}: want 0x and at most 63 significant hex digits (252 bits), at most 64 with leading zeros`);
   }
   return bigintToBytes(BigInt(value));
 }

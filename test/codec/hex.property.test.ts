@@ -290,13 +290,17 @@ describe("FELT (Starknet field element)", () => {
     );
   });
 
-  it("accepts mixed case, rejects leading zeros and more than 63 digits", () => {
+  it("accepts mixed case and leading zeros up to 64 digits (as Starknet nodes do), rejects more digits and values past 252 bits", () => {
     fc.assert(
       fc.property(felt, fc.bigInt({ min: FELT_LIMIT, max: U256_MAX }), (n, big) => {
         fc.pre(n > 0n);
         expect(bytesToBigint(decodeFelt(`0x${digits(n).toUpperCase()}`))).toBe(n);
-        expect(() => decodeFelt(`0x0${digits(n)}`)).toThrow(HexError);
+        expect(bytesToBigint(decodeFelt(`0x0${digits(n)}`))).toBe(n);
+        expect(bytesToBigint(decodeFelt(`0x${digits(n).padStart(64, "0")}`))).toBe(n);
+        expect(encodeFelt(decodeFelt(`0x${digits(n).padStart(64, "0")}`))).toBe(`0x${digits(n)}`);
+        expect(() => decodeFelt(`0x0${digits(n).padStart(64, "0")}`)).toThrow(HexError);
         expect(() => decodeFelt(encodeQuantity(big))).toThrow(HexError);
+        expect(() => decodeFelt(`0x${digits(big).padStart(64, "0")}`)).toThrow(HexError);
       }),
       RUNS,
     );

@@ -134,9 +134,11 @@ describe("shapes the fixtures do not show", () => {
     expect(JSON.parse(roundTrip(newer))).toStrictEqual(newer);
   });
 
-  it("reads upper-case hex and writes it in lower case (the one thing not kept)", () => {
+  it("reads upper-case hex and leading zeros and writes the value as the spec spells it (what is not kept)", () => {
     const upper = { ...starknetFixture("invoke-v1").json, nonce: "0x2F" };
     expect(JSON.parse(roundTrip(upper)).nonce).toBe("0x2f");
+    const padded = { ...starknetFixture("invoke-v1").json, nonce: `0x${"2f".padStart(64, "0")}` };
+    expect(JSON.parse(roundTrip(padded)).nonce).toBe("0x2f");
   });
 });
 
@@ -149,7 +151,7 @@ describe("answers the typed path cannot represent are CodecErrors naming the key
     ["an unknown version of a known type", { ...invokeV1, version: "0x2" }, "result.version", /no INVOKE transaction has version 0x2 \(known: 0x0, 0x1, 0x3\)/],
     ["an L1 handler of version 1", { ...starknetFixture("l1-handler").json, version: "0x1" }, "result.version", /no L1_HANDLER transaction has version 0x1/],
     ["a query bit on top of another high bit", { ...invokeV1, version: `0x${((1n << 129n) + QUERY_BIT + 1n).toString(16)}` }, "result.version", /no INVOKE/],
-    ["a felt with leading zeros", { ...invokeV1, nonce: "0x02f" }, "result.nonce", /invalid felt/],
+    ["a felt of 65 digits, however many are leading zeros", { ...invokeV1, nonce: `0x${"2f".padStart(65, "0")}` }, "result.nonce", /invalid felt/],
     ["a felt of 64 digits", { ...invokeV1, sender_address: `0x${"f".repeat(64)}` }, "result.sender_address", /invalid felt/],
     ["a missing transaction_hash", { ...invokeV1, transaction_hash: undefined }, "result.transaction_hash", /felt/],
     ["a u64 tip above 64 bits", { ...invokeV3Fixture(), tip: "0x10000000000000000" }, "result.tip", /64 bits/],

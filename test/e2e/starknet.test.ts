@@ -144,6 +144,16 @@ describe("native path, POST /starknet/v3/<KEY>", () => {
     expect(byHash.body.result).toEqual(starknetFixture("l1-handler").json);
   });
 
+  // Found from outside: explorers show block hashes padded to 64 digits, which Starknet nodes accept; this was -32602.
+  it("a block hash padded with zeros to 64 digits is read and sent as written", async () => {
+    const padded = `0x${FIXTURE_BLOCK.hash.slice(2).padStart(64, "0")}`;
+    const before = upstream.requests.length;
+    const params = `{"block_id":{"block_hash":"${padded}"},"index":10}`;
+    const reply = await post(starknetPath(), call(9, METHOD, params));
+    expect(reply.body.result).toEqual(starknetFixture("l1-handler").json);
+    expect(upstreamSaw(before)).toEqual([`${METHOD} ${params}`]);
+  });
+
   it("forwards the tags of both spec generations", async () => {
     const before = upstream.requests.length;
     for (const tag of ["pending", "pre_confirmed", "l1_accepted"]) {
