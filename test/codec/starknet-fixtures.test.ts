@@ -31,6 +31,9 @@ const wrongShape: SpecExact<WithHash<INVOKE_TXN_V3>, typeof withWrongShape> = wi
 
 const extrasField = "json_extras";
 
+/** Keys a variant models that the current spec's fixtures lack: nodes of spec 0.2-0.4 wrote a nonce on version 0 INVOKEs. */
+const OLDER_SPEC_KEYS: Record<string, string[]> = { invokeV0: ["nonce"] };
+
 describe("Starknet fixtures", () => {
   it("cover every variant of TransactionWithHash once", () => {
     const cases = TransactionWithHashSchema.oneofs[0]?.fields.map((f) => f.localName).sort();
@@ -44,9 +47,10 @@ describe("Starknet fixtures", () => {
       expect(f.json.version).toBe(f.version);
     });
 
-    it(`${f.name} has exactly the keys the proto models for its variant`, () => {
+    it(`${f.name} has exactly the keys the proto models for its variant (beside those only older nodes write)`, () => {
       const variant = TransactionWithHashSchema.fields.find((field) => field.localName === f.variant);
-      const modeled = variant?.message?.fields.map((field) => field.name).filter((name) => name !== extrasField) ?? [];
+      const older = OLDER_SPEC_KEYS[f.variant] ?? [];
+      const modeled = variant?.message?.fields.map((field) => field.name).filter((name) => name !== extrasField && !older.includes(name)) ?? [];
       expect(Object.keys(f.json).sort()).toEqual(["transaction_hash", "type", ...modeled].sort());
     });
   }
