@@ -92,9 +92,20 @@ export function revertReason(err: GatewayError, data = revertData(err)): string 
   return m ? m[1] : undefined;
 }
 
-/** A code 3 error whose message lacks the reason gets the decoded one: "execution reverted: <reason>". */
-export function withRevertReason(err: GatewayError): GatewayError {
-  if (err.code !== 3 || err.message !== "execution reverted") return err;
+/**
+ * A revert in the spec's form: code 3, "execution reverted: <reason>" (or
+ * without the reason when the data encodes none), and the revert bytes as hex
+ * data. geth's family writes it so, and a code 3 whose message lacks the
+ * reason gets the decoded one. Other clients' reverts with bytes (Besu's
+ * -32000 "Execution reverted", Nethermind's -32015 with data "Reverted 0x…",
+ * Hardhat's and Ganache's objects) are restated in that form, so a legacy
+ * caller reads every node's revert the same way (the node's own error is the
+ * restated one's cause, never sent). geth's -32000 "execution reverted" without data (a
+ * bare revert(), no bytes) stays as geth, and so the provider, writes it.
+ */
+export function asSpecRevert(err: GatewayError): GatewayError {
+  if (err.code !== 3) return err.origin === "upstream" ? inSpecForm(err) : err;
+  if (err.message !== "execution reverted") return err;
   const data = revertData(err);
   const reason = data ? decodeRevertReason(data) : undefined;
   if (reason === undefined) return err;
@@ -105,5 +116,20 @@ export function withRevertReason(err: GatewayError): GatewayError {
     grpcCode: err.grpcCode,
     httpStatus: err.httpStatus,
     origin: err.origin,
+  });
+}
+
+function inSpecForm(err: GatewayError): GatewayError {
+  const data = revertData(err);
+  if (data === undefined || data.length === 0) return err;
+  const reason = decodeRevertReason(data);
+  return new GatewayError({
+    code: 3,
+    message: reason === undefined ? "execution reverted" : `execution reverted: ${reason}`,
+    data: `"0x${Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString("hex")}"`,
+    grpcCode: err.grpcCode,
+    httpStatus: err.httpStatus,
+    origin: err.origin,
+    cause: { code: err.code, message: err.message, data: err.data },
   });
 }

@@ -9,7 +9,7 @@ import type { ApiKey } from "../auth/api-keys.js";
 import type { AccessControl } from "../auth/access-control.js";
 import type { Limits } from "../config/config.js";
 import { GatewayError } from "../errors/gateway-error.js";
-import { withRevertReason } from "../errors/revert.js";
+import { asSpecRevert } from "../errors/revert.js";
 import type { Network } from "../upstream/network.js";
 import type { UpstreamResult } from "../upstream/reply.js";
 import { ADDRESS_FREE_PASS_THROUGH } from "./eth-methods.js";
@@ -30,7 +30,7 @@ export interface InvokeContext {
 function restate(err: unknown, policy: MethodPolicy | undefined, ctx: InvokeContext): unknown {
   if (!(err instanceof GatewayError)) return err;
   const restated = policy?.onError ? policy.onError(err, { limits: ctx.limits, head: ctx.network.head }) : err;
-  return withRevertReason(restated);
+  return asSpecRevert(restated);
 }
 
 /**
