@@ -231,7 +231,7 @@ const bigOnLanes: { lane: string; method?: string; path: string; headers: Record
     method: "GET",
     path: `/nodegate.eth.v1.EthService/GetCode?connect=v1&encoding=json&message=${encodeURIComponent(JSON.stringify({ address: Buffer.from(BIG.slice(2), "hex").toString("base64"), block: { tag: "BLOCK_TAG_LATEST" } }))}`,
     headers: {},
-    body: () => Buffer.alloc(0),
+    body: () => Buffer.alloc(0), // not sent
   },
   {
     lane: "JsonRpcService (Connect's handler)",
@@ -251,9 +251,10 @@ function grpcFrame(message: Uint8Array): Buffer {
 it.each(bigOnLanes)("a typed answer a client does not read (its HTTP/2 window stays shut) counts in the budget until its stream closes: $lane", async ({ method = "POST", path, headers, body }) => {
   const session = http2.connect(slowReadNg.url, { settings: { initialWindowSize: 0 } });
   try {
-    const stream = session.request({ ":method": method, ":path": path, "x-api-key": slowReadNg.key, ...headers });
+    // A GET has no body: its stream is ended as it is opened.
+    const stream = session.request({ ":method": method, ":path": path, "x-api-key": slowReadNg.key, ...headers }, { endStream: method === "GET" });
     const status = new Promise<number | undefined>((resolve) => stream.once("response", (h) => resolve(h[":status"])));
-    stream.end(body());
+    if (method !== "GET") stream.end(body());
     expect(await status).toBe(200);
     // The 10 MB answer waits for a window that never opens: a BIG reply (20 MB) does not fit beside it.
     expect(await bigRefused(210)).toBe(true);
