@@ -100,8 +100,9 @@ export function revertReason(err: GatewayError, data = revertData(err)): string 
  * -32000 "Execution reverted", Nethermind's -32015 with data "Reverted 0x…",
  * Hardhat's and Ganache's objects) are restated in that form, so a legacy
  * caller reads every node's revert the same way (the node's own error is the
- * restated one's cause, never sent). geth's -32000 "execution reverted" without data (a
- * bare revert(), no bytes) stays as geth, and so the provider, writes it.
+ * restated one's cause, never sent). geth's -32000 "execution reverted"
+ * without data (a bare revert(), no bytes) stays as geth, and so the
+ * provider, writes it.
  */
 export function asSpecRevert(err: GatewayError): GatewayError {
   if (err.code !== 3) return err.origin === "upstream" ? inSpecForm(err) : err;

@@ -1,12 +1,12 @@
 /**
- * Answers made by Connect's own handlers (Connect JSON, gRPC with JSON,
- * Connect GET, gRPC-Web through Connect, JsonRpcService) count in the reply
+ * Answers made by Connect's own handlers (Connect GET, compressed requests,
+ * gRPC and gRPC-Web with JSON payloads, JsonRpcService) count in the reply
  * budget until their response closes, as the lean lanes' answers do
  * (unary-call.ts): a client that asks for large answers and never reads them
  * would otherwise hold them in memory without bound. Connect serializes the
  * answer after the handler returns, out of sight, so what is counted is the
- * node's result as JSON, which is at least what the serialized answer takes
- * (protobuf and Connect JSON write bytes as binary and base64, not hex).
+ * node's result as JSON, about what the serialized answer takes (protobuf is
+ * smaller; JsonRpcService's JSON escapes the result's quotes, a little larger).
  */
 import type { HandlerContext } from "@connectrpc/connect";
 import type { Gateway } from "../gateway.js";
