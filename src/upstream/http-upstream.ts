@@ -10,7 +10,7 @@ import type { ConnectionOptions } from "node:tls";
 import { cancelled, noConnectionInTime, replyBudgetExceeded, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { readChunkedReply, readReply, requestBody, type UpstreamResult } from "./reply.js";
-import { Http1Error, LARGE_REQUEST_UNANSWERED, OVER_REPLY_BUDGET, QUEUED_PAST_DEADLINE } from "./http1-call.js";
+import { Http1Error, type Http1Reply, LARGE_REQUEST_UNANSWERED, OVER_REPLY_BUDGET, QUEUED_PAST_DEADLINE } from "./http1-call.js";
 import { Http1Pool } from "./http1-pool.js";
 import type { ReplyBudget } from "./reply-budget.js";
 import type { CallOptions, Upstream } from "./upstream.js";
@@ -59,11 +59,15 @@ const CALLER_LEFT = new Error("caller left");
 /** Replies at least this large stay in the pieces the pool read them into (see ChunkedResult): a chunked one, or one past 16 MiB. */
 const KEEP_CHUNKS_FROM = 16 * 1024;
 
+/** A reply that was not the request's (another request's id, or no reply at all): the error it makes, if not asked again. */
+class OutOfStep {
+  constructor(readonly error: unknown) {}
+}
+
 export class HttpUpstream implements Upstream {
   readonly label: string;
   readonly #pool: Http1Pool;
   #closed = false;
-  #nextId = 1;
 
   constructor(options: HttpUpstreamOptions) {
     const url = new URL(options.url);
@@ -93,14 +97,34 @@ export class HttpUpstream implements Upstream {
   }
 
   async call(method: string, paramsText: string, options: CallOptions): Promise<UpstreamResult> {
-    const id = this.#nextId++;
-    if (this.#nextId > 0x3fffffff) this.#nextId = 1;
+    const startedAt = performance.now();
+    try {
+      return await this.#attempt(method, paramsText, options, options.timeoutMs);
+    } catch (err) {
+      if (!(err instanceof OutOfStep)) throw err;
+      // The reply read was not this request's (its connection is closed now): an idempotent call is asked once
+      // more, on another connection, within the time it has left; the node's stray reply is nobody's answer.
+      const left = options.timeoutMs - (performance.now() - startedAt);
+      if (!options.idempotent || left <= 0) throw err.error;
+      try {
+        return await this.#attempt(method, paramsText, options, left);
+      } catch (again) {
+        throw again instanceof OutOfStep ? again.error : again;
+      }
+    }
+  }
+
+  /** One request for the call and its reply; throws OutOfStep when the reply read was not this request's. */
+  async #attempt(method: string, paramsText: string, options: CallOptions, timeoutMs: number): Promise<UpstreamResult> {
+    // Not a sequence: a stray reply on a connection (a node writing one answer twice) cannot carry the id of the
+    // request sent next on it, so it is seen as out of step rather than taken for that request's answer.
+    const id = 1 + Math.floor(Math.random() * 0x3fffffff);
     if (options.signal?.aborted) throw cancelled();
     const exchange = this.#pool.request(requestBody(id, method, paramsText), options.idempotent === true, options.flow);
-    if (!exchange.sent) exchange.deadlineAt = performance.now() + options.timeoutMs;
+    if (!exchange.sent) exchange.deadlineAt = performance.now() + timeoutMs;
     // Not AbortSignal.any: on Node 20 it leaves an entry on the caller's signal per call, and a native
     // WebSocket connection's signal lives as long as the connection (one entry per call it makes).
-    const deadline = setTimeout(() => exchange.cancel(DEADLINE), options.timeoutMs).unref();
+    const deadline = setTimeout(() => exchange.cancel(DEADLINE), timeoutMs).unref();
     const onAbort = () => exchange.cancel(CALLER_LEFT);
     options.signal?.addEventListener("abort", onAbort, { once: true });
     let reply;
@@ -117,31 +141,39 @@ export class HttpUpstream implements Upstream {
       clearTimeout(deadline);
       options.signal?.removeEventListener("abort", onAbort);
     }
+    const { statusCode } = reply;
+    try {
+      return this.#read(reply, id);
+    } catch (err) {
+      // Only the node's own JSON-RPC error is an answer to this request; anything else (another request's id, text
+      // that is no reply) means the connection is out of step, and would hand each later call the one before's reply.
+      if (err instanceof GatewayError && err.origin === "upstream") {
+        if (statusCode === 200) throw err;
+        // Some providers answer errors (rate limits) with a JSON-RPC body and a non-200 status.
+        // Header lines become an object only here, on the rare failed reply.
+        throw statusCode === 429 ? asProviderRateLimit(err, reply.headers["retry-after"]) : err;
+      }
+      reply.outOfStep();
+      if (statusCode === 200) throw new OutOfStep(err);
+    }
+    if (statusCode === 429) {
+      // The provider's back-off hint goes on to callers: nodegate cannot answer sooner either.
+      throw upstreamUnavailable("HTTP 429", undefined, retryAfterSeconds(reply.headers["retry-after"]));
+    }
+    if (statusCode >= 500) throw upstreamUnavailable(`HTTP ${statusCode}`);
+    if (statusCode === 401 || statusCode === 403) {
+      throw upstreamBadResponse(`HTTP ${statusCode}: the provider refused nodegate's credentials (check the key in the upstream URL)`);
+    }
+    throw upstreamBadResponse(`HTTP ${statusCode}`);
+  }
+
+  /** The reply's body read as the answer to request `id`. */
+  #read(reply: Http1Reply, id: number): UpstreamResult {
     const { statusCode, chunks, framed } = reply;
     // A body framed by content-length or chunked encoding arrives whole or fails; a body that
     // simply ends when the connection closes has no such check, so it is read whole and verified.
     if (statusCode === 200 && framed && chunks.length > 1 && reply.length >= KEEP_CHUNKS_FROM) return readChunkedReply(chunks, id);
     const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, reply.length);
-    if (statusCode !== 200) {
-      // Some providers answer errors (rate limits) with a JSON-RPC body and a non-200 status.
-      try {
-        return readReply(body, id, { verify: !framed });
-      } catch (err) {
-        if (err instanceof GatewayError && err.origin === "upstream") {
-          // Header lines become an object only here, on the rare failed reply.
-          throw statusCode === 429 ? asProviderRateLimit(err, reply.headers["retry-after"]) : err;
-        }
-      }
-      if (statusCode === 429) {
-        // The provider's back-off hint goes on to callers: nodegate cannot answer sooner either.
-        throw upstreamUnavailable("HTTP 429", undefined, retryAfterSeconds(reply.headers["retry-after"]));
-      }
-      if (statusCode >= 500) throw upstreamUnavailable(`HTTP ${statusCode}`);
-      if (statusCode === 401 || statusCode === 403) {
-        throw upstreamBadResponse(`HTTP ${statusCode}: the provider refused nodegate's credentials (check the key in the upstream URL)`);
-      }
-      throw upstreamBadResponse(`HTTP ${statusCode}`);
-    }
     return readReply(body, id, { verify: !framed });
   }
 

@@ -11,6 +11,14 @@ export interface Http1Reply {
   length: number;
   /** The body's end was marked (content-length or chunked encoding), not only the connection closing. */
   framed: boolean;
+  /**
+   * Says the body is not the reply to its request (another request's id, or
+   * not a reply at all): the node is out of step on that connection, so it is
+   * not used again, and a call it carries by now is sent again on another
+   * when it may be. Otherwise each later call on it would read the one
+   * before's reply.
+   */
+  outOfStep(): void;
 }
 
 /** A reply nodegate cannot read as HTTP/1.1, or a connection that ended before its reply did. */

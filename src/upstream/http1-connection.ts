@@ -83,14 +83,20 @@ class Reply implements Http1Reply {
   readonly #head: string;
   readonly #headersAt: number;
   #headers: Record<string, string> | undefined;
+  readonly #connection: Connection;
 
-  constructor(statusCode: number, head: string, headersAt: number, chunks: Buffer[], length: number, framed: boolean) {
+  constructor(connection: Connection, statusCode: number, head: string, headersAt: number, chunks: Buffer[], length: number, framed: boolean) {
+    this.#connection = connection;
     this.statusCode = statusCode;
     this.#head = head;
     this.#headersAt = headersAt;
     this.chunks = chunks;
     this.length = length;
     this.framed = framed;
+  }
+
+  outOfStep(): void {
+    this.#connection.outOfStep();
   }
 
   get headers(): Record<string, string> {
@@ -188,6 +194,11 @@ export class Connection {
     this.call = undefined;
     this.socket.destroy();
     this.#pool.closed(this);
+  }
+
+  /** A reply read on this connection was not its request's: see Http1Reply.outOfStep. */
+  outOfStep(): void {
+    if (!this.#closed) this.#lost(new Http1Error("ECONNRESET", "the node's replies on this connection are out of step with its requests"));
   }
 
   /** The socket ended, failed or closed: the call on it (if any) fails, or is sent again. */
@@ -473,7 +484,7 @@ export class Connection {
     const call = this.call as Http1Call;
     this.call = undefined;
     if (this.#piece !== undefined && this.#filled > 0) this.#chunks.push(this.#filled === this.#piece.length ? this.#piece : this.#piece.subarray(0, this.#filled));
-    const reply: Http1Reply = new Reply(this.#statusCode, this.#headText, this.#headersAt, this.#chunks, this.#length, framed);
+    const reply: Http1Reply = new Reply(this, this.#statusCode, this.#headText, this.#headersAt, this.#chunks, this.#length, framed);
     this.#chunks = [];
     this.#piece = undefined;
     this.#giveBack();

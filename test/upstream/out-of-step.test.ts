@@ -1,0 +1,113 @@
+/**
+ * A node that writes one answer twice on a kept-alive connection (found from
+ * outside: a faulty node sent a second full reply after the first). The
+ * stray reply reaches whichever call goes next on that connection: it must
+ * never be taken for that call's answer, the connection must not be used
+ * again (else each later call reads the one before's reply, and the circuit
+ * opens for everyone), and the call that read it is asked once more on
+ * another connection when it is idempotent.
+ */
+import net from "node:net";
+import { afterEach, expect, it } from "vitest";
+import { GatewayError } from "../../src/errors/gateway-error.js";
+import { HttpUpstream } from "../../src/upstream/http-upstream.js";
+import { resultText } from "../../src/upstream/reply.js";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface StrayNode {
+  url: string;
+  /** Connections accepted so far. */
+  connections: number;
+  close(): Promise<void>;
+}
+
+/**
+ * A node answering each request with its own id and its method as the result, 40 ms late; after its first answer it
+ * writes a stray one 10 ms later, with the id `strayId` makes of the first request's.
+ */
+async function strayNode(strayId: (id: number) => number): Promise<StrayNode> {
+  const sockets = new Set<net.Socket>();
+  let connections = 0;
+  let strayed = false;
+  const reply = (id: number, result: string) => {
+    const body = JSON.stringify({ jsonrpc: "2.0", id, result });
+    return `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  };
+  const server = net.createServer((socket) => {
+    connections++;
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    socket.on("error", () => {});
+    let buffered = "";
+    socket.on("data", (data: Buffer) => {
+      buffered += data.toString("latin1");
+      for (;;) {
+        const end = buffered.indexOf("\r\n\r\n");
+        if (end < 0) return;
+        const length = Number(/content-length: (\d+)/i.exec(buffered.slice(0, end))?.[1] ?? 0);
+        if (buffered.length < end + 4 + length) return;
+        const request = JSON.parse(buffered.slice(end + 4, end + 4 + length)) as { id: number; method: string };
+        buffered = buffered.slice(end + 4 + length);
+        if (!strayed) {
+          strayed = true;
+          socket.write(reply(request.id, request.method));
+          setTimeout(() => socket.write(reply(strayId(request.id), "0xbad")), 10);
+        } else {
+          setTimeout(() => socket.destroyed || socket.write(reply(request.id, request.method)), 40);
+        }
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/`,
+    get connections() {
+      return connections;
+    },
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function setUp(strayId: (id: number) => number): Promise<{ node: StrayNode; upstream: HttpUpstream }> {
+  const node = await strayNode(strayId);
+  // One connection, so the call after the first goes on the connection the stray reply comes on.
+  const upstream = new HttpUpstream({ url: node.url, label: "stray", connections: 1 });
+  cleanups.push(() => node.close(), () => upstream.close());
+  return { node, upstream };
+}
+
+const call = (upstream: HttpUpstream, method: string, idempotent = true) =>
+  upstream.call(method, "[]", { timeoutMs: 5000, idempotent }).then(
+    (r) => resultText(r),
+    (e: unknown) => (e instanceof GatewayError ? `error ${e.code}: ${e.message}` : `thrown ${String(e)}`),
+  );
+
+it.each([
+  ["the same answer again (the first request's id)", (id: number) => id],
+  ["an answer with the id one above the first request's", (id: number) => id + 1],
+])("a stray reply (%s) is nobody's answer: the call that reads it is asked again elsewhere, and later calls are not shifted", async (_what, strayId) => {
+  const { node, upstream } = await setUp(strayId);
+  expect(await call(upstream, "first")).toBe('"first"');
+  // Sent at once on the one connection; the stray reply arrives there before this call's own.
+  const answers = [await call(upstream, "second"), await call(upstream, "third"), await call(upstream, "fourth")];
+  expect(answers).toEqual(['"second"', '"third"', '"fourth"']);
+  // The connection the stray came on was closed, and the others were not: one more, not one per call.
+  expect(node.connections).toBe(2);
+});
+
+it("a call that is not idempotent and reads a stray reply fails as the node's bad answer, and the next call is not shifted", async () => {
+  const { upstream } = await setUp((id) => id);
+  expect(await call(upstream, "first")).toBe('"first"');
+  expect(await call(upstream, "second", false)).toMatch(/^error -32052: upstream returned an invalid response: reply id \d+ does not match request id \d+$/);
+  await sleep(60); // the second call's own reply, late, goes nowhere
+  expect(await call(upstream, "third", false)).toBe('"third"');
+});
