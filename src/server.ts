@@ -372,15 +372,17 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       for (const session of sessions) session.close();
       plain?.closeIdleConnections();
       // WebSocket clients stop being read, get the answers to what they sent, then a 1001 close; their subscriptions notify until then.
-      await settledBy(wsHandler.drain(), deadline);
+      const wsClosed = wsHandler.drain();
+      await settledBy(wsClosed, deadline);
       // Subscription streams never finish by themselves: end them now (clients resume elsewhere) rather than at the drain deadline.
       const subscriptionsClosed = gateway.subscriptions.close();
       const idle = () => (inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => idleWaiters.push(resolve)));
       await settledBy(idle(), deadline);
-      if (inFlight > 0) {
-        // At the deadline, calls still waiting on a node are answered -32056 / UNAVAILABLE ("shutting down"), not cut off with nothing.
+      if (inFlight > 0 || wsHandler.answering > 0) {
+        // At the deadline, calls still waiting on a node are answered -32056 / UNAVAILABLE ("shutting down"), not cut off
+        // with nothing; a WebSocket client's too, then its connection closes (1001) as answered.
         await gateway.closeUpstreams();
-        await settledBy(idle(), Date.now() + ANSWER_AT_DEADLINE_MS);
+        await settledBy(Promise.all([idle(), wsClosed]), Date.now() + ANSWER_AT_DEADLINE_MS);
       }
       wsHandler.close();
       plain?.close(); // stops Node's deadline checks

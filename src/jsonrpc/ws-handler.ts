@@ -33,6 +33,8 @@ export interface JsonRpcWsHandler {
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
   /** Number of open client connections. */
   readonly clientCount: number;
+  /** Messages read and not yet answered, over every client. */
+  readonly answering: number;
   /**
    * Graceful stop: answers every message a client sent until it falls quiet
    * (or for at most a second), then closes each connection (1001). Resolves
@@ -80,6 +82,8 @@ interface ClientState {
   drainStartedAt: number;
   /** The pending check of whether a draining client can be closed. */
   closeCheck: NodeJS.Timeout | undefined;
+  /** What drain() tells the client's subscriptions (see WsSubscriptionSession.drain). */
+  drainSubscriptions: () => void;
 }
 
 const GOING_AWAY = 1001;
@@ -186,11 +190,6 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
   };
 
   const serve = (ws: WebSocket, network: Network, key: ApiKey, routeNetwork: string | undefined, requestId: string): void => {
-    const state: ClientState = { alive: true, abort: new CallCancellation(), answering: 0, draining: false, lastMessageAt: 0, drainStartedAt: 0, closeCheck: undefined };
-    clients.set(ws, state);
-    gateway.metrics.openWebSockets.inc();
-    // The server keeps the process alive, not the keep-alive sweep.
-    keepAlive ??= setInterval(sweep, options.pingIntervalMs).unref();
     const subscriptions = createWsSubscriptionSession({
       ws,
       network,
@@ -202,6 +201,20 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
       log: gateway.log,
       quotas: gateway.quotas,
     });
+    const state: ClientState = {
+      alive: true,
+      abort: new CallCancellation(),
+      answering: 0,
+      draining: false,
+      lastMessageAt: 0,
+      drainStartedAt: 0,
+      closeCheck: undefined,
+      drainSubscriptions: () => subscriptions.drain(),
+    };
+    clients.set(ws, state);
+    gateway.metrics.openWebSockets.inc();
+    // The server keeps the process alive, not the keep-alive sweep.
+    keepAlive ??= setInterval(sweep, options.pingIntervalMs).unref();
     const ctx: AnswerContext = { ...answerContext(gateway, key, network, state.abort.signal), reachNetwork: (home) => `connect to /${home}/ws/v3/<KEY>` };
 
     ws.on("pong", () => {
@@ -301,6 +314,11 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
     get clientCount() {
       return clients.size;
     },
+    get answering() {
+      let n = 0;
+      for (const state of clients.values()) n += state.answering;
+      return n;
+    },
     drain() {
       const closed = [...clients.keys()].map((ws) => new Promise<void>((resolve) => ws.once("close", () => resolve())));
       const now = performance.now();
@@ -308,6 +326,8 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
         state.draining = true;
         state.drainStartedAt = now;
         state.lastMessageAt = now;
+        // Subscriptions notify until the connection closes; their end at the drain deadline must not close it first.
+        state.drainSubscriptions();
         closeWhenAnswered(ws, state);
       }
       return Promise.all(closed).then(() => undefined);

@@ -57,6 +57,13 @@ export interface WsSubscriptionSession {
   release(message: MessageSubscriptions): void;
   /** Leaves every subscription (the connection closed). */
   close(): void;
+  /**
+   * nodegate is stopping: a subscription ended from now on (the hub ends them
+   * all at the drain deadline) stops notifying but leaves the connection open,
+   * which the WebSocket handler closes (1001) once what the client sent is
+   * answered.
+   */
+  drain(): void;
   readonly count: number;
 }
 
@@ -78,6 +85,7 @@ export function createWsSubscriptionSession(options: WsSubscriptionOptions): WsS
   let unsent = 0;
   const pace = new ReaderPace(options.bufferSize);
   let closed = false;
+  let draining = false;
 
   const disconnect = (code: number, error: GatewayError): void => {
     if (closed) return;
@@ -121,7 +129,7 @@ export function createWsSubscriptionSession(options: WsSubscriptionOptions): WsS
     end(error: GatewayError): void {
       if (this.ended) return;
       this.#ended = true;
-      disconnect(CLOSE_ENDED, error);
+      if (!draining) disconnect(CLOSE_ENDED, error);
     }
 
     release(): void {
@@ -232,6 +240,9 @@ export function createWsSubscriptionSession(options: WsSubscriptionOptions): WsS
       }
       subscriptions.clear();
       unreleased.clear();
+    },
+    drain() {
+      draining = true;
     },
     get count() {
       return subscriptions.size;

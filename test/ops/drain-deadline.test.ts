@@ -11,16 +11,22 @@ import { connectClient } from "../support/grpc-clients.js";
 import { post, rpc } from "../support/http.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
+import { openWsSession } from "../support/ws-session.js";
+import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 
+let anvil: AnvilNode;
 let upstream: ProgrammableUpstream;
 let ng: TestNodegate;
 
 beforeAll(async () => {
-  upstream = await startProgrammableUpstream((r) => (r.method === "eth_blockNumber" ? { delayMs: 5000, then: { result: "0x10" } } : { result: "0x1" }));
+  anvil = await startAnvil();
+  // eth_blockNumber hangs past every drain deadline here; the rest (a heads subscription's polling) is Anvil's.
+  upstream = await startProgrammableUpstream((r) => (r.method === "eth_blockNumber" ? { delayMs: 5000, then: { result: "0x10" } } : { forward: anvil.url }));
   ng = await startNodegate({ upstreamUrl: upstream.url });
 });
 afterAll(async () => {
   await upstream?.close();
+  await anvil?.stop();
 });
 
 it("native and typed calls cut short by the drain deadline get a shutting-down answer", async () => {
@@ -41,4 +47,27 @@ it("native and typed calls cut short by the drain deadline get a shutting-down a
   const err = await typed;
   expect(err?.code).toBe(Code.Unavailable);
   expect(err?.rawMessage).toContain("shutting down");
+});
+
+// Found from outside: with a subscription open, the subscriptions' end at the deadline closed the connection (1011)
+// before the waiting call was answered; and with no HTTP call in flight, the waiting calls were not answered at all.
+it.each([
+  ["a subscription open", true],
+  ["nothing else open", false],
+])("a WebSocket client's call cut short by the drain deadline is answered -32056 before its connection closes with 1001 (%s)", async (_what, subscribe) => {
+  const alone = await startNodegate({ upstreamUrl: upstream.url });
+  const ws = await openWsSession(alone.wsUrl);
+  if (subscribe) {
+    ws.send(JSON.stringify(rpc("eth_subscribe", ["newHeads"], "sub")));
+    expect(await ws.nextJson()).toMatchObject({ id: "sub", result: expect.stringMatching(/^0x/) });
+  }
+  ws.send(JSON.stringify(rpc("eth_blockNumber", [], "slow-ws")));
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  await alone.server.close(300);
+  const seen: unknown[] = [];
+  const code = await Promise.race([ws.closed, new Promise<never>((_, reject) => setTimeout(() => reject(new Error("not closed")), 5000))]);
+  while (ws.queued > 0) seen.push(await ws.nextJson());
+  const answer = seen.find((m) => (m as { id?: unknown }).id === "slow-ws");
+  expect(answer).toMatchObject({ id: "slow-ws", error: { code: -32056, message: expect.stringContaining("shutting down") } });
+  expect(code).toBe(1001);
 });
