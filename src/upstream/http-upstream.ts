@@ -9,7 +9,7 @@ import { networkErrorWords } from "./network-errors.js";
 import type { ConnectionOptions } from "node:tls";
 import { cancelled, noConnectionInTime, replyBudgetExceeded, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
-import { readChunkedReply, readReply, requestBody, type UpstreamResult } from "./reply.js";
+import { ANOTHER_REQUESTS_REPLY, readChunkedReply, readReply, requestBody, type UpstreamResult } from "./reply.js";
 import { Http1Error, type Http1Reply, LARGE_REQUEST_UNANSWERED, OVER_REPLY_BUDGET, QUEUED_PAST_DEADLINE } from "./http1-call.js";
 import { Http1Pool } from "./http1-pool.js";
 import type { ReplyBudget } from "./reply-budget.js";
@@ -59,7 +59,17 @@ const CALLER_LEFT = new Error("caller left");
 /** Replies at least this large stay in the pieces the pool read them into (see ChunkedResult): a chunked one, or one past 16 MiB. */
 const KEEP_CHUNKS_FROM = 16 * 1024;
 
-/** A reply that was not the request's (another request's id, or no reply at all): the error it makes, if not asked again. */
+/**
+ * The error of a 200 reply that is no JSON-RPC reply, saying so when the node compressed it: nodegate asks for no
+ * content-encoding, and a gzip body reads as "not a JSON object".
+ */
+function withEncodingHint(err: unknown, reply: Http1Reply): unknown {
+  const encoding = reply.headers["content-encoding"];
+  if (encoding === undefined || /^\s*identity\s*$/i.test(encoding)) return err;
+  return upstreamBadResponse(`the node sent its reply with content-encoding "${encoding.slice(0, 40)}", which nodegate does not ask for or read`, err);
+}
+
+/** A reply that was another request's (its id): the error it makes, if the call is not asked again. */
 class OutOfStep {
   constructor(readonly error: unknown) {}
 }
@@ -154,7 +164,7 @@ export class HttpUpstream implements Upstream {
         throw statusCode === 429 ? asProviderRateLimit(err, reply.headers["retry-after"]) : err;
       }
       reply.outOfStep();
-      if (statusCode === 200) throw new OutOfStep(err);
+      if (statusCode === 200) throw err instanceof GatewayError && err.cause === ANOTHER_REQUESTS_REPLY ? new OutOfStep(err) : withEncodingHint(err, reply);
     }
     if (statusCode === 429) {
       // The provider's back-off hint goes on to callers: nodegate cannot answer sooner either.

@@ -10,6 +10,9 @@ import { GatewayError } from "../errors/gateway-error.js";
 import { isJsonValue } from "../jsonrpc/json-check.js";
 import { lastNonWhitespace, RawJsonError, scanObject, skipValue, skipWhitespace } from "../jsonrpc/raw-json.js";
 
+/** The cause of the error a reply with another request's id makes (the connection it came on is out of step). */
+export const ANOTHER_REQUESTS_REPLY = new Error("another request's reply");
+
 /** The result of a successful upstream call: `body.subarray(start, end)` is the result's JSON text. */
 export interface UpstreamResult {
   body: Buffer;
@@ -201,7 +204,7 @@ export function readReply(body: Buffer, expectedId: number, options: ReadReplyOp
     // A node that could not read the request (parse error, invalid request) answers with id null, as JSON-RPC 2.0
     // says; on a connection that carries one request, that error is the answer to it.
     if (id === "null" && error !== undefined) throw error;
-    throw upstreamBadResponse(`reply id ${id ?? "(none)"} does not match request id ${expectedId}`);
+    throw upstreamBadResponse(`reply id ${id ?? "(none)"} does not match request id ${expectedId}`, ANOTHER_REQUESTS_REPLY);
   }
   if (error !== undefined) throw error;
   if (result === undefined) throw upstreamBadResponse("reply has neither result nor error");

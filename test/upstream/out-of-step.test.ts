@@ -111,3 +111,54 @@ it("a call that is not idempotent and reads a stray reply fails as the node's ba
   await sleep(60); // the second call's own reply, late, goes nowhere
   expect(await call(upstream, "third", false)).toBe('"third"');
 });
+
+/** A node answering every request with `reply` (a whole HTTP/1.1 response); counts requests and connections. */
+async function fixedNode(reply: Buffer): Promise<{ url: string; requests: number; connections: number }> {
+  const state = { requests: 0, connections: 0 };
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    state.connections++;
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    socket.on("error", () => {});
+    socket.on("data", (data: Buffer) => {
+      if (!data.includes("\r\n\r\n")) return;
+      state.requests++;
+      socket.write(reply);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  cleanups.push(async () => {
+    for (const s of sockets) s.destroy();
+    await new Promise<void>((r) => server.close(() => r()));
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/`,
+    get requests() {
+      return state.requests;
+    },
+    get connections() {
+      return state.connections;
+    },
+  };
+}
+
+it("a 200 reply that is no JSON-RPC reply is not asked again (a broken node answers so every time), and its connection is not reused", async () => {
+  const body = "<html>maintenance</html>";
+  const node = await fixedNode(Buffer.from(`HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\n\r\n${body}`));
+  const upstream = new HttpUpstream({ url: node.url, label: "garbage", connections: 1 });
+  cleanups.push(() => upstream.close());
+  expect(await call(upstream, "first")).toMatch(/^error -32052: upstream returned an invalid response/);
+  expect(await call(upstream, "second")).toMatch(/^error -32052: upstream returned an invalid response/);
+  expect(node.requests).toBe(2);
+  expect(node.connections).toBe(2);
+});
+
+it("a reply the node compressed, unasked, says so", async () => {
+  const { gzipSync } = await import("node:zlib");
+  const body = gzipSync('{"jsonrpc":"2.0","id":1,"result":"0x1"}');
+  const node = await fixedNode(Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ncontent-length: ${body.length}\r\n\r\n`), body]));
+  const upstream = new HttpUpstream({ url: node.url, label: "gzip", connections: 1 });
+  cleanups.push(() => upstream.close());
+  expect(await call(upstream, "first")).toBe('error -32052: upstream returned an invalid response: the node sent its reply with content-encoding "gzip", which nodegate does not ask for or read');
+});
