@@ -78,6 +78,10 @@ function isNull(result: UpstreamResult): boolean {
   return result.end - result.start === 4 && result.body.toString("latin1", result.start, result.end) === "null";
 }
 
+function isEmptyList(result: UpstreamResult): boolean {
+  return result.end - result.start <= 64 && /^\[\s*\]$/.test(result.body.toString("latin1", result.start, result.end));
+}
+
 export class CallCache {
   readonly #network: string;
   readonly #store: CacheStore | undefined;
@@ -147,8 +151,11 @@ export class CallCache {
       key === undefined || rule === undefined
         ? fetch
         : async (s) => {
+            // Finality as known when the request goes: an answer about a block that becomes final only while the node
+            // answers (a reorg moved it, and finality passed the new chain) must not be stored as final.
+            const finalizedWhenSent = this.#head.lastFinalized;
             const result = await fetch(s);
-            const stored = this.#storeIfFinal(key, rule, result);
+            const stored = this.#storeIfFinal(key, rule, result, finalizedWhenSent);
             // Stored before the answer goes, so the next identical call finds it. Only while finality is still
             // being asked for (a new process, or a failing primary whose answer a partner replaced) does the
             // caller stop waiting after a moment, and the answer is stored when finality is known.
@@ -187,13 +194,19 @@ export class CallCache {
     return encodings;
   }
 
-  async #storeIfFinal(key: string, rule: FinalityRule, result: UpstreamResult): Promise<void> {
+  /**
+   * Stores `result` when the block it is about was final when its request
+   * was sent (`finalizedWhenSent`; when finality was still being learnt
+   * then, the first reading learnt).
+   */
+  async #storeIfFinal(key: string, rule: FinalityRule, result: UpstreamResult, finalizedWhenSent: bigint | undefined): Promise<void> {
     try {
       const block = rule.kind === "result" ? rule.blockOf(result) : rule.number;
-      const finalized = await this.#head.finalized();
+      const finalized = finalizedWhenSent ?? (await this.#head.finalized());
       if (block === undefined || finalized === undefined || block > finalized) return;
-      // A null may come from a lagging node (a final block it does not have yet): never kept, whatever the rule.
-      if (isNull(result) || !resultIsJson(result)) return;
+      // A null or an empty list may come from a lagging node (a final block it does not have yet, a log range past its
+      // head): never kept, whatever the rule.
+      if (isNull(result) || isEmptyList(result) || !resultIsJson(result)) return;
       await this.#store?.set(key, result.body.subarray(result.start, result.end));
       this.#stats.stored++;
     } catch {

@@ -1,12 +1,21 @@
 /**
  * Prometheus metrics (prom-client), one registry per nodegate instance:
  * requests by method, front door and outcome with latency histograms;
- * upstream latency, errors and failovers; open WebSockets and streams.
+ * upstream latency, errors and failovers; open WebSockets and streams;
+ * each network's cache hits, misses, stores and coalesced calls.
  * Served at /metrics. The three every call touches are call-metrics.ts's
  * lighter counter and histograms.
  */
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import { CallCounter, CallHistogram } from "./call-metrics.js";
+
+/** A network's answer cache counters since start (CallCache.stats). */
+export interface CacheCounts {
+  hits: number;
+  misses: number;
+  stored: number;
+  joined: number;
+}
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
@@ -72,6 +81,30 @@ export class Metrics {
     labelNames: ["network", "kind"] as const,
     registers: [this.registry],
   });
+
+  /** Each network's cache counters, read at each scrape. */
+  readonly #caches = new Map<string, () => CacheCounts>();
+  readonly cacheEvents = new Counter({
+    name: "nodegate_cache_events_total",
+    help: "Answer cache and in-flight coalescing by network: hit (served from the cache), miss (a cacheable call the cache could not answer), stored (answers put in the cache), joined (calls that shared an identical call under way).",
+    labelNames: ["network", "event"],
+    registers: [this.registry],
+    collect: () => {
+      this.cacheEvents.reset();
+      for (const [network, read] of this.#caches) {
+        const counts = read();
+        this.cacheEvents.inc({ network, event: "hit" }, counts.hits);
+        this.cacheEvents.inc({ network, event: "miss" }, counts.misses);
+        this.cacheEvents.inc({ network, event: "stored" }, counts.stored);
+        this.cacheEvents.inc({ network, event: "joined" }, counts.joined);
+      }
+    },
+  });
+
+  /** Reports a network's cache counters (read at each scrape, not counted per call). */
+  watchCache(network: string, read: () => CacheCounts): void {
+    this.#caches.set(network, read);
+  }
 
   #registered<T extends CallCounter | CallHistogram>(metric: T): T {
     // The registry reads a metric through name, help, type, get() and reset(): these have them.

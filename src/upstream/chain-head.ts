@@ -68,6 +68,11 @@ export class ChainHead {
     return this.#refreshAfterPause;
   }
 
+  /** The finalized block number as last fetched, without asking again; undefined until it has been learnt. */
+  get lastFinalized(): bigint | undefined {
+    return this.#finalized;
+  }
+
   /** Whether the finalized block number has been learnt (finalized() then answers without waiting). */
   get finalizedKnown(): boolean {
     return this.#finalized !== undefined;

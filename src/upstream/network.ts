@@ -109,7 +109,9 @@ export class Network {
     this.#log = options.log;
     this.#metrics = options.metrics;
     this.head = new ChainHead(this, undefined, options.finalizedMaxAgeMs);
-    this.cache = options.cache ? new CallCache({ ...options.cache, network: this.name, head: this.head }) : undefined;
+    const cache = options.cache ? new CallCache({ ...options.cache, network: this.name, head: this.head }) : undefined;
+    this.cache = cache;
+    if (cache !== undefined) options.metrics?.watchCache(this.name, () => cache.stats);
   }
 
   get primary(): Upstream {

@@ -137,17 +137,26 @@ describe("final answers are served from the cache", () => {
   });
 
   it("logs and state reads over final blocks", async () => {
-    const filter = { fromBlock: "0x0", toBlock: "0x20" };
+    const filter = { fromBlock: "0x0", toBlock: "0x21" };
+    // Anvil's blocks here have no logs: the node's answer is replaced by one that has.
+    const log = { address: DEAD, topics: [`0x${"11".repeat(32)}`], data: "0x", blockNumber: "0x2", blockHash: `0x${"22".repeat(32)}`, transactionHash: `0x${"33".repeat(32)}`, transactionIndex: "0x0", logIndex: "0x0", removed: false };
+    override = (r) => (r.method === "eth_getLogs" && JSON.stringify(r.params) === JSON.stringify([filter]) ? { result: [log] } : undefined);
     const call = [{ to: DEAD, data: "0x" }, "0x5"];
     for (let i = 0; i < 2; i++) {
-      expect((await via("eth_getLogs", [filter])).result).toEqual(await direct("eth_getLogs", [filter]));
+      expect((await via("eth_getLogs", [filter])).result).toEqual([log]);
       expect((await via("eth_getBalance", [DEAD, "0x5"])).result).toBe(await direct("eth_getBalance", [DEAD, "0x5"]));
       expect((await via("eth_call", call)).result).toBe("0x");
     }
     expect(sent("eth_getLogs", [filter])).toBe(1);
     expect(sent("eth_getBalance", [DEAD, "0x5"])).toBe(1);
     expect(sent("eth_call", call)).toBe(1);
-    expect(ng.gateway.network(undefined).cache?.stats.hits).toBeGreaterThan(0);
+    const stats = ng.gateway.network(undefined).cache?.stats;
+    expect(stats?.hits).toBeGreaterThan(0);
+    // Found from outside: the counters were kept but not exported.
+    const metrics = await (await fetch(`${ng.url}/metrics`)).text();
+    for (const [event, value] of [["hit", stats?.hits], ["miss", stats?.misses], ["stored", stats?.stored], ["joined", stats?.joined]] as const) {
+      expect(metrics).toContain(`nodegate_cache_events_total{network="ethereum",event="${event}"} ${value}\n`);
+    }
   });
 });
 
@@ -276,6 +285,15 @@ describe("answers that may still change always go to the node", () => {
     expect(sent("eth_getUncleByBlockNumberAndIndex", ["0x15", "0x0"])).toBe(2);
   });
 
+  // Found from outside: a node lagging behind its finalized tag (one behind a load balancer) answers [] for a final
+  // range it does not have yet, and that [] was served for good.
+  it("an empty list, even over final blocks", async () => {
+    const filter = { fromBlock: "0x0", toBlock: "0x20" };
+    expect((await via("eth_getLogs", [filter])).result).toEqual([]);
+    expect((await via("eth_getLogs", [filter])).result).toEqual([]);
+    expect(sent("eth_getLogs", [filter])).toBe(2);
+  });
+
   it("errors, even for a final block", async () => {
     override = (r) => (r.method === "eth_getBlockByNumber" && JSON.stringify(r.params) === '["0x12",false]' ? { error: { code: -32000, message: "temporarily unavailable" } } : undefined);
     expect((await via("eth_getBlockByNumber", ["0x12", false])).error.message).toBe("temporarily unavailable");
@@ -326,6 +344,42 @@ describe("malformed answers are never stored", () => {
 });
 
 describe("reorgs", () => {
+  // Found from outside: finality was judged when the answer came, so an answer about a block that was not final when
+  // it was asked for (a reorg then moved the transaction, and finality passed the new chain) was stored for good.
+  it("an answer about a block that becomes final only while the node answers is not stored", async () => {
+    const local = await startNodegate({ upstreamUrl: upstream.url, config: { cache: { maxBytes: 1 << 20, coalesce: true, coalesceWindowMs: 60_000, finalizedMaxAgeMs: 1 } } });
+    const tx = `0x${"5a".repeat(32)}`;
+    const blockHash = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
+    let finalized = 100;
+    override = (r) => {
+      const params = r.params as unknown[];
+      if (r.method === "eth_getBlockByNumber" && params[0] === "finalized") return { result: { number: hex(finalized), hash: blockHash(finalized) } };
+      if (r.method === "eth_getBlockByNumber" && typeof params[0] === "string" && Number.parseInt(params[0], 16) <= finalized) {
+        const n = Number.parseInt(params[0], 16);
+        return { result: { number: hex(n), hash: blockHash(n) } };
+      }
+      if (r.method === "eth_getTransactionReceipt" && params[0] === tx) {
+        // Block 105: above finality when asked; final (110) by the time the answer is in.
+        return { delayMs: 400, then: { result: { transactionHash: tx, blockHash: blockHash(105), blockNumber: hex(105), status: "0x1", logs: [] } } };
+      }
+      return undefined;
+    };
+    try {
+      await local.gateway.network(undefined).head.finalized(); // finality known (100) when the receipt is asked for
+      const first = post(local.rpcUrl, rpc("eth_getTransactionReceipt", [tx]));
+      await expect.poll(() => sent("eth_getTransactionReceipt", [tx])).toBe(1);
+      finalized = 110;
+      expect((await first).json.result.blockNumber).toBe(hex(105));
+      expect((await post(local.rpcUrl, rpc("eth_getTransactionReceipt", [tx]))).json.result.blockNumber).toBe(hex(105));
+      expect(sent("eth_getTransactionReceipt", [tx])).toBe(2);
+      // Asked for again once final, it was stored: the next call is answered from the cache.
+      expect((await post(local.rpcUrl, rpc("eth_getTransactionReceipt", [tx]))).json.result.blockNumber).toBe(hex(105));
+      expect(sent("eth_getTransactionReceipt", [tx])).toBe(2);
+    } finally {
+      await local.close();
+    }
+  });
+
   it("a non-final block read before a reorg is read afresh after it", async () => {
     const before = (await via("eth_getBlockByNumber", ["0x5a", false])).result;
     const byHashBefore = (await via("eth_getBlockByHash", [before.hash, false])).result;
