@@ -33,6 +33,8 @@ describe("start banner", () => {
     const text = banner(config, "::1", 8080, "<KEY>", false, undefined);
     expect(text).toContain("http://[::1]:8080/v3/<KEY>");
     expect(text).toContain("curl -s 'http://[::1]:8080/v3/<KEY>'");
+    // Found from outside: with keys configured, the examples looked copy-paste but answered 401.
+    expect(text).toContain("API key:           <KEY>   (one of your configured keys, never printed: put it in place of <KEY> below)");
   });
 
   it.each([
