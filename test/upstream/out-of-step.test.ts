@@ -23,13 +23,15 @@ interface StrayNode {
 }
 
 /**
- * A node answering each request with its own id and its method as the result, 40 ms late; after its first answer it
- * writes a stray one 10 ms later, with the id `strayId` makes of the first request's.
+ * A node answering each request with its own id and its method as the result, 40 ms late (the first at once); when
+ * the second request arrives it first writes a stray answer, with the id `strayId` makes of the first request's (on
+ * the second request, so the stray comes while that call waits, however slow the machine).
  */
 async function strayNode(strayId: (id: number) => number): Promise<StrayNode> {
   const sockets = new Set<net.Socket>();
   let connections = 0;
-  let strayed = false;
+  let served = 0;
+  let firstId = 0;
   const reply = (id: number, result: string) => {
     const body = JSON.stringify({ jsonrpc: "2.0", id, result });
     return `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
@@ -49,13 +51,14 @@ async function strayNode(strayId: (id: number) => number): Promise<StrayNode> {
         if (buffered.length < end + 4 + length) return;
         const request = JSON.parse(buffered.slice(end + 4, end + 4 + length)) as { id: number; method: string };
         buffered = buffered.slice(end + 4 + length);
-        if (!strayed) {
-          strayed = true;
+        served++;
+        if (served === 1) {
+          firstId = request.id;
           socket.write(reply(request.id, request.method));
-          setTimeout(() => socket.write(reply(strayId(request.id), "0xbad")), 10);
-        } else {
-          setTimeout(() => socket.destroyed || socket.write(reply(request.id, request.method)), 40);
+          continue;
         }
+        if (served === 2) socket.write(reply(strayId(firstId), "0xbad"));
+        setTimeout(() => socket.destroyed || socket.write(reply(request.id, request.method)), 40);
       }
     });
   });
