@@ -6,7 +6,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Code } from "@connectrpc/connect";
-import { JSONRPC_TO_GRPC, GRPC_TO_JSONRPC } from "../src/errors/code-map.js";
+import { JSONRPC_TO_GRPC, GRPC_TO_JSONRPC, SERVER_ERROR_RULES } from "../src/errors/code-map.js";
 import { createMethodTable } from "../src/methods/default-table.js";
 
 const README = join(import.meta.dirname, "../README.md");
@@ -27,6 +27,12 @@ export function renderTables(): Record<string, string> {
     "| JSON-RPC code | Meaning | gRPC status |",
     "|---|---|---|",
     ...JSONRPC_TO_GRPC.map((r) => `| \`${r.jsonrpc}\` | ${r.meaning} | \`${grpcName(r.grpc)}\` |`),
+    "",
+    "geth, and so most providers, answer most failures with `-32000` and say which in the message. For typed callers its message decides the status (first match; case does not matter; the `JsonRpcError` detail keeps the node's code and message, and the JSON-RPC door passes the error on unchanged); any other `-32000` is `INTERNAL`:",
+    "",
+    "| `-32000` message starts with | Meaning | gRPC status |",
+    "|---|---|---|",
+    ...SERVER_ERROR_RULES.map((r) => `| ${r.prefixes.map((p) => `\`${p.trimEnd()}\``).join(", ")} | ${r.meaning} | \`${grpcName(r.grpc)}\` |`),
     "",
     "A status without a `JsonRpcError` detail (a foreign one, or a transport-level refusal nodegate shares with Connect: a passed deadline, a message over the size limit, a body that does not decode) maps back by its code:",
     "",

@@ -24,7 +24,7 @@ export const JSONRPC_TO_GRPC: readonly CodeMapping[] = [
   { jsonrpc: -32601, grpc: Code.Unimplemented, meaning: "method not found" },
   { jsonrpc: -32602, grpc: Code.InvalidArgument, meaning: "invalid params" },
   { jsonrpc: -32603, grpc: Code.Internal, meaning: "internal error" },
-  { jsonrpc: -32000, grpc: Code.Internal, meaning: "server error (geth: invalid input, header not found, ...)" },
+  { jsonrpc: -32000, grpc: Code.Internal, meaning: "server error (unless its message says more: below)" },
   { jsonrpc: -32001, grpc: Code.NotFound, meaning: "resource not found" },
   { jsonrpc: -32002, grpc: Code.Unavailable, meaning: "resource unavailable" },
   { jsonrpc: -32003, grpc: Code.FailedPrecondition, meaning: "transaction rejected" },
@@ -105,6 +105,81 @@ const byFamily: Record<CodeFamily, Map<number, Code>> = {
 /** The gRPC code for a JSON-RPC error code a node of `family` returned; Unknown when unmapped. */
 export function grpcCodeForJsonRpc(code: number, family: CodeFamily = "eth"): Code {
   return byFamily[family].get(code) ?? Code.Unknown;
+}
+
+export interface ServerErrorRule {
+  /** How the node's message starts (compared in lower case). */
+  prefixes: readonly string[];
+  grpc: Code;
+  meaning: string;
+}
+
+/**
+ * geth (and so Infura and most providers) answers most failures with -32000
+ * and says which in the message, often followed by details ("nonce too low:
+ * address 0x…, tx: 5 state: 7"). Read by its code alone every one would be
+ * INTERNAL, which tells a typed caller nothing it can act on: a missing block
+ * or a refused transaction is no server fault. These rules, first match wins,
+ * give the status the message means (geth's own texts: core/error.go,
+ * core/txpool/errors.go, internal/ethapi). The JsonRpcError detail still
+ * carries the node's code and message, and the native door is unchanged.
+ */
+export const SERVER_ERROR_RULES: readonly ServerErrorRule[] = [
+  { prefixes: ["header not found", "unknown block", "block not found"], grpc: Code.NotFound, meaning: "the block is not known to the node" },
+  { prefixes: ["missing trie node", "historical state "], grpc: Code.NotFound, meaning: "the state asked for is pruned" },
+  { prefixes: ["filter not found"], grpc: Code.NotFound, meaning: "the filter is not known to the node" },
+  { prefixes: ["already known", "known transaction"], grpc: Code.AlreadyExists, meaning: "the transaction is in the pool already" },
+  {
+    prefixes: [
+      "invalid sender",
+      "intrinsic gas too low",
+      "oversized data",
+      "transaction type not supported",
+      "max priority fee per gas higher than max fee per gas",
+      "max priority fee per gas higher than 2^256-1",
+      "max fee per gas higher than 2^256-1",
+      "max initcode size exceeded",
+      "gas uint64 overflow",
+      "negative value",
+      "rlp: ",
+      "typed transaction too short",
+      "invalid transaction v, r, s values",
+    ],
+    grpc: Code.InvalidArgument,
+    meaning: "the transaction is malformed, whatever the state",
+  },
+  {
+    prefixes: [
+      "nonce too low",
+      "nonce too high",
+      "nonce has max value",
+      "insufficient funds",
+      "replacement transaction underpriced",
+      "transaction underpriced",
+      "max fee per gas less than block base fee",
+      "exceeds block gas limit",
+      "gas required exceeds allowance",
+      "account limit exceeded",
+      "future transaction tries to replace pending",
+      "sender not an eoa",
+      "only replay-protected",
+    ],
+    grpc: Code.FailedPrecondition,
+    meaning: "refused for the chain's or the pool's state",
+  },
+  { prefixes: ["txpool is full", "in-flight transaction limit reached"], grpc: Code.ResourceExhausted, meaning: "the node's pool is full: try later" },
+];
+
+/**
+ * The gRPC code for an error a node answered: by its code, and for geth's
+ * generic -32000 by its message (SERVER_ERROR_RULES).
+ */
+export function grpcCodeForNodeError(code: number, message: string, family: CodeFamily = "eth"): Code {
+  if (code === -32000) {
+    const lower = message.toLowerCase();
+    for (const rule of SERVER_ERROR_RULES) if (rule.prefixes.some((p) => lower.startsWith(p))) return rule.grpc;
+  }
+  return grpcCodeForJsonRpc(code, family);
 }
 
 /**

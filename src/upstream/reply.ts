@@ -3,7 +3,7 @@
  * of the result (never re-serialised), or the node's error as a GatewayError.
  */
 import { Code } from "@connectrpc/connect";
-import { grpcCodeForJsonRpc } from "../errors/code-map.js";
+import { grpcCodeForNodeError } from "../errors/code-map.js";
 import { revertBytes } from "../errors/revert.js";
 import { upstreamBadResponse } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
@@ -394,7 +394,7 @@ function readError(body: Buffer, start: number, end: number): GatewayError {
     message: e.message,
     ...(data === undefined ? {} : { data }),
     // Besu, Nethermind and others revert with -32000/-32015: typed callers see a revert whichever node it was.
-    grpcCode: e.code !== 3 && revertBytes(e.code, e.message, data) !== undefined ? Code.FailedPrecondition : grpcCodeForJsonRpc(e.code),
+    grpcCode: e.code !== 3 && revertBytes(e.code, e.message, data) !== undefined ? Code.FailedPrecondition : grpcCodeForNodeError(e.code, e.message),
     origin: "upstream",
   });
 }

@@ -10,7 +10,7 @@ import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
 import { freePort } from "../../src/embedded/anvil.js";
-import { GRPC_TO_JSONRPC, JSONRPC_TO_GRPC, jsonRpcCodeForGrpc } from "../../src/errors/code-map.js";
+import { GRPC_TO_JSONRPC, JSONRPC_TO_GRPC, jsonRpcCodeForGrpc, SERVER_ERROR_RULES } from "../../src/errors/code-map.js";
 import { NODEGATE_CODES } from "../../src/errors/catalogue.js";
 import { fromConnectError } from "../../src/grpc/errors.js";
 import { connectClient } from "../support/grpc-clients.js";
@@ -93,6 +93,37 @@ describe("JSON-RPC error code -> gRPC status (one test per row)", () => {
     const err = await typed();
     expect(err.code).toBe(Code.Unknown);
     expect(Number(err.findDetails(JsonRpcErrorSchema)[0]?.code)).toBe(-39999);
+  });
+});
+
+describe("-32000 by its message (one test per rule)", () => {
+  for (const rule of SERVER_ERROR_RULES) {
+    it(`${rule.prefixes.join(", ")} -> ${Code[rule.grpc]}`, async () => {
+      for (const [i, prefix] of rule.prefixes.entries()) {
+        // geth writes details after the text; another client may capitalise it.
+        const text = i % 2 === 0 ? `${prefix}${prefix.endsWith(" ") ? "" : ": "}details 0x01` : `${prefix[0]?.toUpperCase()}${prefix.slice(1)}`;
+        const error = { code: -32000, message: text, data: "0x" };
+        answer = { error };
+        const err = await typed();
+        expect(err.code, text).toBe(rule.grpc);
+        const [d] = err.findDetails(JsonRpcErrorSchema);
+        expect({ code: Number(d?.code), message: d?.message, data: JSON.parse(d?.data ?? "null") }, text).toEqual(error);
+        const native = await post(ng.rpcUrl, rpc("eth_blockNumber", [], 7));
+        expect(native.json, text).toEqual({ jsonrpc: "2.0", id: 7, error });
+      }
+    });
+  }
+
+  it("a -32000 whose message starts with no rule's text is INTERNAL, and other codes are read by their code alone", async () => {
+    for (const error of [
+      { code: -32000, message: "execution failed: nonce too low" },
+      { code: -32000, message: "something else" },
+      { code: -32603, message: "header not found" },
+      { code: -32001, message: "nonce too low" },
+    ]) {
+      answer = { error };
+      expect((await typed()).code, JSON.stringify(error)).toBe(error.code === -32001 ? Code.NotFound : Code.Internal);
+    }
   });
 });
 

@@ -147,7 +147,7 @@ it("every client's way of saying reverted reaches typed callers as a revert, wit
     { node: "geth, revert() without data", error: { code: -32000, message: "execution reverted" }, code: Code.FailedPrecondition, revert: "0x" },
     { node: "code 3 with the bytes nested", error: { code: 3, message: "execution reverted: boom", data: { data: BOOM } }, code: Code.FailedPrecondition, revert: BOOM },
     { node: "code 3 without data", error: { code: 3, message: "execution reverted" }, code: Code.FailedPrecondition, revert: undefined },
-    { node: "not a revert", error: { code: -32000, message: "insufficient funds for gas * price + value", data: `0x${BOOM_HEX}` }, code: Code.Internal, revert: undefined },
+    { node: "not a revert", error: { code: -32000, message: "insufficient funds for gas * price + value", data: `0x${BOOM_HEX}` }, code: Code.FailedPrecondition, revert: undefined },
     // Found from outside: Ganache's other VM exceptions are not reverts.
     { node: "Ganache, invalid opcode", error: { code: -32000, message: "VM Exception while processing transaction: invalid opcode", data: { result: "0x" } }, code: Code.Internal, revert: undefined },
   ];
@@ -162,6 +162,23 @@ it("every client's way of saying reverted reaches typed callers as a revert, wit
     const [detail] = typed.connectError.findDetails(RevertErrorSchema);
     expect(detail === undefined ? undefined : `0x${Buffer.from(detail.data).toString("hex")}`, c.node).toBe(c.revert);
     if (c.revert === BOOM) expect(detail?.reason, c.node).toBe("boom");
+  }
+});
+
+it("what Anvil answers -32000 for reaches typed callers as what its message means: an unknown block or filter is NOT_FOUND", async () => {
+  // Read by its code alone, -32000 was INTERNAL: a typed caller could not tell a block the node does not know
+  // (a reorged-out hash) from a server fault.
+  const unknownHash = `0x${"11".repeat(32)}` as const;
+  expect((await g.http.call("eth_getLogs", [{ blockHash: unknownHash }])).error).toEqual({ code: -32000, message: "unknown block" });
+  const logs = await g.eth.fail(m.getLogs, { filter: { blockHash: hexToBytes(unknownHash) } });
+  expect([logs.code, logs.error]).toEqual([Code.NotFound, { code: -32000, message: "unknown block" }]);
+  const generic = new TypedDoor(g.ng, JsonRpcService, { [API_KEY_HEADER]: g.ng.key });
+  try {
+    expect((await g.http.call("eth_getFilterChanges", ["0x1234"])).error).toEqual({ code: -32000, message: "filter not found" });
+    const filter = await generic.fail(JsonRpcService.method.call, { method: "eth_getFilterChanges", paramsJson: '["0x1234"]' });
+    expect([filter.code, filter.error]).toEqual([Code.NotFound, { code: -32000, message: "filter not found" }]);
+  } finally {
+    generic.close();
   }
 });
 
