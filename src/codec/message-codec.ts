@@ -410,7 +410,8 @@ function objectMessageCodec(schema: DescMessage, fields: FieldPlan[], hasExtras:
           out += `${out.length > 1 ? "," : ""}${JSON.stringify(key)}:null`;
         }
         for (const key in extras.unknownFields) {
-          if (byKey.has(key)) continue;
+          // Skipped, it would change the call's meaning unseen (a "to" here made an eth_call without a target).
+          if (byKey.has(key)) throw new CodecError(`jsonExtras.unknownFields[${JSON.stringify(key)}]`, "names a field of the message: set that field instead");
           const raw = extras.unknownFields[key] as string;
           if (!isJsonText(raw)) throw new CodecError(`jsonExtras.unknownFields[${JSON.stringify(key)}]`, "not valid JSON text");
           out += `${out.length > 1 ? "," : ""}${JSON.stringify(key)}:${raw}`;

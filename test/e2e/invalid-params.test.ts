@@ -296,6 +296,19 @@ const typedCases: TypedCase[] = [
     request: () => create(GetProofRequestSchema, { address: new Uint8Array(20), storageKeys: [new Uint8Array(33)] }),
     names: ["storageKeys[0]", "at most 32 bytes"],
   },
+  // Found from outside: an extra named like a field was skipped, so this call went out with no "to" and answered "0x".
+  {
+    title: "json_extras naming a field of the call object",
+    rpc: EthService.method.estimateGas,
+    request: () => create(EstimateGasRequestSchema, { transaction: { jsonExtras: { unknownFields: { to: JSON.stringify(ADDRESS) } } } }),
+    names: ['transaction.jsonExtras.unknownFields["to"]', "names a field of the message"],
+  },
+  {
+    title: "json_extras naming a field of the log filter",
+    rpc: EthService.method.getLogs,
+    request: () => create(GetLogsRequestSchema, { filter: { jsonExtras: { unknownFields: { fromBlock: '"0x0"' } } } }),
+    names: ['filter.jsonExtras.unknownFields["fromBlock"]', "names a field of the message"],
+  },
   {
     title: "a topic of 31 bytes",
     rpc: EthService.method.getLogs,

@@ -47,7 +47,9 @@ export type JsonExtras = Message<"nodegate.jsonrpc.v1.JsonExtras"> & {
 
   /**
    * Keys the proto does not model yet (vendor or L2 extensions, new forks),
-   * mapped to the raw JSON text of their value, re-emitted verbatim.
+   * mapped to the raw JSON text of their value, re-emitted verbatim. In a
+   * request, a key that names a field of the message is refused
+   * (INVALID_ARGUMENT): set the field.
    *
    * @generated from field: map<string, string> unknown_fields = 4;
    */
