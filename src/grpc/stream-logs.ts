@@ -37,8 +37,10 @@ const MESSAGE_LOGS = 1000;
 const hex = (bytes: Uint8Array): string => `0x${Buffer.from(bytes).toString("hex")}`;
 
 async function blockNumberOf(id: BlockId | undefined, reader: ChainReader, field: string): Promise<number> {
-  const kind = id?.kind;
-  if (kind === undefined || kind.case === undefined) return reader.numberOfTag("latest");
+  if (id === undefined) return reader.numberOfTag("latest");
+  const kind = id.kind;
+  // Present but empty (Go's &BlockId{}): refused, as GetLogs refuses it, rather than read as latest.
+  if (kind.case === undefined) throw invalidParams(`filter.${field}: block is unset: set number, tag or hash`);
   if (kind.case === "number") {
     // Beyond any chain's height, so past the head: the range ends there (to_block) or is still to come (from_block).
     return kind.value > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(kind.value);

@@ -166,6 +166,14 @@ describe("StreamLogs", () => {
     ]);
   });
 
+  it("a block hash the node does not know is NOT_FOUND carrying the node's error", async () => {
+    // Found from outside: Anvil's -32000 "unknown block" for eth_getLogs came out INTERNAL.
+    const stream = streamLogs({ blockHash: new Uint8Array(32).fill(0x11) });
+    const err = await stream.ended;
+    expect(err?.code).toBe(5);
+    expect(jsonRpcErrorOfGrpc(err as grpc.ServiceError)).toMatchObject({ code: -32000n, message: "unknown block" });
+  });
+
   it("reads tags once: earliest..latest covers the chain", async () => {
     const head = await chain.blockNumber();
     const stream = streamLogs({
@@ -241,6 +249,16 @@ describe("StreamLogs", () => {
     expect(decodeURIComponent(err?.details ?? "")).toMatch(`from_block ${to} is after to_block ${from}`);
     // Like every status nodegate raises, it carries the JSON-RPC error.
     expect(jsonRpcErrorOfGrpc(err as grpc.ServiceError)).toMatchObject({ code: -32602n, message: `filter: from_block ${to} is after to_block ${from}` });
+  });
+
+  it("a block selector present but empty is INVALID_ARGUMENT, as GetLogs has it, not latest", async () => {
+    // Found from outside: Go's &BlockId{} was read as latest here and refused by GetLogs.
+    for (const filter of [{ fromBlock: create(BlockIdSchema) }, { fromBlock: number(from), toBlock: create(BlockIdSchema) }]) {
+      const stream = streamLogs(filter);
+      const err = await stream.ended;
+      expect(err?.code).toBe(3);
+      expect(decodeURIComponent(err?.details ?? "")).toMatch(/filter\.(from|to)_block: block is unset: set number, tag or hash/);
+    }
   });
 
   it("counts every page after the first against the key's rate limit", async () => {
