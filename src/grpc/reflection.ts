@@ -58,7 +58,13 @@ function fileOfSymbol(registry: Registry, services: readonly DescService[], symb
   const service = services.find((s) => s.typeName === parent);
   if (service !== undefined) return service.file;
   const owner = registry.get(parent);
-  return owner?.file;
+  if (owner !== undefined) return owner.file;
+  // An enum value is scoped beside its enum, not inside it ("pkg.BLOCK_TAG_LATEST"), as protoc and grpc-go name it.
+  for (const type of registry) {
+    if (type.kind !== "enum" || type.typeName.slice(0, type.typeName.lastIndexOf(".")) !== parent) continue;
+    if (type.values.some((v) => `${parent}.${v.name}` === symbol)) return type.file;
+  }
+  return undefined;
 }
 
 type Schemas = typeof v1 | typeof v1alpha;

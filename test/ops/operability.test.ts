@@ -108,6 +108,20 @@ describe("gRPC server reflection", () => {
     ]);
   });
 
+  it("finds an enum value's file by its name, scoped beside its enum as protoc names it", async () => {
+    // Found from outside: the enum resolved, its values were NOT_FOUND.
+    const [value, enumType, notAValue] = await reflect(reflectionV1, [
+      { case: "fileContainingSymbol", value: "nodegate.eth.v1.BLOCK_TAG_LATEST" },
+      { case: "fileContainingSymbol", value: "nodegate.eth.v1.BlockTag" },
+      { case: "fileContainingSymbol", value: "nodegate.eth.v1.BLOCK_TAG_NOPE" },
+    ]);
+    for (const r of [value, enumType]) {
+      const files = r?.messageResponse.case === "fileDescriptorResponse" ? r.messageResponse.value.fileDescriptorProto.map((b) => fromBinary(FileDescriptorProtoSchema, b).name) : [];
+      expect(files[0]).toBe("nodegate/eth/v1/primitives.proto");
+    }
+    expect(notAValue?.messageResponse.case === "errorResponse" && notAValue.messageResponse.value.errorCode).toBe(5);
+  });
+
   it("answers an unknown symbol with NOT_FOUND in the stream, and keeps the stream", async () => {
     const [missing, list] = await reflect(reflectionV1, [
       { case: "fileContainingSymbol", value: "no.such.Thing" },
