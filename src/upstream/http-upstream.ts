@@ -7,6 +7,7 @@
  */
 import { networkErrorWords } from "./network-errors.js";
 import type { ConnectionOptions } from "node:tls";
+import { Code } from "@connectrpc/connect";
 import { cancelled, noConnectionInTime, replyBudgetExceeded, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { ANOTHER_REQUESTS_REPLY, readChunkedReply, readReply, requestBody, type UpstreamResult } from "./reply.js";
@@ -45,11 +46,18 @@ function asProviderRateLimit(err: GatewayError, retryAfter: string | undefined):
     code: err.code,
     message: err.message,
     ...(err.data === undefined ? {} : { data: err.data }),
-    grpcCode: err.grpcCode,
+    // Alchemy puts 429 in the error's code, which the code table does not know: the HTTP status says what it is.
+    grpcCode: Code.ResourceExhausted,
     httpStatus: 429,
     ...(seconds === undefined ? {} : { retryAfterSeconds: seconds }),
     origin: "upstream",
   });
+}
+
+/** The provider refused nodegate's own key: every call would fail alike, so it counts as an outage and partners answer. */
+function refusedCredentials(statusCode: number, providerError?: GatewayError): GatewayError {
+  const said = providerError === undefined ? "" : `; the provider said: ${JSON.stringify(providerError.message.slice(0, 200))}`;
+  return upstreamBadResponse(`HTTP ${statusCode}: the provider refused nodegate's credentials (check the key in the upstream URL)${said}`, providerError);
 }
 
 /** Why nodegate cancelled a call (compared by identity, never shown). */
@@ -161,7 +169,13 @@ export class HttpUpstream implements Upstream {
         if (statusCode === 200) throw err;
         // Some providers answer errors (rate limits) with a JSON-RPC body and a non-200 status.
         // Header lines become an object only here, on the rare failed reply.
-        throw statusCode === 429 ? asProviderRateLimit(err, reply.headers["retry-after"]) : err;
+        if (statusCode === 429) throw asProviderRateLimit(err, reply.headers["retry-after"]);
+        // A provider's front (Alchemy, a load balancer) words its own failures as JSON-RPC errors too: a 5xx is still
+        // an outage, and a 401 still a refused key, whatever the body says; passed on as the node's answer, they
+        // misled callers and kept the circuit closed and partners unasked.
+        if (statusCode >= 500) throw upstreamUnavailable(`HTTP ${statusCode}`, err);
+        if (statusCode === 401) throw refusedCredentials(statusCode, err);
+        throw err;
       }
       reply.outOfStep();
       if (statusCode === 200) throw err instanceof GatewayError && err.cause === ANOTHER_REQUESTS_REPLY ? new OutOfStep(err) : withEncodingHint(err, reply);
@@ -171,9 +185,7 @@ export class HttpUpstream implements Upstream {
       throw upstreamUnavailable("HTTP 429", undefined, retryAfterSeconds(reply.headers["retry-after"]));
     }
     if (statusCode >= 500) throw upstreamUnavailable(`HTTP ${statusCode}`);
-    if (statusCode === 401 || statusCode === 403) {
-      throw upstreamBadResponse(`HTTP ${statusCode}: the provider refused nodegate's credentials (check the key in the upstream URL)`);
-    }
+    if (statusCode === 401 || statusCode === 403) throw refusedCredentials(statusCode);
     throw upstreamBadResponse(`HTTP ${statusCode}`);
   }
 

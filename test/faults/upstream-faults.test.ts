@@ -293,6 +293,30 @@ const FAULTS: Fault[] = [
     }),
     expected: { code: -32005, message: "project ID request rate exceeded", httpStatus: 429, grpcCode: Code.ResourceExhausted, outage: false, retryAfter: "1" },
   },
+  {
+    // Found from outside: Alchemy documents code 429 in the error itself, which reached typed callers as UNKNOWN.
+    name: "HTTP 429 with a JSON-RPC error whose code is 429",
+    transport: "http",
+    answer: (r) => ({ raw: JSON.stringify({ jsonrpc: "2.0", id: r.id, error: { code: 429, message: "Your app has exceeded its compute units per second capacity." } }), status: 429, headers: { "retry-after": "1" } }),
+    expected: { code: 429, message: "Your app has exceeded its compute units per second capacity.", httpStatus: 429, grpcCode: Code.ResourceExhausted, outage: false, retryAfter: "1" },
+  },
+  {
+    // Found from outside: Alchemy's 401 comes as a JSON-RPC error; it went on as the node's -32600, the circuit stayed
+    // closed and partners were never asked.
+    name: "HTTP 401 with the provider's JSON-RPC error",
+    transport: "http",
+    answer: (r) => ({ raw: JSON.stringify({ jsonrpc: "2.0", id: r.id, error: { code: -32600, message: "Must be authenticated!" } }), status: 401 }),
+    expected: badResponse('upstream returned an invalid response: HTTP 401: the provider refused nodegate\'s credentials (check the key in the upstream URL); the provider said: "Must be authenticated!"'),
+  },
+  ...[500, 503].map(
+    (status): Fault => ({
+      // Found from outside: a provider front's own failure, worded as a JSON-RPC error, went on as the node's answer.
+      name: `HTTP ${status} with a JSON-RPC error`,
+      transport: "http",
+      answer: (r) => ({ raw: JSON.stringify({ jsonrpc: "2.0", id: r.id, error: { code: -32603, message: "upstream connect error or disconnect/reset before headers" } }), status }),
+      expected: unavailable(`upstream unavailable: HTTP ${status}`),
+    }),
+  ),
   ...[500, 502, 503].map(
     (status): Fault => ({
       name: `HTTP ${status}`,
