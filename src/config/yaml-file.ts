@@ -26,7 +26,7 @@ import {
   type WebSocketSettings,
   WRITE_METHODS,
 } from "./config.js";
-import { httpUrl, KEY_PATTERN, LOG_LEVELS, plan } from "./values.js";
+import { httpUrl, KEY_PATTERN, LOG_LEVELS, MAX_TIMER_MS, plan } from "./values.js";
 
 type Path = (string | number)[];
 
@@ -189,7 +189,9 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
 
   r.keys(["limits"], Object.keys(DEFAULT_LIMITS));
   for (const name of Object.keys(DEFAULT_LIMITS) as (keyof Limits)[]) {
-    config.limits[name] = r.number(["limits", name], 1, 1_000_000_000_000) ?? config.limits[name];
+    // Node's timers take at most 2^31-1 ms (about 24.8 days); a longer one fires at once (found from outside: every
+    // eth_getLogs timed out in 1 ms).
+    config.limits[name] = r.number(["limits", name], 1, name.endsWith("Ms") ? MAX_TIMER_MS : 1_000_000_000_000) ?? config.limits[name];
   }
   if (config.limits.headersTimeoutMs > config.limits.requestTimeoutMs) {
     r.fail(["limits", r.has(["limits", "headersTimeoutMs"]) ? "headersTimeoutMs" : "requestTimeoutMs"], "headersTimeoutMs must not exceed requestTimeoutMs");
@@ -260,6 +262,8 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
       if (keys.some((k) => k.key === key)) r.fail([...p, "key"], "duplicate key");
       const entry: KeyConfig = { key, plan: plan(r.string([...p, "plan"]), (m) => r.fail([...p, "plan"], m)) };
       const secret = r.string([...p, "secret"]);
+      // An empty secret would pass any Basic header with an empty password, as an empty ${VAR} would (refused above).
+      if (secret === "") r.fail([...p, "secret"], "an empty secret would accept any request: remove the line, or set one");
       if (secret !== undefined) entry.secret = secret;
       const rl = readRateLimit(r, [...p, "rateLimit"]);
       if (rl) entry.rateLimit = rl;

@@ -99,6 +99,12 @@ describe("configuration file", () => {
     // Found from outside: a write method on the pass-through list was forwarded although allowWrites was false.
     ["a write method listed without allowWrites", "passThrough:\n  methods: [eth_chainId, starknet_addInvokeTransaction]\n", /:2:26: passThrough\.methods\[1\]: starknet_addInvokeTransaction writes to the chain: forwarded only with passThrough\.allowWrites: true/],
     ["unknown log level", "log:\n  level: verbose\n", /:2:10: log\.level: want one of fatal, error, warn, info, debug, trace, silent, got "verbose"/],
+    // Found from outside: these passed check-config, then a timer fired at once, a WebSocket upstream failed every
+    // call for good, nodegate ended its start with a URIError, and any empty password passed.
+    ["a timeout longer than a Node timer takes", "limits:\n  getLogsTimeoutMs: 3000000000\n", /:2:21: limits\.getLogsTimeoutMs: want an integer from 1 to 2147483647/],
+    ["an upstream URL with a fragment", "networks:\n  - name: x\n    upstreams:\n      - url: ws://a/ws#main\n", /:4:14: networks\[0\]\.upstreams\[0\]\.url: a URL fragment \(#\.\.\.\) is never sent to the node/],
+    ["a bare % in an upstream password", "networks:\n  - name: x\n    upstreams:\n      - url: http://user:50%off@a/\n", /:4:14: networks\[0\]\.upstreams\[0\]\.url: the user or password has a % that starts no %XX escape/],
+    ["an empty secret", 'keys:\n  - key: abcdefgh12345678\n    secret: ""\n', /:3:13: keys\[0\]\.secret: an empty secret would accept any request/],
   ])("names the field and line: %s", (_, text, pattern) => {
     expect(errorOf(text)).toMatch(pattern);
   });
@@ -106,6 +112,9 @@ describe("configuration file", () => {
   it("environment errors name the variable", () => {
     expect(() => loadConfig({ NODEGATE_PORT: "x" })).toThrow(/NODEGATE_PORT: want a port number/);
     expect(() => loadConfig({ NODEGATE_UPSTREAM_URL: "ftp://x" })).toThrow(/NODEGATE_UPSTREAM_URL: want a http/);
+    // The message never repeats the URL: its password is a secret.
+    expect(() => loadConfig({ NODEGATE_UPSTREAM_URL: "https://u:50%off@node.example/" })).toThrow(/^NODEGATE_UPSTREAM_URL: the user or password has a % that starts no %XX escape \(a % in a password is written %25\)$/);
+    expect(() => loadConfig({ NODEGATE_UPSTREAM_WS_URL: "wss://node.example/ws#x" })).toThrow(/^NODEGATE_UPSTREAM_WS_URL: a URL fragment/);
     // Keys follow the file's rules, and an error names the entry by position: a key's characters are never printed.
     expect(() => loadConfig({ NODEGATE_API_KEYS: "good-key-1:growth,secret-key-2:gold" })).toThrow(/^NODEGATE_API_KEYS: entry 2: want one of core, growth, custom$/);
     expect(() => loadConfig({ NODEGATE_API_KEYS: "sEcr3" })).toThrow(/^NODEGATE_API_KEYS: entry 1: want 8 to 128 letters, digits, - or _$/);
