@@ -12,17 +12,30 @@ export interface RedisCacheStoreOptions {
   /** Prepended to every key ("nodegate:" gives "nodegate:cache:<key>"). */
   keyPrefix: string;
   report: StoreErrorReporter;
+  /** How long a value stored without a TTL of its own lives (default SHARED_CACHE_TTL_MS). */
+  defaultTtlMs?: number;
 }
+
+/**
+ * A final answer never changes, but Redis has no byte budget of its own (its
+ * default policy refuses writes when full, and then the shared rate-limit
+ * counts fall back to each instance): every value expires, so the shared
+ * cache holds about a day's distinct reads. It also bounds what a dev
+ * chain's rewind leaves behind for processes that did not see it.
+ */
+export const SHARED_CACHE_TTL_MS = 24 * 60 * 60 * 1000;
 
 export class RedisCacheStore implements CacheStore {
   readonly #client: RedisClient;
   readonly #prefix: string;
   readonly #report: StoreErrorReporter;
+  readonly #defaultTtlMs: number;
 
   constructor(client: RedisClient, options: RedisCacheStoreOptions) {
     this.#client = client;
     this.#prefix = `${options.keyPrefix}cache:`;
     this.#report = options.report;
+    this.#defaultTtlMs = options.defaultTtlMs ?? SHARED_CACHE_TTL_MS;
   }
 
   async get(key: string): Promise<Buffer | undefined> {
@@ -36,9 +49,9 @@ export class RedisCacheStore implements CacheStore {
     }
   }
 
-  async set(key: string, value: Buffer, ttlMs?: number): Promise<void> {
+  async set(key: string, value: Buffer, ttlMs = this.#defaultTtlMs): Promise<void> {
     if (this.#client.state !== "ready") return;
-    const args = ttlMs === undefined ? ["SET", this.#prefix + key, value] : ["SET", this.#prefix + key, value, "PX", Math.max(1, Math.ceil(ttlMs))];
+    const args = ["SET", this.#prefix + key, value, "PX", Math.max(1, Math.ceil(ttlMs))];
     try {
       await this.#client.command(args);
     } catch (err) {

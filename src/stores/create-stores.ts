@@ -6,7 +6,7 @@
  * the nodegate_redis_up gauge.
  */
 import type { Logger } from "pino";
-import { Gauge } from "prom-client";
+import { Counter, Gauge } from "prom-client";
 import { MemoryRateLimitStore, type RateLimitStore } from "../auth/rate-limiter.js";
 import { RedisRateLimitStore } from "../auth/redis-rate-limit-store.js";
 import { MemoryCacheStore } from "../cache/memory-cache-store.js";
@@ -15,7 +15,7 @@ import type { CacheStore } from "../cache/store.js";
 import type { StoresConfig } from "../config/config.js";
 import type { Metrics } from "../observability/metrics.js";
 import { RedisClient, redactRedisUrl } from "../redis/resp-client.js";
-import { throttledStoreErrors } from "./store-errors.js";
+import { type StoreErrorReporter, throttledStoreErrors } from "./store-errors.js";
 
 export const DEFAULT_KEY_PREFIX = "nodegate:";
 export const DEFAULT_REDIS_TIMEOUT_MS = 500;
@@ -59,7 +59,19 @@ export function createStores(config: StoresConfig | undefined, log: Logger, metr
       log.warn({ redis: shown, err: error?.message }, "redis unavailable: rate limits are counted per instance and the cache misses until it is back");
     }
   });
-  const report = throttledStoreErrors(log);
+  // A connected Redis may still refuse (out of memory, a read-only replica): redis_up stays 1 then, so the refusals
+  // are counted where an alert can see them (found from outside: a full Redis turned shared limits per-instance unseen).
+  const failures = new Counter({
+    name: "nodegate_redis_command_failures_total",
+    help: "Redis commands that failed while connected (refused: out of memory, read-only; or timed out); that store fell back to this instance for them.",
+    labelNames: ["store"],
+    registers: [metrics.registry],
+  });
+  const warn = throttledStoreErrors(log);
+  const report: StoreErrorReporter = (store, err) => {
+    failures.inc({ store });
+    warn(store, err);
+  };
   return {
     kind: "redis",
     rateLimits: new RedisRateLimitStore(client, { keyPrefix, fallback: local, report }),

@@ -9,7 +9,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
-import type { RedisClientState } from "../../src/redis/resp-client.js";
+import { RedisClient, type RedisClientState } from "../../src/redis/resp-client.js";
 import { connectClient } from "../support/grpc-clients.js";
 import { post, rpc } from "../support/http.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
@@ -18,6 +18,7 @@ import { describeRequiring } from "../support/system-packages.js";
 
 const THREE_A_DAY = "three-a-day-key-0001";
 const OTHER = "other-key-0000000001";
+const FULL = "full-redis-key-000001";
 
 function reaches(ng: TestNodegate, state: RedisClientState): Promise<void> {
   const client = ng.stores.redis;
@@ -50,6 +51,7 @@ describeRequiring(redisRequirement, "rate limits shared through Redis", () => {
       keys: [
         { key: THREE_A_DAY, plan: "core" as const, rateLimit: { requestsPerSecond: 0, requestsPerDay: 3 } },
         { key: OTHER, plan: "core" as const, rateLimit: { requestsPerSecond: 0, requestsPerDay: 3 } },
+        { key: FULL, plan: "core" as const, rateLimit: { requestsPerSecond: 0, requestsPerDay: 3 } },
       ],
       config: { stores: { redisUrl: redis.url, keyPrefix: "shared-test:" } },
     };
@@ -82,6 +84,23 @@ describeRequiring(redisRequirement, "rate limits shared through Redis", () => {
   it("reports Redis as up in /metrics", async () => {
     const text = await (await fetch(`${a.url}/metrics`)).text();
     expect(text).toMatch(/^nodegate_redis_up 1$/m);
+  });
+
+  it("Redis full: calls are served and the refusals counted in /metrics, where redis_up stays 1", async () => {
+    // Found from outside: a full Redis (its default policy refuses writes) turned shared limits per-instance with
+    // nothing but a throttled warning to show it.
+    const admin = new RedisClient({ url: redis.url });
+    await admin.ready();
+    try {
+      await admin.command(["CONFIG", "SET", "maxmemory", "1"]);
+      expect(await status(a, FULL)).toBe(200);
+      const text = await (await fetch(`${a.url}/metrics`)).text();
+      expect(text).toMatch(/^nodegate_redis_up 1$/m);
+      expect(Number(/^nodegate_redis_command_failures_total\{store="rate limits"\} (\d+)$/m.exec(text)?.[1])).toBeGreaterThan(0);
+    } finally {
+      await admin.command(["CONFIG", "SET", "maxmemory", "0"]);
+      await admin.close();
+    }
   });
 
   it("Redis down: both keep serving, each counting the limit itself; Redis back: shared again", async () => {
