@@ -50,11 +50,8 @@ export class HealthMonitor {
     let probe = this.#probes.get(network.name);
     if (probe === undefined) {
       probe = network
-        .call(PROBE_METHOD[network.family], "[]", { timeoutMs: this.#probeTimeoutMs, idempotent: true })
-        .then(
-          () => true,
-          () => Date.now() - network.lastAnswerAt < this.#recentMs, // a node error is still an answer
-        )
+        .answersAny(PROBE_METHOD[network.family], this.#probeTimeoutMs)
+        .catch(() => false)
         .finally(() => this.#probes.delete(network.name));
       this.#probes.set(network.name, probe);
     }

@@ -212,6 +212,26 @@ export class Network {
     throw outage;
   }
 
+  /**
+   * Whether some upstream of the network answers `method` (a node error is an
+   * answer): the primary first, then each partner, whatever the failover
+   * policy lets callers use. For readiness: a primary outage is the same on
+   * every replica, so one that marked itself unready while a partner answers
+   * would take every replica out of the load balancer, failover and all.
+   */
+  async answersAny(method: string, timeoutMs: number): Promise<boolean> {
+    for (const member of this.#members) {
+      if (!member.breaker.allow()) continue;
+      try {
+        await this.#try(member, method, "[]", { timeoutMs, idempotent: true });
+        return true;
+      } catch (err) {
+        if (!isOutage(err)) return true;
+      }
+    }
+    return false;
+  }
+
   async close(): Promise<void> {
     await Promise.all(this.#members.map((m) => m.upstream.close()));
   }

@@ -197,6 +197,37 @@ describe("health", () => {
       await down.close();
     }
   }, 20_000);
+
+  it("/readyz counts a partner that answers while the primary is down, whatever the failover policy", async () => {
+    // Found from outside: the probe asked only the primary, so with it down every replica went unready and the
+    // partner behind them was never reached.
+    const down = await startProgrammableUpstream(() => ({ destroy: true }));
+    const partner = await startProgrammableUpstream(() => ({ forward: anvil.url }));
+    const failing = await startNodegate({
+      upstreamUrl: down.url,
+      networks: [{ name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: down.url }, { label: "partner", url: partner.url }] }],
+    });
+    try {
+      const ready = await fetch(`${failing.url}/readyz`);
+      expect([ready.status, await ready.json()]).toEqual([200, { ready: true, draining: false, networks: { ethereum: true } }]);
+      expect(partner.count("eth_chainId")).toBe(1);
+      partner.handler = () => ({ destroy: true });
+      // With no upstream answering, and the last answer long enough ago, it is not ready.
+      const later = await startNodegate({
+        upstreamUrl: down.url,
+        networks: [{ name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: down.url }, { label: "partner", url: partner.url }] }],
+      });
+      try {
+        expect((await fetch(`${later.url}/readyz`)).status).toBe(503);
+      } finally {
+        await later.close();
+      }
+    } finally {
+      await failing.close();
+      await partner.close();
+      await down.close();
+    }
+  }, 20_000);
 });
 
 describe("metrics", () => {
