@@ -16,10 +16,25 @@ const NETWORK_ERRORS = new Map([
   ["ETIMEDOUT", "connect timeout"],
 ]);
 
-/** The words for a socket error's code; undefined for an error that has none of the known codes. */
+const UNTRUSTED = "TLS: the node's certificate is not trusted (self-signed, or from a CA this machine does not know: NODE_EXTRA_CA_CERTS adds one)";
+
+/** Certificate checks an https or wss node failed (found from outside: they read only "request failed"). */
+const TLS_ERRORS = new Map([
+  ["DEPTH_ZERO_SELF_SIGNED_CERT", UNTRUSTED],
+  ["SELF_SIGNED_CERT_IN_CHAIN", UNTRUSTED],
+  ["UNABLE_TO_VERIFY_LEAF_SIGNATURE", UNTRUSTED],
+  ["UNABLE_TO_GET_ISSUER_CERT_LOCALLY", UNTRUSTED],
+  ["UNABLE_TO_GET_ISSUER_CERT", UNTRUSTED],
+  ["CERT_HAS_EXPIRED", "TLS: the node's certificate has expired"],
+  ["CERT_NOT_YET_VALID", "TLS: the node's certificate is not valid yet"],
+  ["ERR_TLS_CERT_ALTNAME_INVALID", "TLS: the node's certificate is not for the host name in the upstream URL"],
+  ["ERR_SSL_WRONG_VERSION_NUMBER", "TLS handshake failed (does the node speak TLS on that port?)"],
+]);
+
+/** The words for a socket or TLS error's code; undefined for an error that has none of the known codes. */
 export function networkErrorWords(err: unknown): string | undefined {
   const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === "string" ? NETWORK_ERRORS.get(code) : undefined;
+  return typeof code === "string" ? (NETWORK_ERRORS.get(code) ?? TLS_ERRORS.get(code)) : undefined;
 }
 
 /** Why a WebSocket connection to the node failed (the ws library's errors carry addresses and internals). */

@@ -17,6 +17,14 @@ describe("network error words", () => {
     expect(webSocketErrorWords(err)).not.toMatch(/10\.0\.0\.5|node\.internal/);
   });
 
+  it("says which certificate check an https or wss node failed, and how to trust a private CA", () => {
+    const words = networkErrorWords(withCode("self-signed certificate", "DEPTH_ZERO_SELF_SIGNED_CERT"));
+    expect(words).toMatch(/^TLS: the node's certificate is not trusted .*NODE_EXTRA_CA_CERTS/);
+    expect(webSocketErrorWords(withCode("self-signed certificate", "DEPTH_ZERO_SELF_SIGNED_CERT"))).toBe(words);
+    expect(networkErrorWords(withCode("Hostname/IP does not match certificate's altnames: Host: node.internal", "ERR_TLS_CERT_ALTNAME_INVALID"))).not.toMatch(/node\.internal/);
+    expect(networkErrorWords(withCode("certificate has expired", "CERT_HAS_EXPIRED"))).toBe("TLS: the node's certificate has expired");
+  });
+
   it("an error without a known code has no words of its own", () => {
     expect(networkErrorWords(new Error("boom"))).toBeUndefined();
     expect(networkErrorWords(null)).toBeUndefined();

@@ -1,0 +1,45 @@
+/**
+ * An https node whose certificate this machine does not trust: callers and
+ * the log read which check failed and how to trust a private CA. Found from
+ * outside: both read only "upstream unavailable: request failed".
+ */
+import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
+import https from "node:https";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { post, rpc } from "../support/http.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+import { testTempDir } from "../support/temp-dir.js";
+
+let server: https.Server;
+let ng: TestNodegate;
+
+beforeAll(async () => {
+  const dir = testTempDir("nodegate-untrusted-tls-");
+  await promisify(execFile)("openssl", [
+    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"),
+    "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+  ]);
+  server = https.createServer({ cert: readFileSync(join(dir, "cert.pem")), key: readFileSync(join(dir, "key.pem")) }, (_req, res) => {
+    res.end('{"jsonrpc":"2.0","id":1,"result":"0x1"}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  ng = await startNodegate({ upstreamUrl: `https://127.0.0.1:${(server.address() as AddressInfo).port}` });
+});
+
+afterAll(async () => {
+  await ng?.close();
+  await new Promise((resolve) => server?.close(resolve));
+});
+
+it("a self-signed node certificate is named as such, with the way to trust it", async () => {
+  const answer = await post(ng.rpcUrl, rpc("eth_blockNumber"));
+  expect(answer.status).toBe(503);
+  expect(answer.json.error).toEqual({
+    code: -32050,
+    message: "upstream unavailable: TLS: the node's certificate is not trusted (self-signed, or from a CA this machine does not know: NODE_EXTRA_CA_CERTS adds one)",
+  });
+});
