@@ -1,16 +1,31 @@
 /**
  * /metrics with several workers (NODEGATE_WORKERS > 1): the worker that takes
- * a scrape asks the primary, which sums every worker's registry with
- * prom-client's AggregatorRegistry, so each scrape counts the whole process
- * group rather than whichever worker the connection landed on (counters
- * would otherwise seem to jump back and forth between scrapes).
+ * a scrape asks the primary, which sums every worker's registry (prom-client's
+ * aggregators: counters summed, gauges as each declares), so each scrape
+ * counts the whole process group rather than whichever worker the connection
+ * landed on (counters would otherwise seem to jump back and forth).
+ *
+ * The primary asks the workers itself, in prom-client's message format, so
+ * that a worker that is starting, stopped or gone does not fail or hold the
+ * scrape (prom-client waits 5 s for every worker, then fails it), and so that
+ * counters never go back: a worker that exits leaves its last counts behind,
+ * and one that does not answer in time is counted as it last answered.
  */
-import cluster from "node:cluster";
+import cluster, { type Worker } from "node:cluster";
 import { AggregatorRegistry, type Registry } from "prom-client";
 
 const SCRAPE = "nodegate:metrics";
-/** prom-client's own limit for collecting from the workers is 5 s. */
+/** A worker says so once its registry answers the primary's requests. */
+const WORKER_READY = "nodegate:metrics-ready";
+/** prom-client's own messages, which its worker side answers. */
+const GET_METRICS_REQ = "prom-client:getMetricsReq";
+const GET_METRICS_RES = "prom-client:getMetricsRes";
+/** How long the primary waits for each worker's metrics before counting it as it last answered. */
+const WORKER_ANSWER_MS = 1000;
+/** How long a worker waits for the primary's sum. */
 const SCRAPE_TIMEOUT_MS = 6000;
+
+type MetricsJson = Awaited<ReturnType<Registry["getMetricsAsJSON"]>>;
 
 interface ScrapeMessage {
   type: typeof SCRAPE;
@@ -24,20 +39,87 @@ const ignoreClosedChannel = () => {};
 
 const isScrape = (message: unknown): message is ScrapeMessage => (message as { type?: unknown } | null)?.type === SCRAPE;
 
+/** What of a worker's metrics stays true after it is gone: the totals (counters, histograms), not its gauges. */
+const totalsOf = (metrics: MetricsJson): MetricsJson =>
+  // At run time a metric's type is its name ("counter"), whatever prom-client's typings say.
+  metrics.filter((m) => (m.type as unknown as string) === "counter" || (m.type as unknown as string) === "histogram");
+
 /** In the primary, once: answers a worker's scrape with the sum of every worker's metrics. */
 export function serveClusterMetrics(): void {
-  const aggregator = new AggregatorRegistry();
+  const ready = new Set<Worker>();
+  /** Each worker's totals as it last answered. */
+  const lastTotals = new Map<Worker, MetricsJson>();
+  /** The totals of workers that have exited, summed. */
+  let retired: MetricsJson = [];
+  const waiting = new Map<number, (metrics: MetricsJson | undefined) => void>();
+  let nextRequest = 0;
+
+  const ask = (worker: Worker): Promise<MetricsJson | undefined> =>
+    new Promise((resolve) => {
+      const requestId = nextRequest++;
+      const timer = setTimeout(() => settle(undefined), WORKER_ANSWER_MS);
+      const settle = (metrics: MetricsJson | undefined) => {
+        clearTimeout(timer);
+        waiting.delete(requestId);
+        resolve(metrics);
+      };
+      waiting.set(requestId, settle);
+      worker.send({ type: GET_METRICS_REQ, requestId }, (err: Error | null) => {
+        if (err) settle(undefined);
+      });
+    });
+
+  const sum = async (): Promise<string> => {
+    const workers = [...ready].filter((w) => w.isConnected());
+    const answers = await Promise.all(workers.map(ask));
+    const parts: MetricsJson[] = [];
+    workers.forEach((worker, i) => {
+      const answer = answers[i];
+      if (answer !== undefined) {
+        parts.push(answer);
+        lastTotals.set(worker, totalsOf(answer));
+      } else {
+        const last = lastTotals.get(worker);
+        if (last !== undefined) parts.push(last);
+      }
+    });
+    if (retired.length > 0) parts.push(retired);
+    return AggregatorRegistry.aggregate(parts).metrics();
+  };
+
   cluster.on("message", (worker, message: unknown) => {
+    const type = (message as { type?: unknown } | null)?.type;
+    if (type === WORKER_READY) {
+      ready.add(worker);
+      return;
+    }
+    if (type === GET_METRICS_RES) {
+      const m = message as { requestId: number; metrics?: MetricsJson[] };
+      waiting.get(m.requestId)?.(m.metrics === undefined ? undefined : m.metrics.flat());
+      return;
+    }
     if (!isScrape(message)) return;
-    // The worker that asked may have died while its scrape waited (up to prom-client's 5 s for a dead worker's
-    // metrics): sending to its closed channel would fail, and there is nobody left to answer.
+    // The worker that asked may have died while its scrape waited: sending to its closed channel would fail, and
+    // there is nobody left to answer.
     const answer = (reply: ScrapeMessage) => {
       if (worker.isConnected()) worker.send(reply, ignoreClosedChannel);
     };
-    aggregator.clusterMetrics().then(
+    sum().then(
       (text) => answer({ type: SCRAPE, id: message.id, text }),
       (err: unknown) => answer({ type: SCRAPE, id: message.id, error: (err as Error).message }),
     );
+  });
+  cluster.on("exit", (worker) => {
+    ready.delete(worker);
+    const last = lastTotals.get(worker);
+    lastTotals.delete(worker);
+    if (last === undefined) return;
+    // Kept as one summed set, so a crash loop does not grow it.
+    AggregatorRegistry.aggregate([retired, last])
+      .getMetricsAsJSON()
+      .then((merged) => {
+        retired = merged;
+      }, ignoreClosedChannel);
   });
 }
 
@@ -50,6 +132,7 @@ export function clusterMetricsReader(registry: Registry): (() => Promise<string>
   AggregatorRegistry.setRegistries([registry]);
   // Constructing one installs prom-client's answer to the primary's requests for this worker's metrics.
   new AggregatorRegistry();
+  process.send?.({ type: WORKER_READY });
   const pending = new Map<number, (message: ScrapeMessage) => void>();
   let nextId = 0;
   process.on("message", (message: unknown) => {

@@ -142,6 +142,50 @@ describe.runIf(process.platform === "linux")("NODEGATE_WORKERS", () => {
   });
 });
 
+describe.runIf(process.platform === "linux")("NODEGATE_WORKERS, /metrics when a worker dies", () => {
+  // A primary of its own, started with both workers listening: the other tests leave workers starting.
+  let primary: WorkersPrimary;
+  beforeAll(async () => {
+    primary = await startWorkersPrimary({ NODEGATE_UPSTREAM_URL: anvil.url, NODEGATE_API_KEYS: `${KEY}:custom`, NODEGATE_WORKERS: "2", NODEGATE_LOG_LEVEL: "warn" });
+  }, 60_000);
+  afterAll(() => primary?.kill());
+
+  it("a worker's death neither fails the scrapes while its replacement starts nor takes its counts out of the sums", async () => {
+    // Found from outside: while a replacement started, every scrape waited 5 s and answered 503, and once the dead
+    // worker was gone the summed counters went back (296 to 172), which Prometheus reads as a reset.
+    const counted = 'nodegate_requests_total{door="jsonrpc-http",method="eth_chainId",outcome="ok"}';
+    const scrape = async () => {
+      const res = await request(`http://127.0.0.1:${primary.port}/metrics`, { headers: { connection: "close" } });
+      const line = (await res.body.text()).split("\n").find((l) => l.startsWith(`${counted} `));
+      return { status: res.statusCode, value: Number(line?.slice(counted.length + 1)) };
+    };
+    // Both workers answer calls (new connections are handed out in turn), and a scrape reads them all.
+    for (let i = 0; i < 40; i++) {
+      await request(`http://127.0.0.1:${primary.port}/v3/${KEY}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", connection: "close" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: i, method: "eth_chainId", params: [] }),
+      }).then((r) => r.body.text());
+    }
+    const before = await scrape();
+    expect(before.status).toBe(200);
+    const [victim] = primary.workerPids();
+    process.kill(victim as number, "SIGKILL");
+    // A connection the primary hands to the worker before it sees the death hangs (Node's cluster): wait until it has.
+    for (let i = 0; i < 250 && !primary.stderr().includes(`worker ${victim} exited`); i++) await new Promise((r) => setTimeout(r, 20));
+    // Through the replacement's start: it is forked half a second after the death and takes a while to listen.
+    const seen: { status: number; value: number }[] = [];
+    for (let i = 0; i < 20; i++) {
+      seen.push(await scrape());
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    for (const s of seen) {
+      expect(s.status).toBe(200);
+      expect(s.value).toBeGreaterThanOrEqual(before.value);
+    }
+  }, 30_000);
+});
+
 describe.runIf(process.platform === "linux")("NODEGATE_WORKERS, every worker lost at once", () => {
   it("the primary stays and starts new workers on the same port", async () => {
     // Found from outside: with no worker left, the only thing keeping the primary alive was the unref'd timer that
