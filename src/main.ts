@@ -94,8 +94,14 @@ async function start(configPath: string | undefined): Promise<void> {
   };
   process.on("SIGINT", () => void stop("SIGINT"));
   process.on("SIGTERM", () => void stop("SIGTERM"));
-  // A worker whose primary is gone has no one to hand it connections.
-  if (cluster.isWorker) process.on("disconnect", () => void stop("disconnect"));
+  // A worker whose primary is gone has no one to hand it connections: it drains what it holds and stops. Node's
+  // cluster ends such a worker at once (found from outside: in-flight calls cut, WebSockets 1006) unless the
+  // disconnect counts as asked for, which is decided right after this event.
+  const worker = cluster.worker;
+  worker?.on("disconnect", () => {
+    worker.exitedAfterDisconnect = true;
+    void stop("disconnect");
+  });
 }
 
 /** How long past drainMs a stopping worker may take to close before it is killed. */

@@ -9,6 +9,7 @@ import { createServer, type AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Agent, request } from "undici";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { startProgrammableUpstream } from "../support/programmable-upstream.js";
 import { startWorkersPrimary, type WorkersPrimary } from "../support/workers-primary.js";
 
 const KEY = "cluster-key-0123456789";
@@ -182,6 +183,39 @@ describe.runIf(process.platform === "linux")("NODEGATE_WORKERS, /metrics when a 
     for (const s of seen) {
       expect(s.status).toBe(200);
       expect(s.value).toBeGreaterThanOrEqual(before.value);
+    }
+  }, 30_000);
+});
+
+describe.runIf(process.platform === "linux")("NODEGATE_WORKERS, the primary lost", () => {
+  it("each worker answers the calls it holds, then stops", async () => {
+    // Found from outside: with the primary killed, Node's cluster ended the workers at once: calls in flight got an
+    // empty reply and WebSockets 1006, though the workers have a drain for exactly this.
+    const slow = await startProgrammableUpstream((r) => (r.method === "eth_getBalance" ? { delayMs: 1500, then: { result: "0x7a69" } } : { forward: anvil.url }));
+    const primary = await startWorkersPrimary({ NODEGATE_UPSTREAM_URL: slow.url, NODEGATE_API_KEYS: `${KEY}:custom`, NODEGATE_WORKERS: "2", NODEGATE_LOG_LEVEL: "warn" });
+    try {
+      const workers = primary.workerPids();
+      const calls = Array.from({ length: 4 }, (_, i) =>
+        request(`http://127.0.0.1:${primary.port}/v3/${KEY}`, {
+          method: "POST",
+          headers: { "content-type": "application/json", connection: "close" },
+          body: JSON.stringify({ jsonrpc: "2.0", id: i, method: "eth_getBalance", params: [`0x${String(i + 1).padStart(40, "0")}`, "latest"] }),
+        }).then(
+          async (res) => ((await res.body.json()) as { result?: string }).result ?? "no result",
+          (err: Error) => err.message,
+        ),
+      );
+      for (let i = 0; i < 100 && slow.count("eth_getBalance") < 4; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(slow.count("eth_getBalance")).toBe(4);
+      primary.primary.kill("SIGKILL");
+      expect(await Promise.all(calls)).toEqual(["0x7a69", "0x7a69", "0x7a69", "0x7a69"]);
+      for (const pid of workers) {
+        for (let i = 0; i < 250 && alive(pid); i++) await new Promise((r) => setTimeout(r, 20));
+        expect(alive(pid)).toBe(false);
+      }
+    } finally {
+      primary.kill();
+      await slow.close();
     }
   }, 30_000);
 });
