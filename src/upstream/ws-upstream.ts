@@ -87,6 +87,8 @@ export class WsUpstream implements Upstream {
   #everOpened = false;
   #attempt = 0;
   #reconnectTimer: NodeJS.Timeout | undefined;
+  /** A failed connection attempt has been logged at warn since the last open. */
+  #attemptsAnnounced = false;
   #pingTimer: NodeJS.Timeout | undefined;
   #pongDeadline: NodeJS.Timeout | undefined;
   #closing: Promise<void> | undefined;
@@ -259,6 +261,7 @@ export class WsUpstream implements Upstream {
     this.#openedSocket = socket;
     this.#attempt = 0;
     this.#lastError = undefined;
+    this.#attemptsAnnounced = false;
     this.#setState("open", reconnected);
     if (reconnected) this.#log?.info("WebSocket upstream reconnected");
     // Keep-alive and reconnect timers never keep the process alive by themselves.
@@ -376,8 +379,12 @@ export class WsUpstream implements Upstream {
     // keeping a partner's failover waiting). Calls made from now on wait for the next attempt, within a second.
     const attemptFailed = socket !== this.#openedSocket;
     // A drop is told once; the attempts that follow until the node is back (several a second at first) only at debug.
-    if (attemptFailed) this.#log?.debug({ reason }, "WebSocket upstream connection attempt failed");
+    // A series of failed attempts that no drop announced (a node that never accepted a connection) is told once too
+    // (found from outside: a node refusing the handshake with 401 was retried for good with nothing at info level).
+    if (attemptFailed && this.#attemptsAnnounced) this.#log?.debug({ reason: this.#lastError ?? reason }, "WebSocket upstream connection attempt failed");
+    else if (attemptFailed) this.#log?.warn({ reason: this.#lastError ?? reason }, "WebSocket upstream connection attempt failed; retrying (further failures logged at debug until it connects)");
     else this.#log?.warn({ reason }, "WebSocket upstream connection dropped");
+    this.#attemptsAnnounced = true;
     for (const [id, pending] of this.#pending) {
       if (attemptFailed && pending.sentOn === undefined) {
         this.#fail(id, upstreamUnavailable(`no connection to the node (${this.#lastError ?? reason})`));

@@ -214,6 +214,25 @@ describe("WsUpstream: dropped connections", () => {
     expect(resultText(await u.call("eth_chainId", "[]", opts()))).toBe('"0x7a69"');
   });
 
+  it("warns once, with the reason, when the node refuses every handshake from the start", async () => {
+    // Found from outside: a node answering the handshake with 401 was retried over a second for good, silently at info.
+    const p = await proxy();
+    const lines: { level: number; msg: string; reason?: string }[] = [];
+    const log = pino({ level: "debug" }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    p.refuse(true);
+    const u = upstream(p, { log });
+    // It connects when the first call comes; that call fails with the reason.
+    const failed = await u.call("eth_chainId", "[]", opts()).then(() => "answered", (e: Error) => e.message);
+    const reason = /^upstream unavailable: no connection to the node \((.+)\)$/.exec(failed)?.[1];
+    expect(reason, failed).toBeDefined();
+    await vi.waitFor(() => expect(lines.filter((l) => l.msg === "WebSocket upstream connection attempt failed").length).toBeGreaterThanOrEqual(3), { timeout: 5000 });
+    const warned = lines.filter((l) => l.level >= 40);
+    expect(warned.map((l) => l.msg)).toEqual(["WebSocket upstream connection attempt failed; retrying (further failures logged at debug until it connects)"]);
+    expect(warned[0]?.reason).toBe(reason);
+    p.refuse(false);
+    expect(resultText(await u.call("eth_chainId", "[]", opts()))).toBe('"0x7a69"');
+  });
+
   it("gives an idempotent request only one retry", async () => {
     const p = await proxy();
     const u = upstream(p);
