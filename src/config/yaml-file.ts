@@ -185,7 +185,7 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
   const level = r.string(["log", "level"]);
   if (level !== undefined && !LOG_LEVELS.includes(level)) r.fail(["log", "level"], `want one of ${LOG_LEVELS.join(", ")}, got "${level}"`);
   config.logLevel = level ?? config.logLevel;
-  r.keys(["log"], ["level", "pretty"]);
+  r.keys(["log"], ["level"]);
 
   r.keys(["limits"], Object.keys(DEFAULT_LIMITS));
   for (const name of Object.keys(DEFAULT_LIMITS) as (keyof Limits)[]) {

@@ -104,6 +104,7 @@ describe("configuration file", () => {
     ["a timeout longer than a Node timer takes", "limits:\n  getLogsTimeoutMs: 3000000000\n", /:2:21: limits\.getLogsTimeoutMs: want an integer from 1 to 2147483647/],
     ["an upstream URL with a fragment", "networks:\n  - name: x\n    upstreams:\n      - url: ws://a/ws#main\n", /:4:14: networks\[0\]\.upstreams\[0\]\.url: a URL fragment \(#\.\.\.\) is never sent to the node/],
     ["a bare % in an upstream password", "networks:\n  - name: x\n    upstreams:\n      - url: http://user:50%off@a/\n", /:4:14: networks\[0\]\.upstreams\[0\]\.url: the user or password has a % that starts no %XX escape/],
+    ["log.pretty, which nothing reads", "log:\n  pretty: true\n", /:2:3: log\.pretty: unknown setting/],
     ["an empty secret", 'keys:\n  - key: abcdefgh12345678\n    secret: ""\n', /:3:13: keys\[0\]\.secret: an empty secret would accept any request/],
   ])("names the field and line: %s", (_, text, pattern) => {
     expect(errorOf(text)).toMatch(pattern);
