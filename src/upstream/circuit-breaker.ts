@@ -19,11 +19,18 @@ export interface CircuitBreakerOptions {
 
 export type CircuitState = "closed" | "open" | "half-open";
 
+/** The longest pause a provider's Retry-After buys: a longer one would stop a network for longer than an outage does. */
+export const MAX_RETRY_AFTER_PAUSE_MS = 60_000;
+
 export class CircuitBreaker {
   readonly #threshold: number;
   readonly #cooldownMs: number;
   #failures = 0;
   #openedAt = 0;
+  /** How long the circuit stays open this time: the cooldown, or the provider's Retry-After. */
+  #openForMs: number;
+  /** Opened for the provider's Retry-After. */
+  #paused = false;
   #state: CircuitState = "closed";
   #probing = false;
   #probeStartedAt = 0;
@@ -33,6 +40,7 @@ export class CircuitBreaker {
   constructor(options: CircuitBreakerOptions = {}) {
     this.#threshold = options.threshold ?? 5;
     this.#cooldownMs = options.cooldownMs ?? 1000;
+    this.#openForMs = this.#cooldownMs;
   }
 
   get state(): CircuitState {
@@ -43,7 +51,7 @@ export class CircuitBreaker {
   allow(now = Date.now()): boolean {
     if (this.#state === "closed") return true;
     if (this.#state === "open") {
-      if (now - this.#openedAt < this.#cooldownMs) return false;
+      if (now - this.#openedAt < this.#openForMs) return false;
       this.#state = "half-open";
       this.#probing = false;
     }
@@ -51,6 +59,13 @@ export class CircuitBreaker {
     this.#probing = true;
     this.#probeStartedAt = now;
     return true;
+  }
+
+  /** While open for a provider's Retry-After: the whole seconds left (to pass on to callers). */
+  retryAfterSeconds(now = Date.now()): number | undefined {
+    if (this.#state !== "open" || !this.#paused) return undefined;
+    const left = this.#openForMs - (now - this.#openedAt);
+    return left > 0 ? Math.ceil(left / 1000) : undefined;
   }
 
   /** A probe is out, and has been for less than a cooldown. */
@@ -84,11 +99,21 @@ export class CircuitBreaker {
     this.#settle();
   }
 
-  failure(now = Date.now()): void {
+  /**
+   * An outage. `retryAfterMs`: the upstream said when to come back (HTTP 429
+   * with Retry-After): the circuit opens at once, for that long (at most
+   * MAX_RETRY_AFTER_PAUSE_MS), rather than after the threshold and for a
+   * cooldown (found from outside: a provider asking for 7 s was probed every
+   * second).
+   */
+  failure(now = Date.now(), retryAfterMs?: number): void {
     this.#failures++;
-    if (this.#state === "half-open" || this.#failures >= this.#threshold) {
+    const pause = retryAfterMs === undefined ? undefined : Math.min(retryAfterMs, MAX_RETRY_AFTER_PAUSE_MS);
+    if (this.#state === "half-open" || this.#failures >= this.#threshold || (pause !== undefined && pause > 0)) {
       this.#state = "open";
       this.#openedAt = now;
+      this.#openForMs = Math.max(this.#cooldownMs, pause ?? 0);
+      this.#paused = pause !== undefined && pause > 0;
       this.#settle();
     }
   }

@@ -155,7 +155,8 @@ export class Network {
         member.breaker.release();
       } else if (isOutage(err)) {
         const wasClosed = member.breaker.state === "closed";
-        member.breaker.failure();
+        const retryAfter = (err as GatewayError).retryAfterSeconds;
+        member.breaker.failure(Date.now(), retryAfter === undefined ? undefined : retryAfter * 1000);
         // Once per outage, at warn: with log.level warn an outage would otherwise leave no trace.
         if (wasClosed && member.breaker.state === "open") {
           this.#log?.warn({ network: this.name, upstream: member.upstream.label, err: (err as Error).message }, "upstream failing: its circuit is open, calls to it are paused");
@@ -190,7 +191,7 @@ export class Network {
         outage = err;
       }
     } else {
-      outage = upstreamUnavailable("the primary upstream is failing; calls are paused while it recovers");
+      outage = upstreamUnavailable("the primary upstream is failing; calls are paused while it recovers", undefined, primary.breaker.retryAfterSeconds());
     }
     if (this.#mayFailOver(method, options)) {
       for (const partner of this.#members.slice(1)) {

@@ -33,6 +33,26 @@ function scriptedUpstream() {
 }
 
 describe("CircuitBreaker", () => {
+  it("an outage with the provider's Retry-After opens the circuit at once, for that long, and callers are told how long", async () => {
+    // Found from outside: a provider answering 429 with Retry-After: 7 was probed every second.
+    const { upstream, state } = scriptedUpstream();
+    upstream.call = async () => {
+      state.calls++;
+      throw upstreamUnavailable("HTTP 429", undefined, 2);
+    };
+    const network = new Network({ name: "ethereum", family: "eth", upstreams: [upstream], timeoutMs: 1000, breaker: { threshold: 5, cooldownMs: 50 } });
+    await expect(network.call("eth_chainId", "[]")).rejects.toMatchObject({ message: "upstream unavailable: HTTP 429", retryAfterSeconds: 2 });
+    // Past the cooldown, within the pause: nothing reaches the upstream, and callers get the time left.
+    await sleep(120);
+    await expect(network.call("eth_chainId", "[]")).rejects.toMatchObject({ message: expect.stringMatching(/calls are paused/), retryAfterSeconds: 2 });
+    expect(state.calls).toBe(1);
+    // A pause longer than a minute is held to a minute.
+    const breaker = new CircuitBreaker({ cooldownMs: 50 });
+    breaker.failure(0, 3_600_000);
+    expect(breaker.allow(59_999)).toBe(false);
+    expect(breaker.allow(60_000)).toBe(true);
+  });
+
   it("opens after the threshold, lets one probe through after the cooldown, and wakes those waiting on it", async () => {
     const breaker = new CircuitBreaker({ threshold: 2, cooldownMs: 50 });
     breaker.failure();
