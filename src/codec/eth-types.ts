@@ -120,6 +120,8 @@ export function blockIdCodec(forms: BlockIdForms): ValueCodec<BlockId> {
     },
     encode(value) {
       const kind = value.kind;
+      // As the native door reads EIP-1898 (found from outside: the flag was dropped without a word with a number or tag).
+      if (value.requireCanonical && kind.case !== "hash") fail("requireCanonical goes only with a block hash");
       switch (kind.case) {
         case "number":
           return `"${encodeQuantity(kind.value)}"`;

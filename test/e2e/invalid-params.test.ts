@@ -296,6 +296,13 @@ const typedCases: TypedCase[] = [
     request: () => create(GetProofRequestSchema, { address: new Uint8Array(20), storageKeys: [new Uint8Array(33)] }),
     names: ["storageKeys[0]", "at most 32 bytes"],
   },
+  // Found from outside: the flag was dropped without a word, and block 1 answered.
+  {
+    title: "requireCanonical with a block number",
+    rpc: EthService.method.getBlockByNumber,
+    request: () => create(GetBlockByNumberRequestSchema, { block: { kind: { case: "number", value: 1n }, requireCanonical: true } }),
+    names: ["block", "requireCanonical goes only with a block hash"],
+  },
   // Found from outside: an extra named like a field was skipped, so this call went out with no "to" and answered "0x".
   {
     title: "json_extras naming a field of the call object",
