@@ -10,6 +10,9 @@ import type { Metrics } from "./metrics.js";
 import { nodeRequestOf } from "../grpc/node-request.js";
 import { writeRequestLine } from "./request-line.js";
 
+/** How connect-node words a stream the peer's side closed (connectErrorFromH2ResetCode). */
+const STREAM_CLOSED = "http/2 stream closed with error code ";
+
 export const REQUEST_ID_HEADER = "x-request-id";
 
 /** The caller's request id when it is a sane token, else a fresh one. */
@@ -90,6 +93,12 @@ export function requestLogInterceptor(log: Logger, metrics: Metrics): Intercepto
           ended = "ok";
         } catch (err) {
           ended = "failed";
+          // A client gone mid-stream (its connection reset, so Node closes the stream with INTERNAL_ERROR) fails the
+          // next write: the client left, nodegate did not fail (found from outside: counted as Internal, at warn).
+          if (req.signal.aborted || (err instanceof ConnectError && err.rawMessage.startsWith(STREAM_CLOSED))) {
+            done(Code[Code.Canceled]);
+            throw err;
+          }
           throw failed(err);
         } finally {
           // Every message made, but the client had left before they were sent: that is a cancellation too.

@@ -65,6 +65,36 @@ describe("a typed server stream in the request log", () => {
     expect(await r.openStreams()).toBe(0);
   });
 
+  it("a write that fails because the client's connection reset: Canceled, not Internal", async () => {
+    // Found from outside: a client killed with unread bytes (the kernel resets the connection) made Node close its
+    // streams with INTERNAL_ERROR, and each was counted Internal and logged at warn.
+    const r = rig(() => pages(100));
+    const res = await r.call();
+    const messages = res.message[Symbol.asyncIterator]();
+    await messages.next();
+    // How connect-node's writer hands the failed write back to the messages it was sending.
+    const reset = new ConnectError("http/2 stream closed with error code INTERNAL_ERROR (0x2)", Code.Internal);
+    await expect(messages.throw?.(reset)).rejects.toBe(reset);
+    expect(r.lines.map((l) => l.status)).toEqual(["Canceled"]);
+    expect(await r.openStreams()).toBe(0);
+  });
+
+  it("any failure once the client has left: Canceled", async () => {
+    const left = new AbortController();
+    const r = rig(async function* () {
+      yield { page: 0 };
+      left.abort();
+      throw new ConnectError("write after end", Code.Internal);
+    }, left.signal);
+    const res = await r.call();
+    await expect(
+      (async () => {
+        for await (const _ of res.message);
+      })(),
+    ).rejects.toThrow(/write after end/);
+    expect(r.lines.map((l) => l.status)).toEqual(["Canceled"]);
+  });
+
   it("returned early (the client went away): Canceled, and no longer open", async () => {
     // Found from outside: this path logged nothing and left nodegate_open_streams one higher for good.
     let cleanedUp = false;
