@@ -8,58 +8,95 @@ export interface Queued {
   readonly flow: string;
 }
 
+interface Node<T> {
+  readonly item: T;
+  prev: Node<T> | undefined;
+  next: Node<T> | undefined;
+}
+
+/** One flow's calls, oldest first: linked, so a call leaves from anywhere at once. */
+interface Line<T> {
+  head: Node<T> | undefined;
+  tail: Node<T> | undefined;
+}
+
+/**
+ * Every operation costs the same however many calls wait (found from outside:
+ * with arrays, 120 batches of 1,000 calls leaving one key's line together at
+ * their deadline took a splice each, O(n²), and froze the process for 14 s).
+ */
 export class FairQueue<T extends Queued> {
   /** Insertion order is the rotation: the flow served last goes to the back. */
-  readonly #flows = new Map<string, T[]>();
-  #size = 0;
+  readonly #flows = new Map<string, Line<T>>();
+  readonly #nodes = new Map<T, Node<T>>();
 
   get size(): number {
-    return this.#size;
+    return this.#nodes.size;
   }
 
   push(item: T): void {
-    const waiting = this.#flows.get(item.flow);
-    if (waiting === undefined) this.#flows.set(item.flow, [item]);
-    else waiting.push(item);
-    this.#size++;
+    let line = this.#flows.get(item.flow);
+    if (line === undefined) {
+      line = { head: undefined, tail: undefined };
+      this.#flows.set(item.flow, line);
+    }
+    const node: Node<T> = { item, prev: line.tail, next: undefined };
+    if (line.tail === undefined) line.head = node;
+    else line.tail.next = node;
+    line.tail = node;
+    this.#nodes.set(item, node);
   }
 
   /** Ahead of every other call: one that was on its way already (sent again after its connection closed). */
   pushFirst(item: T): void {
-    const waiting = this.#flows.get(item.flow);
+    const line = this.#flows.get(item.flow) ?? { head: undefined, tail: undefined };
     this.#flows.delete(item.flow);
     const rest = [...this.#flows];
     this.#flows.clear();
-    this.#flows.set(item.flow, waiting === undefined ? [item] : [item, ...waiting]);
-    for (const [flow, items] of rest) this.#flows.set(flow, items);
-    this.#size++;
+    this.#flows.set(item.flow, line);
+    for (const [flow, other] of rest) this.#flows.set(flow, other);
+    const node: Node<T> = { item, prev: undefined, next: line.head };
+    if (line.head === undefined) line.tail = node;
+    else line.head.prev = node;
+    line.head = node;
+    this.#nodes.set(item, node);
   }
 
   shift(): T | undefined {
-    for (const [flow, waiting] of this.#flows) {
-      const item = waiting.shift() as T;
+    for (const [flow, line] of this.#flows) {
+      const node = line.head as Node<T>;
+      this.#unlink(line, node);
       this.#flows.delete(flow);
-      if (waiting.length > 0) this.#flows.set(flow, waiting);
-      this.#size--;
-      return item;
+      if (line.head !== undefined) this.#flows.set(flow, line);
+      return node.item;
     }
     return undefined;
   }
 
   remove(item: T): void {
-    const waiting = this.#flows.get(item.flow);
-    const i = waiting?.indexOf(item) ?? -1;
-    if (waiting === undefined || i < 0) return;
-    waiting.splice(i, 1);
-    if (waiting.length === 0) this.#flows.delete(item.flow);
-    this.#size--;
+    const node = this.#nodes.get(item);
+    const line = this.#flows.get(item.flow);
+    if (node === undefined || line === undefined) return;
+    this.#unlink(line, node);
+    if (line.head === undefined) this.#flows.delete(item.flow);
   }
 
   /** Takes every waiting call out. */
   drain(): T[] {
-    const all = [...this.#flows.values()].flat();
+    const all: T[] = [];
+    for (const line of this.#flows.values()) for (let n = line.head; n !== undefined; n = n.next) all.push(n.item);
     this.#flows.clear();
-    this.#size = 0;
+    this.#nodes.clear();
     return all;
+  }
+
+  #unlink(line: Line<T>, node: Node<T>): void {
+    if (node.prev === undefined) line.head = node.next;
+    else node.prev.next = node.next;
+    if (node.next === undefined) line.tail = node.prev;
+    else node.next.prev = node.prev;
+    node.prev = undefined;
+    node.next = undefined;
+    this.#nodes.delete(node.item);
   }
 }
