@@ -38,7 +38,15 @@ export class GatewayError extends Error {
   readonly outage: boolean;
 
   constructor(init: GatewayErrorInit) {
-    super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
+    // An answer, not a bug: no stack is captured (found from outside: 120,000 calls timing out at once spent 1.6 s of
+    // a frozen event loop capturing stacks nobody reads). What went wrong is in the message and the cause.
+    const stackTraceLimit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    try {
+      super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
+    } finally {
+      Error.stackTraceLimit = stackTraceLimit;
+    }
     this.code = init.code;
     this.data = init.data;
     this.grpcCode = init.grpcCode;

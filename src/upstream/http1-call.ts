@@ -25,7 +25,14 @@ export interface Http1Reply {
 export class Http1Error extends Error {
   readonly code: string;
   constructor(code: string, message: string) {
-    super(message);
+    // A reply's or a queue's outcome, handled where it is caught: no stack (see GatewayError).
+    const stackTraceLimit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    try {
+      super(message);
+    } finally {
+      Error.stackTraceLimit = stackTraceLimit;
+    }
     this.name = "Http1Error";
     this.code = code;
   }
