@@ -20,6 +20,14 @@ describe("start banner", () => {
     expect(text).toContain("--protocol grpc --http2-prior-knowledge");
   });
 
+  it("another network's line keeps a space between its name and its URL, however long the name", () => {
+    // Found from outside: names of 9 characters or more ran into the URL ("JSON-RPC redirect301:http://...").
+    const net = (name: string) => ({ ...config.networks[0]!, name });
+    const text = banner({ ...config, networks: [...config.networks, net("polygon"), net("redirect301")] }, "127.0.0.1", 8080, "k", false, undefined);
+    expect(text).toContain("JSON-RPC polygon:  http://127.0.0.1:8080/polygon/v3/k");
+    expect(text).toContain("JSON-RPC redirect301: http://127.0.0.1:8080/redirect301/v3/k");
+  });
+
   it("TLS: https, wss, and buf curl by ALPN", () => {
     const text = banner({ ...config, tls: { certFile: "c.pem", keyFile: "k.pem" } }, "0.0.0.0", 8443, "some-key-123", false, undefined);
     expect(text).toContain("JSON-RPC (HTTP):   https://127.0.0.1:8443/v3/some-key-123");
