@@ -8,7 +8,7 @@ import { create } from "@bufbuild/protobuf";
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { type Hex, hexToBytes } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { afterAll, beforeAll, expect } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { EthService, GetLogsRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { StarknetService } from "../../gen/nodegate/starknet/v1/starknet_service_pb.js";
@@ -260,7 +260,7 @@ specRule("endpoints.batch", async () => {
   expect([silent.status, silent.text]).toEqual([204, ""]);
 });
 
-specRule("endpoints.batch", async () => {
+it("a large batch, started in slices, is answered member by member, in order", async () => {
   // A large batch starts its calls in slices (other requests' events run in between): every member is still answered,
   // in order, under its own id, whatever it is; notifications get nothing.
   const members: string[] = [];
