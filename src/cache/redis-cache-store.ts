@@ -12,8 +12,6 @@ export interface RedisCacheStoreOptions {
   /** Prepended to every key ("nodegate:" gives "nodegate:cache:<key>"). */
   keyPrefix: string;
   report: StoreErrorReporter;
-  /** How long a value stored without a TTL of its own lives (default SHARED_CACHE_TTL_MS). */
-  defaultTtlMs?: number;
 }
 
 /**
@@ -29,13 +27,11 @@ export class RedisCacheStore implements CacheStore {
   readonly #client: RedisClient;
   readonly #prefix: string;
   readonly #report: StoreErrorReporter;
-  readonly #defaultTtlMs: number;
 
   constructor(client: RedisClient, options: RedisCacheStoreOptions) {
     this.#client = client;
     this.#prefix = `${options.keyPrefix}cache:`;
     this.#report = options.report;
-    this.#defaultTtlMs = options.defaultTtlMs ?? SHARED_CACHE_TTL_MS;
   }
 
   async get(key: string): Promise<Buffer | undefined> {
@@ -49,7 +45,8 @@ export class RedisCacheStore implements CacheStore {
     }
   }
 
-  async set(key: string, value: Buffer, ttlMs = this.#defaultTtlMs): Promise<void> {
+  /** Stores `value` for `ttlMs`, by default SHARED_CACHE_TTL_MS. */
+  async set(key: string, value: Buffer, ttlMs = SHARED_CACHE_TTL_MS): Promise<void> {
     if (this.#client.state !== "ready") return;
     const args = ["SET", this.#prefix + key, value, "PX", Math.max(1, Math.ceil(ttlMs))];
     try {

@@ -146,12 +146,12 @@ export function refusalAnswer(text: Buffer, error: GatewayError, maxBatchSize: n
   return parts;
 }
 
-/** Runs every call in the text and renders the response; batch answers keep the request order. */
 /** How many of a batch's calls start before the loop may serve others. */
 const BATCH_SLICE = 64;
 
 const ignore = (): void => {};
 
+/** Runs every call in the text and renders the response; batch answers keep the request order. */
 export async function answerJsonRpc(text: Buffer, ctx: AnswerContext): Promise<Answer> {
   let envelope;
   try {

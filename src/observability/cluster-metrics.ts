@@ -36,6 +36,8 @@ interface ScrapeMessage {
 
 /** A worker whose channel closes between the check and the send: its exit is reported by the cluster. */
 const ignoreClosedChannel = () => {};
+/** Totals that cannot be summed (never seen: they come from prom-client's own JSON) keep the last sum. */
+const ignore = () => {};
 
 const isScrape = (message: unknown): message is ScrapeMessage => (message as { type?: unknown } | null)?.type === SCRAPE;
 
@@ -119,7 +121,7 @@ export function serveClusterMetrics(): void {
       .getMetricsAsJSON()
       .then((merged) => {
         retired = merged;
-      }, ignoreClosedChannel);
+      }, ignore);
   });
 }
 
