@@ -10,6 +10,7 @@ import type { ConnectionOptions } from "node:tls";
 import { Code } from "@connectrpc/connect";
 import { cancelled, noConnectionInTime, replyBudgetExceeded, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
+import { MAX_RETRY_AFTER_PAUSE_MS } from "./circuit-breaker.js";
 import { ANOTHER_REQUESTS_REPLY, readChunkedReply, readReply, requestBody, type UpstreamResult } from "./reply.js";
 import { Http1Error, type Http1Reply, LARGE_REQUEST_UNANSWERED, OVER_REPLY_BUDGET, QUEUED_PAST_DEADLINE } from "./http1-call.js";
 import { Http1Pool } from "./http1-pool.js";
@@ -50,6 +51,24 @@ function asProviderRateLimit(err: GatewayError, retryAfter: string | undefined):
     grpcCode: Code.ResourceExhausted,
     httpStatus: 429,
     ...(seconds === undefined ? {} : { retryAfterSeconds: seconds }),
+    origin: "upstream",
+  });
+}
+
+/**
+ * The provider refused this request under nodegate's key (HTTP 403 with a
+ * JSON-RPC error: Infura's -32002 "rejected due to project ID settings"):
+ * passed on as the provider sent it, with its status, as a refusal that a
+ * retry will not change (by its code alone, -32002 would be UNAVAILABLE,
+ * which typed clients retry). Not an outage: another request may pass.
+ */
+function asProviderRefusal(err: GatewayError): GatewayError {
+  return new GatewayError({
+    code: err.code,
+    message: err.message,
+    ...(err.data === undefined ? {} : { data: err.data }),
+    grpcCode: Code.PermissionDenied,
+    httpStatus: 403,
     origin: "upstream",
   });
 }
@@ -175,6 +194,7 @@ export class HttpUpstream implements Upstream {
         // misled callers and kept the circuit closed and partners unasked.
         if (statusCode >= 500) throw upstreamUnavailable(`HTTP ${statusCode}`, err);
         if (statusCode === 401) throw refusedCredentials(statusCode, err);
+        if (statusCode === 403) throw asProviderRefusal(err);
         throw err;
       }
       reply.outOfStep();
@@ -182,7 +202,9 @@ export class HttpUpstream implements Upstream {
     }
     if (statusCode === 429) {
       // The provider's back-off hint goes on to callers: nodegate cannot answer sooner either.
-      throw upstreamUnavailable("HTTP 429", undefined, retryAfterSeconds(reply.headers["retry-after"]));
+      // Held to the longest pause nodegate keeps (the circuit asks again then), so the first answer says what the next do.
+      const seconds = retryAfterSeconds(reply.headers["retry-after"]);
+      throw upstreamUnavailable("HTTP 429", undefined, seconds === undefined ? undefined : Math.min(seconds, MAX_RETRY_AFTER_PAUSE_MS / 1000));
     }
     if (statusCode >= 500) throw upstreamUnavailable(`HTTP ${statusCode}`);
     if (statusCode === 401 || statusCode === 403) throw refusedCredentials(statusCode);

@@ -172,6 +172,20 @@ describe("nodegate's own failures have stable codes that collide with no provide
     });
   }
 
+  it("a provider's Retry-After longer than nodegate pauses is passed on as that pause (60 s), from the first answer", async () => {
+    // Found from outside: the first answer passed on "Retry-After: 3600" while nodegate asked the provider again after 60 s.
+    answer = { raw: "Too Many Requests", status: 429, headers: { "content-type": "text/plain", "retry-after": "3600" } };
+    const fresh = await startNodegate({ upstreamUrl: upstream.url });
+    try {
+      const first = await post(fresh.rpcUrl, rpc("eth_blockNumber"));
+      const paused = await post(fresh.rpcUrl, rpc("eth_blockNumber"));
+      expect([first.status, first.headers.get("retry-after"), first.json.error.message]).toEqual([503, "60", "upstream unavailable: HTTP 429"]);
+      expect([paused.status, paused.headers.get("retry-after")]).toEqual([503, "60"]);
+    } finally {
+      await fresh.close();
+    }
+  });
+
   it("a refused connection -> upstream unavailable", async () => {
     const port = await freePort();
     const down = await startNodegate({ upstreamUrl: `http://127.0.0.1:${port}/v3/upstream-secret-key` });

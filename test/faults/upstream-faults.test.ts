@@ -311,6 +311,14 @@ const FAULTS: Fault[] = [
     answer: (r) => ({ raw: JSON.stringify({ jsonrpc: "2.0", id: r.id, error: { code: -32600, message: "Must be authenticated!" } }), status: 401 }),
     expected: badResponse('upstream returned an invalid response: HTTP 401: the provider refused nodegate\'s credentials (check the key in the upstream URL); the provider said: "Must be authenticated!"'),
   },
+  {
+    // Found from outside: Infura's refusal under nodegate's key reached typed callers as UNAVAILABLE (which clients
+    // retry) and native callers with HTTP 200. One request refused is no outage: another may pass.
+    name: "HTTP 403 with the provider's JSON-RPC error",
+    transport: "http",
+    answer: (r) => ({ raw: JSON.stringify({ jsonrpc: "2.0", id: r.id, error: { code: -32002, message: "rejected due to project ID settings" } }), status: 403 }),
+    expected: { code: -32002, message: "rejected due to project ID settings", httpStatus: 403, grpcCode: Code.PermissionDenied, outage: false },
+  },
   ...[500, 503].map(
     (status): Fault => ({
       // Found from outside: a provider front's own failure, worded as a JSON-RPC error, went on as the node's answer.
