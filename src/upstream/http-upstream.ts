@@ -36,39 +36,26 @@ function retryAfterSeconds(header: string | undefined): number | undefined {
 }
 
 /**
- * The provider's own rate-limit answer (HTTP 429 with a JSON-RPC error, as
- * -32005): passed on as the provider sent it, its error with its status and
- * its Retry-After (whole seconds), so native callers back off as they would
- * from the provider, and typed callers get RESOURCE_EXHAUSTED with RetryInfo.
+ * A provider's JSON-RPC error that came with a non-200 status, passed on as
+ * the provider sent it (code, message, data), with its HTTP status, and read
+ * by that status for typed callers rather than by its code:
+ * - 429, its own rate limit (-32005, or Alchemy's code 429, which the code
+ *   table does not know): RESOURCE_EXHAUSTED, with its Retry-After (whole
+ *   seconds), so callers back off as they would from the provider;
+ * - 403, a refusal of this request under nodegate's key (Infura's -32002
+ *   "rejected due to project ID settings"): PERMISSION_DENIED, which a retry
+ *   will not change (by its code alone, -32002 would be UNAVAILABLE, which
+ *   typed clients retry). Not an outage: another request may pass.
  */
-function asProviderRateLimit(err: GatewayError, retryAfter: string | undefined): GatewayError {
+function asProviderAnswer(err: GatewayError, status: 429 | 403, retryAfter?: string): GatewayError {
   const seconds = retryAfterSeconds(retryAfter);
   return new GatewayError({
     code: err.code,
     message: err.message,
     ...(err.data === undefined ? {} : { data: err.data }),
-    // Alchemy puts 429 in the error's code, which the code table does not know: the HTTP status says what it is.
-    grpcCode: Code.ResourceExhausted,
-    httpStatus: 429,
+    grpcCode: status === 429 ? Code.ResourceExhausted : Code.PermissionDenied,
+    httpStatus: status,
     ...(seconds === undefined ? {} : { retryAfterSeconds: seconds }),
-    origin: "upstream",
-  });
-}
-
-/**
- * The provider refused this request under nodegate's key (HTTP 403 with a
- * JSON-RPC error: Infura's -32002 "rejected due to project ID settings"):
- * passed on as the provider sent it, with its status, as a refusal that a
- * retry will not change (by its code alone, -32002 would be UNAVAILABLE,
- * which typed clients retry). Not an outage: another request may pass.
- */
-function asProviderRefusal(err: GatewayError): GatewayError {
-  return new GatewayError({
-    code: err.code,
-    message: err.message,
-    ...(err.data === undefined ? {} : { data: err.data }),
-    grpcCode: Code.PermissionDenied,
-    httpStatus: 403,
     origin: "upstream",
   });
 }
@@ -188,13 +175,13 @@ export class HttpUpstream implements Upstream {
         if (statusCode === 200) throw err;
         // Some providers answer errors (rate limits) with a JSON-RPC body and a non-200 status.
         // Header lines become an object only here, on the rare failed reply.
-        if (statusCode === 429) throw asProviderRateLimit(err, reply.headers["retry-after"]);
+        if (statusCode === 429) throw asProviderAnswer(err, 429, reply.headers["retry-after"]);
         // A provider's front (Alchemy, a load balancer) words its own failures as JSON-RPC errors too: a 5xx is still
         // an outage, and a 401 still a refused key, whatever the body says; passed on as the node's answer, they
         // misled callers and kept the circuit closed and partners unasked.
         if (statusCode >= 500) throw upstreamUnavailable(`HTTP ${statusCode}`, err);
         if (statusCode === 401) throw refusedCredentials(statusCode, err);
-        if (statusCode === 403) throw asProviderRefusal(err);
+        if (statusCode === 403) throw asProviderAnswer(err, 403);
         throw err;
       }
       reply.outOfStep();
