@@ -51,6 +51,8 @@ function loadOrExit(configPath: string | undefined): Config {
 async function start(configPath: string | undefined): Promise<void> {
   const config = loadOrExit(configPath);
   const log = createLogger(config.logLevel);
+  // Once per deployment: the primary (or the single process) says it, not each worker again.
+  if (cluster.isPrimary) for (const warning of config.warnings) log.warn(warning);
   if ((config.workers ?? 1) > 1 && cluster.isPrimary) {
     await runPrimary(config);
     return;
@@ -154,6 +156,7 @@ export async function main(argv: string[]): Promise<void> {
     if (!second) fail("check-config needs a FILE");
     const config = loadOrExit(second);
     const keys = config.keys?.length ?? 0;
+    for (const warning of config.warnings) process.stderr.write(`nodegate: warning: ${warning}\n`);
     process.stdout.write(
       `${second}: valid (${config.networks.length} network${config.networks.length === 1 ? "" : "s"}: ${config.networks.map((n) => `${n.name} [${n.family}, ${n.upstreams.length} upstream${n.upstreams.length === 1 ? "" : "s"}]`).join(", ")}; ${keys} key${keys === 1 ? "" : "s"}; listen ${config.host}:${config.port})\n`,
     );

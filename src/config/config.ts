@@ -26,6 +26,8 @@ export interface NetworkConfig {
   /** The first is the primary; the rest are partners used for failover. */
   upstreams: UpstreamConfig[];
   failover?: FailoverPolicy;
+  /** Where the configuration file defines it ("file:line:col: networks[1]"), for errors found once the environment is read. */
+  definedAt?: string;
 }
 
 export interface RateLimit {
@@ -194,6 +196,8 @@ export interface Config {
   cache?: CacheConfig;
   /** Worker processes that share the listening port (node:cluster); 1 = this process serves. */
   workers?: number;
+  /** What the file says that does nothing (a misspelt method name), each with its file and line: logged at start. */
+  warnings: string[];
 }
 
 export interface StoresConfig {
@@ -367,5 +371,6 @@ export function defaults(): Config {
     subscriptions: { ...DEFAULT_SUBSCRIPTIONS },
     cache: { ...DEFAULT_CACHE },
     workers: 1,
+    warnings: [],
   };
 }

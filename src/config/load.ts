@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { type Config, ConfigError, defaults } from "./config.js";
 import { applyEnv } from "./env.js";
 import { applyConfigFile } from "./yaml-file.js";
+import { servedMethodNames } from "../methods/method-names.js";
 
 export function loadConfig(env: NodeJS.ProcessEnv, configPath: string | undefined = env.NODEGATE_CONFIG): Config {
   const config = defaults();
@@ -13,17 +14,18 @@ export function loadConfig(env: NodeJS.ProcessEnv, configPath: string | undefine
     } catch (err) {
       throw new ConfigError(`${configPath}: cannot read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
     }
-    applyConfigFile(config, text, configPath, env);
+    applyConfigFile(config, text, configPath, env, servedMethodNames());
   }
   applyEnv(config, env);
   const primary = config.networks.find((n) => n.name === config.defaultNetwork);
   config.embeddedAnvil = primary !== undefined && primary.upstreams.length === 0;
   for (const n of config.networks) {
     if (n.upstreams.length === 0 && !(config.embeddedAnvil && n.name === config.defaultNetwork)) {
-      throw new ConfigError(`network ${n.name}: no upstream configured (networks[].upstreams; only the default network may run on the embedded Anvil)`);
+      const where = n.definedAt === undefined ? "" : `${n.definedAt}: `;
+      throw new ConfigError(`${where}network ${n.name}: no upstream configured (networks[].upstreams; only the default network may run on the embedded Anvil)`);
     }
     if (config.embeddedAnvil && n.name === config.defaultNetwork && n.family !== "eth") {
-      throw new ConfigError(`network ${n.name}: the embedded Anvil serves only an ethereum network; configure an upstream`);
+      throw new ConfigError(`${n.definedAt === undefined ? "" : `${n.definedAt}: `}network ${n.name}: the embedded Anvil serves only an ethereum network; configure an upstream`);
     }
   }
   return config;

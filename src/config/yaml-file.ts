@@ -26,6 +26,7 @@ import {
   type WebSocketSettings,
   WRITE_METHODS,
 } from "./config.js";
+import { type MethodLists, methodNameWarnings } from "./method-name-warnings.js";
 import { httpUrl, KEY_PATTERN, LOG_LEVELS, MAX_TIMER_MS, plan } from "./values.js";
 
 type Path = (string | number)[];
@@ -154,8 +155,13 @@ function readRateLimit(r: FileReader, path: Path): Partial<RateLimit> | undefine
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 
-/** Applies a YAML configuration text onto `config`. Throws ConfigError naming the field and line. */
-export function applyConfigFile(config: Config, text: string, file: string, env: NodeJS.ProcessEnv): void {
+/**
+ * Applies a YAML configuration text onto `config`. Throws ConfigError naming
+ * the field and line; adds to config.warnings what is valid but does nothing
+ * (method names no call matches, checked against `served`: the methods
+ * nodegate serves itself).
+ */
+export function applyConfigFile(config: Config, text: string, file: string, env: NodeJS.ProcessEnv, served: ReadonlySet<string>): void {
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false });
   if (doc.errors.length > 0) {
@@ -232,7 +238,7 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
         if (upstreams.some((other) => other.label === label)) r.fail([...up, "label"], `duplicate label ${label} in this network`);
         upstreams.push({ label, url });
       }
-      const network: NetworkConfig = { name, family, upstreams };
+      const network: NetworkConfig = { name, family, upstreams, definedAt: r.where(p) };
       if (r.has([...p, "failover"])) {
         r.keys([...p, "failover"], ["methods", "plans"]);
         const plans = (r.strings([...p, "failover", "plans"]) ?? DEFAULT_FAILOVER.plans).map((v, k) =>
@@ -348,6 +354,13 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
     config.cache = cache;
   }
   config.workers = r.number(["workers"], 1, 256) ?? config.workers;
+
+  const lists: MethodLists = {
+    allowlists: (config.keys ?? []).flatMap((k, i) => (k.allowlists?.methods ? [{ path: ["keys", i, "allowlists", "methods"], methods: k.allowlists.methods }] : [])),
+    failover: config.networks.flatMap((n, i) => (n.failover && r.has(["networks", i, "failover", "methods"]) ? [{ path: ["networks", i, "failover", "methods"], methods: n.failover.methods }] : [])),
+  };
+  const forwarded = config.passThrough.allowWrites ? [...config.passThrough.methods, "eth_sendRawTransaction"] : config.passThrough.methods;
+  for (const w of methodNameWarnings(lists, served, forwarded)) config.warnings.push(`${r.where(w.path)}: ${w.message}`);
 }
 
 /**

@@ -1,14 +1,12 @@
 /** The request log line and metrics of one native-path answer (an HTTP body or a WebSocket message). */
 import type { Gateway } from "../gateway.js";
+import { SUBSCRIPTION_METHODS } from "../methods/method-names.js";
 import { observeCall } from "../observability/request-log.js";
 import type { CallRecord } from "./answer.js";
 import { writeRequestLine } from "../observability/request-line.js";
 
 /** The method logged and counted (as "other") for a request refused before its body was read. */
 export const REFUSED_METHOD = "(refused)";
-
-/** Methods the WebSocket door serves itself, counted under their names. */
-const SUBSCRIPTION_METHODS: ReadonlySet<string> = new Set(["eth_subscribe", "eth_unsubscribe"]);
 
 /** What the door adds to the line: the HTTP status (or the answer's), the network asked for, the request id (the HTTP request's, or the WebSocket connection's). */
 export interface AnswerFields {

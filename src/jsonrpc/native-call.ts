@@ -9,6 +9,7 @@ import { cancelled, internalError, invalidParams, methodNotFound, noNetworkOfFam
 import { GatewayError } from "../errors/gateway-error.js";
 import { type InvokeContext, invokeMethod, invokePassThrough } from "../methods/invoke.js";
 import type { ChainFamily, MethodTable } from "../methods/method-table.js";
+import { SUBSCRIPTION_METHODS } from "../methods/method-names.js";
 import { InvalidParamsError } from "../methods/params-codec.js";
 import type { ApiKey } from "../auth/api-keys.js";
 import type { Gateway } from "../gateway.js";
@@ -32,9 +33,6 @@ export interface NativeCallContext extends InvokeContext {
   /** Where a fault inside nodegate is reported; the call is answered -32603 and its batch goes on. */
   log: Logger;
 }
-
-/** Methods that need a connection that stays open. */
-const SUBSCRIPTION_METHODS = new Set(["eth_subscribe", "eth_unsubscribe"]);
 
 /** The context of one native caller: its key, network and cancellation, with the gateway's table and allowlist. */
 export function nativeCallContext(gateway: Gateway, key: ApiKey, network: Network, signal: CallSignal): NativeCallContext {

@@ -85,7 +85,9 @@ describe("configuration file", () => {
     ["short address", 'keys:\n  - key: abcdefgh12345678\n    allowlists:\n      contractAddresses: ["0x12"]\n', /:4:27: keys\[0\]\.allowlists\.contractAddresses\[0\]: want a 0x-prefixed 20-byte address/],
     ["bad upstream URL", "networks:\n  - name: x\n    upstreams:\n      - url: ftp://x\n", /:4:14: networks\[0\]\.upstreams\[0\]\.url: want a http:\/\/ or https:\/\/ or ws:\/\/ or wss:\/\/ URL/],
     ["missing environment variable", "networks:\n  - name: x\n    upstreams:\n      - url: https://a/\${NOPE}\n", /upstreams\[0\]\.url: environment variable NOPE is not set/],
-    ["network without upstream", "networks:\n  - name: other\n    family: starknet\n", /network other: the embedded Anvil serves only an ethereum network/],
+    ["network without upstream", "networks:\n  - name: other\n    family: starknet\n", /:2:5: networks\[0\]: network other: the embedded Anvil serves only an ethereum network/],
+    // Found from outside: this one alone named no line.
+    ["a second network without upstream", "networks:\n  - name: main\n    upstreams:\n      - url: http://a/\n  - name: other\n    family: starknet\n", /:5:5: networks\[1\]: network other: no upstream configured/],
     ["invalid YAML", "listen: [\n", /:2:1: invalid YAML/],
     // Found from outside: these passed check-config, or failed without naming the field and line.
     ["empty upstream list", "networks:\n  - name: x\n    upstreams: []\n", /:3:16: networks\[0\]\.upstreams: want at least one upstream/],
@@ -171,6 +173,36 @@ describe("found by check-config, not at start", () => {
     const path = join(dir, "nodegate.yaml");
     writeFileSync(path, minimal("tls:\n  certFile: cert.pem\n  keyFile: ./key.pem\n"));
     expect(loadConfig({}, path).tls).toEqual({ certFile: join(dir, "cert.pem"), keyFile: join(dir, "key.pem") });
+  });
+});
+
+describe("method names no call matches: warnings, with the line", () => {
+  const withUpstream = (extra: string) => `networks:\n  - name: mainnet\n    upstreams:\n      - url: http://127.0.0.1:8545\n${extra}`;
+  const warningsOf = (text: string) => loadConfig({}, file(text)).warnings.map((w) => w.replace(/^.*nodegate\.yaml:/, ""));
+
+  it("a misspelt method in a key's allowlist, with the name it was likely meant to be", () => {
+    const text = withUpstream("keys:\n  - key: abcdefgh12345678\n    allowlists:\n      methods: [eth_call, eth_getBlockByNumbr, eth_*, eth_chainId, eth_subscribe, GetLogs, trace_block]\n");
+    expect(warningsOf(text)).toEqual([
+      "8:27: keys[0].allowlists.methods[1]: eth_getBlockByNumbr is neither a method nodegate translates nor in passThrough.methods, so no call matches it (did you mean eth_getBlockByNumber?); a call to it gets -32601 whatever this list says",
+      "8:83: keys[0].allowlists.methods[5]: GetLogs is neither a method nodegate translates nor in passThrough.methods, so no call matches it; a call to it gets -32601 whatever this list says",
+      "8:92: keys[0].allowlists.methods[6]: trace_block is neither a method nodegate translates nor in passThrough.methods, so no call matches it; a call to it gets -32601 whatever this list says",
+    ]);
+    // A method the file adds to the pass-through list is one a call can match.
+    expect(warningsOf(`${text}passThrough:\n  methods: [trace_block]\n`)).toHaveLength(2);
+  });
+
+  it("failover entries that match no call, or name a method never sent twice", () => {
+    const text = withUpstream("    failover:\n      methods: [eth_getBlockByHash, eth_*, eth_getTransactionReciept, eth_newFilter]\n");
+    expect(warningsOf(text)).toEqual([
+      "6:37: networks[0].failover.methods[1]: failover.methods takes exact method names: eth_* matches no call",
+      "6:44: networks[0].failover.methods[2]: eth_getTransactionReciept is neither a method nodegate translates nor in passThrough.methods, so no call matches it (did you mean eth_getTransactionReceipt?)",
+      "6:71: networks[0].failover.methods[3]: eth_newFilter is sent to one node once, never retried nor failed over",
+    ]);
+  });
+
+  it("the shipped example configuration has none", () => {
+    const env = { PROVIDER_KEY: "p", PARTNER_URL: "https://partner.example/rpc", CLIENT_KEY_1: "client-key-1-xyz", CLIENT_KEY_2: "client-key-2-xyz", CLIENT_SECRET_2: "s" };
+    expect(loadConfig(env, join(import.meta.dirname, "../../examples/nodegate.example.yaml")).warnings).toEqual([]);
   });
 });
 

@@ -17,6 +17,7 @@ import { applyConfigFile } from "../../src/config/yaml-file.js";
 import { type Config } from "../../src/config/config.js";
 import { loadConfig } from "../../src/config/load.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { servedMethodNames } from "../../src/methods/method-names.js";
 import { createLogger } from "../../src/observability/log.js";
 import type { NodegateServer } from "../../src/server.js";
 import type { Stores } from "../../src/stores/create-stores.js";
@@ -49,7 +50,7 @@ const secretEnv: Record<string, string> = secret.stringData;
 
 function configFromManifests(env: NodeJS.ProcessEnv): Config {
   const config = loadConfig({}, undefined);
-  applyConfigFile(config, configText, "configmap nodegate.yaml", env);
+  applyConfigFile(config, configText, "configmap nodegate.yaml", env, servedMethodNames());
   return config;
 }
 
@@ -67,6 +68,7 @@ describe("deploy/kubernetes manifests", () => {
     expect(config.stores?.redisUrl).toBe(`redis://:${secretEnv.REDIS_PASSWORD}@nodegate-redis:6379/0`);
     const names = [...configText.matchAll(/\$\{([A-Z0-9_]+)\}/g)].map((m) => m[1]);
     expect(names.filter((n) => !(n! in secretEnv))).toEqual([]);
+    expect(config.warnings).toEqual([]);
   });
 
   it("the Deployment points nodegate at the mounted file and takes the Secret as environment", () => {

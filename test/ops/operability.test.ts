@@ -5,7 +5,7 @@
  * the same port, and the CLI.
  */
 import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { create, fromBinary } from "@bufbuild/protobuf";
@@ -504,6 +504,22 @@ describe("the nodegate command", () => {
     }).catch((e: unknown) => e)) as { code: number; stderr: string };
     expect(busy.code).toBe(1);
     expect(busy.stderr.trim()).toBe(`nodegate: cannot listen on 127.0.0.1:${ng.port}: listen EADDRINUSE: address already in use 127.0.0.1:${ng.port}`);
+  });
+
+  it("a method name no call matches: check-config warns and exits 0, and the start logs the warning", async () => {
+    const file = join(testTempDir("nodegate-warn-"), "nodegate.yaml");
+    writeFileSync(file, `networks:\n  - name: mainnet\n    upstreams:\n      - url: ${anvil.url}\nkeys:\n  - key: abcdefgh12345678\n    allowlists:\n      methods: [eth_getLogz]\n`);
+    const warning = `${file}:8:17: keys[0].allowlists.methods[0]: eth_getLogz is neither a method nodegate translates nor in passThrough.methods, so no call matches it (did you mean eth_getLogs?)`;
+    const checked = (await cli("check-config", file)) as { stdout: string; stderr: string };
+    expect(checked.stderr).toContain(`nodegate: warning: ${warning}`);
+    expect(checked.stdout).toContain("valid (1 network");
+    // A start that then fails (the port is taken) has logged it already.
+    const started = (await run(process.execPath, [join(ROOT, "bin/nodegate.mjs"), "--config", file], {
+      env: { ...process.env, NODEGATE_HOST: "127.0.0.1", NODEGATE_PORT: String(ng.port) },
+    }).catch((e: unknown) => e)) as { code: number; stdout: string };
+    expect(started.code).toBe(1);
+    const warned = started.stdout.split("\n").filter((l) => l.includes("eth_getLogz")).map((l) => JSON.parse(l) as { level: number; msg: string });
+    expect(warned).toEqual([expect.objectContaining({ level: 40, msg: expect.stringContaining(warning) })]);
   });
 
   it("with workers, a port in use: exit 1 without a stack trace, and the embedded Anvil is stopped", async () => {

@@ -52,6 +52,7 @@ export async function startNodegate(options: StartOptions): Promise<TestNodegate
     plans: structuredClone(DEFAULT_PLANS),
     passThrough: { methods: [...DEFAULT_PASS_THROUGH], allowWrites: false },
     corsOrigins: [],
+    warnings: [],
     networks: options.networks ?? [{ name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: options.upstreamUrl }] }],
     defaultNetwork: "ethereum",
     embeddedAnvil: false,
