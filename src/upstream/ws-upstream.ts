@@ -67,6 +67,15 @@ interface Pending {
 
 const MAX_ID = 0x7fffffff;
 
+/**
+ * A handshake the node answers 401 or 403 refuses nodegate's credentials:
+ * asking again each second changes nothing (and a provider may block an
+ * address that keeps knocking), so attempts back off from a second to this.
+ * Calls meanwhile fail at once with the node's refusal.
+ */
+const REFUSED_MAX_DELAY_MS = 30_000;
+const REFUSED_HANDSHAKE = /Unexpected server response: 40[13]\b/;
+
 export class WsUpstream implements Upstream {
   readonly label: string;
   readonly #url: string;
@@ -94,6 +103,8 @@ export class WsUpstream implements Upstream {
   #closing: Promise<void> | undefined;
   /** Why the last connection failed or dropped, for the errors of requests that waited for a new one. */
   #lastError: string | undefined;
+  /** The last attempt's handshake was refused (401, 403): see REFUSED_MAX_DELAY_MS. */
+  #refused = false;
 
   constructor(options: WsUpstreamOptions) {
     const url = new URL(options.url);
@@ -146,7 +157,8 @@ export class WsUpstream implements Upstream {
         },
       };
       this.#pending.set(id, pending);
-      if (this.#state === "idle") this.#connect();
+      if (this.#state === "disconnected" && this.#refused) this.#fail(id, upstreamUnavailable(`no connection to the node (${this.#lastError})`));
+      else if (this.#state === "idle") this.#connect();
       else if (this.#state === "open" && this.#socket !== undefined) this.#send(this.#socket, id, pending);
       // Otherwise it waits in #pending and goes out when the connection opens (or its deadline passes).
     });
@@ -246,7 +258,10 @@ export class WsUpstream implements Upstream {
     });
     // 'close' follows every error; the listener only keeps the error from being thrown.
     socket.on("error", (err) => {
-      if (socket === this.#socket) this.#lastError = webSocketErrorWords(err);
+      if (socket === this.#socket) {
+        this.#lastError = webSocketErrorWords(err);
+        this.#refused = REFUSED_HANDSHAKE.test(err.message);
+      }
       this.#log?.debug({ err: err.message }, "WebSocket upstream error");
       // Sent again, the answer would be as large again: the calls on this connection fail as a bad reply does on HTTP.
       if ((err as { code?: string }).code === "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH") this.#outOfStep(socket, `a message larger than ${this.#maxMessageBytes} bytes`);
@@ -261,6 +276,7 @@ export class WsUpstream implements Upstream {
     this.#openedSocket = socket;
     this.#attempt = 0;
     this.#lastError = undefined;
+    this.#refused = false;
     this.#attemptsAnnounced = false;
     this.#setState("open", reconnected);
     if (reconnected) this.#log?.info("WebSocket upstream reconnected");
@@ -400,7 +416,7 @@ export class WsUpstream implements Upstream {
     }
     if (this.#state === "closed") return;
     this.#setState("disconnected", false);
-    const delay = backoffDelay(this.#attempt++, this.#reconnect);
+    const delay = backoffDelay(this.#attempt++, this.#refused ? { minDelayMs: this.#reconnect.maxDelayMs, maxDelayMs: REFUSED_MAX_DELAY_MS } : this.#reconnect);
     this.#reconnectTimer = setTimeout(() => {
       this.#reconnectTimer = undefined;
       if (this.#state !== "closed") this.#connect();

@@ -4,6 +4,9 @@
  * reconnect, the outcome of requests in flight at a drop, and shutdown; then
  * the same through nodegate's two front doors.
  */
+import { once } from "node:events";
+import { createServer } from "node:http";
+import { type AddressInfo, connect } from "node:net";
 import { AccessControl } from "../../src/auth/access-control.js";
 import { MemoryRateLimitStore, RateLimiter } from "../../src/auth/rate-limiter.js";
 import { createPolicies } from "../../src/methods/default-policies.js";
@@ -73,6 +76,38 @@ async function proxy(): Promise<TcpProxy> {
   const p = await startTcpProxy(anvil.port);
   cleanups.push(() => p.close());
   return p;
+}
+
+/**
+ * A node's front that answers WebSocket handshakes with 401 (as a provider
+ * does for a refused key) until accept(), then passes them on to Anvil.
+ */
+async function handshakeGate(): Promise<{ port: number; refusedAt: number[]; accept(): void }> {
+  const refusedAt: number[] = [];
+  let accepting = false;
+  const server = createServer();
+  server.on("upgrade", (req, socket, head) => {
+    if (!accepting) {
+      refusedAt.push(performance.now());
+      socket.end("HTTP/1.1 401 Unauthorized\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+      return;
+    }
+    const node = connect(anvil.port, "127.0.0.1");
+    const lines = [`${req.method} ${req.url} HTTP/1.1`];
+    for (let i = 0; i < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+    node.write(`${lines.join("\r\n")}\r\n\r\n`);
+    node.write(head);
+    socket.pipe(node).pipe(socket);
+    socket.on("error", () => node.destroy());
+    node.on("error", () => socket.destroy());
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  cleanups.push(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  return { port: (server.address() as AddressInfo).port, refusedAt, accept: () => void (accepting = true) };
 }
 
 function upstream(p: TcpProxy, options: Partial<WsUpstreamOptions> = {}): WsUpstream {
@@ -269,6 +304,27 @@ describe("WsUpstream: dropped connections", () => {
     p.refuse(false);
     await vi.waitFor(() => expect(u.state).toBe("open"), { timeout: 5000 });
     expect((resultJson(await u.call("eth_getBlockByNumber", blockParams(3), opts({ idempotent: true }))) as { number: string }).number).toBe(hex(3));
+  });
+
+  it("a handshake refused with 401 is asked again less and less often, and calls meanwhile fail at once with the refusal; then the node is reached again", async () => {
+    // Found from outside: a node answering the handshake with 401 was asked again about 1.5 times a second for good.
+    const node = await handshakeGate();
+    const u = upstream({ port: node.port } as TcpProxy);
+    u.start();
+    await vi.waitFor(() => expect(node.refusedAt.length).toBeGreaterThanOrEqual(4), { timeout: 10_000 });
+    // 200 ms (this test's cap for other failures) doubled per attempt, each at least half of that: the third wait is
+    // at least 400 ms, where the reconnect schedule for other failures never waits past 200 ms.
+    const [, , third = 0, fourth = 0] = node.refusedAt;
+    expect(fourth - third).toBeGreaterThanOrEqual(400);
+    await vi.waitFor(() => expect(u.state).toBe("disconnected"));
+    const attempts = node.refusedAt.length;
+    const refused = await rejection(u.call("eth_chainId", "[]", opts({ timeoutMs: 30_000 })));
+    expect(refused.message).toBe("upstream unavailable: no connection to the node (the node answered the WebSocket handshake with HTTP 401)");
+    // Failed on what the last attempt heard, not at another attempt.
+    expect(node.refusedAt.length).toBe(attempts);
+    node.accept();
+    await vi.waitFor(() => expect(u.state).toBe("open"), { timeout: 10_000 });
+    expect(resultText(await u.call("eth_chainId", "[]", opts()))).toBe('"0x7a69"');
   });
 
   it("treats a connection whose pongs stop as dropped, and reconnects", async () => {
