@@ -29,11 +29,28 @@ const TLS_ERRORS = new Map([
   ["CERT_NOT_YET_VALID", "TLS: the node's certificate is not valid yet"],
   ["ERR_TLS_CERT_ALTNAME_INVALID", "TLS: the node's certificate is not for the host name in the upstream URL"],
   ["ERR_SSL_WRONG_VERSION_NUMBER", "TLS handshake failed (does the node speak TLS on that port?)"],
+  // nodegate offers only http/1.1 in ALPN; a server that takes HTTP/2 alone ends the handshake with this alert.
+  ["ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL", "TLS: the node takes only HTTP/2 (it refused HTTP/1.1 in the handshake); nodegate calls nodes over HTTP/1.1"],
 ]);
+
+/**
+ * A TLS alert that ends the handshake while the request is being written
+ * comes as the write's EPROTO, its reason only in OpenSSL's text: read by
+ * the alert's words, as the code it would have had.
+ */
+const TLS_ALERTS: [RegExp, string][] = [
+  [/alert no application protocol/, "ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL"],
+  [/wrong version number/, "ERR_SSL_WRONG_VERSION_NUMBER"],
+];
 
 /** The words for a socket or TLS error's code; undefined for an error that has none of the known codes. */
 export function networkErrorWords(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
+  let code = (err as { code?: unknown } | null)?.code;
+  if (code === "EPROTO") {
+    const message = String((err as { message?: unknown }).message);
+    code = TLS_ALERTS.find(([alert]) => alert.test(message))?.[1] ?? code;
+    if (code === "EPROTO") return "TLS handshake failed";
+  }
   return typeof code === "string" ? (NETWORK_ERRORS.get(code) ?? TLS_ERRORS.get(code)) : undefined;
 }
 

@@ -23,6 +23,10 @@ describe("network error words", () => {
     expect(webSocketErrorWords(withCode("self-signed certificate", "DEPTH_ZERO_SELF_SIGNED_CERT"))).toBe(words);
     expect(networkErrorWords(withCode("Hostname/IP does not match certificate's altnames: Host: node.internal", "ERR_TLS_CERT_ALTNAME_INVALID"))).not.toMatch(/node\.internal/);
     expect(networkErrorWords(withCode("certificate has expired", "CERT_HAS_EXPIRED"))).toBe("TLS: the node's certificate has expired");
+    // An alert that ends the handshake while the request is written comes as the write's EPROTO.
+    expect(networkErrorWords(withCode("write EPROTO 80FC:error:0A000460:SSL routines:ssl3_read_bytes:tlsv1 alert no application protocol", "EPROTO"))).toMatch(/^TLS: the node takes only HTTP\/2/);
+    expect(networkErrorWords(withCode("write EPROTO 80FC:error:0A00010B:SSL routines:ssl3_get_record:wrong version number", "EPROTO"))).toMatch(/^TLS handshake failed \(does the node speak TLS/);
+    expect(networkErrorWords(withCode("write EPROTO 80FC:error:0A000410:SSL routines:ssl3_read_bytes:sslv3 alert handshake failure", "EPROTO"))).toBe("TLS handshake failed");
   });
 
   it("an error without a known code has no words of its own", () => {
