@@ -15,6 +15,7 @@ export interface HealthOptions {
 }
 
 const PROBE_METHOD = { eth: "eth_chainId", starknet: "starknet_chainId" } as const;
+const FAMILY_NAME = { eth: "an Ethereum", starknet: "a Starknet" } as const;
 
 export class HealthMonitor {
   readonly #gateway: Gateway;
@@ -23,6 +24,14 @@ export class HealthMonitor {
   readonly #probes = new Map<string, Promise<boolean>>();
   readonly #otherServices: readonly string[];
   readonly #draining = new AbortController();
+  /**
+   * Networks a probe found to answer their family's chainId method. Until
+   * then a recent answer does not make a network ready: a Starknet network
+   * pointed at an Ethereum node answers every call (-32601, method not found).
+   */
+  readonly #confirmed = new Set<string>();
+  /** Networks whose last probe heard -32601 to the chainId method (warned once). */
+  readonly #otherFamily = new Set<string>();
 
   /** `otherServices`: served services not tied to one chain family; they follow the default network. */
   constructor(gateway: Gateway, otherServices: readonly string[], options: HealthOptions = {}) {
@@ -46,11 +55,26 @@ export class HealthMonitor {
 
   /** Whether the network answered recently, probing it (once, however many ask) if it did not. */
   networkReady(network: Network): Promise<boolean> {
-    if (Date.now() - network.lastAnswerAt < this.#recentMs) return Promise.resolve(true);
+    if (Date.now() - network.lastAnswerAt < this.#recentMs && this.#confirmed.has(network.name)) return Promise.resolve(true);
     let probe = this.#probes.get(network.name);
     if (probe === undefined) {
+      const method = PROBE_METHOD[network.family];
       probe = network
-        .answersAny(PROBE_METHOD[network.family], this.#probeTimeoutMs)
+        .answersAny(method, this.#probeTimeoutMs)
+        .then(({ answered, methodUnknownAt }) => {
+          if (answered) {
+            this.#confirmed.add(network.name);
+            this.#otherFamily.delete(network.name);
+            return true;
+          }
+          if (methodUnknownAt === undefined) return false;
+          this.#confirmed.delete(network.name);
+          if (!this.#otherFamily.has(network.name)) {
+            this.#otherFamily.add(network.name);
+            this.#gateway.log.warn({ network: network.name, upstream: methodUnknownAt }, `not ready: the upstream answers ${method} with -32601 (method not found); is it ${FAMILY_NAME[network.family]} node?`);
+          }
+          return false;
+        })
         .catch(() => false)
         .finally(() => this.#probes.delete(network.name));
       this.#probes.set(network.name, probe);

@@ -48,6 +48,14 @@ export interface NetworkCallOptions {
   flow?: string | undefined;
 }
 
+/** What a readiness probe heard; methodUnknownAt: an upstream that does not know the probe's method (a node of another family). */
+export interface ProbeOutcome {
+  answered: boolean;
+  methodUnknownAt?: string;
+}
+
+const METHOD_NOT_FOUND = -32601;
+
 /** Failures that mean the upstream is down (not that it answered with an error). */
 export function isOutage(err: unknown): boolean {
   return err instanceof GatewayError && err.outage;
@@ -215,22 +223,26 @@ export class Network {
 
   /**
    * Whether some upstream of the network answers `method` (a node error is an
-   * answer): the primary first, then each partner, whatever the failover
-   * policy lets callers use. For readiness: a primary outage is the same on
-   * every replica, so one that marked itself unready while a partner answers
-   * would take every replica out of the load balancer, failover and all.
+   * answer, but "method not found" to the family's own chainId method says
+   * the node is of another family): the primary first, then each partner,
+   * whatever the failover policy lets callers use. For readiness: a primary
+   * outage is the same on every replica, so one that marked itself unready
+   * while a partner answers would take every replica out of the load
+   * balancer, failover and all.
    */
-  async answersAny(method: string, timeoutMs: number): Promise<boolean> {
+  async answersAny(method: string, timeoutMs: number): Promise<ProbeOutcome> {
+    let unknownAt: string | undefined;
     for (const member of this.#members) {
       if (!member.breaker.allow()) continue;
       try {
         await this.#try(member, method, "[]", { timeoutMs, idempotent: true });
-        return true;
+        return { answered: true };
       } catch (err) {
-        if (!isOutage(err)) return true;
+        if (err instanceof GatewayError && err.origin === "upstream" && err.code === METHOD_NOT_FOUND) unknownAt ??= member.upstream.label;
+        else if (!isOutage(err)) return { answered: true };
       }
     }
-    return false;
+    return unknownAt === undefined ? { answered: false } : { answered: false, methodUnknownAt: unknownAt };
   }
 
   async close(): Promise<void> {

@@ -198,6 +198,31 @@ describe("health", () => {
     }
   }, 20_000);
 
+  it("/readyz: a network whose node is of the other family is not ready, even while calls get its -32601 answers", async () => {
+    // Found from outside: a Starknet network pointed at an Ethereum node was ready (its -32601 to starknet_chainId
+    // counted as an answer), and every Starknet call then got "method not found".
+    const mixedUp = await startNodegate({
+      upstreamUrl: anvil.url,
+      networks: [
+        { name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: anvil.url }] },
+        { name: "starknet", family: "starknet", upstreams: [{ label: "eth-node", url: anvil.url }] },
+      ],
+    });
+    try {
+      // A call to the Starknet network reaches Anvil, which answers: the network has answered recently.
+      const answer = await post(`${mixedUp.url}/starknet/v3/test-key-0123456789abcdef`, rpc("starknet_blockNumber"));
+      expect(answer.json.error?.code).toBe(-32601);
+      for (let i = 0; i < 2; i++) {
+        const ready = await fetch(`${mixedUp.url}/readyz`);
+        expect([ready.status, await ready.json()]).toEqual([503, { ready: false, draining: false, networks: { ethereum: true, starknet: false } }]);
+      }
+      const warned = mixedUp.logs.filter((l) => l.level === 40 && String(l.msg).includes("starknet_chainId"));
+      expect(warned).toEqual([expect.objectContaining({ network: "starknet", upstream: "starknet/eth-node", msg: "not ready: the upstream answers starknet_chainId with -32601 (method not found); is it a Starknet node?" })]);
+    } finally {
+      await mixedUp.close();
+    }
+  });
+
   it("/readyz counts a partner that answers while the primary is down, whatever the failover policy", async () => {
     // Found from outside: the probe asked only the primary, so with it down every replica went unready and the
     // partner behind them was never reached.
