@@ -65,7 +65,12 @@ export const JSONRPC_TO_GRPC: readonly CodeMapping[] = [
   { jsonrpc: 10, grpc: Code.FailedPrecondition, meaning: "Starknet NO_TRACE_AVAILABLE" },
   { jsonrpc: 20, grpc: Code.NotFound, meaning: "Starknet CONTRACT_NOT_FOUND" },
   { jsonrpc: 21, grpc: Code.NotFound, meaning: "Starknet ENTRYPOINT_NOT_FOUND" },
+  // Older spec versions' codes, which juno, madara and pathfinder still send for bad input.
+  { jsonrpc: 22, grpc: Code.InvalidArgument, meaning: "Starknet INVALID_CALL_DATA (older specs)", family: "starknet" },
+  { jsonrpc: 23, grpc: Code.InvalidArgument, meaning: "Starknet INVALID_BLOCK_HASH (older specs)", family: "starknet" },
   { jsonrpc: 24, grpc: Code.NotFound, meaning: "Starknet BLOCK_NOT_FOUND" },
+  { jsonrpc: 25, grpc: Code.InvalidArgument, meaning: "Starknet INVALID_TXN_HASH (older specs; juno)", family: "starknet" },
+  { jsonrpc: 26, grpc: Code.InvalidArgument, meaning: "Starknet INVALID_BLOCK_HASH (older specs; juno)", family: "starknet" },
   { jsonrpc: 27, grpc: Code.InvalidArgument, meaning: "Starknet INVALID_TXN_INDEX" },
   { jsonrpc: 28, grpc: Code.NotFound, meaning: "Starknet CLASS_HASH_NOT_FOUND" },
   { jsonrpc: 29, grpc: Code.NotFound, meaning: "Starknet TXN_HASH_NOT_FOUND" },
@@ -77,6 +82,7 @@ export const JSONRPC_TO_GRPC: readonly CodeMapping[] = [
   { jsonrpc: 41, grpc: Code.FailedPrecondition, meaning: "Starknet TRANSACTION_EXECUTION_ERROR" },
   { jsonrpc: 42, grpc: Code.Unimplemented, meaning: "Starknet STORAGE_PROOF_NOT_SUPPORTED" },
   // The write API's (for addInvokeTransaction and the like on pass-through) and the subscription API's.
+  { jsonrpc: 50, grpc: Code.InvalidArgument, meaning: "Starknet INVALID_CONTRACT_CLASS (older specs)", family: "starknet" },
   { jsonrpc: 51, grpc: Code.AlreadyExists, meaning: "Starknet CLASS_ALREADY_DECLARED" },
   { jsonrpc: 52, grpc: Code.FailedPrecondition, meaning: "Starknet INVALID_TRANSACTION_NONCE" },
   { jsonrpc: 53, grpc: Code.FailedPrecondition, meaning: "Starknet INSUFFICIENT_RESOURCES_FOR_VALIDATE" },

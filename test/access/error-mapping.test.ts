@@ -88,6 +88,33 @@ describe("JSON-RPC error code -> gRPC status (one test per row)", () => {
     }
   });
 
+  describe("the Starknet-only rows, on a Starknet network", () => {
+    let sn: TestNodegate;
+    beforeAll(async () => {
+      sn = await startNodegate({
+        upstreamUrl: upstream.url,
+        networks: [{ name: "starknet", family: "starknet", upstreams: [{ label: "starknet", url: upstream.url }] }],
+        config: { defaultNetwork: "starknet" },
+      });
+    });
+    afterAll(() => sn?.close());
+
+    // Found from outside: the older specs' codes (22, 23, 25, 26, 50), which juno and others still send, were UNKNOWN.
+    for (const row of JSONRPC_TO_GRPC.filter((r) => r.family === "starknet")) {
+      it(`${row.jsonrpc} (${row.meaning}) -> ${Code[row.grpc]}`, async () => {
+        const error = { code: row.jsonrpc, message: `node says ${row.meaning}` };
+        answer = { error };
+        const err = await connectClient(sn.url, JsonRpcService, sn.key, "grpc")
+          .call({ method: "starknet_chainId", paramsJson: "[]" })
+          .then(() => undefined, (e: unknown) => ConnectError.from(e));
+        expect(err?.code).toBe(row.grpc);
+        expect(Number(err?.findDetails(JsonRpcErrorSchema)[0]?.code)).toBe(row.jsonrpc);
+        const native = await post(sn.rpcUrl, rpc("starknet_chainId", [], 5));
+        expect(native.json).toEqual({ jsonrpc: "2.0", id: 5, error });
+      });
+    }
+  });
+
   it("an unmapped code becomes UNKNOWN and keeps its code in the details", async () => {
     answer = { error: { code: -39999, message: "vendor specific" } };
     const err = await typed();
