@@ -30,7 +30,8 @@ export interface InvokeContext {
 function restate(err: unknown, policy: MethodPolicy | undefined, ctx: InvokeContext): unknown {
   if (!(err instanceof GatewayError)) return err;
   const restated = policy?.onError ? policy.onError(err, { limits: ctx.limits, head: ctx.network.head }) : err;
-  return asSpecRevert(restated);
+  // Reverts are Ethereum's: a Starknet node's errors (-32015 "Reverted 0x08c379a0…" included) go on as it sent them.
+  return ctx.network.family === "eth" ? asSpecRevert(restated) : restated;
 }
 
 /**

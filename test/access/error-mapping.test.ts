@@ -8,6 +8,8 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
+import { StarknetService } from "../../gen/nodegate/starknet/v1/starknet_service_pb.js";
+import { BlockTag as StarknetBlockTag } from "../../gen/nodegate/starknet/v1/primitives_pb.js";
 import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
 import { freePort } from "../../src/embedded/anvil.js";
 import { GRPC_TO_JSONRPC, JSONRPC_TO_GRPC, jsonRpcCodeForGrpc, SERVER_ERROR_RULES } from "../../src/errors/code-map.js";
@@ -88,7 +90,7 @@ describe("JSON-RPC error code -> gRPC status (one test per row)", () => {
     }
   });
 
-  describe("the Starknet-only rows, on a Starknet network", () => {
+  describe("on a Starknet network", () => {
     let sn: TestNodegate;
     beforeAll(async () => {
       sn = await startNodegate({
@@ -98,6 +100,26 @@ describe("JSON-RPC error code -> gRPC status (one test per row)", () => {
       });
     });
     afterAll(() => sn?.close());
+
+    it("a Starknet node's error that looks like an Ethereum revert goes on as the node sent it, on both doors", async () => {
+      // Found from outside: it was rewritten into Ethereum's spec form (code 3, "execution reverted: oops").
+      const word = (hex: string) => hex.padStart(64, "0");
+      const revert = `0x08c379a0${word("20")}${word("4")}${Buffer.from("oops").toString("hex").padEnd(64, "0")}`;
+      const method = "starknet_getTransactionByBlockIdAndIndex";
+      for (const error of [
+        { code: -32000, message: "execution reverted", data: revert },
+        { code: -32015, message: `Reverted ${revert}` },
+      ]) {
+        answer = { error };
+        const native = await post(sn.rpcUrl, rpc(method, { block_id: "latest", index: 0 }, 9));
+        expect(native.json).toEqual({ jsonrpc: "2.0", id: 9, error });
+        const err = await connectClient(sn.url, StarknetService, sn.key, "grpc")
+          .getTransactionByBlockIdAndIndex({ blockId: { kind: { case: "tag", value: StarknetBlockTag.LATEST } } })
+          .then(() => undefined, (e: unknown) => ConnectError.from(e));
+        const [d] = err?.findDetails(JsonRpcErrorSchema) ?? [];
+        expect({ code: Number(d?.code), message: d?.message, ...(d?.data === undefined ? {} : { data: JSON.parse(d.data) }) }).toEqual(error);
+      }
+    });
 
     // Found from outside: the older specs' codes (22, 23, 25, 26, 50), which juno and others still send, were UNKNOWN.
     for (const row of JSONRPC_TO_GRPC.filter((r) => r.family === "starknet")) {
