@@ -345,7 +345,8 @@ function objectMessageCodec(schema: DescMessage, fields: FieldPlan[], hasExtras:
           if (plan === undefined) {
             if (!hasExtras) fail(`unknown field`);
             extras ??= newExtras();
-            extras.unknownFields[key] = unknownFieldText(value);
+            // Defined, not assigned: assigning "__proto__" would set the map's prototype, and the key would be lost.
+            Object.defineProperty(extras.unknownFields, key, { value: unknownFieldText(value), enumerable: true, writable: true, configurable: true });
             continue;
           }
           if (value === null) {

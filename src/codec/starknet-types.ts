@@ -221,7 +221,8 @@ function transactionWithHashCodec(registry: CodecRegistry): ValueCodec<Transacti
       } catch (err) {
         throw locate(err, "transaction_hash");
       }
-      const rest: Record<string, unknown> = {};
+      // No prototype: a "__proto__" key the node sent is a key like any other, not the object's prototype.
+      const rest: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
       for (const key in json) if (key !== "type" && key !== "transaction_hash") rest[key] = json[key];
       const value = (codecs.get(variant.case) as ValueCodec).decode(rest);
       return create(TransactionWithHashSchema, { transactionHash, variant: { case: variant.case, value } as TransactionWithHash["variant"] });

@@ -134,6 +134,15 @@ describe("shapes the fixtures do not show", () => {
     expect(JSON.parse(roundTrip(newer))).toStrictEqual(newer);
   });
 
+  it("a \"__proto__\" key is a key like any other: kept whole in json_extras, nothing else appears", () => {
+    // Found from outside: it was lost, and the keys of its value turned up as unknown fields of their own.
+    const text = JSON.stringify(invokeV3).replace(/^\{/, '{"__proto__":{"polluted":true},');
+    const value = decode(JSON.parse(text)).transaction?.variant.value;
+    expect(Object.entries(value?.jsonExtras?.unknownFields ?? {})).toEqual([["__proto__", '{"polluted":true}']]);
+    const copy = fromBinary(GetTransactionByBlockIdAndIndexResponseSchema, toBinary(GetTransactionByBlockIdAndIndexResponseSchema, decode(JSON.parse(text))));
+    expect(JSON.parse(result.encode(copy))).toStrictEqual(JSON.parse(text));
+  });
+
   it("reads upper-case hex and leading zeros and writes the value as the spec spells it (what is not kept)", () => {
     const upper = { ...starknetFixture("invoke-v1").json, nonce: "0x2F" };
     expect(JSON.parse(roundTrip(upper)).nonce).toBe("0x2f");
