@@ -13,6 +13,7 @@ import { asSpecRevert } from "../errors/revert.js";
 import type { Network } from "../upstream/network.js";
 import type { UpstreamResult } from "../upstream/reply.js";
 import { ADDRESS_FREE_PASS_THROUGH } from "./eth-methods.js";
+import { STARKNET_ADDRESS_FREE_PASS_THROUGH } from "./starknet-methods.js";
 import type { MethodSpec } from "./method-table.js";
 import type { MethodPolicy } from "./policy.js";
 import { MAX_KEYED_PARAMS } from "../cache/call-cache.js";
@@ -81,7 +82,8 @@ export async function invokeMethod(spec: MethodSpec, request: Message, ctx: Invo
 /** Forwards a method outside the typed table (pass-through allowlist), params as sent (`params` as the front door parsed them), under its policy if it has one. */
 export async function invokePassThrough(method: string, params: unknown, paramsText: string, idempotent: boolean, ctx: InvokeContext): Promise<UpstreamResult> {
   // Naming no contract it can be checked against, any other method fails a contract allowlist.
-  ctx.access.checkCall(ctx.key, method, ADDRESS_FREE_PASS_THROUGH.has(method) ? undefined : []);
+  const addressFree = ADDRESS_FREE_PASS_THROUGH.has(method) || STARKNET_ADDRESS_FREE_PASS_THROUGH.has(method);
+  ctx.access.checkCall(ctx.key, method, addressFree ? undefined : []);
   const policy = ctx.policies.get(method);
   const policyCtx = { limits: ctx.limits, head: ctx.network.head };
   policy?.checkParams?.(params, policyCtx);

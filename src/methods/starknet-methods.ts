@@ -9,6 +9,29 @@ import type { MethodEntry } from "./method-table.js";
 
 const m = StarknetService.method;
 
+/**
+ * Starknet pass-through methods that name no contract and run none (blocks,
+ * transactions and receipts by hash, the chain's state of sync), which a key
+ * held to its contracts may call, as ADDRESS_FREE_PASS_THROUGH for Ethereum.
+ * Accounts are contracts on Starknet, so the write methods are not among them.
+ */
+export const STARKNET_ADDRESS_FREE_PASS_THROUGH: ReadonlySet<string> = new Set([
+  "starknet_blockHashAndNumber",
+  "starknet_blockNumber",
+  "starknet_chainId",
+  "starknet_getBlockTransactionCount",
+  "starknet_getBlockWithReceipts",
+  "starknet_getBlockWithTxHashes",
+  "starknet_getBlockWithTxs",
+  "starknet_getMessagesStatus",
+  "starknet_getStateUpdate",
+  "starknet_getTransactionByHash",
+  "starknet_getTransactionReceipt",
+  "starknet_getTransactionStatus",
+  "starknet_specVersion",
+  "starknet_syncing",
+]);
+
 export const starknetMethods: readonly MethodEntry[] = [
   {
     rpc: m.getTransactionByBlockIdAndIndex,

@@ -12,6 +12,7 @@ import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { connectClient } from "../support/grpc-clients.js";
 import { basic, post, rpc } from "../support/http.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+import { startProgrammableUpstream } from "../support/programmable-upstream.js";
 
 const OPEN = "open-key-0000000001";
 const SECRET_KEY = "secret-key-00000001";
@@ -209,5 +210,34 @@ describe("allowlists", () => {
     expect(badOriginBatch.json.map((a: { id: number; error: { code: number } }) => [a.id, a.error.code])).toEqual([[1, -32002], [2, -32002]]);
     const typed = await typedError(ORIGIN_AND_AGENT, { origin: "https://evil.org", "user-agent": "good-agent" });
     expect(typed.code).toBe(Code.PermissionDenied);
+  });
+});
+
+describe("a key held to its contracts, on a Starknet network", () => {
+  it("may call the Starknet methods that name no contract, and is refused those that do", async () => {
+    // Found from outside: starknet_chainId, starknet_blockNumber and the like were refused to such a key (only
+    // Ethereum's address-free methods were listed), where the README says methods that name no account pass.
+    const starknet = await startProgrammableUpstream(() => ({ result: "0x534e5f5345504f4c4941" }));
+    const both = await startNodegate({
+      upstreamUrl: anvil.url,
+      keys: [{ key: CONTRACTS_ONLY, plan: "core", allowlists: { contractAddresses: [CONTRACT] } }],
+      networks: [
+        { name: "ethereum", family: "eth", upstreams: [{ label: "anvil", url: anvil.url }] },
+        { name: "starknet", family: "starknet", upstreams: [{ label: "fixture", url: starknet.url }] },
+      ],
+    });
+    try {
+      const call = (method: string, params: unknown[] = []) => post(`${both.url}/starknet/v3/${CONTRACTS_ONLY}`, rpc(method, params));
+      for (const method of ["starknet_chainId", "starknet_blockNumber", "starknet_getTransactionReceipt", "starknet_getBlockWithTxHashes"]) {
+        expect((await call(method)).json, method).toEqual({ jsonrpc: "2.0", id: 1, result: "0x534e5f5345504f4c4941" });
+      }
+      // These name a contract (or, for a write, an account, which is a contract on Starknet) that nodegate does not read.
+      for (const method of ["starknet_call", "starknet_getStorageAt", "starknet_getEvents", "starknet_getNonce", "starknet_estimateFee"]) {
+        expect((await call(method)).json.error?.code, method).toBe(-32002);
+      }
+    } finally {
+      await both.close();
+      await starknet.close();
+    }
   });
 });
