@@ -94,7 +94,9 @@ export async function runNativeCall(call: Call, ctx: NativeCallContext): Promise
   try {
     const own = ctx.connectionMethod?.(call);
     if (own !== undefined) return await own;
-    if (SUBSCRIPTION_METHODS.has(call.method)) return { error: notificationsUnsupported(call.method) };
+    if (SUBSCRIPTION_METHODS.has(call.method)) {
+      return { error: ctx.network.family === "eth" ? notificationsUnsupported(call.method) : wrongFamily(call.method, "eth", ctx) };
+    }
     const spec = ctx.table.byJsonRpc(call.method);
     if (spec !== undefined) {
       if (spec.family !== ctx.network.family) return { error: wrongFamily(call.method, spec.family, ctx) };

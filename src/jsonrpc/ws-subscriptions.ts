@@ -213,7 +213,8 @@ export function createWsSubscriptionSession(options: WsSubscriptionOptions): WsS
   const session: WsSubscriptionSession = {
     handle(call, message) {
       if (call.method !== "eth_subscribe" && call.method !== "eth_unsubscribe") return undefined;
-      if (options.network.family !== "eth") return Promise.resolve({ error: methodNotFound(call.method) });
+      // On another family's network they are Ethereum methods called in the wrong place: the call path says where to go.
+      if (options.network.family !== "eth") return undefined;
       // A subscription whose id the client is never told could only hold a slot and send what nobody can route (Anvil creates none either).
       if (call.id === undefined && call.method === "eth_subscribe") {
         return Promise.resolve({ error: invalidRequest("eth_subscribe needs an id: a notification would create a subscription the client never learns of") });

@@ -327,6 +327,11 @@ describe("network routing", () => {
       expect((await ws.call("eth_blockNumber", [])).error?.message).toBe(
         'eth_blockNumber is an Ethereum method, but network "starknet" serves Starknet methods; connect to /ethereum/ws/v3/<KEY>',
       );
+      // Found from outside: eth_subscribe there got a bare -32601 with no advice.
+      expect((await ws.call("eth_subscribe", ["newHeads"])).error).toEqual({
+        code: -32601,
+        message: 'eth_subscribe is an Ethereum method, but network "starknet" serves Starknet methods; connect to /ethereum/ws/v3/<KEY>',
+      });
     } finally {
       await ws.close();
     }
