@@ -6,14 +6,15 @@
  * and no more often than once per `finalizedMaxAgeMs`. No timers: nothing
  * runs after the network closes.
  */
-import { upstreamBadResponse } from "../errors/catalogue.js";
+import { GatewayError } from "../errors/gateway-error.js";
 import type { Network } from "./network.js";
 import { resultText } from "./reply.js";
 
 const QUANTITY = /^0x(0|[1-9a-fA-F][0-9a-fA-F]{0,63})$/;
 
 interface Cached {
-  value: bigint;
+  /** Undefined: the node has no gas limit for that tag (see gasLimit). */
+  value: bigint | undefined;
   at: number;
 }
 
@@ -21,7 +22,7 @@ export class ChainHead {
   readonly #network: Network;
   readonly #maxAgeMs: number;
   readonly #cache = new Map<string, Cached>();
-  readonly #inflight = new Map<string, Promise<bigint>>();
+  readonly #inflight = new Map<string, Promise<bigint | undefined>>();
   readonly #finalizedMaxAgeMs: number;
   #finalized: bigint | undefined;
   /** The hash of block #finalized when it was fetched: a reorg of final blocks changes it. */
@@ -119,8 +120,14 @@ export class ChainHead {
     return { value: BigInt(block.number), hash: typeof block.hash === "string" ? block.hash : undefined };
   }
 
-  /** The gas limit of the latest (or pending) block. */
-  gasLimit(tag: "latest" | "pending"): Promise<bigint> {
+  /**
+   * The gas limit of the latest (or pending) block; undefined when the node
+   * gives none: some answer null for "pending" (reth), refuse the tag
+   * (java-tron: -32602 "TAG pending not supported") or write no gasLimit.
+   * Such a node still answers the call itself, so the call goes without the
+   * bound rather than fail on it. An outage still fails.
+   */
+  gasLimit(tag: "latest" | "pending"): Promise<bigint | undefined> {
     const cached = this.#cache.get(tag);
     if (cached !== undefined && Date.now() - cached.at < this.#maxAgeMs) return Promise.resolve(cached.value);
     let pending = this.#inflight.get(tag);
@@ -131,18 +138,16 @@ export class ChainHead {
     return pending;
   }
 
-  async #fetch(tag: string): Promise<bigint> {
-    const result = await this.#network.call("eth_getBlockByNumber", `["${tag}",false]`, { idempotent: true });
-    // A node's odd answer is the node's fault, said as such, not an internal error of the caller's request.
-    let block: { gasLimit?: unknown } | null;
+  async #fetch(tag: string): Promise<bigint | undefined> {
+    let value: bigint | undefined;
     try {
-      block = JSON.parse(resultText(result)) as { gasLimit?: unknown } | null;
-    } catch {
-      throw upstreamBadResponse(`the ${tag} block is not JSON`);
+      const result = await this.#network.call("eth_getBlockByNumber", `["${tag}",false]`, { idempotent: true });
+      const block = JSON.parse(resultText(result)) as { gasLimit?: unknown } | null;
+      const gasLimit = block?.gasLimit;
+      if (typeof gasLimit === "string" && QUANTITY.test(gasLimit)) value = BigInt(gasLimit);
+    } catch (err) {
+      if (err instanceof GatewayError && err.outage) throw err;
     }
-    const gasLimit = block?.gasLimit;
-    if (typeof gasLimit !== "string" || !QUANTITY.test(gasLimit)) throw upstreamBadResponse(`the ${tag} block has no gasLimit quantity`);
-    const value = BigInt(gasLimit);
     this.#cache.set(tag, { value, at: Date.now() });
     return value;
   }

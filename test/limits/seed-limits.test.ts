@@ -15,7 +15,7 @@ import { connectClient } from "../support/grpc-clients.js";
 import { post, rpc } from "../support/http.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { deployProbe } from "../support/probe.js";
-import { type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
+import { type Answer, type ProgrammableUpstream, startProgrammableUpstream, type UpstreamRequest } from "../support/programmable-upstream.js";
 
 let anvil: AnvilNode;
 let recorder: ProgrammableUpstream;
@@ -194,6 +194,52 @@ describe("gas cap: 10x the latest block's gas limit", () => {
     const huge = encodeFunctionData({ abi: probe.abi, functionName: "burn", args: [2_000_000n] });
     const tooBig = await post(ng.rpcUrl, rpc("eth_estimateGas", [{ to: probe.address, data: huge }]));
     expect(tooBig.json.error).toBeDefined();
+  });
+});
+
+describe("gas bounds on a node that gives no gas limit", () => {
+  // Found from outside: reth answers null for the pending block and java-tron refuses the tag (-32602), so
+  // eth_estimateGas without gas never reached such a node (-32052 "the pending block has no gasLimit quantity").
+  const LATEST_LIMIT = "0x1c9c380";
+  async function nodeWith(pending: Answer, latest: Answer) {
+    const sent: UpstreamRequest[] = [];
+    const node = await startProgrammableUpstream((r) => {
+      sent.push(r);
+      if (r.method === "eth_getBlockByNumber") return (r.params as string[])[0] === "pending" ? pending : latest;
+      return { result: "0x5208" };
+    });
+    const n = await startNodegate({ upstreamUrl: node.url });
+    const sentParams = (method: string) => sent.filter((r) => r.method === method).at(-1)?.params as [{ gas?: string }] | undefined;
+    return { n, sentParams, close: async () => (await n.close(), await node.close()) };
+  }
+
+  it("no pending block (null, or the tag refused): eth_estimateGas is bounded by the latest block's limit", async () => {
+    for (const pending of [{ result: null }, { error: { code: -32602, message: "TAG pending not supported" } }] as Answer[]) {
+      const { n, sentParams, close } = await nodeWith(pending, { result: { number: "0x10", gasLimit: LATEST_LIMIT } });
+      try {
+        const native = await post(n.rpcUrl, rpc("eth_estimateGas", [{ to: `0x${"11".repeat(20)}` }]));
+        expect(native.json).toEqual({ jsonrpc: "2.0", id: 1, result: "0x5208" });
+        expect(sentParams("eth_estimateGas")?.[0].gas).toBe(LATEST_LIMIT);
+      } finally {
+        await close();
+      }
+    }
+  });
+
+  it("no gas limit at all: the call goes as the caller sent it, on both doors", async () => {
+    const { n, sentParams, close } = await nodeWith({ result: null }, { result: { number: "0x10" } });
+    try {
+      const to = `0x${"11".repeat(20)}`;
+      expect((await post(n.rpcUrl, rpc("eth_estimateGas", [{ to }]))).json.result).toBe("0x5208");
+      expect(sentParams("eth_estimateGas")?.[0]).toEqual({ to });
+      expect((await post(n.rpcUrl, rpc("eth_call", [{ to, gas: "0xffffffffffff" }, "latest"]))).json.result).toBe("0x5208");
+      expect(sentParams("eth_call")?.[0].gas).toBe("0xffffffffffff");
+      const typed = await connectClient(n.url, EthService, n.key, "grpc").estimateGas({ transaction: { to: bytes(to) } });
+      expect(typed.gas).toBe(21_000n);
+      expect(sentParams("eth_estimateGas")?.[0].gas).toBeUndefined();
+    } finally {
+      await close();
+    }
   });
 });
 

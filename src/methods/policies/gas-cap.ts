@@ -3,7 +3,8 @@
  * capped at 10x the latest block's gas limit (a larger value is lowered to
  * the cap, as nodes cap gas), and eth_estimateGas without gas (and without a
  * fee, so no balance check applies) gets the pending block's gas limit as its
- * upper bound.
+ * upper bound (the latest block's when the node has no pending block). A node
+ * that gives neither gets the call as the caller sent it: it caps gas itself.
  */
 import type { CallRequest, EstimateGasRequest } from "../../../gen/nodegate/eth/v1/eth_service_pb.js";
 import type { MethodPolicy, PolicyContext } from "../policy.js";
@@ -11,7 +12,9 @@ import type { MethodPolicy, PolicyContext } from "../policy.js";
 async function capGas(request: CallRequest | EstimateGasRequest, ctx: PolicyContext): Promise<boolean> {
   const tx = request.transaction;
   if (tx?.gas === undefined) return false;
-  const cap = (await ctx.head.gasLimit("latest")) * BigInt(ctx.limits.gasCapMultiplier);
+  const limit = await ctx.head.gasLimit("latest");
+  if (limit === undefined) return false;
+  const cap = limit * BigInt(ctx.limits.gasCapMultiplier);
   if (tx.gas <= cap) return false;
   tx.gas = cap;
   return true;
@@ -26,7 +29,9 @@ export const estimateGasBounds: MethodPolicy = {
     const r = request as EstimateGasRequest;
     const tx = r.transaction;
     if (tx !== undefined && tx.gas === undefined && tx.gasPrice === undefined && tx.maxFeePerGas === undefined) {
-      tx.gas = await ctx.head.gasLimit("pending");
+      const bound = (await ctx.head.gasLimit("pending")) ?? (await ctx.head.gasLimit("latest"));
+      if (bound === undefined) return false;
+      tx.gas = bound;
       return true;
     }
     return capGas(r, ctx);
