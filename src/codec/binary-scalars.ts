@@ -172,7 +172,7 @@ export function writeHex(src: Uint8Array, start: number, end: number, w: ProtoWr
 }
 
 /** DATA: "0x" and two hex digits per byte, with the field's exact or maximum length. */
-export function dataWriter(length: number, maxLength: number): ValueWriter {
+export function dataWriter(length: number, maxLength: number, emptyAllowed = false): ValueWriter {
   return (src, pos, w, field) => {
     if (src[pos] !== QUOTE || src[pos + 1] !== ZERO || ((src[pos + 2] as number) | 0x20) !== LOWER_X) giveUp();
     const start = pos + 3;
@@ -181,7 +181,7 @@ export function dataWriter(length: number, maxLength: number): ValueWriter {
     const digits = q - start;
     if (digits & 1) giveUp();
     const bytes = digits >> 1;
-    if ((length && bytes !== length) || (maxLength && bytes > maxLength)) giveUp();
+    if ((length && bytes !== length && !(bytes === 0 && emptyAllowed)) || (maxLength && bytes > maxLength)) giveUp();
     w.tag(field, LEN);
     w.varint(bytes);
     writeHex(src, start, q, w);

@@ -314,7 +314,7 @@ export class BinaryCompiler {
         return undefined;
       case ScalarType.BYTES:
         if (family === "starknet") return undefined;
-        if (encoding === Encoding.UNSPECIFIED || encoding === Encoding.DATA) return dataWriter(rules?.length ?? 0, rules?.maxLength ?? 0);
+        if (encoding === Encoding.UNSPECIFIED || encoding === Encoding.DATA) return dataWriter(rules?.length ?? 0, rules?.maxLength ?? 0, rules?.emptyAllowed ?? false);
         return undefined;
       default:
         return undefined;

@@ -76,6 +76,8 @@ export interface DataRules {
   length?: number;
   /** Maximum length in bytes (0 = any). */
   maxLength?: number;
+  /** With a length: "0x" (no bytes) is accepted too (FieldRules.empty_allowed). */
+  emptyAllowed?: boolean;
 }
 
 /** Decodes DATA ("0x", "0xdeadbeef": two hex digits per byte) into bytes. */
@@ -91,7 +93,7 @@ export function decodeData(value: unknown, rules?: DataRules): Uint8Array {
     throw new HexError(`invalid hex data ${describe(value)}: odd number of digits`);
   }
   const length = rules?.length ?? 0;
-  if (length && digits !== length * 2) {
+  if (length && digits !== length * 2 && !(digits === 0 && rules?.emptyAllowed)) {
     throw new HexError(`invalid hex data ${describe(value)}: want ${length} bytes, got ${digits / 2}`);
   }
   const maxLength = rules?.maxLength ?? 0;

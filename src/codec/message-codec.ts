@@ -86,12 +86,12 @@ const jsonNumberU64Codec: ValueCodec<bigint> = {
   encode: (value) => value.toString(),
 };
 
-function dataCodec(length: number, maxLength: number): ValueCodec<Uint8Array> {
-  const rules = { length, maxLength };
+function dataCodec(length: number, maxLength: number, emptyAllowed: boolean): ValueCodec<Uint8Array> {
+  const rules = { length, maxLength, emptyAllowed };
   return {
     decode: (json) => decodeData(json, rules),
     encode: (value) => {
-      if (length && value.length !== length) fail(`want ${length} bytes, got ${value.length}`);
+      if (length && value.length !== length && !(value.length === 0 && emptyAllowed)) fail(`want ${length} bytes, got ${value.length}`);
       if (maxLength && value.length > maxLength) fail(`want at most ${maxLength} bytes, got ${value.length}`);
       return `"${encodeData(value)}"`;
     },
@@ -195,7 +195,7 @@ export class CodecRegistry {
         if (encoding === Encoding.STORAGE_SLOT) return storageSlotCodec as ValueCodec;
         if (encoding === Encoding.STORAGE_KEY) return storageKeyCodec as ValueCodec;
         if (encoding === Encoding.UNSPECIFIED || encoding === Encoding.DATA) {
-          return dataCodec(rules?.length ?? 0, rules?.maxLength ?? 0) as ValueCodec;
+          return dataCodec(rules?.length ?? 0, rules?.maxLength ?? 0, rules?.emptyAllowed ?? false) as ValueCodec;
         }
         break;
       default:

@@ -113,6 +113,23 @@ describe("edge values", () => {
     expect(got.block.jsonExtras?.unknownFields).toEqual({ "x-provider": '{"nested":[1,2.5,"é"]}', "0": "true" });
   });
 
+  it("\"0x\" where a hash, root or bloom goes (Tron's stateRoot, OKExChain's roots, early Hedera's logsBloom) is read and written back as \"0x\"", () => {
+    // Found from outside: such blocks and receipts were refused (-32053) on the typed door, and typed newHeads ended.
+    const block = `{"number":"0x10","hash":"0x${"ab".repeat(32)}","parentHash":"0x","stateRoot":"0x","transactionsRoot":"0x","logsBloom":"0x","nonce":"0x","transactions":[]}`;
+    const receipt = '{"blockHash":"0x","logsBloom":"0x","status":"0x1","logs":[{"blockHash":"0x","topics":[],"data":"0x"}]}';
+    for (const [method, text] of [["eth_getBlockByNumber", block], ["eth_getTransactionReceipt", receipt]] as const) {
+      const got = both(method, text);
+      expect(got).not.toBe("gave up");
+      const { spec } = transcoder(method);
+      expect(JSON.parse(spec.result.encode(got as Message))).toEqual(JSON.parse(text));
+    }
+    // Requests keep the exact length: "0x" is not a block hash to ask for.
+    const byHash = table.byJsonRpc("eth_getBlockByHash") as MethodSpec;
+    expect(() => byHash.params.decode(["0x", false])).toThrow(/want 32 bytes, got 0/);
+    const logs = table.byJsonRpc("eth_getLogs") as MethodSpec;
+    expect(() => logs.params.decode([{ blockHash: "0x" }])).toThrow(/want 32 bytes, got 0/);
+  });
+
   it("a \"__proto__\" key is an unknown field like any other, on both paths", () => {
     // Found from outside: the object path lost it (assigned, it set the map's prototype).
     const got = both("eth_getBlockByNumber", '{"number":"0x1","__proto__":{"polluted":true}}') as unknown as { block: { jsonExtras?: { unknownFields: Record<string, string> } } };

@@ -47,9 +47,11 @@ export type JsonExtras = Message<"nodegate.jsonrpc.v1.JsonExtras"> & {
 
   /**
    * Keys the proto does not model yet (vendor or L2 extensions, new forks),
-   * mapped to the raw JSON text of their value, re-emitted verbatim. In a
-   * request, a key that names a field of the message is refused
-   * (INVALID_ARGUMENT): set the field.
+   * mapped to the JSON text of their value, written back as it is. The text
+   * is the value as JSON.stringify writes it once parsed: the same value,
+   * though not always the same spelling (1.5e3 is 1500, "\u00e9" is "é"),
+   * and numbers above 2^53 may lose precision. In a request, a key that names
+   * a field of the message is refused (INVALID_ARGUMENT): set the field.
    *
    * @generated from field: map<string, string> unknown_fields = 4;
    */

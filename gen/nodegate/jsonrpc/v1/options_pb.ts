@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file nodegate/jsonrpc/v1/options.proto.
  */
 export const file_nodegate_jsonrpc_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("CiFub2RlZ2F0ZS9qc29ucnBjL3YxL29wdGlvbnMucHJvdG8SE25vZGVnYXRlLmpzb25ycGMudjEidQoKRmllbGRSdWxlcxIvCghlbmNvZGluZxgBIAEoDjIdLm5vZGVnYXRlLmpzb25ycGMudjEuRW5jb2RpbmcSDgoGbGVuZ3RoGAIgASgNEhIKCm1heF9sZW5ndGgYAyABKA0SEgoKb21pdF9lbXB0eRgEIAEoCCIcCgxNZXNzYWdlUnVsZXMSDAoEbGlzdBgBIAEoCCqwAQoIRW5jb2RpbmcSGAoURU5DT0RJTkdfVU5TUEVDSUZJRUQQABIVChFFTkNPRElOR19RVUFOVElUWRABEhEKDUVOQ09ESU5HX0RBVEEQAhIRCg1FTkNPRElOR19GRUxUEAMSGAoURU5DT0RJTkdfSlNPTl9OVU1CRVIQBBIZChVFTkNPRElOR19TVE9SQUdFX1NMT1QQBRIYChRFTkNPRElOR19TVE9SQUdFX0tFWRAGOlYKBWZpZWxkEh0uZ29vZ2xlLnByb3RvYnVmLkZpZWxkT3B0aW9ucxi5jgMgASgLMh8ubm9kZWdhdGUuanNvbnJwYy52MS5GaWVsZFJ1bGVzUgVmaWVsZDpeCgdtZXNzYWdlEh8uZ29vZ2xlLnByb3RvYnVmLk1lc3NhZ2VPcHRpb25zGLmOAyABKAsyIS5ub2RlZ2F0ZS5qc29ucnBjLnYxLk1lc3NhZ2VSdWxlc1IHbWVzc2FnZTo4CgZtZXRob2QSHi5nb29nbGUucHJvdG9idWYuTWV0aG9kT3B0aW9ucxi5jgMgASgJUgZtZXRob2RiBnByb3RvMw", [file_google_protobuf_descriptor]);
+  fileDesc("CiFub2RlZ2F0ZS9qc29ucnBjL3YxL29wdGlvbnMucHJvdG8SE25vZGVnYXRlLmpzb25ycGMudjEijAEKCkZpZWxkUnVsZXMSLwoIZW5jb2RpbmcYASABKA4yHS5ub2RlZ2F0ZS5qc29ucnBjLnYxLkVuY29kaW5nEg4KBmxlbmd0aBgCIAEoDRISCgptYXhfbGVuZ3RoGAMgASgNEhIKCm9taXRfZW1wdHkYBCABKAgSFQoNZW1wdHlfYWxsb3dlZBgFIAEoCCIcCgxNZXNzYWdlUnVsZXMSDAoEbGlzdBgBIAEoCCqwAQoIRW5jb2RpbmcSGAoURU5DT0RJTkdfVU5TUEVDSUZJRUQQABIVChFFTkNPRElOR19RVUFOVElUWRABEhEKDUVOQ09ESU5HX0RBVEEQAhIRCg1FTkNPRElOR19GRUxUEAMSGAoURU5DT0RJTkdfSlNPTl9OVU1CRVIQBBIZChVFTkNPRElOR19TVE9SQUdFX1NMT1QQBRIYChRFTkNPRElOR19TVE9SQUdFX0tFWRAGOlYKBWZpZWxkEh0uZ29vZ2xlLnByb3RvYnVmLkZpZWxkT3B0aW9ucxi5jgMgASgLMh8ubm9kZWdhdGUuanNvbnJwYy52MS5GaWVsZFJ1bGVzUgVmaWVsZDpeCgdtZXNzYWdlEh8uZ29vZ2xlLnByb3RvYnVmLk1lc3NhZ2VPcHRpb25zGLmOAyABKAsyIS5ub2RlZ2F0ZS5qc29ucnBjLnYxLk1lc3NhZ2VSdWxlc1IHbWVzc2FnZTo4CgZtZXRob2QSHi5nb29nbGUucHJvdG9idWYuTWV0aG9kT3B0aW9ucxi5jgMgASgJUgZtZXRob2RiBnByb3RvMw", [file_google_protobuf_descriptor]);
 
 /**
  * Field-level JSON-RPC annotations.
@@ -50,6 +50,16 @@ export type FieldRules = Message<"nodegate.jsonrpc.v1.FieldRules"> & {
    * @generated from field: bool omit_empty = 4;
    */
   omitEmpty: boolean;
+
+  /**
+   * For bytes with a length: "0x" (no bytes) is a value too, read and
+   * written as it is. Only on answer fields some nodes fill with "0x" where
+   * others write a hash (Tron's stateRoot, OKExChain's roots, the logsBloom
+   * of early Hedera relays); requests keep the exact length.
+   *
+   * @generated from field: bool empty_allowed = 5;
+   */
+  emptyAllowed: boolean;
 };
 
 /**
