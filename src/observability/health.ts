@@ -25,15 +25,14 @@ export class HealthMonitor {
   readonly #otherServices: readonly string[];
   readonly #draining = new AbortController();
   /**
-   * Networks a probe found to answer their family's chainId method. Until
-   * then a recent answer does not make a network ready: a Starknet network
-   * pointed at an Ethereum node answers every call (-32601, method not found).
+   * Networks a probe found answering. Until one has, a recent answer does not
+   * make a network ready without a probe: the probe is what says a Starknet
+   * network points at an Ethereum node (which answers every call, -32601).
    */
-  readonly #confirmed = new Set<string>();
-  /** Networks whose last probe heard -32601 to the chainId method (warned once). */
+  readonly #probed = new Set<string>();
+  /** Networks whose node answered the chainId probe -32601 (method not found): warned once. */
   readonly #otherFamily = new Set<string>();
 
-  /** `otherServices`: served services not tied to one chain family; they follow the default network. */
   constructor(gateway: Gateway, otherServices: readonly string[], options: HealthOptions = {}) {
     // Every Watch stream listens for the drain; many at once is normal, not a leak.
     setMaxListeners(0, this.#draining.signal);
@@ -55,25 +54,23 @@ export class HealthMonitor {
 
   /** Whether the network answered recently, probing it (once, however many ask) if it did not. */
   networkReady(network: Network): Promise<boolean> {
-    if (Date.now() - network.lastAnswerAt < this.#recentMs && this.#confirmed.has(network.name)) return Promise.resolve(true);
+    if (Date.now() - network.lastAnswerAt < this.#recentMs && this.#probed.has(network.name)) return Promise.resolve(true);
     let probe = this.#probes.get(network.name);
     if (probe === undefined) {
       const method = PROBE_METHOD[network.family];
       probe = network
         .answersAny(method, this.#probeTimeoutMs)
         .then(({ answered, methodUnknownAt }) => {
-          if (answered) {
-            this.#confirmed.add(network.name);
-            this.#otherFamily.delete(network.name);
-            return true;
-          }
-          if (methodUnknownAt === undefined) return false;
-          this.#confirmed.delete(network.name);
-          if (!this.#otherFamily.has(network.name)) {
+          if (answered) this.#probed.add(network.name);
+          // Still ready: the node is up, and a fixture or a node short of methods answers as well as it can.
+          if (methodUnknownAt !== undefined && !this.#otherFamily.has(network.name)) {
             this.#otherFamily.add(network.name);
-            this.#gateway.log.warn({ network: network.name, upstream: methodUnknownAt }, `not ready: the upstream answers ${method} with -32601 (method not found); is it ${FAMILY_NAME[network.family]} node?`);
+            this.#gateway.log.warn(
+              { network: network.name, upstream: methodUnknownAt },
+              `the upstream answers ${method} with -32601 (method not found): is it ${FAMILY_NAME[network.family]} node? Calls to this network may all get method not found`,
+            );
           }
-          return false;
+          return answered;
         })
         .catch(() => false)
         .finally(() => this.#probes.delete(network.name));

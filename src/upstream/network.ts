@@ -48,7 +48,7 @@ export interface NetworkCallOptions {
   flow?: string | undefined;
 }
 
-/** What a readiness probe heard; methodUnknownAt: an upstream that does not know the probe's method (a node of another family). */
+/** What a readiness probe heard; methodUnknownAt: the upstream that answered, but did not know the probe's method (a node of another family). */
 export interface ProbeOutcome {
   answered: boolean;
   methodUnknownAt?: string;
@@ -223,8 +223,9 @@ export class Network {
 
   /**
    * Whether some upstream of the network answers `method` (a node error is an
-   * answer, but "method not found" to the family's own chainId method says
-   * the node is of another family): the primary first, then each partner,
+   * answer; "method not found" to the family's own chainId method is one too,
+   * but says the node is of another family: methodUnknownAt names it when no
+   * upstream answered better): the primary first, then each partner,
    * whatever the failover policy lets callers use. For readiness: a primary
    * outage is the same on every replica, so one that marked itself unready
    * while a partner answers would take every replica out of the load
@@ -242,7 +243,7 @@ export class Network {
         else if (!isOutage(err)) return { answered: true };
       }
     }
-    return unknownAt === undefined ? { answered: false } : { answered: false, methodUnknownAt: unknownAt };
+    return unknownAt === undefined ? { answered: false } : { answered: true, methodUnknownAt: unknownAt };
   }
 
   async close(): Promise<void> {
