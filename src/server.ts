@@ -14,6 +14,7 @@ import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import { JsonRpcService } from "../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { closeUnlessIdentified, guardHttp2Session, http1TimeoutOptions, watchHttp1Writes } from "./http/client-timeouts.js";
 import { handleCors } from "./http/cors.js";
+import { closeBeforeResetFlood } from "./http/stream-reset-budget.js";
 import { clusterMetricsReader } from "./observability/cluster-metrics.js";
 import type { Gateway } from "./gateway.js";
 import { settleGrpcStatusOf } from "./grpc/status-size.js";
@@ -254,6 +255,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     sessions.add(session);
     session.on("close", () => sessions.delete(session));
     guardHttp2Session(session, gateway.limits);
+    closeBeforeResetFlood(session);
   };
 
   // HTTP/2 streams are dispatched here rather than by Node's compatibility layer, so unary gRPC for

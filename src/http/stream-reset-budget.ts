@@ -1,0 +1,59 @@
+/**
+ * Closes an HTTP/2 session gracefully before its client's stream resets
+ * reach nghttp2's flood limit. Since the "rapid reset" fix, nghttp2 ends a
+ * server session with error code 2 once its client has reset 1,000 streams
+ * beyond a refill of 33 a second, and Node 20 cannot raise that limit: every
+ * call still on the session then fails with INTERNAL. A client that cancels
+ * calls (or lets deadlines pass) at 60 a second reaches it every half a
+ * minute (found from outside: calls that had nothing to do with the
+ * cancelling failed with INTERNAL). So the resets are counted here as
+ * nghttp2 counts them, and a little before the limit the session is closed
+ * gracefully (GOAWAY with NO_ERROR): the calls under way finish, the client
+ * opens a new connection for new ones (as it does after a server's
+ * max-connection-age), and nghttp2 counts no resets once a GOAWAY is sent.
+ * A flood of resets still ends its session, as before, only politely.
+ */
+import type http2 from "node:http2";
+
+/** nghttp2's stream reset limit (NGHTTP2_DEFAULT_STREAM_RESET_BURST and _RATE). */
+const NGHTTP2_RESET_BURST = 1000;
+const NGHTTP2_RESET_RATE_PER_SECOND = 33;
+/** Resets left in nghttp2's allowance when the session is closed: room for those of the calls still under way. */
+const RESETS_KEPT_IN_HAND = 200;
+
+export interface ResetBudget {
+  /** A stream of the session was reset (or ended before its answer): one more of nghttp2's allowance used. */
+  reset(): void;
+}
+
+/**
+ * nghttp2's token bucket, seen from outside: refilled per whole second as
+ * nghttp2 does (its clock is in seconds), so the estimate never runs ahead.
+ */
+export function resetBudget(close: () => void, now: () => number = Date.now): ResetBudget {
+  let left = NGHTTP2_RESET_BURST;
+  let second = Math.floor(now() / 1000);
+  let closed = false;
+  return {
+    reset() {
+      if (closed) return;
+      const current = Math.floor(now() / 1000);
+      if (current !== second) {
+        left = Math.min(NGHTTP2_RESET_BURST, left + (current - second) * NGHTTP2_RESET_RATE_PER_SECOND);
+        second = current;
+      }
+      left--;
+      if (left > RESETS_KEPT_IN_HAND) return;
+      closed = true;
+      close();
+    },
+  };
+}
+
+/** Watches a server session's streams and closes it gracefully before its client's resets end it. */
+export function closeBeforeResetFlood(session: http2.ServerHttp2Session): void {
+  const budget = resetBudget(() => session.close());
+  // 'aborted' is a stream closed before its answer ended: a client's RST_STREAM, or (counted too, to be safe) one
+  // nodegate reset itself.
+  session.on("stream", (stream: http2.ServerHttp2Stream) => stream.once("aborted", budget.reset));
+}

@@ -1,0 +1,86 @@
+/**
+ * A gRPC client that cancels many calls on one connection: nghttp2 ends a
+ * session whose client resets streams past its flood limit (1,000, refilled
+ * at 33 a second), failing every call still on it with INTERNAL. nodegate
+ * closes such a session gracefully first (stream-reset-budget.ts). Found from
+ * outside: a client cancelling 60 calls a second had its other calls fail
+ * with INTERNAL every ~36 s.
+ */
+import { create, toBinary, fromBinary } from "@bufbuild/protobuf";
+import * as grpc from "@grpc/grpc-js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BlockNumberRequestSchema, BlockNumberResponseSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { resetBudget } from "../../src/http/stream-reset-budget.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+import { type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
+
+let upstream: ProgrammableUpstream;
+let ng: TestNodegate;
+
+beforeAll(async () => {
+  upstream = await startProgrammableUpstream(() => ({ delayMs: 1500, then: { result: "0x2a" } }));
+  ng = await startNodegate({ upstreamUrl: upstream.url });
+});
+afterAll(async () => {
+  await ng?.close();
+  await upstream?.close();
+});
+
+describe("stream resets", () => {
+  it("1,400 cancelled calls on one connection: every other call on it is answered, and each cancelled one is CANCELLED", async () => {
+    const client = new grpc.Client(`127.0.0.1:${ng.port}`, grpc.credentials.createInsecure());
+    const md = new grpc.Metadata();
+    md.set("x-api-key", ng.key);
+    const request = Buffer.from(toBinary(BlockNumberRequestSchema, create(BlockNumberRequestSchema)));
+    const call = () => {
+      let handle: grpc.ClientUnaryCall | undefined;
+      const outcome = new Promise<string>((resolve) => {
+        handle = client.makeUnaryRequest(
+          "/nodegate.eth.v1.EthService/BlockNumber",
+          (b: Buffer) => b,
+          (b: Buffer) => fromBinary(BlockNumberResponseSchema, b),
+          request,
+          md,
+          (err, res) => resolve(err ? grpc.status[err.code] : `OK ${res?.number}`),
+        );
+      });
+      return { outcome, cancel: () => handle?.cancel() };
+    };
+    try {
+      // Calls that stay: started first, answered after the node's 1.5 s, while the cancelling goes on.
+      const witnesses = Array.from({ length: 5 }, () => call().outcome);
+      const cancelled: Promise<string>[] = [];
+      for (let batch = 0; batch < 14; batch++) {
+        const calls = Array.from({ length: 100 }, () => call());
+        // Long enough for the request to reach nodegate, so the client's reset is one nghttp2 counts.
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        for (const c of calls) {
+          c.cancel();
+          cancelled.push(c.outcome);
+        }
+      }
+      const after = call().outcome;
+      expect(await Promise.all(witnesses)).toEqual(Array(5).fill("OK 42"));
+      expect(new Set(await Promise.all(cancelled))).toEqual(new Set(["CANCELLED"]));
+      expect(await after).toBe("OK 42");
+    } finally {
+      client.close();
+    }
+  }, 30_000);
+
+  it("the budget follows nghttp2's: 1,000 at once, 33 more each second, the session closed with 200 left", () => {
+    let now = 5_000_000;
+    let closed = 0;
+    const budget = resetBudget(() => closed++, () => now);
+    for (let i = 0; i < 799; i++) budget.reset();
+    expect(closed).toBe(0);
+    // Ten seconds on: 330 more (201 + 330 left), so 330 more resets leave 201 and the next one closes it.
+    now += 10_000;
+    for (let i = 0; i < 330; i++) budget.reset();
+    expect(closed).toBe(0);
+    budget.reset();
+    expect(closed).toBe(1);
+    budget.reset();
+    expect(closed).toBe(1);
+  });
+});
