@@ -4,7 +4,7 @@
  * them) for typed callers, with the typed path's auth and error statuses.
  */
 import { create } from "@bufbuild/protobuf";
-import { ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
+import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import { type CallRequest, type CallResponse, CallResponseSchema, JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { invalidParams } from "../errors/catalogue.js";
 import type { Gateway } from "../gateway.js";

@@ -14,7 +14,7 @@ import type { AccessControl } from "../auth/access-control.js";
 import type { ApiKey } from "../auth/api-keys.js";
 import { acquireSubscription, type KeyQuotas } from "../auth/key-quotas.js";
 import type { Limits } from "../config/config.js";
-import { cancelled, invalidParams, invalidRequest, methodNotFound, subscriberTooSlow } from "../errors/catalogue.js";
+import { cancelled, invalidParams, invalidRequest, subscriberTooSlow } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { tooManyParams } from "../methods/policies/get-logs-limits.js";
 import type { Consumer } from "../subscriptions/consumer.js";

@@ -26,13 +26,15 @@ export class HealthMonitor {
   readonly #draining = new AbortController();
   /**
    * Networks a probe found answering. Until one has, a recent answer does not
-   * make a network ready without a probe: the probe is what says a Starknet
-   * network points at an Ethereum node (which answers every call, -32601).
+   * make a network ready without a probe: the probe is what finds a Starknet
+   * network pointed at an Ethereum node (which answers every call, -32601),
+   * to warn about it.
    */
   readonly #probed = new Set<string>();
   /** Networks whose node answered the chainId probe -32601 (method not found): warned once. */
   readonly #otherFamily = new Set<string>();
 
+  /** `otherServices`: served services not tied to one chain family; they follow the default network. */
   constructor(gateway: Gateway, otherServices: readonly string[], options: HealthOptions = {}) {
     // Every Watch stream listens for the drain; many at once is normal, not a leak.
     setMaxListeners(0, this.#draining.signal);
