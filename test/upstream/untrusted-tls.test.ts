@@ -18,6 +18,8 @@ import { testTempDir } from "../support/temp-dir.js";
 
 let server: https.Server;
 let ng: TestNodegate;
+/** A self-signed certificate for 127.0.0.1 and its key. */
+let pair: { cert: Buffer; key: Buffer };
 
 beforeAll(async () => {
   const dir = testTempDir("nodegate-untrusted-tls-");
@@ -25,7 +27,8 @@ beforeAll(async () => {
     "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"),
     "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
   ]);
-  server = https.createServer({ cert: readFileSync(join(dir, "cert.pem")), key: readFileSync(join(dir, "key.pem")) }, (_req, res) => {
+  pair = { cert: readFileSync(join(dir, "cert.pem")), key: readFileSync(join(dir, "key.pem")) };
+  server = https.createServer(pair, (_req, res) => {
     res.end('{"jsonrpc":"2.0","id":1,"result":"0x1"}');
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -48,15 +51,9 @@ it("a self-signed node certificate is named as such, with the way to trust it", 
 
 it("a node that takes only HTTP/2 says so, where it read \"request failed\"", async () => {
   // Found from outside. The certificate is trusted here (tls.ca), so what fails is the protocol.
-  const dir = testTempDir("nodegate-h2-only-");
-  await promisify(execFile)("openssl", [
-    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"),
-    "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-  ]);
-  const cert = readFileSync(join(dir, "cert.pem"));
-  const h2 = http2.createSecureServer({ cert, key: readFileSync(join(dir, "key.pem")) }, (_req, res) => res.end('{"jsonrpc":"2.0","id":1,"result":"0x1"}'));
+  const h2 = http2.createSecureServer(pair, (_req, res) => res.end('{"jsonrpc":"2.0","id":1,"result":"0x1"}'));
   await new Promise<void>((resolve) => h2.listen(0, "127.0.0.1", resolve));
-  const upstream = new HttpUpstream({ url: `https://127.0.0.1:${(h2.address() as AddressInfo).port}`, label: "h2-only", tls: { ca: cert } });
+  const upstream = new HttpUpstream({ url: `https://127.0.0.1:${(h2.address() as AddressInfo).port}`, label: "h2-only", tls: { ca: pair.cert } });
   try {
     const failed = await upstream.call("eth_blockNumber", "[]", { timeoutMs: 5000 }).then(() => undefined, (e: Error) => e);
     expect(failed?.message).toBe("upstream unavailable: TLS: the node takes only HTTP/2 (it refused HTTP/1.1 in the handshake); nodegate calls nodes over HTTP/1.1");
