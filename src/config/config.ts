@@ -260,6 +260,8 @@ export const DEFAULT_PASS_THROUGH = [
   "eth_blobBaseFee",
   "eth_blockNumber",
   "eth_chainId",
+  // web3.js's getCoinbase, isMining and getHashRate.
+  "eth_coinbase",
   "eth_createAccessList",
   "eth_feeHistory",
   // What viem's prepareTransactionRequest asks first (geth's: fills nonce, gas and fees, signs nothing); refused, viem
@@ -278,7 +280,9 @@ export const DEFAULT_PASS_THROUGH = [
   "eth_getTransactionCount",
   "eth_getUncleCountByBlockHash",
   "eth_getUncleCountByBlockNumber",
+  "eth_hashrate",
   "eth_maxPriorityFeePerGas",
+  "eth_mining",
   "eth_newBlockFilter",
   "eth_newFilter",
   "eth_newPendingTransactionFilter",
@@ -305,6 +309,7 @@ export const DEFAULT_PASS_THROUGH = [
   "starknet_getClass",
   "starknet_getClassAt",
   "starknet_getClassHashAt",
+  "starknet_getCompiledCasm",
   "starknet_getEvents",
   "starknet_getMessagesStatus",
   "starknet_getNonce",
@@ -314,8 +319,13 @@ export const DEFAULT_PASS_THROUGH = [
   "starknet_getTransactionByHash",
   "starknet_getTransactionReceipt",
   "starknet_getTransactionStatus",
+  // The trace API (starknet.js's getTransactionTrace, getBlockTransactionsTraces, simulateTransaction): reads; a
+  // simulation runs code but writes nothing, as eth_simulateV1 above.
+  "starknet_simulateTransactions",
   "starknet_specVersion",
   "starknet_syncing",
+  "starknet_traceBlockTransactions",
+  "starknet_traceTransaction",
 ];
 
 /**

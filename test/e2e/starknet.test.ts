@@ -359,6 +359,17 @@ describe("network routing", () => {
     expect(upstreamSaw(before)).toEqual(["starknet_chainId []", "starknet_chainId []", "starknet_chainId []"]);
   });
 
+  it("starknet.js's trace, simulation and compiled-class calls are on the default list: they reach the Starknet node", async () => {
+    // Found from outside: getTransactionTrace, getBlockTransactionsTraces and getCompiledCasm got -32601 from nodegate.
+    const before = upstream.requests.length;
+    const methods = ["starknet_traceTransaction", "starknet_traceBlockTransactions", "starknet_simulateTransactions", "starknet_getCompiledCasm"];
+    for (const [i, method] of methods.entries()) {
+      const reply = await post(starknetPath(), call(20 + i, method, "[]"));
+      expect(reply.body.error?.message ?? "", method).not.toMatch(/does not exist\/is not available/);
+    }
+    expect(upstreamSaw(before)).toEqual(methods.map((m) => `${m} []`));
+  });
+
   it("a Starknet pass-through method on the Ethereum network is refused, and an Ethereum one on Starknet's", async () => {
     const before = upstream.requests.length;
     const reply = await post(`/v3/${ng.key}`, call(6, "starknet_chainId", "[]"));

@@ -87,6 +87,15 @@ describe("pass-through allowlist", () => {
     expect(recorder.requests.some((r) => r.method === "eth_fillTransaction")).toBe(true);
   });
 
+  it("web3.js's getCoinbase, isMining and getHashRate get the node's own answers", async () => {
+    // Found from outside: eth_coinbase, eth_mining and eth_hashrate were -32601 from nodegate where Anvil answers
+    // (eth_coinbase) or refuses in its own words.
+    for (const [i, method] of ["eth_coinbase", "eth_mining", "eth_hashrate"].entries()) {
+      const direct = await post(anvil.url, rpc(method, [], 30 + i));
+      expect((await post(ng.rpcUrl, rpc(method, [], 30 + i))).json, method).toEqual(direct.json);
+    }
+  });
+
   it("params go exactly as sent", async () => {
     const params = '["0x68656c6c6f"]';
     await post(ng.rpcUrl, `{"jsonrpc":"2.0","id":1,"method":"web3_sha3","params":${params}}`);
