@@ -177,6 +177,7 @@ describe("allowlists", () => {
     // Nor methods nodegate does not know to be free of addresses; those that are pass.
     expect((await post(url(CONTRACTS_ONLY), rpc("eth_getAccount", [OTHER, "latest"]))).json.error.code).toBe(-32002);
     expect((await post(url(CONTRACTS_ONLY), rpc("web3_clientVersion"))).json.result).toMatch(/anvil/i);
+    expect((await post(url(CONTRACTS_ONLY), rpc("eth_coinbase"))).json.result).toMatch(/^0x[0-9a-f]{40}$/);
     // A key without the list runs them.
     expect((await post(url(OPEN), rpc("eth_createAccessList", [{ to: OTHER }, "latest"]))).json.result).toHaveProperty("accessList");
     // The typed door reads the same overrides.
