@@ -212,7 +212,7 @@ it(
         }
         const outcome = await overWebSocket(body, res.status !== 204);
         expect(outcome.closedWith, where).toBeUndefined();
-        expect(outcome.answers, where).toEqual(res.status === 204 ? [] : [text]);
+        expect(outcome.answers.map((a) => withoutNewFilterIds(a, prediction)), where).toEqual(res.status === 204 ? [] : [withoutNewFilterIds(text, prediction)]);
         await upstreamReached(before, predictedUpstream(prediction).length + 1);
         checkUpstream(recorder.requests.slice(before), prediction, `${where} (WebSocket)`, ["eth_chainId"]);
       }),
@@ -226,6 +226,19 @@ it(
   },
   fuzzTimeoutMs(RUNS),
 );
+
+/** Methods whose answer is new on every call (a filter id): the same text sent twice is answered differently. */
+const NEW_EACH_CALL = new Set(["eth_newFilter", "eth_newBlockFilter", "eth_newPendingTransactionFilter"]);
+
+/** An answer text with the results of filter-making calls blanked, so two sendings of one text compare equal. */
+function withoutNewFilterIds(answer: string, prediction: Prediction): string {
+  if (prediction.kind !== "answers") return answer;
+  const ids = prediction.members.filter((m) => m.kind === "upstream" && NEW_EACH_CALL.has(m.method)).map((m) => JSON.stringify(m.id));
+  if (ids.length === 0) return answer;
+  const blank = (member: { id?: unknown; result?: unknown }) => (ids.includes(JSON.stringify(member.id)) && "result" in member ? { ...member, result: "(a new filter id)" } : member);
+  const parsed = JSON.parse(answer) as { id?: unknown; result?: unknown } | { id?: unknown; result?: unknown }[];
+  return JSON.stringify(Array.isArray(parsed) ? parsed.map(blank) : blank(parsed));
+}
 
 describe("what fuzzing found, kept as plain examples", () => {
   it("a call object with an unknown member nested 100,000 deep: -32602, not an internal error, and nothing upstream", async () => {
