@@ -351,11 +351,62 @@ export const WRITE_METHODS = [
   "starknet_addDeployAccountTransaction",
 ];
 
-/** Pass-through methods every call of which must reach the node itself, once (looked up per pass-through call). */
-const SENT_ONLY_ONCE: ReadonlySet<string> = new Set([...WRITE_METHODS, ...FILTER_METHODS]);
+/**
+ * Reads an operator may add to passThrough.methods beyond the default list
+ * (tracing, raw encodings, the pool's contents, a node's own account views):
+ * shared and retried as the default reads are.
+ */
+const KNOWN_EXTRA_READS = [
+  "debug_getBadBlocks",
+  "debug_getRawBlock",
+  "debug_getRawHeader",
+  "debug_getRawReceipts",
+  "debug_getRawTransaction",
+  "debug_storageRangeAt",
+  "debug_traceBlockByHash",
+  "debug_traceBlockByNumber",
+  "debug_traceCall",
+  "debug_traceTransaction",
+  "eth_callMany",
+  "eth_getAccount",
+  "eth_getAccountInfo",
+  "eth_getHeaderByHash",
+  "eth_getHeaderByNumber",
+  "eth_getRawTransactionByBlockHashAndIndex",
+  "eth_getRawTransactionByBlockNumberAndIndex",
+  "eth_getRawTransactionByHash",
+  "anvil_nodeInfo",
+  "trace_block",
+  "trace_call",
+  "trace_callMany",
+  "trace_filter",
+  "trace_get",
+  "trace_replayBlockTransactions",
+  "trace_replayTransaction",
+  "trace_transaction",
+  "txpool_content",
+  "txpool_contentFrom",
+  "txpool_inspect",
+  "txpool_status",
+];
 
+/**
+ * Pass-through methods known only to read: identical calls made together
+ * share one upstream call, and a call may be retried or failed over. Any
+ * other method a configuration lists may change the node's state
+ * (anvil_mine, evm_snapshot, hardhat_setBalance, personal_sign's nonce
+ * bookkeeping): five callers asking anvil_mine at once must mine five blocks,
+ * not share one.
+ */
+const KNOWN_READS: ReadonlySet<string> = new Set([...DEFAULT_PASS_THROUGH.filter((m) => !FILTER_METHODS.includes(m)), ...KNOWN_EXTRA_READS]);
+
+/**
+ * Whether every call of a pass-through method must reach the node itself,
+ * once (no coalescing, retry or failover): writes, filters, and any method
+ * not known to only read (looked up per pass-through call).
+ */
 export function sentOnlyOnce(method: string): boolean {
-  return SENT_ONLY_ONCE.has(method);
+  return !KNOWN_READS.has(method);
 }
 
 /** The configuration with nothing set: Anvil embedded, 127.0.0.1:8080, the seed's plans and limits. */

@@ -7,7 +7,7 @@
  * start over them.
  */
 
-import { sentOnlyOnce } from "./config.js";
+import { sentOnlyOnce, WRITE_METHODS } from "./config.js";
 
 export interface MethodNameWarning {
   /** Where in the file, as the YAML reader's path. */
@@ -38,7 +38,7 @@ export function methodNameWarnings(lists: MethodLists, served: ReadonlySet<strin
     list.methods.forEach((name, k) => {
       if (name.endsWith("*")) warnings.push({ path: [...list.path, k], message: `failover.methods takes exact method names: ${name} matches no call` });
       else if (!callable.has(name)) warnings.push({ path: [...list.path, k], message: unknown(name) });
-      else if (sentOnlyOnce(name)) warnings.push({ path: [...list.path, k], message: `${name} is sent to one node once, never retried nor failed over` });
+      else if (WRITE_METHODS.includes(name) || (!served.has(name) && sentOnlyOnce(name))) warnings.push({ path: [...list.path, k], message: `${name} is sent to one node once, never retried nor failed over` });
     });
   }
   return warnings;

@@ -130,6 +130,35 @@ describe("pass-through allowlist", () => {
     expect(receipt.status).toBe("success");
   });
 
+  // Found from outside (Foundry users driving a dev chain through nodegate): listed anvil_mine and evm_snapshot were
+  // coalesced like reads, so five concurrent anvil_mine calls mined one block and four evm_snapshot callers shared an id.
+  it("a listed method not known to read is sent once per call: concurrent anvil_mine calls mine a block each", async () => {
+    const devChain = await startAnvil();
+    const slow = await startProgrammableUpstream(() => ({ delayMs: 50, then: { forward: devChain.url } }));
+    const cached = await startNodegate({
+      upstreamUrl: slow.url,
+      config: { cache: { ...DEFAULT_CACHE }, passThrough: { methods: ["anvil_mine", "evm_snapshot", "eth_blockNumber", "txpool_status"], allowWrites: false } },
+    });
+    try {
+      const height = async () => Number.parseInt((await post(devChain.url, rpc("eth_blockNumber"))).json.result, 16);
+      const before = await height();
+      const mined = await Promise.all([1, 2, 3, 4, 5].map((id) => post(cached.rpcUrl, rpc("anvil_mine", ["0x1"], id))));
+      expect(mined.map((r) => r.json.error)).toEqual([undefined, undefined, undefined, undefined, undefined]);
+      expect(await height()).toBe(before + 5);
+      const snapshots = await Promise.all([1, 2, 3, 4, 5].map((id) => post(cached.rpcUrl, rpc("evm_snapshot", [], id))));
+      expect(new Set(snapshots.map((r) => r.json.result)).size).toBe(5);
+      // A known read is still shared: five identical txpool_status calls made together reach the node once.
+      const sentBefore = slow.requests.filter((r) => r.method === "txpool_status").length;
+      const pools = await Promise.all([1, 2, 3, 4, 5].map((id) => post(cached.rpcUrl, rpc("txpool_status", [], id))));
+      expect(pools.every((r) => r.json.result !== undefined)).toBe(true);
+      expect(slow.requests.filter((r) => r.method === "txpool_status").length - sentBefore).toBe(1);
+    } finally {
+      await cached.close();
+      await slow.close();
+      await devChain.stop();
+    }
+  });
+
   it("a configured list replaces the default", async () => {
     expect((await post(writer.rpcUrl, rpc("net_version"))).json.result).toBe("31337");
     expect((await post(writer.rpcUrl, rpc("web3_clientVersion"))).json.error.code).toBe(-32601);
