@@ -31,8 +31,23 @@ import { resultJson } from "../upstream/reply.js";
 import { handlerError } from "./errors.js";
 import { admitEthCall } from "./subscription-streams.js";
 
-/** Logs per message above which a page is sent as several messages (split between blocks), to stay well under gRPC's usual 4 MiB message limit. */
+/**
+ * Logs, and encoded bytes, per message above which a page is sent as several
+ * messages (split between blocks), to stay under gRPC's usual 4 MiB message
+ * limit (grpc-go's, grpc-java's and C-core's default): counting logs alone
+ * let 120 logs of 100 KiB of data each make one 12 MiB message, which a Go
+ * client refused. Only a single block larger than this is sent larger.
+ */
 const MESSAGE_LOGS = 1000;
+const MESSAGE_BYTES = 1024 * 1024;
+
+/** A log's encoded size, near enough to bound a message: its variable parts, plus the fixed ones (hashes, address, numbers) with their tags. */
+function logBytes(log: Log): number {
+  let extras = 0;
+  const unknown = log.jsonExtras?.unknownFields;
+  if (unknown !== undefined) for (const key in unknown) extras += key.length + (unknown[key]?.length ?? 0) + 8;
+  return (log.data?.length ?? 0) + log.topics.length * 34 + extras + 160;
+}
 
 const hex = (bytes: Uint8Array): string => `0x${Buffer.from(bytes).toString("hex")}`;
 
@@ -67,13 +82,16 @@ export function* pageMessages(page: LogPage<Log>): Generator<StreamLogsResponse>
   let i = 0;
   do {
     const chunk: Log[] = [];
+    let chunkBytes = 0;
     let lastBlock = from;
     while (i < logs.length) {
       const block = logs[i]?.blockNumber;
       let j = i;
-      while (j < logs.length && logs[j]?.blockNumber === block) j++;
-      if (chunk.length > 0 && chunk.length + (j - i) > MESSAGE_LOGS) break;
+      let blockBytes = 0;
+      while (j < logs.length && logs[j]?.blockNumber === block) blockBytes += logBytes(logs[j++] as Log);
+      if (chunk.length > 0 && (chunk.length + (j - i) > MESSAGE_LOGS || chunkBytes + blockBytes > MESSAGE_BYTES)) break;
       chunk.push(...logs.slice(i, j));
+      chunkBytes += blockBytes;
       lastBlock = block === undefined ? lastBlock : Number(block);
       i = j;
     }

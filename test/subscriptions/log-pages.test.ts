@@ -5,8 +5,9 @@
  * the limit is an error; and a big page becomes messages split only
  * between blocks.
  */
-import { create } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
+import { StreamLogsResponseSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { LogSchema } from "../../gen/nodegate/eth/v1/log_pb.js";
 import { GatewayError } from "../../src/errors/gateway-error.js";
 import { pageMessages } from "../../src/grpc/stream-logs.js";
@@ -111,5 +112,19 @@ describe("pageMessages", () => {
       [13, 13, 1500],
       [14, 25, 10],
     ]);
+  });
+
+  // Found from outside (a Go client, whose default receive limit is 4 MiB): 120 logs of 100 KiB each made one 12 MiB message.
+  it("splits by size too: a few logs with large data stay under 4 MiB a message, a single larger block goes alone", () => {
+    const big = (block: number, bytes: number) => create(LogSchema, { blockNumber: BigInt(block), data: new Uint8Array(bytes), topics: [new Uint8Array(32)] });
+    const logs = [...Array.from({ length: 120 }, (_, k) => big(25 + Math.floor(k / 10), 100 * 1024)), big(40, 6 * 1024 * 1024)];
+    const messages = [...pageMessages({ from: 24, to: 41, logs })];
+    for (const m of messages.slice(0, -1)) expect(toBinary(StreamLogsResponseSchema, m).length).toBeLessThan(4 * 1024 * 1024);
+    expect(messages.flatMap((m) => m.logs)).toHaveLength(121);
+    expect(messages.at(-1)?.logs.map((l) => Number(l.blockNumber))).toEqual([40]);
+    // Contiguous ranges, each block whole in one message.
+    for (let k = 1; k < messages.length; k++) expect(messages[k]?.fromBlock).toBe((messages[k - 1]?.toBlock ?? 0n) + 1n);
+    expect([messages[0]?.fromBlock, messages.at(-1)?.toBlock]).toEqual([24n, 41n]);
+    for (const m of messages) for (const l of m.logs) expect(l.blockNumber! >= m.fromBlock && l.blockNumber! <= m.toBlock).toBe(true);
   });
 });
