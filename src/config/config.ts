@@ -117,7 +117,7 @@ export interface Limits {
   /**
    * A client must send a request's headers within this, in ms, counted from
    * the connection's first byte (or the end of its previous response); on
-   * HTTP/2 its first stream must open within it. Slow-loris clients are cut off.
+   * HTTP/2 its preface and SETTINGS must arrive within it. Slow-loris clients are cut off.
    */
   headersTimeoutMs: number;
   /** A client must send a whole request (headers and body) within this, in ms. Not the time to answer it. */

@@ -77,9 +77,12 @@ function cutOff(stream: http2.ServerHttp2Stream, grpcContentType: string | undef
 }
 
 /**
- * Watches an HTTP/2 session: its first stream must open within the headers
- * deadline (a client that trickles the preface or its first HEADERS is cut
- * off); each stream's request (headers and body) must arrive whole within
+ * Watches an HTTP/2 session: its preface and SETTINGS must arrive within the
+ * headers deadline (a client that trickles them is cut off); from then on a
+ * session without streams is held to the idle deadline, not the headers one,
+ * since gRPC clients connect ahead of their first call (grpc-go dials at
+ * once, and on a GOAWAY at 10 s dialled again, every 10 s, for as long as
+ * the channel was unused); each stream's request (headers and body) must arrive whole within
  * the request deadline, checked by one sweep per session, not a timer per
  * stream; and the session is closed (GOAWAY) once it has had no stream open
  * for the idle deadline. A stream whose request has arrived (a long server
@@ -115,6 +118,10 @@ export function guardHttp2Session(session: http2.ServerHttp2Session, t: ClientTi
       if (opened.size === 0 && !session.closed && !session.destroyed) session.close();
     }, t.idleTimeoutMs).unref();
   };
+  session.once("remoteSettings", () => {
+    clearTimeout(firstStream);
+    if (opened.size === 0 && idle === undefined) startIdle();
+  });
   const end = (code: number): void => {
     session.goaway(code);
     session.destroy();
