@@ -21,7 +21,7 @@ import type { Consumer } from "../subscriptions/consumer.js";
 import type { FeedEvent } from "../subscriptions/events.js";
 import { ReaderPace } from "../subscriptions/reader-pace.js";
 import type { Subscription, SubscriptionHub } from "../subscriptions/hub.js";
-import { filterSize, readSubscribeParams } from "../subscriptions/topic.js";
+import { filterSize, inBlockRange, type LogBlockRange, readSubscribeParams } from "../subscriptions/topic.js";
 import type { Network } from "../upstream/network.js";
 import type { Call } from "./envelope.js";
 import type { Outcome } from "./native-call.js";
@@ -96,11 +96,13 @@ export function createWsSubscriptionSession(options: WsSubscriptionOptions): WsS
 
   class NotificationConsumer implements Consumer {
     readonly #prefix: string;
+    readonly #blocks: LogBlockRange | undefined;
     #held: string[] | undefined = [];
     #ended = false;
 
-    constructor(id: string) {
+    constructor(id: string, blocks: LogBlockRange | undefined) {
       this.#prefix = `{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":"${id}","result":`;
+      this.#blocks = blocks;
     }
 
     get ended(): boolean {
@@ -109,6 +111,7 @@ export function createWsSubscriptionSession(options: WsSubscriptionOptions): WsS
 
     push(event: FeedEvent): void {
       if (this.ended) return;
+      if (event.kind === "log" && !inBlockRange(this.#blocks, event.blockNumber)) return;
       const text = `${this.#prefix}${event.text}}}`;
       if (this.#held === undefined) {
         send(text);
@@ -165,7 +168,7 @@ export function createWsSubscriptionSession(options: WsSubscriptionOptions): WsS
   };
 
   const subscribe = async (call: Call, message: MessageSubscriptions): Promise<Outcome> => {
-    const topic = readSubscribeParams(call.params);
+    const { topic, blocks } = readSubscribeParams(call.params);
     const addresses = topic.kind === "logs" ? [...topic.filter.addresses] : undefined;
     options.access.checkCall(options.key, "eth_subscribe", addresses);
     if (topic.kind === "logs") {
@@ -176,7 +179,7 @@ export function createWsSubscriptionSession(options: WsSubscriptionOptions): WsS
       throw invalidParams(`eth_subscribe: this connection already holds ${MAX_SUBSCRIPTIONS_PER_CONNECTION} subscriptions; unsubscribe some first`);
     }
     const id = `0x${randomBytes(16).toString("hex")}`;
-    const consumer = new NotificationConsumer(id);
+    const consumer = new NotificationConsumer(id, blocks);
     const release = options.quotas === undefined ? () => {} : acquireSubscription(options.quotas, options.key);
     let subscription: Subscription;
     try {

@@ -90,22 +90,65 @@ function readTopics(value: unknown): (string[] | null)[] {
   });
 }
 
-/** A logs filter as a JSON-RPC caller wrote it (eth_subscribe "logs"). */
-export function readLogFilterJson(value: unknown): LogTopicFilter {
-  if (value === undefined || value === null) return canonicalLogFilter([], []);
+/**
+ * The blocks whose logs a logs subscription delivers, both ends included
+ * (`to` is Infinity for "latest"). It still follows new blocks only, as geth
+ * reads a range in eth_subscribe: past logs are eth_getLogs' work.
+ */
+export interface LogBlockRange {
+  readonly from: number;
+  readonly to: number;
+}
+
+/** One end of a subscription filter's range: a block number, or "latest" (also for absent). */
+function rangeEnd(value: unknown, key: string): number | "latest" {
+  if (value === undefined || value === null || value === "latest") return "latest";
+  if (value === "earliest") return 0;
+  // geth's words for both.
+  if (value === "pending") throw bad("pending logs are not supported");
+  if (typeof value === "string" && /^0x(?:0|[1-9a-fA-F][0-9a-fA-F]{0,12})$/.test(value)) return Number.parseInt(value.slice(2), 16);
+  throw bad(`logs filter ${key} must be a block number, "earliest" or "latest"`);
+}
+
+/** A logs filter's fromBlock and toBlock, with geth's rules for eth_subscribe; undefined when they bound nothing. */
+function readBlockRange(filter: Record<string, unknown>): LogBlockRange | undefined {
+  const from = rangeEnd(filter.fromBlock, "fromBlock");
+  const to = rangeEnd(filter.toBlock, "toBlock");
+  if (from === "latest" && to === "latest") return undefined;
+  if (from === "latest" || (to !== "latest" && to < from)) throw bad("invalid from and to block combination");
+  if (from === 0 && to === "latest") return undefined;
+  return { from, to: to === "latest" ? Number.POSITIVE_INFINITY : to };
+}
+
+/** Whether a log of block `blockNumber` is one a subscription with `range` delivers. */
+export function inBlockRange(range: LogBlockRange | undefined, blockNumber: number): boolean {
+  return range === undefined || (blockNumber >= range.from && blockNumber <= range.to);
+}
+
+/** A logs filter as a JSON-RPC caller wrote it (eth_subscribe "logs"), and the block range it may carry. */
+export function readLogFilterJson(value: unknown): { filter: LogTopicFilter; blocks: LogBlockRange | undefined } {
+  if (value === undefined || value === null) return { filter: canonicalLogFilter([], []), blocks: undefined };
   if (typeof value !== "object" || Array.isArray(value)) throw bad("the logs filter must be an object with address and topics");
   const filter = value as Record<string, unknown>;
   for (const key of Object.keys(filter)) {
-    if (key === "fromBlock" || key === "toBlock" || key === "blockHash" || key === "blockhash") {
-      throw bad(`a logs subscription follows new blocks, so its filter takes no ${key}; use eth_getLogs for past blocks`);
+    if (key === "blockHash" || key === "blockhash") {
+      throw bad(`a logs subscription follows new blocks, so its filter takes no ${key}; use eth_getLogs for one block's logs`);
     }
-    if (key !== "address" && key !== "topics") throw bad(`unknown logs filter key "${key}" (known: address, topics)`);
+    if (key !== "address" && key !== "topics" && key !== "fromBlock" && key !== "toBlock") {
+      throw bad(`unknown logs filter key "${key}" (known: address, topics, fromBlock, toBlock)`);
+    }
   }
-  return canonicalLogFilter(readAddresses(filter.address), readTopics(filter.topics));
+  return { filter: canonicalLogFilter(readAddresses(filter.address), readTopics(filter.topics)), blocks: readBlockRange(filter) };
 }
 
-/** The topic of a native eth_subscribe call's params; throws -32602 naming what is wrong. */
-export function readSubscribeParams(params: unknown): Topic {
+/** What a native eth_subscribe asks for: the topic, and for logs the blocks whose logs it wants. */
+export interface SubscribeRequest {
+  readonly topic: Topic;
+  readonly blocks?: LogBlockRange | undefined;
+}
+
+/** A native eth_subscribe call's params; throws -32602 naming what is wrong. */
+export function readSubscribeParams(params: unknown): SubscribeRequest {
   if (!Array.isArray(params) || typeof params[0] !== "string") {
     throw bad(`want ["newHeads"], ["logs", {address, topics}] or ["newPendingTransactions"]`);
   }
@@ -114,13 +157,15 @@ export function readSubscribeParams(params: unknown): Topic {
   switch (kind) {
     case "newHeads":
       if (option !== undefined) throw bad("newHeads takes no option");
-      return { kind };
-    case "logs":
-      return { kind, filter: readLogFilterJson(option) };
+      return { topic: { kind } };
+    case "logs": {
+      const { filter, blocks } = readLogFilterJson(option);
+      return { topic: { kind, filter }, blocks };
+    }
     case "newPendingTransactions":
       if (option === true) throw bad("newPendingTransactions with full transaction objects is not offered; subscribe without the option to receive hashes");
       if (option !== undefined && option !== false) throw bad("the newPendingTransactions option must be a boolean");
-      return { kind };
+      return { topic: { kind } };
     default:
       throw bad(`unsupported subscription "${kind.slice(0, 64)}"; nodegate offers newHeads, logs and newPendingTransactions`);
   }

@@ -112,6 +112,28 @@ describe("logs", () => {
     expect(s.results(byTopics)).toHaveLength(2);
   });
 
+  // Found from outside: cast logs --subscribe always sends a range, which geth and Anvil take and nodegate refused.
+  it("takes a range in the filter as geth does: cast's earliest..latest gets every new log, a range from a later block only its logs", async () => {
+    const s = await subscriber();
+    const asCast = await s.subscribe("logs", { fromBlock: "earliest", toBlock: "latest", address: probe.address, topics: [] });
+    const next = await chain.blockNumber();
+    const fromLater = await s.subscribe("logs", { fromBlock: toHex(next + 2), address: probe.address });
+    const upTo = await s.subscribe("logs", { fromBlock: toHex(next + 1), toBlock: toHex(next + 1), address: probe.address });
+    await probe.store(21n);
+    await probe.store(22n);
+    await probe.store(23n);
+    expect(await chain.blockNumber()).toBe(next + 3);
+    const every = await s.waitFor(asCast, 3);
+    expect(every.map((l) => Number(l.blockNumber))).toEqual([next + 1, next + 2, next + 3]);
+    expect(every).toEqual(await chain.logs({ address: probe.address, fromBlock: toHex(next + 1), toBlock: toHex(next + 3) }));
+    expect((await s.waitFor(fromLater, 2)).map((l) => Number(l.blockNumber))).toEqual([next + 2, next + 3]);
+    expect((await s.waitFor(upTo, 1)).map((l) => Number(l.blockNumber))).toEqual([next + 1]);
+    await chain.mine(1);
+    await s.request("eth_chainId");
+    expect(s.results(fromLater)).toHaveLength(2);
+    expect(s.results(upTo)).toHaveLength(1);
+  });
+
   it("gives two spellings of one filter the same logs", async () => {
     const s = await subscriber();
     const a = await s.subscribe("logs", { address: probe.address, topics: [[STORED]] });
@@ -170,7 +192,8 @@ describe("bad params", () => {
     [["syncing"], /unsupported subscription "syncing"/],
     [[], /want \["newHeads"\]/],
     [["newHeads", {}], /newHeads takes no option/],
-    [["logs", { fromBlock: "0x1" }], /takes no fromBlock; use eth_getLogs/],
+    [["logs", { fromBlock: "pending" }], /pending logs are not supported/],
+    [["logs", { blockHash: `0x${"11".repeat(32)}` }], /takes no blockHash; use eth_getLogs/],
     [["logs", { address: "0x1234" }], /20-byte hex address/],
     [["logs", { topics: [null, "0x12"] }], /topics\[1\] must be a 32-byte hex topic/],
     [["logs", { topics: [null, null, null, null, null] }], /at most 4/],

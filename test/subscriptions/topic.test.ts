@@ -4,7 +4,9 @@
  * eth_getLogs filter written from it.
  */
 import { describe, expect, it } from "vitest";
-import { logFilterJson, readSubscribeParams, subscribeParams, topicKey } from "../../src/subscriptions/topic.js";
+import { inBlockRange, logFilterJson, readSubscribeParams as readSubscribe, subscribeParams, topicKey } from "../../src/subscriptions/topic.js";
+
+const readSubscribeParams = (params: unknown) => readSubscribe(params).topic;
 
 const A = `0x${"aB".repeat(20)}`;
 const B = `0x${"01".repeat(20)}`;
@@ -39,5 +41,37 @@ describe("topics", () => {
     });
     expect(subscribeParams(readSubscribeParams(["newHeads"]))).toBe('["newHeads"]');
     expect(subscribeParams(readSubscribeParams(["newPendingTransactions", false]))).toBe('["newPendingTransactions"]');
+  });
+});
+
+// Found from outside: cast logs --subscribe (alloy) always sends a range (fromBlock "earliest" or "latest", toBlock
+// "latest"), which geth and Anvil take, and nodegate refused them all.
+describe("a logs subscription's block range, read as geth reads it", () => {
+  const blocks = (filter: object) => readSubscribe(["logs", filter]).blocks;
+  it.each([
+    [{}, undefined],
+    [{ fromBlock: "latest", toBlock: "latest" }, undefined],
+    [{ fromBlock: "earliest", toBlock: "latest" }, undefined],
+    [{ fromBlock: "0x0" }, undefined],
+    [{ fromBlock: "0x10" }, { from: 16, to: Number.POSITIVE_INFINITY }],
+    [{ fromBlock: "0x10", toBlock: "0x1f" }, { from: 16, to: 31 }],
+    [{ fromBlock: "earliest", toBlock: "0x5" }, { from: 0, to: 5 }],
+  ])("%j bounds the blocks delivered to %j", (filter, want) => expect(blocks(filter)).toEqual(want));
+
+  it.each([
+    [{ fromBlock: "pending" }, /pending logs are not supported/],
+    [{ toBlock: "pending" }, /pending logs are not supported/],
+    [{ fromBlock: "0x1f", toBlock: "0x10" }, /invalid from and to block combination/],
+    [{ fromBlock: "latest", toBlock: "0x10" }, /invalid from and to block combination/],
+    [{ fromBlock: "finalized" }, /fromBlock must be a block number, "earliest" or "latest"/],
+    [{ fromBlock: "0x010" }, /fromBlock must be a block number/],
+    [{ blockHash: `0x${"11".repeat(32)}` }, /takes no blockHash/],
+  ])("%j is refused: %s", (filter, message) => expect(() => blocks(filter)).toThrow(message));
+
+  it("keeps the same upstream subscription whatever the range, and delivers only logs of blocks in it", () => {
+    expect(topicKey(readSubscribeParams(["logs", { address: A, fromBlock: "0x10" }]))).toBe(topicKey(readSubscribeParams(["logs", { address: A }])));
+    const range = blocks({ fromBlock: "0x10", toBlock: "0x1f" });
+    expect([15, 16, 31, 32].map((n) => inBlockRange(range, n))).toEqual([false, true, true, false]);
+    expect(inBlockRange(undefined, 0)).toBe(true);
   });
 });
