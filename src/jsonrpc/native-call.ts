@@ -10,7 +10,7 @@ import { GatewayError } from "../errors/gateway-error.js";
 import { type InvokeContext, invokeMethod, invokePassThrough } from "../methods/invoke.js";
 import type { ChainFamily, MethodTable } from "../methods/method-table.js";
 import { SUBSCRIPTION_METHODS } from "../methods/method-names.js";
-import { InvalidParamsError } from "../methods/params-codec.js";
+import { InvalidParamsError, withAppended } from "../methods/params-codec.js";
 import type { ApiKey } from "../auth/api-keys.js";
 import type { Gateway } from "../gateway.js";
 import type { Logger } from "pino";
@@ -107,7 +107,10 @@ export async function runNativeCall(call: Call, ctx: NativeCallContext): Promise
         if (err instanceof InvalidParamsError) return { error: invalidParams(err.message) };
         throw err;
       }
-      const result = await invokeMethod(spec, decoded.request, ctx, decoded.rewritten ?? asSent(call.paramsText));
+      const sent =
+        decoded.rewritten ??
+        (decoded.appended === undefined ? asSent(call.paramsText) : withAppended(asSent(call.paramsText), Array.isArray(call.params), decoded.appended));
+      const result = await invokeMethod(spec, decoded.request, ctx, sent);
       return { result };
     }
     if (ctx.passesThrough(call.method)) {

@@ -56,6 +56,21 @@ export interface DecodedParams<M extends Message> {
   request: M;
   /** The params JSON text to forward when the caller's text must not go as sent. */
   rewritten?: string;
+  /**
+   * Params the caller left off the end that nodegate fills in (a block:
+   * "latest"), as JSON texts joined by commas: they go after the caller's
+   * own params, which go as sent (eth_getProof echoes each storage key as
+   * sent, so re-encoding the others would change the answer).
+   */
+  appended?: string;
+}
+
+/** A positional params array's text with `appended` added at its end ("[]" for a call that sent no array). */
+export function withAppended(paramsText: string, isArray: boolean, appended: string): string {
+  const close = isArray ? paramsText.lastIndexOf("]") : -1;
+  if (close < 0) return `[${appended}]`;
+  const head = paramsText.slice(0, close);
+  return /^\s*\[\s*$/.test(head) ? `[${appended}]` : `${head},${appended}]`;
 }
 
 /**
@@ -160,13 +175,23 @@ export class ParamsCodec<M extends Message = Message> {
     }
     const message = create(this.#schema) as unknown as Record<string, unknown>;
     let rewrite = false;
+    // Defaults for params left off the end go after the caller's text, while no param without one comes between.
+    const appended: string[] = [];
+    let appendable = this.#style === "positional";
     for (const plan of this.#plans) {
       const json = values[plan.index];
       if (json === undefined || (json === null && plan.rules.optional)) {
         if (!plan.rules.optional) {
           throw new InvalidParamsError(`missing value for required argument ${plan.index} (${plan.displayName})`);
         }
-        if (plan.rules.whenUnset !== undefined) rewrite = true;
+        const offTheEnd = plan.index >= values.length;
+        if (plan.rules.whenUnset === undefined) {
+          if (offTheEnd) appendable = false;
+        } else if (offTheEnd && appendable) {
+          appended.push(plan.rules.whenUnset);
+        } else {
+          rewrite = true;
+        }
         continue;
       }
       try {
@@ -185,7 +210,8 @@ export class ParamsCodec<M extends Message = Message> {
       if (plan.rules.needsRewrite?.(json)) rewrite = true;
     }
     const request = message as unknown as M;
-    return rewrite ? { request, rewritten: this.encode(request) } : { request };
+    if (rewrite) return { request, rewritten: this.encode(request) };
+    return appended.length > 0 ? { request, appended: appended.join(",") } : { request };
   }
 }
 

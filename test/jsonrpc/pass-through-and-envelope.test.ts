@@ -102,6 +102,24 @@ describe("pass-through allowlist", () => {
     expect(recorder.requests.at(-1)?.body).toContain(`"params":${params}`);
   });
 
+  // Found from outside (cast): with the block left out, the whole params were encoded anew, so eth_getProof's
+  // storage key "0x0" went as 32 zero bytes and the answer echoed that, not the key the caller sent.
+  it("a table method's block left off the end is added after the caller's params, which go as sent", async () => {
+    const address = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+    const sentFor = async (method: string, params: string) => {
+      await post(ng.rpcUrl, `{"jsonrpc":"2.0","id":1,"method":"${method}","params":${params}}`);
+      const body = recorder.requests.at(-1)?.body ?? "";
+      expect(recorder.requests.at(-1)?.method).toBe(method);
+      return body.slice(body.indexOf('"params":') + 9, body.lastIndexOf("}"));
+    };
+    expect(await sentFor("eth_getProof", `["${address}", ["0x0"]]`)).toBe(`["${address}", ["0x0"],"latest"]`);
+    expect(await sentFor("eth_getBalance", `[ "${address}" ]`)).toBe(`[ "${address}" ,"latest"]`);
+    const call = `{"to":"${address}","data":"0x","value":"0x0"}`;
+    expect(await sentFor("eth_call", `[${call}]`)).toBe(`[${call},"latest"]`);
+    // A number block is still written as hex for the node.
+    expect(await sentFor("eth_getBalance", `["${address}",1]`)).toBe(`["${address.toLowerCase()}","0x1"]`);
+  });
+
   it("a method on no list is -32601 and nothing goes upstream", async () => {
     const before = recorder.requests.length;
     const res = await post(ng.rpcUrl, rpc("debug_traceTransaction", ["0x00"]));
