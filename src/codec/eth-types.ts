@@ -16,7 +16,7 @@ import {
   TransactionSchema,
 } from "../../gen/nodegate/eth/v1/transaction_pb.js";
 import { CodecError, locate, UNSAFE_JSON_INTEGER } from "./codec-error.js";
-import { decodeData, decodeQuantityBytes, decodeUint64, encodeData, encodeQuantity, encodeQuantityBytes, hasHexPrefix } from "./hex.js";
+import { decodeData, decodeQuantityBytes, decodeUint64, encodeData, encodeQuantity, encodeQuantityBytes, hasHexPrefix, trimLeadingZeros } from "./hex.js";
 import type { CodecRegistry, SpecialCodecFactory, ValueCodec } from "./message-codec.js";
 import { stateOverrideCodec, storageOverrideCodec } from "./state-override.js";
 
@@ -27,12 +27,10 @@ function fail(reason: string): never {
 export const uint256Codec: ValueCodec<Uint256> = {
   decode: (json) => ({ $typeName: "nodegate.eth.v1.Uint256", value: decodeQuantityBytes(json) }),
   encode: (value) => {
-    if (value.value.length > 32) fail(`a 256-bit value has at most 32 bytes, got ${value.value.length}`);
-    try {
-      return `"${encodeQuantityBytes(value.value)}"`;
-    } catch {
-      return fail("Uint256.value must not have leading zero bytes");
-    }
+    // Padding is read as the value it pads: Go's FillBytes(make([]byte, 32)) and Java's toByteArray() sign byte.
+    const bytes = trimLeadingZeros(value.value);
+    if (bytes.length > 32) fail(`a 256-bit value has at most 32 significant bytes, got ${bytes.length}`);
+    return `"${encodeQuantityBytes(bytes)}"`;
   },
 };
 

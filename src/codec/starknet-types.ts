@@ -23,7 +23,7 @@ import {
   TransactionWithHashSchema,
 } from "../../gen/nodegate/starknet/v1/transaction_pb.js";
 import { CodecError, locate, UNSAFE_JSON_INTEGER } from "./codec-error.js";
-import { bytesToBigint, decodeFelt, decodeQuantityBytes, encodeFelt, encodeQuantity, encodeQuantityBytes } from "./hex.js";
+import { bytesToBigint, decodeFelt, decodeQuantityBytes, encodeFelt, encodeQuantity, encodeQuantityBytes, trimLeadingZeros } from "./hex.js";
 import type { CodecRegistry, SpecialCodecFactory, ValueCodec } from "./message-codec.js";
 
 function fail(reason: string): never {
@@ -119,9 +119,10 @@ export const starknetBlockIdCodec: ValueCodec<BlockId> = {
 export const uint128Codec: ValueCodec<Uint128> = {
   decode: (json) => create(Uint128Schema, { value: decodeQuantityBytes(json, 128) }),
   encode(value) {
-    if (value.value.length > 16) fail(`a u128 has at most 16 bytes, got ${value.value.length}`);
-    if (value.value[0] === 0) fail("Uint128.value must not have leading zero bytes");
-    return `"${encodeQuantityBytes(value.value)}"`;
+    // Padding is read as the value it pads, as for Uint256.
+    const bytes = trimLeadingZeros(value.value);
+    if (bytes.length > 16) fail(`a u128 has at most 16 significant bytes, got ${bytes.length}`);
+    return `"${encodeQuantityBytes(bytes)}"`;
   },
 };
 

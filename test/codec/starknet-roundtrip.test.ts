@@ -245,6 +245,6 @@ describe("encoding a typed transaction refuses what no node would send", () => {
     const l1Gas = txn.resourceBounds?.l1Gas;
     if (l1Gas?.maxPricePerUnit === undefined) throw new Error("fixture has l1_gas.max_price_per_unit");
     l1Gas.maxPricePerUnit.value = new Uint8Array(17).fill(1);
-    expect(() => result.encode(decoded)).toThrow(/u128 has at most 16 bytes/);
+    expect(() => result.encode(decoded)).toThrow(/u128 has at most 16 significant bytes/);
   });
 });

@@ -468,6 +468,20 @@ for (const clientName of ["grpc-js", "connect-es"]) {
       expect(small).toBeGreaterThan(21_000n);
       expect(large).toBeGreaterThan(small);
     });
+
+    // Found from outside: a Go client's value from FillBytes(make([]byte, 32)) was INVALID_ARGUMENT.
+    it("a Uint256 padded with leading zero bytes is read as the value it pads", async () => {
+      const withValue = async (value: Uint8Array) =>
+        (
+          await call<EstimateGasResponse>(
+            m.estimateGas,
+            create(EstimateGasRequestSchema, { transaction: { from: bytes(s.sender), to: bytes(s.sender), value: { value } } }),
+          )
+        ).gas;
+      const padded = new Uint8Array(32);
+      padded[31] = 7;
+      expect(await withValue(padded)).toBe(await withValue(new Uint8Array([7])));
+    });
   });
 }
 

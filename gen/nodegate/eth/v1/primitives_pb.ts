@@ -22,7 +22,9 @@ export const file_nodegate_eth_v1_primitives: GenFile = /*@__PURE__*/
  */
 export type Uint256 = Message<"nodegate.eth.v1.Uint256"> & {
   /**
-   * Big-endian magnitude, at most 32 bytes, no leading zero bytes.
+   * Big-endian magnitude, at most 32 bytes, no leading zero bytes in answers.
+   * In requests leading zero bytes are read as the value they pad (Go's
+   * FillBytes into 32 bytes, Java's BigInteger sign byte).
    *
    * @generated from field: bytes value = 1;
    */

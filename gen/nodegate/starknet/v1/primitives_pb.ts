@@ -68,7 +68,8 @@ export const BlockIdSchema: GenMessage<BlockId> = /*@__PURE__*/
  */
 export type Uint128 = Message<"nodegate.starknet.v1.Uint128"> & {
   /**
-   * Big-endian magnitude, at most 16 bytes, no leading zero bytes.
+   * Big-endian magnitude, at most 16 bytes, no leading zero bytes in answers.
+   * In requests leading zero bytes are read as the value they pad.
    *
    * @generated from field: bytes value = 1;
    */
