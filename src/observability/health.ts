@@ -54,9 +54,15 @@ export class HealthMonitor {
     this.#draining.abort();
   }
 
-  /** Whether the network answered recently, probing it (once, however many ask) if it did not. */
+  /**
+   * Whether the network answered recently, and not failed since, probing it
+   * (once, however many ask) if not: a node that stops answering is seen at
+   * its first failed call, not a recency window later (a gRPC client's
+   * health checking kept sending to a dead node for 30 s).
+   */
   networkReady(network: Network): Promise<boolean> {
-    if (Date.now() - network.lastAnswerAt < this.#recentMs && this.#probed.has(network.name)) return Promise.resolve(true);
+    const answeredRecently = Date.now() - network.lastAnswerAt < this.#recentMs && network.lastAnswerAt >= network.lastOutageAt;
+    if (answeredRecently && this.#probed.has(network.name)) return Promise.resolve(true);
     let probe = this.#probes.get(network.name);
     if (probe === undefined) {
       const method = PROBE_METHOD[network.family];

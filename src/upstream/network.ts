@@ -102,6 +102,8 @@ export class Network {
   failovers = 0;
   /** When an upstream of this network last answered (a result or a node error), ms since epoch; 0 = never. */
   lastAnswerAt = 0;
+  /** When a call to an upstream of this network last failed for an outage (no answer at all), ms since epoch; 0 = never. */
+  lastOutageAt = 0;
   /** The head's gas limits, cached (Ethereum networks). */
   readonly head: ChainHead;
   /** Final answers and in-flight calls, shared by both front doors. */
@@ -162,6 +164,7 @@ export class Network {
       if (options.signal?.aborted || (ownDeadline && err instanceof GatewayError && err.grpcCode === Code.DeadlineExceeded) || isOwnCapacity(err)) {
         member.breaker.release();
       } else if (isOutage(err)) {
+        this.lastOutageAt = Date.now();
         const wasClosed = member.breaker.state === "closed";
         const retryAfter = (err as GatewayError).retryAfterSeconds;
         member.breaker.failure(Date.now(), retryAfter === undefined ? undefined : retryAfter * 1000);

@@ -198,6 +198,29 @@ describe("health", () => {
     }
   }, 20_000);
 
+  // Found from outside: a Go client's health checking (grpc.health.v1) kept routing to an instance whose node had
+  // died for about 30 s, while every call got -32050.
+  it("/readyz and Check see a node that stopped answering at its first failed call, and its return at once", async () => {
+    const flaky = await startProgrammableUpstream(() => ({ forward: anvil.url }));
+    const watched = await startNodegate({ upstreamUrl: flaky.url });
+    const client = grpcJsClient(watched.address, Health);
+    try {
+      expect((await fetch(`${watched.url}/readyz`)).status).toBe(200);
+      expect((await check(client, "nodegate.eth.v1.EthService")).status).toBe(Status.SERVING);
+      flaky.handler = () => ({ destroy: true });
+      expect((await post(watched.rpcUrl, rpc("eth_blockNumber"))).json.error?.code).toBe(-32050);
+      expect((await fetch(`${watched.url}/readyz`)).status).toBe(503);
+      expect((await check(client, "nodegate.eth.v1.EthService")).status).toBe(Status.NOT_SERVING);
+      flaky.handler = () => ({ forward: anvil.url });
+      expect((await fetch(`${watched.url}/readyz`)).status).toBe(200);
+      expect((await check(client, "nodegate.eth.v1.EthService")).status).toBe(Status.SERVING);
+    } finally {
+      client.close();
+      await watched.close();
+      await flaky.close();
+    }
+  });
+
   it("/readyz: a network whose node is of the other family is told once at warn, and stays ready", async () => {
     // Found from outside: a Starknet network pointed at an Ethereum node said nothing anywhere, and every Starknet
     // call got "method not found". It stays ready: the node is up, and a node (or a recorded fixture) short of the
