@@ -121,10 +121,10 @@ function run(entry: Entry, ctx: AnswerContext): Promise<Outcome> {
 /**
  * The response to a text refused as a whole before any call ran (its key,
  * origin or user agent): every call gets `error` under its own id, as a
- * key's rate limit does. A text that is not JSON-RPC, a batch over the
- * maximum, or only notifications get one error with id null.
+ * key's rate limit does. A text that is not JSON-RPC, or only
+ * notifications, get one error with id null.
  */
-export function refusalAnswer(text: Buffer, error: GatewayError, maxBatchSize: number): Buffer[] {
+export function refusalAnswer(text: Buffer, error: GatewayError): Buffer[] {
   const alone = (): Buffer[] => [Buffer.from(`{"jsonrpc":"2.0","id":null,"error":${error.toJson()}}`)];
   let envelope;
   try {
@@ -132,7 +132,6 @@ export function refusalAnswer(text: Buffer, error: GatewayError, maxBatchSize: n
   } catch {
     return alone();
   }
-  if (envelope.batch && envelope.entries.length > maxBatchSize) return alone();
   const outcome: Outcome = { error };
   const parts: Buffer[] = [];
   for (const entry of envelope.entries) {
@@ -160,21 +159,28 @@ export async function answerJsonRpc(text: Buffer, ctx: AnswerContext): Promise<A
     if (err instanceof GatewayError) return envelopeError(err);
     throw err;
   }
-  if (envelope.batch && envelope.entries.length > ctx.maxBatchSize) {
-    return envelopeError(invalidRequest(`batch of ${envelope.entries.length} exceeds the maximum of ${ctx.maxBatchSize}`));
-  }
   const entries = envelope.entries;
   let release: (() => void) | undefined;
-  /** The key's limits refused the text: every call in it is answered with that error, under its own id. */
+  /**
+   * The text was refused as a whole (a batch over the maximum, or the key's
+   * limits): every call in it is answered with that error under its own id.
+   * Under id null alone, web3.js (which matches a WebSocket batch answer by
+   * its first id) waited for ever, and ethers 5's batch provider, which
+   * reads an array, threw and left every call pending.
+   */
   let refused: GatewayError | undefined;
-  try {
-    release = ctx.quotas?.acquire(ctx.key, "requests");
-    // The provider counts a batch of N as N + 1 requests.
-    await ctx.access.count(ctx.key, envelope.batch ? entries.length + 1 : 1);
-  } catch (err) {
-    release?.();
-    if (!(err instanceof GatewayError)) throw err;
-    refused = err;
+  if (envelope.batch && entries.length > ctx.maxBatchSize) {
+    refused = invalidRequest(`batch of ${entries.length} exceeds the maximum of ${ctx.maxBatchSize}`);
+  } else {
+    try {
+      release = ctx.quotas?.acquire(ctx.key, "requests");
+      // The provider counts a batch of N as N + 1 requests.
+      await ctx.access.count(ctx.key, envelope.batch ? entries.length + 1 : 1);
+    } catch (err) {
+      release?.();
+      if (!(err instanceof GatewayError)) throw err;
+      refused = err;
+    }
   }
   // Plain loops, no closures: this runs for every native request.
   let outcomes: Outcome[];

@@ -160,7 +160,7 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
         return;
       }
       if (text === undefined) calls = refuse(res, requestId, err);
-      else calls = refuseEach(res, requestId, err, refusalAnswer(text, err, gateway.limits.maxBatchSize));
+      else calls = refuseEach(res, requestId, err, refusalAnswer(text, err));
       return;
     }
     let body: Buffer | undefined;

@@ -229,7 +229,7 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
       if (state.draining && performance.now() - state.drainStartedAt >= DRAIN_READ_MS) {
         // Past the drain's reading time a client that keeps sending would hold the drain to its deadline:
         // what it sends now is told to go elsewhere, and it is closed once what it sent before is answered.
-        send(ws, Buffer.concat(refusalAnswer(data as Buffer, shuttingDown(), gateway.limits.maxBatchSize)));
+        send(ws, Buffer.concat(refusalAnswer(data as Buffer, shuttingDown())));
         return;
       }
       // Each message is answered when its calls finish, so a slow call does not hold up the next message.

@@ -597,7 +597,7 @@ export const SPEC_RULES: readonly SpecRule[] = [
     quotes: [q(ENDPOINTS, "Batch requests: not shown.")],
     doors: NATIVE,
     decision:
-      "Batches are accepted on HTTP and WebSocket, up to 1000 members (more, or none: one -32600). Each member is answered on its own, in request order; notifications get no member; a batch of N counts as N + 1 requests against rate limits.",
+      "Batches are accepted on HTTP and WebSocket, up to 1000 members (more: each call gets -32600 under its own id, nothing runs; none: one -32600 with id null). Each member is answered on its own, in request order; notifications get no member; a batch of N counts as N + 1 requests against rate limits.",
   },
   {
     id: "endpoints.getBlockByHash-failover",

@@ -148,12 +148,15 @@ describe("native WebSocket: batches", () => {
     expect(await session.nextJson<Reply>()).toMatchObject({ id: null, error: { code: -32600 } });
   });
 
-  it("answers a batch over the configured maximum with one -32600", async () => {
+  it("answers a batch over the configured maximum with a -32600 for each call, under its own id", async () => {
     const members = Array.from({ length: MAX_BATCH + 1 }, (_, i) => request(String(i), "eth_chainId"));
     session.send(`[${members.join(",")}]`);
-    const reply = await session.nextJson<Reply>();
-    expect(reply).toMatchObject({ id: null, error: { code: -32600 } });
-    expect(reply.error?.message).toContain(`maximum of ${MAX_BATCH}`);
+    const replies = await session.nextJson<Reply[]>();
+    expect(replies.map((r) => r.id)).toEqual([...Array(MAX_BATCH + 1).keys()]);
+    for (const reply of replies) {
+      expect(reply.error?.code).toBe(-32600);
+      expect(reply.error?.message).toContain(`maximum of ${MAX_BATCH}`);
+    }
   });
 
   it("accepts a batch at the maximum", async () => {
