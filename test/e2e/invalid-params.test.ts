@@ -285,10 +285,11 @@ const typedCases: TypedCase[] = [
     names: ["transaction", 'both "data" and "input" are set and not equal'],
   },
   {
-    title: "a Uint256 with a leading zero byte",
+    // A leading zero byte is padding, read as the value it pads (a Go client's FillBytes); more than 32 bytes after it is not.
+    title: "a Uint256 of 33 significant bytes",
     rpc: EthService.method.estimateGas,
-    request: () => create(EstimateGasRequestSchema, { transaction: { value: { value: new Uint8Array([0, 1]) } } }),
-    names: ["transaction.value", "leading zero"],
+    request: () => create(EstimateGasRequestSchema, { transaction: { value: { value: new Uint8Array([0, 1, ...new Uint8Array(32)]) } } }),
+    names: ["transaction.value", "at most 32 significant bytes"],
   },
   {
     title: "a storage key of 33 bytes",
