@@ -114,6 +114,13 @@ export class Network {
     this.name = options.name;
     this.family = options.family;
     this.#members = options.upstreams.map((upstream) => ({ upstream, breaker: new CircuitBreaker(options.breaker) }));
+    // A WebSocket node's dropped connection is an outage seen before any call fails: readiness probes from then on,
+    // even with no traffic (found from outside: an idle instance reported a dead node SERVING for 30 s).
+    for (const { upstream } of this.#members) {
+      upstream.onOutage?.(() => {
+        this.lastOutageAt = Date.now();
+      });
+    }
     this.#timeoutMs = options.timeoutMs;
     this.#failover = options.failover;
     this.#log = options.log;

@@ -19,6 +19,8 @@ export interface Upstream {
   /** Sends one call; resolves with the raw result, rejects with a GatewayError. */
   call(method: string, paramsText: string, options: CallOptions): Promise<UpstreamResult>;
   close(): Promise<void>;
+  /** Calls `listener` when the node is seen down before any call fails (a WebSocket node's dropped connection); returns the function that stops it. */
+  onOutage?(listener: () => void): () => void;
 }
 
 /** A URL as it may be shown (the start banner): scheme, host and port, with every path segment that could be a key, credentials and query left out. */

@@ -186,6 +186,12 @@ export class WsUpstream implements Upstream {
     return () => this.#stateListeners.delete(listener);
   }
 
+  onOutage(listener: () => void): () => void {
+    return this.onStateChange(({ state }) => {
+      if (state === "disconnected") listener();
+    });
+  }
+
   close(): Promise<void> {
     this.#closing ??= this.#shutdown();
     return this.#closing;

@@ -221,6 +221,26 @@ describe("health", () => {
     }
   });
 
+  it("a WebSocket node's dropped connection makes readiness probe at once, with no call made", async () => {
+    // Found from outside: an instance with no traffic reported a dead WebSocket node SERVING for 30 s.
+    const node = await startAnvil();
+    const watched = await startNodegate({ upstreamUrl: node.wsUrl });
+    try {
+      expect((await post(watched.rpcUrl, rpc("eth_chainId"))).json.result).toBe("0x7a69");
+      expect((await fetch(`${watched.url}/readyz`)).status).toBe(200);
+      await node.stop();
+      let status = 200;
+      for (let i = 0; i < 50 && status === 200; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        status = (await fetch(`${watched.url}/readyz`)).status;
+      }
+      expect(status).toBe(503);
+    } finally {
+      await watched.close();
+      await node.stop();
+    }
+  });
+
   it("/readyz: a network whose node is of the other family is told once at warn, and stays ready", async () => {
     // Found from outside: a Starknet network pointed at an Ethereum node said nothing anywhere, and every Starknet
     // call got "method not found". It stays ready: the node is up, and a node (or a recorded fixture) short of the
