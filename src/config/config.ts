@@ -357,6 +357,7 @@ export const WRITE_METHODS = [
  * shared and retried as the default reads are.
  */
 const KNOWN_EXTRA_READS = [
+  "anvil_nodeInfo",
   "debug_getBadBlocks",
   "debug_getRawBlock",
   "debug_getRawHeader",
@@ -375,7 +376,6 @@ const KNOWN_EXTRA_READS = [
   "eth_getRawTransactionByBlockHashAndIndex",
   "eth_getRawTransactionByBlockNumberAndIndex",
   "eth_getRawTransactionByHash",
-  "anvil_nodeInfo",
   "trace_block",
   "trace_call",
   "trace_callMany",

@@ -176,7 +176,7 @@ export class ParamsCodec<M extends Message = Message> {
     const message = create(this.#schema) as unknown as Record<string, unknown>;
     let rewrite = false;
     // Defaults for params left off the end go after the caller's text, while no param without one comes between.
-    const appended: string[] = [];
+    let appended: string | undefined;
     let appendable = this.#style === "positional";
     for (const plan of this.#plans) {
       const json = values[plan.index];
@@ -188,7 +188,7 @@ export class ParamsCodec<M extends Message = Message> {
         if (plan.rules.whenUnset === undefined) {
           if (offTheEnd) appendable = false;
         } else if (offTheEnd && appendable) {
-          appended.push(plan.rules.whenUnset);
+          appended = appended === undefined ? plan.rules.whenUnset : `${appended},${plan.rules.whenUnset}`;
         } else {
           rewrite = true;
         }
@@ -211,7 +211,7 @@ export class ParamsCodec<M extends Message = Message> {
     }
     const request = message as unknown as M;
     if (rewrite) return { request, rewritten: this.encode(request) };
-    return appended.length > 0 ? { request, appended: appended.join(",") } : { request };
+    return appended === undefined ? { request } : { request, appended };
   }
 }
 
