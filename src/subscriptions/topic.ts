@@ -104,7 +104,7 @@ export interface LogBlockRange {
 function rangeEnd(value: unknown, key: string): number | "latest" {
   if (value === undefined || value === null || value === "latest") return "latest";
   if (value === "earliest") return 0;
-  // geth's words for both.
+  // geth's error texts, here and in readBlockRange.
   if (value === "pending") throw bad("pending logs are not supported");
   if (typeof value === "string" && /^0x(?:0|[1-9a-fA-F][0-9a-fA-F]{0,12})$/.test(value)) return Number.parseInt(value.slice(2), 16);
   throw bad(`logs filter ${key} must be a block number, "earliest" or "latest"`);

@@ -102,7 +102,7 @@ export class Network {
   failovers = 0;
   /** When an upstream of this network last answered (a result or a node error), ms since epoch; 0 = never. */
   lastAnswerAt = 0;
-  /** When a call to an upstream of this network last failed for an outage (no answer at all), ms since epoch; 0 = never. */
+  /** When an upstream of this network was last seen down (a call with no answer at all, a WebSocket dropped), ms since epoch; 0 = never. */
   lastOutageAt = 0;
   /** The head's gas limits, cached (Ethereum networks). */
   readonly head: ChainHead;
