@@ -23,7 +23,7 @@ import { REQUEST_ID_HEADER } from "../observability/request-log.js";
 import { writePieces } from "../http/response-body.js";
 import { decodeGrpcMessage, reencodeGrpcMessageIn } from "./grpc-message.js";
 import { decompressionError } from "./compressions.js";
-import { fitStatus, statusSizeLimit } from "./status-size.js";
+import { fitStatus, listSize, statusSizeLimit } from "./status-size.js";
 import { parseBinary, serveUnary, type UnaryExchange, type UnaryProtocol } from "./unary-call.js";
 import { encodeAnswer, FRAME_HEADER, plainHeaders, type UnaryRoute } from "./unary-routes.js";
 
@@ -78,12 +78,11 @@ function decompressed(payload: Uint8Array, inflate: (data: Uint8Array, options: 
 /** Request compressions this lane reads. */
 const ACCEPTED_ENCODINGS = "gzip,deflate,br";
 
-/** A failed call's status trailers, grpc-message encoded as the gRPC spec says, within what the client takes. */
-function errorTrailers(error: ConnectError, stream: ServerHttp2Stream): Record<string, string> {
-  const trailers = plainHeaders(setTrailerStatus(new Headers(), error));
-  reencodeGrpcMessageIn(trailers);
-  fitStatus(trailers, statusSizeLimit(stream.session));
-  return trailers;
+/** A failed call's status fields, grpc-message encoded as the gRPC spec says. */
+function errorStatus(error: ConnectError): Record<string, string> {
+  const fields = plainHeaders(setTrailerStatus(new Headers(), error));
+  reencodeGrpcMessageIn(fields);
+  return fields;
 }
 
 /** Takes an HTTP/2 stream when it is a unary gRPC call it serves (returns true); the rest is left to Connect. */
@@ -141,7 +140,19 @@ class GrpcExchange implements UnaryExchange {
   }
 
   answerError(error: ConnectError, requestId: string): void {
-    this.#respond(errorTrailers(error, this.stream), requestId, undefined);
+    const status = errorStatus(error);
+    const limit = statusSizeLimit(this.stream.session);
+    const head = { "content-type": CONTENT_TYPE, "grpc-accept-encoding": ACCEPTED_ENCODINGS, [REQUEST_ID_HEADER]: requestId, ...status };
+    if (listSize(head) <= limit) {
+      // Trailers-Only (one HEADERS frame that ends the stream): a client takes a call whose response headers came as
+      // committed, so its retry policy (gRFC A6) never retried an UNAVAILABLE sent as headers, then trailers.
+      this.#responded = true;
+      this.stream.respond({ ":status": 200, ...head }, { endStream: true });
+      return;
+    }
+    // A status too large for one head with the rest (a long revert) goes in trailers of its own, with more room.
+    fitStatus(status, limit);
+    this.#respond(status, requestId, undefined);
   }
 
   release(): void {
@@ -149,9 +160,11 @@ class GrpcExchange implements UnaryExchange {
   }
 
   delivered(): boolean {
-    // Trailers wait for the answer's data to be handed to HTTP/2, so sent trailers mean a whole answer, unless the
-    // client cancelled: its reset can arrive after the answer went out (it ended its body first, then reset).
-    return this.stream.sentTrailers !== undefined && this.stream.rstCode !== constants.NGHTTP2_CANCEL;
+    // Trailers wait for the answer's data to be handed to HTTP/2, so sent trailers (or an error's trailers-only head)
+    // mean a whole answer, unless the client cancelled: its reset can arrive after the answer went out (it ended its
+    // body first, then reset).
+    const sent = this.stream.sentTrailers !== undefined || (this.#responded && this.stream.sentHeaders?.["grpc-status"] !== undefined);
+    return sent && this.stream.rstCode !== constants.NGHTTP2_CANCEL;
   }
 
   answeredElsewhere(): ConnectError | undefined {

@@ -31,7 +31,7 @@ const DETAILS = "grpc-status-details-bin";
 
 /** Node's HTTP/2 refuses to send a header block larger than this (maxSendHeaderBlockLength). */
 const NODE_SEND_LIMIT = 64 * 1024;
-/** Room for what Node adds to a trailers-only head (:status, date). */
+/** Room for what Node adds to a head (:status, date). */
 const ADDED_FIELDS = 128;
 /** The byte lengths texts are cut to, step by step. */
 const TEXT_STEPS = [256, 64, 16];
@@ -44,7 +44,7 @@ export function statusSizeLimit(session: Http2Session | undefined): number {
 }
 
 /** A header list's size as HTTP/2 counts it (RFC 9113 6.5.2): name, value and 32 bytes per field. */
-function listSize(fields: Record<string, unknown>): number {
+export function listSize(fields: Record<string, unknown>): number {
   let size = 0;
   for (const [name, value] of Object.entries(fields)) if (typeof value === "string") size += name.length + value.length + 32;
   return size;

@@ -139,7 +139,9 @@ class UnaryCall {
       const chunks = this.#chunks;
       request = protocol.request(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, this.#size), this.#header, route, this.gateway.limits.maxBodyBytes);
     } catch (err) {
-      this.#fail(err);
+      // A client that cancels mid-message ends its body, then resets: answered at once (trailers-only), the error would
+      // go out before the reset that came with the end is read, and a cancel be logged as the client's bad request.
+      setImmediate(() => this.#fail(err));
       return;
     }
     invokeTyped(this.gateway, route.spec, request, this.#header, this.#cancellation.signal)
