@@ -98,6 +98,20 @@ async function settledBy(work: Promise<unknown>, deadline: number): Promise<void
   clearTimeout(timer);
 }
 
+/**
+ * Ends each connection after the bytes already queued on it and keeps reading it until the client closes
+ * its side, up to `deadline`. Closed at once instead, a connection whose answer still sits in the kernel's
+ * send queue (a client reading more slowly than nodegate writes) is reset by the kernel on the client's next
+ * frame (a WINDOW_UPDATE, a ping), and the unsent tail of the answer is lost.
+ */
+async function closedByClients(sockets: ReadonlySet<Socket>, deadline: number): Promise<void> {
+  const closing = [...sockets].map((socket) => {
+    socket.end(); // an HTTP/2 session, destroyed after a graceful close, has Node read on until the client closes
+    return new Promise((resolve) => (socket.destroyed ? resolve(undefined) : socket.once("close", resolve)));
+  });
+  await settledBy(Promise.all(closing), deadline);
+}
+
 /** The services the typed door offers (the method table's, the generic one, health). */
 function servedServices(gateway: Gateway): DescService[] {
   return [...gateway.table.services(), JsonRpcService, Health];
@@ -389,6 +403,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       wsHandler.close();
       plain?.close(); // stops Node's deadline checks
       for (const session of sessions) session.destroy();
+      await closedByClients(sockets, Math.max(deadline, Date.now() + ANSWER_AT_DEADLINE_MS));
       for (const socket of sockets) socket.destroy();
       await stopped;
       await subscriptionsClosed;
