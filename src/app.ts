@@ -17,7 +17,7 @@ import { Gateway } from "./gateway.js";
 import { createPolicies } from "./methods/default-policies.js";
 import { createMethodTable } from "./methods/default-table.js";
 import { Metrics } from "./observability/metrics.js";
-import { createNodegateServer, type NodegateServer } from "./server.js";
+import { createNodegateServer, type NodegateServer, type NodegateServerOptions } from "./server.js";
 import { createStores, type Stores } from "./stores/create-stores.js";
 import { createUpstream } from "./upstream/create-upstream.js";
 import { HeldAnswers } from "./upstream/held-answers.js";
@@ -36,6 +36,8 @@ export interface AppDependencies {
   rateLimitStore?: RateLimitStore;
   /** Where final answers live; in-process (config.cache.maxBytes) by default. */
   cacheStore?: CacheStore;
+  /** Timers of the listening side that config does not set (tests lengthen them to rule them out). */
+  serverOptions?: Pick<NodegateServerOptions, "healthWatchIntervalMs">;
 }
 
 export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[], deps: AppDependencies = {}): App {
@@ -77,5 +79,5 @@ export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[
     heldAnswers: new HeldAnswers(replyBudget),
   });
   const tls = config.tls ? { cert: readFileSync(config.tls.certFile), key: readFileSync(config.tls.keyFile) } : undefined;
-  return { gateway, stores, server: createNodegateServer(gateway, { wsPingIntervalMs: config.websocket.pingIntervalMs, tls, drainMs: config.drainMs }) };
+  return { gateway, stores, server: createNodegateServer(gateway, { wsPingIntervalMs: config.websocket.pingIntervalMs, tls, drainMs: config.drainMs, ...deps.serverOptions }) };
 }

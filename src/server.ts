@@ -89,6 +89,8 @@ export interface NodegateServerOptions {
   tls?: { cert: string | Buffer; key: string | Buffer } | undefined;
   /** Default drain time of close(), in ms. Default 10 000. */
   drainMs?: number | undefined;
+  /** How often a grpc.health.v1 Watch re-evaluates with nothing else to wake it, in ms. Default 5000. */
+  healthWatchIntervalMs?: number | undefined;
 }
 
 /** Waits for `work`, but not past `deadline` (ms since epoch). */
@@ -199,7 +201,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       registerSubscriptionStreams(router, gateway);
       registerStreamLogs(router, gateway);
       registerGenericService(router, gateway);
-      registerHealth(router, health);
+      registerHealth(router, health, options.healthWatchIntervalMs);
       registerReflection(router, services);
     },
     interceptors: [requestLogInterceptor(gateway.log, gateway.metrics)],

@@ -1,7 +1,8 @@
 /**
  * grpc.health.v1.Health: Check and Watch, per service, following upstream
  * state (see HealthMonitor). Watch re-evaluates while a watcher is connected
- * and sends a message whenever the status changes.
+ * (every `watchIntervalMs`, and at once when a SERVING network's node is seen
+ * down) and sends a message whenever the status changes.
  */
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
@@ -33,11 +34,15 @@ export function registerHealth(router: ConnectRouter, monitor: HealthMonitor, wa
         await new Promise<void>((resolve) => {
           const done = (): void => {
             clearTimeout(timer);
+            stopListening?.();
             ctx.signal.removeEventListener("abort", done);
             monitor.draining.removeEventListener("abort", done);
             resolve();
           };
           const timer = setTimeout(done, watchIntervalMs);
+          // A client's health checking (grpc-go's uses Watch) should stop routing here at a failed call, not a tick later.
+          // Only while SERVING: a node already down would wake every watcher at each failed call for nothing.
+          const stopListening = status === Status.SERVING ? monitor.onOutage(done) : undefined;
           ctx.signal.addEventListener("abort", done, { once: true });
           monitor.draining.addEventListener("abort", done, { once: true });
           if (stopped()) done();

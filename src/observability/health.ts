@@ -87,6 +87,14 @@ export class HealthMonitor {
     return probe;
   }
 
+  /** Calls `listener` whenever an upstream of any network is seen down; returns the unsubscribe. */
+  onOutage(listener: () => void): () => void {
+    const unsubscribes = this.#gateway.networks().map((n) => n.onOutage(listener));
+    return () => {
+      for (const unsubscribe of unsubscribes) unsubscribe();
+    };
+  }
+
   /** Readiness of every network. */
   async networks(): Promise<Record<string, boolean>> {
     const nets = this.#gateway.networks();

@@ -104,6 +104,7 @@ export class Network {
   lastAnswerAt = 0;
   /** When an upstream of this network was last seen down (a call with no answer at all, a WebSocket dropped), ms since epoch; 0 = never. */
   lastOutageAt = 0;
+  readonly #outageListeners = new Set<() => void>();
   /** The head's gas limits, cached (Ethereum networks). */
   readonly head: ChainHead;
   /** Final answers and in-flight calls, shared by both front doors. */
@@ -117,9 +118,7 @@ export class Network {
     // A WebSocket node's dropped connection is an outage seen before any call fails: readiness probes from then on,
     // even with no traffic (found from outside: an idle instance reported a dead node SERVING for 30 s).
     for (const { upstream } of this.#members) {
-      upstream.onOutage?.(() => {
-        this.lastOutageAt = Date.now();
-      });
+      upstream.onOutage?.(() => this.#outage());
     }
     this.#timeoutMs = options.timeoutMs;
     this.#failover = options.failover;
@@ -129,6 +128,17 @@ export class Network {
     const cache = options.cache ? new CallCache({ ...options.cache, network: this.name, head: this.head }) : undefined;
     this.cache = cache;
     if (cache !== undefined) options.metrics?.watchCache(this.name, () => cache.stats);
+  }
+
+  #outage(): void {
+    this.lastOutageAt = Date.now();
+    for (const listener of this.#outageListeners) listener();
+  }
+
+  /** Calls `listener` whenever an upstream of this network is seen down; returns the unsubscribe. */
+  onOutage(listener: () => void): () => void {
+    this.#outageListeners.add(listener);
+    return () => this.#outageListeners.delete(listener);
   }
 
   get primary(): Upstream {
@@ -171,7 +181,7 @@ export class Network {
       if (options.signal?.aborted || (ownDeadline && err instanceof GatewayError && err.grpcCode === Code.DeadlineExceeded) || isOwnCapacity(err)) {
         member.breaker.release();
       } else if (isOutage(err)) {
-        this.lastOutageAt = Date.now();
+        this.#outage();
         const wasClosed = member.breaker.state === "closed";
         const retryAfter = (err as GatewayError).retryAfterSeconds;
         member.breaker.failure(Date.now(), retryAfter === undefined ? undefined : retryAfter * 1000);

@@ -221,6 +221,31 @@ describe("health", () => {
     }
   });
 
+  it("a Watch stream says NOT_SERVING at the first failed call, not at its next periodic check", async () => {
+    // grpc-go's client-side health checking uses Watch; it re-evaluates every 5 s, here every 10 min, so only the failed call can wake it.
+    const flaky = await startProgrammableUpstream(() => ({ forward: anvil.url }));
+    const watched = await startNodegate({ upstreamUrl: flaky.url, serverOptions: { healthWatchIntervalMs: 600_000 } });
+    const client = createClient(Health, createGrpcTransport({ baseUrl: watched.url }));
+    const abort = new AbortController();
+    const seen: Status[] = [];
+    let failedCall: Promise<unknown> | undefined;
+    try {
+      for await (const res of client.watch({ service: "nodegate.eth.v1.EthService" }, { signal: abort.signal })) {
+        seen.push(res.status);
+        if (seen.length === 1) {
+          flaky.handler = () => ({ destroy: true });
+          failedCall = post(watched.rpcUrl, rpc("eth_blockNumber"));
+        } else break;
+      }
+      expect(seen).toEqual([Status.SERVING, Status.NOT_SERVING]);
+      expect(((await failedCall) as Awaited<ReturnType<typeof post>>).json.error?.code).toBe(-32050);
+    } finally {
+      abort.abort();
+      await watched.close();
+      await flaky.close();
+    }
+  });
+
   it("a WebSocket node's dropped connection makes readiness probe at once, with no call made", async () => {
     // Found from outside: an instance with no traffic reported a dead WebSocket node SERVING for 30 s.
     const node = await startAnvil();

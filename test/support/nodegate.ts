@@ -4,7 +4,7 @@
  * are registered with the suite-wide secret scan, which reads every log line.
  */
 import { Writable } from "node:stream";
-import { createApp } from "../../src/app.js";
+import { type AppDependencies, createApp } from "../../src/app.js";
 import { type Config, DEFAULT_CIRCUIT_BREAKER, DEFAULT_LIMITS, DEFAULT_PASS_THROUGH, DEFAULT_PLANS, DEFAULT_SUBSCRIPTIONS, DEFAULT_WEBSOCKET, type KeyConfig, type NetworkConfig } from "../../src/config/config.js";
 import type { Gateway } from "../../src/gateway.js";
 import { createLogger } from "../../src/observability/log.js";
@@ -38,6 +38,7 @@ export interface StartOptions {
   keys?: (string | KeyConfig)[];
   networks?: NetworkConfig[];
   config?: Partial<Config>;
+  serverOptions?: AppDependencies["serverOptions"];
 }
 
 /** Every log line any test nodegate wrote in this worker (for the secret scan). */
@@ -85,7 +86,7 @@ export async function startNodegate(options: StartOptions): Promise<TestNodegate
       done();
     },
   });
-  const { gateway, server, stores } = createApp(config, createLogger(config.logLevel, sink), keys);
+  const { gateway, server, stores } = createApp(config, createLogger(config.logLevel, sink), keys, { serverOptions: options.serverOptions });
   const address = await server.listen(0, "127.0.0.1");
   const key = (keys[0] as KeyConfig).key;
   return {
