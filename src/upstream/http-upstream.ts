@@ -69,6 +69,13 @@ function refusedCredentials(statusCode: number, providerError?: GatewayError): G
 /** Why nodegate cancelled a call (compared by identity, never shown). */
 const DEADLINE = new Error("deadline");
 const CALLER_LEFT = new Error("caller left");
+/**
+ * How long a connection whose caller left may go on reading the reply (when small) to be used again: a node
+ * answers most calls well within this, and a new connection to a remote node costs a TCP and a TLS handshake.
+ * (A caller's own deadline, grpc-timeout or connect-timeout-ms, ends the call through its signal too.) A call
+ * cut by nodegate's own limit for the node closes its connection at once: that node is slow.
+ */
+const CALLER_LEFT_FINISH_MS = 2000;
 
 /** Replies at least this large stay in the pieces the pool read them into (see ChunkedResult): a chunked one, or one past 16 MiB. */
 const KEEP_CHUNKS_FROM = 16 * 1024;
@@ -148,8 +155,9 @@ export class HttpUpstream implements Upstream {
     if (!exchange.sent) exchange.deadlineAt = performance.now() + timeoutMs;
     // Not AbortSignal.any: on Node 20 it leaves an entry on the caller's signal per call, and a native
     // WebSocket connection's signal lives as long as the connection (one entry per call it makes).
+    const startedAt = performance.now();
     const deadline = setTimeout(() => exchange.cancel(DEADLINE), timeoutMs).unref();
-    const onAbort = () => exchange.cancel(CALLER_LEFT);
+    const onAbort = () => exchange.cancel(CALLER_LEFT, Math.min(CALLER_LEFT_FINISH_MS, timeoutMs - (performance.now() - startedAt)));
     options.signal?.addEventListener("abort", onAbort, { once: true });
     let reply;
     try {

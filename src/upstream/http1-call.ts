@@ -87,13 +87,18 @@ export class Http1Call {
     });
   }
 
-  cancel(reason: Error): void {
+  /**
+   * Ends the call now. A connection with the request on the wire cannot carry another until the reply has come
+   * (it would go to the next call): with `finishWithinMs`, the connection reads the reply to its end and is used
+   * again if that takes no longer and the pool has room for it (Http1Pool.mayFinishUnwanted); else it closes.
+   */
+  cancel(reason: Error, finishWithinMs = 0): void {
     if (this.settled) return;
     const connection = this.connection;
     this.fail(reason);
-    // A connection with a request on the wire cannot be reused: its reply would come to the next call.
-    if (connection !== undefined) connection.destroy();
-    else this.#pool.unqueue(this);
+    if (connection === undefined) this.#pool.unqueue(this);
+    else if (finishWithinMs > 0 && this.#pool.mayFinishUnwanted()) connection.finishUnwanted(finishWithinMs);
+    else connection.destroy();
   }
 
   succeed(reply: Http1Reply): void {

@@ -12,6 +12,8 @@ export type OnRead = net.OnReadOpts;
 
 /** Requests at least this large (in characters) whose connection closes unanswered are taken as refused for their size. */
 const LARGE_REQUEST_CHARS = 1024 * 1024;
+/** A reply nobody waits for any more is read to its end only up to this size; a larger one closes its connection. */
+const UNWANTED_REPLY_MAX_BYTES = 1024 * 1024;
 
 const enum Stage {
   Head,
@@ -151,6 +153,8 @@ export class Connection {
   #keepAlive = true;
   /** The last Keep-Alive header seen on this connection. */
   #hint: string | undefined;
+  /** While the reply being read is one its caller left (finishUnwanted): closes the connection if it takes too long. */
+  #unwantedTimer: NodeJS.Timeout | undefined;
 
   constructor(pool: Http1Pool, connect: (onread: OnRead) => net.Socket, secure: boolean) {
     this.#pool = pool;
@@ -187,7 +191,29 @@ export class Connection {
     this.socket.write(call.text);
   }
 
+  /**
+   * The call on this connection was cancelled by its caller: read its reply to the end and discard it, so the
+   * connection can carry the next call, unless the reply takes longer than `ms` or is larger than
+   * UNWANTED_REPLY_MAX_BYTES, when the connection closes.
+   */
+  finishUnwanted(ms: number): void {
+    if (this.#closed || this.call === undefined || this.#unwantedTimer !== undefined) return;
+    this.#pool.unwanted++;
+    this.#unwantedTimer = setTimeout(() => this.destroy(), ms).unref();
+    // A reply whose framing or size is known already may be over the limit.
+    if (this.#length > UNWANTED_REPLY_MAX_BYTES || (this.#stage === Stage.LengthBody && this.#length + this.#remaining > UNWANTED_REPLY_MAX_BYTES)) this.destroy();
+  }
+
+  /** The unwanted reply ended, or its connection did. */
+  #settleUnwanted(): void {
+    if (this.#unwantedTimer === undefined) return;
+    clearTimeout(this.#unwantedTimer);
+    this.#unwantedTimer = undefined;
+    this.#pool.unwanted--;
+  }
+
   destroy(): void {
+    this.#settleUnwanted();
     this.#giveBack();
     if (this.#closed) return;
     this.#closed = true;
@@ -203,6 +229,7 @@ export class Connection {
 
   /** The socket ended, failed or closed: the call on it (if any) fails, or is sent again. */
   #lost(err: Error): void {
+    this.#settleUnwanted();
     this.#giveBack();
     const call = this.call;
     this.call = undefined;
@@ -373,6 +400,7 @@ export class Connection {
   #account(n: number): void {
     this.#length += n;
     if (this.#length > this.#pool.maxBodyBytes) throw bodyTooLarge(this.#pool.maxBodyBytes);
+    if (this.#unwantedTimer !== undefined && this.#length > UNWANTED_REPLY_MAX_BYTES) throw bodyTooLarge(UNWANTED_REPLY_MAX_BYTES);
     const budget = this.#pool.budget;
     if (budget === undefined) return;
     if (!budget.take(n)) {
@@ -464,6 +492,7 @@ export class Connection {
       const length = decimal(contentLength);
       if (length < 0) throw new Http1Error("HPE_INVALID_CONTENT_LENGTH", "invalid content-length");
       if (length > this.#pool.maxBodyBytes) throw bodyTooLarge(this.#pool.maxBodyBytes);
+      if (this.#unwantedTimer !== undefined && length > UNWANTED_REPLY_MAX_BYTES) throw bodyTooLarge(UNWANTED_REPLY_MAX_BYTES);
       this.#stage = Stage.LengthBody;
       this.#remaining = length;
     } else {
@@ -487,6 +516,7 @@ export class Connection {
     const reply: Http1Reply = new Reply(this, this.#statusCode, this.#headText, this.#headersAt, this.#chunks, this.#length, framed);
     this.#chunks = [];
     this.#piece = undefined;
+    this.#settleUnwanted();
     this.#giveBack();
     if (framed && this.#keepAlive) {
       this.#used = true;

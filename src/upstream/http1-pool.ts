@@ -51,6 +51,8 @@ export interface Http1PoolOptions {
 
 /** A queued call with less time left than this is not sent: no node answers across a network that fast. */
 const MIN_TIME_LEFT_MS = 10;
+/** At most this share of a pool's connections may be reading replies nobody waits for (see Http1Call.cancel). */
+const UNWANTED_SHARE = 0.25;
 
 export class Http1Pool {
   readonly keepAliveMs: number;
@@ -68,6 +70,8 @@ export class Http1Pool {
   readonly #queue = new FairQueue<Http1Call>();
   #sweeper: NodeJS.Timeout | undefined;
   #closed = false;
+  /** Connections reading a reply whose caller left (Connection.finishUnwanted). */
+  unwanted = 0;
 
   constructor(options: Http1PoolOptions) {
     const { url } = options;
@@ -157,6 +161,15 @@ export class Http1Pool {
       call.fail(new Http1Error(QUEUED_PAST_DEADLINE, "no connection came free before the call's deadline"));
     }
     return undefined;
+  }
+
+  /**
+   * Whether a connection whose caller left may read the reply to its end rather than close: reconnecting (a
+   * TCP and often a TLS handshake to a remote node) costs more than reading a small reply, but connections busy
+   * with unwanted replies are not free for other calls, so only a share of them may be.
+   */
+  mayFinishUnwanted(): boolean {
+    return !this.#closed && this.unwanted < Math.max(1, Math.floor(this.#connections * UNWANTED_SHARE));
   }
 
   unqueue(call: Http1Call): void {

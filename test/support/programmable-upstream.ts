@@ -52,6 +52,8 @@ export interface ProgrammableUpstream {
   arrived(method: string, params: string): Promise<UpstreamRequest>;
   /** Connections open to it now. */
   readonly openConnections: number;
+  /** Connections it has accepted since it started. */
+  readonly acceptedConnections: number;
   /**
    * On: stops listening and drops every connection, so connecting fails with
    * ECONNREFUSED; off: listens on the same port again.
@@ -67,6 +69,7 @@ async function forward(url: string, body: string): Promise<string> {
 
 export async function startProgrammableUpstream(handler: Handler, path = "/"): Promise<ProgrammableUpstream> {
   const sockets = new Set<Socket>();
+  let accepted = 0;
   const timers = new Set<NodeJS.Timeout>();
   const state: ProgrammableUpstream = {
     url: "",
@@ -83,6 +86,9 @@ export async function startProgrammableUpstream(handler: Handler, path = "/"): P
     },
     get openConnections() {
       return sockets.size;
+    },
+    get acceptedConnections() {
+      return accepted;
     },
     refuseConnections: async (refuse) => {
       if (refuse === !server.listening) return;
@@ -170,6 +176,7 @@ export async function startProgrammableUpstream(handler: Handler, path = "/"): P
     });
   });
   server.on("connection", (s: Socket) => {
+    accepted++;
     sockets.add(s);
     s.on("close", () => sockets.delete(s));
   });

@@ -422,6 +422,59 @@ describe("Http1Pool", () => {
     expect(server.connections).toBe(2);
   });
 
+  it("a call cancelled to finish its reply: its connection reads a small reply to the end and carries the next call", async () => {
+    let n = 0;
+    const server = await rawServer(async (socket) => {
+      if (n++ > 0) return void socket.write("HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nnext");
+      socket.write("HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\npart");
+      await sleep(60);
+      socket.write(" of it");
+    });
+    const p = pool(server, { connections: 1 });
+    const left = p.request('{"n":0}', true);
+    await sleep(20);
+    const reason = new Error("caller left");
+    left.cancel(reason, 1000);
+    await expect(left.reply).rejects.toBe(reason);
+    expect(bodyOf(await p.request('{"n":1}', false).reply)).toBe("next");
+    expect(server.connections).toBe(1);
+    expect(p.unwanted).toBe(0);
+  });
+
+  it.each([
+    ["larger than 1 MiB (content-length)", `HTTP/1.1 200 OK\r\ncontent-length: ${2 * 1024 * 1024}\r\n\r\nxx`, "x".repeat(2 * 1024 * 1024 - 2)],
+    ["larger than 1 MiB (chunked)", "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n200000\r\nxx", `${"x".repeat(2 * 1024 * 1024 - 2)}\r\n0\r\n\r\n`],
+    ["slower than the time it was given", "HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\npart", undefined],
+  ])("a cancelled call's reply %s closes its connection; the next call gets a new one", async (_name, first, rest) => {
+    let n = 0;
+    const server = await rawServer(async (socket) => {
+      if (n++ > 0) return void socket.write("HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nnext");
+      socket.write(first);
+      await sleep(60);
+      if (rest !== undefined && !socket.destroyed) socket.write(rest);
+    });
+    const p = pool(server, { connections: 1 });
+    const left = p.request('{"n":0}', true);
+    left.reply.catch(() => {});
+    await sleep(20);
+    left.cancel(new Error("caller left"), 100);
+    expect(bodyOf(await p.request('{"n":1}', false).reply)).toBe("next");
+    expect(server.connections).toBe(2);
+    expect(p.unwanted).toBe(0);
+  });
+
+  it("only a quarter of its connections may read replies nobody waits for; past that, a cancelled call's connection closes", async () => {
+    const server = await rawServer(() => {}); // never answers
+    const p = pool(server, { connections: 8 });
+    const calls = Array.from({ length: 4 }, (_, i) => p.request(`{"n":${i}}`, true));
+    for (const call of calls) call.reply.catch(() => {});
+    for (let i = 0; i < 50 && server.requests.length < 4; i++) await sleep(10);
+    for (const call of calls) call.cancel(new Error("caller left"), 5000);
+    expect(p.unwanted).toBe(2);
+    for (let i = 0; i < 50 && server.closed < 2; i++) await sleep(10);
+    expect(server.closed).toBe(2);
+  });
+
   it.each([
     ["a reply that is not HTTP", "SSH-2.0-OpenSSH\r\n\r\n", "HPE_INVALID_CONSTANT"],
     ["a bad chunk size", "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n", "HPE_CHUNK"],
