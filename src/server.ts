@@ -104,10 +104,16 @@ async function settledBy(work: Promise<unknown>, deadline: number): Promise<void
  * Ends each connection after the bytes already queued on it and keeps reading it until the client closes
  * its side, up to `deadline`. Closed at once instead, a connection whose answer still sits in the kernel's
  * send queue (a client reading more slowly than nodegate writes) is reset by the kernel on the client's next
- * frame (a WINDOW_UPDATE, a ping), and the unsent tail of the answer is lost.
+ * frame (a WINDOW_UPDATE, a ping), and the unsent tail of the answer is lost. A connection nothing was ever
+ * written to has nothing to lose, and is closed at once: one that sent nothing, or only part of a request
+ * (a slowloris), would otherwise hold the close to its deadline.
  */
 async function closedByClients(sockets: ReadonlySet<Socket>, deadline: number): Promise<void> {
   const closing = [...sockets].map((socket) => {
+    if (socket.bytesWritten === 0) {
+      socket.destroy();
+      return undefined;
+    }
     socket.end(); // an HTTP/2 session, destroyed after a graceful close, has Node read on until the client closes
     return new Promise((resolve) => (socket.destroyed ? resolve(undefined) : socket.once("close", resolve)));
   });

@@ -98,3 +98,18 @@ it("an answer still queued when the last call ends reaches a slow client whole, 
   expect(logs).toHaveLength(LOG_COUNT);
   expect(logs[LOG_COUNT - 1]?.logIndex).toBe(BigInt(LOG_COUNT - 1));
 });
+
+it("a connection that was never answered does not hold the close to its deadline, though its client never closes it", async () => {
+  const other = await startNodegate({ upstreamUrl: upstream.url });
+  // Half-open allowed: the client does not end its side when nodegate ends its own, as Node's sockets otherwise do.
+  const slowloris = net.connect({ port: other.port, host: "127.0.0.1", allowHalfOpen: true });
+  slowloris.on("error", () => {});
+  await new Promise((resolve) => slowloris.once("connect", resolve));
+  slowloris.write("POST /v3/"); // part of a request line, never finished
+  const ended = new Promise((resolve) => slowloris.once("end", resolve));
+  await new Promise((r) => setTimeout(r, 50));
+  // With a drain deadline past the test's timeout, the close resolves only if it does not wait for this client.
+  await other.server.close(120_000);
+  await ended;
+  slowloris.destroy();
+});
