@@ -52,8 +52,8 @@ export interface ProgrammableUpstream {
   arrived(method: string, params: string): Promise<UpstreamRequest>;
   /** Connections open to it now. */
   readonly openConnections: number;
-  /** Connections it has accepted since it started. */
-  readonly acceptedConnections: number;
+  /** Connections closed (by either side) since it started. */
+  readonly closedConnections: number;
   /**
    * On: stops listening and drops every connection, so connecting fails with
    * ECONNREFUSED; off: listens on the same port again.
@@ -69,7 +69,7 @@ async function forward(url: string, body: string): Promise<string> {
 
 export async function startProgrammableUpstream(handler: Handler, path = "/"): Promise<ProgrammableUpstream> {
   const sockets = new Set<Socket>();
-  let accepted = 0;
+  let closed = 0;
   const timers = new Set<NodeJS.Timeout>();
   const state: ProgrammableUpstream = {
     url: "",
@@ -87,8 +87,8 @@ export async function startProgrammableUpstream(handler: Handler, path = "/"): P
     get openConnections() {
       return sockets.size;
     },
-    get acceptedConnections() {
-      return accepted;
+    get closedConnections() {
+      return closed;
     },
     refuseConnections: async (refuse) => {
       if (refuse === !server.listening) return;
@@ -176,8 +176,8 @@ export async function startProgrammableUpstream(handler: Handler, path = "/"): P
     });
   });
   server.on("connection", (s: Socket) => {
-    accepted++;
     sockets.add(s);
+    s.once("close", () => closed++);
     s.on("close", () => sockets.delete(s));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
