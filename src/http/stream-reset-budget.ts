@@ -12,6 +12,13 @@
  * opens a new connection for new ones (as it does after a server's
  * max-connection-age), and nghttp2 counts no resets once a GOAWAY is sent.
  * A flood of resets still ends its session, as before, only politely.
+ *
+ * A call whose deadline passes is counted too, though Node may see no reset:
+ * the client and nodegate time it out at once, nodegate's DEADLINE_EXCEEDED
+ * often closes the stream first, and the client's RST_STREAM, arriving for a
+ * stream already closed, is counted by nghttp2 all the same (found from
+ * outside: a grpc-js client whose calls hit a 50 ms deadline 240 times a
+ * second had its other calls fail INTERNAL, the budget never closing).
  */
 import type http2 from "node:http2";
 
@@ -50,10 +57,28 @@ export function resetBudget(close: () => void, now: () => number = Date.now): Re
   };
 }
 
+/** The grpc-status nodegate sent on a stream (in its trailers, or in the head of a trailers-only answer). */
+function sentGrpcStatus(stream: http2.ServerHttp2Stream): unknown {
+  return stream.sentTrailers?.["grpc-status"] ?? stream.sentHeaders?.["grpc-status"];
+}
+
+const DEADLINE_EXCEEDED = "4";
+
 /** Watches a server session's streams and closes it gracefully before its client's resets end it. */
 export function closeBeforeResetFlood(session: http2.ServerHttp2Session): void {
   const budget = resetBudget(() => session.close());
-  // 'aborted' is a stream closed before its answer ended: a client's RST_STREAM, or (counted too, to be safe) one
-  // nodegate reset itself.
-  session.on("stream", (stream: http2.ServerHttp2Stream) => stream.once("aborted", budget.reset));
+  session.on("stream", (stream: http2.ServerHttp2Stream) => {
+    let counted = false;
+    const count = (): void => {
+      if (counted) return;
+      counted = true;
+      budget.reset();
+    };
+    // 'aborted' is a stream closed before its answer ended: a client's RST_STREAM, or (counted too, to be safe) one
+    // nodegate reset itself.
+    stream.once("aborted", count);
+    stream.once("close", () => {
+      if (String(sentGrpcStatus(stream)) === DEADLINE_EXCEEDED) count();
+    });
+  });
 }

@@ -6,6 +6,7 @@
  * outside: a client cancelling 60 calls a second had its other calls fail
  * with INTERNAL every ~36 s.
  */
+import http2 from "node:http2";
 import { create, toBinary, fromBinary } from "@bufbuild/protobuf";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -66,6 +67,44 @@ describe("stream resets", () => {
     } finally {
       client.close();
     }
+  }, 30_000);
+
+  it("calls whose deadline passes count against the budget though no reset reaches Node, and the session is closed with NO_ERROR", async () => {
+    // nodegate times each call out (grpc-timeout 20 ms; the node takes 1.5 s) and answers DEADLINE_EXCEEDED. A client's
+    // own RST_STREAM for such a call, arriving once the stream is closed here, is counted by nghttp2 and never seen by
+    // Node; this client sends none, so only the count of deadlines can close its session before nghttp2's limit.
+    const session = http2.connect(ng.url);
+    session.on("error", () => {});
+    const goaway = new Promise<number>((resolve) => session.once("goaway", (code: number) => resolve(code)));
+    const body = Buffer.from(toBinary(BlockNumberRequestSchema, create(BlockNumberRequestSchema)));
+    const frame = Buffer.concat([Buffer.from([0, 0, 0, 0, body.length]), body]);
+    const statuses = new Map<string, number>();
+    let goneAway = false;
+    void goaway.then(() => (goneAway = true));
+    for (let batch = 0; batch < 9 && !goneAway; batch++) {
+      await Promise.all(
+        Array.from(
+          { length: 100 },
+          () =>
+            new Promise<void>((resolve) => {
+              const stream = session.request({ ":method": "POST", ":path": "/nodegate.eth.v1.EthService/BlockNumber", "content-type": "application/grpc", te: "trailers", "grpc-timeout": "20m", "x-api-key": ng.key });
+              let status = "none";
+              stream.on("response", (headers) => (status = String(headers["grpc-status"] ?? status)));
+              stream.on("trailers", (trailers) => (status = String(trailers["grpc-status"])));
+              stream.on("error", () => {});
+              stream.on("data", () => {});
+              stream.on("close", () => {
+                statuses.set(status, (statuses.get(status) ?? 0) + 1);
+                resolve();
+              });
+              stream.end(frame);
+            }),
+        ),
+      );
+    }
+    expect(await goaway).toBe(http2.constants.NGHTTP2_NO_ERROR);
+    expect(statuses.get("4") ?? 0).toBeGreaterThanOrEqual(800);
+    session.close();
   }, 30_000);
 
   it("the budget follows nghttp2's: 1,000 at once, 33 more each second, the session closed with 200 left", () => {
