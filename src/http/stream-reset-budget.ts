@@ -67,18 +67,10 @@ const DEADLINE_EXCEEDED = "4";
 /** Watches a server session's streams and closes it gracefully before its client's resets end it. */
 export function closeBeforeResetFlood(session: http2.ServerHttp2Session): void {
   const budget = resetBudget(() => session.close());
-  session.on("stream", (stream: http2.ServerHttp2Stream) => {
-    let counted = false;
-    const count = (): void => {
-      if (counted) return;
-      counted = true;
-      budget.reset();
-    };
-    // 'aborted' is a stream closed before its answer ended: a client's RST_STREAM, or (counted too, to be safe) one
-    // nodegate reset itself.
-    stream.once("aborted", count);
-    stream.once("close", () => {
-      if (String(sentGrpcStatus(stream)) === DEADLINE_EXCEEDED) count();
-    });
-  });
+  // `aborted`: the stream closed before its answer ended, by a client's RST_STREAM or (counted too, to be safe) one
+  // nodegate sent. One listener built once per session, not a closure per stream: this runs for every call.
+  const countIfReset = function (this: http2.ServerHttp2Stream): void {
+    if (this.aborted || String(sentGrpcStatus(this)) === DEADLINE_EXCEEDED) budget.reset();
+  };
+  session.on("stream", (stream: http2.ServerHttp2Stream) => stream.once("close", countIfReset));
 }
