@@ -83,10 +83,10 @@ function cutOff(stream: http2.ServerHttp2Stream, grpcContentType: string | undef
  * since gRPC clients connect ahead of their first call (grpc-go dials at
  * once, and on a GOAWAY at 10 s dialled again, every 10 s, for as long as
  * the channel was unused); each stream's request (headers and body) must
- * arrive whole within the request deadline, checked by one sweep per session, not a timer per
- * stream; and the session is closed (GOAWAY) once it has had no stream open
- * for the idle deadline. A stream whose request has arrived (a long server
- * stream) is left alone however quiet it is.
+ * arrive whole within the request deadline, checked by one sweep per
+ * session, not a timer per stream; and the session is closed (GOAWAY) once
+ * it has had no stream open for the idle deadline. A stream whose request
+ * has arrived (a long server stream) is left alone however quiet it is.
  *
  * Answers a client does not take (a flow-control window it never opens, a
  * connection it stops reading) are held in nodegate, where no write ever

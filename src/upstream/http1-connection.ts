@@ -200,8 +200,15 @@ export class Connection {
     if (this.#closed || this.call === undefined || this.#unwantedTimer !== undefined) return;
     this.#pool.unwanted++;
     this.#unwantedTimer = setTimeout(() => this.destroy(), ms).unref();
-    // A reply whose framing or size is known already may be over the limit.
-    if (this.#length > UNWANTED_REPLY_MAX_BYTES || (this.#stage === Stage.LengthBody && this.#length + this.#remaining > UNWANTED_REPLY_MAX_BYTES)) this.destroy();
+    // A reply whose head has come may be known to be over the limit already.
+    if (this.#unwantedTooLarge()) this.destroy();
+  }
+
+  /** The reply nobody waits for is, or is said by its content-length to be, larger than UNWANTED_REPLY_MAX_BYTES. */
+  #unwantedTooLarge(): boolean {
+    if (this.#unwantedTimer === undefined) return false;
+    const known = this.#stage === Stage.LengthBody ? this.#length + this.#remaining : this.#length;
+    return known > UNWANTED_REPLY_MAX_BYTES;
   }
 
   /** The unwanted reply ended, or its connection did. */
@@ -400,7 +407,7 @@ export class Connection {
   #account(n: number): void {
     this.#length += n;
     if (this.#length > this.#pool.maxBodyBytes) throw bodyTooLarge(this.#pool.maxBodyBytes);
-    if (this.#unwantedTimer !== undefined && this.#length > UNWANTED_REPLY_MAX_BYTES) throw bodyTooLarge(UNWANTED_REPLY_MAX_BYTES);
+    if (this.#unwantedTooLarge()) throw bodyTooLarge(UNWANTED_REPLY_MAX_BYTES);
     const budget = this.#pool.budget;
     if (budget === undefined) return;
     if (!budget.take(n)) {
@@ -492,9 +499,9 @@ export class Connection {
       const length = decimal(contentLength);
       if (length < 0) throw new Http1Error("HPE_INVALID_CONTENT_LENGTH", "invalid content-length");
       if (length > this.#pool.maxBodyBytes) throw bodyTooLarge(this.#pool.maxBodyBytes);
-      if (this.#unwantedTimer !== undefined && length > UNWANTED_REPLY_MAX_BYTES) throw bodyTooLarge(UNWANTED_REPLY_MAX_BYTES);
       this.#stage = Stage.LengthBody;
       this.#remaining = length;
+      if (this.#unwantedTooLarge()) throw bodyTooLarge(UNWANTED_REPLY_MAX_BYTES);
     } else {
       this.#stage = Stage.UntilClose;
       this.#keepAlive = false;
