@@ -14,6 +14,7 @@ import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import { JsonRpcService } from "../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { closeUnlessIdentified, guardHttp2Session, http1TimeoutOptions, watchHttp1Writes } from "./http/client-timeouts.js";
 import { handleCors } from "./http/cors.js";
+import { finAcknowledged } from "./http/fin-acknowledged.js";
 import { closeBeforeResetFlood } from "./http/stream-reset-budget.js";
 import { clusterMetricsReader } from "./observability/cluster-metrics.js";
 import type { Gateway } from "./gateway.js";
@@ -70,6 +71,8 @@ function originForm(target: string): string {
 
 /** How long calls cut short at the drain deadline have to write their "shutting down" answers. */
 const ANSWER_AT_DEADLINE_MS = 500;
+/** How often a graceful close asks the kernel which clients have acknowledged its FIN. */
+const FIN_POLL_MS = 50;
 export interface NodegateServer {
   /** Starts listening; resolves with the bound address. */
   listen(port: number, host?: string): Promise<AddressInfo>;
@@ -106,18 +109,28 @@ async function settledBy(work: Promise<unknown>, deadline: number): Promise<void
  * send queue (a client reading more slowly than nodegate writes) is reset by the kernel on the client's next
  * frame (a WINDOW_UPDATE, a ping), and the unsent tail of the answer is lost. A connection nothing was ever
  * written to has nothing to lose, and is closed at once: one that sent nothing, or only part of a request
- * (a slowloris), would otherwise hold the close to its deadline.
+ * (a slowloris), would otherwise hold the close to its deadline. So is one whose client's TCP has
+ * acknowledged every byte and the FIN, where the kernel says so (Linux): an idle grpcio channel does not
+ * close its side until it next wakes, seconds later.
  */
 async function closedByClients(sockets: ReadonlySet<Socket>, deadline: number): Promise<void> {
+  const open = new Set<Socket>();
   const closing = [...sockets].map((socket) => {
     if (socket.bytesWritten === 0) {
       socket.destroy();
       return undefined;
     }
     socket.end(); // an HTTP/2 session, destroyed after a graceful close, has Node read on until the client closes
-    return new Promise((resolve) => (socket.destroyed ? resolve(undefined) : socket.once("close", resolve)));
+    if (socket.destroyed) return undefined;
+    open.add(socket);
+    return new Promise((resolve) => socket.once("close", () => resolve(open.delete(socket))));
   });
-  await settledBy(Promise.all(closing), deadline);
+  const allClosed = Promise.all(closing);
+  // A client whose TCP has acknowledged everything, the FIN too, has nothing left to lose: close it then.
+  while (open.size > 0 && Date.now() < deadline) {
+    for (const socket of await finAcknowledged(open)) socket.destroy();
+    await settledBy(allClosed, Math.min(deadline, Date.now() + FIN_POLL_MS));
+  }
 }
 
 /** The services the typed door offers (the method table's, the generic one, health). */

@@ -12,6 +12,7 @@
  * The client is Node's HTTP/2 client (the transport under grpc-js), told when
  * to grow its connection window; Node refuses to ping once it has a GOAWAY.
  */
+import { existsSync } from "node:fs";
 import http2 from "node:http2";
 import net from "node:net";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
@@ -113,3 +114,36 @@ it("a connection that was never answered does not hold the close to its deadline
   await ended;
   slowloris.destroy();
 });
+
+// Linux reports which connections' FIN the client has acknowledged; elsewhere the close waits for the client to close.
+it.skipIf(!existsSync("/proc/net/tcp"))(
+  "a client that has its answer but neither reads nor closes after the GOAWAY does not hold the close to its deadline",
+  async () => {
+    const other = await startNodegate({ upstreamUrl: upstream.url });
+    // A relay that, once told, stops reading from nodegate and never closes its side, as an idle grpcio channel does.
+    let toNodegate: net.Socket | undefined;
+    const frozen = net.createServer((client) => {
+      const upstreamSide = net.connect({ port: other.port, host: "127.0.0.1", allowHalfOpen: true });
+      toNodegate = upstreamSide;
+      relayed.add(client).add(upstreamSide);
+      client.pipe(upstreamSide);
+      upstreamSide.pipe(client);
+      client.on("error", () => {});
+      upstreamSide.on("error", () => {});
+    });
+    relay = frozen;
+    const port = await new Promise<number>((resolve) => frozen.listen(0, "127.0.0.1", () => resolve((frozen.address() as net.AddressInfo).port)));
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    session.on("error", () => {});
+    const stream = session.request({ ":method": "POST", ":path": "/grpc.health.v1.Health/Check", "content-type": "application/grpc", te: "trailers" });
+    stream.end(Buffer.alloc(5));
+    const trailers = await new Promise<http2.IncomingHttpHeaders>((resolve) => stream.on("trailers", resolve).resume());
+    expect(trailers["grpc-status"]).toBe("0");
+    toNodegate!.unpipe(); // stops reading; the kernel still acknowledges what arrives, the FIN too
+    toNodegate!.pause();
+    // With a drain deadline past the test's timeout, the close resolves only if it does not wait for this client.
+    await other.server.close(120_000);
+    session.destroy();
+    frozen.close();
+  },
+);
