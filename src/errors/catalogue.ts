@@ -24,6 +24,16 @@ export function invalidRequest(reason: string): GatewayError {
   return new GatewayError({ code: -32600, message: `invalid request: ${reason}`, grpcCode: Code.InvalidArgument });
 }
 
+/** A request whose JSON holds more arrays and objects than parsing it may cost (codec/json-weight.ts). */
+export function tooManyJsonContainers(max: number): GatewayError {
+  return new GatewayError({
+    code: -32600,
+    message: `invalid request: the request holds more than ${max} JSON arrays and objects`,
+    grpcCode: Code.ResourceExhausted,
+    httpStatus: 413,
+  });
+}
+
 export function methodNotFound(method: string): GatewayError {
   return new GatewayError({
     code: -32601,

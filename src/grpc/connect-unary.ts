@@ -23,10 +23,13 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { compressionBrotli, compressionDeflate, compressionGzip } from "./compressions.js";
 import { codeToHttpStatus, errorToJsonBytes, parseTimeout } from "@connectrpc/connect/protocol-connect";
 import { keptCopy } from "../cache/kept-copy.js";
+import { holdsMoreJsonContainers, MAX_JSON_CONTAINERS } from "../codec/json-weight.js";
+import { tooManyJsonContainers } from "../errors/catalogue.js";
 import type { Gateway } from "../gateway.js";
 import type { NodeRequest, NodeResponse } from "../http/http-types.js";
 import { REQUEST_ID_HEADER } from "../observability/request-log.js";
 import { endWithParts } from "../http/response-body.js";
+import { toConnectError } from "./errors.js";
 import { decodeResult } from "./typed-services.js";
 import { HttpExchange } from "./http-exchange.js";
 import { parseBinary, serveUnary, type UnaryProtocol } from "./unary-call.js";
@@ -54,6 +57,7 @@ const jsonProtocol: UnaryProtocol = {
   door: "connect",
   timeout,
   request(body, _header, route) {
+    if (holdsMoreJsonContainers(body)) throw toConnectError(tooManyJsonContainers(MAX_JSON_CONTAINERS));
     try {
       return fromJsonString(route.spec.rpc.input, utf8.decode(body), { ignoreUnknownFields: true });
     } catch (err) {

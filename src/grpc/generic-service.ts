@@ -6,7 +6,8 @@
 import { create } from "@bufbuild/protobuf";
 import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import { type CallRequest, type CallResponse, CallResponseSchema, JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
-import { invalidParams } from "../errors/catalogue.js";
+import { holdsMoreJsonContainers, MAX_JSON_CONTAINERS } from "../codec/json-weight.js";
+import { invalidParams, tooManyJsonContainers } from "../errors/catalogue.js";
 import type { Gateway } from "../gateway.js";
 import { nativeCallContext, runNativeCall } from "../jsonrpc/native-call.js";
 import { resultText } from "../upstream/reply.js";
@@ -23,6 +24,7 @@ async function call(gateway: Gateway, request: CallRequest, ctx: HandlerContext)
     const network = gateway.network(ctx.requestHeader.get(NETWORK_HEADER) ?? undefined);
     if (request.method === "") throw invalidParams("method is required");
     const paramsText = request.paramsJson.trim() === "" ? "[]" : request.paramsJson;
+    if (paramsText.length > 2 * MAX_JSON_CONTAINERS && holdsMoreJsonContainers(Buffer.from(paramsText))) throw tooManyJsonContainers(MAX_JSON_CONTAINERS);
     let params: unknown;
     try {
       params = JSON.parse(paramsText);

@@ -156,7 +156,7 @@ export async function answerJsonRpc(text: Buffer, ctx: AnswerContext): Promise<A
   try {
     envelope = readEnvelope(text);
   } catch (err) {
-    if (err instanceof GatewayError) return envelopeError(err);
+    if (err instanceof GatewayError) return envelopeError(err, err.httpStatus);
     throw err;
   }
   const entries = envelope.entries;

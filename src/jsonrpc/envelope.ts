@@ -3,7 +3,8 @@
  * keeping each id and params as the caller's raw text. Invalid members become
  * entries with their error, answered individually.
  */
-import { invalidRequest, parseError } from "../errors/catalogue.js";
+import { holdsMoreJsonContainers, MAX_JSON_CONTAINERS } from "../codec/json-weight.js";
+import { invalidRequest, parseError, tooManyJsonContainers } from "../errors/catalogue.js";
 import type { GatewayError } from "../errors/gateway-error.js";
 import { type RawJsonError, scanArray, scanObject, skipValue, skipWhitespace } from "./raw-json.js";
 
@@ -24,8 +25,9 @@ export interface Envelope {
   entries: Entry[];
 }
 
-/** Throws parseError() for unparsable text and invalidRequest() for an empty batch. */
+/** Throws parseError() for unparsable text, invalidRequest() for an empty batch and tooManyJsonContainers() before parsing a text too costly to parse. */
 export function readEnvelope(body: Buffer): Envelope {
+  if (holdsMoreJsonContainers(body)) throw tooManyJsonContainers(MAX_JSON_CONTAINERS);
   let parsed: unknown;
   try {
     parsed = JSON.parse(body.toString("utf8"));
