@@ -21,7 +21,7 @@ export function matchNativeRoute(path: string): NativeRoute | undefined {
   const [, network, ws, key] = m;
   if (network === "ws" && ws === undefined) {
     // "/ws/v3/<KEY>" reads as network "ws" plus no ws segment; it is the WebSocket path.
-    return { transport: "ws", network: undefined, key: key || undefined };
+    return { transport: "ws", network: undefined, key: key ? safeDecode(key) : undefined };
   }
   return { transport: ws ? "ws" : "http", network, key: key ? safeDecode(key) : undefined };
 }

@@ -9,6 +9,7 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { status as GrpcStatus } from "@grpc/grpc-js";
 import { BaseError, createPublicClient, http, InvalidRequestRpcError } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
 import { ChainIdRequestSchema, type ChainIdResponse, EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { type CountingUpstream, startCountingUpstream } from "../support/counting-upstream.js";
@@ -73,6 +74,23 @@ describe("native path", () => {
       });
     });
   }
+
+  it("a key with percent-encoded characters is the same key over HTTP and WebSocket", async () => {
+    const encoded = `${ng.key.slice(0, -1)}%${ng.key.charCodeAt(ng.key.length - 1).toString(16)}`;
+    const reply = await postJson(`${ng.url}/v3/${encoded}`, chainId);
+    expect([reply.status, (reply.json as JsonRpcReply).result]).toEqual([200, "0x7a69"]);
+    for (const path of [`/ws/v3/${encoded}`, `/ethereum/ws/v3/${encoded}`]) {
+      const socket = new WebSocket(`${ng.url.replace("http", "ws")}${path}`);
+      try {
+        await new Promise((resolve, reject) => socket.once("open", resolve).once("unexpected-response", (_req, res) => reject(new Error(`${path}: HTTP ${res.statusCode}`))));
+        const answer = new Promise<string>((resolve) => socket.once("message", (data: Buffer) => resolve(data.toString("utf8"))));
+        socket.send(JSON.stringify(chainId));
+        expect(JSON.parse(await answer)).toEqual({ jsonrpc: "2.0", id: 5, result: "0x7a69" });
+      } finally {
+        socket.terminate();
+      }
+    }
+  });
 
   it("viem with an unknown key reports the provider's error", async () => {
     await withoutUpstreamTraffic(async () => {
