@@ -133,7 +133,7 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       return;
     }
     const contentType = req.headers["content-type"] ?? "";
-    if (!/^application\/json\b/i.test(contentType)) {
+    if (!/^application\/(?:json|jsonrequest)\b/i.test(contentType)) {
       calls = refuse(res, requestId, invalidRequest("content-type must be application/json"), 415);
       return;
     }

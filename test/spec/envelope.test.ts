@@ -103,6 +103,11 @@ specRule("transport.http-post", async () => {
     { headers: { "content-type": "application/json; charset=utf-8" } },
   );
   expect(withCharset.status).toBe(200);
+  // The media types geth takes (rpc/http.go acceptedContentTypes), as legacy clients send them.
+  for (const type of ["application/json-rpc", "application/jsonrequest"]) {
+    const other = await g.http.post({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }, { headers: { "content-type": type } });
+    expect([type, other.status, other.json.result]).toEqual([type, 200, "0x7a69"]);
+  }
 
   const get = await g.http.post(undefined, { method: "GET" });
   expect(get.status).toBe(405);
