@@ -8,6 +8,7 @@ import type { NodeRequest, NodeResponse } from "../http/http-types.js";
 import { invalidRequest } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import type { Gateway } from "../gateway.js";
+import { contentEncoding, decodeBody, isSupportedEncoding, SUPPORTED_ENCODINGS, UndecodableBody } from "./body-encoding.js";
 import { answerContext, answerJsonRpc, CANCELED_OUTCOME, type CallRecord, refusalAnswer } from "./answer.js";
 import { CallCancellation } from "../call-signal.js";
 import { logAnswer, REFUSED_METHOD } from "./answer-log.js";
@@ -137,6 +138,15 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       calls = refuse(res, requestId, invalidRequest("content-type must be application/json"), 415);
       return;
     }
+    const encoding = contentEncoding(header(req, "content-encoding"));
+    if (!isSupportedEncoding(encoding)) {
+      calls = refuse(res, requestId, invalidRequest(`content-encoding ${encoding} is not supported (send ${SUPPORTED_ENCODINGS}, or none)`), 415);
+      return;
+    }
+    const readDecodedBody = async (): Promise<Buffer | undefined> => {
+      const raw = await readBody(req, gateway.limits.maxBodyBytes);
+      return raw === undefined ? undefined : decodeBody(raw, encoding, gateway.limits.maxBodyBytes);
+    };
     let network;
     let key;
     try {
@@ -152,8 +162,12 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       // The body is read (within the same limit) so each call hears why under its own id.
       let text: Buffer | undefined;
       try {
-        text = await readBody(req, gateway.limits.maxBodyBytes);
-      } catch {
+        text = await readDecodedBody();
+      } catch (readErr) {
+        if (readErr instanceof UndecodableBody) {
+          calls = refuse(res, requestId, err);
+          return;
+        }
         const unread = unreadRecord(req);
         calls = unread.calls;
         log(unread.status);
@@ -165,8 +179,12 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
     }
     let body: Buffer | undefined;
     try {
-      body = await readBody(req, gateway.limits.maxBodyBytes);
+      body = await readDecodedBody();
     } catch (err) {
+      if (err instanceof UndecodableBody) {
+        calls = refuse(res, requestId, invalidRequest(err.message), 400);
+        return;
+      }
       // The client went away (or was cut off by a deadline) before its body arrived: nobody to answer, nothing wrong here.
       gateway.log.debug({ err: (err as Error).message }, "native request body not received");
       const unread = unreadRecord(req);
