@@ -326,8 +326,19 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
         res.end();
         return;
       }
-      res.writeContinue();
+      continueUnlessTooLarge(req, res);
     }
+    handle(req, res);
+  };
+  // A body declared larger than the limit is refused before the client sends it: no 100 Continue, and the connection
+  // closes after the refusal (found from outside: a client was told to go on, sent 100 MB, and was then refused).
+  const continueUnlessTooLarge = (req: Req, res: Res): void => {
+    const declared = Number(req.headers["content-length"]);
+    if (!(declared > gateway.limits.maxBodyBytes)) res.writeContinue();
+    else if (req.httpVersionMajor === 1) res.setHeader("connection", "close");
+  };
+  const checkContinue = (req: Req, res: Res): void => {
+    continueUnlessTooLarge(req, res);
     handle(req, res);
   };
 
@@ -339,6 +350,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       handle,
     );
     Object.assign(secure, http1TimeoutOptions(gateway.limits));
+    secure.on("checkContinue", checkContinue);
     // Node's compatibility layer listens to 'stream' (installed with the 'request' listener, which
     // HTTP/1.1 over TLS still uses); HTTP/2 streams go to the dispatcher instead, as without TLS.
     secure.removeAllListeners("stream");
@@ -349,6 +361,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     listener = secure;
   } else {
     plain = http.createServer(http1TimeoutOptions(gateway.limits), handle);
+    plain.on("checkContinue", checkContinue);
     // Node starts checking the headers and request deadlines when a server listens; this one is handed
     // its connections instead, so it is told to start.
     plain.emit("listening");
