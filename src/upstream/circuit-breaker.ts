@@ -73,8 +73,14 @@ export class CircuitBreaker {
     return this.#state === "half-open" && this.#probing && Date.now() - this.#probeStartedAt < this.#cooldownMs;
   }
 
-  /** Resolves when the probe out now settles, or when it has been out a cooldown (the next call may then probe itself). */
+  /**
+   * Resolves when the probe out now settles, or when it has been out a cooldown (the next call may then probe
+   * itself). Only that probe is waited for: one that another call starts meanwhile is not (found from outside: with
+   * a silent node and calls coming steadily, a new probe started every cooldown, and a call waited on probe after
+   * probe, for up to 30 s, before being told the calls were paused).
+   */
   probeSettled(): Promise<void> {
+    const until = this.#probeStartedAt + this.#cooldownMs;
     return new Promise((resolve) => {
       let timer: NodeJS.Timeout | undefined;
       const done = (): void => {
@@ -84,7 +90,7 @@ export class CircuitBreaker {
       // A timer counts on the loop's own clock, the breaker on Date.now(): a timer set for the time left can fire a
       // little before the cooldown has passed by Date.now(), and the woken call would find the probe still out.
       const wait = (): void => {
-        const left = this.#cooldownMs - (Date.now() - this.#probeStartedAt);
+        const left = until - Date.now();
         if (left <= 0) done();
         else timer = setTimeout(wait, left);
       };

@@ -162,13 +162,14 @@ export class Network {
     );
   }
 
-  async #try(member: Member, method: string, paramsText: string, options: NetworkCallOptions): Promise<UpstreamResult> {
+  /** `waitedMs`: how long the call waited on the primary's probe, taken from its deadline (which counts from its arrival). */
+  async #try(member: Member, method: string, paramsText: string, options: NetworkCallOptions, waitedMs = 0): Promise<UpstreamResult> {
     const ownDeadline = options.timeoutMs !== undefined;
     const started = performance.now();
     try {
       const result = await member.upstream.call(method, paramsText, {
         signal: options.signal,
-        timeoutMs: options.timeoutMs ?? this.#timeoutMs,
+        timeoutMs: Math.max(1, Math.round((options.timeoutMs ?? this.#timeoutMs) - waitedMs)),
         idempotent: options.idempotent,
         flow: options.flow,
       });
@@ -202,18 +203,27 @@ export class Network {
     }
   }
 
+  /** Whether a partner whose circuit is closed may take this call if the primary cannot. */
+  #partnerReady(method: string, options: NetworkCallOptions): boolean {
+    return this.#mayFailOver(method, options) && this.#members.slice(1).some((partner) => partner.breaker.state === "closed");
+  }
+
   async call(method: string, paramsText: string, options: NetworkCallOptions = {}): Promise<UpstreamResult> {
     const primary = this.#members[0] as Member;
     let outage: unknown;
     let admitted = primary.breaker.allow();
-    if (!admitted && primary.breaker.probing && options.signal?.aborted !== true) {
-      // A probe is out (often the cache's own finality read): its outcome decides for this call too.
+    let waitedMs = 0;
+    if (!admitted && primary.breaker.probing && options.signal?.aborted !== true && !this.#partnerReady(method, options)) {
+      // A probe is out (often the cache's own finality read): its outcome decides for this call too. A call a partner
+      // may answer goes there instead of waiting (found from outside: such calls waited behind a silent primary).
+      const waitFrom = performance.now();
       await primary.breaker.probeSettled();
+      waitedMs = performance.now() - waitFrom;
       admitted = primary.breaker.allow();
     }
     if (admitted) {
       try {
-        return await this.#try(primary, method, paramsText, options);
+        return await this.#try(primary, method, paramsText, options, waitedMs);
       } catch (err) {
         if (!isOutage(err) || options.signal?.aborted) throw err;
         outage = err;
@@ -225,7 +235,7 @@ export class Network {
       for (const partner of this.#members.slice(1)) {
         if (!partner.breaker.allow()) continue;
         try {
-          const result = await this.#try(partner, method, paramsText, options);
+          const result = await this.#try(partner, method, paramsText, options, waitedMs);
           this.failovers++;
           this.#metrics?.failovers.inc({ network: this.name, upstream: partner.upstream.label });
           // At warn once per outage (until the primary answers again), then at debug: a busy failover would flood the log.

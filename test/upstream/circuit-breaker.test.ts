@@ -6,7 +6,7 @@
  * the caller's own call, right behind it, was refused although the upstream
  * had healed).
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { upstreamUnavailable } from "../../src/errors/catalogue.js";
 import { CircuitBreaker } from "../../src/upstream/circuit-breaker.js";
 import { Network } from "../../src/upstream/network.js";
@@ -121,5 +121,84 @@ describe("Network", () => {
     expect(probe.status).toBe("rejected");
     expect(caller).toMatchObject({ status: "rejected", reason: { message: expect.stringMatching(/calls are paused/) } });
     expect(state.calls).toBe(2); // the first outage and the probe: the waiting call never reached the upstream
+  });
+});
+
+describe("waiting on a probe", () => {
+  it("a call waits for the probe out when it came, not for one another call starts meanwhile", async () => {
+    // Found from outside: with a silent node and calls coming steadily, a new probe started every cooldown, and a
+    // call waited on probe after probe, for up to 30 s, before being told calls were paused.
+    vi.useFakeTimers({ now: 1_000_000 });
+    try {
+      const breaker = new CircuitBreaker({ threshold: 1, cooldownMs: 40 });
+      breaker.failure();
+      vi.advanceTimersByTime(40);
+      expect(breaker.allow()).toBe(true); // probe A
+      vi.advanceTimersByTime(5);
+      // At A's cooldown another call takes the probe (B), just before the waiting call's timer fires.
+      let probeB = false;
+      setTimeout(() => (probeB = breaker.allow()), 35);
+      let woken = false;
+      void breaker.probeSettled().then(() => (woken = true));
+      await vi.advanceTimersByTimeAsync(35);
+      expect(probeB).toBe(true);
+      expect(woken).toBe(true);
+      expect(breaker.allow()).toBe(false); // B is out: the woken call is refused (or fails over), not held
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("the wait is taken from the call's deadline", async () => {
+    const timeouts: number[] = [];
+    const { upstream, state } = scriptedUpstream();
+    upstream.call = async (_method, _params, options) => {
+      state.calls++;
+      timeouts.push(options.timeoutMs ?? -1);
+      await sleep(state.delayMs);
+      if (state.down) throw upstreamUnavailable("connection refused");
+      return result('"0x1"');
+    };
+    const network = new Network({ name: "ethereum", family: "eth", upstreams: [upstream], timeoutMs: 1000, breaker: { threshold: 1, cooldownMs: 60 } });
+    await expect(network.call("eth_chainId", "[]")).rejects.toMatchObject({ code: -32050 });
+    await sleep(70);
+    state.delayMs = 100; // the probe stays out past a cooldown, still down
+    const probe = network.call("eth_chainId", "[]");
+    await sleep(10);
+    const waiting = network.call("eth_chainId", "[]"); // waits out the cooldown, then probes itself
+    await Promise.allSettled([probe, waiting]);
+    expect(timeouts).toHaveLength(3);
+    expect(timeouts[1]).toBe(1000);
+    expect(timeouts[2]).toBeLessThan(1000 - 30); // about 50 ms waited
+    expect(timeouts[2]).toBeGreaterThan(1000 - 200);
+  });
+});
+
+describe("waiting on a probe, with a partner", () => {
+  it("a call a partner may answer goes to it while the primary's probe is out, rather than waiting behind it", async () => {
+    const primary = scriptedUpstream();
+    const partner = scriptedUpstream();
+    partner.upstream.label = "partner";
+    partner.state.down = false;
+    const network = new Network({
+      name: "ethereum",
+      family: "eth",
+      upstreams: [primary.upstream, partner.upstream],
+      timeoutMs: 1000,
+      breaker: { threshold: 1, cooldownMs: 50 },
+      failover: { methods: ["eth_chainId"], plans: ["growth"] },
+    });
+    const mayFailOver = { idempotent: true, plan: "growth" as const };
+    await expect(network.call("eth_chainId", "[]", mayFailOver)).resolves.toBeDefined(); // the primary fails: open, and the partner answers
+    await sleep(60);
+    primary.state.delayMs = 300; // the probe is out for 300 ms, then fails
+    let probeSettled = false;
+    const probe = network.call("eth_blockNumber", "[]").finally(() => (probeSettled = true));
+    await sleep(5);
+    const callsBefore = partner.state.calls;
+    await expect(network.call("eth_chainId", "[]", mayFailOver)).resolves.toBeDefined();
+    expect(probeSettled).toBe(false);
+    expect(partner.state.calls).toBe(callsBefore + 1);
+    await probe.catch(() => {});
   });
 });
