@@ -178,12 +178,11 @@ describe("waiting on a probe, with a partner", () => {
   it("a call a partner may answer goes to it while the primary's probe is out, rather than waiting behind it", async () => {
     const primary = scriptedUpstream();
     const partner = scriptedUpstream();
-    partner.upstream.label = "partner";
     partner.state.down = false;
     const network = new Network({
       name: "ethereum",
       family: "eth",
-      upstreams: [primary.upstream, partner.upstream],
+      upstreams: [primary.upstream, { ...partner.upstream, label: "partner" }],
       timeoutMs: 1000,
       breaker: { threshold: 1, cooldownMs: 50 },
       failover: { methods: ["eth_chainId"], plans: ["growth"] },
