@@ -37,9 +37,9 @@ export function answerUnknownRpc(url: string, headers: IncomingHttpHeaders, res:
     const answerType = contentType.startsWith("application/grpc-web") ? (contentType.startsWith("application/grpc-web-text") ? "application/grpc-web-text+proto" : "application/grpc-web+proto") : "application/grpc";
     const status = { "content-type": answerType, "grpc-status": "12", "grpc-message": encodeGrpcMessage(message) };
     if ("stream" in res) {
-      // One HEADERS frame that ends the stream: grpc-js reads a status only from such a frame or from trailers.
-      const requestId = res.getHeader(REQUEST_ID_HEADER);
-      res.stream.respond({ ":status": 200, ...status, ...(requestId === undefined ? {} : { [REQUEST_ID_HEADER]: String(requestId) }) }, { endStream: true });
+      // One HEADERS frame that ends the stream: grpc-js reads a status only from such a frame or from trailers. The
+      // headers set on the response so far (its request id, CORS for a browser's gRPC-Web) go in it too.
+      res.stream.respond({ ...res.getHeaders(), ":status": 200, ...status }, { endStream: true });
       return true;
     }
     res.writeHead(200, status);

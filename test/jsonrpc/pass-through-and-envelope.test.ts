@@ -4,6 +4,7 @@
  * reach the same allowlist through JsonRpcService.Call; the JSON-RPC 2.0
  * envelope (batches, ids, notifications, every error code); HTTP rules; CORS.
  */
+import http2 from "node:http2";
 import net from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -318,6 +319,30 @@ describe("HTTP rules", () => {
     for (const h of ["content-encoding", "connect-content-encoding", "connect-accept-encoding", "grpc-message-type", "traceparent"]) expect(allowed).toContain(h);
     const exposed = ok.headers.get("access-control-expose-headers")?.split(", ") ?? [];
     for (const h of ["grpc-status", "grpc-status-details-bin", "content-encoding", "connect-content-encoding", "x-request-id", "retry-after"]) expect(exposed).toContain(h);
+  });
+
+  it("CORS: a gRPC-Web call to a method nodegate does not serve carries the CORS headers over HTTP/2 as over HTTP/1.1", async () => {
+    // Found from outside: over HTTP/2 (a browser on HTTPS) the UNIMPLEMENTED answer had none, so the web app saw a
+    // CORS failure instead of a readable status.
+    const headers = { "content-type": "application/grpc-web+proto", "x-grpc-web": "1", origin: "https://dapp.example", "x-api-key": ng.key };
+    const path = "/nodegate.eth.v1.EthService/NoSuchMethod";
+    const overHttp1 = await fetch(`${ng.url}${path}`, { method: "POST", headers, body: new Uint8Array(5) });
+    const overHttp2 = await new Promise<http2.IncomingHttpHeaders>((resolve, reject) => {
+      const session = http2.connect(ng.url);
+      session.on("error", reject);
+      const stream = session.request({ ":method": "POST", ":path": path, ...headers });
+      stream.on("response", (h) => {
+        resolve(h);
+        session.close();
+      });
+      stream.end(new Uint8Array(5));
+    });
+    expect(overHttp1.headers.get("grpc-status")).toBe("12");
+    expect(overHttp2["grpc-status"]).toBe("12");
+    for (const name of ["access-control-allow-origin", "access-control-expose-headers", "vary", "x-request-id"]) {
+      expect([name, overHttp2[name] !== undefined]).toEqual([name, true]);
+      if (name !== "x-request-id") expect([name, overHttp2[name]]).toEqual([name, overHttp1.headers.get(name)]);
+    }
   });
 
   it("a request target in absolute form (what a client sends to a proxy) is served, as RFC 9112 asks", async () => {
