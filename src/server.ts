@@ -73,6 +73,8 @@ function originForm(target: string): string {
 const ANSWER_AT_DEADLINE_MS = 500;
 /** How often a graceful close asks the kernel which clients have acknowledged its FIN. */
 const FIN_POLL_MS = 50;
+/** How often a graceful close looks whether Node has destroyed the HTTP/2 sessions it closed. */
+const SESSION_POLL_MS = 10;
 export interface NodegateServer {
   /** Starts listening; resolves with the bound address. */
   listen(port: number, host?: string): Promise<AddressInfo>;
@@ -131,6 +133,12 @@ async function closedByClients(sockets: ReadonlySet<Socket>, deadline: number): 
     for (const socket of await finAcknowledged(open)) socket.destroy();
     await settledBy(allClosed, Math.min(deadline, Date.now() + FIN_POLL_MS));
   }
+}
+
+/** Waits until Node has destroyed every closed session (it emits nothing then: its 'close' waits for the client), up to `deadline`. */
+async function destroyedByNode(sessions: ReadonlySet<http2.Http2Session>, deadline: number): Promise<void> {
+  const pending = () => [...sessions].some((session) => session.closed && !session.destroyed);
+  while (pending() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, SESSION_POLL_MS));
 }
 
 /** The services the typed door offers (the method table's, the generic one, health). */
@@ -288,6 +296,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   };
   const trackSession = (session: http2.ServerHttp2Session) => {
     sessions.add(session);
+    if (draining) session.close(); // a connection accepted before the drain, its session set up after
     session.on("close", () => sessions.delete(session));
     guardHttp2Session(session, gateway.limits);
     closeBeforeResetFlood(session);
@@ -436,6 +445,10 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       }
       wsHandler.close();
       plain?.close(); // stops Node's deadline checks
+      // Each HTTP/2 session, closed above, is destroyed by Node once its streams have ended and what they wrote has
+      // left. Destroyed here as soon as the last call ended, a session lost the frames Node had not yet written (the
+      // last stream's trailers, the final GOAWAY), and a client reading slowly got its answers without a status.
+      await destroyedByNode(sessions, Math.max(deadline, Date.now() + ANSWER_AT_DEADLINE_MS));
       for (const session of sessions) session.destroy();
       await closedByClients(sockets, Math.max(deadline, Date.now() + ANSWER_AT_DEADLINE_MS));
       for (const socket of sockets) socket.destroy();
