@@ -40,8 +40,8 @@ export interface CallCacheStats {
   joined: number;
 }
 
-/** The most an answer waits to be stored while finality is still unknown. */
-const STORE_WAIT_MS = 200;
+/** The most a call waits for a fresh finality reading after a long pause. */
+const REFRESH_WAIT_MS = 200;
 
 /** Params longer than this are keyed by their digest, so keys stay small. */
 const LONG_PARAMS = 256;
@@ -129,7 +129,7 @@ export class CallCache {
       if (stance === "wait") {
         // After a long pause: what is stored may predate a rewind, so the fresh reading comes first (one small call;
         // not waited for longer than an answer would wait to be stored, in case the primary is failing).
-        await Promise.race([this.#head.finalized(), new Promise<void>((resolve) => setTimeout(resolve, STORE_WAIT_MS).unref())]);
+        await Promise.race([this.#head.finalized(), new Promise<void>((resolve) => setTimeout(resolve, REFRESH_WAIT_MS).unref())]);
         stance = this.#stance(rule);
         if (stance === "wait") stance = "store later";
       }
@@ -155,12 +155,8 @@ export class CallCache {
             // answers (a reorg moved it, and finality passed the new chain) must not be stored as final.
             const finalizedWhenSent = this.#head.lastFinalized;
             const result = await fetch(s);
-            const stored = this.#storeIfFinal(key, rule, result, finalizedWhenSent);
-            // Stored before the answer goes, so the next identical call finds it. Only while finality is still
-            // being asked for (a new process, or a failing primary whose answer a partner replaced) does the
-            // caller stop waiting after a moment, and the answer is stored when finality is known.
-            if (this.#head.finalizedKnown) await stored;
-            else await Promise.race([stored, new Promise<void>((resolve) => setTimeout(resolve, STORE_WAIT_MS).unref())]);
+            // Stored before the answer goes, so the next identical call finds it.
+            await this.#storeIfFinal(key, rule, result, finalizedWhenSent);
             return result;
           };
     if (this.#coalescer === undefined) return fetchAndStore(signal ?? NEVER_CANCELLED);
@@ -171,18 +167,16 @@ export class CallCache {
    * What the cache does for a call, decided without waiting (but after a
    * long pause, "wait" for a fresh finality reading first): look its answer
    * up (and store it once final: a lookup by hash is judged on the answer);
-   * only store it, when finality is still being learnt (nothing stored can be
-   * looked up before); or nothing, for a block known not to be final or a
-   * node that names no finalized block. Asking for finality also starts
-   * learning it, while the node answers, so that it is usually known by the
-   * time the answer is stored.
+   * or nothing, for a block known not to be final, a node that names no
+   * finalized block, or finality still being learnt (an answer asked for
+   * before the first reading came back is never stored: see #storeIfFinal).
+   * Asking for finality also starts learning it.
    */
   #stance(rule: FinalityRule): "look up" | "store later" | "pass" | "wait" {
     const finalized = this.#head.finalized();
     if (this.#head.refreshingAfterPause) return "wait";
     if (rule.kind === "result") return "look up";
-    if (typeof finalized === "bigint") return rule.number <= finalized ? "look up" : "pass";
-    return finalized === undefined ? "pass" : "store later";
+    return typeof finalized === "bigint" && rule.number <= finalized ? "look up" : "pass";
   }
 
   #encodingsOf(stored: Buffer): Map<object, Buffer> {
@@ -196,13 +190,16 @@ export class CallCache {
 
   /**
    * Stores `result` when the block it is about was final when its request
-   * was sent (`finalizedWhenSent`; when finality was still being learnt
-   * then, the first reading learnt).
+   * was sent (`finalizedWhenSent`, a reading that had come back by then). An
+   * answer asked for before any reading came back is not stored: a reading
+   * taken later cannot vouch for it (found from outside: a first reading slow
+   * to come back was taken after a reorg had replaced the block and finality
+   * had passed it, and the block as it was before was stored as final).
    */
   async #storeIfFinal(key: string, rule: FinalityRule, result: UpstreamResult, finalizedWhenSent: bigint | undefined): Promise<void> {
     try {
       const block = rule.kind === "result" ? rule.blockOf(result) : rule.number;
-      const finalized = finalizedWhenSent ?? (await this.#head.finalized());
+      const finalized = finalizedWhenSent;
       if (block === undefined || finalized === undefined || block > finalized) return;
       // A null or an empty list may come from a lagging node (a final block it does not have yet, a log range past its
       // head): never kept, whatever the rule.

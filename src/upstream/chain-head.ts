@@ -74,11 +74,6 @@ export class ChainHead {
     return this.#finalized;
   }
 
-  /** Whether the finalized block number has been learnt (finalized() then answers without waiting). */
-  get finalizedKnown(): boolean {
-    return this.#finalized !== undefined;
-  }
-
   /**
    * Called when blocks nodegate had seen as final changed: the node's
    * finalized block went back, or the block it called finalized before is no
