@@ -168,15 +168,16 @@ export class CallCache {
    * long pause, "wait" for a fresh finality reading first): look its answer
    * up (and store it once final: a lookup by hash is judged on the answer);
    * or nothing, for a block known not to be final, a node that names no
-   * finalized block, or finality still being learnt (an answer asked for
-   * before the first reading came back is never stored: see #storeIfFinal).
+   * finalized block, finality still being learnt (an answer asked for
+   * before the first reading came back is never stored: see #storeIfFinal)
+   * or a last reading that failed (a rewind would go unseen).
    * Asking for finality also starts learning it.
    */
   #stance(rule: FinalityRule): "look up" | "store later" | "pass" | "wait" {
     const finalized = this.#head.finalized();
     if (this.#head.refreshingAfterPause) return "wait";
-    if (rule.kind === "result") return "look up";
-    return typeof finalized === "bigint" && rule.number <= finalized ? "look up" : "pass";
+    if (typeof finalized !== "bigint") return "pass";
+    return rule.kind === "result" || rule.number <= finalized ? "look up" : "pass";
   }
 
   #encodingsOf(stored: Buffer): Map<object, Buffer> {

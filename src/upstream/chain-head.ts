@@ -7,7 +7,7 @@
  * runs after the network closes.
  */
 import { GatewayError } from "../errors/gateway-error.js";
-import type { Network } from "./network.js";
+import { isOutage, type Network } from "./network.js";
 import { resultText } from "./reply.js";
 
 const QUANTITY = /^0x(0|[1-9a-fA-F][0-9a-fA-F]{0,63})$/;
@@ -32,6 +32,13 @@ export class ChainHead {
   #finalizedFetch: Promise<void> | undefined;
   /** The refresh under way follows a long pause: callers wait for it rather than trust the old reading. */
   #refreshAfterPause = false;
+  /**
+   * The node answered the last reading with an error (or named no finalized block): the reading before it is kept,
+   * to see a rewind by once readings come back, and not used meanwhile. Used, it could be served for as long as the
+   * readings fail (found from outside: a dev chain rewound while its finalized reading failed was served stale for as
+   * long as that lasted, where a reading at most twice finalizedMaxAgeMs old is the promise).
+   */
+  #readingFailed = false;
   readonly #rewindListeners: ((from: bigint, to: bigint) => void)[] = [];
 
   constructor(network: Network, maxAgeMs = 12_000, finalizedMaxAgeMs = 4_000) {
@@ -60,8 +67,8 @@ export class ChainHead {
         this.#refreshAfterPause = false;
       });
     }
-    if (this.#finalizedFetch !== undefined && (this.#finalized === undefined || this.#refreshAfterPause)) return this.#finalizedFetch.then(() => this.#finalized);
-    return this.#finalized;
+    if (this.#finalizedFetch !== undefined && (this.#finalized === undefined || this.#refreshAfterPause)) return this.#finalizedFetch.then(() => this.lastFinalized);
+    return this.lastFinalized;
   }
 
   /** A refresh after a long pause is under way: the reading from before it must not be trusted until it is done. */
@@ -71,7 +78,7 @@ export class ChainHead {
 
   /** The finalized block number as last fetched, without asking again; undefined until it has been learnt. */
   get lastFinalized(): bigint | undefined {
-    return this.#finalized;
+    return this.#readingFailed ? undefined : this.#finalized;
   }
 
   /**
@@ -89,10 +96,17 @@ export class ChainHead {
     let hash: string | undefined;
     try {
       const block = await this.#block('"finalized"');
-      if (block === undefined) return;
+      if (block === undefined) {
+        this.#readingFailed = true;
+        return;
+      }
       ({ value, hash } = block);
-    } catch {
-      return; // no finality known: nothing is cached until the next attempt succeeds
+    } catch (err) {
+      // A node that answers with an error: no finality known, nothing is looked up or stored until a reading comes
+      // back. An outage leaves the reading as it was: nothing newer can be asked for meanwhile, what is stored keeps
+      // answering, and a rewind (a dev node restarted afresh) is seen at the first reading after it.
+      if (!isOutage(err)) this.#readingFailed = true;
+      return;
     }
     const previous = this.#finalized;
     const previousHash = this.#finalizedHash;
@@ -105,6 +119,7 @@ export class ChainHead {
     this.#finalized = value;
     this.#finalizedHash = hash;
     if (rewound && previous !== undefined) for (const listener of this.#rewindListeners) listener(previous, value);
+    this.#readingFailed = false;
   }
 
   /** A block's number and hash, by tag or number; undefined when the node has no such block. */

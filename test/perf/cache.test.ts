@@ -127,6 +127,7 @@ describe("final answers are served from the cache", () => {
       return { result: { number: hex(n), hash: blockHash(n, version) } };
     };
     try {
+      const before = sent("eth_getBlockByNumber", ["0x5", false]);
       const first = await post(local.rpcUrl, rpc("eth_getBlockByNumber", ["0x5", false]));
       expect(first.json.result.hash).toBe(blockHash(5, 1));
       version = 2; // the reorg, before the finality reading is taken
@@ -136,7 +137,7 @@ describe("final answers are served from the cache", () => {
       // Asked for with finality known, it is stored: the node is not asked again.
       const third = await post(local.rpcUrl, rpc("eth_getBlockByNumber", ["0x5", false]));
       expect(third.json.result.hash).toBe(blockHash(5, 2));
-      expect(sent("eth_getBlockByNumber", ["0x5", false])).toBe(2);
+      expect(sent("eth_getBlockByNumber", ["0x5", false]) - before).toBe(2);
     } finally {
       await local.close();
     }
@@ -413,6 +414,43 @@ describe("reorgs", () => {
     // The orphaned block by hash is whatever the node now says, never the copy from before.
     expect((await via("eth_getBlockByHash", [before.hash, false])).result).toEqual(await direct("eth_getBlockByHash", [before.hash, false]));
     expect(sent("eth_getBlockByHash", [before.hash, false])).toBe(2);
+  });
+
+  it("while the finality reading fails, nothing stored is served: a rewind meanwhile would go unseen", async () => {
+    // Found from outside: a dev chain rewound while its finalized reading failed, and the answers stored before were
+    // served for as long as the reading failed, where a reading at most twice finalizedMaxAgeMs old is the promise.
+    const local = await startNodegate({ upstreamUrl: upstream.url, config: { cache: { maxBytes: 1 << 20, coalesce: true, coalesceWindowMs: 60_000, finalizedMaxAgeMs: 50 } } });
+    const head = local.gateway.network(undefined).head;
+    const blockHash = (n: number, version: number) => `0x${version.toString(16).padStart(2, "0")}${n.toString(16).padStart(62, "0")}`;
+    let version = 1;
+    let readingFails = false;
+    override = (r) => {
+      const params = r.params as unknown[];
+      if (r.method !== "eth_getBlockByNumber") return undefined;
+      if (params[0] === "finalized") return readingFails ? { error: { code: -32000, message: "finalized block not available" } } : { result: { number: hex(10), hash: blockHash(10, version) } };
+      const n = Number.parseInt(params[0] as string, 16);
+      return { result: { number: hex(n), hash: blockHash(n, version) } };
+    };
+    try {
+      expect(await head.finalized()).toBe(10n);
+      const before = sent("eth_getBlockByNumber", ["0x5", false]);
+      for (let i = 0; i < 2; i++) expect((await post(local.rpcUrl, rpc("eth_getBlockByNumber", ["0x5", false]))).json.result.hash).toBe(blockHash(5, 1));
+      expect(sent("eth_getBlockByNumber", ["0x5", false]) - before).toBe(1);
+      readingFails = true;
+      version = 2; // the rewind, unseen: the reading fails
+      await new Promise((r) => setTimeout(r, 60));
+      head.finalized(); // the refresh, which fails
+      await expect.poll(() => head.lastFinalized).toBeUndefined();
+      expect((await post(local.rpcUrl, rpc("eth_getBlockByNumber", ["0x5", false]))).json.result.hash).toBe(blockHash(5, 2));
+      // Readings come back and see the rewind: what was stored before is dropped, and the new block is kept.
+      readingFails = false;
+      await new Promise((r) => setTimeout(r, 60));
+      head.finalized();
+      await expect.poll(() => head.lastFinalized).toBe(10n);
+      for (let i = 0; i < 2; i++) expect((await post(local.rpcUrl, rpc("eth_getBlockByNumber", ["0x5", false]))).json.result.hash).toBe(blockHash(5, 2));
+    } finally {
+      await local.close();
+    }
   });
 
   it("when the node's finalized block goes back, nothing stored before is served", async () => {
