@@ -37,8 +37,9 @@ function config(): Config {
 
 async function serve(): Promise<{ port: number; stats: () => unknown }> {
   const c = config();
-  const { gateway, server } = createApp(c, createLogger(c.logLevel), c.keys ?? []);
+  const { gateway, server, learnFinality } = createApp(c, createLogger(c.logLevel), c.keys ?? []);
   const address = await server.listen(0, "127.0.0.1");
+  learnFinality(); // as src/main.ts does
   return { port: address.port, stats: () => Object.fromEntries(gateway.networks().map((n) => [n.name, n.cache?.stats])) };
 }
 

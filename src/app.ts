@@ -29,6 +29,12 @@ export interface App {
   server: NodegateServer;
   /** Rate-limit counters and the cache store (in process, or Redis when configured). */
   stores: Stores;
+  /**
+   * Asks each network that stores final answers for its finalized block, once, in the background: an answer asked
+   * for before the first reading came back is never stored, so a process that learns finality when it starts can
+   * store its first callers' answers.
+   */
+  learnFinality(): void;
 }
 
 export interface AppDependencies {
@@ -79,5 +85,8 @@ export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[
     heldAnswers: new HeldAnswers(replyBudget),
   });
   const tls = config.tls ? { cert: readFileSync(config.tls.certFile), key: readFileSync(config.tls.keyFile) } : undefined;
-  return { gateway, stores, server: createNodegateServer(gateway, { wsPingIntervalMs: config.websocket.pingIntervalMs, tls, drainMs: config.drainMs, ...deps.serverOptions }) };
+  const learnFinality = (): void => {
+    for (const network of networks) if (network.cache?.storesFinalAnswers) void network.head.finalized();
+  };
+  return { gateway, stores, learnFinality, server: createNodegateServer(gateway, { wsPingIntervalMs: config.websocket.pingIntervalMs, tls, drainMs: config.drainMs, ...deps.serverOptions }) };
 }

@@ -69,8 +69,10 @@ async function start(configPath: string | undefined): Promise<void> {
   let server;
   let address;
   try {
-    ({ server } = createApp(config, log, keys));
+    const app = createApp(config, log, keys);
+    server = app.server;
     address = await server.listen(config.port, config.host);
+    app.learnFinality();
   } catch (err) {
     // A port in use (or any start failure) must not leave the embedded node running behind it.
     await anvil?.stop();

@@ -105,6 +105,11 @@ export class CallCache {
     });
   }
 
+  /** Whether answers are stored once final (a store, and finality rules for the network's family). */
+  get storesFinalAnswers(): boolean {
+    return this.#store !== undefined && this.#rules.size > 0;
+  }
+
   get stats(): CallCacheStats {
     return { ...this.#stats, joined: this.#coalescer?.joined ?? 0 };
   }

@@ -143,6 +143,20 @@ describe("final answers are served from the cache", () => {
     }
   });
 
+  it("a process that learns finality when it starts (as src/main.ts does) stores its first caller's answer", async () => {
+    const local = await startNodegate({ upstreamUrl: upstream.url, config: { cache: { maxBytes: 1 << 20, coalesce: true, coalesceWindowMs: 60_000, finalizedMaxAgeMs: 60_000 } } });
+    try {
+      local.learnFinality();
+      await expect.poll(() => local.gateway.network(undefined).head.lastFinalized).toBeDefined();
+      const block = await direct("eth_getBlockByNumber", ["0x6", false]);
+      const before = sent("eth_getBlockByHash", [block.hash, false]);
+      for (let i = 0; i < 2; i++) expect((await post(local.rpcUrl, rpc("eth_getBlockByHash", [block.hash, false]))).json.result).toEqual(block);
+      expect(sent("eth_getBlockByHash", [block.hash, false]) - before).toBe(1);
+    } finally {
+      await local.close();
+    }
+  });
+
   it("lookups by hash whose answer names a final block", async () => {
     const block = await direct("eth_getBlockByNumber", ["0x1", false]);
     for (let i = 0; i < 2; i++) {

@@ -29,6 +29,8 @@ export interface TestNodegate {
   /** The listening side (requests in flight, graceful close). */
   server: NodegateServer;
   logs: Record<string, unknown>[];
+  /** What src/main.ts does once listening: each caching network asks for its finalized block, in the background. */
+  learnFinality(): void;
   close(): Promise<void>;
 }
 
@@ -86,7 +88,7 @@ export async function startNodegate(options: StartOptions): Promise<TestNodegate
       done();
     },
   });
-  const { gateway, server, stores } = createApp(config, createLogger(config.logLevel, sink), keys, { serverOptions: options.serverOptions });
+  const { gateway, server, stores, learnFinality } = createApp(config, createLogger(config.logLevel, sink), keys, { serverOptions: options.serverOptions });
   const address = await server.listen(0, "127.0.0.1");
   const key = (keys[0] as KeyConfig).key;
   return {
@@ -99,6 +101,7 @@ export async function startNodegate(options: StartOptions): Promise<TestNodegate
     gateway,
     stores,
     server,
+    learnFinality,
     logs,
     close: () => server.close(),
   };
