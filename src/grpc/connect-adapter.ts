@@ -13,11 +13,9 @@ import type { UniversalHandler, UniversalServerRequest } from "@connectrpc/conne
 import { parseTimeout as parseConnectTimeout } from "@connectrpc/connect/protocol-connect";
 import { parseTimeout as parseGrpcTimeout } from "@connectrpc/connect/protocol-grpc";
 import type { NodeRequest, NodeResponse } from "../http/http-types.js";
-import { holdsMoreJsonContainers, MAX_JSON_CONTAINERS } from "../codec/json-weight.js";
-import { tooManyJsonContainers } from "../errors/catalogue.js";
-import { toConnectError } from "./errors.js";
 import { isGrpcWebText } from "./grpc-web-unary.js";
 import { serveTextMode } from "./grpc-web-text-transcoder.js";
+import { withWeighedJsonBody } from "./weighed-json-body.js";
 
 export interface ConnectAdapterOptions extends ConnectRouterOptions {
   routes: (router: ConnectRouter) => void;
@@ -96,35 +94,4 @@ function withBodyDeadline(request: UniversalServerRequest, res: NodeResponse): U
     }
   }
   return { ...request, body: untilDeadline() };
-}
-
-/**
- * A Connect JSON request whose body is weighed before Connect parses it: one holding more arrays and objects than
- * MAX_JSON_CONTAINERS fails RESOURCE_EXHAUSTED, as on the fast path (connect-unary.ts). Connect reads a unary body
- * whole before parsing it, so holding it here costs nothing more; past `readMaxBytes` it is passed on for Connect to
- * refuse.
- */
-function withWeighedJsonBody(request: UniversalServerRequest, readMaxBytes: number): UniversalServerRequest {
-  if (!(request.header.get("content-type") ?? "").startsWith("application/json")) return request;
-  const body = request.body as AsyncIterable<Uint8Array>;
-  async function* weighed(): AsyncIterable<Uint8Array> {
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    const source = body[Symbol.asyncIterator]();
-    for (;;) {
-      const next = await source.next();
-      if (next.done === true) break;
-      chunks.push(next.value);
-      size += next.value.length;
-      if (size > readMaxBytes) {
-        yield* chunks;
-        yield* { [Symbol.asyncIterator]: () => source };
-        return;
-      }
-    }
-    const whole = chunks.length === 1 ? (chunks[0] as Uint8Array) : Buffer.concat(chunks, size);
-    if (holdsMoreJsonContainers(whole)) throw toConnectError(tooManyJsonContainers(MAX_JSON_CONTAINERS));
-    yield whole;
-  }
-  return { ...request, body: weighed() };
 }

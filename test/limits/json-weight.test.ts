@@ -3,7 +3,11 @@
  * door that reads JSON, and nothing else waits on it. Found from outside: 5 MiB of `[[[…]]]` (within the body
  * limit) took JSON.parse seconds, and every other caller waited that long.
  */
+import http2 from "node:http2";
+import { gzipSync } from "node:zlib";
 import { create } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
@@ -98,5 +102,89 @@ describe("typed door (Connect JSON)", () => {
   it("the door goes on serving", async () => {
     const client = connectClient(ng.url, EthService, ng.key);
     expect((await client.blockNumber(create(EthService.method.blockNumber.input))).number).toBeGreaterThanOrEqual(0n);
+  });
+});
+
+/** One length-prefixed message: flag byte, big-endian length, the bytes. */
+function envelope(message: Buffer, compressed = false): Buffer {
+  const head = Buffer.alloc(5);
+  head[0] = compressed ? 1 : 0;
+  head.writeUInt32BE(message.length, 1);
+  return Buffer.concat([head, message]);
+}
+
+/** A raw gRPC call over HTTP/2: its status, from the trailers or a trailers-only head. */
+async function grpcCall(url: string, path: string, headers: Record<string, string>, body: Buffer): Promise<{ status?: string; message?: string }> {
+  const session = http2.connect(url);
+  try {
+    return await new Promise((resolve, reject) => {
+      const stream = session.request({ ":method": "POST", ":path": path, te: "trailers", ...headers });
+      let head: http2.IncomingHttpHeaders = {};
+      stream.on("response", (h) => (head = h));
+      stream.on("trailers", (t) => (head = { ...head, ...t }));
+      stream.on("error", reject);
+      stream.resume();
+      stream.on("close", () => resolve({ status: head["grpc-status"] as string | undefined, message: head["grpc-message"] as string | undefined }));
+      stream.end(body);
+    });
+  } finally {
+    session.close();
+  }
+}
+
+describe("typed door (JSON in length-prefixed messages: gRPC, gRPC-Web and Connect streams)", () => {
+  const blockNumberPath = `/${EthService.typeName}/${EthService.method.blockNumber.name}`;
+
+  it("gRPC with the JSON codec: RESOURCE_EXHAUSTED before parsing, and the node sees nothing", async () => {
+    const before = recorder.requests.length;
+    const reply = await grpcCall(ng.url, blockNumberPath, { "content-type": "application/grpc+json", "x-api-key": ng.key }, envelope(Buffer.from(`{"unknown":${DEEP}}`)));
+    expect(reply).toEqual({ status: "8", message: REFUSAL });
+    expect(recorder.requests.length).toBe(before);
+  });
+
+  it("a compressed message is weighed once inflated", async () => {
+    const compressed = gzipSync(Buffer.from(`{"unknown":${WIDE}}`));
+    expect(compressed.length).toBeLessThan(100_000); // small on the wire: only its inflated size tells
+    const reply = await grpcCall(ng.url, blockNumberPath, { "content-type": "application/grpc+json", "grpc-encoding": "gzip", "x-api-key": ng.key }, envelope(compressed, true));
+    expect(reply).toEqual({ status: "8", message: REFUSAL });
+  });
+
+  it("gRPC-Web with the JSON codec (a route Connect serves: health): the status in the trailer frame", async () => {
+    const res = await fetch(`${ng.url}/grpc.health.v1.Health/Check`, {
+      method: "POST",
+      headers: { "content-type": "application/grpc-web+json", "x-api-key": ng.key },
+      body: envelope(Buffer.from(`{"service":"","unknown":${WIDE}}`)),
+    });
+    const text = Buffer.from(await res.arrayBuffer()).toString("latin1");
+    expect(text).toContain("grpc-status: 8");
+    expect(text).toContain("more%20than%20100000%20JSON");
+  });
+
+  it("a Connect server stream with the JSON codec: the end of the stream says RESOURCE_EXHAUSTED", async () => {
+    const res = await fetch(`${ng.url}/${EthService.typeName}/${EthService.method.subscribeNewHeads.name}`, {
+      method: "POST",
+      headers: { "content-type": "application/connect+json", "x-api-key": ng.key },
+      body: envelope(Buffer.from(`{"unknown":${DEEP}}`)),
+    });
+    const bytes = Buffer.from(await res.arrayBuffer());
+    expect(bytes[0]).toBe(2); // the end-of-stream message
+    expect(JSON.parse(bytes.subarray(5).toString("utf8"))).toMatchObject({ error: { code: "resource_exhausted", message: REFUSAL } });
+  });
+
+  it.each([
+    ["gRPC", createGrpcTransport],
+    ["gRPC-Web", createGrpcWebTransport],
+  ] as const)("ordinary JSON calls are served: connect-es over %s with the JSON codec", async (_label, transportOf) => {
+    const transport = transportOf({
+      baseUrl: ng.url,
+      httpVersion: transportOf === createGrpcTransport ? "2" : "1.1",
+      useBinaryFormat: false,
+      interceptors: [(next) => (req) => (req.header.set("x-api-key", ng.key), next(req))],
+    });
+    const client = createClient(EthService, transport);
+    const latest = await client.blockNumber(create(EthService.method.blockNumber.input));
+    expect(latest.number).toBeGreaterThanOrEqual(0n);
+    const block = await client.getBlockByNumber(create(EthService.method.getBlockByNumber.input, { block: { kind: { case: "number", value: 0n } } }));
+    expect(block.block?.number).toBe(0n);
   });
 });
