@@ -5,6 +5,7 @@
  * errors both become a GatewayError; the front doors only render it.
  */
 import { Code } from "@connectrpc/connect";
+import { withoutSecrets } from "./secret-texts.js";
 
 export interface JsonRpcErrorObject {
   code: number;
@@ -43,12 +44,13 @@ export class GatewayError extends Error {
     const stackTraceLimit = Error.stackTraceLimit;
     Error.stackTraceLimit = 0;
     try {
-      super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
+      // A node's text may quote the upstream URL's key (secret-texts.ts).
+      super(withoutSecrets(init.message), init.cause === undefined ? undefined : { cause: init.cause });
     } finally {
       Error.stackTraceLimit = stackTraceLimit;
     }
     this.code = init.code;
-    this.data = init.data;
+    this.data = init.data === undefined ? undefined : withoutSecrets(init.data);
     this.grpcCode = init.grpcCode;
     this.httpStatus = init.httpStatus ?? 200;
     this.retryAfterSeconds = init.retryAfterSeconds;

@@ -1,7 +1,8 @@
 /**
  * The root logger. API keys travel in URL paths and headers, so request URLs
  * and key headers are never logged as they are; these paths are redacted in
- * case one slips into a log object. Lines go to stdout in batches (one
+ * case one slips into a log object, and every line leaves out the upstream
+ * URLs' secret parts, which a node's text may quote (secret-texts.ts). Lines go to stdout in batches (one
  * write per 32 KiB, and at least once a second), written asynchronously, so a
  * request's log line costs no system call and never waits for stdout. On a
  * graceful stop nodegate waits for `flushLogs`; on any other exit what is
@@ -10,6 +11,7 @@
  */
 import { writeSync } from "node:fs";
 import { type DestinationStream, destination as fileDestination, type Logger, type LoggerOptions, pino } from "pino";
+import { withoutSecrets } from "../errors/secret-texts.js";
 
 export const REDACT_PATHS = [
   "req.url",
@@ -49,6 +51,7 @@ export class LineBatcher implements DestinationStream {
   }
 
   write(line: string): void {
+    line = withoutSecrets(line);
     this.#lines.push(line);
     this.#size += line.length;
     if (this.#size >= this.#chunk) this.handOver();
@@ -104,7 +107,7 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
 
 function createPinoLogger(level: string, destination?: DestinationStream): Logger {
   const options: LoggerOptions = { level, redact: { paths: REDACT_PATHS, censor: "[redacted]" }, base: { service: "nodegate" } };
-  if (destination) return pino(options, destination);
+  if (destination) return pino(options, scrubbed(destination));
   // minLength 1: flush(callback) waits until everything handed over is written.
   const stdout = fileDestination({ dest: 1, sync: false, minLength: 1, maxWrite: 64 * 1024, maxLength: MAX_PENDING_BYTES });
   const lines = new LineBatcher(stdout, 32 * 1024);
@@ -120,6 +123,15 @@ function createPinoLogger(level: string, destination?: DestinationStream): Logge
   // At low traffic the batch fills slowly: lines leave at most a second late. (The timer does not keep the process alive.)
   setInterval(() => lines.handOver(), 1000).unref();
   return pino(options, lines);
+}
+
+/** A destination that gets each line without the upstream URLs' secret parts (a node's text may quote them: secret-texts.ts). */
+function scrubbed(destination: DestinationStream): DestinationStream {
+  const flushable = destination as DestinationStream & { flush?: (callback: (err?: Error) => void) => void };
+  return {
+    write: (line: string) => destination.write(withoutSecrets(line)),
+    ...(typeof flushable.flush === "function" ? { flush: (callback: (err?: Error) => void) => flushable.flush?.(callback) } : {}),
+  } as DestinationStream;
 }
 
 /** Resolves once every line logged so far is written (or after `timeoutMs`, so a stuck stdout cannot hold up a stop). */

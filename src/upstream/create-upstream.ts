@@ -4,12 +4,15 @@
  */
 import type { Logger } from "pino";
 import type { WebSocketSettings } from "../config/config.js";
+import { keepSecretsOf } from "../errors/secret-texts.js";
 import { HttpUpstream } from "./http-upstream.js";
 import type { ReplyBudget } from "./reply-budget.js";
 import type { Upstream } from "./upstream.js";
 import { WsUpstream } from "./ws-upstream.js";
 
 export function createUpstream(url: string, label: string, websocket: WebSocketSettings, log?: Logger, budget?: ReplyBudget): Upstream {
+  // A node may quote its URL (its key) in what it answers: that text must not reach callers or logs.
+  keepSecretsOf(url);
   const scheme = new URL(url).protocol;
   if (scheme === "ws:" || scheme === "wss:") {
     return new WsUpstream({

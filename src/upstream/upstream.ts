@@ -1,5 +1,6 @@
 import type { UpstreamResult } from "./reply.js";
 import type { CallSignal } from "../call-signal.js";
+import { KEPT_PATH_SEGMENT } from "../errors/secret-texts.js";
 
 export interface CallOptions {
   /** Aborts when the caller goes away. */
@@ -38,4 +39,3 @@ export function redactUrl(url: string): string {
   }
 }
 
-const KEPT_PATH_SEGMENT = /^(v\d+|ws|rpc|ext|bc)$/i;

@@ -12,7 +12,7 @@ import { type AnvilNode, freePort, startAnvil } from "../../src/embedded/anvil.j
 import { connectClient } from "../support/grpc-clients.js";
 import { basic, post, rpc } from "../support/http.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
-import { type Answer, type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
+import { type Answer, type ProgrammableUpstream, startProgrammableUpstream, type UpstreamRequest } from "../support/programmable-upstream.js";
 
 const CLIENT_KEY = "client-key-must-not-leak-7f3a";
 const CLIENT_SECRET = "client-secret-must-not-leak-91c";
@@ -21,13 +21,15 @@ const UPSTREAM_KEY = "upstream-provider-key-must-not-leak-c0de";
 let anvil: AnvilNode;
 let upstream: ProgrammableUpstream;
 let answer: Answer;
+/** When set, answers each request (the request's id is then at hand). */
+let answerFor: ((request: UpstreamRequest) => Answer) | undefined;
 let ng: TestNodegate;
 let dead: TestNodegate;
 const seen: string[] = [];
 
 beforeAll(async () => {
   anvil = await startAnvil();
-  upstream = await startProgrammableUpstream(() => answer, `/v3/${UPSTREAM_KEY}`);
+  upstream = await startProgrammableUpstream((r) => answerFor?.(r) ?? answer, `/v3/${UPSTREAM_KEY}`);
   ng = await startNodegate({ upstreamUrl: upstream.url, keys: [{ key: CLIENT_KEY, plan: "growth", secret: CLIENT_SECRET }], config: { upstreamTimeoutMs: 300 } });
   dead = await startNodegate({ upstreamUrl: `http://127.0.0.1:${await freePort()}/v3/${UPSTREAM_KEY}`, keys: [{ key: CLIENT_KEY, plan: "core" }] });
 });
@@ -85,4 +87,57 @@ it("no key or secret in any response or log line", async () => {
   }
   // The upstream did receive its key in the path: the test would see it if nodegate echoed it.
   expect(upstream.requests[0]?.path).toBe(`/v3/${UPSTREAM_KEY}`);
+});
+
+it("a node that quotes its URL (its key) in what it answers: nodegate's messages and logs leave the key out", async () => {
+  // A nodegate of its own: the first test left its node's circuit open, and this one's must not open (threshold high).
+  const echoing = await startNodegate({
+    upstreamUrl: upstream.url,
+    keys: [{ key: CLIENT_KEY, plan: "growth", secret: CLIENT_SECRET }],
+    config: { circuitBreaker: { threshold: 1000, cooldownMs: 1000 } },
+  });
+  const texts: string[] = [];
+  const nativeText = async (body: unknown) => {
+    const res = await post(`${echoing.url}/v3/${CLIENT_KEY}`, body, basic(CLIENT_SECRET));
+    texts.push(res.text);
+  };
+  const typedText = async () => {
+    const err = ConnectError.from(
+      await connectClient(echoing.url, EthService, CLIENT_KEY, "grpc")
+        .getBlockByNumber({ block: { kind: { case: "number", value: 0n } } }, { headers: basic(CLIENT_SECRET) })
+        .then(
+          () => new Error("answered"),
+          (e: unknown) => e,
+        ),
+    );
+    texts.push(err.rawMessage, JSON.stringify(err.details));
+  };
+  const echoes = (r: UpstreamRequest) => `/v3/${UPSTREAM_KEY}?id=${String(r.id)}`;
+  try {
+    // A provider refusing its key, and saying which.
+    answerFor = (r) => ({ raw: JSON.stringify({ jsonrpc: "2.0", id: r.id, error: { code: -32002, message: `invalid project id ${echoes(r)}` } }), status: 401 });
+    await nativeText(rpc("eth_blockNumber"));
+    await typedText();
+    // A node error quoting it in its message and data.
+    answerFor = (r) => ({ error: { code: -32000, message: `no route for ${echoes(r)}`, data: { url: echoes(r) } } });
+    await nativeText(rpc("eth_blockNumber"));
+    await typedText();
+    // A reply whose id, or whose whole text, is the request line.
+    answerFor = (r) => ({ raw: JSON.stringify({ jsonrpc: "2.0", id: echoes(r), result: "0x1" }) });
+    await nativeText(rpc("eth_blockNumber"));
+    answerFor = (r) => ({ raw: `POST ${echoes(r)} HTTP/1.1 not understood` });
+    await nativeText(rpc("eth_blockNumber"));
+    // A result the typed door cannot decode, quoted in its -32053.
+    answerFor = (r) => ({ result: { number: `0xzz${echoes(r)}` } });
+    await typedText();
+  } finally {
+    answerFor = undefined;
+    await echoing.close();
+  }
+  const logs = echoing.logs.map((l) => JSON.stringify(l));
+  const everything = [...texts, ...logs].join("\n");
+  expect(texts.filter((t) => t.includes("<redacted>")).length).toBeGreaterThanOrEqual(5);
+  expect(everything).not.toContain(UPSTREAM_KEY);
+  // The rest of what the node said is still there for the caller to read.
+  expect(texts[0]).toContain("invalid project id /v3/<redacted>?id=");
 });

@@ -1,0 +1,62 @@
+/**
+ * The secret parts of the upstream URLs (a provider's key in its path, user info, query values), and what removes
+ * them from the texts nodegate writes. nodegate never writes an upstream's URL itself, but a node may quote it: an
+ * error such as "invalid project id /v3/<KEY>", a reply id or a malformed reply that echoes the request line. Such
+ * text travels in error messages (GatewayError) and log lines, which both pass through `withoutSecrets`.
+ */
+
+/** Path segments that name an API version or a route, not a key (kept in the banner too: upstream.ts). */
+export const KEPT_PATH_SEGMENT = /^(v\d+|ws|rpc|ext|bc)$/i;
+
+/** Shorter texts are not secrets worth the name, and would match words in messages by chance. */
+const MIN_SECRET_LENGTH = 8;
+
+const REDACTED = "<redacted>";
+
+let secrets: string[] = [];
+
+/**
+ * What of `url` must never be written: user info and query values, and every path segment that could be a key (not a
+ * version-like word; one of at least 16 characters, or of 8 with a letter and a digit, as keys and tokens are), each
+ * as written in the URL and decoded.
+ */
+export function secretPartsOfUrl(url: string): string[] {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return [];
+  }
+  const parts = [u.username, u.password, ...u.searchParams.values()];
+  for (const pair of u.search.slice(1).split("&")) parts.push(pair.slice(pair.indexOf("=") + 1));
+  for (const segment of u.pathname.split("/")) {
+    if (KEPT_PATH_SEGMENT.test(segment)) continue;
+    if (segment.length >= 16 || (segment.length >= MIN_SECRET_LENGTH && /\d/.test(segment) && /[a-z]/i.test(segment))) parts.push(segment);
+  }
+  const found = new Set<string>();
+  for (const part of parts) {
+    for (const form of [part, decoded(part)]) if (form.length >= MIN_SECRET_LENGTH) found.add(form);
+  }
+  return [...found];
+}
+
+function decoded(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+/** Adds the secret parts of an upstream's URL to what `withoutSecrets` removes (for the life of the process). */
+export function keepSecretsOf(url: string): void {
+  const added = secretPartsOfUrl(url).filter((part) => !secrets.includes(part));
+  // Longest first, so that a secret holding another is removed whole.
+  if (added.length > 0) secrets = [...secrets, ...added].sort((a, b) => b.length - a.length);
+}
+
+/** `text` with every secret part of an upstream URL replaced by "<redacted>". */
+export function withoutSecrets(text: string): string {
+  for (const secret of secrets) if (text.includes(secret)) text = text.split(secret).join(REDACTED);
+  return text;
+}

@@ -1,0 +1,24 @@
+/** What of an upstream URL counts as secret, and how it leaves a text (src/errors/secret-texts.ts). */
+import { describe, expect, it } from "vitest";
+import { secretPartsOfUrl } from "../../src/errors/secret-texts.js";
+
+describe("secretPartsOfUrl", () => {
+  it.each([
+    ["https://mainnet.infura.io/v3/0123456789abcdef0123456789abcdef", ["0123456789abcdef0123456789abcdef"]],
+    ["https://eth-mainnet.g.alchemy.com/v2/AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEf", ["AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEf"]],
+    ["https://rpc.ankr.com/eth/4f3a2b1c9d8e7f60", ["4f3a2b1c9d8e7f60"]],
+    ["https://example.quiknode.pro/a1b2c3d4e5f6/", ["a1b2c3d4e5f6"]],
+    ["wss://mainnet.infura.io/ws/v3/0123456789abcdef0123456789abcdef", ["0123456789abcdef0123456789abcdef"]],
+  ])("a provider's key in the path: %s", (url, parts) => {
+    expect(secretPartsOfUrl(url)).toEqual(parts);
+  });
+
+  it("user info and query values, as written and decoded; route words and short segments are not secrets", () => {
+    expect(secretPartsOfUrl("https://nodeuser:p%40ss-word-1@node.example/eth/mainnet/rpc?apikey=key%2Fwith-slash1&x=1").sort()).toEqual(
+      ["nodeuser", "p%40ss-word-1", "p@ss-word-1", "key/with-slash1", "key%2Fwith-slash1"].sort(),
+    );
+    expect(secretPartsOfUrl("http://127.0.0.1:8545")).toEqual([]);
+    expect(secretPartsOfUrl("https://host/ethereum/mainnet/archive")).toEqual([]);
+    expect(secretPartsOfUrl("not a url")).toEqual([]);
+  });
+});
