@@ -130,7 +130,7 @@ export function typedRefusalLog(log: Logger, metrics: Metrics, servedPaths: () =
         writeRequestLine(log, "info", {
           door,
           method,
-          path: served ? undefined : path.slice(0, 200),
+          path: served ? undefined : loggablePath(path),
           requestId: requestId === undefined ? undefined : String(requestId),
           status: outcome,
           httpStatus: status.httpStatus,
@@ -139,4 +139,20 @@ export function typedRefusalLog(log: Logger, metrics: Metrics, servedPaths: () =
       });
     },
   };
+}
+
+/** A typed RPC's path: `/package.Service/Method`, identifiers only. */
+const RPC_SHAPED = /^\/[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\/[A-Za-z_]\w*$/;
+
+/**
+ * An unserved path as logged: whole when it has an RPC's shape (a misspelt method is worth seeing), else only its first
+ * segment when others follow and it is a plain word (`/v3.0/…`): a native call sent to a wrong path (`/v3.0/<KEY>`)
+ * must not log its key.
+ */
+function loggablePath(path: string): string {
+  if (path.length <= 200 && RPC_SHAPED.test(path)) return path;
+  const second = path.indexOf("/", 1);
+  if (second < 0) return "/…";
+  const first = path.slice(1, second);
+  return /^[A-Za-z_][\w.-]{0,63}$/.test(first) ? `/${first}/…` : "/…";
 }

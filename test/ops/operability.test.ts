@@ -505,6 +505,19 @@ describe("typed requests answered before Connect's interceptor, as operators see
     const viaConnect = await lineOf("typed-unserved-connect");
     expect([viaConnect.door, viaConnect.method, viaConnect.status, viaConnect.httpStatus]).toEqual(["connect", "(unserved)", "Unimplemented", 404]);
 
+    // A native call sent to a path whose first segment has a dot is taken for a typed one: the key in it is not logged.
+    for (const [path, logged] of [
+      ["/v3.0/openkey1234567890", "/v3.0/…"],
+      ["/eth.mainnet/v3/openkey1234567890", "/eth.mainnet/…"],
+      ["/openkey1234567890.x", "/…"],
+    ] as const) {
+      const id = `typed-unserved-${logged.length}-${path.length}`;
+      await (await fetch(`${ng.url}${path}`, { method: "POST", headers: { "content-type": "application/json", "x-request-id": id }, body: "{}" })).text();
+      const line = await lineOf(id);
+      expect([line.method, line.path]).toEqual(["(unserved)", logged]);
+      expect(JSON.stringify(line)).not.toContain("openkey");
+    }
+
     const client = new grpc.Client(`127.0.0.1:${ng.port}`, grpc.credentials.createInsecure());
     try {
       const metadata = new grpc.Metadata();
