@@ -184,7 +184,9 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       res.end("this address takes WebSocket connections\n");
       return;
     }
-    switch (path) {
+    // A probe or scrape URL may carry a query (Prometheus' `params:`): the path alone names the endpoint.
+    const queryAt = path.indexOf("?");
+    switch (queryAt < 0 ? path : path.slice(0, queryAt)) {
       case "/healthz":
         res.writeHead(200, { "content-type": "text/plain" });
         res.end("ok\n");

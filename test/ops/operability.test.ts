@@ -169,6 +169,15 @@ describe("health", () => {
     }
   });
 
+  it("health and metrics answer with a query on their URL (a probe's or Prometheus' `params:`), as without", async () => {
+    for (const path of ["/healthz?probe=1", "/readyz?verbose", "/metrics?format=prometheus&x=1"]) {
+      const res = await fetch(`${ng.url}${path}`);
+      expect(res.status, path).toBe(200);
+      const text = await res.text();
+      if (path.startsWith("/metrics")) expect(text).toContain("nodegate_requests_total");
+    }
+  });
+
   it("/healthz is process liveness; /readyz follows the upstream; Watch streams the change", async () => {
     const down = await startProgrammableUpstream(() => ({ destroy: true }));
     const idle = await startNodegate({ upstreamUrl: down.url });
