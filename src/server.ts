@@ -277,6 +277,14 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       refusalLog.watch(req, res);
       if (refuseMalformedGet(req, res)) return;
     }
+    // As on HTTP/2 (dispatchHttp2Stream): a connection closed under a write that never completes (a stream cut for
+    // its reader's pace, a client gone with its window shut) emits neither 'drain' nor 'error' on the response, and
+    // Connect would wait for one forever, the call's log line, outcome and stream gauge with it.
+    if (req.httpVersionMajor === 1) {
+      res.once("close", () => {
+        if (!res.writableFinished) res.emit("drain");
+      });
+    }
     connect.handle(req, res);
   };
 

@@ -35,10 +35,20 @@ function hasClosed(res: NodeResponse): boolean {
   return "stream" in res ? res.stream.closed || res.stream.destroyed : res.closed || res.destroyed;
 }
 
+/** Requests whose transport cutTransport ended. */
+const cut = new WeakSet<NodeRequest>();
+
+/** Whether the call's transport was ended by cutTransport (its client read too slowly), not by the client. */
+export function transportWasCut(values: ContextValues): boolean {
+  const req = values.get(nodeRequestKey);
+  return req !== undefined && cut.has(req);
+}
+
 /** Ends the call's transport at once: resets its HTTP/2 stream (RESOURCE_EXHAUSTED), or drops an HTTP/1.1 connection. */
 export function cutTransport(ctx: HandlerContext): void {
   const req = nodeRequestOf(ctx.values);
   if (req === undefined) return;
+  cut.add(req);
   if (req instanceof http2.Http2ServerRequest) {
     if (req.stream.destroyed) return;
     req.stream.close(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);

@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { Metrics } from "./metrics.js";
-import { nodeRequestOf } from "../grpc/node-request.js";
+import { nodeRequestOf, transportWasCut } from "../grpc/node-request.js";
 import { writeRequestLine } from "./request-line.js";
 
 /** How connect-node words a stream the peer's side closed (connectErrorFromH2ResetCode). */
@@ -95,6 +95,10 @@ export function requestLogInterceptor(log: Logger, metrics: Metrics): Intercepto
           ended = "failed";
           // A client gone mid-stream (its connection reset, so Node closes the stream with INTERNAL_ERROR) fails the
           // next write: the client left, nodegate did not fail (found from outside: counted as Internal, at warn).
+          if (transportWasCut(req.contextValues)) {
+            done(Code[Code.ResourceExhausted], { error: "the stream was ended: its client read too slowly" });
+            throw err;
+          }
           if (req.signal.aborted || (err instanceof ConnectError && err.rawMessage.startsWith(STREAM_CLOSED))) {
             done(Code[Code.Canceled]);
             throw err;
@@ -103,8 +107,11 @@ export function requestLogInterceptor(log: Logger, metrics: Metrics): Intercepto
         } finally {
           // Every message made, but the client had left before they were sent: that is a cancellation too.
           if (ended === "ok") done(req.signal.aborted ? Code[Code.Canceled] : "ok");
-          // Returned early: the client went away mid-stream.
-          else if (ended === undefined) done(Code[Code.Canceled]);
+          // Returned early: the client went away mid-stream, or nodegate ended the stream for its reader's pace.
+          else if (ended === undefined) {
+            if (transportWasCut(req.contextValues)) done(Code[Code.ResourceExhausted], { error: "the stream was ended: its client read too slowly" });
+            else done(Code[Code.Canceled]);
+          }
         }
       })(),
     };

@@ -7,7 +7,8 @@
  * is released, and the clients that keep up receive everything, bursts
  * bigger than the buffer included.
  */
-import { create } from "@bufbuild/protobuf";
+import http from "node:http";
+import { create, toBinary } from "@bufbuild/protobuf";
 import type * as grpc from "@grpc/grpc-js";
 import { toHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
@@ -157,5 +158,51 @@ it("native WebSocket: a client that stops reading is closed with 1008 and a reas
   } finally {
     await fast.close();
     await slow.close();
+  }
+});
+
+it("Connect over HTTP/1.1: a stream that is not read is ended, logged and counted, and its gauge comes down", async () => {
+  // Found from outside: on HTTP/1.1 the cut left Connect waiting on a write that never settled, so the stream was
+  // never finished: no log line, no outcome, nodegate_open_streams one higher for good.
+  const openStreams = async () => Number(/^nodegate_open_streams (\d+)$/m.exec(await (await fetch(`${nodegate.url}/metrics`)).text())?.[1]);
+  const streamsBefore = await openStreams();
+  const cuts = () => nodegate.logs.filter((l) => l.msg === "ending a slow stream subscriber").length;
+  const cutsBefore = cuts();
+  const request = toBinary(SubscribeLogsRequestSchema, create(SubscribeLogsRequestSchema, { filter: create(LogFilterSchema, { address: [decodeData(probe.address)] }) }));
+  const envelope = Buffer.alloc(5 + request.length);
+  envelope.writeUInt32BE(request.length, 1);
+  envelope.set(request, 5);
+  const path = `/${EthService.typeName}/${EthService.method.subscribeLogs.name}`;
+  const requestId = "slow-http1-stream";
+  const slow = http.request(`${nodegate.url}${path}`, {
+    method: "POST",
+    agent: false,
+    headers: { "content-type": "application/connect+proto", "connect-protocol-version": "1", "x-api-key": nodegate.key, "x-request-id": requestId },
+  });
+  // Connect sends the head with the first message; the answer is never read.
+  slow.once("response", (res) => res.pause());
+  slow.on("error", () => {});
+  slow.end(envelope);
+  try {
+    await waitForLiveSubscriptions(nodegate.gateway, "logs", 1);
+    const note = toHex(new Uint8Array(24 * 1024).fill(0xcd));
+    let sent = 0;
+    while (cuts() === cutsBefore && sent < MAX_LOGS) {
+      for (let i = 0; i < LOG_STEP; i++) {
+        await chain.rpc("eth_sendTransaction", [{ from: SENDER, to: probe.address, data: probe.storeData(BigInt(sent + i), note), gas: "0x200000" }]);
+      }
+      sent += LOG_STEP;
+    }
+    expect(cuts()).toBe(cutsBefore + 1);
+    await waitForNoLiveSubscriptions(nodegate.gateway);
+    let line: Record<string, unknown> | undefined;
+    for (let i = 0; i < 250 && line === undefined; i++) {
+      line = nodegate.logs.find((l) => l.requestId === requestId && l.msg === "request");
+      if (line === undefined) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(line).toMatchObject({ door: "connect", method: `${EthService.typeName}/${EthService.method.subscribeLogs.name}`, status: "ResourceExhausted" });
+    expect(await openStreams()).toBe(streamsBefore);
+  } finally {
+    slow.destroy();
   }
 });
