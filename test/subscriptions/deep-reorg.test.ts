@@ -13,6 +13,7 @@ import { EthService, SubscribeLogsRequestSchema, SubscribeNewHeadsRequestSchema 
 import { LogFilterSchema } from "../../gen/nodegate/eth/v1/log_pb.js";
 import { decodeData } from "../../src/codec/hex.js";
 import { DEFAULT_SUBSCRIPTIONS } from "../../src/config/config.js";
+import { reorgTooDeep } from "../../src/errors/catalogue.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { type ChainDriver, chainDriver, type Probe } from "../support/chain-driver.js";
 import { grpcJsStreamClient, openGrpcJsStream } from "../support/grpc-streams.js";
@@ -148,4 +149,10 @@ it("a rollback to a shorter chain deeper than the window ends the subscribers at
     typedHeads.cancel();
     await Promise.all([typedHeads.ended, native.close()]);
   }
+});
+
+it("a fork below the genesis block (a dev node restarted afresh) is worded as such, not as a fork below block 0", () => {
+  // Found from outside: "replaced blocks from below 0".
+  expect(reorgTooDeep(0, 64).message).toMatch(/^subscription ended: a chain reorganization replaced every block, the genesis block too \(a node restarted afresh, or another chain\), deeper than the 64 blocks/);
+  expect(reorgTooDeep(120, 64).message).toMatch(/replaced blocks from below 120, deeper than the 64 blocks/);
 });
