@@ -38,7 +38,11 @@ export interface NetworkOptions {
 
 export interface NetworkCallOptions {
   signal?: CallSignal | undefined;
-  /** Overrides the network's deadline; such a deadline is the caller's limit, not an outage. */
+  /**
+   * The call's own deadline (a method's limit, such as eth_getLogs' query timeout), when shorter than the network's:
+   * its expiry is the caller's limit, not an outage (ranOutOfOwnDeadline tells). A longer one does not extend the
+   * network's, which is the deadline of every upstream call.
+   */
   timeoutMs?: number | undefined;
   /** Safe to send again (to a partner). Default false. */
   idempotent?: boolean | undefined;
@@ -57,6 +61,14 @@ export interface ProbeOutcome {
 const METHOD_NOT_FOUND = -32601;
 
 /** Failures that mean the upstream is down (not that it answered with an error). */
+/** Errors of calls whose own deadline (NetworkCallOptions.timeoutMs) ran out before the network's. */
+const ownDeadlineExpiries = new WeakSet<GatewayError>();
+
+/** Whether `err` says the call's own deadline ran out (not the network's, which would say the node is not answering). */
+export function ranOutOfOwnDeadline(err: GatewayError): boolean {
+  return ownDeadlineExpiries.has(err);
+}
+
 export function isOutage(err: unknown): boolean {
   return err instanceof GatewayError && err.outage;
 }
@@ -164,12 +176,12 @@ export class Network {
 
   /** `waitedMs`: how long the call waited on the primary's probe, taken from its deadline (which counts from its arrival). */
   async #try(member: Member, method: string, paramsText: string, options: NetworkCallOptions, waitedMs = 0): Promise<UpstreamResult> {
-    const ownDeadline = options.timeoutMs !== undefined;
+    const ownDeadline = options.timeoutMs !== undefined && options.timeoutMs < this.#timeoutMs;
     const started = performance.now();
     try {
       const result = await member.upstream.call(method, paramsText, {
         signal: options.signal,
-        timeoutMs: Math.max(1, Math.round((options.timeoutMs ?? this.#timeoutMs) - waitedMs)),
+        timeoutMs: Math.max(1, Math.round((ownDeadline ? (options.timeoutMs as number) : this.#timeoutMs) - waitedMs)),
         idempotent: options.idempotent,
         flow: options.flow,
       });
@@ -179,7 +191,9 @@ export class Network {
       this.lastAnswerAt = Date.now();
       return result;
     } catch (err) {
-      if (options.signal?.aborted || (ownDeadline && err instanceof GatewayError && err.grpcCode === Code.DeadlineExceeded) || isOwnCapacity(err)) {
+      const ownDeadlineRanOut = ownDeadline && err instanceof GatewayError && err.grpcCode === Code.DeadlineExceeded;
+      if (ownDeadlineRanOut) ownDeadlineExpiries.add(err);
+      if (options.signal?.aborted || ownDeadlineRanOut || isOwnCapacity(err)) {
         member.breaker.release();
       } else if (isOutage(err)) {
         this.#outage();

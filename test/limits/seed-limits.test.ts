@@ -155,6 +155,24 @@ describe("eth_getLogs limits", () => {
       await slow.close();
     }
   });
+
+  it("an upstream deadline shorter than the query deadline bounds the query, and its expiry is an upstream timeout (-32051), not -32005", async () => {
+    // Found from outside: the query deadline (10 s) replaced upstreamTimeoutMs (1.5 s), so a hung node held eth_getLogs
+    // 10 s and answered -32005, which clients read as rate limiting; nor did those timeouts count toward the breaker.
+    const hung = await startProgrammableUpstream(() => ({ delayMs: 5000, then: { result: [] } }));
+    const short = await startNodegate({ upstreamUrl: hung.url, config: { upstreamTimeoutMs: 200, limits: { ...ng.gateway.limits, getLogsTimeoutMs: 4000 } } });
+    try {
+      // The node answers after 5 s: the query deadline (4 s) would say -32005; the upstream's (200 ms) runs out first.
+      const native = await post(short.rpcUrl, rpc("eth_getLogs", [{}]));
+      expect(native.json.error).toMatchObject({ code: -32051 });
+      expect(native.json.error.message).toMatch(/^upstream timeout/);
+      const err = await typedError(connectClient(short.url, EthService, short.key, "grpc").getLogs({}));
+      expect(err.code).toBe(Code.DeadlineExceeded);
+    } finally {
+      await short.close();
+      await hung.close();
+    }
+  });
 });
 
 describe("gas cap: 10x the latest block's gas limit", () => {

@@ -8,6 +8,7 @@ import { Code } from "@connectrpc/connect";
 import type { GetLogsRequest } from "../../../gen/nodegate/eth/v1/eth_service_pb.js";
 import type { Limits } from "../../config/config.js";
 import { GatewayError } from "../../errors/gateway-error.js";
+import { ranOutOfOwnDeadline } from "../../upstream/network.js";
 import { resultSlices, type UpstreamResult } from "../../upstream/reply.js";
 import type { MethodPolicy } from "../policy.js";
 
@@ -135,7 +136,9 @@ const queryLimits: Pick<MethodPolicy, "timeoutMs" | "after" | "onError"> = {
     }
   },
   onError(err) {
-    return err.grpcCode === Code.DeadlineExceeded && err.origin === "nodegate" ? queryTimeout() : err;
+    // Only the query's own deadline is the provider's query timeout: the network's (upstreamTimeoutMs, when shorter)
+    // running out says the node is not answering, as for any call.
+    return ranOutOfOwnDeadline(err) ? queryTimeout() : err;
   },
 };
 
