@@ -2,7 +2,8 @@
  * The root logger. API keys travel in URL paths and headers, so request URLs
  * and key headers are never logged as they are; these paths are redacted in
  * case one slips into a log object, and every line leaves out the upstream
- * URLs' secret parts, which a node's text may quote (secret-texts.ts). Lines go to stdout in batches (one
+ * URLs' secret parts, which a node's text may quote (secret-texts.ts). Lines
+ * go to stdout in batches (one
  * write per 32 KiB, and at least once a second), written asynchronously, so a
  * request's log line costs no system call and never waits for stdout. On a
  * graceful stop nodegate waits for `flushLogs`; on any other exit what is

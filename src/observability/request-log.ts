@@ -48,6 +48,9 @@ export function logTypedCall(log: Logger, metrics: Metrics, door: string, method
   writeRequestLine(log, level, { door, method, requestId, status, error: error?.rawMessage.slice(0, 200), ms: Math.round(ms * 100) / 100 });
 }
 
+/** What the line of a stream nodegate ended for its reader's pace says. */
+const CUT_FOR_PACE = { error: "the stream was ended: its client read too slowly" };
+
 /** Connect interceptor: logs and counts each typed call and returns its request id in a header. */
 export function requestLogInterceptor(log: Logger, metrics: Metrics): Interceptor {
   return (next) => async (req) => {
@@ -93,12 +96,13 @@ export function requestLogInterceptor(log: Logger, metrics: Metrics): Intercepto
           ended = "ok";
         } catch (err) {
           ended = "failed";
-          // A client gone mid-stream (its connection reset, so Node closes the stream with INTERNAL_ERROR) fails the
-          // next write: the client left, nodegate did not fail (found from outside: counted as Internal, at warn).
+          // nodegate ended the stream for its reader's pace (cutTransport): the write that then failed is not the story.
           if (transportWasCut(req.contextValues)) {
-            done(Code[Code.ResourceExhausted], { error: "the stream was ended: its client read too slowly" });
+            done(Code[Code.ResourceExhausted], CUT_FOR_PACE);
             throw err;
           }
+          // A client gone mid-stream (its connection reset, so Node closes the stream with INTERNAL_ERROR) fails the
+          // next write: the client left, nodegate did not fail (found from outside: counted as Internal, at warn).
           if (req.signal.aborted || (err instanceof ConnectError && err.rawMessage.startsWith(STREAM_CLOSED))) {
             done(Code[Code.Canceled]);
             throw err;
@@ -109,7 +113,7 @@ export function requestLogInterceptor(log: Logger, metrics: Metrics): Intercepto
           if (ended === "ok") done(req.signal.aborted ? Code[Code.Canceled] : "ok");
           // Returned early: the client went away mid-stream, or nodegate ended the stream for its reader's pace.
           else if (ended === undefined) {
-            if (transportWasCut(req.contextValues)) done(Code[Code.ResourceExhausted], { error: "the stream was ended: its client read too slowly" });
+            if (transportWasCut(req.contextValues)) done(Code[Code.ResourceExhausted], CUT_FOR_PACE);
             else done(Code[Code.Canceled]);
           }
         }
