@@ -35,6 +35,21 @@ function hasClosed(res: NodeResponse): boolean {
   return "stream" in res ? res.stream.closed || res.stream.destroyed : res.closed || res.destroyed;
 }
 
+/**
+ * Whether the client cancelled the call: reset its HTTP/2 stream (a gRPC client ends its request body, then resets),
+ * or left an HTTP/1.1 request before its body was whole. Connect fails such a call for the body it found cut short
+ * ("incomplete envelope", "missing input message", "Premature close"), which is a cancellation, not the client's
+ * error or nodegate's. Read once the response has closed: the reset may come after the body's end.
+ */
+export function clientCancelled(values: ContextValues): boolean {
+  const req = values.get(nodeRequestKey);
+  if (req === undefined) return false;
+  if (req instanceof http2.Http2ServerRequest) return req.aborted || req.stream.rstCode === http2.constants.NGHTTP2_CANCEL;
+  // HTTP/1.1 has no reset: a body that never ended and an answer that never left (a body refused as too large ends
+  // unread too, but its answer goes out).
+  return req.readableAborted && values.get(nodeResponseKey)?.writableFinished !== true;
+}
+
 /** Requests whose transport cutTransport ended. */
 const cut = new WeakSet<NodeRequest>();
 

@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { Metrics } from "./metrics.js";
-import { nodeRequestOf, transportWasCut } from "../grpc/node-request.js";
+import { clientCancelled, nodeRequestOf, transportWasCut, whenResponseCloses } from "../grpc/node-request.js";
 import { writeRequestLine } from "./request-line.js";
 
 /** How connect-node words a stream the peer's side closed (connectErrorFromH2ResetCode). */
@@ -71,7 +71,13 @@ export function requestLogInterceptor(log: Logger, metrics: Metrics): Intercepto
     const failed = (err: unknown): ConnectError => {
       const e = ConnectError.from(err);
       e.metadata.set(REQUEST_ID_HEADER, requestId);
-      done(Code[e.code], { error: e.rawMessage.slice(0, 200) }, e.code === Code.Internal || e.code === Code.Unknown ? "warn" : "info");
+      // Judged once the response has closed: a client that cancels ends its request, then resets the stream, and
+      // Connect fails the call for the request it found cut short before the reset is read (found from outside:
+      // cancelled streams logged Unknown "Premature close" at warn, or Unimplemented, InvalidArgument).
+      whenResponseCloses(req.contextValues, () => {
+        if (clientCancelled(req.contextValues)) done(Code[Code.Canceled]);
+        else done(Code[e.code], { error: e.rawMessage.slice(0, 200) }, e.code === Code.Internal || e.code === Code.Unknown ? "warn" : "info");
+      });
       return e;
     };
     let res;

@@ -14,6 +14,7 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { once } from "node:events";
+import http2 from "node:http2";
 import { connect } from "node:net";
 import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -481,6 +482,40 @@ describe("the native door's calls, as operators see them", () => {
     expect(status).toBe(401);
     const line = await lineOf("ws-refused-1");
     expect([line.door, line.method, line.status, line.outcome]).toEqual(["jsonrpc-ws", "(refused)", 401, "-32600"]);
+  });
+});
+
+describe("typed calls the client cancels before its request is whole", () => {
+  it("are logged and counted Canceled, not as the request Connect found cut short (Unknown, Unimplemented)", async () => {
+    // Found from outside: streams reset before their body arrived were logged Unknown "Premature close" (at warn) or
+    // Unimplemented "missing input message for server-streaming method".
+    const session = http2.connect(ng.url);
+    const ids: string[] = [];
+    try {
+      for (let i = 0; i < 30; i++) {
+        const requestId = `cancel-early-${i}`;
+        ids.push(requestId);
+        const stream = session.request({
+          ":method": "POST",
+          ":path": `/${EthService.typeName}/${EthService.method.subscribeNewHeads.name}`,
+          "content-type": "application/grpc",
+          te: "trailers",
+          "x-api-key": ng.key,
+          "x-request-id": requestId,
+        });
+        stream.on("error", () => {});
+        if (i % 2 === 1) stream.write(Buffer.from([0, 0, 0])); // part of a message's prefix
+        await new Promise((r) => setTimeout(r, i % 3 === 0 ? 0 : 5));
+        stream.close(http2.constants.NGHTTP2_CANCEL);
+      }
+      await new Promise((r) => setTimeout(r, 300));
+    } finally {
+      session.close();
+    }
+    await expect.poll(() => ng.logs.some((l) => l.msg === "request" && ids.includes(l.requestId as string)), { timeout: 10_000 }).toBe(true);
+    const lines = ng.logs.filter((l) => l.msg === "request" && ids.includes(l.requestId as string));
+    expect(lines.map((l) => l.status).filter((status) => status !== "Canceled")).toEqual([]);
+    expect(lines.every((l) => l.level === 30)).toBe(true);
   });
 });
 
