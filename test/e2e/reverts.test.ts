@@ -66,6 +66,12 @@ const reverts: RevertCase[] = [
     data: () => encodeErrorResult({ abi: ERROR_STRING, errorName: "Error", args: ["boom"] }),
   },
   {
+    // The node's message ends in a space ("execution reverted: "), which an HTTP/2 header cannot carry as it is.
+    title: 'fail(""): Error(string) with an empty reason',
+    input: () => encodeFunctionData({ abi: s.probe.abi, functionName: "fail", args: [""] }),
+    data: () => encodeErrorResult({ abi: ERROR_STRING, errorName: "Error", args: [""] }),
+  },
+  {
     title: "failPanic(): Panic(0x12), division by zero",
     input: () => encodeFunctionData({ abi: s.probe.abi, functionName: "failPanic" }),
     data: () => encodeErrorResult({ abi: PANIC, errorName: "Panic", args: [0x12n] }),
@@ -119,6 +125,7 @@ for (const method of METHODS) {
         expect(err.code).toBe(GrpcStatus.FAILED_PRECONDITION);
         const detail = jsonRpcErrorOfGrpc(err);
         const expected = await nodeError(method, r.input());
+        expect(err.details).toBe(expected.message);
         expect(detail.code).toBe(3n);
         expect(detail.message).toBe(expected.message);
         expect(detail.data).toBe(JSON.stringify(r.data()));

@@ -17,6 +17,13 @@ describe("grpc-message", () => {
     expect(encodeGrpcMessage("wei Ξ")).toBe("wei %CE%9E");
   });
 
+  it("encodes a space at either end, which an HTTP/2 field value cannot begin or end with", () => {
+    expect(encodeGrpcMessage("execution reverted: ")).toBe("execution reverted:%20");
+    expect(encodeGrpcMessage(" bad  news ")).toBe("%20bad  news%20");
+    expect(encodeGrpcMessage(" ")).toBe("%20");
+    expect(encodeGrpcMessage("")).toBe("");
+  });
+
   it("reads back exactly with decodeURI and with decodeURIComponent", () => {
     fc.assert(
       fc.property(fc.string({ unit: "grapheme", maxLength: 80 }), (message) => {
