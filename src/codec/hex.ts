@@ -20,6 +20,31 @@ const QUANTITY = /^0[xX](?:0|[1-9a-fA-F][0-9a-fA-F]*)$/;
 const FELT = /^0x(?=[0-9a-fA-F]{1,64}$)0*(?:0|[1-9a-fA-F][0-9a-fA-F]{0,62})$/;
 const HEX_DIGITS = /^0[xX][0-9a-fA-F]*$/;
 
+/** The longest fixed-size data read leniently when a node writes it short (a block nonce: 8 bytes). */
+const MAX_PADDED_BYTES = 8;
+
+/**
+ * Set while a node's result is read leniently (lenient-result.ts): the
+ * decoders below then read a non-canonical spelling as the value it spells.
+ * Decoding is synchronous, so nothing else runs while it is set.
+ */
+let lenient = false;
+
+/** Runs `read` with the decoders reading non-canonical hex as the value it spells. */
+export function readingLeniently<T>(read: () => T): T {
+  lenient = true;
+  try {
+    return read();
+  } finally {
+    lenient = false;
+  }
+}
+
+/** Whether a result is being read leniently (for decoders outside this module). */
+export function readsLeniently(): boolean {
+  return lenient;
+}
+
 const U64_MAX = (1n << 64n) - 1n;
 const U256_MAX = (1n << 256n) - 1n;
 
@@ -41,6 +66,7 @@ export function decodeQuantity(value: unknown, maxBits = 256): bigint {
     throw new HexError(`want a hex quantity string, got ${describe(value)}`);
   }
   if (!QUANTITY.test(value)) {
+    if (lenient && value.length > 2 && HEX_DIGITS.test(value)) return decodeQuantity(`0x${value.slice(2).replace(/^0+(?=[0-9a-fA-F])/, "")}`, maxBits);
     if (value.length === 2 || !hasHexPrefix(value)) {
       throw new HexError(`invalid hex quantity ${describe(value)}: want 0x followed by hex digits`);
     }
@@ -90,10 +116,14 @@ export function decodeData(value: unknown, rules?: DataRules): Uint8Array {
   }
   const digits = value.length - 2;
   if (digits % 2 !== 0) {
+    if (lenient) return decodeData(`0x0${value.slice(2)}`, rules);
     throw new HexError(`invalid hex data ${describe(value)}: odd number of digits`);
   }
   const length = rules?.length ?? 0;
   if (length && digits !== length * 2 && !(digits === 0 && rules?.emptyAllowed)) {
+    // A short block nonce ("0x00"): nonce-like fields of a few bytes are numbers, so zeros in front keep the value.
+    // Longer fixed-size data (hashes, addresses, blooms) is not padded: a short one is not a number with zeros dropped.
+    if (lenient && digits > 0 && digits < length * 2 && length <= MAX_PADDED_BYTES) return decodeData(`0x${value.slice(2).padStart(length * 2, "0")}`, rules);
     throw new HexError(`invalid hex data ${describe(value)}: want ${length} bytes, got ${digits / 2}`);
   }
   const maxLength = rules?.maxLength ?? 0;
@@ -155,6 +185,7 @@ export function decodeFelt(value: unknown): Uint8Array {
     throw new HexError(`want a felt hex string, got ${describe(value)}`);
   }
   if (!FELT.test(value)) {
+    if (lenient && value.startsWith("0X")) return decodeFelt(`0x${value.slice(2)}`);
     throw new HexError(`invalid felt ${describe(value)}: want 0x and at most 63 significant hex digits (252 bits), at most 64 with leading zeros`);
   }
   return bigintToBytes(BigInt(value));

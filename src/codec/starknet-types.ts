@@ -23,7 +23,7 @@ import {
   TransactionWithHashSchema,
 } from "../../gen/nodegate/starknet/v1/transaction_pb.js";
 import { CodecError, locate, UNSAFE_JSON_INTEGER } from "./codec-error.js";
-import { bytesToBigint, decodeFelt, decodeQuantityBytes, encodeFelt, encodeQuantity, encodeQuantityBytes, trimLeadingZeros } from "./hex.js";
+import { bytesToBigint, decodeFelt, decodeQuantityBytes, readsLeniently, encodeFelt, encodeQuantity, encodeQuantityBytes, trimLeadingZeros } from "./hex.js";
 import type { CodecRegistry, SpecialCodecFactory, ValueCodec } from "./message-codec.js";
 
 function fail(reason: string): never {
@@ -138,7 +138,11 @@ function l1HandlerCodec(registry: CodecRegistry, schema: DescMessage): ValueCode
   const generic = registry.compileGeneric<L1HandlerTransaction>(schema);
   const check = (message: L1HandlerTransaction): L1HandlerTransaction => {
     if (message.nonce !== undefined && !NUM_AS_HEX.test(message.nonce)) {
-      throw new CodecError("nonce", `want NUM_AS_HEX (0x and hex digits), got ${describe(message.nonce)}`);
+      const respelt = `0x${message.nonce.slice(2)}`;
+      if (!(readsLeniently() && message.nonce.startsWith("0X") && NUM_AS_HEX.test(respelt))) {
+        throw new CodecError("nonce", `want NUM_AS_HEX (0x and hex digits), got ${describe(message.nonce)}`);
+      }
+      message.nonce = respelt;
     }
     return message;
   };

@@ -183,12 +183,12 @@ export function registerSubscriptionStreams(router: ConnectRouter, gateway: Gate
   const blockCodec = registry.message<Block>(BlockSchema);
   const logCodec = registry.message<Log>(LogSchema);
   const heads = new EventDecoder<SubscribeNewHeadsResponse>("newHeads", (event) => {
-    const header = decodeRespelling((json) => blockCodec.decode(json), JSON.parse(event.text), "", event.text.length);
+    const header = decodeRespelling((json) => blockCodec.decode(json), JSON.parse(event.text));
     header.transactions = undefined;
     return create(SubscribeNewHeadsResponseSchema, { header });
   });
   const logs = new EventDecoder<SubscribeLogsResponse>("logs", (event) =>
-    create(SubscribeLogsResponseSchema, { log: decodeRespelling((json) => logCodec.decode(json), JSON.parse(event.text), "", event.text.length) }),
+    create(SubscribeLogsResponseSchema, { log: decodeRespelling((json) => logCodec.decode(json), JSON.parse(event.text)) }),
   );
   const pending = new EventDecoder<SubscribeNewPendingTransactionsResponse>("newPendingTransactions", (event) =>
     create(SubscribeNewPendingTransactionsResponseSchema, { transactionHash: decodeData(JSON.parse(event.text), { length: 32 }) }),

@@ -91,7 +91,7 @@ export function decodeResult(spec: MethodSpec, result: UpstreamResult): Message 
     return decodeResult(spec, rescanned);
   }
   try {
-    return decodeRespelling((value) => spec.result.decode(value), json, "result", result.end - result.start);
+    return decodeRespelling((value) => spec.result.decode(value), json);
   } catch (err) {
     if (err instanceof CodecError) throw resultNotTypeable(spec.jsonrpcMethod, err.message);
     throw err;

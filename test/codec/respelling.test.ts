@@ -7,7 +7,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { CodecError } from "../../src/codec/codec-error.js";
-import { canonicalSpelling, decodeRespelling } from "../../src/codec/lenient-result.js";
+import { decodeRespelling } from "../../src/codec/lenient-result.js";
+import { decodeData, decodeFelt, decodeQuantity, readingLeniently } from "../../src/codec/hex.js";
 import { BlockSchema } from "../../gen/nodegate/eth/v1/block_pb.js";
 import { createCodecRegistry, createMethodTable } from "../../src/methods/default-table.js";
 
@@ -15,7 +16,7 @@ const table = createMethodTable();
 const decode = (method: string, json: unknown) => {
   const spec = table.byJsonRpc(method);
   if (spec === undefined) throw new Error(method);
-  return decodeRespelling((v) => spec.result.decode(v), json, "result", JSON.stringify(json).length) as unknown as Record<string, unknown>;
+  return decodeRespelling((v) => spec.result.decode(v), json) as unknown as Record<string, unknown>;
 };
 
 const hash = (b: string) => `0x${b.repeat(32)}`;
@@ -59,7 +60,7 @@ describe("non-canonical hex in a node's result", () => {
   it("a header as a typed subscription decodes it (no result wrapper): the same re-spelling", () => {
     const blockCodec = createCodecRegistry().message(BlockSchema);
     const text = JSON.stringify({ number: "0x010", hash: hash("aa"), parentHash: hash("bb"), nonce: "0x0" });
-    const header = decodeRespelling((json) => blockCodec.decode(json), JSON.parse(text), "", text.length) as { number?: bigint; nonce?: Uint8Array };
+    const header = decodeRespelling((json) => blockCodec.decode(json), JSON.parse(text)) as { number?: bigint; nonce?: Uint8Array };
     expect(header.number).toBe(16n);
     expect(header.nonce).toHaveLength(8);
   });
@@ -69,17 +70,55 @@ describe("non-canonical hex in a node's result", () => {
     expect(() => decode("eth_getTransactionByHash", tx({ hash: "0x1234" }))).toThrow(/want 32 bytes/);
   });
 
-  it.each([
-    ["0x0001", "leading zero digits", "0x1"],
-    ["0x0000", "leading zero digits", "0x0"],
-    ["0x123", "odd number of digits", "0x0123"],
-    ["0X1f", "anything", "0x1f"],
-    ["0x12", "want 32 bytes, got 1", undefined],
-    ["0x00", "want 8 bytes, got 1", "0x0000000000000000"],
-    ["0x", "want 8 bytes, got 0", undefined],
-    ["12", "want 0x prefix", undefined],
-  ])("%s (%s) is spelt %s", (value, reason, want) => {
-    expect(canonicalSpelling(value, reason)).toBe(want);
+  it("every padded value of a large answer is read, however many there are (found from outside: 100 logs or 150 padded signatures were refused)", () => {
+    const logs = Array.from({ length: 2000 }, (_, i) => ({
+      address: `0x${"44".repeat(20)}`,
+      topics: [hash("55")],
+      data: "0x",
+      blockNumber: "0x0010",
+      blockHash: hash("22"),
+      transactionHash: hash("11"),
+      transactionIndex: `0x0${(i % 16).toString(16)}`,
+      logIndex: `0x00${i.toString(16)}`,
+      removed: false,
+    }));
+    const decoded = decode("eth_getLogs", logs) as { logs?: { logIndex?: bigint; blockNumber?: bigint }[] };
+    expect(decoded.logs).toHaveLength(2000);
+    expect(decoded.logs?.[1999]?.logIndex).toBe(1999n);
+    expect(decoded.logs?.[0]?.blockNumber).toBe(16n);
+    const transactions = Array.from({ length: 500 }, (_, i) => tx({ hash: `0x${i.toString(16).padStart(64, "0")}`, r: `0x00${"3c".repeat(31)}`, s: `0x000${"3d".repeat(31)}` }));
+    const block = decode("eth_getBlockByNumber", { number: "0x10", hash: hash("aa"), transactions }) as { block?: { transactions?: { full: { s?: { value: Uint8Array } }[] } } };
+    const full = block.block?.transactions?.full ?? [];
+    expect(full).toHaveLength(500);
+    expect(Buffer.from(full[499]?.s?.value ?? []).toString("hex")).toBe("3d".repeat(31));
+  });
+});
+
+describe("the hex decoders read leniently", () => {
+  it("read a non-canonical spelling as the value it spells", () => {
+    readingLeniently(() => {
+      expect(decodeQuantity("0x0001")).toBe(1n);
+      expect(decodeQuantity("0x0000")).toBe(0n);
+      expect(decodeQuantity("0X01f")).toBe(31n);
+      expect(Buffer.from(decodeData("0x123")).toString("hex")).toBe("0123");
+      expect(Buffer.from(decodeData("0x0", { length: 8 })).toString("hex")).toBe("00".repeat(8));
+      expect(Buffer.from(decodeFelt("0X0abc")).toString("hex")).toBe("0abc");
+    });
+  });
+
+  it("still refuse what is not a value, or data too short to be a number with zeros dropped", () => {
+    readingLeniently(() => {
+      expect(() => decodeData("0x12", { length: 32 })).toThrow(/want 32 bytes, got 1/);
+      expect(() => decodeData("0x", { length: 8 })).toThrow(/want 8 bytes, got 0/);
+      expect(() => decodeQuantity("12")).toThrow(/want 0x/);
+      expect(() => decodeQuantity(`0x0${"f".repeat(65)}`)).toThrow(/exceeds 256 bits/);
+    });
+  });
+
+  it("only while a result is read leniently", () => {
+    expect(() => decodeQuantity("0x01")).toThrow(/leading zero digits/);
+    expect(() => readingLeniently(() => decodeQuantity("0x")) ).toThrow(CodecError);
+    expect(() => decodeData("0x123")).toThrow(/odd number of digits/);
   });
 });
 
