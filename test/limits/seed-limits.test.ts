@@ -213,6 +213,22 @@ describe("gas cap: 10x the latest block's gas limit", () => {
     const tooBig = await post(ng.rpcUrl, rpc("eth_estimateGas", [{ to: probe.address, data: huge }]));
     expect(tooBig.json.error).toBeDefined();
   });
+
+  it("eth_estimateGas that overrides the block's gas limit gets no bound: the node bounds it by the override (found from outside)", async () => {
+    // About 75M gas: more than the pending block's limit (30M), less than the override (100M).
+    const huge = encodeFunctionData({ abi: probe.abi, functionName: "burn", args: [20_000n] });
+    const params = [{ to: probe.address, data: huge }, "latest", {}, { gasLimit: "0x5f5e100" }];
+    const node = await post(anvil.url, rpc("eth_estimateGas", params));
+    expect(node.json.error).toBeUndefined();
+    const native = await post(ng.rpcUrl, rpc("eth_estimateGas", params));
+    expect(native.json.result).toBe(node.json.result);
+    expect(recorder.requests.filter((r) => r.method === "eth_estimateGas").at(-1)?.params).toEqual(params);
+    const typed = await connectClient(ng.url, EthService, ng.key, "grpc").estimateGas({
+      transaction: { to: bytes(probe.address), input: bytes(huge) },
+      blockOverrides: { gasLimit: 100_000_000n },
+    });
+    expect(typed.gas).toBe(BigInt(node.json.result));
+  });
 });
 
 describe("gas bounds on a node that gives no gas limit", () => {

@@ -5,6 +5,9 @@
  * fee, so no balance check applies) gets the pending block's gas limit as its
  * upper bound (the latest block's when the node has no pending block). A node
  * that gives neither gets the call as the caller sent it: it caps gas itself.
+ * Nor is the bound added when the caller overrides the block's gas limit
+ * (block_overrides.gas_limit): the node bounds the estimate by that limit,
+ * and a gas param would take its place.
  */
 import type { CallRequest, EstimateGasRequest } from "../../../gen/nodegate/eth/v1/eth_service_pb.js";
 import type { MethodPolicy, PolicyContext } from "../policy.js";
@@ -29,6 +32,7 @@ export const estimateGasBounds: MethodPolicy = {
     const r = request as EstimateGasRequest;
     const tx = r.transaction;
     if (tx !== undefined && tx.gas === undefined && tx.gasPrice === undefined && tx.maxFeePerGas === undefined) {
+      if (r.blockOverrides?.gasLimit !== undefined) return false;
       const bound = (await ctx.head.gasLimit("pending")) ?? (await ctx.head.gasLimit("latest"));
       if (bound === undefined) return false;
       tx.gas = bound;
