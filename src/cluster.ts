@@ -22,6 +22,13 @@ export interface Workers {
   stop(graceMs: number): Promise<boolean>;
 }
 
+/** How long after a worker's death the next is forked, at first. */
+const FIRST_RESTART_DELAY_MS = 500;
+/** The longest wait between forks in a crash loop. */
+const MAX_RESTART_DELAY_MS = 32_000;
+/** A worker that dies sooner than this after its fork counts as a crash at start. */
+const EARLY_DEATH_MS = 10_000;
+
 /** In the primary: forks `count` workers with `env` added, and resolves once all listen. */
 export function forkWorkers(count: number, env: Record<string, string> = {}): Promise<Workers> {
   if (!cluster.isPrimary) throw new Error("forkWorkers runs in the cluster primary");
@@ -29,9 +36,12 @@ export function forkWorkers(count: number, env: Record<string, string> = {}): Pr
   let stopping = false;
   let started = false;
   const live = new Set<Worker>();
+  const forkedAt = new WeakMap<Worker, number>();
+  let restartDelayMs = FIRST_RESTART_DELAY_MS;
   const fork = (): Worker => {
     const worker = cluster.fork(env);
     live.add(worker);
+    forkedAt.set(worker, performance.now());
     // A message to a worker that has just died fails on its closed channel; unheard, that error would end the
     // primary, and every worker with it. The worker's exit is reported below.
     worker.on("error", (err: Error) => {
@@ -41,13 +51,16 @@ export function forkWorkers(count: number, env: Record<string, string> = {}): Pr
       live.delete(worker);
       // Before all listen, a worker that exits fails the start instead (see below).
       if (stopping || !started) return;
+      // A worker that dies soon after it started will likely die again (a crash at start): each such death doubles
+      // the wait before the next fork, up to half a minute, so a crash loop does not keep a core busy forking.
+      restartDelayMs = performance.now() - forkedAt.get(worker)! < EARLY_DEATH_MS ? Math.min(restartDelayMs * 2, MAX_RESTART_DELAY_MS) : FIRST_RESTART_DELAY_MS;
       // Said where deployers look: a worker crash was otherwise silent.
-      process.stderr.write(`nodegate: worker ${worker.process.pid} exited (${signal ?? `code ${code}`}); starting another\n`);
-      // A crash loop costs one fork per half second. Not unref'd: when every worker is gone, this timer is all that
-      // keeps the primary (and so the port) alive until the next worker starts.
+      process.stderr.write(`nodegate: worker ${worker.process.pid} exited (${signal ?? `code ${code}`}); starting another in ${restartDelayMs / 1000} s\n`);
+      // Not unref'd: when every worker is gone, this timer is all that keeps the primary alive until the next worker
+      // starts (the port itself closes with the last worker, and opens again with the next).
       setTimeout(() => {
         if (!stopping) fork();
-      }, 500);
+      }, restartDelayMs);
     });
     return worker;
   };

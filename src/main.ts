@@ -8,8 +8,9 @@ import { createApp } from "./app.js";
 import { banner } from "./banner.js";
 import { forkWorkers } from "./cluster.js";
 import { type Config, ConfigError } from "./config/config.js";
-import { loadConfig } from "./config/load.js";
+import { loadConfig, readConfigText } from "./config/load.js";
 import { type AnvilNode, startAnvil } from "./embedded/anvil.js";
+import { sendFinalTotals } from "./observability/cluster-metrics.js";
 import { createLogger, flushLogs } from "./observability/log.js";
 
 const HELP = `nodegate: typed gRPC/Connect and native JSON-RPC access to blockchain nodes
@@ -39,27 +40,75 @@ function fail(message: string, code = 2): never {
   process.exit(code);
 }
 
-function loadOrExit(configPath: string | undefined): Config {
+function loadOrExit(configPath: string | undefined, text?: string): Config {
   try {
-    return loadConfig(process.env, configPath);
+    return loadConfig(process.env, configPath, text);
   } catch (err) {
     if (err instanceof ConfigError) fail(err.message);
     throw err;
   }
 }
 
-async function start(configPath: string | undefined): Promise<void> {
-  const config = loadOrExit(configPath);
+/**
+ * The configuration file's text as the primary read and checked it, handed
+ * to each worker: a worker started later (one replacing a worker that died)
+ * serves as its siblings do, however the file has changed since (found from
+ * outside: settings differed between workers, and a file broken since the
+ * start made every replacement fail, one fork after another).
+ */
+const WORKER_CONFIG_TEXT = "NODEGATE_WORKER_CONFIG_TEXT";
+
+function readOrExit(configPath: string): string {
+  try {
+    return readConfigText(configPath);
+  } catch (err) {
+    if (err instanceof ConfigError) fail(err.message);
+    throw err;
+  }
+}
+
+/**
+ * SIGINT/SIGTERM while starting: remembered, and acted on once what has
+ * started can be stopped (found from outside: a SIGTERM while the workers
+ * started left the embedded Anvil running, re-parented to PID 1).
+ */
+function signalsWhileStarting(): { readonly received: string | undefined; release(): void } {
+  let received: string | undefined;
+  const remember = (signal: string) => {
+    received ??= signal;
+  };
+  process.on("SIGINT", remember);
+  process.on("SIGTERM", remember);
+  return {
+    get received() {
+      return received;
+    },
+    release() {
+      process.off("SIGINT", remember);
+      process.off("SIGTERM", remember);
+    },
+  };
+}
+
+async function start(configPathArg: string | undefined): Promise<void> {
+  const early = signalsWhileStarting();
+  const configPath = configPathArg ?? process.env.NODEGATE_CONFIG;
+  const configText = configPath === undefined || configPath === "" ? undefined : ((cluster.isWorker ? process.env[WORKER_CONFIG_TEXT] : undefined) ?? readOrExit(configPath));
+  const config = loadOrExit(configPath, configText);
   const log = createLogger(config.logLevel);
   // Once per deployment: the primary (or the single process) says it, not each worker again.
   if (cluster.isPrimary) for (const warning of config.warnings) log.warn(warning);
   if ((config.workers ?? 1) > 1 && cluster.isPrimary) {
-    await runPrimary(config);
+    await runPrimary(config, configText, early);
     return;
   }
   let anvil: AnvilNode | undefined;
   if (config.embeddedAnvil) {
     anvil = await startAnvil();
+    if (early.received !== undefined) {
+      await anvil.stop();
+      process.exit(0);
+    }
     const eth = config.networks.find((n) => n.name === config.defaultNetwork);
     if (eth) eth.upstreams = [{ label: "anvil", url: config.embeddedTransport === "ws" ? anvil.wsUrl : anvil.url }];
   }
@@ -92,12 +141,16 @@ async function start(configPath: string | undefined): Promise<void> {
     log.info({ signal, inFlight: server.inFlight, drainMs: config.drainMs }, "shutting down: draining in-flight requests");
     await server.close(config.drainMs);
     await anvil?.stop();
+    // A worker's counts since the last scrape stay in the group's /metrics sums.
+    await sendFinalTotals();
     log.info("stopped");
     await flushLogs(log);
     process.exit(0);
   };
+  early.release();
   process.on("SIGINT", () => void stop("SIGINT"));
   process.on("SIGTERM", () => void stop("SIGTERM"));
+  if (early.received !== undefined) void stop(early.received);
   // A worker whose primary is gone has no one to hand it connections: it drains what it holds and stops. Node's
   // cluster ends such a worker at once (found from outside: in-flight calls cut, WebSockets 1006) unless the
   // disconnect counts as asked for, which is decided right after this event.
@@ -116,22 +169,38 @@ const WORKER_EXIT_MARGIN_MS = 3000;
  * (the embedded Anvil, a generated development key), forks the workers onto
  * one port, and stops them on SIGINT/SIGTERM.
  */
-async function runPrimary(config: Config): Promise<void> {
+async function runPrimary(config: Config, configText: string | undefined, early: ReturnType<typeof signalsWhileStarting>): Promise<void> {
   const workers = config.workers ?? 1;
   const anvil = config.embeddedAnvil ? await startAnvil() : undefined;
   const generatedKey = config.keys === undefined;
   const key = generatedKey ? randomBytes(16).toString("hex") : (config.keys?.[0] as { key: string }).key;
   const env: Record<string, string> = {};
-  if (anvil !== undefined) env.NODEGATE_UPSTREAM_URL = anvil.url;
+  if (configText !== undefined) env[WORKER_CONFIG_TEXT] = configText;
+  // As a single process does (NODEGATE_UPSTREAM_TRANSPORT): the embedded node over HTTP or over its WebSocket.
+  if (anvil !== undefined && config.embeddedTransport === "ws") env.NODEGATE_UPSTREAM_WS_URL = anvil.wsUrl;
+  else if (anvil !== undefined) env.NODEGATE_UPSTREAM_URL = anvil.url;
   if (generatedKey) env.NODEGATE_API_KEYS = `${key}:growth`;
+  // A signal while the workers start stops those started so far: the start then fails, and is not an error.
+  const stopStarting = () => {
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill("SIGTERM");
+  };
+  if (early.received === undefined) {
+    process.once("SIGINT", stopStarting);
+    process.once("SIGTERM", stopStarting);
+  }
   let pool;
   try {
+    if (early.received !== undefined) throw new Error("stopped while starting");
     pool = await forkWorkers(workers, env);
   } catch (err) {
-    // As in a single process: say why in one line, and leave no embedded node behind.
     await anvil?.stop();
+    if (early.received !== undefined) process.exit(0);
+    // As in a single process: say why in one line, and leave no embedded node behind.
     fail(`${(err as Error).message} (its own message is above)`, 1);
   }
+  process.off("SIGINT", stopStarting);
+  process.off("SIGTERM", stopStarting);
+  early.release();
   process.stdout.write(banner(config, config.host, pool.address.port, generatedKey ? key : "<KEY>", generatedKey, anvil));
   const sharing = config.stores?.redisUrl === undefined ? "caches and rate-limit counters are per worker" : "caches and rate-limit counters shared through Redis";
   process.stdout.write(`  workers:           ${workers} processes on this port (${sharing})\n\n`);
@@ -141,11 +210,13 @@ async function runPrimary(config: Config): Promise<void> {
     stopping = true;
     // Each worker drains for up to drainMs, as a single process does; the margin covers closing after the drain.
     const clean = await pool.stop(config.drainMs + WORKER_EXIT_MARGIN_MS);
+    if (!clean) process.stderr.write(`nodegate: a worker still running ${config.drainMs + WORKER_EXIT_MARGIN_MS} ms after SIGTERM was killed\n`);
     await anvil?.stop();
     process.exit(clean ? 0 : 1);
   };
   process.on("SIGINT", () => void stop());
   process.on("SIGTERM", () => void stop());
+  if (early.received !== undefined) void stop();
 }
 
 export async function main(argv: string[]): Promise<void> {

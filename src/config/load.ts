@@ -5,17 +5,19 @@ import { applyEnv } from "./env.js";
 import { applyConfigFile } from "./yaml-file.js";
 import { servedMethodNames } from "../methods/method-names.js";
 
-export function loadConfig(env: NodeJS.ProcessEnv, configPath: string | undefined = env.NODEGATE_CONFIG): Config {
-  const config = defaults();
-  if (configPath) {
-    let text: string;
-    try {
-      text = readFileSync(configPath, "utf8");
-    } catch (err) {
-      throw new ConfigError(`${configPath}: cannot read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-    }
-    applyConfigFile(config, text, configPath, env, servedMethodNames());
+/** The text of the configuration file at `configPath`. */
+export function readConfigText(configPath: string): string {
+  try {
+    return readFileSync(configPath, "utf8");
+  } catch (err) {
+    throw new ConfigError(`${configPath}: cannot read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
+}
+
+/** `text`: the file's text as already read (a worker gets what its primary read), else it is read from `configPath`. */
+export function loadConfig(env: NodeJS.ProcessEnv, configPath: string | undefined = env.NODEGATE_CONFIG, text?: string): Config {
+  const config = defaults();
+  if (configPath) applyConfigFile(config, text ?? readConfigText(configPath), configPath, env, servedMethodNames());
   applyEnv(config, env);
   const primary = config.networks.find((n) => n.name === config.defaultNetwork);
   config.embeddedAnvil = primary !== undefined && primary.upstreams.length === 0;

@@ -10,6 +10,7 @@
  * still gathered is written synchronously (best effort: a batch whose
  * asynchronous write is still in flight then may land after it).
  */
+import cluster from "node:cluster";
 import { writeSync } from "node:fs";
 import { type DestinationStream, destination as fileDestination, type Logger, type LoggerOptions, pino } from "pino";
 import { withoutSecrets } from "../errors/secret-texts.js";
@@ -107,7 +108,9 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
 }
 
 function createPinoLogger(level: string, destination?: DestinationStream): Logger {
-  const options: LoggerOptions = { level, redact: { paths: REDACT_PATHS, censor: "[redacted]" }, base: { service: "nodegate" } };
+  // Several workers write to one stdout: each line says which one (its pid, as the primary's crash messages name it).
+  const base = cluster.isWorker ? { service: "nodegate", pid: process.pid } : { service: "nodegate" };
+  const options: LoggerOptions = { level, redact: { paths: REDACT_PATHS, censor: "[redacted]" }, base };
   if (destination) return pino(options, scrubbed(destination));
   // minLength 1: flush(callback) waits until everything handed over is written.
   const stdout = fileDestination({ dest: 1, sync: false, minLength: 1, maxWrite: 64 * 1024, maxLength: MAX_PENDING_BYTES });

@@ -1,0 +1,261 @@
+/**
+ * NODEGATE_WORKERS: what the group keeps across a worker's life and death
+ * (found from outside, on a private clone with faults): /metrics counts
+ * neither lost nor counted twice, one configuration for every worker however
+ * its file changes later, the embedded node reached as configured, a worker
+ * whose primary is gone finishing its drain whatever it is asked, and a
+ * signal while starting leaving nothing behind.
+ */
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Client, request } from "undici";
+import { connect } from "node:net";
+import { type AnvilNode, freePort, startAnvil } from "../../src/embedded/anvil.js";
+import { startProgrammableUpstream } from "../support/programmable-upstream.js";
+import { startWorkersPrimary, type WorkersPrimary } from "../support/workers-primary.js";
+
+const KEY = "lifecycle-key-0123456789";
+const COUNTED = 'nodegate_requests_total{door="jsonrpc-http",method="eth_chainId",outcome="ok"}';
+let anvil: AnvilNode;
+
+beforeAll(async () => {
+  anvil = await startAnvil();
+});
+afterAll(async () => {
+  await anvil?.stop();
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function childrenOf(pid: number): number[] {
+  const text = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim();
+  return text === "" ? [] : text.split(/\s+/).map(Number);
+}
+
+/** Whether `pid` holds an established TCP connection on local port `port` (the server side of a client's), from /proc. */
+function ownsConnectionTo(pid: number, port: number): boolean {
+  const hexPort = `:${port.toString(16).toUpperCase().padStart(4, "0")}`;
+  const inodes = new Set(
+    readFileSync("/proc/net/tcp", "latin1")
+      .split("\n")
+      .map((l) => l.trim().split(/\s+/))
+      .filter((f) => f[1]?.endsWith(hexPort) && f[3] === "01")
+      .map((f) => `socket:[${f[9]}]`),
+  );
+  return readdirSync(`/proc/${pid}/fd`).some((fd) => {
+    try {
+      return inodes.has(readlinkSync(`/proc/${pid}/fd/${fd}`));
+    } catch {
+      return false;
+    }
+  });
+}
+
+const commOf = (pid: number) => readFileSync(`/proc/${pid}/comm`, "utf8").trim();
+
+/** A call on a connection of its own, so the primary hands each to the next worker. */
+function post(port: number, body: unknown) {
+  return request(`http://127.0.0.1:${port}/v3/${KEY}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", connection: "close" },
+    body: JSON.stringify(body),
+    headersTimeout: 5000,
+  }).then((r) => r.body.json() as Promise<unknown>);
+}
+
+async function scrape(port: number): Promise<number> {
+  const res = await request(`http://127.0.0.1:${port}/metrics`, { headers: { connection: "close" }, headersTimeout: 10_000 });
+  const line = (await res.body.text()).split("\n").find((l) => l.startsWith(`${COUNTED} `));
+  return Number(line?.slice(COUNTED.length + 1) ?? 0);
+}
+
+/** Waits until the primary has replaced `victim`: it said so, and `count` workers listen again. */
+async function replaced(primary: WorkersPrimary, victim: number, count: number): Promise<void> {
+  for (let i = 0; i < 300 && !primary.stderr().includes(`worker ${victim} exited`); i++) await sleep(20);
+  await expect.poll(() => primary.workerPids().filter((p) => p !== victim).length, { timeout: 15_000 }).toBe(count);
+  // The replacement listens a while after its fork: a call answered on each of `count` fresh connections says so.
+  await expect
+    .poll(async () => (await Promise.all(Array.from({ length: count * 2 }, () => post(primary.port, { jsonrpc: "2.0", id: 0, method: "eth_chainId", params: [] }).catch(() => undefined)))).every(Boolean), {
+      timeout: 15_000,
+    })
+    .toBe(true);
+}
+
+describe.runIf(process.platform === "linux")("NODEGATE_WORKERS: /metrics counts", () => {
+  let primary: WorkersPrimary;
+  beforeAll(async () => {
+    primary = await startWorkersPrimary({ NODEGATE_PORT: String(await freePort()), NODEGATE_UPSTREAM_URL: anvil.url, NODEGATE_API_KEYS: `${KEY}:custom`, NODEGATE_WORKERS: "3", NODEGATE_LOG_LEVEL: "warn" });
+  }, 60_000);
+  afterAll(() => {
+    for (const pid of primary?.workerPids() ?? []) if (alive(pid)) process.kill(pid, "SIGCONT");
+    primary?.kill();
+  });
+
+  it("a worker stopped by SIGTERM leaves every count it made in the sums, those since the last scrape too", async () => {
+    const before = await scrape(primary.port);
+    for (let i = 0; i < 30; i++) await post(primary.port, { jsonrpc: "2.0", id: i, method: "eth_chainId", params: [] });
+    const [victim] = primary.workerPids();
+    process.kill(victim as number, "SIGTERM");
+    for (let i = 0; i < 300 && alive(victim as number); i++) await sleep(20);
+    for (let i = 0; i < 300 && !primary.stderr().includes(`worker ${victim} exited`); i++) await sleep(20);
+    // 20 of the 30 went to the others on average; before the fix only the victim's counts as of the last scrape stayed.
+    expect(await scrape(primary.port)).toBe(before + 30);
+    await replaced(primary, victim as number, 3);
+  }, 60_000);
+
+  it("a worker that dies while a scrape waits for another is not counted twice (the next scrape's counters never go back)", async () => {
+    // The scrapes go on one connection, so they land on a worker that is neither stopped nor killed.
+    const client = new Client(`http://127.0.0.1:${primary.port}`, { headersTimeout: 10_000 });
+    const scrapeOn = async () => {
+      const res = await client.request({ path: "/metrics", method: "GET" });
+      const line = (await res.body.text()).split("\n").find((l) => l.startsWith(`${COUNTED} `));
+      return Number(line?.slice(COUNTED.length + 1) ?? 0);
+    };
+    const stopped: number[] = [];
+    try {
+      for (let i = 0; i < 30; i++) await post(primary.port, { jsonrpc: "2.0", id: i, method: "eth_chainId", params: [] });
+      const baseline = await scrapeOn(); // every worker's totals as of now are known to the primary
+      const workers = primary.workerPids();
+      const scraper = workers.find((pid) => ownsConnectionTo(pid, primary.port));
+      expect(scraper).toBeDefined();
+      const [victim, sleeper] = workers.filter((pid) => pid !== scraper);
+      process.kill(sleeper as number, "SIGSTOP"); // the scrape waits its whole second for this one
+      stopped.push(sleeper as number);
+      const during = scrapeOn();
+      await sleep(300);
+      process.kill(victim as number, "SIGKILL");
+      const first = await during;
+      for (let i = 0; i < 300 && !primary.stderr().includes(`worker ${victim} exited`); i++) await sleep(20);
+      const second = await scrapeOn();
+      expect(first).toBeGreaterThanOrEqual(baseline);
+      expect(second).toBeGreaterThanOrEqual(first);
+    } finally {
+      for (const pid of stopped) process.kill(pid, "SIGCONT");
+      await client.close();
+    }
+  }, 60_000);
+});
+
+describe.runIf(process.platform === "linux")("NODEGATE_WORKERS: one configuration", () => {
+  it("a replacement worker serves with the configuration its primary checked, whatever the file says by then", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "nodegate-workers-"));
+    const file = join(dir, "nodegate.yaml");
+    writeFileSync(file, "limits:\n  maxBatchSize: 5\n");
+    // A fixed port, as in production: with port 0, a worker that starts after every listener is gone gets another.
+    const primary = await startWorkersPrimary({ NODEGATE_PORT: String(await freePort()), NODEGATE_CONFIG: file, NODEGATE_UPSTREAM_URL: anvil.url, NODEGATE_API_KEYS: `${KEY}:custom`, NODEGATE_WORKERS: "2", NODEGATE_LOG_LEVEL: "warn" });
+    try {
+      const batchOfFour = () => post(primary.port, [1, 2, 3, 4].map((id) => ({ jsonrpc: "2.0", id, method: "eth_chainId", params: [] })));
+      // A smaller batch limit, then a file that no longer loads: each replacement still serves as its sibling does.
+      for (const changed of ["limits:\n  maxBatchSize: 3\n", "bogus: 1\n"]) {
+        writeFileSync(file, changed);
+        const [victim] = primary.workerPids();
+        process.kill(victim as number, "SIGKILL");
+        await replaced(primary, victim as number, 2);
+        const replies = (await Promise.all(Array.from({ length: 8 }, batchOfFour))) as { result?: string }[][];
+        for (const reply of replies) expect(reply.map((r) => r.result)).toEqual(["0x7a69", "0x7a69", "0x7a69", "0x7a69"]);
+      }
+      expect(primary.stderr()).not.toContain("bogus");
+    } finally {
+      primary.kill();
+    }
+  }, 90_000);
+});
+
+describe.runIf(process.platform === "linux")("NODEGATE_WORKERS: the embedded Anvil", () => {
+  it("NODEGATE_UPSTREAM_TRANSPORT=ws: the workers reach it over its WebSocket, as one process does", async () => {
+    const primary = await startWorkersPrimary({ NODEGATE_UPSTREAM_URL: "", NODEGATE_UPSTREAM_TRANSPORT: "ws", NODEGATE_API_KEYS: `${KEY}:custom`, NODEGATE_WORKERS: "2", NODEGATE_LOG_LEVEL: "warn" });
+    try {
+      expect(primary.stdout).toMatch(/embedded Anvil at ws:\/\//);
+      expect(await post(primary.port, { jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] })).toMatchObject({ result: "0x7a69" });
+      const node = childrenOf(primary.primary.pid as number).find((pid) => commOf(pid) === "anvil");
+      process.kill(node as number, "SIGKILL");
+      await sleep(300);
+      // With the node gone, the error is the WebSocket upstream's (the HTTP pool says "upstream unavailable: connection refused").
+      const reply = (await post(primary.port, { jsonrpc: "2.0", id: 2, method: "eth_blockNumber", params: [] })) as { error?: { message: string } };
+      expect(reply.error?.message).toMatch(/no connection to the node/);
+    } finally {
+      primary.kill();
+    }
+  }, 60_000);
+
+  it("a SIGTERM while the workers start stops them and the embedded Anvil, and the primary exits 0", async () => {
+    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+      env: { ...process.env, NODEGATE_UPSTREAM_URL: "", NODEGATE_PORT: "0", NODEGATE_WORKERS: "2", NODEGATE_LOG_LEVEL: "warn" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr?.on("data", (c: Buffer) => (stderr += c.toString()));
+    let seen: number[] = [];
+    try {
+      // Once the node runs and the first worker is forked, before any listens.
+      for (let i = 0; i < 500; i++) {
+        seen = childrenOf(child.pid as number);
+        if (seen.some((p) => commOf(p) === "anvil") && seen.some((p) => commOf(p) !== "anvil")) break;
+        await sleep(10);
+      }
+      child.kill("SIGTERM");
+      const [code] = await once(child, "exit");
+      expect(code).toBe(0);
+      for (const pid of seen) {
+        for (let i = 0; i < 300 && alive(pid); i++) await sleep(20);
+        expect(alive(pid)).toBe(false);
+      }
+      expect(stderr).not.toMatch(/EPIPE|Unhandled/);
+    } finally {
+      for (const pid of seen) if (alive(pid)) process.kill(pid, "SIGKILL");
+      if (child.exitCode === null) child.kill("SIGKILL");
+    }
+  }, 60_000);
+});
+
+describe.runIf(process.platform === "linux")("NODEGATE_WORKERS: a worker whose primary is gone", () => {
+  it("answers a scrape with its own metrics and goes on draining", async () => {
+    const slow = await startProgrammableUpstream((r) => (r.method === "eth_getBalance" ? { delayMs: 3000, then: { result: "0x7a69" } } : { forward: anvil.url }));
+    const primary = await startWorkersPrimary({ NODEGATE_UPSTREAM_URL: slow.url, NODEGATE_API_KEYS: `${KEY}:custom`, NODEGATE_WORKERS: "2", NODEGATE_LOG_LEVEL: "info" });
+    let logged = "";
+    primary.primary.stdout?.on("data", (chunk: Buffer) => (logged += chunk.toString()));
+    const workers = primary.workerPids();
+    // One raw connection: a second request on it is read while the first is answered (Node reads pipelined requests).
+    const socket = connect(primary.port, "127.0.0.1");
+    let received = "";
+    socket.on("data", (chunk: Buffer) => (received += chunk.toString("latin1")));
+    socket.on("error", () => {});
+    const closed = once(socket, "close");
+    try {
+      const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_getBalance", params: [`0x${"11".repeat(20)}`, "latest"] });
+      socket.write(`POST /v3/${KEY} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`);
+      for (let i = 0; i < 100 && slow.count("eth_getBalance") < 1; i++) await sleep(20);
+      primary.primary.kill("SIGKILL");
+      await sleep(1000); // the worker has seen its channel close, and drains
+      socket.write("GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n");
+      await closed;
+      // The call's answer came (before the fix the scrape's send to the closed channel ended the worker, and the call
+      // got nothing); then the scrape's, from this worker's own registry, or none: a draining worker may end the
+      // connection after the answer it owes.
+      expect(received).toMatch(/^HTTP\/1\.1 200 OK[\s\S]*"result":"0x7a69"/);
+      const scrape = received.indexOf("HTTP/1.1", 10);
+      if (scrape >= 0) expect(received.slice(scrape)).toMatch(/^HTTP\/1\.1 200 OK[\s\S]*nodegate_requests_total/);
+      // Each worker's lines say which worker wrote them.
+      await expect.poll(() => logged.split("\n").filter((l) => l.includes('"msg":"stopped"')).length, { timeout: 10_000 }).toBe(2);
+      const stoppedBy = logged.split("\n").filter((l) => l.includes('"msg":"stopped"')).map((l) => (JSON.parse(l) as { pid?: number }).pid);
+      expect(stoppedBy.sort()).toEqual([...workers].sort());
+    } finally {
+      socket.destroy();
+      primary.kill();
+      await slow.close();
+    }
+  }, 60_000);
+});
