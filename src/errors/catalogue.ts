@@ -308,7 +308,8 @@ export function reorgTooDeep(forkBelow: number, window: number): GatewayError {
 export function shuttingDown(): GatewayError {
   return new GatewayError({
     code: NODEGATE_CODES.shuttingDown,
-    message: "nodegate is shutting down; reconnect (typed callers: resume with from_block after the last block received)",
+    // One text for calls and streams: it says what each should do (found from outside: a plain call was told to resume with from_block).
+    message: "nodegate is shutting down; call again (subscriptions: subscribe again, typed streams with from_block after the last block received)",
     grpcCode: Code.Unavailable,
     httpStatus: 503,
   });

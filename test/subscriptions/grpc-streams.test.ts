@@ -234,7 +234,7 @@ describe("shutdown", () => {
       await own.close();
       const err = await stream.ended;
       expect(err?.code).toBe(14);
-      expect(err?.details ?? "").toMatch(/nodegate is shutting down; reconnect \(typed callers: resume with from_block/);
+      expect(err?.details ?? "").toMatch(/nodegate is shutting down; call again \(subscriptions: subscribe again, typed streams with from_block/);
     } finally {
       client.close();
     }
