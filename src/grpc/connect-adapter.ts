@@ -4,7 +4,7 @@
  * its deadline fails DEADLINE_EXCEEDED (Connect's clock runs only around the
  * handler, so such a request held its stream and the key's concurrency slot
  * until the request timeout), and gRPC-Web's text mode (grpc-web-text-
- * transcoder.ts).
+ * transcoder.ts). Over HTTP/2 its answers leave in pieces (answer-pieces.ts).
  */
 import { Code, ConnectError, type ConnectRouterOptions, type ContextValues, createConnectRouter } from "@connectrpc/connect";
 import type { ConnectRouter } from "@connectrpc/connect";
@@ -16,6 +16,7 @@ import type { NodeRequest, NodeResponse } from "../http/http-types.js";
 import { isGrpcWebText } from "./grpc-web-unary.js";
 import { serveTextMode } from "./grpc-web-text-transcoder.js";
 import { withWeighedJsonBody } from "./weighed-json-body.js";
+import { inPieces } from "./answer-pieces.js";
 
 export interface ConnectAdapterOptions extends ConnectRouterOptions {
   routes: (router: ConnectRouter) => void;
@@ -48,7 +49,7 @@ export function createConnectAdapter(options: ConnectAdapterOptions): ConnectAda
       const request = withWeighedJsonBody(withBodyDeadline(universalRequestFromNodeRequest(req, res, undefined, options.contextValues(req, res)), res), readMaxBytes);
       const answer = req.method === "POST" && isGrpcWebText(req.headers["content-type"]) ? serveTextMode(handler, request, readMaxBytes) : handler(request);
       answer
-        .then((universal) => universalResponseToNodeResponse(universal, res))
+        .then((universal) => universalResponseToNodeResponse("stream" in res && universal.body !== undefined ? { ...universal, body: inPieces(universal.body) } : universal, res))
         .catch((reason: unknown) => {
           // Aborted: the client left while the answer was being written.
           if (ConnectError.from(reason).code !== Code.Aborted) options.onHandlerError(`${handler.service.typeName}/${handler.method.name}`, reason);

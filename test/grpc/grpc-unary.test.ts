@@ -19,7 +19,7 @@ import {
   type GetLogsResponse,
 } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
-import { JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
+import { CallRequestSchema, JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { Health, type HealthCheckResponse, HealthCheckRequestSchema, HealthCheckResponse_ServingStatus, HealthCheckResponseSchema } from "../../gen/grpc/health/v1/health_pb.js";
 import { connectClient } from "../support/grpc-clients.js";
 import { post, rpc } from "../support/http.js";
@@ -457,6 +457,60 @@ describe("the gRPC contract", () => {
       expect(a.status).toBe("0");
       expect(a.bytes).toBeGreaterThan(1_500_000);
     }
+  });
+
+  it("large answers Connect's handler writes, refused by the client, leave the connection serving its other calls", async () => {
+    // Found from outside: grpc-go (a 4 MiB receive limit) refused a 12 MB JsonRpcService answer, which Connect had
+    // handed to the session whole; the session then refused every new stream on that connection with
+    // ENHANCE_YOUR_CALM for about a minute, and grpc-go does not reconnect for that.
+    f.override = manyLogsAnswer(9000); // about 5.4 MB of JSON each
+    const session = http2.connect(f.ng.url);
+    session.on("error", () => {});
+    const frame = (bytes: Uint8Array) => {
+      const out = Buffer.alloc(5 + bytes.length);
+      out.writeUInt32BE(bytes.length, 1);
+      out.set(bytes, 5);
+      return out;
+    };
+    const call = (path: string, body: Buffer) => {
+      const req = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", "x-api-key": f.ng.key });
+      req.on("error", () => {});
+      req.end(body);
+      return req;
+    };
+    const refused = Array.from({ length: 3 }, () =>
+      call(`/${JsonRpcService.typeName}/Call`, frame(toBinary(CallRequestSchema, create(CallRequestSchema, { method: "eth_getLogs", paramsJson: "[{}]" })))),
+    );
+    // As grpc-go does with a message over its limit: reads the start, then resets the stream.
+    await Promise.all(
+      refused.map(
+        (req) =>
+          new Promise<void>((resolve) => {
+            req.once("data", () => {
+              req.close(http2.constants.NGHTTP2_CANCEL);
+              resolve();
+            });
+            req.once("close", () => resolve());
+          }),
+      ),
+    );
+    const status = (req: http2.ClientHttp2Stream) =>
+      new Promise<string>((resolve) => {
+        let got = "no status";
+        req.on("response", (h) => {
+          if (h["grpc-status"] !== undefined) got = String(h["grpc-status"]);
+        });
+        req.on("trailers", (t) => {
+          got = String(t["grpc-status"]);
+        });
+        req.on("close", () => resolve(req.rstCode ? `reset ${req.rstCode}` : got));
+        req.resume();
+      });
+    for (let i = 0; i < 5; i++) {
+      expect(await status(call(`/${EthService.typeName}/ChainId`, frame(toBinary(m.chainId.input, create(m.chainId.input)))))).toBe("0");
+      expect(await status(call(`/${JsonRpcService.typeName}/Call`, frame(toBinary(CallRequestSchema, create(CallRequestSchema, { method: "eth_chainId", paramsJson: "[]" })))))).toBe("0");
+    }
+    session.close();
   });
 
   it("the native path over HTTP/2 also carries several multi-MiB answers at once", async () => {
