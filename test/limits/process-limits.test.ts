@@ -601,6 +601,33 @@ describe("a WebSocket client that asks but does not read", () => {
   });
 });
 
+describe("a WebSocket client that reads as fast as it can", () => {
+  it("gets every answer, however many pile up at once past the unread limit", async () => {
+    // Found from outside: 60 pipelined 1.5 MB answers from the cache were queued at once, past the 64 MiB limit, and the
+    // client, reading at full speed, was cut off (1006) after the second.
+    // The node answers after a while, and identical calls share its answer: all of them are ready at once.
+    const slow = await startProgrammableUpstream((r) => (r.method === "eth_getCode" ? { delayMs: 300, then: { result: `0x${"ab".repeat(50_000)}` } } : { forward: upstream.url }));
+    const own = await startNodegate({ upstreamUrl: slow.url, keys: [KEY], config: { limits: { ...DEFAULT_LIMITS, maxWsUnreadBytes: 256 * 1024 } } });
+    const ws = new WebSocket(`ws://127.0.0.1:${own.port}/ws/v3/${KEY}`, { perMessageDeflate: false });
+    await new Promise((resolve) => ws.once("open", resolve));
+    const answered = new Set<number>();
+    const all = new Promise<void>((resolve, reject) => {
+      ws.on("message", (data) => {
+        answered.add((JSON.parse(String(data)) as { id: number }).id);
+        if (answered.size === 400) resolve();
+      });
+      ws.once("close", (code) => reject(new Error(`closed ${code} after ${answered.size} answers`)));
+    });
+    // 400 answers of 100 kB, 40 MB in all, asked at once.
+    for (let i = 0; i < 400; i++) ws.send(JSON.stringify({ jsonrpc: "2.0", id: i, method: "eth_getCode", params: [`0x${"12".repeat(20)}`, "latest"] }));
+    await all;
+    expect(answered.size).toBe(400);
+    ws.close();
+    await own.close();
+    await slow.close();
+  });
+});
+
 describe("what the limits leave behind", () => {
   it("a client that goes away part way through its body is not an error; none of the above was logged as one", async () => {
     const conn = await rawConnection();
