@@ -100,6 +100,8 @@ export class WsUpstream implements Upstream {
   #attemptsAnnounced = false;
   #pingTimer: NodeJS.Timeout | undefined;
   #pongDeadline: NodeJS.Timeout | undefined;
+  /** The TCP connection under the open WebSocket, whose bytes read say it is alive while a pong waits behind data. */
+  #transport: { readonly bytesRead: number } | undefined;
   #closing: Promise<void> | undefined;
   /** Why the last connection failed or dropped, for the errors of requests that waited for a new one. */
   #lastError: string | undefined;
@@ -254,6 +256,9 @@ export class WsUpstream implements Upstream {
       handshakeTimeout: this.#pongTimeoutMs,
     });
     this.#socket = socket;
+    socket.on("upgrade", (response) => {
+      if (socket === this.#socket) this.#transport = response.socket;
+    });
     socket.on("open", () => this.#onOpen(socket));
     socket.on("message", (data) => this.#onMessage(socket, data as Buffer));
     socket.on("pong", () => {
@@ -300,9 +305,27 @@ export class WsUpstream implements Upstream {
     });
   }
 
+  /**
+   * Pings the node; no pong within pongTimeoutMs drops the connection,
+   * unless bytes kept arriving meanwhile: a node's pong waits behind a large
+   * answer it is sending, and a connection delivering 150 MB of logs slowly
+   * is alive (found from outside: such a socket was dropped mid-answer, and
+   * the calls on it lost).
+   */
   #ping(socket: WebSocket): void {
     if (socket !== this.#socket || this.#pongDeadline !== undefined) return;
-    this.#pongDeadline = setTimeout(() => this.#onDropped(socket, `no pong within ${this.#pongTimeoutMs} ms`), this.#pongTimeoutMs).unref();
+    const transport = this.#transport;
+    let readAtPing = transport?.bytesRead ?? 0;
+    const expire = (): void => {
+      const read = transport?.bytesRead ?? 0;
+      if (read > readAtPing && socket === this.#socket) {
+        readAtPing = read;
+        this.#pongDeadline = setTimeout(expire, this.#pongTimeoutMs).unref();
+        return;
+      }
+      this.#onDropped(socket, `no pong within ${this.#pongTimeoutMs} ms`);
+    };
+    this.#pongDeadline = setTimeout(expire, this.#pongTimeoutMs).unref();
     socket.ping();
   }
 
@@ -393,6 +416,7 @@ export class WsUpstream implements Upstream {
   #onDropped(socket: WebSocket, reason: string): void {
     if (socket !== this.#socket) return;
     this.#socket = undefined;
+    this.#transport = undefined;
     this.#lastError ??= reason;
     this.#stopKeepAlive();
     socket.terminate();

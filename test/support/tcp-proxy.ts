@@ -18,6 +18,8 @@ export interface TcpProxy {
    * client can reconnect and send before its replies are held.
    */
   holdReplies(hold: boolean): void;
+  /** Passes the target's bytes on at most this fast (bytes per second; undefined: as they come), as a slow link does. */
+  throttleReplies(bytesPerSecond: number | undefined): void;
   /** Destroys every open connection on both sides; bytes held for them are dropped. */
   sever(): void;
   /** While on, new connections are closed as soon as they are accepted. */
@@ -29,13 +31,39 @@ export interface TcpProxy {
 interface Pair {
   client: Socket;
   target: Socket;
+  /** Bytes from the target waiting for the throttle, and the timer passing them on. */
+  queued: Buffer[];
+  pump: NodeJS.Timeout | undefined;
 }
+
+/** How often a throttled connection passes on its next slice. */
+const THROTTLE_TICK_MS = 20;
 
 export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
   const pairs = new Set<Pair>();
   let accepted = 0;
   let holding = false;
   let refusing = false;
+  let rate: number | undefined;
+
+  const pass = (pair: Pair): void => {
+    if (pair.pump !== undefined) return;
+    pair.pump = setInterval(() => {
+      let budget = rate === undefined ? Number.POSITIVE_INFINITY : Math.ceil((rate * THROTTLE_TICK_MS) / 1000);
+      while (budget > 0 && pair.queued.length > 0) {
+        const chunk = pair.queued[0] as Buffer;
+        const n = Math.min(budget, chunk.length);
+        pair.client.write(chunk.subarray(0, n));
+        if (n === chunk.length) pair.queued.shift();
+        else pair.queued[0] = chunk.subarray(n);
+        budget -= n;
+      }
+      if (pair.queued.length === 0) {
+        clearInterval(pair.pump);
+        pair.pump = undefined;
+      }
+    }, THROTTLE_TICK_MS);
+  };
 
   const server = net.createServer((client) => {
     if (refusing) {
@@ -44,17 +72,23 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
     }
     accepted++;
     const target = net.connect(targetPort, "127.0.0.1");
-    const pair = { client, target };
+    const pair: Pair = { client, target, queued: [], pump: undefined };
     pairs.add(pair);
     let first = true;
     // Forwarded by hand rather than piped, so pausing the target really holds its bytes.
     client.on("data", (d: Buffer) => target.write(d));
     target.on("data", (d: Buffer) => {
-      client.write(d);
+      if (rate !== undefined || pair.queued.length > 0) {
+        pair.queued.push(d);
+        pass(pair);
+      } else {
+        client.write(d);
+      }
       if (first && holding) target.pause();
       first = false;
     });
     const drop = (): void => {
+      clearInterval(pair.pump);
       pairs.delete(pair);
       client.destroy();
       target.destroy();
@@ -69,6 +103,7 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
 
   const sever = (): void => {
     for (const pair of [...pairs]) {
+      clearInterval(pair.pump);
       pairs.delete(pair);
       pair.client.destroy();
       pair.target.destroy();
@@ -89,6 +124,9 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
         if (hold) target.pause();
         else target.resume();
       }
+    },
+    throttleReplies(bytesPerSecond) {
+      rate = bytesPerSecond;
     },
     sever,
     refuse(refuse) {

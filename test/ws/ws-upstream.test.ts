@@ -342,6 +342,27 @@ describe("WsUpstream: dropped connections", () => {
   });
 });
 
+describe("WsUpstream: a large answer on a slow link", () => {
+  it("is not taken for a dead connection while its bytes keep coming, though the pong waits behind it", async () => {
+    // Found from outside: a 5.9 MB answer at 240 kB/s outlasted the pong deadline (the node's pong is queued behind
+    // the answer), the healthy socket was dropped mid-answer, and the calls on it were lost or sent twice.
+    const p = await proxy();
+    const u = upstream(p, { pingIntervalMs: 100, pongTimeoutMs: 300 });
+    const contract = `0x${"5a".repeat(20)}`;
+    const code = `0x${"60".repeat(600_000)}`; // a 1.2 MB answer
+    await anvilRpc("anvil_setCode", [contract, code]);
+    await u.call("eth_chainId", "[]", opts());
+    const states = recordStates(u);
+    p.throttleReplies(600_000); // 2 s to deliver, several pong deadlines
+    const answer = await u.call("eth_getCode", `["${contract}","latest"]`, opts());
+    p.throttleReplies(undefined);
+    expect(resultText(answer)).toBe(`"${code}"`);
+    expect(states).toEqual([]);
+    expect(p.accepted).toBe(1);
+  });
+  // A connection that delivers nothing is still dropped at the pong deadline: see "treats a connection whose pongs stop as dropped".
+});
+
 describe("WsUpstream: a node out of step", () => {
   // Found from outside: such messages were ignored, so every call in flight waited for its deadline (30 s by default).
   it("a message that is not JSON (in a text or a binary frame), or one over the size limit, fails the calls in flight with -32052 and resets the connection; JSON in a binary frame is read", async () => {
