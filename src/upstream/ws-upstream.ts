@@ -12,7 +12,7 @@
 import { webSocketErrorWords } from "./network-errors.js";
 import type { Logger } from "pino";
 import WebSocket from "ws";
-import { cancelled, shuttingDown, upstreamBadResponse, upstreamConnectionLost, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
+import { cancelled, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamConnectionLost, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { backoffDelay } from "./backoff.js";
 import { readSubscriptionNotification, type SubscriptionNotification } from "./notification.js";
@@ -66,6 +66,15 @@ interface Pending {
 }
 
 const MAX_ID = 0x7fffffff;
+/**
+ * The largest request sent to a WebSocket node. Nodes read a message up to a
+ * limit of their own (Anvil about 16 MiB, geth 15-32 MiB by version) and close
+ * the connection on a larger one, which loses every call on it and counts as
+ * an outage (found from outside: one 18 MiB eth_call, with the body limit
+ * raised, cut 6 other callers' calls and opened the circuit for 322 more).
+ * A larger request is refused as too large for the node, unsent.
+ */
+const MAX_REQUEST_CHARS = 15 * 1024 * 1024;
 
 /**
  * A handshake the node answers 401 or 403 refuses nodegate's credentials:
@@ -139,6 +148,9 @@ export class WsUpstream implements Upstream {
   call(method: string, paramsText: string, options: CallOptions): Promise<UpstreamResult> {
     if (this.#state === "closed") return Promise.reject(upstreamUnavailable("the upstream client is closed"));
     if (options.signal?.aborted) return Promise.reject(cancelled());
+    if (paramsText.length > MAX_REQUEST_CHARS) {
+      return Promise.reject(requestTooLargeForNode(`a request of ${paramsText.length} bytes of params is more than a node reads in one WebSocket message (${MAX_REQUEST_CHARS}); it was not sent`));
+    }
     return new Promise<UpstreamResult>((resolve, reject) => {
       const id = this.#allocateId();
       const signal = options.signal;

@@ -363,6 +363,25 @@ describe("WsUpstream: a large answer on a slow link", () => {
   // A connection that delivers nothing is still dropped at the pong deadline: see "treats a connection whose pongs stop as dropped".
 });
 
+describe("WsUpstream: a request larger than a node reads", () => {
+  it("is refused as too large for the node, unsent, and the connection goes on serving the other calls", async () => {
+    // Found from outside: an 18 MiB eth_call (the body limit raised) made Anvil close the shared connection, losing
+    // other callers' calls and opening the circuit.
+    const p = await proxy();
+    const u = upstream(p);
+    await u.call("eth_chainId", "[]", opts());
+    const states = recordStates(u);
+    const huge = `[{"to":"0x${"5a".repeat(20)}","data":"0x${"ab".repeat(8 * 1024 * 1024)}"},"latest"]`;
+    const [refused, other] = await Promise.all([rejection(u.call("eth_call", huge, opts({ idempotent: true }))), u.call("eth_blockNumber", "[]", opts())]);
+    expect(refused.code).toBe(-32600);
+    expect(refused.message).toMatch(/^request too large for the node: a request of \d+ bytes of params is more than a node reads in one WebSocket message/);
+    expect(refused.outage).toBe(false);
+    expect(resultText(other)).toMatch(/^"0x[0-9a-f]+"$/);
+    expect(states).toEqual([]);
+    expect(p.accepted).toBe(1);
+  });
+});
+
 describe("WsUpstream: a node out of step", () => {
   // Found from outside: such messages were ignored, so every call in flight waited for its deadline (30 s by default).
   it("a message that is not JSON (in a text or a binary frame), or one over the size limit, fails the calls in flight with -32052 and resets the connection; JSON in a binary frame is read", async () => {
