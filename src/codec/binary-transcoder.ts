@@ -410,7 +410,9 @@ export class ResultTranscoder {
       }
       if (ws(src, pos) !== src.length) giveUp();
     } catch (err) {
-      if (err === GIVE_UP) return undefined;
+      // An unknown member nested thousands deep overflows the stack here; the object path says what is wrong with it
+      // (found from outside: it came out as an internal error with no details).
+      if (err === GIVE_UP || err instanceof RangeError) return undefined;
       throw err;
     }
     return w.buf.subarray(0, w.pos);

@@ -155,6 +155,14 @@ describe("edge values", () => {
     expect(both("eth_getTransactionByHash", '{"\\u006eonce":"0x1"}')).toBe("gave up");
   });
 
+  it("an unknown member nested too deeply for the stack goes to the object path, which names it", () => {
+    const deep = `${"[".repeat(20_000)}${"]".repeat(20_000)}`;
+    const { spec, fast } = transcoder("eth_getTransactionByHash");
+    const body = Buffer.from(`{"nonce":"0x1","extra":${deep}}`);
+    expect(fast.write(body, 0, body.length, 5)).toBeUndefined();
+    expect(() => spec.result.decode(JSON.parse(body.toString()))).toThrow(/nested too deeply/);
+  });
+
   it("text after the result, or broken JSON, is never accepted", () => {
     for (const text of ['"0x1" "0x2"', '"0x1",1', "[", '{"number":"0x1"', '{"number":"0x1",}', "nul", '{"number":"0x1"} x']) {
       expect(both(text.startsWith("{") ? "eth_getBlockByNumber" : "eth_blockNumber", text)).toBe("gave up");
