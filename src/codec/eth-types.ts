@@ -135,7 +135,8 @@ export function blockIdCodec(forms: BlockIdForms): ValueCodec<BlockId> {
             ? `{"blockHash":"${encodeData(kind.value)}","requireCanonical":true}`
             : `"${encodeData(kind.value)}"`;
         default:
-          return fail("block is unset: set number, tag or hash");
+          // A proto JSON caller writing "latest" for the tag has it dropped as an unknown enum name, and lands here.
+          return fail('block is unset: set number, tag or hash (in JSON, a tag is named in full, as "BLOCK_TAG_LATEST")');
       }
     },
   };

@@ -55,7 +55,7 @@ async function blockNumberOf(id: BlockId | undefined, reader: ChainReader, field
   if (id === undefined) return reader.numberOfTag("latest");
   const kind = id.kind;
   // Present but empty (Go's &BlockId{}): refused, as GetLogs refuses it, rather than read as latest.
-  if (kind.case === undefined) throw invalidParams(`filter.${field}: block is unset: set number, tag or hash`);
+  if (kind.case === undefined) throw invalidParams(`filter.${field}: block is unset: set number, tag or hash (in JSON, a tag is named in full, as "BLOCK_TAG_LATEST")`);
   if (kind.case === "number") {
     // Beyond any chain's height, so past the head: the range ends there (to_block) or is still to come (from_block).
     return kind.value > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(kind.value);

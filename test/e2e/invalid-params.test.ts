@@ -358,3 +358,23 @@ describe("after all the bad input", () => {
     expect(typed.chainId).toBe(31337n);
   });
 });
+
+describe("a proto JSON caller", () => {
+  it('writing a block tag as the node spells it ("latest") is told how the enum is named (found from outside)', async () => {
+    const res = await fetch(`${ng.url}/${EthService.typeName}/GetBlockByNumber`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-key": ng.key },
+      body: JSON.stringify({ block: { tag: "latest" } }),
+    });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { code: string; message: string };
+    expect(body.code).toBe("invalid_argument");
+    expect(body.message).toContain('a tag is named in full, as "BLOCK_TAG_LATEST"');
+    const named = await fetch(`${ng.url}/${EthService.typeName}/GetBlockByNumber`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-key": ng.key },
+      body: JSON.stringify({ block: { tag: "BLOCK_TAG_LATEST" } }),
+    });
+    expect(named.status).toBe(200);
+  });
+});
