@@ -90,8 +90,11 @@ function signalsWhileStarting(): { readonly received: string | undefined; releas
   };
 }
 
+/** A worker starting holds nothing to stop (no node of its own): a signal then ends it at once, as Node does by default. */
+const NOT_CAUGHT_WHILE_STARTING = { received: undefined, release: () => {} } as const;
+
 async function start(configPathArg: string | undefined): Promise<void> {
-  const early = signalsWhileStarting();
+  const early = cluster.isWorker ? NOT_CAUGHT_WHILE_STARTING : signalsWhileStarting();
   const configPath = configPathArg ?? process.env.NODEGATE_CONFIG;
   const configText = configPath === undefined || configPath === "" ? undefined : ((cluster.isWorker ? process.env[WORKER_CONFIG_TEXT] : undefined) ?? readOrExit(configPath));
   const config = loadOrExit(configPath, configText);
