@@ -9,6 +9,7 @@
  * (NODEGATE_REQUIRE_SYSTEM_PACKAGES=1).
  */
 import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -16,6 +17,7 @@ import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { post, rpc } from "../support/http.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { describeRequiring, requirePackages } from "../support/system-packages.js";
+import { testTempDir } from "../support/temp-dir.js";
 
 const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, "../..");
@@ -150,5 +152,19 @@ describeRequiring(curl, "examples/native/curl.sh", () => {
     expect(err.code).toBe(22);
     const [, body] = lines(err.stdout);
     expect(JSON.parse(body as string).error).toEqual(unknownKeyError);
+  });
+});
+
+const protoc = requirePackages([["protobuf-compiler", "protoc", ["--version"]]]);
+
+describeRequiring(protoc, "Java stubs (protoc --java_out)", () => {
+  it("generate without warnings, one class per message (found from outside: an outer class clashing with JsonRpcService, and messages of the same name in two packages' outer classes)", async () => {
+    const out = testTempDir("nodegate-java-");
+    const files = (await run("find", ["proto/nodegate", "-name", "*.proto"], { cwd: ROOT })).stdout.trim().split("\n");
+    const generated = await run("protoc", ["-I", "proto", "-I", "/usr/include", `--java_out=${out}`, ...files], { cwd: ROOT });
+    expect(generated.stderr).toBe("");
+    for (const name of ["nodegate/jsonrpc/v1/CallRequest.java", "nodegate/eth/v1/CallRequest.java", "nodegate/jsonrpc/v1/JsonrpcServiceProto.java", "nodegate/jsonrpc/v1/ErrorProto.java"]) {
+      expect(existsSync(join(out, name)), name).toBe(true);
+    }
   });
 });

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file nodegate/jsonrpc/v1/error.proto.
  */
 export const file_nodegate_jsonrpc_v1_error: GenFile = /*@__PURE__*/
-  fileDesc("Ch9ub2RlZ2F0ZS9qc29ucnBjL3YxL2Vycm9yLnByb3RvEhNub2RlZ2F0ZS5qc29ucnBjLnYxIkkKDEpzb25ScGNFcnJvchIMCgRjb2RlGAEgASgDEg8KB21lc3NhZ2UYAiABKAkSEQoEZGF0YRgDIAEoCUgAiAEBQgcKBV9kYXRhIjsKC1JldmVydEVycm9yEgwKBGRhdGEYASABKAwSEwoGcmVhc29uGAIgASgJSACIAQFCCQoHX3JlYXNvbmIGcHJvdG8z");
+  fileDesc("Ch9ub2RlZ2F0ZS9qc29ucnBjL3YxL2Vycm9yLnByb3RvEhNub2RlZ2F0ZS5qc29ucnBjLnYxIkkKDEpzb25ScGNFcnJvchIMCgRjb2RlGAEgASgDEg8KB21lc3NhZ2UYAiABKAkSEQoEZGF0YRgDIAEoCUgAiAEBQgcKBV9kYXRhIjsKC1JldmVydEVycm9yEgwKBGRhdGEYASABKAwSEwoGcmVhc29uGAIgASgJSACIAQFCCQoHX3JlYXNvbkIOQgpFcnJvclByb3RvUAFiBnByb3RvMw");
 
 /**
  * A JSON-RPC error object, carried losslessly in the details of a gRPC status
