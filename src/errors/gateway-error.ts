@@ -24,6 +24,12 @@ export interface GatewayErrorInit extends JsonRpcErrorObject {
   origin?: "upstream" | "nodegate";
   /** Whether it says the node is down (circuit breakers count it); by default nodegate's UNAVAILABLE and DEADLINE_EXCEEDED do. */
   outage?: boolean;
+  /**
+   * A node's error members besides code, message and data (Erigon's and some
+   * providers' "reason", "stack", ...), as raw JSON text: `,"k":v` each. The
+   * native door sends them on as the node wrote them.
+   */
+  otherMembers?: string;
   /** Kept for logs only, never sent. */
   cause?: unknown;
 }
@@ -37,6 +43,7 @@ export class GatewayError extends Error {
   readonly retryAfterSeconds: number | undefined;
   readonly origin: "upstream" | "nodegate";
   readonly outage: boolean;
+  readonly otherMembers: string | undefined;
 
   constructor(init: GatewayErrorInit) {
     // An answer, not a bug: no stack is captured (found from outside: 120,000 calls timing out at once spent 1.6 s of
@@ -56,11 +63,13 @@ export class GatewayError extends Error {
     this.retryAfterSeconds = init.retryAfterSeconds;
     this.origin = init.origin ?? "nodegate";
     this.outage = init.outage ?? (this.origin === "nodegate" && (init.grpcCode === Code.Unavailable || init.grpcCode === Code.DeadlineExceeded));
+    this.otherMembers = init.otherMembers === undefined ? undefined : withoutSecrets(init.otherMembers);
   }
 
   /** The JSON-RPC error object as JSON text. */
   toJson(): string {
     const head = `{"code":${this.code},"message":${JSON.stringify(this.message)}`;
-    return this.data === undefined ? `${head}}` : `${head},"data":${this.data}}`;
+    const tail = this.otherMembers === undefined ? "}" : `${this.otherMembers}}`;
+    return this.data === undefined ? `${head}${tail}` : `${head},"data":${this.data}${tail}`;
   }
 }

@@ -381,11 +381,14 @@ function readError(body: Buffer, start: number, end: number): GatewayError {
     throw new RawJsonError("error lacks an integer code and a string message");
   }
   let data: string | undefined;
-  if ("data" in e) {
+  let otherMembers: string | undefined;
+  // Members besides code, message and data are rare (Erigon's, some providers'): scanned for only when there are some.
+  const memberCount = Object.keys(e).length;
+  if ("data" in e || memberCount > 2) {
     scanObject(body, start, (key, valueStart) => {
-      if (key !== "data") return -1;
       const valueEnd = skipValue(body, valueStart);
-      data = body.toString("utf8", valueStart, valueEnd);
+      if (key === "data") data = body.toString("utf8", valueStart, valueEnd);
+      else if (key !== "code" && key !== "message") otherMembers = `${otherMembers ?? ""},${JSON.stringify(key)}:${body.toString("utf8", valueStart, valueEnd)}`;
       return valueEnd;
     });
   }
@@ -393,6 +396,7 @@ function readError(body: Buffer, start: number, end: number): GatewayError {
     code: e.code,
     message: e.message,
     ...(data === undefined ? {} : { data }),
+    ...(otherMembers === undefined ? {} : { otherMembers }),
     // Besu, Nethermind and others revert with -32000/-32015: typed callers see a revert whichever node it was.
     grpcCode: e.code !== 3 && revertBytes(e.code, e.message, data) !== undefined ? Code.FailedPrecondition : grpcCodeForNodeError(e.code, e.message),
     origin: "upstream",

@@ -132,3 +132,15 @@ describe("members beside the result", () => {
     expect(err.message).toBe("header not found");
   });
 });
+
+describe("a node's error object", () => {
+  it("keeps the members besides code, message and data, as the node wrote them (found from outside: the native door dropped them)", () => {
+    const err = readError(Buffer.from('{"jsonrpc":"2.0","id":7,"error":{"message":"x","code":-32000,"data":"0x01","reason":"r","stack":{"at":["a", 1]}}}'));
+    expect(err.toJson()).toBe('{"code":-32000,"message":"x","data":"0x01","reason":"r","stack":{"at":["a", 1]}}');
+    expect(JSON.parse(err.toJson())).toEqual({ code: -32000, message: "x", data: "0x01", reason: "r", stack: { at: ["a", 1] } });
+    const plain = readError(Buffer.from('{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":"x"}}'));
+    expect(plain.toJson()).toBe('{"code":-32000,"message":"x"}');
+    const noData = readError(Buffer.from('{"jsonrpc":"2.0","id":7,"error":{"code":429,"message":"too many","extra":{"retryAfter":1}}}'));
+    expect(noData.toJson()).toBe('{"code":429,"message":"too many","extra":{"retryAfter":1}}');
+  });
+});
