@@ -680,7 +680,7 @@ export const SPEC_RULES: readonly SpecRule[] = [
     title: "eth_estimateGas without gas is bounded by the pending block's gas limit",
     quotes: [q(CALL, "When eth_estimateGas gets no gas limit, the node uses the pending block's gas limit as the upper bound, so the estimate can be too low for executions that need more than that limit.")],
     doors: ALL_DOORS,
-    decision: "nodegate sends the pending block's gas limit as gas when the caller gives neither gas nor a fee, so every node applies the same bound.",
+    decision: "nodegate sends the pending block's gas limit as gas when the caller gives neither gas nor a fee (nor a block gas limit override, which the node bounds the estimate by), so every node applies the same bound.",
   },
   {
     id: "call.revert-code-3",
