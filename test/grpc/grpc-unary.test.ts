@@ -67,6 +67,14 @@ function grpcCall<O extends Message>(
   });
 }
 
+/** A gRPC length-prefixed message (uncompressed). */
+function grpcFrame(bytes: Uint8Array): Buffer {
+  const out = Buffer.alloc(5 + bytes.length);
+  out.writeUInt32BE(bytes.length, 1);
+  out.set(bytes, 5);
+  return out;
+}
+
 const blockPath = `/${EthService.typeName}/GetBlockByNumber`;
 const logsPath = `/${EthService.typeName}/GetLogs`;
 
@@ -419,13 +427,7 @@ describe("the gRPC contract", () => {
     // Unsent answers count against the HTTP/2 session's memory (10 MiB); once over it, the session fails every stream.
     f.override = manyLogsAnswer();
     const session = http2.connect(f.ng.url);
-    const frame = (m: Message, schema: DescMessage) => {
-      const bytes = toBinary(schema, m);
-      const out = Buffer.alloc(5 + bytes.length);
-      out.writeUInt32BE(bytes.length, 1);
-      out.set(bytes, 5);
-      return out;
-    };
+    const frame = (m: Message, schema: DescMessage) => grpcFrame(toBinary(schema, m));
     const call = (path: string, body: Buffer) => {
       const req = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", "x-api-key": f.ng.key });
       req.end(body);
@@ -466,12 +468,7 @@ describe("the gRPC contract", () => {
     f.override = manyLogsAnswer(9000); // about 5.4 MB of JSON each
     const session = http2.connect(f.ng.url);
     session.on("error", () => {});
-    const frame = (bytes: Uint8Array) => {
-      const out = Buffer.alloc(5 + bytes.length);
-      out.writeUInt32BE(bytes.length, 1);
-      out.set(bytes, 5);
-      return out;
-    };
+    const frame = grpcFrame;
     const call = (path: string, body: Buffer) => {
       const req = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", "x-api-key": f.ng.key });
       req.on("error", () => {});

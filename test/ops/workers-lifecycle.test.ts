@@ -16,7 +16,7 @@ import { Client, request } from "undici";
 import { connect } from "node:net";
 import { type AnvilNode, freePort, startAnvil } from "../../src/embedded/anvil.js";
 import { startProgrammableUpstream } from "../support/programmable-upstream.js";
-import { startWorkersPrimary, type WorkersPrimary } from "../support/workers-primary.js";
+import { processAlive, startWorkersPrimary, type WorkersPrimary } from "../support/workers-primary.js";
 
 const KEY = "lifecycle-key-0123456789";
 const COUNTED = 'nodegate_requests_total{door="jsonrpc-http",method="eth_chainId",outcome="ok"}';
@@ -31,14 +31,7 @@ afterAll(async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+const alive = processAlive;
 
 function childrenOf(pid: number): number[] {
   const text = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim();

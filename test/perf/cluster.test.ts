@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Agent, request } from "undici";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { startProgrammableUpstream } from "../support/programmable-upstream.js";
-import { startWorkersPrimary, type WorkersPrimary } from "../support/workers-primary.js";
+import { processAlive, startWorkersPrimary, type WorkersPrimary } from "../support/workers-primary.js";
 
 const KEY = "cluster-key-0123456789";
 let anvil: AnvilNode;
@@ -22,14 +22,7 @@ function cpuTicks(pid: number): number {
   return Number(fields[11]) + Number(fields[12]);
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+const alive = processAlive;
 
 beforeAll(async () => {
   anvil = await startAnvil();

@@ -51,3 +51,13 @@ export async function startWorkersPrimary(env: Record<string, string>): Promise<
     },
   };
 }
+
+/** Whether a process with this pid is running (signal 0 reaches it). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
