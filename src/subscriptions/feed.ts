@@ -146,6 +146,17 @@ export abstract class Feed {
   }
 }
 
+/**
+ * The node answered a subscribe with an error (it refuses subscriptions for
+ * now: a provider's subscription limit, a node restarted without them), as
+ * against a connection that failed. Feeds then poll until it accepts again,
+ * so subscribers are not left with nothing (found from outside: heads and
+ * logs stopped, with no error, until the backoff's next try succeeded).
+ */
+export function nodeRefused(err: unknown): boolean {
+  return err instanceof GatewayError && err.origin === "upstream";
+}
+
 /** The feed could not fill a gap (too long): its subscribers must start over. */
 export function isHistoryLost(err: unknown): err is GatewayError {
   return err instanceof GatewayError && err.code === NODEGATE_CODES.historyLost;

@@ -13,7 +13,7 @@ import type { GatewayError } from "../errors/gateway-error.js";
 import type { WsUpstream } from "../upstream/ws-upstream.js";
 import { BlockWindow } from "./block-window.js";
 import { type HeadEvent, readHead } from "./events.js";
-import { type Deliver, Feed, type FeedContext, isHistoryLost } from "./feed.js";
+import { type Deliver, Feed, type FeedContext, isHistoryLost, nodeRefused } from "./feed.js";
 import { Poller } from "./poller.js";
 import { UpstreamSubscription } from "./upstream-subscription.js";
 import type { CallSignal } from "../call-signal.js";
@@ -125,13 +125,28 @@ export class HeadsFeed extends Feed {
         disconnected: () => {},
         reconnected: () =>
           this.runUntilDone("resubscribing to newHeads after a reconnect", async () => {
-            await this.#subscription?.renew();
+            try {
+              await this.#subscription?.renew();
+            } catch (err) {
+              // Heads are polled until the node takes the subscription again.
+              if (nodeRefused(err)) this.#pollUntilSubscribed();
+              throw err;
+            }
+            this.#poller?.stop();
+            this.#poller = undefined;
             await this.#catchUp();
           }),
       },
       this.ctx.log,
     );
     await this.#subscription.open();
+  }
+
+  #pollUntilSubscribed(): void {
+    if (this.#poller !== undefined) return;
+    this.#poller = new Poller(this.ctx.settings.pollIntervalMs, () => this.run("polling the latest block", () => this.#catchUp()));
+    this.#poller.start();
+    void this.run("polling the latest block", () => this.#catchUp());
   }
 
   protected async shutdown(): Promise<void> {

@@ -8,7 +8,7 @@
  */
 import type { WsUpstream } from "../upstream/ws-upstream.js";
 import { asRemoved, type LogEvent, logKey, readLog } from "./events.js";
-import { type Deliver, Feed, type FeedContext } from "./feed.js";
+import { type Deliver, Feed, type FeedContext, nodeRefused } from "./feed.js";
 import type { ChainChange, HeadsFeed } from "./heads-feed.js";
 import { logPages } from "./log-pages.js";
 import { type LogTopicFilter, subscribeParams, type Topic } from "./topic.js";
@@ -40,6 +40,10 @@ export class LogsFeed extends Feed {
   #drops = 0;
   /** The highest block of a log pushed while stale (dropped; the gap fill scans up to at least it). */
   #pushedWhileStaleTo = 0;
+  /** The node refuses the subscription after a reconnect: logs are fetched as the chain moves, as from an HTTP node. */
+  #polling = false;
+  /** The drop whose gap a fill was asked for while polling (one fill per drop, however many renewals fail). */
+  #fillAskedFor = -1;
   #subscription: UpstreamSubscription | undefined;
   #stopFollowing: (() => void) | undefined;
 
@@ -85,10 +89,28 @@ export class LogsFeed extends Feed {
         reconnected: () =>
           this.runUntilDone("resubscribing to logs after a reconnect", async () => {
             const drops = this.#drops;
-            await this.#subscription?.renew();
             // The gap is filled once the heads feed has caught up: a reorganization while disconnected reaches
             // #onChain (queued here meanwhile) and is taken back before the new branch's logs go out.
-            this.#heads.resync(() => this.runUntilDone("filling the gap after a reconnect", () => this.#fillGap(drops)));
+            const fillGap = () => this.#heads.resync(() => this.runUntilDone("filling the gap after a reconnect", () => this.#fillGap(drops)));
+            try {
+              await this.#subscription?.renew();
+            } catch (err) {
+              // Logs are polled until the node takes the subscription again (feed.ts nodeRefused).
+              if (nodeRefused(err)) {
+                this.#polling = true;
+                if (this.#fillAskedFor !== drops) {
+                  this.#fillAskedFor = drops;
+                  fillGap();
+                }
+              }
+              throw err;
+            }
+            if (this.#polling) {
+              // Pushes resume now; the blocks since the last poll are not pushed: they are the gap to fill.
+              this.#polling = false;
+              this.#stale = true;
+            }
+            fillGap();
           }),
       },
       this.ctx.log,
@@ -133,7 +155,7 @@ export class LogsFeed extends Feed {
     for (const block of change.dropped ?? []) if (this.#sent.get(block.number)?.hash === block.hash) this.#takeBack(block.number);
     if (change.reorg !== undefined) this.#scannedTo = Math.min(this.#scannedTo, change.reorg.ancestor);
     if (this.#stale) return;
-    if (this.ctx.ws === undefined || change.reorg !== undefined) {
+    if (this.ctx.ws === undefined || this.#polling || change.reorg !== undefined) {
       // Polling, or a new branch whose logs the node may not push: fetch them.
       try {
         await this.#scan(this.#scannedTo + 1, change.head.number);

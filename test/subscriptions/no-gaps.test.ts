@@ -173,6 +173,47 @@ describe("when the upstream socket drops", () => {
     }
   });
 
+  it("while the node refuses to subscribe again, heads and logs keep coming (polled), and nothing is lost or doubled once it accepts", async () => {
+    // Found from outside: with eth_subscribe refused after a reconnect, subscribers got nothing and no error until a
+    // retry (its backoff growing toward 30 s) was accepted.
+    const s = await subscribe();
+    try {
+      const start = await chain.blockNumber();
+      const subscribedBefore = relay.count("eth_subscribe");
+      relay.failNext("eth_subscribe", 1000);
+      await away(async () => {
+        await probe.store(4001n);
+      });
+      // Both feeds have been refused once; the blocks from here on can only come by polling.
+      for (let i = 0; i < 500 && relay.count("eth_subscribe") < subscribedBefore + 2; i++) await new Promise((r) => setTimeout(r, 10));
+      await new Promise((r) => setTimeout(r, 300));
+      await probe.store(4002n);
+      await chain.mine(1);
+      await probe.store(4003n);
+      const refusedTo = await chain.blockNumber();
+      await until(s, (seen) => seen.heads.some((h) => h.number === refusedTo) && seen.logs.length >= 3, "the blocks mined while refused");
+      expect(relay.count("eth_subscribe")).toBeGreaterThan(0);
+      const subscribes = relay.count("eth_subscribe");
+      relay.failNext("eth_subscribe", 0);
+      // Accepted at the next retry: both feeds subscribe again.
+      for (let i = 0; i < 1500 && relay.count("eth_subscribe") < subscribes + 2; i++) await new Promise((r) => setTimeout(r, 10));
+      await probe.store(4004n);
+      await chain.mine(1);
+      const end = await chain.blockNumber();
+      const hashes = await chain.hashes(start + 1, end);
+      const logs = asSeen(await chain.logs({ address: probe.address, fromBlock: toHex(start + 1), toBlock: toHex(end) }));
+      expect(logs).toHaveLength(4);
+      await until(s, (seen) => seen.heads.some((h) => h.number === end) && seen.logs.length >= 4, "every header and log");
+      for (const seen of Object.values(s.seen())) {
+        expect(seen.heads.filter((h) => h.number > start)).toEqual(hashes.map((hash, i) => ({ number: start + 1 + i, hash })));
+        expect(seen.logs).toEqual(logs);
+      }
+    } finally {
+      relay.failNext("eth_subscribe", 0);
+      await s.close();
+    }
+  }, 60_000);
+
   it("a log the node pushes while the gap fill waits to retry comes after the gap's logs", async () => {
     // Seen once under load: the renewed subscription's pushes overtook the older logs of a gap fill that had failed.
     const s = await subscribe();
