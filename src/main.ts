@@ -40,13 +40,18 @@ function fail(message: string, code = 2): never {
   process.exit(code);
 }
 
-function loadOrExit(configPath: string | undefined, text?: string): Config {
+/** `read()`, or exit 2 with its message when it fails on the configuration. */
+function orExit<T>(read: () => T): T {
   try {
-    return loadConfig(process.env, configPath, text);
+    return read();
   } catch (err) {
     if (err instanceof ConfigError) fail(err.message);
     throw err;
   }
+}
+
+function loadOrExit(configPath: string | undefined, text?: string): Config {
+  return orExit(() => loadConfig(process.env, configPath, text));
 }
 
 /**
@@ -57,15 +62,6 @@ function loadOrExit(configPath: string | undefined, text?: string): Config {
  * start made every replacement fail, one fork after another).
  */
 const WORKER_CONFIG_TEXT = "NODEGATE_WORKER_CONFIG_TEXT";
-
-function readOrExit(configPath: string): string {
-  try {
-    return readConfigText(configPath);
-  } catch (err) {
-    if (err instanceof ConfigError) fail(err.message);
-    throw err;
-  }
-}
 
 /**
  * SIGINT/SIGTERM while starting: remembered, and acted on once what has
@@ -96,7 +92,7 @@ const NOT_CAUGHT_WHILE_STARTING = { received: undefined, release: () => {} } as 
 async function start(configPathArg: string | undefined): Promise<void> {
   const early = cluster.isWorker ? NOT_CAUGHT_WHILE_STARTING : signalsWhileStarting();
   const configPath = configPathArg ?? process.env.NODEGATE_CONFIG;
-  const configText = configPath === undefined || configPath === "" ? undefined : ((cluster.isWorker ? process.env[WORKER_CONFIG_TEXT] : undefined) ?? readOrExit(configPath));
+  const configText = configPath === undefined || configPath === "" ? undefined : ((cluster.isWorker ? process.env[WORKER_CONFIG_TEXT] : undefined) ?? orExit(() => readConfigText(configPath)));
   const config = loadOrExit(configPath, configText);
   const log = createLogger(config.logLevel);
   // Once per deployment: the primary (or the single process) says it, not each worker again.

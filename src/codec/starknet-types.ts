@@ -23,7 +23,7 @@ import {
   TransactionWithHashSchema,
 } from "../../gen/nodegate/starknet/v1/transaction_pb.js";
 import { CodecError, locate, UNSAFE_JSON_INTEGER } from "./codec-error.js";
-import { bytesToBigint, decodeFelt, decodeQuantityBytes, readsLeniently, encodeFelt, encodeQuantity, encodeQuantityBytes, trimLeadingZeros } from "./hex.js";
+import { bytesToBigint, decodeFelt, decodeQuantityBytes, encodeFelt, encodeQuantity, encodeQuantityBytes, readsLeniently, trimLeadingZeros } from "./hex.js";
 import type { CodecRegistry, SpecialCodecFactory, ValueCodec } from "./message-codec.js";
 
 function fail(reason: string): never {

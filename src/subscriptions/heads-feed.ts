@@ -97,8 +97,7 @@ export class HeadsFeed extends Feed {
       // The starting point comes first: anything the node pushes after it links to it, or is a gap that gets filled.
       this.#accept(await this.ctx.reader.latestHead());
       if (this.ctx.ws === undefined) {
-        this.#poller = new Poller(this.ctx.settings.pollIntervalMs, () => this.run("polling the latest block", () => this.#catchUp()));
-        this.#poller.start();
+        this.#startPolling();
         return;
       }
       await this.#subscribe(this.ctx.ws);
@@ -142,10 +141,14 @@ export class HeadsFeed extends Feed {
     await this.#subscription.open();
   }
 
-  #pollUntilSubscribed(): void {
-    if (this.#poller !== undefined) return;
+  #startPolling(): void {
     this.#poller = new Poller(this.ctx.settings.pollIntervalMs, () => this.run("polling the latest block", () => this.#catchUp()));
     this.#poller.start();
+  }
+
+  #pollUntilSubscribed(): void {
+    if (this.#poller !== undefined) return;
+    this.#startPolling();
     void this.run("polling the latest block", () => this.#catchUp());
   }
 

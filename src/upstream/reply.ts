@@ -382,9 +382,8 @@ function readError(body: Buffer, start: number, end: number): GatewayError {
   }
   let data: string | undefined;
   let otherMembers: string | undefined;
-  // Members besides code, message and data are rare (Erigon's, some providers'): scanned for only when there are some.
-  const memberCount = Object.keys(e).length;
-  if ("data" in e || memberCount > 2) {
+  // Scanned for data and members besides code and message (rare: Erigon's, some providers') only when there are some.
+  if (Object.keys(e).length > 2) {
     scanObject(body, start, (key, valueStart) => {
       const valueEnd = skipValue(body, valueStart);
       if (key === "data") data = body.toString("utf8", valueStart, valueEnd);
