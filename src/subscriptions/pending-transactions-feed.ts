@@ -1,16 +1,18 @@
 /**
  * Hashes of transactions entering the node's pending pool: from the node's
  * newPendingTransactions subscription over WebSocket, or from a pending
- * transaction filter polled over HTTP (made again when the node forgets it).
- * A mempool has no history, so nothing is backfilled after a reconnect; a
- * hash seen twice (a resubscription overlapping the old one) is sent once.
+ * transaction filter polled over HTTP (made again when the node forgets it),
+ * and over WebSocket while the node refuses to subscribe again after a
+ * reconnect. A mempool has no history, so nothing is backfilled after a
+ * reconnect; a hash seen twice (a resubscription overlapping the old one, a
+ * filter overlapping the subscription) is sent once.
  */
 import { upstreamBadResponse } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { resultText } from "../upstream/reply.js";
 import type { WsUpstream } from "../upstream/ws-upstream.js";
 import { type PendingTransactionEvent, readPendingTransaction } from "./events.js";
-import { Feed, type FeedContext } from "./feed.js";
+import { Feed, type FeedContext, nodeRefused } from "./feed.js";
 import { Poller } from "./poller.js";
 import { UpstreamSubscription } from "./upstream-subscription.js";
 
@@ -38,9 +40,19 @@ export class PendingTransactionsFeed extends Feed {
         return;
       }
       this.#filterId = await this.#newFilter();
-      this.#poller = new Poller(this.ctx.settings.pollIntervalMs, () => this.run("polling the pending transaction filter", () => this.#poll()));
-      this.#poller.start();
+      this.#startPolling();
     });
+  }
+
+  #startPolling(): void {
+    this.#poller = new Poller(this.ctx.settings.pollIntervalMs, () => this.run("polling the pending transaction filter", () => this.#poll()));
+    this.#poller.start();
+  }
+
+  async #stopPolling(): Promise<void> {
+    this.#poller?.stop();
+    this.#poller = undefined;
+    await this.#uninstallFilter();
   }
 
   async #subscribe(ws: WsUpstream): Promise<void> {
@@ -53,7 +65,18 @@ export class PendingTransactionsFeed extends Feed {
         disconnected: () => {},
         reconnected: () =>
           this.runUntilDone("resubscribing to newPendingTransactions after a reconnect", async () => {
-            await this.#subscription?.renew();
+            try {
+              await this.#subscription?.renew();
+            } catch (err) {
+              // Hashes are read from a filter until the node takes the subscription again; the first poll, made at
+              // once, makes the filter (a node that refuses filters too costs a failed poll each interval, not this loop).
+              if (nodeRefused(err) && this.#poller === undefined) {
+                this.#startPolling();
+                void this.run("polling the pending transaction filter", () => this.#poll());
+              }
+              throw err;
+            }
+            await this.#stopPolling();
           }),
       },
       this.ctx.log,
@@ -64,10 +87,14 @@ export class PendingTransactionsFeed extends Feed {
   protected async shutdown(): Promise<void> {
     this.#poller?.stop();
     await this.#subscription?.close();
+    await this.#uninstallFilter();
+  }
+
+  async #uninstallFilter(): Promise<void> {
     const id = this.#filterId;
-    if (id !== undefined) {
-      await this.ctx.network.call("eth_uninstallFilter", `[${JSON.stringify(id)}]`, { idempotent: true }).catch(() => undefined);
-    }
+    if (id === undefined) return;
+    this.#filterId = undefined;
+    await this.ctx.network.call("eth_uninstallFilter", `[${JSON.stringify(id)}]`, { idempotent: true }).catch(() => undefined);
   }
 
   history(): Promise<void> {

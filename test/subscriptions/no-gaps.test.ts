@@ -11,7 +11,7 @@ import type * as grpc from "@grpc/grpc-js";
 import { toHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { EthService, SubscribeLogsRequestSchema, SubscribeNewHeadsRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { EthService, SubscribeLogsRequestSchema, SubscribeNewHeadsRequestSchema, SubscribeNewPendingTransactionsRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { LogFilterSchema } from "../../gen/nodegate/eth/v1/log_pb.js";
 import { DEFAULT_SUBSCRIPTIONS, DEFAULT_WEBSOCKET } from "../../src/config/config.js";
 import { decodeData } from "../../src/codec/hex.js";
@@ -211,6 +211,53 @@ describe("when the upstream socket drops", () => {
     } finally {
       relay.failNext("eth_subscribe", 0);
       await s.close();
+    }
+  }, 60_000);
+
+  it("while the node refuses to subscribe again, pending transactions come from a filter, each once, on both doors", async () => {
+    const native = await openNativeSubscriber(nodegate.wsUrl);
+    const nativeId = await native.subscribe("newPendingTransactions");
+    const grpcPending = openGrpcJsStream(
+      grpcClient,
+      EthService.method.subscribeNewPendingTransactions,
+      create(SubscribeNewPendingTransactionsRequestSchema),
+      { "x-api-key": nodegate.key },
+    );
+    const send = (value: number) => chain.rpc<string>("eth_sendTransaction", [{ from: SENDER, to: probe.address, value: toHex(value) }]);
+    try {
+      await waitForLiveSubscriptions(nodegate.gateway, "newPendingTransactions", 2);
+      // The node announces only what comes after its subscription is in place: send until a hash arrives.
+      let sent: string[] = [];
+      for (let value = 1; sent.length === 0 && value <= 20; value++) {
+        await send(value);
+        sent = await native.waitFor(nativeId, 1, 500).catch(() => []);
+      }
+      await grpcPending.waitFor(sent.length);
+      const subscribedBefore = relay.count("eth_subscribe");
+      relay.failNext("eth_subscribe", 1000);
+      await away(async () => {});
+      for (let i = 0; i < 500 && relay.count("eth_subscribe") === subscribedBefore; i++) await new Promise((r) => setTimeout(r, 10));
+      // Refused: the hashes from here on can only come from a filter.
+      for (let i = 0; i < 500 && relay.count("eth_getFilterChanges") === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      sent.push(await send(101), await send(102));
+      await native.waitFor(nativeId, sent.length);
+      await grpcPending.waitFor(sent.length);
+      const subscribes = relay.count("eth_subscribe");
+      relay.failNext("eth_subscribe", 0);
+      for (let i = 0; i < 1500 && relay.count("eth_subscribe") === subscribes; i++) await new Promise((r) => setTimeout(r, 10));
+      // Subscribed again: the filter is dropped, and hashes come pushed.
+      for (let i = 0; i < 500 && relay.count("eth_uninstallFilter") === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(relay.count("eth_uninstallFilter")).toBe(1);
+      sent.push(await send(103));
+      expect(await native.waitFor(nativeId, sent.length)).toEqual(sent);
+      expect((await grpcPending.waitFor(sent.length)).map((m) => hex(m.transactionHash))).toEqual(sent);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(native.results(nativeId)).toEqual(sent);
+      expect(grpcPending.received.map((m) => hex(m.transactionHash))).toEqual(sent);
+    } finally {
+      relay.failNext("eth_subscribe", 0);
+      grpcPending.cancel();
+      await Promise.all([grpcPending.ended, native.close()]);
     }
   }, 60_000);
 
