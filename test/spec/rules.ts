@@ -473,7 +473,8 @@ export const SPEC_RULES: readonly SpecRule[] = [
     title: "a transition (pending to mined) shows on the next call: nothing is cached",
     quotes: [q(STATES, "Transitions between these conditions: not shown.")],
     doors: NATIVE_AND_TYPED,
-    decision: "nodegate keeps no chain state between calls, so each answer is the node's view at that moment.",
+    decision:
+      "nodegate keeps no non-final chain state between calls: a read at a tag or of a block not yet final is never stored, so a call sent after a change shows it. One exception, documented: identical calls made while one is under way (sent less than cache.coalesceWindowMs, 1 s, before) share its answer, so a call that joins one sent before the change gets the earlier view; set the window lower or cache.coalesce false where that matters.",
   },
 
   /* Endpoints */
@@ -809,7 +810,8 @@ export const SPEC_RULES: readonly SpecRule[] = [
     title: "a gas param above 10x the latest block's gas limit is lowered to that cap",
     quotes: [q(LIMITS, row("gas parameter cap", "eth_call and eth_estimateGas", "10 times (1000%) the current block gas limit"))],
     doors: NATIVE_AND_TYPED,
-    decision: "A larger gas is lowered to the cap before the call goes upstream (as nodes cap gas) rather than refused.",
+    decision:
+      "A larger gas is lowered to the cap before the call goes upstream (as nodes cap gas) rather than refused. The latest block's gas limit is read at most every 12 s, not per call, so for up to 12 s after a change of the gas limit the cap follows the limit before it.",
   },
   {
     id: "limits.not-shown",
