@@ -53,6 +53,24 @@ function sentCall(method: string): Record<string, unknown> {
   return (JSON.parse(request?.body ?? "{}") as { params: [Record<string, unknown>] }).params[0];
 }
 
+/**
+ * The node's own error for a call, asked directly: a refusal through nodegate must be this one (so the call reached
+ * the node as written and its answer came back), not one of nodegate's own.
+ */
+async function nodeError(method: string, params: unknown[]): Promise<{ code: number; message: string }> {
+  const res = await fetch(anvil.url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+  const { error } = (await res.json()) as { error?: { code: number; message: string } };
+  expect(error, `the node refuses ${method} ${JSON.stringify(params)}`).toBeDefined();
+  return { code: error?.code as number, message: error?.message as string };
+}
+
+/** Both doors' errors for one refused call are the node's. */
+async function expectNodesRefusal(method: string, params: unknown[], typed: () => Promise<{ error: { code: number; message: string } | undefined }>): Promise<void> {
+  const expected = await nodeError(method, params);
+  expect((await g.http.call(method, params)).error).toMatchObject(expected);
+  expect((await typed()).error).toMatchObject(expected);
+}
+
 const typedCall = (transaction: CallInit) => g.eth.call(m.call, { transaction });
 const typedEstimate = (transaction: CallInit) => g.eth.call(m.estimateGas, { transaction });
 const bytes = (h: Hex) => hexToBytes(h);
@@ -78,9 +96,9 @@ specRule("call.from", async () => {
   expect((await typedEstimate({ to: bytes(s.address), data: bytes(burn(2n)) })).gas).toBeGreaterThan(21_000n);
   // With from, the node runs the call as that account: one without ether cannot send any.
   expect(await g.http.result("eth_call", [{ from: s.sender, to: SOMEONE, value: "0x1" }, "latest"])).toBe("0x");
-  expect((await g.http.call("eth_call", [{ from: POOR, to: SOMEONE, value: "0x1" }, "latest"])).error).toBeDefined();
-  const typedPoor = await g.eth.fail(m.call, { transaction: { from: bytes(POOR), to: bytes(SOMEONE), value: uint256(1n) } });
-  expect(typedPoor.error).toBeDefined();
+  await expectNodesRefusal("eth_call", [{ from: POOR, to: SOMEONE, value: "0x1" }, "latest"], () =>
+    g.eth.fail(m.call, { transaction: { from: bytes(POOR), to: bytes(SOMEONE), value: uint256(1n) } }),
+  );
   expect(sentCall("eth_call").from).toBe(POOR);
 });
 
@@ -100,13 +118,12 @@ specRule("call.to", async () => {
 specRule("call.gas", async () => {
   const work = burn(300n);
   // Too little gas for the work: the call fails; enough, or none, and it succeeds.
-  expect((await g.http.call("eth_call", [{ to: s.address, data: work, gas: "0x7530" }, "latest"])).error).toBeDefined();
+  await expectNodesRefusal("eth_call", [{ to: s.address, data: work, gas: "0x7530" }, "latest"], () =>
+    g.eth.fail(m.call, { transaction: { to: bytes(s.address), data: bytes(work), gas: 30_000n } }),
+  );
   expect(sentCall("eth_call").gas).toBe("0x7530");
   expect(await g.http.result("eth_call", [{ to: s.address, data: work, gas: toHex(5_000_000) }, "latest"])).toMatch(/^0x[0-9a-f]{64}$/);
   expect(await g.http.result("eth_call", [{ to: s.address, data: work }, "latest"])).toMatch(/^0x[0-9a-f]{64}$/);
-  const starved = await g.eth.fail(m.call, { transaction: { to: bytes(s.address), data: bytes(work), gas: 30_000n } });
-  expect(starved.error).toBeDefined();
-  expect(sentCall("eth_call").gas).toBe("0x7530");
   expect((await typedCall({ to: bytes(s.address), data: bytes(work), gas: 5_000_000n })).data).toHaveLength(32);
 });
 
@@ -118,8 +135,9 @@ specRule("call.gasPrice", async () => {
   await typedCall({ from: bytes(s.sender), to: bytes(s.address), data: bytes(stored()), gasPrice: uint256(BigInt(price)) });
   expect(sentCall("eth_call").gasPrice).toBe(price);
   // A price the sender cannot pay for the gas is refused by the node: the price reached it.
-  const unaffordable = await g.http.call("eth_call", [{ from: POOR, to: s.address, data: stored(), gas: "0x10000", gasPrice: price }, "latest"]);
-  expect(unaffordable.error).toBeDefined();
+  await expectNodesRefusal("eth_call", [{ from: POOR, to: s.address, data: stored(), gas: "0x10000", gasPrice: price }, "latest"], () =>
+    g.eth.fail(m.call, { transaction: { from: bytes(POOR), to: bytes(s.address), data: bytes(stored()), gas: 0x10000n, gasPrice: uint256(BigInt(price)) } }),
+  );
 });
 
 specRule("call.maxPriorityFeePerGas", async () => {
@@ -129,10 +147,10 @@ specRule("call.maxPriorityFeePerGas", async () => {
   expect(BigInt(await g.http.result("eth_call", [{ ...fees, maxPriorityFeePerGas: "0x1" }, "latest"]))).toBe(s.secondStore.value);
   expect(sentCall("eth_call").maxPriorityFeePerGas).toBe("0x1");
   // A tip above the fee cap is refused by the node, on both doors.
-  expect((await g.http.call("eth_call", [{ ...fees, maxPriorityFeePerGas: toHex(maxFee + 1n) }, "latest"])).error).toBeDefined();
   const typedFees = { maxFeePerGas: uint256(maxFee), maxPriorityFeePerGas: uint256(maxFee + 1n) };
-  const typed = await g.eth.fail(m.call, { transaction: { from: bytes(s.sender), to: bytes(s.address), data: bytes(stored()), ...typedFees } });
-  expect(typed.error).toBeDefined();
+  await expectNodesRefusal("eth_call", [{ ...fees, maxPriorityFeePerGas: toHex(maxFee + 1n) }, "latest"], () =>
+    g.eth.fail(m.call, { transaction: { from: bytes(s.sender), to: bytes(s.address), data: bytes(stored()), ...typedFees } }),
+  );
   expect(sentCall("eth_call").maxPriorityFeePerGas).toBe(toHex(maxFee + 1n));
 });
 
@@ -143,7 +161,9 @@ specRule("call.maxFeePerGas", async () => {
   expect(BigInt(await g.http.result("eth_call", [{ ...capped, from: s.sender }, "latest"]))).toBe(s.secondStore.value);
   expect(sentCall("eth_call").maxFeePerGas).toBe(toHex(baseFee * 2n));
   // The sender must afford gas times the fee cap: an account without ether cannot.
-  expect((await g.http.call("eth_call", [{ ...capped, from: POOR, gas: "0x10000" }, "latest"])).error).toBeDefined();
+  await expectNodesRefusal("eth_call", [{ ...capped, from: POOR, gas: "0x10000" }, "latest"], () =>
+    g.eth.fail(m.call, { transaction: { from: bytes(POOR), to: bytes(s.address), data: bytes(stored()), gas: 0x10000n, maxFeePerGas: uint256(baseFee * 2n) } }),
+  );
   const typed = await typedCall({ from: bytes(s.sender), to: bytes(s.address), data: bytes(stored()), maxFeePerGas: uint256(baseFee * 2n) });
   expect(bytesToBigint(typed.data ?? new Uint8Array())).toBe(s.secondStore.value);
   expect(sentCall("eth_call").maxFeePerGas).toBe(toHex(baseFee * 2n));
@@ -154,9 +174,9 @@ specRule("call.value", async () => {
   expect(sentCall("eth_call").value).toBe(toHex(10n ** 18n));
   // More than the sender holds: the node refuses, so the value reached it.
   const balance = BigInt(await g.http.result("eth_getBalance", [s.sender, "latest"]));
-  expect((await g.http.call("eth_call", [{ from: s.sender, to: SOMEONE, value: toHex(balance + 1n) }, "latest"])).error).toBeDefined();
-  const typed = await g.eth.fail(m.call, { transaction: { from: bytes(s.sender), to: bytes(SOMEONE), value: uint256(balance + 1n) } });
-  expect(typed.error).toBeDefined();
+  await expectNodesRefusal("eth_call", [{ from: s.sender, to: SOMEONE, value: toHex(balance + 1n) }, "latest"], () =>
+    g.eth.fail(m.call, { transaction: { from: bytes(s.sender), to: bytes(SOMEONE), value: uint256(balance + 1n) } }),
+  );
   expect(sentCall("eth_call").value).toBe(toHex(balance + 1n));
   // Probe has no payable function: value sent to it reverts.
   expect((await g.http.call("eth_call", [{ from: s.sender, to: s.address, data: stored(), value: "0x1" }, "latest"])).error?.code).toBe(3);
@@ -220,9 +240,11 @@ specRule("call.estimate-upper-bound", async () => {
   expect(sentCall("eth_estimateGas").gas).toBe(bound);
   // Work needing more than the bound cannot be estimated.
   const huge = burn(2_000_000n);
-  expect((await g.http.call("eth_estimateGas", [{ to: s.address, data: huge }])).error).toBeDefined();
-  const typed = await g.eth.fail(m.estimateGas, { transaction: { to: bytes(s.address), data: bytes(huge) } });
-  expect(typed.error).toBeDefined();
+  await expectNodesRefusal("eth_estimateGas", [{ to: s.address, data: huge, gas: bound }], () =>
+    g.eth.fail(m.estimateGas, { transaction: { to: bytes(s.address), data: bytes(huge) } }),
+  );
+  expect((await g.http.call("eth_estimateGas", [{ to: s.address, data: huge }])).error).toMatchObject(await nodeError("eth_estimateGas", [{ to: s.address, data: huge, gas: bound }]));
+  expect(sentCall("eth_estimateGas").gas).toBe(bound);
 });
 
 specRule("call.revert-code-3", async () => {
