@@ -51,7 +51,8 @@ export function applyEnv(config: Config, env: NodeJS.ProcessEnv): void {
     const http = env.NODEGATE_UPSTREAM_URL ? httpUrl(env.NODEGATE_UPSTREAM_URL, fail("NODEGATE_UPSTREAM_URL")) : undefined;
     const ws = env.NODEGATE_UPSTREAM_WS_URL ? httpUrl(env.NODEGATE_UPSTREAM_WS_URL, fail("NODEGATE_UPSTREAM_WS_URL"), ["ws:", "wss:"]) : undefined;
     const network = config.networks.find((n) => n.name === config.defaultNetwork) as NetworkConfig;
-    network.upstreams = [{ label: "primary", url: (ws ?? http) as string }, ...network.upstreams.slice(1)];
+    // The file's label stays (its partners' labels were checked against it); "primary" when the file named none.
+    network.upstreams = [{ label: network.upstreams[0]?.label ?? "primary", url: (ws ?? http) as string }, ...network.upstreams.slice(1)];
   }
   if (env.NODEGATE_UPSTREAM_TRANSPORT) {
     const t = env.NODEGATE_UPSTREAM_TRANSPORT;
@@ -64,7 +65,7 @@ export function applyEnv(config: Config, env: NodeJS.ProcessEnv): void {
     if (existing !== undefined && existing.family !== "starknet") {
       fail("NODEGATE_STARKNET_UPSTREAM_URL")('the configured network "starknet" is not a starknet network');
     }
-    if (existing) existing.upstreams = [{ label: "primary", url }, ...existing.upstreams.slice(1)];
+    if (existing) existing.upstreams = [{ label: existing.upstreams[0]?.label ?? "primary", url }, ...existing.upstreams.slice(1)];
     else config.networks.push({ name: "starknet", family: "starknet", upstreams: [{ label: "primary", url }] });
   }
   if (env.NODEGATE_PORT) {

@@ -72,6 +72,10 @@ describe("configuration file", () => {
     ]);
     expect(config.networks[0]?.upstreams[0]?.url).toBe("http://127.0.0.1:1");
     expect(config.networks[0]?.upstreams[1]?.label).toBe("partner");
+    // The URL changes, the file's label stays: a partner labelled "primary" must not share the primary's series.
+    expect(config.networks[0]?.upstreams[0]?.label).toBe("provider");
+    const clash = loadConfig({ PROVIDER_KEY: "pk", NODEGATE_UPSTREAM_URL: "http://127.0.0.1:1" }, file(VALID.replace("label: partner", "label: primary")));
+    expect(clash.networks[0]?.upstreams.map((u) => u.label)).toEqual(["provider", "primary"]);
   });
 
   it.each([
