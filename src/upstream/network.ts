@@ -98,7 +98,18 @@ function inFamily(err: unknown, family: ChainFamily): unknown {
 interface Member {
   upstream: Upstream;
   breaker: CircuitBreaker;
+  /** When the upstream last answered a call (a result or a node error), performance.now(); -Infinity = never. */
+  lastAnswerAt: number;
 }
+
+/**
+ * A call its caller gave up on (a client deadline, a disconnect) after waiting at least this long, with no answer
+ * from its upstream to any call since it was sent, counts as an outage: the node is silent. Without it, a hung node
+ * whose callers all set deadlines shorter than upstreamTimeoutMs (every typed client sets one) was never seen down:
+ * no failover, no open circuit, no warning (found from outside). A caller leaving sooner, or a node that answered
+ * something meanwhile (a slow query, a busy node), says nothing about its health.
+ */
+const SILENT_FOR_MS = 1000;
 
 export class Network {
   readonly name: string;
@@ -126,7 +137,7 @@ export class Network {
     if (options.upstreams.length === 0) throw new Error(`network ${options.name} has no upstream`);
     this.name = options.name;
     this.family = options.family;
-    this.#members = options.upstreams.map((upstream) => ({ upstream, breaker: new CircuitBreaker(options.breaker) }));
+    this.#members = options.upstreams.map((upstream) => ({ upstream, breaker: new CircuitBreaker(options.breaker), lastAnswerAt: Number.NEGATIVE_INFINITY }));
     // A WebSocket node's dropped connection is an outage seen before any call fails: readiness probes from then on,
     // even with no traffic (found from outside: an idle instance reported a dead node SERVING for 30 s).
     for (const { upstream } of this.#members) {
@@ -188,26 +199,20 @@ export class Network {
       if (member.breaker.state !== "closed") this.#log?.info({ network: this.name, upstream: member.upstream.label }, "upstream answering again: its circuit is closed");
       if (member === this.#members[0]) this.#failingOver = false;
       member.breaker.success();
-      this.lastAnswerAt = Date.now();
+      this.#answered(member);
       return result;
     } catch (err) {
       const ownDeadlineRanOut = ownDeadline && err instanceof GatewayError && err.grpcCode === Code.DeadlineExceeded;
       if (ownDeadlineRanOut) ownDeadlineExpiries.add(err);
-      if (options.signal?.aborted || ownDeadlineRanOut || isOwnCapacity(err)) {
+      const leftEarly = options.signal?.aborted === true || ownDeadlineRanOut;
+
+      if (isOwnCapacity(err) || (leftEarly && !this.#silentSince(member, started))) {
         member.breaker.release();
-      } else if (isOutage(err)) {
-        this.#outage();
-        const wasClosed = member.breaker.state === "closed";
-        const retryAfter = (err as GatewayError).retryAfterSeconds;
-        member.breaker.failure(Date.now(), retryAfter === undefined ? undefined : retryAfter * 1000);
-        // Once per outage, at warn: with log.level warn an outage would otherwise leave no trace.
-        if (wasClosed && member.breaker.state === "open") {
-          this.#log?.warn({ network: this.name, upstream: member.upstream.label, err: (err as Error).message }, "upstream failing: its circuit is open, calls to it are paused");
-        }
-        this.#metrics?.upstreamErrors.inc({ network: this.name, upstream: member.upstream.label, kind: "outage" });
+      } else if (leftEarly || isOutage(err)) {
+        this.#failed(member, err as Error);
       } else {
         member.breaker.success(); // it answered: the upstream is up
-        this.lastAnswerAt = Date.now();
+        this.#answered(member);
         this.#metrics?.upstreamErrors.inc({ network: this.name, upstream: member.upstream.label, kind: "node_error" });
         throw inFamily(err, this.family);
       }
@@ -217,6 +222,28 @@ export class Network {
     }
   }
 
+  #answered(member: Member): void {
+    member.lastAnswerAt = performance.now();
+    this.lastAnswerAt = Date.now();
+  }
+
+  /** Whether `member` has answered nothing since `sentAt` (performance.now()), at least SILENT_FOR_MS ago. */
+  #silentSince(member: Member, sentAt: number): boolean {
+    return performance.now() - sentAt >= SILENT_FOR_MS && member.lastAnswerAt < sentAt;
+  }
+
+  #failed(member: Member, err: Error): void {
+    this.#outage();
+    const wasClosed = member.breaker.state === "closed";
+    const retryAfter = err instanceof GatewayError ? err.retryAfterSeconds : undefined;
+    member.breaker.failure(Date.now(), retryAfter === undefined ? undefined : retryAfter * 1000);
+    // Once per outage, at warn: with log.level warn an outage would otherwise leave no trace.
+    if (wasClosed && member.breaker.state === "open") {
+      this.#log?.warn({ network: this.name, upstream: member.upstream.label, err: err.message }, "upstream failing: its circuit is open, calls to it are paused");
+    }
+    this.#metrics?.upstreamErrors.inc({ network: this.name, upstream: member.upstream.label, kind: "outage" });
+  }
+
   /** Whether a partner whose circuit is closed may take this call if the primary cannot. */
   #partnerReady(method: string, options: NetworkCallOptions): boolean {
     return this.#mayFailOver(method, options) && this.#members.slice(1).some((partner) => partner.breaker.state === "closed");
@@ -224,6 +251,7 @@ export class Network {
 
   async call(method: string, paramsText: string, options: NetworkCallOptions = {}): Promise<UpstreamResult> {
     const primary = this.#members[0] as Member;
+    const arrived = performance.now();
     let outage: unknown;
     let admitted = primary.breaker.allow();
     let waitedMs = 0;
@@ -249,7 +277,10 @@ export class Network {
       for (const partner of this.#members.slice(1)) {
         if (!partner.breaker.allow()) continue;
         try {
-          const result = await this.#try(partner, method, paramsText, options, waitedMs);
+          // The call's own deadline (eth_getLogs' query timeout) counts from its arrival, across upstreams; the
+          // network's is each upstream call's.
+          const spent = options.timeoutMs !== undefined && options.timeoutMs < this.#timeoutMs ? performance.now() - arrived : waitedMs;
+          const result = await this.#try(partner, method, paramsText, options, spent);
           this.failovers++;
           this.#metrics?.failovers.inc({ network: this.name, upstream: partner.upstream.label });
           // At warn once per outage (until the primary answers again), then at debug: a busy failover would flood the log.
@@ -258,7 +289,7 @@ export class Network {
           this.#log?.[level]({ network: this.name, method, upstream: partner.upstream.label }, "answered by a partner upstream during a primary outage (nodegate_upstream_failovers_total counts them)");
           return result;
         } catch (err) {
-          if (!isOutage(err) || options.signal?.aborted) throw err;
+          if (!isOutage(err) || options.signal?.aborted || (err instanceof GatewayError && ranOutOfOwnDeadline(err))) throw err;
         }
       }
     }

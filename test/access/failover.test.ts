@@ -8,6 +8,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { DEFAULT_LIMITS } from "../../src/config/config.js";
 import { NODEGATE_CODES } from "../../src/errors/catalogue.js";
 import { connectClient } from "../support/grpc-clients.js";
 import { post, rpc } from "../support/http.js";
@@ -150,6 +151,37 @@ describe("failover to a partner during a primary outage", () => {
     expect((await post(`${ng.url}/v3/${CORE}`, byHash())).json.error.code).toBe(NODEGATE_CODES.upstreamUnavailable);
   });
 
+  it("eth_getLogs' query timeout counts from the call's arrival, across the primary and its partners", async () => {
+    // Found from outside: each partner got the whole 10 s again, and the caller got the primary's outage error after
+    // 18 s instead of the provider's -32005 query timeout.
+    primaryAnswer = { delayMs: 600, then: { destroy: true } };
+    const hungPartner = await startProgrammableUpstream(() => ({ delayMs: 60_000, then: { result: [] } }));
+    try {
+      const ng = await startNodegate({
+        upstreamUrl: primary.url,
+        keys: [{ key: GROWTH, plan: "growth" }],
+        networks: [
+          {
+            name: "ethereum",
+            family: "eth",
+            upstreams: [
+              { label: "primary", url: primary.url },
+              { label: "partner", url: hungPartner.url },
+            ],
+            failover: { methods: ["eth_getLogs"], plans: ["growth"] },
+          },
+        ],
+        config: { limits: { ...DEFAULT_LIMITS, getLogsTimeoutMs: 1000 } },
+      });
+      started.push(ng);
+      const native = await post(`${ng.url}/v3/${GROWTH}`, rpc("eth_getLogs", [{ fromBlock: "0x0", toBlock: "0x0" }]));
+      expect(native.json.error).toEqual({ code: -32005, message: "query timeout exceeded" });
+      expect(hungPartner.requests.map((r) => r.method)).toEqual(["eth_getLogs"]);
+    } finally {
+      await hungPartner.close();
+    }
+  });
+
   it("a node error is an answer, not an outage: no failover", async () => {
     primaryAnswer = { error: { code: -32000, message: "header not found" } };
     const ng = await gateway();
@@ -160,6 +192,55 @@ describe("failover to a partner during a primary outage", () => {
 });
 
 describe("circuit breaker", () => {
+  const request = () => ({ blockHash: Buffer.from(genesisHash.slice(2), "hex") });
+  const giveUp = (client: ReturnType<typeof connectClient<typeof EthService>>, timeoutMs: number) =>
+    client.getBlockByHash(request(), { timeoutMs }).then(
+      () => "answered",
+      (e: unknown) => Code[ConnectError.from(e).code],
+    );
+
+  it("a silent primary is seen down by callers that give up before the upstream deadline: its circuit opens and calls go to the partner", async () => {
+    // Found from outside: with every caller's deadline shorter than upstreamTimeoutMs (typed clients always send one),
+    // a hung primary never counted an outage: no failover, no open circuit, no warning, for as long as it hung.
+    primaryAnswer = { delayMs: 60_000, then: { result: null } };
+    const ng = await gateway(undefined, { threshold: 3, cooldownMs: 60_000 });
+    const client = connectClient(ng.url, EthService, GROWTH, "grpc");
+    // Callers that leave within a second say nothing about the node.
+    for (let i = 0; i < 3; i++) expect(await giveUp(client, 200)).toBe("DeadlineExceeded");
+    expect(ng.gateway.network(undefined).primaryCircuit).toBe("closed");
+    for (let i = 0; i < 3; i++) expect(await giveUp(client, 1200)).toBe("DeadlineExceeded");
+    // The client's deadline and the server's end together: the server may see the last one a moment later.
+    for (let i = 0; i < 100 && ng.gateway.network(undefined).primaryCircuit !== "open"; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(ng.gateway.network(undefined).primaryCircuit).toBe("open");
+    expect(ng.logs.some((l) => l.level === 40 && String(l.msg).startsWith("upstream failing"))).toBe(true);
+    expect((await client.getBlockByHash(request(), { timeoutMs: 1200 })).block?.number).toBe(0n);
+    expect(ng.gateway.network(undefined).failovers).toBe(1);
+  });
+
+  it("a slow call on a node that answers others meanwhile is not an outage, however long its caller waited", async () => {
+    const slowByHash = await startProgrammableUpstream((r) => (r.method === "eth_getBlockByHash" ? { delayMs: 60_000, then: { result: null } } : { forward: anvil.url }));
+    try {
+      const ng = await startNodegate({
+        upstreamUrl: slowByHash.url,
+        keys: [{ key: GROWTH, plan: "growth" }],
+        networks: [{ name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: slowByHash.url }, { label: "partner", url: anvil.url }] }],
+        config: { circuitBreaker: { threshold: 2, cooldownMs: 60_000 } },
+      });
+      started.push(ng);
+      const client = connectClient(ng.url, EthService, GROWTH, "grpc");
+      for (let i = 0; i < 3; i++) {
+        const slow = giveUp(client, 1200);
+        await new Promise((r) => setTimeout(r, 300));
+        expect((await post(`${ng.url}/v3/${GROWTH}`, rpc("eth_blockNumber"))).json.result).toBe("0x0");
+        expect(await slow).toBe("DeadlineExceeded");
+      }
+      expect(ng.gateway.network(undefined).primaryCircuit).toBe("closed");
+      expect(ng.gateway.network(undefined).failovers).toBe(0);
+    } finally {
+      await slowByHash.close();
+    }
+  });
+
   it("stops sending to a dead primary after the threshold, then probes it after the cooldown", async () => {
     primaryAnswer = { raw: "unavailable", status: 503 };
     const ng = await gateway(undefined, { threshold: 3, cooldownMs: 300 });
