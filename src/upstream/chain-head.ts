@@ -151,7 +151,7 @@ export class ChainHead {
   async #fetch(tag: string): Promise<bigint | undefined> {
     let value: bigint | undefined;
     try {
-      const result = await this.#network.call("eth_getBlockByNumber", `["${tag}",false]`, { idempotent: true });
+      const result = await this.#network.call("eth_getBlockByNumber", `["${tag}",false]`, { idempotent: true, headReading: true });
       const block = JSON.parse(resultText(result)) as { gasLimit?: unknown } | null;
       const gasLimit = block?.gasLimit;
       if (typeof gasLimit === "string" && QUANTITY.test(gasLimit)) value = BigInt(gasLimit);

@@ -50,6 +50,13 @@ export interface NetworkCallOptions {
   plan?: Plan | undefined;
   /** Whom the call is for (CallOptions.flow). */
   flow?: string | undefined;
+  /**
+   * nodegate's own reading of the head that a caller's call waits for (a gas limit): any partner may answer it
+   * during a primary outage, whatever the failover policy, since the caller's call itself still goes where the
+   * policy says (found from outside: eth_call with gas and eth_estimateGas could not fail over under a policy
+   * naming them, as the gas-limit reading they need could not).
+   */
+  headReading?: boolean | undefined;
 }
 
 /** What a readiness probe heard; methodUnknownAt: the upstream that answered, but did not know the probe's method (a node of another family). */
@@ -175,14 +182,9 @@ export class Network {
 
   #mayFailOver(method: string, options: NetworkCallOptions): boolean {
     const policy = this.#failover;
-    return (
-      this.#members.length > 1 &&
-      options.idempotent === true &&
-      policy !== undefined &&
-      policy.methods.includes(method) &&
-      options.plan !== undefined &&
-      policy.plans.includes(options.plan)
-    );
+    if (this.#members.length === 1 || options.idempotent !== true) return false;
+    if (options.headReading === true) return true;
+    return policy !== undefined && policy.methods.includes(method) && options.plan !== undefined && policy.plans.includes(options.plan);
   }
 
   /** `waitedMs`: how long the call waited on the primary's probe, taken from its deadline (which counts from its arrival). */

@@ -151,6 +151,20 @@ describe("failover to a partner during a primary outage", () => {
     expect((await post(`${ng.url}/v3/${CORE}`, byHash())).json.error.code).toBe(NODEGATE_CODES.upstreamUnavailable);
   });
 
+  it("eth_call with gas and eth_estimateGas fail over when the policy names them: the gas-limit reading they need does too", async () => {
+    // Found from outside: the gas cap's reading of the latest block's gas limit never failed over, so these calls got
+    // the outage error while eth_getBalance, under the same policy, was answered by the partner.
+    primaryAnswer = { raw: "unavailable", status: 503 };
+    const ng = await gateway({ methods: ["eth_call", "eth_estimateGas"], plans: ["growth"] });
+    const call = await post(`${ng.url}/v3/${GROWTH}`, rpc("eth_call", [{ to: "0x0000000000000000000000000000000000001234", data: "0x", gas: "0x10000" }, "latest"]));
+    expect(call.json).toMatchObject({ result: "0x" });
+    const estimate = await post(`${ng.url}/v3/${GROWTH}`, rpc("eth_estimateGas", [{ to: "0x0000000000000000000000000000000000000002", value: "0x0" }]));
+    expect(estimate.json.result).toBe(await post(anvil.url, rpc("eth_estimateGas", [{ to: "0x0000000000000000000000000000000000000002", value: "0x0" }])).then((r) => r.json.result));
+    // A core key's call still gets the outage error: only the reading went to the partner.
+    const core = await post(`${ng.url}/v3/${CORE}`, rpc("eth_call", [{ to: "0x0000000000000000000000000000000000001234", data: "0x", gas: "0x10000" }, "latest"]));
+    expect(core.json.error.code).toBe(NODEGATE_CODES.upstreamUnavailable);
+  });
+
   it("eth_getLogs' query timeout counts from the call's arrival, across the primary and its partners", async () => {
     // Found from outside: each partner got the whole 10 s again, and the caller got the primary's outage error after
     // 18 s instead of the provider's -32005 query timeout.
