@@ -236,6 +236,20 @@ export function requestTooLargeForNode(detail: string): GatewayError {
   });
 }
 
+/**
+ * A node's reply larger than nodegate reads for one call: the node answered, and the call asked for too much (a
+ * block range's logs, a trace), so it is no outage (found from outside: one client's oversized calls opened the
+ * circuit for every key, and readiness went with it), nor worth retrying as it is.
+ */
+export function replyTooLarge(detail: string): GatewayError {
+  return new GatewayError({
+    code: NODEGATE_CODES.upstreamBadResponse,
+    message: `upstream reply too large: ${detail}, the most nodegate reads for one call; ask for less`,
+    grpcCode: Code.ResourceExhausted,
+    httpStatus: 502,
+  });
+}
+
 /** A call that waited its whole deadline for one of nodegate's connections to the node (all busy), and was never sent. */
 export function noConnectionInTime(timeoutMs: number, waiting: number): GatewayError {
   return new GatewayError({

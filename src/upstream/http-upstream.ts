@@ -8,11 +8,11 @@
 import { networkErrorWords } from "./network-errors.js";
 import type { ConnectionOptions } from "node:tls";
 import { Code } from "@connectrpc/connect";
-import { cancelled, noConnectionInTime, replyBudgetExceeded, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
+import { cancelled, noConnectionInTime, replyBudgetExceeded, replyTooLarge, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { MAX_RETRY_AFTER_PAUSE_MS } from "./circuit-breaker.js";
 import { ANOTHER_REQUESTS_REPLY, readChunkedReply, readReply, requestBody, type UpstreamResult } from "./reply.js";
-import { Http1Error, type Http1Reply, LARGE_REQUEST_UNANSWERED, OVER_REPLY_BUDGET, QUEUED_PAST_DEADLINE } from "./http1-call.js";
+import { BODY_TOO_LARGE, Http1Error, type Http1Reply, LARGE_REQUEST_UNANSWERED, OVER_REPLY_BUDGET, QUEUED_PAST_DEADLINE } from "./http1-call.js";
 import { Http1Pool } from "./http1-pool.js";
 import type { ReplyBudget } from "./reply-budget.js";
 import type { CallOptions, Upstream } from "./upstream.js";
@@ -65,6 +65,9 @@ function refusedCredentials(statusCode: number, providerError?: GatewayError): G
   const said = providerError === undefined ? "" : `; the provider said: ${JSON.stringify(providerError.message.slice(0, 200))}`;
   return upstreamBadResponse(`HTTP ${statusCode}: the provider refused nodegate's credentials (check the key in the upstream URL)${said}`, providerError);
 }
+
+/** Statuses a node's front answers a request too large for it with: body (413), URI (414), headers (431). */
+const REQUEST_TOO_LARGE_STATUSES = new Set([413, 414, 431]);
 
 /** Why nodegate cancelled a call (compared by identity, never shown). */
 const DEADLINE = new Error("deadline");
@@ -203,6 +206,8 @@ export class HttpUpstream implements Upstream {
     }
     if (statusCode >= 500) throw upstreamUnavailable(`HTTP ${statusCode}`);
     if (statusCode === 401 || statusCode === 403) throw refusedCredentials(statusCode);
+    // The node's front refused this request for its size (nginx answers 413 past 1 MiB): the caller's, not an outage.
+    if (REQUEST_TOO_LARGE_STATUSES.has(statusCode)) throw requestTooLargeForNode(`HTTP ${statusCode}`);
     throw upstreamBadResponse(`HTTP ${statusCode}`);
   }
 
@@ -223,6 +228,7 @@ export class HttpUpstream implements Upstream {
     if (this.#closed) return shuttingDown();
     if (err instanceof Http1Error && err.code === OVER_REPLY_BUDGET) return replyBudgetExceeded(err.message);
     if (err instanceof Http1Error && err.code === LARGE_REQUEST_UNANSWERED) return requestTooLargeForNode(err.message);
+    if (err instanceof Http1Error && err.code === BODY_TOO_LARGE) return replyTooLarge(err.message);
     const words = networkErrorWords(err);
     if (words !== undefined) return upstreamUnavailable(words, err);
     if (err instanceof Http1Error) return upstreamBadResponse(`invalid HTTP reply: ${err.message}`, err);

@@ -38,8 +38,11 @@ export class Http1Error extends Error {
   }
 }
 
+/** The code of the error a reply fails with when its body is larger than the pool reads. */
+export const BODY_TOO_LARGE = "HPE_BODY_TOO_LARGE";
+
 export function bodyTooLarge(max: number): Http1Error {
-  return new Http1Error("HPE_BODY_TOO_LARGE", `reply body larger than ${max} bytes`);
+  return new Http1Error(BODY_TOO_LARGE, `reply body larger than ${max} bytes`);
 }
 
 /** The code of the error a queued call fails with when its deadline came before a connection did: it was never sent. */

@@ -117,11 +117,18 @@ it("a reply that would pass the budget while another is read fails on both doors
   expect((await getCode(`0x${"33".repeat(20)}`, 20)).json.result).toHaveLength(2 + 100_000);
 });
 
-it("a reply larger than the whole budget fails as too large (-32052), not as 'try again'", async () => {
-  const refused = await getCode(HUGE, 30);
-  expect(refused.json.error.code).toBe(-32052);
-  expect(refused.json.error.message).toContain(`reply body larger than ${BUDGET} bytes`);
-  expect(refused.headers.get("retry-after")).toBeNull();
+it("a reply larger than the whole budget fails as too large (-32052), not as 'try again', and is no outage", async () => {
+  // Found from outside: each such reply counted as an outage, so one client's oversized calls opened the circuit for
+  // every key.
+  for (let i = 0; i <= DEFAULT_CIRCUIT_BREAKER.threshold; i++) {
+    const refused = await getCode(HUGE, 30 + i);
+    expect(refused.json.error).toEqual({ code: -32052, message: `upstream reply too large: reply body larger than ${BUDGET} bytes, the most nodegate reads for one call; ask for less` });
+    expect(refused.headers.get("retry-after")).toBeNull();
+  }
+  expect(ng.gateway.networks()[0]?.primaryCircuit).toBe("closed");
+  const address = Buffer.from(HUGE.slice(2), "hex");
+  const err = (await typed.call(EthService.method.getCode, create(GetCodeRequestSchema, { address, block: { kind: { case: "tag", value: 1 } } })).catch((e: unknown) => e)) as ServiceError;
+  expect(err.code).toBe(GrpcStatus.RESOURCE_EXHAUSTED);
 });
 
 it("a batch's large answers, waiting for the rest of the batch, count in the budget: those past it get -32005, and the bytes come back once the response has left", async () => {

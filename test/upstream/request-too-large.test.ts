@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type AnvilNode, freePort, startAnvil } from "../../src/embedded/anvil.js";
 import { post, rpc } from "../support/http.js";
+import { startProgrammableUpstream } from "../support/programmable-upstream.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 
 let anvil: AnvilNode;
@@ -48,5 +49,28 @@ it("a large request to a node that is down is still an outage (-32050), not 'too
     expect(reply.json.error?.message).toMatch(/^upstream unavailable: connection refused/);
   } finally {
     await down.close();
+  }
+});
+
+it("a node front's 413 (nginx past its body limit) is the caller's -32600, not an outage: other keys' calls go on and readiness holds", async () => {
+  // Found from outside: each 413 was -32052 "invalid response" and an outage, so one client's large calls opened the
+  // circuit for every key and took the replica out of readiness.
+  const front = await startProgrammableUpstream((r) =>
+    r.body.length > 100_000 ? { raw: "<html><body><h1>413 Request Entity Too Large</h1></body></html>", status: 413, headers: { "content-type": "text/html" } } : { forward: anvil.url },
+  );
+  const behind = await startNodegate({ upstreamUrl: front.url, config: { circuitBreaker: { threshold: 2, cooldownMs: 60_000 } } });
+  try {
+    const data = `0x${"ab".repeat(100_000)}`;
+    for (let i = 0; i < 4; i++) {
+      const reply = await post(behind.rpcUrl, rpc("eth_call", [{ to: "0x00000000000000000000000000000000000c0de1", data }, "latest"], i));
+      expect(reply.status).toBe(413);
+      expect(reply.json.error).toEqual({ code: -32600, message: "request too large for the node: HTTP 413 (nodes refuse requests over their own size limit)" });
+    }
+    expect(behind.gateway.networks()[0]?.primaryCircuit).toBe("closed");
+    expect((await post(behind.rpcUrl, rpc("eth_chainId", []))).json.result).toBe("0x7a69");
+    expect((await fetch(`${behind.url}/readyz`)).status).toBe(200);
+  } finally {
+    await behind.close();
+    await front.close();
   }
 });
