@@ -35,6 +35,8 @@ export interface App {
    * store its first callers' answers.
    */
   learnFinality(): void;
+  /** What main.ts does once listening: each network asks its upstreams which chain they serve (partners on another are never failed over to). */
+  learnChainIds(): void;
 }
 
 export interface AppDependencies {
@@ -88,5 +90,8 @@ export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[
   const learnFinality = (): void => {
     for (const network of networks) if (network.cache?.storesFinalAnswers) void network.head.finalized();
   };
-  return { gateway, stores, learnFinality, server: createNodegateServer(gateway, { wsPingIntervalMs: config.websocket.pingIntervalMs, tls, drainMs: config.drainMs, ...deps.serverOptions }) };
+  const learnChainIds = (): void => {
+    for (const network of networks) network.learnChainIds();
+  };
+  return { gateway, stores, learnFinality, learnChainIds, server: createNodegateServer(gateway, { wsPingIntervalMs: config.websocket.pingIntervalMs, tls, drainMs: config.drainMs, ...deps.serverOptions }) };
 }

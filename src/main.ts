@@ -121,6 +121,7 @@ async function start(configPathArg: string | undefined): Promise<void> {
     server = app.server;
     address = await server.listen(config.port, config.host);
     app.learnFinality();
+    app.learnChainIds();
   } catch (err) {
     // A port in use (or any start failure) must not leave the embedded node running behind it.
     await anvil?.stop();

@@ -15,6 +15,7 @@ import type { ChainFamily } from "../methods/method-table.js";
 import type { Metrics } from "../observability/metrics.js";
 import { ChainHead } from "./chain-head.js";
 import { CircuitBreaker, type CircuitBreakerOptions } from "./circuit-breaker.js";
+import { PartnerChains } from "./partner-chains.js";
 import type { UpstreamResult } from "./reply.js";
 import type { Upstream } from "./upstream.js";
 import type { CallSignal } from "../call-signal.js";
@@ -135,6 +136,7 @@ export class Network {
   /** When an upstream of this network was last seen down (a call with no answer at all, a WebSocket dropped), ms since epoch; 0 = never. */
   lastOutageAt = 0;
   readonly #outageListeners = new Set<() => void>();
+  readonly #chains: PartnerChains;
   /** The head's gas limits, cached (Ethereum networks). */
   readonly head: ChainHead;
   /** Final answers and in-flight calls, shared by both front doors. */
@@ -154,6 +156,7 @@ export class Network {
     this.#failover = options.failover;
     this.#log = options.log;
     this.#metrics = options.metrics;
+    this.#chains = new PartnerChains(this.name, this.family, options.upstreams, options.log);
     this.head = new ChainHead(this, undefined, options.finalizedMaxAgeMs);
     const cache = options.cache ? new CallCache({ ...options.cache, network: this.name, head: this.head }) : undefined;
     this.cache = cache;
@@ -199,7 +202,10 @@ export class Network {
         flow: options.flow,
       });
       if (member.breaker.state !== "closed") this.#log?.info({ network: this.name, upstream: member.upstream.label }, "upstream answering again: its circuit is closed");
-      if (member === this.#members[0]) this.#failingOver = false;
+      if (member === this.#members[0]) {
+        this.#failingOver = false;
+        this.#chains.primaryAnswered();
+      }
       member.breaker.success();
       this.#answered(member);
       return result;
@@ -276,8 +282,8 @@ export class Network {
       outage = upstreamUnavailable("the primary upstream is failing; calls are paused while it recovers", undefined, primary.breaker.retryAfterSeconds());
     }
     if (this.#mayFailOver(method, options)) {
-      for (const partner of this.#members.slice(1)) {
-        if (!partner.breaker.allow()) continue;
+      for (const [i, partner] of this.#members.entries()) {
+        if (i === 0 || !(await this.#chains.mayTakeCalls(i)) || !partner.breaker.allow()) continue;
         try {
           // The call's own deadline (eth_getLogs' query timeout) counts from its arrival, across upstreams; the
           // network's is each upstream call's.
@@ -296,6 +302,11 @@ export class Network {
       }
     }
     throw outage;
+  }
+
+  /** Asks each upstream which chain it serves, in the background (see PartnerChains). */
+  learnChainIds(): void {
+    this.#chains.learn();
   }
 
   /**

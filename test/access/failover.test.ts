@@ -196,6 +196,50 @@ describe("failover to a partner during a primary outage", () => {
     }
   });
 
+  it("a partner on another chain than the primary's takes no failed-over calls; one on the same chain does", async () => {
+    // Found from outside: a chain-5 partner answered eth_chainId "0x5" on a network that had answered "0x7a69" a
+    // moment before, and its blocks were cached as final for every key.
+    primaryAnswer = { forward: anvil.url };
+    const otherChain = await startProgrammableUpstream((r) => (r.method === "eth_chainId" ? { result: "0x5" } : { forward: anvil.url }));
+    try {
+      const ng = await startNodegate({
+        upstreamUrl: primary.url,
+        keys: [{ key: GROWTH, plan: "growth" }],
+        networks: [
+          {
+            name: "ethereum",
+            family: "eth",
+            upstreams: [
+              { label: "primary", url: primary.url },
+              { label: "other-chain", url: otherChain.url },
+              { label: "same-chain", url: anvil.url },
+            ],
+            failover: { methods: ["eth_getBlockByHash", "eth_chainId"], plans: ["growth"] },
+          },
+        ],
+      });
+      started.push(ng);
+      const asked = () => primary.requests.filter((r) => r.method === "eth_chainId").length;
+      const before = asked();
+      expect((await post(`${ng.url}/v3/${GROWTH}`, rpc("eth_chainId"))).json.result).toBe("0x7a69");
+      // The primary's first answer has it asked for its chain id (the process start asks every upstream too).
+      await expect.poll(asked).toBe(before + 2);
+      primaryAnswer = { raw: "unavailable", status: 503 };
+      for (let i = 0; i < 3; i++) {
+        expect((await post(`${ng.url}/v3/${GROWTH}`, rpc("eth_chainId"))).json.result).toBe("0x7a69");
+        expect((await post(`${ng.url}/v3/${GROWTH}`, byHash())).json.result.hash).toBe(genesisHash);
+      }
+      // The other chain's partner was asked its chain id once, and sent nothing else.
+      expect(otherChain.requests.map((r) => r.method)).toEqual(["eth_chainId"]);
+      expect(ng.gateway.network(undefined).failovers).toBe(6);
+      const refused = ng.logs.filter((l) => l.level === 50 && String(l.msg).startsWith("a partner serves another chain"));
+      expect(refused).toHaveLength(1);
+      expect(refused[0]).toMatchObject({ upstream: "ethereum/other-chain", primaryChainId: "0x7a69", partnerChainId: "0x5" });
+    } finally {
+      await otherChain.close();
+    }
+  });
+
   it("a node error is an answer, not an outage: no failover", async () => {
     primaryAnswer = { error: { code: -32000, message: "header not found" } };
     const ng = await gateway();
@@ -258,22 +302,24 @@ describe("circuit breaker", () => {
   it("stops sending to a dead primary after the threshold, then probes it after the cooldown", async () => {
     primaryAnswer = { raw: "unavailable", status: 503 };
     const ng = await gateway(undefined, { threshold: 3, cooldownMs: 300 });
-    const before = primary.requests.length;
+    // Calls, not the chain id question a partnered primary is asked once it answers.
+    const sent = () => primary.requests.filter((r) => r.method !== "eth_chainId").length;
+    const before = sent();
     for (let i = 0; i < 6; i++) {
       const res = await post(`${ng.url}/v3/${GROWTH}`, byHash());
       expect(res.json.result.hash).toBe(genesisHash); // answered by the partner throughout
     }
-    expect(primary.requests.length - before).toBe(3);
+    expect(sent() - before).toBe(3);
     expect(ng.gateway.network(undefined).primaryCircuit).toBe("open");
     const core = await post(`${ng.url}/v3/${CORE}`, rpc("eth_blockNumber"));
     expect(core.json.error.code).toBe(NODEGATE_CODES.upstreamUnavailable);
-    expect(primary.requests.length - before).toBe(3);
+    expect(sent() - before).toBe(3);
 
     primaryAnswer = { forward: anvil.url };
     await new Promise((r) => setTimeout(r, 350));
     const probe = await post(`${ng.url}/v3/${CORE}`, rpc("eth_blockNumber"));
     expect(probe.json.result).toBe("0x0");
-    expect(primary.requests.length - before).toBe(4);
+    expect(sent() - before).toBe(4);
     expect(ng.gateway.network(undefined).primaryCircuit).toBe("closed");
   });
 });

@@ -1,0 +1,110 @@
+/**
+ * Which chain each upstream of a network serves, asked once: a partner on
+ * another chain than its primary's (a mainnet URL among testnet ones, a copy
+ * and paste slip) never takes a failed-over call. Found from outside: such a
+ * partner answered eth_chainId "0x5" on a network that had answered "0x7a69"
+ * a moment before, and its blocks were stored in the cache as final, served
+ * to every key once the primary was back.
+ */
+import type { Logger } from "pino";
+import type { ChainFamily } from "../methods/method-table.js";
+import { resultText } from "./reply.js";
+import type { Upstream } from "./upstream.js";
+
+const CHAIN_ID_METHOD = { eth: "eth_chainId", starknet: "starknet_chainId" } as const;
+
+/** The longest a chain id question waits: it is asked at start, and before a partner's first failed-over call. */
+const ASK_TIMEOUT_MS = 5000;
+/** A chain id left unanswered is asked again no sooner than this: a partner that never says costs no wait per call. */
+const ASK_AGAIN_AFTER_MS = 30_000;
+
+interface Known {
+  /** The chain id as a number's hex digits (eth_chainId's quantity, starknet_chainId's felt); undefined until answered. */
+  chainId: string | undefined;
+  asking: Promise<string | undefined> | undefined;
+  askedAt: number;
+}
+
+export class PartnerChains {
+  readonly #upstreams: readonly Upstream[];
+  readonly #method: string;
+  readonly #network: string;
+  readonly #log: Logger | undefined;
+  readonly #known: Known[];
+  /** Partners already reported as on another chain, or as unchecked: each is said once. */
+  readonly #reported = new Set<string>();
+
+  constructor(network: string, family: ChainFamily, upstreams: readonly Upstream[], log: Logger | undefined) {
+    this.#network = network;
+    this.#upstreams = upstreams;
+    this.#method = CHAIN_ID_METHOD[family];
+    this.#log = log;
+    this.#known = upstreams.map(() => ({ chainId: undefined, asking: undefined, askedAt: Number.NEGATIVE_INFINITY }));
+  }
+
+  /** Asks every upstream its chain id, in the background (at start, so a primary that fails early is known). */
+  learn(): void {
+    if (this.#upstreams.length < 2) return;
+    for (let i = 0; i < this.#upstreams.length; i++) void this.#chainIdOf(i).then(() => this.#verdict(i));
+  }
+
+  /** The primary answered a call: its chain id is asked once, if still unknown. */
+  primaryAnswered(): void {
+    if (this.#upstreams.length < 2) return;
+    const primary = this.#known[0] as Known;
+    if (primary.chainId === undefined && primary.asking === undefined) void this.#chainIdOf(0);
+  }
+
+  /**
+   * Whether partner `index` may take a failed-over call: not when it is known to serve another chain than the
+   * primary's. A partner whose chain cannot be told (the primary never answered since the start, or the partner
+   * does not answer the question) is let through, as before this check, and said so once.
+   */
+  async mayTakeCalls(index: number): Promise<boolean> {
+    // Without the primary's, the partner's chain id would tell nothing: it is not asked for (a call waits for no question).
+    if ((this.#known[0] as Known).chainId !== undefined) await this.#chainIdOf(index);
+    return this.#verdict(index);
+  }
+
+  #verdict(index: number): boolean {
+    const primary = (this.#known[0] as Known).chainId;
+    const partner = (this.#known[index] as Known).chainId;
+    if (index === 0 || primary === undefined || partner === undefined || primary === partner) {
+      if (index > 0 && (primary === undefined || partner === undefined)) {
+        this.#once(`unchecked ${index}`, "info", index, { primaryChainId: primary, partnerChainId: partner }, "a partner's chain could not be checked against the primary's (one of them has not answered its chain id); it takes failed-over calls unchecked");
+      }
+      return true;
+    }
+    this.#once(`other chain ${index}`, "error", index, { primaryChainId: `0x${primary}`, partnerChainId: `0x${partner}` }, `a partner serves another chain than the primary's (${this.#method}): it takes no failed-over calls; check its URL`);
+    return false;
+  }
+
+  #once(what: string, level: "info" | "error", index: number, fields: Record<string, unknown>, message: string): void {
+    if (this.#reported.has(what)) return;
+    this.#reported.add(what);
+    this.#log?.[level]({ network: this.#network, upstream: this.#upstreams[index]?.label, ...fields }, message);
+  }
+
+  #chainIdOf(index: number): Promise<string | undefined> {
+    const known = this.#known[index] as Known;
+    if (known.chainId !== undefined) return Promise.resolve(known.chainId);
+    if (known.asking === undefined && Date.now() - known.askedAt < ASK_AGAIN_AFTER_MS) return Promise.resolve(undefined);
+    known.askedAt = Date.now();
+    known.asking ??= this.#ask(index).finally(() => {
+      known.asking = undefined;
+    });
+    return known.asking;
+  }
+
+  async #ask(index: number): Promise<string | undefined> {
+    const known = this.#known[index] as Known;
+    try {
+      const result = await (this.#upstreams[index] as Upstream).call(this.#method, "[]", { timeoutMs: ASK_TIMEOUT_MS, idempotent: true });
+      const id = JSON.parse(resultText(result)) as unknown;
+      if (typeof id === "string" && /^0x[0-9a-fA-F]+$/.test(id)) known.chainId = BigInt(id).toString(16);
+    } catch {
+      // Not known yet: asked again, once ASK_AGAIN_AFTER_MS has passed, at start of a failed-over call.
+    }
+    return known.chainId;
+  }
+}
