@@ -10,6 +10,13 @@ export const KEPT_PATH_SEGMENT = /^(v\d+|ws|rpc|ext|bc)$/i;
 
 /** Shorter texts are not secrets worth the name, and would match words in messages by chance. */
 const MIN_SECRET_LENGTH = 8;
+/**
+ * User info and query values are secrets by where they stand, so shorter ones count too; shorter still would
+ * match words in messages by chance ("user", "true"), where a user name is seldom the secret part.
+ */
+const MIN_PASSWORD_LENGTH = 4;
+const MIN_USERNAME_LENGTH = 6;
+const MIN_QUERY_VALUE_LENGTH = 6;
 
 const REDACTED = "<redacted>";
 
@@ -27,15 +34,24 @@ export function secretPartsOfUrl(url: string): string[] {
   } catch {
     return [];
   }
-  const parts = [u.username, u.password, ...u.searchParams.values()];
-  for (const pair of u.search.slice(1).split("&")) parts.push(pair.slice(pair.indexOf("=") + 1));
+  const found = new Set<string>();
+  const add = (part: string, minLength = MIN_SECRET_LENGTH) => {
+    for (const form of [part, decoded(part)]) if (form.length >= minLength) found.add(form);
+  };
+  // User info is secret whatever its length (a password of 6 characters too), as is the Basic authorization nodegate
+  // makes of it, which a node echoing its request's headers would quote (found from outside).
+  add(u.username, MIN_USERNAME_LENGTH);
+  add(u.password, MIN_PASSWORD_LENGTH);
+  if (u.username !== "" || u.password !== "") {
+    const pair = `${decoded(u.username)}:${decoded(u.password)}`;
+    add(pair);
+    found.add(Buffer.from(pair).toString("base64"));
+  }
+  for (const value of u.searchParams.values()) add(value, MIN_QUERY_VALUE_LENGTH);
+  for (const pair of u.search.slice(1).split("&")) add(pair.slice(pair.indexOf("=") + 1), MIN_QUERY_VALUE_LENGTH);
   for (const segment of u.pathname.split("/")) {
     if (KEPT_PATH_SEGMENT.test(segment)) continue;
-    if (segment.length >= 16 || (segment.length >= MIN_SECRET_LENGTH && /\d/.test(segment) && /[a-z]/i.test(segment))) parts.push(segment);
-  }
-  const found = new Set<string>();
-  for (const part of parts) {
-    for (const form of [part, decoded(part)]) if (form.length >= MIN_SECRET_LENGTH) found.add(form);
+    if (segment.length >= 16 || (segment.length >= MIN_SECRET_LENGTH && /\d/.test(segment) && /[a-z]/i.test(segment))) add(segment);
   }
   return [...found];
 }
