@@ -47,6 +47,7 @@ const timeout: UnaryProtocol["timeout"] = (header) => parseTimeout(header.get("c
 const binaryProtocol: UnaryProtocol = {
   door: "connect",
   timeout,
+  bodyBytes: (maxMessageBytes) => maxMessageBytes,
   request: (body, _header, route) => parseBinary(route.spec.rpc.input, body),
   answer: (route, result) => encodeAnswer(route, result, false),
 };
@@ -56,6 +57,7 @@ const utf8 = new TextDecoder();
 const jsonProtocol: UnaryProtocol = {
   door: "connect",
   timeout,
+  bodyBytes: (maxMessageBytes) => maxMessageBytes,
   request(body, _header, route) {
     if (holdsMoreJsonContainers(body)) throw toConnectError(tooManyJsonContainers(MAX_JSON_CONTAINERS));
     try {

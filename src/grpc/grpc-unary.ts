@@ -39,6 +39,8 @@ function readMessage(body: Buffer, encoding: string | undefined, maxBytes: numbe
   // Only the compression bit is defined for a request message; the others are reserved.
   if ((flags & 0xfe) !== 0) throw new ConnectError(`protocol error: invalid message flags 0x${flags.toString(16)}`, Code.InvalidArgument);
   const length = body.readUInt32BE(1);
+  // Exact whatever the body's encoding (text mode's base64 rounds the body's bound up).
+  if (length > maxBytes) throw new ConnectError(`message larger than ${maxBytes} bytes`, Code.ResourceExhausted);
   if (body.length < FRAME_HEADER + length) {
     throw new ConnectError(`protocol error: the message is cut short (${body.length - FRAME_HEADER} of the ${length} bytes its prefix declares)`, Code.InvalidArgument);
   }
@@ -107,6 +109,7 @@ function ignoreStreamError(): void {}
 export const grpcProtocol: UnaryProtocol = {
   door: "grpc",
   timeout: (header) => parseTimeout(header.get("grpc-timeout"), Number.MAX_SAFE_INTEGER),
+  bodyBytes: (maxMessageBytes) => FRAME_HEADER + maxMessageBytes,
   request: (body, header, route, maxBytes) => parseBinary(route.spec.rpc.input, readMessage(body, header.get("grpc-encoding") ?? undefined, maxBytes)),
   answer: (route, result) => encodeAnswer(route, result, true),
 };

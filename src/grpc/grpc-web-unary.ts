@@ -57,6 +57,7 @@ const binaryProtocol: UnaryProtocol = { ...grpcProtocol, door: "grpc-web" };
 const textProtocol: UnaryProtocol = {
   ...grpcProtocol,
   door: "grpc-web",
+  bodyBytes: (maxMessageBytes) => Math.ceil(grpcProtocol.bodyBytes(maxMessageBytes) / 3) * 4,
   request: (body, header, route, maxBytes) => grpcProtocol.request(fromBase64(body), header, route, maxBytes),
 };
 

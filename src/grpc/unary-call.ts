@@ -25,6 +25,8 @@ export interface UnaryProtocol {
   readonly door: string;
   /** The call's timeout, from its headers. */
   timeout(header: HeaderSource): { timeoutMs?: number; error?: ConnectError };
+  /** The most body bytes a request message of `maxMessageBytes` arrives in (its framing, its text encoding). */
+  bodyBytes(maxMessageBytes: number): number;
   /** The request message from the body as received (decompressed to at most `maxBytes`); throws ConnectError as Connect words it. */
   request(body: Buffer, header: HeaderSource, route: UnaryRoute, maxBytes: number): Message;
   /** The answer's body for the node's result; throws what the result's decoding throws. */
@@ -122,7 +124,8 @@ class UnaryCall {
     if (this.#answered) return;
     this.#size += chunk.length;
     const limit = this.gateway.limits.maxBodyBytes;
-    if (this.#size > limit) {
+    // The limit is the message's, as on Connect's lanes: a gRPC message of exactly the limit passes in its frame.
+    if (this.#size > this.protocol.bodyBytes(limit)) {
       // The same bound as the native path's body: a request this large is refused, not buffered.
       this.#chunks.length = 0;
       this.#fail(new ConnectError(`message larger than ${limit} bytes`, Code.ResourceExhausted));
