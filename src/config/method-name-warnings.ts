@@ -21,6 +21,48 @@ export interface MethodLists {
   failover: { path: (string | number)[]; methods: readonly string[] }[];
 }
 
+/** A network's failover policy, for the family check: its family, how many partners it has, the methods it names. */
+export interface FailoverOfNetwork {
+  path: (string | number)[];
+  name: string;
+  family: "eth" | "starknet";
+  partners: number;
+  methods: readonly string[];
+  /** The policy is the default one (no failover.methods in the file). */
+  byDefault: boolean;
+}
+
+/** Namespaces of Starknet nodes' methods (the spec's, pathfinder's and juno's); every other method is Ethereum's. */
+const STARKNET_NAMESPACES = /^(?:starknet|pathfinder|juno)_/;
+const FAMILY_NAMES = { eth: "Ethereum", starknet: "Starknet" } as const;
+const WITH_ARTICLE = { eth: "an Ethereum", starknet: "a Starknet" } as const;
+
+/**
+ * Failover policies that can never send a call to a partner: a method of the other family names no call of the
+ * network, and a network with partners whose policy names none of its family's methods (the default names
+ * eth_getBlockByHash, so a Starknet network's partners took no call, silently: found from outside).
+ */
+export function failoverFamilyWarnings(networks: readonly FailoverOfNetwork[]): MethodNameWarning[] {
+  const warnings: MethodNameWarning[] = [];
+  for (const n of networks) {
+    const familyOf = (method: string) => (STARKNET_NAMESPACES.test(method) ? "starknet" : "eth");
+    if (!n.byDefault) {
+      n.methods.forEach((method, k) => {
+        const family = familyOf(method);
+        if (family !== n.family) warnings.push({ path: [...n.path, "methods", k], message: `${method} is ${WITH_ARTICLE[family]} method; network ${n.name} serves ${FAMILY_NAMES[n.family]} methods, so no call matches it` });
+      });
+    }
+    if (n.partners > 0 && !n.methods.some((method) => familyOf(method) === n.family)) {
+      const policy = n.byDefault ? `the default failover policy (${n.methods.join(", ")})` : "its failover.methods";
+      warnings.push({
+        path: n.byDefault ? n.path.slice(0, -1) : [...n.path, "methods"],
+        message: `network ${n.name} has ${n.partners === 1 ? "a partner upstream" : `${n.partners} partner upstreams`}, but ${policy} names no ${FAMILY_NAMES[n.family]} method: no call fails over to ${n.partners === 1 ? "it" : "them"} (list the methods that may, in failover.methods)`,
+      });
+    }
+  }
+  return warnings;
+}
+
 /** The most edits apart a name may be from a known one to be suggested ("did you mean"). */
 const SUGGEST_WITHIN = 3;
 

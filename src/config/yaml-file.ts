@@ -26,7 +26,7 @@ import {
   type WebSocketSettings,
   WRITE_METHODS,
 } from "./config.js";
-import { type MethodLists, methodNameWarnings } from "./method-name-warnings.js";
+import { type FailoverOfNetwork, failoverFamilyWarnings, type MethodLists, methodNameWarnings } from "./method-name-warnings.js";
 import { httpUrl, KEY_PATTERN, LOG_LEVELS, MAX_TIMER_MS, plan } from "./values.js";
 
 type Path = (string | number)[];
@@ -361,6 +361,11 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
   };
   const forwarded = config.passThrough.allowWrites ? [...config.passThrough.methods, "eth_sendRawTransaction"] : config.passThrough.methods;
   for (const w of methodNameWarnings(lists, served, forwarded)) config.warnings.push(`${r.where(w.path)}: ${w.message}`);
+  const policies: FailoverOfNetwork[] = config.networks.map((n, i) => {
+    const byDefault = !r.has(["networks", i, "failover", "methods"]);
+    return { path: ["networks", i, "failover"], name: n.name, family: n.family, partners: n.upstreams.length - 1, methods: byDefault ? DEFAULT_FAILOVER.methods : (n.failover?.methods ?? []), byDefault };
+  });
+  for (const w of failoverFamilyWarnings(policies)) config.warnings.push(`${r.where(w.path)}: ${w.message}`);
 }
 
 /**

@@ -204,6 +204,23 @@ describe("method names no call matches: warnings, with the line", () => {
     ]);
   });
 
+  it("a failover policy that names no method of its network's family: its partners would take no call", () => {
+    // Found from outside: a Starknet network with a partner under the default policy (eth_getBlockByHash) never
+    // failed over, and nothing said so.
+    const starknet = (extra: string) =>
+      `networks:\n  - name: mainnet\n    upstreams:\n      - url: http://127.0.0.1:8545\n  - name: starknet\n    family: starknet\n    upstreams:\n      - url: http://127.0.0.1:9545\n      - url: http://127.0.0.1:9546\n${extra}`;
+    expect(warningsOf(starknet(""))).toEqual([
+      "5:5: networks[1]: network starknet has a partner upstream, but the default failover policy (eth_getBlockByHash) names no Starknet method: no call fails over to it (list the methods that may, in failover.methods)",
+    ]);
+    expect(warningsOf(starknet("    failover:\n      methods: [eth_getBlockByHash]\n"))).toEqual([
+      "11:17: networks[1].failover.methods[0]: eth_getBlockByHash is an Ethereum method; network starknet serves Starknet methods, so no call matches it",
+      "11:16: networks[1].failover.methods: network starknet has a partner upstream, but its failover.methods names no Starknet method: no call fails over to it (list the methods that may, in failover.methods)",
+    ]);
+    expect(warningsOf(starknet("    failover:\n      methods: [starknet_getBlockWithTxHashes]\n"))).toEqual([]);
+    // Without partners, the default policy names nothing that matters.
+    expect(warningsOf(withUpstream(""))).toEqual([]);
+  });
+
   it("the shipped example configuration has none", () => {
     const env = { PROVIDER_KEY: "p", PARTNER_URL: "https://partner.example/rpc", CLIENT_KEY_1: "client-key-1-xyz", CLIENT_KEY_2: "client-key-2-xyz", CLIENT_SECRET_2: "s" };
     expect(loadConfig(env, join(import.meta.dirname, "../../examples/nodegate.example.yaml")).warnings).toEqual([]);
