@@ -40,7 +40,8 @@ import { createJsonRpcHttpHandler } from "./jsonrpc/http-handler.js";
 import { matchNativeRoute } from "./jsonrpc/paths.js";
 import { createJsonRpcWsHandler, isWebSocketUpgrade } from "./jsonrpc/ws-handler.js";
 import { HealthMonitor } from "./observability/health.js";
-import { requestLogInterceptor } from "./observability/request-log.js";
+import { REQUEST_ID_HEADER, requestLogInterceptor } from "./observability/request-log.js";
+import { logUnservedPath } from "./jsonrpc/answer-log.js";
 import { typedRefusalLog } from "./observability/typed-refusal-log.js";
 import { serveUpgradeAsPlainRequest } from "./http/plain-upgrade.js";
 
@@ -167,6 +168,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   const scrapeCluster = clusterMetricsReader(gateway.metrics.registry);
 
   const fallback = (req: Req, res: Res): void => {
+    const started = performance.now();
     const path = req.url ?? "/";
     const route = matchNativeRoute(path);
     if (route !== undefined && route.transport === "http") {
@@ -183,9 +185,11 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     }
     // Health, metrics and not-found answers carry a request id too, as every response does.
     tagRequestId(req.headers, res);
+    const unserved = (status: number): void => logUnservedPath(gateway, path, status, res.getHeader(REQUEST_ID_HEADER) as string | undefined, started);
     if (route !== undefined && route.transport === "ws") {
       res.writeHead(426, { upgrade: "websocket", connection: "Upgrade", "content-type": "text/plain" });
       res.end("this address takes WebSocket connections\n");
+      unserved(426);
       return;
     }
     // A probe or scrape URL may carry a query (Prometheus' `params:`): the path alone names the endpoint.
@@ -224,6 +228,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
         if (answerUnknownRpc(path, req.headers, res)) return;
         res.writeHead(404, { "content-type": "text/plain" });
         res.end("not found\n");
+        unserved(404);
     }
   };
 

@@ -2,6 +2,7 @@
 import type { Gateway } from "../gateway.js";
 import { SUBSCRIPTION_METHODS } from "../methods/method-names.js";
 import { observeCall } from "../observability/request-log.js";
+import { loggablePath, UNSERVED_RPC } from "../observability/typed-refusal-log.js";
 import type { CallRecord } from "./answer.js";
 import { writeRequestLine } from "../observability/request-line.js";
 
@@ -34,6 +35,24 @@ export function logAnswer(gateway: Gateway, door: string, calls: readonly CallRe
     status: fields.status,
     network: fields.network,
     requestId: fields.requestId,
+    ms: Math.round(ms * 100) / 100,
+  });
+}
+
+/**
+ * The line and metrics of a request to a path nothing serves (a mistyped native path such as /v4/<KEY>, or a
+ * WebSocket address asked over plain HTTP): counted under "(unserved)" with its HTTP status, its path logged only as
+ * far as it holds no key. Found from outside: such requests left no trace at all.
+ */
+export function logUnservedPath(gateway: Gateway, url: string, status: number, requestId: string | undefined, started: number): void {
+  const ms = performance.now() - started;
+  observeCall(gateway.metrics, "jsonrpc-http", UNSERVED_RPC, String(status), ms / 1000);
+  writeRequestLine(gateway.log, "info", {
+    door: "jsonrpc-http",
+    method: UNSERVED_RPC,
+    path: loggablePath((url.split("?")[0] as string) || "/"),
+    status,
+    requestId,
     ms: Math.round(ms * 100) / 100,
   });
 }

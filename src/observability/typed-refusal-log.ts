@@ -149,7 +149,7 @@ const RPC_SHAPED = /^\/[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\/[A-Za-z_]\w*$/;
  * segment when others follow and it is a plain word (`/v3.0/…`): a native call sent to a wrong path (`/v3.0/<KEY>`)
  * must not log its key.
  */
-function loggablePath(path: string): string {
+export function loggablePath(path: string): string {
   if (path.length <= 200 && RPC_SHAPED.test(path)) return path;
   const second = path.indexOf("/", 1);
   if (second < 0) return "/…";

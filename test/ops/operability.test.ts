@@ -403,6 +403,28 @@ async function metric(name: string): Promise<number> {
 
 describe("the native door's calls, as operators see them", () => {
 
+  it("a request to a path nothing serves, or a WebSocket address asked over plain HTTP, is logged and counted without its key", async () => {
+    // Found from outside: /v4/<KEY>, /v3/<KEY>/extra and the 426 for /ws/v3/<KEY> left no trace at all.
+    const counted = (status: number) => metric(`nodegate_requests_total{door="jsonrpc-http",method="(unserved)",outcome="${status}"}`);
+    const before = { 404: await counted(404), 426: await counted(426) };
+    for (const [path, status, logged] of [
+      ["/v4/openkey1234567890", 404, "/v4/…"],
+      ["/v3/openkey1234567890/extra", 404, "/v3/…"],
+      ["/foo", 404, "/…"],
+      ["/ws/v3/openkey1234567890", 426, "/ws/…"],
+    ] as const) {
+      const id = `unserved-native-${path.length}-${status}`;
+      const res = await fetch(`${ng.url}${path}`, { method: "POST", headers: { "content-type": "application/json", "x-request-id": id }, body: "{}" });
+      await res.text();
+      expect(res.status, path).toBe(status);
+      const line = await lineOf(id);
+      expect([line.door, line.method, line.path, line.status], path).toEqual(["jsonrpc-http", "(unserved)", logged, status]);
+      expect(JSON.stringify(line)).not.toContain("openkey");
+    }
+    expect(await counted(404)).toBe(before[404] + 3);
+    expect(await counted(426)).toBe(before[426] + 1);
+  });
+
   it("a call whose HTTP client leaves is logged (499) and counted as Canceled, not dropped", async () => {
     // Found from outside: nothing was logged or counted for it.
     const canceled = 'nodegate_requests_total{door="jsonrpc-http",method="eth_gasPrice",outcome="Canceled"}';
