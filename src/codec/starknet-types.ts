@@ -110,7 +110,7 @@ export const starknetBlockIdCodec: ValueCodec<BlockId> = {
         return `"${name}"`;
       }
       default:
-        return fail("block_id is unset: set block_hash, block_number or tag");
+        return fail('block_id is unset: set block_hash, block_number or tag (in JSON, a tag is named in full, as "BLOCK_TAG_PRE_CONFIRMED")');
     }
   },
 };

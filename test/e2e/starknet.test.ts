@@ -291,6 +291,20 @@ describe("typed path", () => {
     expect(grpcMessage(err)).toBe("invalid GetTransactionByBlockIdAndIndexRequest: block_id: required, but unset");
     expect(upstreamSaw(before)).toEqual([]);
   });
+
+  it('a proto JSON caller writing a tag as the node spells it ("pre_confirmed") is told how the enum is named', async () => {
+    // Found from outside: the tag, dropped as an unknown enum name, left "block_id is unset" with no hint.
+    const ask = (tag: string) =>
+      fetch(`${ng.url}/${StarknetService.typeName}/GetTransactionByBlockIdAndIndex`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...starknetHeaders() },
+        body: JSON.stringify({ blockId: { tag }, index: "0" }),
+      });
+    const refused = await ask("pre_confirmed");
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { message: string }).message).toContain('a tag is named in full, as "BLOCK_TAG_PRE_CONFIRMED"');
+    expect((await ask("BLOCK_TAG_LATEST")).status).toBe(200);
+  });
 });
 
 describe("network routing", () => {
