@@ -32,6 +32,7 @@ import { endWithParts } from "../http/response-body.js";
 import { toConnectError } from "./errors.js";
 import { decodeResult } from "./typed-services.js";
 import { HttpExchange } from "./http-exchange.js";
+import { unknownEnumName } from "./json-enum-names.js";
 import { parseBinary, serveUnary, type UnaryProtocol } from "./unary-call.js";
 import { encodeAnswer, isKeptAnswer, plainHeaders, sharedAnswer, type UnaryRoute } from "./unary-routes.js";
 
@@ -60,11 +61,16 @@ const jsonProtocol: UnaryProtocol = {
   bodyBytes: (maxMessageBytes) => maxMessageBytes,
   request(body, _header, route) {
     if (holdsMoreJsonContainers(body)) throw toConnectError(tooManyJsonContainers(MAX_JSON_CONTAINERS));
+    const text = utf8.decode(body);
+    let message;
     try {
-      return fromJsonString(route.spec.rpc.input, utf8.decode(body), { ignoreUnknownFields: true });
+      message = fromJsonString(route.spec.rpc.input, text, { ignoreUnknownFields: true });
     } catch (err) {
       throw ConnectError.from(err, Code.InvalidArgument);
     }
+    const misnamed = unknownEnumName(route.spec.rpc.input, JSON.parse(text));
+    if (misnamed !== undefined) throw new ConnectError(misnamed, Code.InvalidArgument);
+    return message;
   },
   answer: (route, result) =>
     sharedAnswer(result, route.jsonAnswers, 0, () => {

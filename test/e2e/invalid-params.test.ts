@@ -369,7 +369,7 @@ describe("a proto JSON caller", () => {
     expect(res.status).toBe(400);
     const body = (await res.json()) as { code: string; message: string };
     expect(body.code).toBe("invalid_argument");
-    expect(body.message).toContain('a tag is named in full, as "BLOCK_TAG_LATEST"');
+    expect(body.message).toBe('block.tag: "latest" is not a BlockTag value (in JSON, an enum value is named in full, as "BLOCK_TAG_LATEST")');
     const named = await fetch(`${ng.url}/${EthService.typeName}/GetBlockByNumber`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-api-key": ng.key },

@@ -302,8 +302,20 @@ describe("typed path", () => {
       });
     const refused = await ask("pre_confirmed");
     expect(refused.status).toBe(400);
-    expect(((await refused.json()) as { message: string }).message).toContain('a tag is named in full, as "BLOCK_TAG_PRE_CONFIRMED"');
+    expect(((await refused.json()) as { message: string }).message).toBe('blockId.tag: "pre_confirmed" is not a BlockTag value (in JSON, an enum value is named in full, as "BLOCK_TAG_PRE_CONFIRMED")');
     expect((await ask("BLOCK_TAG_LATEST")).status).toBe(200);
+    // A response flag in the node's spelling was dropped the same way, silently: the node was never asked for proof_facts.
+    const before = upstream.requests.length;
+    const flagged = await fetch(`${ng.url}/${StarknetService.typeName}/GetTransactionByBlockIdAndIndex`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...starknetHeaders() },
+      body: JSON.stringify({ blockId: { tag: "BLOCK_TAG_LATEST" }, index: "2", responseFlags: ["INCLUDE_PROOF_FACTS"] }),
+    });
+    expect(flagged.status).toBe(400);
+    expect(((await flagged.json()) as { message: string }).message).toBe(
+      'responseFlags[0]: "INCLUDE_PROOF_FACTS" is not a TransactionResponseFlag value (in JSON, an enum value is named in full, as "TRANSACTION_RESPONSE_FLAG_INCLUDE_PROOF_FACTS")',
+    );
+    expect(upstreamSaw(before)).toEqual([]);
   });
 });
 
