@@ -31,13 +31,6 @@ const receiptsBlock: ParamRules = {
 
 const callObject: ParamRules = { whenUnset: "{}" };
 
-/**
- * eth_getProof's keys go as 32 bytes each, as the typed door sends them: geth pads a shorter key ("0x0", "0x"),
- * Anvil refuses it with words that name no argument ("odd number of digits").
- */
-const FULL_KEY = /^0x[0-9a-f]{64}$/;
-const storageKeys: ParamRules = { needsRewrite: (json) => Array.isArray(json) && json.some((key) => typeof key !== "string" || !FULL_KEY.test(key)) };
-
 /** geth's optional third param of eth_call and eth_estimateGas; nodes without it never see it unless a caller sends one. */
 const stateOverride: ParamRules = { optional: true, whenSkipped: "{}" };
 
@@ -148,7 +141,7 @@ export const ethMethods: readonly MethodEntry[] = [
   { rpc: m.getBlockReceipts, params: { block: receiptsBlock } },
   { rpc: m.estimateGas, params: { transaction: callObject, block: anyBlock, state_override: stateOverride, block_overrides: blockOverrides }, addresses: callAddresses },
   { rpc: m.call, params: { transaction: callObject, block: anyBlock, state_override: stateOverride, block_overrides: blockOverrides }, addresses: callAddresses },
-  { rpc: m.getProof, params: { storage_keys: storageKeys, block: anyBlock }, addresses: accountAddress },
+  { rpc: m.getProof, params: { block: anyBlock }, addresses: accountAddress },
 
   { rpc: m.blockNumber },
   { rpc: m.chainId },

@@ -6,7 +6,7 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { type Hex, hexToBytes, keccak256, toHex } from "viem";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 import { EthService, GetProofRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { type AccountProof, AccountProofSchema, StorageProofSchema } from "../../gen/nodegate/eth/v1/proof_pb.js";
 import { bytesToBigint } from "../../src/codec/hex.js";
@@ -156,18 +156,4 @@ specRule("proof.storage-proof-empty", async () => {
   expect(p.native.storageProof.map((e) => e.proof)).toEqual([[]]);
   expect(p.typed.storageProof.map((e) => e.proof)).toEqual([[]]);
   expectTypedCarries(StorageProofSchema, p.typed.storageProof[0], "proof", p.native.storageProof[0] as Record<string, unknown>);
-});
-
-it("a storage key shorter than 32 bytes is proved as its 32-byte key on every door, as geth reads it", async () => {
-  // Found from outside: the native door sent "0x0" on as written, and Anvil refused it with "odd number of digits",
-  // while the typed door, which pads keys, was answered.
-  const block = toHex(s.secondStore.blockNumber);
-  const full = await g.http.result("eth_getProof", [s.address, [STORED_SLOT, toHex(1, { size: 32 })], block]);
-  for (const short of [["0x0", "0x1"], ["0x", "0x01"], ["0x00", `0x${"0".repeat(63)}1`], [STORED_SLOT.toUpperCase().replace("0X", "0x"), "0x1"]]) {
-    const params = [s.address, short, block];
-    expect(await g.http.result("eth_getProof", params)).toEqual(full);
-    expect(await g.ws.result("eth_getProof", params)).toEqual(full);
-  }
-  const typed = await g.eth.call(m.getProof, create(GetProofRequestSchema, { address: hexToBytes(s.address), storageKeys: [new Uint8Array([0]), new Uint8Array([1])], block: { kind: { case: "number", value: s.secondStore.blockNumber } } }));
-  expect((typed.proof as AccountProof).storageProof.map((e) => hex(e.key))).toEqual([STORED_SLOT, toHex(1, { size: 32 })]);
 });
