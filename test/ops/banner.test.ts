@@ -8,6 +8,8 @@ import { describe, expect, it } from "vitest";
 import { banner } from "../../src/banner.js";
 import { loadConfig } from "../../src/config/load.js";
 import { redactUrl } from "../../src/upstream/upstream.js";
+import { startNodegate } from "../support/nodegate.js";
+import { startStarknetFixtureUpstream } from "../support/starknet-fixture-upstream.js";
 
 const config = loadConfig({ NODEGATE_UPSTREAM_URL: "http://127.0.0.1:8545" }, undefined);
 
@@ -54,5 +56,27 @@ describe("start banner", () => {
   ])("the upstream %s is shown as %s", (url, shown) => {
     expect(redactUrl(url)).toBe(shown);
     expect(banner({ ...config, networks: [{ ...config.networks[0]!, upstreams: [{ ...config.networks[0]!.upstreams[0]!, url }] }] }, "127.0.0.1", 8080, "k", false, undefined)).toContain(`upstream:          ${shown}`);
+  });
+});
+
+describe("start banner, Starknet as the default network", () => {
+  it("its two commands are Starknet's, and both are answered (found from outside: they were Ethereum's, and failed)", async () => {
+    const upstream = await startStarknetFixtureUpstream();
+    const networks = [{ name: "starknet", family: "starknet" as const, upstreams: [{ label: "fixtures", url: upstream.url }] }];
+    const ng = await startNodegate({ upstreamUrl: upstream.url, networks, config: { defaultNetwork: "starknet" } });
+    try {
+      const text = banner({ ...config, networks, defaultNetwork: "starknet" }, "127.0.0.1", ng.port, ng.key, false, undefined);
+      const bodies = [...text.matchAll(/-d '([^']+)'/g)].map((m) => m[1] as string);
+      const rpc = /\/(nodegate\.[\w.]+\/\w+)'/.exec(text)?.[1];
+      expect(bodies).toHaveLength(2);
+      const native = await (await fetch(ng.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: bodies[0] })).json();
+      expect(native).toEqual({ jsonrpc: "2.0", id: 1, result: "0x534e5f5345504f4c4941" });
+      const typed = await fetch(`${ng.url}/${rpc}`, { method: "POST", headers: { "content-type": "application/json", "x-api-key": ng.key }, body: bodies[1] });
+      expect(typed.status, await typed.clone().text()).toBe(200);
+      expect(upstream.requests.map((r) => r.method)).toEqual(["starknet_chainId", "starknet_getTransactionByBlockIdAndIndex"]);
+    } finally {
+      await ng.close();
+      await upstream.close();
+    }
   });
 });
