@@ -39,11 +39,11 @@ function readMessage(body: Buffer, encoding: string | undefined, maxBytes: numbe
   // Only the compression bit is defined for a request message; the others are reserved.
   if ((flags & 0xfe) !== 0) throw new ConnectError(`protocol error: invalid message flags 0x${flags.toString(16)}`, Code.InvalidArgument);
   const length = body.readUInt32BE(1);
-  // Exact whatever the body's encoding (text mode's base64 rounds the body's bound up).
-  if (length > maxBytes) throw new ConnectError(`message larger than ${maxBytes} bytes`, Code.ResourceExhausted);
   if (body.length < FRAME_HEADER + length) {
     throw new ConnectError(`protocol error: the message is cut short (${body.length - FRAME_HEADER} of the ${length} bytes its prefix declares)`, Code.InvalidArgument);
   }
+  // Exact whatever the body's encoding (text mode's base64 rounds the body's bound up).
+  if (length > maxBytes) throw new ConnectError(`message larger than ${maxBytes} bytes`, Code.ResourceExhausted);
   if (body.length > FRAME_HEADER + length) {
     throw new ConnectError("protocol error: want exactly one message for a unary call", Code.InvalidArgument);
   }

@@ -6,6 +6,7 @@
 import { setMaxListeners } from "node:events";
 import type { Gateway } from "../gateway.js";
 import type { Network } from "../upstream/network.js";
+import { CHAIN_ID_METHOD } from "../upstream/partner-chains.js";
 
 export interface HealthOptions {
   /** An answer this recent means ready without probing. Default 30 s. */
@@ -14,7 +15,6 @@ export interface HealthOptions {
   probeTimeoutMs?: number;
 }
 
-const PROBE_METHOD = { eth: "eth_chainId", starknet: "starknet_chainId" } as const;
 const FAMILY_NAME = { eth: "an Ethereum", starknet: "a Starknet" } as const;
 
 export class HealthMonitor {
@@ -65,7 +65,7 @@ export class HealthMonitor {
     if (answeredRecently && this.#probed.has(network.name)) return Promise.resolve(true);
     let probe = this.#probes.get(network.name);
     if (probe === undefined) {
-      const method = PROBE_METHOD[network.family];
+      const method = CHAIN_ID_METHOD[network.family];
       probe = network
         .answersAny(method, this.#probeTimeoutMs)
         .then(({ answered, methodUnknownAt }) => {

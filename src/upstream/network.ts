@@ -213,7 +213,6 @@ export class Network {
       const ownDeadlineRanOut = ownDeadline && err instanceof GatewayError && err.grpcCode === Code.DeadlineExceeded;
       if (ownDeadlineRanOut) ownDeadlineExpiries.add(err);
       const leftEarly = options.signal?.aborted === true || ownDeadlineRanOut;
-
       if (isOwnCapacity(err) || (leftEarly && !this.#silentSince(member, started))) {
         member.breaker.release();
       } else if (leftEarly || isOutage(err)) {

@@ -11,7 +11,8 @@ import type { ChainFamily } from "../methods/method-table.js";
 import { resultText } from "./reply.js";
 import type { Upstream } from "./upstream.js";
 
-const CHAIN_ID_METHOD = { eth: "eth_chainId", starknet: "starknet_chainId" } as const;
+/** Each family's chain id method (readiness probes ask it too: health.ts). */
+export const CHAIN_ID_METHOD = { eth: "eth_chainId", starknet: "starknet_chainId" } as const;
 
 /** The longest a chain id question waits: it is asked at start, and before a partner's first failed-over call. */
 const ASK_TIMEOUT_MS = 5000;
@@ -45,7 +46,10 @@ export class PartnerChains {
   /** Asks every upstream its chain id, in the background (at start, so a primary that fails early is known). */
   learn(): void {
     if (this.#upstreams.length < 2) return;
-    for (let i = 0; i < this.#upstreams.length; i++) void this.#chainIdOf(i).then(() => this.#verdict(i));
+    // Judged once all have answered (or not), so a partner answering before its primary is not reported unchecked.
+    void Promise.all(this.#upstreams.map((_, i) => this.#chainIdOf(i))).then(() => {
+      for (let i = 1; i < this.#upstreams.length; i++) this.#verdict(i);
+    });
   }
 
   /** The primary answered a call: its chain id is asked once, if still unknown. */
