@@ -12,9 +12,10 @@ export const KEPT_PATH_SEGMENT = /^(v\d+|ws|rpc|ext|bc)$/i;
 const MIN_SECRET_LENGTH = 8;
 /**
  * User info and query values are secrets by where they stand, so shorter ones count too; shorter still would
- * match words in messages by chance ("user", "true"), where a user name is seldom the secret part.
+ * match words in messages by chance ("pass" in "passThrough", "user", "true"). The Basic authorization made of
+ * user info is kept out whatever the lengths.
  */
-const MIN_PASSWORD_LENGTH = 4;
+const MIN_PASSWORD_LENGTH = 6;
 const MIN_USERNAME_LENGTH = 6;
 const MIN_QUERY_VALUE_LENGTH = 6;
 
