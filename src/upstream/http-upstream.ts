@@ -31,8 +31,22 @@ export interface HttpUpstreamOptions {
 }
 
 /** A Retry-After in whole seconds (the provider's form); an HTTP date or anything else is dropped. */
-function retryAfterSeconds(header: string | undefined): number | undefined {
-  return header !== undefined && /^[0-9]{1,9}$/.test(header.trim()) ? Number(header.trim()) : undefined;
+/** Retry-After in whole seconds: delay-seconds, or an HTTP-date (RFC 9110 allows both) as seconds from now. */
+export function retryAfterSeconds(header: string | undefined, now = Date.now()): number | undefined {
+  if (header === undefined) return undefined;
+  const text = header.trim();
+  if (/^[0-9]{1,9}$/.test(text)) return Number(text);
+  const at = /^[A-Za-z]{3}, /.test(text) ? Date.parse(text) : Number.NaN;
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
+}
+
+/**
+ * The back-off a 429 or 503 asks for, held to the longest pause nodegate keeps (the circuit asks again then), so
+ * the first answer says what the next do.
+ */
+function askedPause(reply: Http1Reply): number | undefined {
+  const seconds = retryAfterSeconds(reply.headers["retry-after"]);
+  return seconds === undefined ? undefined : Math.min(seconds, MAX_RETRY_AFTER_PAUSE_MS / 1000);
 }
 
 /**
@@ -190,7 +204,7 @@ export class HttpUpstream implements Upstream {
         // A provider's front (Alchemy, a load balancer) words its own failures as JSON-RPC errors too: a 5xx is still
         // an outage, and a 401 still a refused key, whatever the body says; passed on as the node's answer, they
         // misled callers and kept the circuit closed and partners unasked.
-        if (statusCode >= 500) throw upstreamUnavailable(`HTTP ${statusCode}`, err);
+        if (statusCode >= 500) throw upstreamUnavailable(`HTTP ${statusCode}`, err, statusCode === 503 ? askedPause(reply) : undefined);
         if (statusCode === 401) throw refusedCredentials(statusCode, err);
         if (statusCode === 403) throw asProviderAnswer(err, 403);
         throw err;
@@ -198,13 +212,10 @@ export class HttpUpstream implements Upstream {
       reply.outOfStep();
       if (statusCode === 200) throw err instanceof GatewayError && err.cause === ANOTHER_REQUESTS_REPLY ? new OutOfStep(err) : withEncodingHint(err, reply);
     }
-    if (statusCode === 429) {
-      // The provider's back-off hint goes on to callers: nodegate cannot answer sooner either.
-      // Held to the longest pause nodegate keeps (the circuit asks again then), so the first answer says what the next do.
-      const seconds = retryAfterSeconds(reply.headers["retry-after"]);
-      throw upstreamUnavailable("HTTP 429", undefined, seconds === undefined ? undefined : Math.min(seconds, MAX_RETRY_AFTER_PAUSE_MS / 1000));
-    }
-    if (statusCode >= 500) throw upstreamUnavailable(`HTTP ${statusCode}`);
+    // The provider's back-off hint (429, or 503 with Retry-After: maintenance) goes on to callers, and pauses the
+    // circuit that long: nodegate cannot answer sooner either.
+    if (statusCode === 429) throw upstreamUnavailable("HTTP 429", undefined, askedPause(reply));
+    if (statusCode >= 500) throw upstreamUnavailable(`HTTP ${statusCode}`, undefined, statusCode === 503 ? askedPause(reply) : undefined);
     if (statusCode === 401 || statusCode === 403) throw refusedCredentials(statusCode);
     // The node's front refused this request for its size (nginx answers 413 past 1 MiB): the caller's, not an outage.
     if (REQUEST_TOO_LARGE_STATUSES.has(statusCode)) throw requestTooLargeForNode(`HTTP ${statusCode}`);

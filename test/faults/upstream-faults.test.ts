@@ -280,6 +280,14 @@ const FAULTS: Fault[] = [
     expected: { ...unavailable("upstream unavailable: HTTP 429"), retryAfter: "1", pausedRetryAfter: "1" },
   },
   {
+    // RFC 9110 gives 503 a Retry-After too (a provider's maintenance): passed on, and the circuit pauses that long
+    // (found from outside: it was dropped, and the provider asked again every second).
+    name: "HTTP 503 with Retry-After in seconds",
+    transport: "http",
+    answer: () => ({ raw: "maintenance", status: 503, headers: { "content-type": "text/plain", "retry-after": "1" } }),
+    expected: { ...unavailable("upstream unavailable: HTTP 503"), retryAfter: "1", pausedRetryAfter: "1" },
+  },
+  {
     name: "HTTP 401 with a plain body (the provider refuses nodegate's key)",
     transport: "http",
     answer: () => ({ raw: "invalid project id", status: 401, headers: { "content-type": "text/plain" } }),
