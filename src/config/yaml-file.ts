@@ -181,6 +181,10 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
   for (const name of Object.keys(DEFAULT_WEBSOCKET) as (keyof WebSocketSettings)[]) {
     config.websocket[name] = r.number(["websocket", name], 1, 3_600_000) ?? config.websocket[name];
   }
+  if (config.websocket.reconnectMinDelayMs > config.websocket.reconnectMaxDelayMs) {
+    const which = r.has(["websocket", "reconnectMinDelayMs"]) ? "reconnectMinDelayMs" : "reconnectMaxDelayMs";
+    r.fail(["websocket", which], `reconnectMinDelayMs (${config.websocket.reconnectMinDelayMs}) is more than reconnectMaxDelayMs (${config.websocket.reconnectMaxDelayMs})`);
+  }
   r.keys(["subscriptions"], Object.keys(DEFAULT_SUBSCRIPTIONS));
   for (const name of Object.keys(DEFAULT_SUBSCRIPTIONS) as (keyof SubscriptionSettings)[]) {
     config.subscriptions[name] = r.number(["subscriptions", name], 1, 10_000_000) ?? config.subscriptions[name];
@@ -236,6 +240,9 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
         const label = r.string([...up, "label"]) ?? (j === 0 ? "primary" : `partner-${j}`);
         // Labels name the upstream in logs and metrics: two of one network would be one series.
         if (upstreams.some((other) => other.label === label)) r.fail([...up, "label"], `duplicate label ${label} in this network`);
+        // Valid, but a failover to the same node reaches what failed (found from outside: accepted silently).
+        const twin = upstreams.findIndex((other) => other.url === url);
+        if (twin >= 0) config.warnings.push(`${r.where([...up, "url"])}: the same URL as upstreams[${twin}]: a call failed over to it goes to the same node`);
         upstreams.push({ label, url });
       }
       const network: NetworkConfig = { name, family, upstreams, definedAt: r.where(p) };

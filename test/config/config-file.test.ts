@@ -221,6 +221,13 @@ describe("method names no call matches: warnings, with the line", () => {
     expect(warningsOf(withUpstream(""))).toEqual([]);
   });
 
+  it("a partner with its primary's URL (a failover reaches the same node), and reconnect delays the wrong way round", () => {
+    // Found from outside: both were accepted silently.
+    const twin = "networks:\n  - name: mainnet\n    upstreams:\n      - url: http://127.0.0.1:8545\n      - url: http://127.0.0.1:8545\n";
+    expect(warningsOf(twin)).toEqual(["5:14: networks[0].upstreams[1].url: the same URL as upstreams[0]: a call failed over to it goes to the same node"]);
+    expect(() => loadConfig({}, file(withUpstream("websocket:\n  reconnectMinDelayMs: 5000\n")))).toThrow(/websocket\.reconnectMinDelayMs: reconnectMinDelayMs \(5000\) is more than reconnectMaxDelayMs \(1000\)/);
+  });
+
   it("the shipped example configuration has none", () => {
     const env = { PROVIDER_KEY: "p", PARTNER_URL: "https://partner.example/rpc", CLIENT_KEY_1: "client-key-1-xyz", CLIENT_KEY_2: "client-key-2-xyz", CLIENT_SECRET_2: "s" };
     expect(loadConfig(env, join(import.meta.dirname, "../../examples/nodegate.example.yaml")).warnings).toEqual([]);
