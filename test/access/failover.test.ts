@@ -25,9 +25,22 @@ let primaryAnswer: Answer;
 let genesisHash: string;
 const started: TestNodegate[] = [];
 
-async function gateway(failover?: { methods: string[]; plans: ("core" | "growth" | "custom")[] }, breaker = { threshold: 5, cooldownMs: 60_000 }) {
+type Failover = { methods: string[]; plans: ("core" | "growth" | "custom")[] };
+
+interface Setup {
+  primaryUrl?: string;
+  /** Default: one partner, Anvil. */
+  partners?: { label: string; url: string }[];
+  failover?: Failover | undefined;
+  breaker?: { threshold: number; cooldownMs: number };
+  config?: Parameters<typeof startNodegate>[0]["config"];
+}
+
+/** nodegate with a Core, a Growth and a Custom key, the programmable primary (or another) and its partners. */
+async function gatewayWith(setup: Setup) {
+  const primaryUrl = setup.primaryUrl ?? primary.url;
   const ng = await startNodegate({
-    upstreamUrl: primary.url,
+    upstreamUrl: primaryUrl,
     keys: [
       { key: CORE, plan: "core" },
       { key: GROWTH, plan: "growth" },
@@ -37,18 +50,17 @@ async function gateway(failover?: { methods: string[]; plans: ("core" | "growth"
       {
         name: "ethereum",
         family: "eth",
-        upstreams: [
-          { label: "primary", url: primary.url },
-          { label: "partner", url: anvil.url },
-        ],
-        ...(failover ? { failover } : {}),
+        upstreams: [{ label: "primary", url: primaryUrl }, ...(setup.partners ?? [{ label: "partner", url: anvil.url }])],
+        ...(setup.failover ? { failover: setup.failover } : {}),
       },
     ],
-    config: { circuitBreaker: breaker },
+    config: { circuitBreaker: setup.breaker ?? { threshold: 5, cooldownMs: 60_000 }, ...setup.config },
   });
   started.push(ng);
   return ng;
 }
+
+const gateway = (failover?: Failover, breaker?: { threshold: number; cooldownMs: number }) => gatewayWith({ failover, ...(breaker ? { breaker } : {}) });
 
 beforeAll(async () => {
   anvil = await startAnvil();
@@ -171,23 +183,11 @@ describe("failover to a partner during a primary outage", () => {
     primaryAnswer = { delayMs: 600, then: { destroy: true } };
     const hungPartner = await startProgrammableUpstream(() => ({ delayMs: 60_000, then: { result: [] } }));
     try {
-      const ng = await startNodegate({
-        upstreamUrl: primary.url,
-        keys: [{ key: GROWTH, plan: "growth" }],
-        networks: [
-          {
-            name: "ethereum",
-            family: "eth",
-            upstreams: [
-              { label: "primary", url: primary.url },
-              { label: "partner", url: hungPartner.url },
-            ],
-            failover: { methods: ["eth_getLogs"], plans: ["growth"] },
-          },
-        ],
+      const ng = await gatewayWith({
+        partners: [{ label: "partner", url: hungPartner.url }],
+        failover: { methods: ["eth_getLogs"], plans: ["growth"] },
         config: { limits: { ...DEFAULT_LIMITS, getLogsTimeoutMs: 1000 } },
       });
-      started.push(ng);
       const native = await post(`${ng.url}/v3/${GROWTH}`, rpc("eth_getLogs", [{ fromBlock: "0x0", toBlock: "0x0" }]));
       expect(native.json.error).toEqual({ code: -32005, message: "query timeout exceeded" });
       expect(hungPartner.requests.map((r) => r.method)).toEqual(["eth_getLogs"]);
@@ -202,23 +202,13 @@ describe("failover to a partner during a primary outage", () => {
     primaryAnswer = { forward: anvil.url };
     const otherChain = await startProgrammableUpstream((r) => (r.method === "eth_chainId" ? { result: "0x5" } : { forward: anvil.url }));
     try {
-      const ng = await startNodegate({
-        upstreamUrl: primary.url,
-        keys: [{ key: GROWTH, plan: "growth" }],
-        networks: [
-          {
-            name: "ethereum",
-            family: "eth",
-            upstreams: [
-              { label: "primary", url: primary.url },
-              { label: "other-chain", url: otherChain.url },
-              { label: "same-chain", url: anvil.url },
-            ],
-            failover: { methods: ["eth_getBlockByHash", "eth_chainId"], plans: ["growth"] },
-          },
+      const ng = await gatewayWith({
+        partners: [
+          { label: "other-chain", url: otherChain.url },
+          { label: "same-chain", url: anvil.url },
         ],
+        failover: { methods: ["eth_getBlockByHash", "eth_chainId"], plans: ["growth"] },
       });
-      started.push(ng);
       const asked = () => primary.requests.filter((r) => r.method === "eth_chainId").length;
       const before = asked();
       expect((await post(`${ng.url}/v3/${GROWTH}`, rpc("eth_chainId"))).json.result).toBe("0x7a69");
@@ -278,13 +268,7 @@ describe("circuit breaker", () => {
   it("a slow call on a node that answers others meanwhile is not an outage, however long its caller waited", async () => {
     const slowByHash = await startProgrammableUpstream((r) => (r.method === "eth_getBlockByHash" ? { delayMs: 60_000, then: { result: null } } : { forward: anvil.url }));
     try {
-      const ng = await startNodegate({
-        upstreamUrl: slowByHash.url,
-        keys: [{ key: GROWTH, plan: "growth" }],
-        networks: [{ name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: slowByHash.url }, { label: "partner", url: anvil.url }] }],
-        config: { circuitBreaker: { threshold: 2, cooldownMs: 60_000 } },
-      });
-      started.push(ng);
+      const ng = await gatewayWith({ primaryUrl: slowByHash.url, breaker: { threshold: 2, cooldownMs: 60_000 } });
       const client = connectClient(ng.url, EthService, GROWTH, "grpc");
       for (let i = 0; i < 3; i++) {
         const slow = giveUp(client, 1200);
