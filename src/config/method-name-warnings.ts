@@ -7,6 +7,7 @@
  * start over them.
  */
 
+import { methodFamily } from "../methods/method-family.js";
 import { sentOnlyOnce, WRITE_METHODS } from "./config.js";
 
 export interface MethodNameWarning {
@@ -32,8 +33,6 @@ export interface FailoverOfNetwork {
   byDefault: boolean;
 }
 
-/** Namespaces of Starknet nodes' methods (the spec's, pathfinder's and juno's); every other method is Ethereum's. */
-const STARKNET_NAMESPACES = /^(?:starknet|pathfinder|juno)_/;
 const FAMILY_NAMES = { eth: "Ethereum", starknet: "Starknet" } as const;
 const WITH_ARTICLE = { eth: "an Ethereum", starknet: "a Starknet" } as const;
 
@@ -45,14 +44,13 @@ const WITH_ARTICLE = { eth: "an Ethereum", starknet: "a Starknet" } as const;
 export function failoverFamilyWarnings(networks: readonly FailoverOfNetwork[]): MethodNameWarning[] {
   const warnings: MethodNameWarning[] = [];
   for (const n of networks) {
-    const familyOf = (method: string) => (STARKNET_NAMESPACES.test(method) ? "starknet" : "eth");
     if (!n.byDefault) {
       n.methods.forEach((method, k) => {
-        const family = familyOf(method);
+        const family = methodFamily(method);
         if (family !== n.family) warnings.push({ path: [...n.path, "methods", k], message: `${method} is ${WITH_ARTICLE[family]} method; network ${n.name} serves ${FAMILY_NAMES[n.family]} methods, so no call matches it` });
       });
     }
-    if (n.partners > 0 && !n.methods.some((method) => familyOf(method) === n.family)) {
+    if (n.partners > 0 && !n.methods.some((method) => methodFamily(method) === n.family)) {
       const policy = n.byDefault ? `the default failover policy (${n.methods.join(", ")})` : "its failover.methods";
       warnings.push({
         path: n.byDefault ? n.path.slice(0, -1) : [...n.path, "methods"],

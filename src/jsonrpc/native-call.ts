@@ -8,6 +8,7 @@ import { sentOnlyOnce } from "../config/config.js";
 import { cancelled, internalError, invalidParams, methodNotFound, noNetworkOfFamily, notificationsUnsupported, wrongNetworkFamily } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { type InvokeContext, invokeMethod, invokePassThrough } from "../methods/invoke.js";
+import { methodFamily } from "../methods/method-family.js";
 import type { ChainFamily, MethodTable } from "../methods/method-table.js";
 import { SUBSCRIPTION_METHODS } from "../methods/method-names.js";
 import { InvalidParamsError, withAppended } from "../methods/params-codec.js";
@@ -68,14 +69,6 @@ function wrongFamily(method: string, family: ChainFamily, ctx: NativeCallContext
   });
 }
 
-/** Namespaces of Starknet nodes' methods: the spec's, and pathfinder's and juno's own. */
-const STARKNET_NAMESPACES = /^(?:starknet|pathfinder|juno)_/;
-
-/** The chain family a method outside the table belongs to, by its namespace. */
-function passThroughFamily(method: string): ChainFamily {
-  return STARKNET_NAMESPACES.test(method) ? "starknet" : "eth";
-}
-
 /** A JSON string that is all hex written with "0X" (not after a backslash: then the quote is inside a string). */
 const UPPER_X_HEX = /(?<!\\)"0X(?=[0-9A-Fa-f]*")/g;
 
@@ -114,7 +107,7 @@ export async function runNativeCall(call: Call, ctx: NativeCallContext): Promise
       return { result };
     }
     if (ctx.passesThrough(call.method)) {
-      const family = passThroughFamily(call.method);
+      const family = methodFamily(call.method);
       if (family !== ctx.network.family) return { error: wrongFamily(call.method, family, ctx) };
       const result = await invokePassThrough(call.method, call.params, call.paramsText ?? "[]", !sentOnlyOnce(call.method), ctx);
       return { result };

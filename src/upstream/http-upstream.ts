@@ -30,7 +30,6 @@ export interface HttpUpstreamOptions {
   budget?: ReplyBudget;
 }
 
-/** A Retry-After in whole seconds (the provider's form); an HTTP date or anything else is dropped. */
 /** Retry-After in whole seconds: delay-seconds, or an HTTP-date (RFC 9110 allows both) as seconds from now. */
 export function retryAfterSeconds(header: string | undefined, now = Date.now()): number | undefined {
   if (header === undefined) return undefined;
