@@ -10,14 +10,6 @@ export const KEPT_PATH_SEGMENT = /^(v\d+|ws|rpc|ext|bc)$/i;
 
 /** Shorter texts are not secrets worth the name, and would match words in messages by chance. */
 const MIN_SECRET_LENGTH = 8;
-/**
- * User info and query values are secrets by where they stand, so shorter ones count too; shorter still would
- * match words in messages by chance ("pass" in "passThrough", "user", "true"). The Basic authorization made of
- * user info is kept out whatever the lengths.
- */
-const MIN_PASSWORD_LENGTH = 6;
-const MIN_USERNAME_LENGTH = 6;
-const MIN_QUERY_VALUE_LENGTH = 6;
 
 const REDACTED = "<redacted>";
 
@@ -36,20 +28,21 @@ export function secretPartsOfUrl(url: string): string[] {
     return [];
   }
   const found = new Set<string>();
-  const add = (part: string, minLength = MIN_SECRET_LENGTH) => {
-    for (const form of [part, decoded(part)]) if (form.length >= minLength) found.add(form);
+  const add = (part: string) => {
+    for (const form of [part, decoded(part)]) if (form.length >= MIN_SECRET_LENGTH) found.add(form);
   };
-  // User info is secret whatever its length (a password of 6 characters too), as is the Basic authorization nodegate
-  // makes of it, which a node echoing its request's headers would quote (found from outside).
-  add(u.username, MIN_USERNAME_LENGTH);
-  add(u.password, MIN_PASSWORD_LENGTH);
+  add(u.username);
+  add(u.password);
+  // The Basic authorization nodegate makes of user info: a node echoing its request's headers quotes it (found from
+  // outside). Shorter user info stays as it is: cut out of every text, a 6-character password corrupted revert data
+  // holding its digits, and callers could test guesses by having it echoed back.
   if (u.username !== "" || u.password !== "") {
     const pair = `${decoded(u.username)}:${decoded(u.password)}`;
     add(pair);
     found.add(Buffer.from(pair).toString("base64"));
   }
-  for (const value of u.searchParams.values()) add(value, MIN_QUERY_VALUE_LENGTH);
-  for (const pair of u.search.slice(1).split("&")) add(pair.slice(pair.indexOf("=") + 1), MIN_QUERY_VALUE_LENGTH);
+  for (const value of u.searchParams.values()) add(value);
+  for (const pair of u.search.slice(1).split("&")) add(pair.slice(pair.indexOf("=") + 1));
   for (const segment of u.pathname.split("/")) {
     if (KEPT_PATH_SEGMENT.test(segment)) continue;
     if (segment.length >= 16 || (segment.length >= MIN_SECRET_LENGTH && /\d/.test(segment) && /[a-z]/i.test(segment))) add(segment);

@@ -18,9 +18,10 @@ describe("secretPartsOfUrl", () => {
     expect(secretPartsOfUrl("https://nodeuser:p%40ss-word-1@node.example/eth/mainnet/rpc?apikey=key%2Fwith-slash1&x=1").sort()).toEqual(
       ["nodeuser", "p%40ss-word-1", "p@ss-word-1", "nodeuser:p@ss-word-1", basic("nodeuser:p@ss-word-1"), "key/with-slash1", "key%2Fwith-slash1"].sort(),
     );
-    // Found from outside: a short password, and the Basic authorization made of user info (which a node echoing its
-    // request's headers quotes), reached callers in clear.
-    expect(secretPartsOfUrl("http://user1:pw1234@node.example/?k=abc123&on=true").sort()).toEqual(["pw1234", "user1:pw1234", basic("user1:pw1234"), "abc123"].sort());
+    // Found from outside: the Basic authorization made of user info (which a node echoing its request's headers
+    // quotes) reached callers in clear. Shorter user info and query values are not cut out of texts: "123456" would
+    // corrupt revert data holding those digits, and let callers test guesses by having them echoed back.
+    expect(secretPartsOfUrl("http://user1:123456@node.example/?k=abc123&on=true").sort()).toEqual(["user1:123456", basic("user1:123456")].sort());
     expect(secretPartsOfUrl("http://127.0.0.1:8545")).toEqual([]);
     expect(secretPartsOfUrl("https://host/ethereum/mainnet/archive")).toEqual([]);
     expect(secretPartsOfUrl("not a url")).toEqual([]);
