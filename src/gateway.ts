@@ -78,6 +78,11 @@ export class Gateway {
     if (allowWrites) this.#passThrough.add("eth_sendRawTransaction");
   }
 
+  /** Whether a network of that name is configured (a log line names only those: a path's first segment may be a key). */
+  hasNetwork(name: string): boolean {
+    return this.#networks.has(name);
+  }
+
   /** The named network (the default when unnamed); a GatewayError when unknown. */
   network(name: string | undefined): Network {
     const network = this.#networks.get(name ?? this.defaultNetwork);

@@ -33,7 +33,9 @@ export function logAnswer(gateway: Gateway, door: string, calls: readonly CallRe
     outcomes: calls.length > 1 ? calls.slice(0, 10).map((c) => c.outcome) : undefined,
     errors,
     status: fields.status,
-    network: fields.network,
+    // A path's first segment names the network only when one is configured by that name: else it may be a key
+    // (/<KEY>/v3 was logged as its network, found from outside).
+    network: fields.network === undefined || gateway.hasNetwork(fields.network) ? fields.network : "(unknown)",
     requestId: fields.requestId,
     ms: Math.round(ms * 100) / 100,
   });

@@ -130,7 +130,7 @@ export function typedRefusalLog(log: Logger, metrics: Metrics, servedPaths: () =
         writeRequestLine(log, "info", {
           door,
           method,
-          path: served ? undefined : loggablePath(path),
+          path: served ? undefined : loggablePath(path, (service) => [...servedPaths()].some((p) => p.startsWith(`/${service}/`))),
           requestId: requestId === undefined ? undefined : String(requestId),
           status: outcome,
           httpStatus: status.httpStatus,
@@ -142,17 +142,26 @@ export function typedRefusalLog(log: Logger, metrics: Metrics, servedPaths: () =
 }
 
 /** A typed RPC's path: `/package.Service/Method`, identifiers only. */
-const RPC_SHAPED = /^\/[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\/[A-Za-z_]\w*$/;
+const RPC_SHAPED = /^\/([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\/([A-Za-z_]\w*)$/;
+
+/** A run that could be a key, or hold one (keys are 8 to 128 letters, digits, - and _: config/values.ts KEY_PATTERN). */
+const HOLDS_KEY = /[A-Za-z0-9_-]{8,}/;
+
+/** A method name as gRPC spells them (UpperCamelCase, letters only): not taken for a key. */
+const METHOD_NAME = /^[A-Z][A-Za-z]*$/;
 
 /**
- * An unserved path as logged: whole when it has an RPC's shape (a misspelt method is worth seeing), else only its first
- * segment when others follow and it is a plain word (`/v3.0/…`): a native call sent to a wrong path (`/v3.0/<KEY>`)
- * must not log its key.
+ * An unserved path as logged, never with anything that could be a key: a method of a service nodegate serves keeps
+ * its name when it reads as one (a misspelt method is worth seeing); any other path keeps only a first segment that
+ * holds no key-like run (`/v3.0/…`, `/v4/…`). Found from outside: paths such as `/<KEY>/` and `/a.b/<KEY>` logged
+ * the key.
  */
-export function loggablePath(path: string): string {
-  if (path.length <= 200 && RPC_SHAPED.test(path)) return path;
+export function loggablePath(path: string, isServedService: (service: string) => boolean = () => false): string {
+  const rpc = path.length <= 200 ? RPC_SHAPED.exec(path) : null;
+  if (rpc !== null && isServedService(rpc[1] as string)) return METHOD_NAME.test(rpc[2] as string) ? path : `/${rpc[1]}/…`;
   const second = path.indexOf("/", 1);
-  if (second < 0) return "/…";
-  const first = path.slice(1, second);
-  return /^[A-Za-z_][\w.-]{0,63}$/.test(first) ? `/${first}/…` : "/…";
+  const first = path.slice(1, second < 0 ? undefined : second);
+  const shown = /^[\w.-]{1,64}$/.test(first) && !HOLDS_KEY.test(first) ? `/${first}` : "";
+  if (second < 0) return shown || "/…";
+  return `${shown}/…`;
 }

@@ -410,7 +410,10 @@ describe("the native door's calls, as operators see them", () => {
     for (const [path, status, logged] of [
       ["/v4/openkey1234567890", 404, "/v4/…"],
       ["/v3/openkey1234567890/extra", 404, "/v3/…"],
-      ["/foo", 404, "/…"],
+      ["/foo", 404, "/foo"],
+      // Found from outside: a first segment that could be a key, or an RPC-shaped path to a service nodegate does not
+      // serve, was logged as it came.
+      ["/openkey1234567890/", 404, "/…"],
       ["/ws/v3/openkey1234567890", 426, "/ws/…"],
     ] as const) {
       const id = `unserved-native-${path.length}-${status}`;
@@ -421,8 +424,19 @@ describe("the native door's calls, as operators see them", () => {
       expect([line.door, line.method, line.path, line.status], path).toEqual(["jsonrpc-http", "(unserved)", logged, status]);
       expect(JSON.stringify(line)).not.toContain("openkey");
     }
-    expect(await counted(404)).toBe(before[404] + 3);
+    expect(await counted(404)).toBe(before[404] + 4);
     expect(await counted(426)).toBe(before[426] + 1);
+    // A key where a network name goes (/<KEY>/v3: no key follows, 401): the network is logged as unknown.
+    const refused = await fetch(`${ng.url}/openkey1234567890/v3`, { method: "POST", headers: { "content-type": "application/json", "x-request-id": "unserved-key-as-network" }, body: "{}" });
+    expect(refused.status).toBe(401);
+    const line = await lineOf("unserved-key-as-network");
+    expect(line.network).toBe("(unknown)");
+    expect(JSON.stringify(line)).not.toContain("openkey");
+    // An RPC's shape with a key in it, to a service nodegate does not serve.
+    await (await fetch(`${ng.url}/a.b/openkey1234567890`, { method: "POST", headers: { "content-type": "application/json", "x-request-id": "unserved-rpc-key" }, body: "{}" })).text();
+    const rpcLine = await lineOf("unserved-rpc-key");
+    expect([rpcLine.method, rpcLine.path]).toEqual(["(unserved)", "/a.b/…"]);
+    expect(JSON.stringify(rpcLine)).not.toContain("openkey");
   });
 
   it("a call whose HTTP client leaves is logged (499) and counted as Canceled, not dropped", async () => {
