@@ -49,9 +49,12 @@ export class PendingTransactionsFeed extends Feed {
     this.#poller.start();
   }
 
+  /** Back on the subscription: the filter is read once more before it goes, for what came between its last poll and now. */
   async #stopPolling(): Promise<void> {
-    this.#poller?.stop();
+    if (this.#poller === undefined) return;
+    this.#poller.stop();
     this.#poller = undefined;
+    if (this.#filterId !== undefined) await this.#poll().catch(() => undefined);
     await this.#uninstallFilter();
   }
 

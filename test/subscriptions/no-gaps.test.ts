@@ -261,6 +261,48 @@ describe("when the upstream socket drops", () => {
     }
   }, 60_000);
 
+  it("pending transactions: what came since the filter's last poll is read once more as the node takes the subscription again", async () => {
+    // Found from outside: the filter was dropped without a last read, so hashes between its last poll and the new
+    // subscription (up to a poll interval of them) were lost. A poll interval of a minute leaves only that last read.
+    const ownRelay = await startWsRelay(anvil.wsUrl);
+    const slowPolls = await startNodegate({
+      upstreamUrl: ownRelay.url,
+      config: {
+        websocket: { ...DEFAULT_WEBSOCKET, reconnectMinDelayMs: 20, reconnectMaxDelayMs: 100, pongTimeoutMs: 60_000 },
+        subscriptions: { ...DEFAULT_SUBSCRIPTIONS, pollIntervalMs: 60_000 },
+      },
+    });
+    const native = await openNativeSubscriber(slowPolls.wsUrl);
+    const send = (value: number) => chain.rpc<string>("eth_sendTransaction", [{ from: SENDER, to: probe.address, value: toHex(value) }]);
+    try {
+      const id = await native.subscribe("newPendingTransactions");
+      await waitForLiveSubscriptions(slowPolls.gateway, "newPendingTransactions", 1);
+      let sent: string[] = [];
+      for (let value = 201; sent.length === 0 && value <= 220; value++) {
+        await send(value);
+        sent = await native.waitFor(id, 1, 500).catch(() => []);
+      }
+      ownRelay.failNext("eth_subscribe", 1000);
+      ownRelay.refuse(true);
+      ownRelay.sever();
+      ownRelay.refuse(false);
+      // Refused: the filter is made at once (its first read), and not read again for a minute.
+      for (let i = 0; i < 500 && ownRelay.count("eth_getFilterChanges") === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      sent.push(await send(301));
+      const subscribes = ownRelay.count("eth_subscribe");
+      ownRelay.failNext("eth_subscribe", 0);
+      for (let i = 0; i < 1500 && ownRelay.count("eth_subscribe") === subscribes; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(await native.waitFor(id, sent.length)).toEqual(sent);
+      for (let i = 0; i < 500 && ownRelay.count("eth_uninstallFilter") === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(ownRelay.count("eth_getFilterChanges")).toBe(2);
+    } finally {
+      ownRelay.failNext("eth_subscribe", 0);
+      await native.close();
+      await slowPolls.close();
+      await ownRelay.close();
+    }
+  }, 60_000);
+
   it("a log the node pushes while the gap fill waits to retry comes after the gap's logs", async () => {
     // Seen once under load: the renewed subscription's pushes overtook the older logs of a gap fill that had failed.
     const s = await subscribe();
