@@ -72,6 +72,19 @@ async function grpcWebStatus(message: Buffer, text: boolean): Promise<string> {
   return status === "0" ? "OK" : `${grpc.status[Number(status)]}: ${decodeURIComponent(words ?? "")}`;
 }
 
+/** gRPC-Web text mode with the body's base64 in padded pieces and line breaks, as the gRPC-Web spec allows. */
+async function grpcWebChunkedTextStatus(message: Buffer): Promise<string> {
+  const framed = frame(message);
+  const cut = [0, 7, 1000, framed.length];
+  const pieces = cut.slice(1).map((end, i) => framed.subarray(cut[i], end).toString("base64"));
+  const body = pieces.join("").replace(/(.{76})/g, "$1\r\n");
+  expect(pieces.filter((p) => p.endsWith("=")).length).toBeGreaterThan(0);
+  const res = await fetch(`${ng.url}${path}`, { method: "POST", headers: { "content-type": "application/grpc-web-text", "x-api-key": ng.key }, body });
+  const trailers = Buffer.from((await res.text()).replace(/\s/g, ""), "base64").toString("latin1");
+  const status = /grpc-status:\s*(\d+)/.exec(trailers)?.[1];
+  return status === "0" ? "OK" : `${grpc.status[Number(status)]}: ${decodeURIComponent(/grpc-message:\s*([^\r\n]*)/.exec(trailers)?.[1] ?? "")}`;
+}
+
 /** The Connect protocol's answer to a binary unary POST. */
 async function connectStatus(message: Buffer): Promise<string> {
   const res = await fetch(`${ng.url}${path}`, { method: "POST", headers: { "content-type": "application/proto", "x-api-key": ng.key }, body: message });
@@ -85,6 +98,8 @@ describe("a typed request's size limit is its message's, on every lane", () => {
     ["gRPC (grpc-js)", grpcStatus, "RESOURCE_EXHAUSTED"],
     ["gRPC-Web, binary", (m: Buffer) => grpcWebStatus(m, false), "RESOURCE_EXHAUSTED"],
     ["gRPC-Web, text", (m: Buffer) => grpcWebStatus(m, true), "RESOURCE_EXHAUSTED"],
+    // Found from outside: a message of the limit sent in padded pieces, or with line breaks, was refused.
+    ["gRPC-Web, text in padded pieces with line breaks", grpcWebChunkedTextStatus, "RESOURCE_EXHAUSTED"],
     ["the Connect protocol", connectStatus, "resource_exhausted"],
   ] as const)("%s: a message of the limit passes, one byte more is refused", async (_lane, status, exhausted) => {
     expect(messageOf(LIMIT)).toHaveLength(LIMIT);
