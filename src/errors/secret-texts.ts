@@ -6,7 +6,7 @@
  */
 
 /** Path segments that name an API version or a route, not a key (kept in the banner too: upstream.ts). */
-export const KEPT_PATH_SEGMENT = /^(v\d+|ws|rpc|ext|bc)$/i;
+export const KEPT_PATH_SEGMENT = /^(v\d+(?:[._]\d+)*|ws|rpc|ext|bc)$/i;
 
 /** Shorter texts are not secrets worth the name, and would match words in messages by chance. */
 const MIN_SECRET_LENGTH = 8;

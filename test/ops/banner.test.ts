@@ -53,6 +53,9 @@ describe("start banner", () => {
     ["https://old-x.quiknode.pro/QUICKNODETOKEN/", "https://old-x.quiknode.pro/<redacted>/"],
     ["wss://user:secret@node.example:8546/ws?token=abc", "wss://node.example:8546/ws"],
     ["http://127.0.0.1:8545", "http://127.0.0.1:8545/"],
+    // A Starknet node's spec version in its path is no key (found from outside: shown as /rpc/<redacted>).
+    ["https://starknet.example/rpc/v0_8", "https://starknet.example/rpc/v0_8"],
+    ["https://starknet.example/rpc/v0.7/0123456789abcdef0123456789abcdef", "https://starknet.example/rpc/v0.7/<redacted>"],
   ])("the upstream %s is shown as %s", (url, shown) => {
     expect(redactUrl(url)).toBe(shown);
     expect(banner({ ...config, networks: [{ ...config.networks[0]!, upstreams: [{ ...config.networks[0]!.upstreams[0]!, url }] }] }, "127.0.0.1", 8080, "k", false, undefined)).toContain(`upstream:          ${shown}`);
