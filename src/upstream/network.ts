@@ -106,18 +106,7 @@ function inFamily(err: unknown, family: ChainFamily): unknown {
 interface Member {
   upstream: Upstream;
   breaker: CircuitBreaker;
-  /** When the upstream last answered a call (a result or a node error), performance.now(); -Infinity = never. */
-  lastAnswerAt: number;
 }
-
-/**
- * A call its caller gave up on (a client deadline, a disconnect) after waiting at least this long, with no answer
- * from its upstream to any call since it was sent, counts as an outage: the node is silent. Without it, a hung node
- * whose callers all set deadlines shorter than upstreamTimeoutMs (every typed client sets one) was never seen down:
- * no failover, no open circuit, no warning (found from outside). A caller leaving sooner, or a node that answered
- * something meanwhile (a slow query, a busy node), says nothing about its health.
- */
-const SILENT_FOR_MS = 1000;
 
 export class Network {
   readonly name: string;
@@ -146,7 +135,7 @@ export class Network {
     if (options.upstreams.length === 0) throw new Error(`network ${options.name} has no upstream`);
     this.name = options.name;
     this.family = options.family;
-    this.#members = options.upstreams.map((upstream) => ({ upstream, breaker: new CircuitBreaker(options.breaker), lastAnswerAt: Number.NEGATIVE_INFINITY }));
+    this.#members = options.upstreams.map((upstream) => ({ upstream, breaker: new CircuitBreaker(options.breaker) }));
     // A WebSocket node's dropped connection is an outage seen before any call fails: readiness probes from then on,
     // even with no traffic (found from outside: an idle instance reported a dead node SERVING for 30 s).
     for (const { upstream } of this.#members) {
@@ -207,19 +196,20 @@ export class Network {
         this.#chains.primaryAnswered();
       }
       member.breaker.success();
-      this.#answered(member);
+      this.lastAnswerAt = Date.now();
       return result;
     } catch (err) {
       const ownDeadlineRanOut = ownDeadline && err instanceof GatewayError && err.grpcCode === Code.DeadlineExceeded;
       if (ownDeadlineRanOut) ownDeadlineExpiries.add(err);
-      const leftEarly = options.signal?.aborted === true || ownDeadlineRanOut;
-      if (isOwnCapacity(err) || (leftEarly && !this.#silentSince(member, started))) {
+      // A caller that gave up (or the call's own deadline, eth_getLogs' query timeout) says nothing about the node:
+      // a slow node answers later, and one client's impatient calls must not pause every key's (see docs).
+      if (options.signal?.aborted || ownDeadlineRanOut || isOwnCapacity(err)) {
         member.breaker.release();
-      } else if (leftEarly || isOutage(err)) {
+      } else if (isOutage(err)) {
         this.#failed(member, err as Error);
       } else {
         member.breaker.success(); // it answered: the upstream is up
-        this.#answered(member);
+        this.lastAnswerAt = Date.now();
         this.#metrics?.upstreamErrors.inc({ network: this.name, upstream: member.upstream.label, kind: "node_error" });
         throw inFamily(err, this.family);
       }
@@ -227,16 +217,6 @@ export class Network {
     } finally {
       this.#metrics?.upstreamSeconds.observe([this.name, member.upstream.label], (performance.now() - started) / 1000);
     }
-  }
-
-  #answered(member: Member): void {
-    member.lastAnswerAt = performance.now();
-    this.lastAnswerAt = Date.now();
-  }
-
-  /** Whether `member` has answered nothing since `sentAt` (performance.now()), at least SILENT_FOR_MS ago. */
-  #silentSince(member: Member, sentAt: number): boolean {
-    return performance.now() - sentAt >= SILENT_FOR_MS && member.lastAnswerAt < sentAt;
   }
 
   #failed(member: Member, err: Error): void {
@@ -282,7 +262,7 @@ export class Network {
     }
     if (this.#mayFailOver(method, options)) {
       for (const [i, partner] of this.#members.entries()) {
-        if (i === 0 || !(await this.#chains.mayTakeCalls(i)) || !partner.breaker.allow()) continue;
+        if (i === 0 || !this.#chains.mayTakeCalls(i) || !partner.breaker.allow()) continue;
         try {
           // The call's own deadline (eth_getLogs' query timeout) counts from its arrival, across upstreams; the
           // network's is each upstream call's.
@@ -320,8 +300,9 @@ export class Network {
    */
   async answersAny(method: string, timeoutMs: number): Promise<ProbeOutcome> {
     let unknownAt: string | undefined;
-    for (const member of this.#members) {
-      if (!member.breaker.allow()) continue;
+    for (const [i, member] of this.#members.entries()) {
+      // A partner on another chain takes no calls: its answer says nothing of this network's readiness.
+      if ((i > 0 && !this.#chains.mayTakeCalls(i)) || !member.breaker.allow()) continue;
       try {
         await this.#try(member, method, "[]", { timeoutMs, idempotent: true });
         return { answered: true };

@@ -52,21 +52,21 @@ export class PartnerChains {
     });
   }
 
-  /** The primary answered a call: its chain id is asked once, if still unknown. */
+  /** The primary answered a call: every chain id still unknown is asked (in the background), so partners are known before an outage. */
   primaryAnswered(): void {
-    if (this.#upstreams.length < 2) return;
-    const primary = this.#known[0] as Known;
-    if (primary.chainId === undefined && primary.asking === undefined) void this.#chainIdOf(0);
+    if (this.#upstreams.length < 2 || this.#known.every((k) => k.chainId !== undefined || k.asking !== undefined)) return;
+    for (let i = 0; i < this.#upstreams.length; i++) void this.#chainIdOf(i);
   }
 
   /**
-   * Whether partner `index` may take a failed-over call: not when it is known to serve another chain than the
-   * primary's. A partner whose chain cannot be told (the primary never answered since the start, or the partner
-   * does not answer the question) is let through, as before this check, and said so once.
+   * Whether partner `index` may take a failed-over call (or answer a readiness probe): not when it is known to serve
+   * another chain than the primary's. A partner whose chain is not known yet (the primary never answered since the
+   * start, or the partner does not answer the question) is let through, as before this check, and said so once; a
+   * call never waits for the question (found from outside: a partner that never answered it held every failed-over
+   * call 5 s).
    */
-  async mayTakeCalls(index: number): Promise<boolean> {
-    // Without the primary's, the partner's chain id would tell nothing: it is not asked for (a call waits for no question).
-    if ((this.#known[0] as Known).chainId !== undefined) await this.#chainIdOf(index);
+  mayTakeCalls(index: number): boolean {
+    if ((this.#known[0] as Known).chainId !== undefined) void this.#chainIdOf(index);
     return this.#verdict(index);
   }
 
@@ -75,7 +75,8 @@ export class PartnerChains {
     const partner = (this.#known[index] as Known).chainId;
     if (index === 0 || primary === undefined || partner === undefined || primary === partner) {
       if (index > 0 && (primary === undefined || partner === undefined)) {
-        this.#once(`unchecked ${index}`, "info", index, { primaryChainId: primary, partnerChainId: partner }, "a partner's chain could not be checked against the primary's (one of them has not answered its chain id); it takes failed-over calls unchecked");
+        const hex = (id: string | undefined) => (id === undefined ? undefined : `0x${id}`);
+        this.#once(`unchecked ${index}`, "info", index, { primaryChainId: hex(primary), partnerChainId: hex(partner) }, "a partner's chain could not be checked against the primary's (one of them has not answered its chain id); it takes failed-over calls unchecked");
       }
       return true;
     }
