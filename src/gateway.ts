@@ -9,6 +9,7 @@ import type { AccessControl } from "./auth/access-control.js";
 import type { ApiKey } from "./auth/api-keys.js";
 import { KeyQuotas } from "./auth/key-quotas.js";
 import { DEFAULT_SUBSCRIPTIONS, type Limits, type PassThroughConfig, type SubscriptionSettings, WRITE_METHODS } from "./config/config.js";
+import { KEY_PATTERN } from "./config/values.js";
 import { GatewayError } from "./errors/gateway-error.js";
 import type { InvokeContext } from "./methods/invoke.js";
 import type { ChainFamily, MethodTable } from "./methods/method-table.js";
@@ -88,9 +89,12 @@ export class Gateway {
     const network = this.#networks.get(name ?? this.defaultNetwork);
     if (network === undefined) {
       // -32001 (resource not found) with NOT_FOUND and 404, as the code table pairs them on both doors.
+      // The name is quoted unless it could be a key: a client that put its key in the network header would find it
+      // in the request log (found from outside).
+      const named = name !== undefined && KEY_PATTERN.test(name) ? "" : ` ${JSON.stringify(name)}`;
       throw new GatewayError({
         code: -32001,
-        message: `unknown network ${JSON.stringify(name)}; configured networks: ${[...this.#networks.keys()].join(", ")}`,
+        message: `unknown network${named}; configured networks: ${[...this.#networks.keys()].join(", ")}`,
         grpcCode: Code.NotFound,
         httpStatus: 404,
       });

@@ -439,6 +439,25 @@ describe("the native door's calls, as operators see them", () => {
     expect(JSON.stringify(rpcLine)).not.toContain("openkey");
   });
 
+  it("a typed call with a key in its network header is refused saying so, and the key is not logged", async () => {
+    // Found from outside: the refusal quoted the header ("unknown network \"<KEY>\""), and the typed request log
+    // writes the error.
+    const ask = (id: string, network: string) =>
+      fetch(`${ng.url}/${EthService.typeName}/ChainId`, {
+        method: "POST",
+        headers: { "content-type": "application/proto", "x-api-key": ng.key, "x-request-id": id, "x-nodegate-network": network },
+        body: new Uint8Array(0),
+      });
+    const keyed = await ask("key-in-network-header", "openkey1234567890");
+    expect(keyed.status).toBe(404);
+    expect(((await keyed.json()) as { message: string }).message).toBe("unknown network; configured networks: ethereum");
+    const line = await lineOf("key-in-network-header");
+    expect(line.status).toBe("NotFound");
+    expect(JSON.stringify(line)).not.toContain("openkey");
+    // A name that cannot be a key is still quoted, as the caller wrote it.
+    expect(((await (await ask("short-network-name", "solana")).json()) as { message: string }).message).toBe('unknown network "solana"; configured networks: ethereum');
+  });
+
   it("a call whose HTTP client leaves is logged (499) and counted as Canceled, not dropped", async () => {
     // Found from outside: nothing was logged or counted for it.
     const canceled = 'nodegate_requests_total{door="jsonrpc-http",method="eth_gasPrice",outcome="Canceled"}';
