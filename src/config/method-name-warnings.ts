@@ -7,7 +7,7 @@
  * start over them.
  */
 
-import { methodFamily } from "../methods/method-family.js";
+import { FAMILY_NAMES, familyWithArticle, methodFamily } from "../methods/method-family.js";
 import { sentOnlyOnce, WRITE_METHODS } from "./config.js";
 
 export interface MethodNameWarning {
@@ -33,8 +33,6 @@ export interface FailoverOfNetwork {
   byDefault: boolean;
 }
 
-const FAMILY_NAMES = { eth: "Ethereum", starknet: "Starknet" } as const;
-const WITH_ARTICLE = { eth: "an Ethereum", starknet: "a Starknet" } as const;
 
 /**
  * Failover policies that can never send a call to a partner: a method of the other family names no call of the
@@ -47,7 +45,7 @@ export function failoverFamilyWarnings(networks: readonly FailoverOfNetwork[]): 
     if (!n.byDefault) {
       n.methods.forEach((method, k) => {
         const family = methodFamily(method);
-        if (family !== n.family) warnings.push({ path: [...n.path, "methods", k], message: `${method} is ${WITH_ARTICLE[family]} method; network ${n.name} serves ${FAMILY_NAMES[n.family]} methods, so no call matches it` });
+        if (family !== n.family) warnings.push({ path: [...n.path, "methods", k], message: `${method} is ${familyWithArticle(family)} method; network ${n.name} serves ${FAMILY_NAMES[n.family]} methods, so no call matches it` });
       });
     }
     if (n.partners > 0 && !n.methods.some((method) => methodFamily(method) === n.family)) {

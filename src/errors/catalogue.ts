@@ -4,6 +4,7 @@
  * nodegate's and collide with no provider, eRPC or proxyd code.
  */
 import { Code } from "@connectrpc/connect";
+import { FAMILY_NAMES } from "../methods/method-family.js";
 import { GatewayError } from "./gateway-error.js";
 
 export const NODEGATE_CODES = {
@@ -42,7 +43,8 @@ export function methodNotFound(method: string): GatewayError {
   });
 }
 
-const FAMILY_NAMES: Readonly<Record<string, string>> = { eth: "Ethereum", starknet: "Starknet" };
+/** A family's name as messages write it ("eth" -> "Ethereum"); an unknown one as it is. */
+const familyName = (family: string): string => (FAMILY_NAMES as Readonly<Record<string, string>>)[family] ?? family;
 
 export interface WrongNetworkFamily {
   method: string;
@@ -61,19 +63,18 @@ export interface WrongNetworkFamily {
  * typed callers get INVALID_ARGUMENT, since the request names the network.
  */
 export function wrongNetworkFamily(w: WrongNetworkFamily): GatewayError {
-  const family = (f: string) => FAMILY_NAMES[f] ?? f;
-  const methodFamily = family(w.methodFamily);
+  const methodFamily = familyName(w.methodFamily);
   const article = /^[AEIOU]/i.test(methodFamily) ? "an" : "a";
   return new GatewayError({
     code: -32601,
-    message: `${w.method} is ${article} ${methodFamily} method, but network "${w.network}" serves ${family(w.networkFamily)} methods; ${w.fix}`,
+    message: `${w.method} is ${article} ${methodFamily} method, but network "${w.network}" serves ${familyName(w.networkFamily)} methods; ${w.fix}`,
     grpcCode: Code.InvalidArgument,
   });
 }
 
 /** The fix for a wrong-family call when no network of the method's family is configured. */
 export function noNetworkOfFamily(family: string): string {
-  return `this nodegate has no ${FAMILY_NAMES[family] ?? family} network configured`;
+  return `this nodegate has no ${familyName(family)} network configured`;
 }
 
 export function invalidParams(message: string): GatewayError {

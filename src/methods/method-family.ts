@@ -7,3 +7,12 @@ const STARKNET_NAMESPACES = /^(?:starknet|pathfinder|juno)_/;
 export function methodFamily(method: string): ChainFamily {
   return STARKNET_NAMESPACES.test(method) ? "starknet" : "eth";
 }
+
+/** Each family's name as messages write it. */
+export const FAMILY_NAMES: Readonly<Record<ChainFamily, string>> = { eth: "Ethereum", starknet: "Starknet" };
+
+/** "an Ethereum", "a Starknet". */
+export function familyWithArticle(family: ChainFamily): string {
+  const name = FAMILY_NAMES[family];
+  return `${/^[AEIOU]/.test(name) ? "an" : "a"} ${name}`;
+}

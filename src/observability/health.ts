@@ -7,6 +7,7 @@ import { setMaxListeners } from "node:events";
 import type { Gateway } from "../gateway.js";
 import type { Network } from "../upstream/network.js";
 import { CHAIN_ID_METHOD } from "../upstream/partner-chains.js";
+import { familyWithArticle } from "../methods/method-family.js";
 
 export interface HealthOptions {
   /** An answer this recent means ready without probing. Default 30 s. */
@@ -15,7 +16,6 @@ export interface HealthOptions {
   probeTimeoutMs?: number;
 }
 
-const FAMILY_NAME = { eth: "an Ethereum", starknet: "a Starknet" } as const;
 
 export class HealthMonitor {
   readonly #gateway: Gateway;
@@ -75,7 +75,7 @@ export class HealthMonitor {
             this.#otherFamily.add(network.name);
             this.#gateway.log.warn(
               { network: network.name, upstream: methodUnknownAt },
-              `the upstream answers ${method} with -32601 (method not found): is it ${FAMILY_NAME[network.family]} node? Calls to this network may all get method not found`,
+              `the upstream answers ${method} with -32601 (method not found): is it ${familyWithArticle(network.family)} node? Calls to this network may all get method not found`,
             );
           }
           return answered;

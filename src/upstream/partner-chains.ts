@@ -66,7 +66,7 @@ export class PartnerChains {
    * call 5 s).
    */
   mayTakeCalls(index: number): boolean {
-    if ((this.#known[0] as Known).chainId !== undefined) void this.#chainIdOf(index);
+    if ((this.#known[0] as Known).chainId !== undefined && (this.#known[index] as Known).chainId === undefined) void this.#chainIdOf(index);
     return this.#verdict(index);
   }
 

@@ -34,21 +34,41 @@ let nodegate: TestNodegate;
 let grpcClient: grpc.Client;
 let probe: Probe;
 
+/** nodegate on a relay's WebSocket: it reconnects quickly, and only the test decides when the socket drops. */
+function startOnRelay(relayUrl: string, subscriptions: Partial<typeof DEFAULT_SUBSCRIPTIONS> = {}): Promise<TestNodegate> {
+  return startNodegate({
+    upstreamUrl: relayUrl,
+    config: {
+      websocket: { ...DEFAULT_WEBSOCKET, reconnectMinDelayMs: 20, reconnectMaxDelayMs: 100, pongTimeoutMs: 60_000 },
+      subscriptions: { ...DEFAULT_SUBSCRIPTIONS, ...subscriptions },
+    },
+  });
+}
+
 beforeAll(async () => {
   anvil = await startAnvil();
   chain = chainDriver(anvil.url);
   probe = await chain.probe();
   relay = await startWsRelay(anvil.wsUrl);
-  nodegate = await startNodegate({
-    upstreamUrl: relay.url,
-    config: {
-      // Reconnect quickly, and let only the test decide when the socket drops.
-      websocket: { ...DEFAULT_WEBSOCKET, reconnectMinDelayMs: 20, reconnectMaxDelayMs: 100, pongTimeoutMs: 60_000 },
-      subscriptions: { ...DEFAULT_SUBSCRIPTIONS },
-    },
-  });
+  nodegate = await startOnRelay(relay.url);
   grpcClient = grpcJsStreamClient(nodegate.address);
 });
+
+/** Sends a transaction of `value` wei to the probe; its hash. */
+const sendTransaction = (value: number) => chain.rpc<string>("eth_sendTransaction", [{ from: SENDER, to: probe.address, value: toHex(value) }]);
+
+/**
+ * The node announces only what comes after its subscription is in place: sends (values from `from`) until a hash
+ * reaches the native subscriber, and returns what it has received.
+ */
+async function firstPendingHashes(native: NativeSubscriber, id: string, from: number): Promise<string[]> {
+  let seen: string[] = [];
+  for (let value = from; seen.length === 0 && value < from + 20; value++) {
+    await sendTransaction(value);
+    seen = await native.waitFor(id, 1, 500).catch(() => []);
+  }
+  return seen;
+}
 afterEach(() => waitForNoLiveSubscriptions(nodegate.gateway));
 afterAll(async () => {
   grpcClient?.close();
@@ -223,15 +243,9 @@ describe("when the upstream socket drops", () => {
       create(SubscribeNewPendingTransactionsRequestSchema),
       { "x-api-key": nodegate.key },
     );
-    const send = (value: number) => chain.rpc<string>("eth_sendTransaction", [{ from: SENDER, to: probe.address, value: toHex(value) }]);
     try {
       await waitForLiveSubscriptions(nodegate.gateway, "newPendingTransactions", 2);
-      // The node announces only what comes after its subscription is in place: send until a hash arrives.
-      let sent: string[] = [];
-      for (let value = 1; sent.length === 0 && value <= 20; value++) {
-        await send(value);
-        sent = await native.waitFor(nativeId, 1, 500).catch(() => []);
-      }
+      const sent = await firstPendingHashes(native, nativeId, 1);
       await grpcPending.waitFor(sent.length);
       const subscribedBefore = relay.count("eth_subscribe");
       relay.failNext("eth_subscribe", 1000);
@@ -239,7 +253,7 @@ describe("when the upstream socket drops", () => {
       for (let i = 0; i < 500 && relay.count("eth_subscribe") === subscribedBefore; i++) await new Promise((r) => setTimeout(r, 10));
       // Refused: the hashes from here on can only come from a filter.
       for (let i = 0; i < 500 && relay.count("eth_getFilterChanges") === 0; i++) await new Promise((r) => setTimeout(r, 10));
-      sent.push(await send(101), await send(102));
+      sent.push(await sendTransaction(101), await sendTransaction(102));
       await native.waitFor(nativeId, sent.length);
       await grpcPending.waitFor(sent.length);
       const subscribes = relay.count("eth_subscribe");
@@ -248,7 +262,7 @@ describe("when the upstream socket drops", () => {
       // Subscribed again: the filter is dropped, and hashes come pushed.
       for (let i = 0; i < 500 && relay.count("eth_uninstallFilter") === 0; i++) await new Promise((r) => setTimeout(r, 10));
       expect(relay.count("eth_uninstallFilter")).toBe(1);
-      sent.push(await send(103));
+      sent.push(await sendTransaction(103));
       expect(await native.waitFor(nativeId, sent.length)).toEqual(sent);
       expect((await grpcPending.waitFor(sent.length)).map((m) => hex(m.transactionHash))).toEqual(sent);
       await new Promise((r) => setTimeout(r, 300));
@@ -265,30 +279,19 @@ describe("when the upstream socket drops", () => {
     // Found from outside: the filter was dropped without a last read, so hashes between its last poll and the new
     // subscription (up to a poll interval of them) were lost. A poll interval of a minute leaves only that last read.
     const ownRelay = await startWsRelay(anvil.wsUrl);
-    const slowPolls = await startNodegate({
-      upstreamUrl: ownRelay.url,
-      config: {
-        websocket: { ...DEFAULT_WEBSOCKET, reconnectMinDelayMs: 20, reconnectMaxDelayMs: 100, pongTimeoutMs: 60_000 },
-        subscriptions: { ...DEFAULT_SUBSCRIPTIONS, pollIntervalMs: 60_000 },
-      },
-    });
+    const slowPolls = await startOnRelay(ownRelay.url, { pollIntervalMs: 60_000 });
     const native = await openNativeSubscriber(slowPolls.wsUrl);
-    const send = (value: number) => chain.rpc<string>("eth_sendTransaction", [{ from: SENDER, to: probe.address, value: toHex(value) }]);
     try {
       const id = await native.subscribe("newPendingTransactions");
       await waitForLiveSubscriptions(slowPolls.gateway, "newPendingTransactions", 1);
-      let sent: string[] = [];
-      for (let value = 201; sent.length === 0 && value <= 220; value++) {
-        await send(value);
-        sent = await native.waitFor(id, 1, 500).catch(() => []);
-      }
+      const sent = await firstPendingHashes(native, id, 201);
       ownRelay.failNext("eth_subscribe", 1000);
       ownRelay.refuse(true);
       ownRelay.sever();
       ownRelay.refuse(false);
       // Refused: the filter is made at once (its first read), and not read again for a minute.
       for (let i = 0; i < 500 && ownRelay.count("eth_getFilterChanges") === 0; i++) await new Promise((r) => setTimeout(r, 10));
-      sent.push(await send(301));
+      sent.push(await sendTransaction(301));
       const subscribes = ownRelay.count("eth_subscribe");
       ownRelay.failNext("eth_subscribe", 0);
       for (let i = 0; i < 1500 && ownRelay.count("eth_subscribe") === subscribes; i++) await new Promise((r) => setTimeout(r, 10));
@@ -513,13 +516,7 @@ function applyRemovals(logs: Seen["logs"]): Seen["logs"] {
 describe("a gap too long to fill", () => {
   it("ends the subscribers with a clear reason (ABORTED, close 1011) instead of skipping blocks", async () => {
     const ownRelay = await startWsRelay(anvil.wsUrl);
-    const own = await startNodegate({
-      upstreamUrl: ownRelay.url,
-      config: {
-        websocket: { ...DEFAULT_WEBSOCKET, reconnectMinDelayMs: 20, reconnectMaxDelayMs: 100, pongTimeoutMs: 60_000 },
-        subscriptions: { ...DEFAULT_SUBSCRIPTIONS, maxBackfillBlocks: 5 },
-      },
-    });
+    const own = await startOnRelay(ownRelay.url, { maxBackfillBlocks: 5 });
     const client = grpcJsStreamClient(own.address);
     try {
       const native = await openNativeSubscriber(own.wsUrl);
