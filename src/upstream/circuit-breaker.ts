@@ -124,6 +124,16 @@ export class CircuitBreaker {
     }
   }
 
+  /** The upstream was found down by a check of its own (see Network's silence check): open now, for a cooldown. */
+  trip(now = Date.now()): void {
+    this.#failures = Math.max(this.#failures + 1, this.#threshold);
+    this.#state = "open";
+    this.#openedAt = now;
+    this.#openForMs = this.#cooldownMs;
+    this.#paused = false;
+    this.#settle();
+  }
+
   /** A call ended without telling anything about the upstream's health (the caller went away). */
   release(): void {
     if (this.#state === "half-open") {

@@ -15,7 +15,7 @@ import type { ChainFamily } from "../methods/method-table.js";
 import type { Metrics } from "../observability/metrics.js";
 import { ChainHead } from "./chain-head.js";
 import { CircuitBreaker, type CircuitBreakerOptions } from "./circuit-breaker.js";
-import { PartnerChains } from "./partner-chains.js";
+import { CHAIN_ID_METHOD, PartnerChains } from "./partner-chains.js";
 import type { UpstreamResult } from "./reply.js";
 import type { Upstream } from "./upstream.js";
 import type { CallSignal } from "../call-signal.js";
@@ -103,9 +103,16 @@ function inFamily(err: unknown, family: ChainFamily): unknown {
   });
 }
 
+/** The longest the silence check waits for its chain id (or upstreamTimeoutMs, when shorter). */
+const SILENCE_CHECK_TIMEOUT_MS = 5000;
+
 interface Member {
   upstream: Upstream;
   breaker: CircuitBreaker;
+  /** When the upstream last answered anything (performance.now()). */
+  answeredAt: number;
+  /** A silence check of this upstream is out. */
+  checking: boolean;
 }
 
 export class Network {
@@ -135,7 +142,7 @@ export class Network {
     if (options.upstreams.length === 0) throw new Error(`network ${options.name} has no upstream`);
     this.name = options.name;
     this.family = options.family;
-    this.#members = options.upstreams.map((upstream) => ({ upstream, breaker: new CircuitBreaker(options.breaker) }));
+    this.#members = options.upstreams.map((upstream) => ({ upstream, breaker: new CircuitBreaker(options.breaker), answeredAt: Number.NEGATIVE_INFINITY, checking: false }));
     // A WebSocket node's dropped connection is an outage seen before any call fails: readiness probes from then on,
     // even with no traffic (found from outside: an idle instance reported a dead node SERVING for 30 s).
     for (const { upstream } of this.#members) {
@@ -196,6 +203,7 @@ export class Network {
         this.#chains.primaryAnswered();
       }
       member.breaker.success();
+      member.answeredAt = performance.now();
       this.lastAnswerAt = Date.now();
       return result;
     } catch (err) {
@@ -205,10 +213,12 @@ export class Network {
       // a slow node answers later, and one client's impatient calls must not pause every key's (see docs).
       if (options.signal?.aborted || ownDeadlineRanOut || isOwnCapacity(err)) {
         member.breaker.release();
+        if (!isOwnCapacity(err)) this.#checkSilence(member, started);
       } else if (isOutage(err)) {
         this.#failed(member, err as Error);
       } else {
         member.breaker.success(); // it answered: the upstream is up
+        member.answeredAt = performance.now();
         this.lastAnswerAt = Date.now();
         this.#metrics?.upstreamErrors.inc({ network: this.name, upstream: member.upstream.label, kind: "node_error" });
         throw inFamily(err, this.family);
@@ -219,14 +229,46 @@ export class Network {
     }
   }
 
-  #failed(member: Member, err: Error): void {
+  /**
+   * A call sent at `sentAt` ended unanswered because its caller left (or its own deadline ran out). That says
+   * nothing of the node by itself: a slow node answers later, and one client's impatient calls must not pause every
+   * key's. But typed clients always send a deadline, and with callers more impatient than upstreamTimeoutMs a node
+   * that answers nothing at all was never seen down, never failed over (found from outside). So when the upstream
+   * has answered nothing since that call was sent, it is asked its chain id, nodegate's own question under a
+   * deadline of its own: unanswered too, the upstream is down and its circuit opens. A node that is only slow, or
+   * slow on one heavy call, answers it (counting the abandoned calls themselves took such nodes for dead).
+   */
+  #checkSilence(member: Member, sentAt: number): void {
+    if (member.checking || member.answeredAt >= sentAt || member.breaker.retryAfterSeconds() !== undefined) return;
+    member.checking = true;
+    const method = CHAIN_ID_METHOD[this.family];
+    const answered = (): void => {
+      member.answeredAt = performance.now();
+      member.breaker.success();
+      this.lastAnswerAt = Date.now();
+    };
+    member.upstream
+      .call(method, "[]", { timeoutMs: Math.min(this.#timeoutMs, SILENCE_CHECK_TIMEOUT_MS), idempotent: true })
+      .then(answered, (err: unknown) => {
+        if (isOutage(err)) this.#failed(member, err as Error, true);
+        else if (!isOwnCapacity(err)) answered(); // a node error is an answer; nodegate's own limits say nothing
+      })
+      .finally(() => {
+        member.checking = false;
+      });
+  }
+
+  /** `silent`: the upstream left a silence check unanswered, which opens its circuit at once. */
+  #failed(member: Member, err: Error, silent = false): void {
     this.#outage();
     const wasClosed = member.breaker.state === "closed";
     const retryAfter = err instanceof GatewayError ? err.retryAfterSeconds : undefined;
-    member.breaker.failure(Date.now(), retryAfter === undefined ? undefined : retryAfter * 1000);
+    if (silent) member.breaker.trip();
+    else member.breaker.failure(Date.now(), retryAfter === undefined ? undefined : retryAfter * 1000);
     // Once per outage, at warn: with log.level warn an outage would otherwise leave no trace.
     if (wasClosed && member.breaker.state === "open") {
-      this.#log?.warn({ network: this.name, upstream: member.upstream.label, err: err.message }, "upstream failing: its circuit is open, calls to it are paused");
+      const said = silent ? `${err.message} (asked its chain id after a caller gave up on a call it left unanswered)` : err.message;
+      this.#log?.warn({ network: this.name, upstream: member.upstream.label, err: said }, "upstream failing: its circuit is open, calls to it are paused");
     }
     this.#metrics?.upstreamErrors.inc({ network: this.name, upstream: member.upstream.label, kind: "outage" });
   }

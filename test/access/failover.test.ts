@@ -269,6 +269,20 @@ describe("circuit breaker", () => {
     expect(ng.gateway.network(undefined).failovers).toBe(0);
   });
 
+  it("a hung primary is seen down though every caller gives up before upstreamTimeoutMs, and its calls go to the partner", async () => {
+    // Found from outside: typed clients always send a deadline, and with every caller more impatient than the
+    // upstream deadline a node that answered nothing was never seen down, so a partner never answered either.
+    primaryAnswer = { delayMs: 60_000, then: { result: null } };
+    const ng = await gatewayWith({ breaker: { threshold: 5, cooldownMs: 60_000 }, config: { upstreamTimeoutMs: 2000 } });
+    const client = connectClient(ng.url, EthService, GROWTH, "grpc");
+    expect(await giveUp(client, 500)).toBe("DeadlineExceeded");
+    // The chain id question nodegate then asks goes unanswered for its own deadline (here upstreamTimeoutMs, 2 s).
+    for (let waited = 0; ng.gateway.network(undefined).primaryCircuit !== "open" && waited < 5000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+    expect(ng.gateway.network(undefined).primaryCircuit).toBe("open");
+    expect((await client.getBlockByHash(request(), { timeoutMs: 500 })).block?.number).toBe(0n);
+    expect(ng.gateway.network(undefined).failovers).toBe(1);
+  });
+
   it("a slow call on a node that answers others meanwhile is not an outage, however long its caller waited", async () => {
     const slowByHash = await startProgrammableUpstream((r) => (r.method === "eth_getBlockByHash" ? { delayMs: 60_000, then: { result: null } } : { forward: anvil.url }));
     try {

@@ -123,8 +123,9 @@ specRule("limits.getLogs-duration", async () => {
     const typed = await hasty.eth.fail(m.getLogs, {});
     expect(typed.code).toBe(Code.ResourceExhausted);
     expect(typed.error).toEqual({ code: -32005, message: "query timeout exceeded" });
-    // Each request the node got was given up on, not left running.
-    const sent = slow.requests.slice(before);
+    // Each request the node got was given up on, not left running. (The node answering nothing, nodegate asks it its
+    // chain id once, to tell a hung node from a slow query: that is its own question, not a caller's.)
+    const sent = slow.requests.slice(before).filter((r) => r.method !== "eth_chainId");
     expect(sent).toHaveLength(3);
     expect(sent.every((r) => r.abandoned)).toBe(true);
   } finally {

@@ -588,7 +588,8 @@ describe("nodegate over a WebSocket upstream", () => {
     client.send('[{"jsonrpc":"2.0","id":3,"method":"eth_chainId","params":[]},{"jsonrpc":"2.0","id":4,"method":"eth_blockNumber","params":[]}]');
     await vi.waitFor(() => expect(u.inFlightCount).toBe(3));
     await client.close();
-    await vi.waitFor(() => expect(u.pendingCount).toBe(0));
+    // What stays is nodegate's own chain id question, asked once because the node answered none of the three.
+    await vi.waitFor(() => expect(u.pendingCount).toBe(1));
     p.holdReplies(false);
   });
 });
