@@ -11,7 +11,7 @@ import { Code } from "@connectrpc/connect";
 import { cancelled, noConnectionInTime, replyBudgetExceeded, replyTooLarge, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { MAX_RETRY_AFTER_PAUSE_MS } from "./circuit-breaker.js";
-import { ANOTHER_REQUESTS_REPLY, readChunkedReply, readReply, requestBody, type UpstreamResult } from "./reply.js";
+import { ANOTHER_REQUESTS_REPLY, sentWithIdNull, readChunkedReply, readReply, requestBody, type UpstreamResult } from "./reply.js";
 import { BODY_TOO_LARGE, Http1Error, type Http1Reply, LARGE_REQUEST_UNANSWERED, OVER_REPLY_BUDGET, QUEUED_PAST_DEADLINE } from "./http1-call.js";
 import { Http1Pool } from "./http1-pool.js";
 import type { ReplyBudget } from "./reply-budget.js";
@@ -193,10 +193,18 @@ export class HttpUpstream implements Upstream {
     try {
       return this.#read(reply, id);
     } catch (err) {
-      // Only the node's own JSON-RPC error is an answer to this request; anything else (another request's id, text
-      // that is no reply) means the connection is out of step, and would hand each later call the one before's reply.
       if (err instanceof GatewayError && err.origin === "upstream") {
-        if (statusCode === 200) throw err;
+        if (statusCode === 200) {
+          // With id null, nothing says which request an error answers: on a connection that carried others, it may be
+          // a stray copy of an earlier reply (a node writing one twice), and this request's own answer comes next
+          // (found from outside: a call got the previous call's id-null error, and its own answer was lost). The
+          // connection is not used again, and an idempotent call is asked once more: its own error comes again.
+          if (reply.reused && sentWithIdNull(err)) {
+            reply.notReused();
+            throw new OutOfStep(err);
+          }
+          throw err;
+        }
         // Some providers answer errors (rate limits) with a JSON-RPC body and a non-200 status.
         // Header lines become an object only here, on the rare failed reply.
         if (statusCode === 429) throw asProviderAnswer(err, 429, reply.headers["retry-after"]);
@@ -208,8 +216,14 @@ export class HttpUpstream implements Upstream {
         if (statusCode === 403) throw asProviderAnswer(err, 403);
         throw err;
       }
-      reply.outOfStep();
-      if (statusCode === 200) throw err instanceof GatewayError && err.cause === ANOTHER_REQUESTS_REPLY ? new OutOfStep(err) : withEncodingHint(err, reply);
+      // Another request's id: the node is out of step on this connection, and would hand each later call the one
+      // before's reply. A 200 that is no reply at all: the node is confused, and its connection is not used again.
+      // A status page (a front's 503 or 429 in HTML) is framed and in step: its connection stays (found from outside:
+      // closing it failed the queued call already sent on it, an eth_sendRawTransaction the node had taken).
+      const stray = err instanceof GatewayError && err.cause === ANOTHER_REQUESTS_REPLY;
+      if (stray) reply.outOfStep();
+      else if (statusCode === 200) reply.notReused();
+      if (statusCode === 200) throw stray ? new OutOfStep(err) : withEncodingHint(err, reply);
     }
     // The provider's back-off hint (429, or 503 with Retry-After: maintenance) goes on to callers, and pauses the
     // circuit that long: nodegate cannot answer sooner either.

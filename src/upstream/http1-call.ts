@@ -11,14 +11,23 @@ export interface Http1Reply {
   length: number;
   /** The body's end was marked (content-length or chunked encoding), not only the connection closing. */
   framed: boolean;
+  /** The connection had carried earlier exchanges: a stray reply written for one of them could be read as this one. */
+  readonly reused: boolean;
   /**
-   * Says the body is not the reply to its request (another request's id, or
-   * not a reply at all): the node is out of step on that connection, so it is
-   * not used again, and a call it carries by now is sent again on another
-   * when it may be. Otherwise each later call on it would read the one
-   * before's reply.
+   * Says the body is another request's reply (its id): the node is out of
+   * step on that connection, so it is not used again, and a call it carries
+   * by now is sent again on another when it may be. Otherwise each later call
+   * on it would read the one before's reply.
    */
   outOfStep(): void;
+  /**
+   * Says the body is no reply at all (the node is confused): the connection
+   * is not used again. One already carrying the next call keeps it: that
+   * call's reply is checked by its id, and closing it would fail a call the
+   * node may have taken (found from outside: 503 pages from a node's front
+   * closed connections under queued eth_sendRawTransaction calls).
+   */
+  notReused(): void;
 }
 
 /** A reply nodegate cannot read as HTTP/1.1, or a connection that ended before its reply did. */

@@ -86,9 +86,12 @@ class Reply implements Http1Reply {
   readonly #headersAt: number;
   #headers: Record<string, string> | undefined;
   readonly #connection: Connection;
+  /** The connection's exchange this reply ended (Connection.exchanges). */
+  readonly #exchange: number;
 
   constructor(connection: Connection, statusCode: number, head: string, headersAt: number, chunks: Buffer[], length: number, framed: boolean) {
     this.#connection = connection;
+    this.#exchange = connection.exchanges;
     this.statusCode = statusCode;
     this.#head = head;
     this.#headersAt = headersAt;
@@ -97,8 +100,16 @@ class Reply implements Http1Reply {
     this.framed = framed;
   }
 
+  get reused(): boolean {
+    return this.#exchange > 1;
+  }
+
   outOfStep(): void {
     this.#connection.outOfStep();
+  }
+
+  notReused(): void {
+    if (this.#connection.exchanges === this.#exchange) this.#connection.destroy();
   }
 
   get headers(): Record<string, string> {
@@ -176,7 +187,11 @@ export class Connection {
     this.socket.on("close", () => this.#lost(new Http1Error("ECONNRESET", "connection closed")));
   }
 
+  /** Exchanges started on this connection. */
+  exchanges = 0;
+
   start(call: Http1Call): void {
+    this.exchanges++;
     this.call = call;
     call.connection = this;
     if (!call.sent && call.queuedAt !== undefined) call.waitedMs = performance.now() - call.queuedAt;

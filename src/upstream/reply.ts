@@ -149,6 +149,14 @@ export interface ReadReplyOptions {
  * (unless `verify` asks for the scan); smaller results are scanned, so members
  * after them are read as members.
  */
+/** Errors a node sent with id null (it could not read the request), as readReply threw them. */
+const idNullErrors = new WeakSet<GatewayError>();
+
+/** Whether `err` is a node's error that came with id null: nothing in it says which request it answers. */
+export function sentWithIdNull(err: unknown): boolean {
+  return err instanceof GatewayError && idNullErrors.has(err);
+}
+
 export function readReply(body: Buffer, expectedId: number, options: ReadReplyOptions = {}): UpstreamResult {
   let id: string | undefined;
   let sawVersion = false;
@@ -203,7 +211,10 @@ export function readReply(body: Buffer, expectedId: number, options: ReadReplyOp
   if (id !== String(expectedId)) {
     // A node that could not read the request (parse error, invalid request) answers with id null, as JSON-RPC 2.0
     // says; on a connection that carries one request, that error is the answer to it.
-    if (id === "null" && error !== undefined) throw error;
+    if (id === "null" && error !== undefined) {
+      idNullErrors.add(error);
+      throw error;
+    }
     throw upstreamBadResponse(`reply id ${id ?? "(none)"} does not match request id ${expectedId}`, ANOTHER_REQUESTS_REPLY);
   }
   if (error !== undefined) throw error;

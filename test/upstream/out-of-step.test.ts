@@ -25,7 +25,7 @@ interface StrayNode {
  * the second request arrives it first writes a stray answer, with the id `strayId` makes of the first request's (on
  * the second request, so the stray comes while that call waits, however slow the machine).
  */
-async function strayNode(strayId: (id: number) => number): Promise<StrayNode> {
+async function strayNode(strayId: (id: number) => number, strayBody?: string): Promise<StrayNode> {
   const sockets = new Set<net.Socket>();
   let connections = 0;
   let served = 0;
@@ -55,7 +55,7 @@ async function strayNode(strayId: (id: number) => number): Promise<StrayNode> {
           socket.write(reply(request.id, request.method));
           continue;
         }
-        if (served === 2) socket.write(reply(strayId(firstId), "0xbad"));
+        if (served === 2) socket.write(strayBody === undefined ? reply(strayId(firstId), "0xbad") : `HTTP/1.1 200 OK\r\ncontent-length: ${Buffer.byteLength(strayBody)}\r\n\r\n${strayBody}`);
         setTimeout(() => socket.destroyed || socket.write(reply(request.id, request.method)), 40);
       }
     });
@@ -78,8 +78,8 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function setUp(strayId: (id: number) => number): Promise<{ node: StrayNode; upstream: HttpUpstream }> {
-  const node = await strayNode(strayId);
+async function setUp(strayId: (id: number) => number, strayBody?: string): Promise<{ node: StrayNode; upstream: HttpUpstream }> {
+  const node = await strayNode(strayId, strayBody);
   // One connection, so the call after the first goes on the connection the stray reply comes on.
   const upstream = new HttpUpstream({ url: node.url, label: "stray", connections: 1 });
   cleanups.push(() => node.close(), () => upstream.close());
@@ -111,6 +111,78 @@ it("a call that is not idempotent and reads a stray reply fails as the node's ba
   expect(await call(upstream, "second", false)).toMatch(/^error -32052: upstream returned an invalid response: reply id \d+ does not match request id \d+$/);
   // At once, on the one connection there is: on one still in use, this call would read the second call's late reply.
   expect(await call(upstream, "third", false)).toBe('"third"');
+});
+
+const ID_NULL_ERROR = '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}';
+
+it("a stray error with id null is nobody's answer either: the call that reads it on a reused connection is asked again, and gets its own", async () => {
+  // Found from outside: the id cannot tell a stray id-null error from this request's, so it was taken for the answer.
+  const { node, upstream } = await setUp((id) => id, ID_NULL_ERROR);
+  expect(await call(upstream, "first")).toBe('"first"');
+  expect([await call(upstream, "second"), await call(upstream, "third")]).toEqual(['"second"', '"third"']);
+  expect(node.connections).toBe(2);
+});
+
+it("a node's own id-null error still reaches the caller: asked again when it came on a reused connection, it comes again", async () => {
+  const node = await fixedNode(Buffer.from(`HTTP/1.1 200 OK\r\ncontent-length: ${ID_NULL_ERROR.length}\r\n\r\n${ID_NULL_ERROR}`));
+  const upstream = new HttpUpstream({ url: node.url, label: "id-null", connections: 1 });
+  cleanups.push(() => upstream.close());
+  expect(await call(upstream, "first")).toBe("error -32700: Parse error");
+  expect(await call(upstream, "second")).toBe("error -32700: Parse error");
+  expect(await call(upstream, "third", false)).toBe("error -32700: Parse error");
+  // The first came on a fresh connection; the second on a reused one, so it was asked once more; the third is no
+  // call to send twice.
+  expect(node.requests).toBe(4);
+});
+
+it.each([
+  ["a front's status page (503 HTML, framed) leaves its connection in step", "503 Service Temporarily Unavailable", "error -32050: upstream unavailable: HTTP 503"],
+  ["a 200 that is no reply does not close the connection once it carries the next call (whose reply is checked by its id)", "200 OK", "error -32052: upstream returned an invalid response: not a JSON object"],
+])("%s: the call queued behind it is answered on it", async (_what, status, readError) => {
+  // Found from outside: the connection was closed after it had been handed to the next call, an
+  // eth_sendRawTransaction the node then answered, and its caller was told "connection reset".
+  const page = "<html><body>503 Service Temporarily Unavailable</body></html>";
+  const requests: string[] = [];
+  let connections = 0;
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    connections++;
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    socket.on("error", () => {});
+    let buffered = "";
+    socket.on("data", (data: Buffer) => {
+      buffered += data.toString("latin1");
+      for (;;) {
+        const end = buffered.indexOf("\r\n\r\n");
+        if (end < 0) return;
+        const length = Number(/content-length: (\d+)/i.exec(buffered.slice(0, end))?.[1] ?? 0);
+        if (buffered.length < end + 4 + length) return;
+        const request = JSON.parse(buffered.slice(end + 4, end + 4 + length)) as { id: number; method: string };
+        buffered = buffered.slice(end + 4 + length);
+        requests.push(request.method);
+        if (request.method === "eth_getBalance") {
+          setTimeout(() => socket.write(`HTTP/1.1 ${status}\r\ncontent-type: text/html\r\ncontent-length: ${page.length}\r\n\r\n${page}`), 100);
+        } else {
+          const body = JSON.stringify({ jsonrpc: "2.0", id: request.id, result: "0xab" });
+          socket.write(`HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\n\r\n${body}`);
+        }
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  cleanups.push(async () => {
+    for (const s of sockets) s.destroy();
+    await new Promise<void>((r) => server.close(() => r()));
+  });
+  const upstream = new HttpUpstream({ url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/`, label: "front", connections: 1 });
+  cleanups.push(() => upstream.close());
+  const read = call(upstream, "eth_getBalance");
+  const write = call(upstream, "eth_sendRawTransaction", false); // queued: the one connection is busy
+  expect(await read).toBe(readError);
+  expect(await write).toBe('"0xab"');
+  expect(requests).toEqual(["eth_getBalance", "eth_sendRawTransaction"]);
+  expect(connections).toBe(1);
 });
 
 /** A node answering every request with `reply` (a whole HTTP/1.1 response); counts requests and connections. */
