@@ -56,6 +56,12 @@ export class BlockWindow {
     }
   }
 
+  /** Forgets every block. */
+  clear(): void {
+    this.#hashes.clear();
+    this.#highest = undefined;
+  }
+
   /** Forgets every block above `number`. */
   truncateAbove(number: number): void {
     if (this.#highest === undefined || this.#highest <= number) return;

@@ -27,8 +27,12 @@ export interface ChainChange {
   reorg?: { ancestor: number } | undefined;
   /** Blocks the feed had passed above `head` that a shorter new branch left out, with their (old) hashes. */
   dropped?: readonly { number: number; hash: string }[] | undefined;
-  /** Set when the new branch forked below the remembered window: subscribers were ended with this error. */
-  tooDeep?: GatewayError | undefined;
+  /**
+   * Set when the feed could not follow the chain up to `head` (a new branch forked below the remembered window, or
+   * more blocks went by than maxBackfillBlocks): its subscribers were ended with this error, and the feed goes on
+   * from `head`, as for a first subscriber.
+   */
+  startedOver?: GatewayError | undefined;
 }
 
 export type ChainListener = (change: ChainChange) => void;
@@ -181,7 +185,15 @@ export class HeadsFeed extends Feed {
     const previous = this.#window.highest;
     if (previous !== undefined && head.number < previous.number && !(await this.#isShorterBranch(previous.number))) return;
     const dropped = previous !== undefined && head.number < previous.number ? this.#window.above(head.number) : undefined;
-    const { branch, forkedBelowWindow } = await this.#linkToWindow(head);
+    let linked: { branch: HeadEvent[]; forkedBelowWindow: boolean };
+    try {
+      linked = await this.#linkToWindow(head);
+    } catch (err) {
+      if (!isHistoryLost(err)) throw err;
+      this.#startOver(head, err);
+      return;
+    }
+    const { branch, forkedBelowWindow } = linked;
     const ancestor = (branch[0] as HeadEvent).number - 1;
     const reorged = previous !== undefined && ancestor < previous.number;
     if (reorged) this.ctx.log.info({ network: this.ctx.network.name, ancestor, from: previous.number, to: head.number }, "chain reorganization");
@@ -197,7 +209,23 @@ export class HeadsFeed extends Feed {
       this.#accept(header);
       this.emit(header);
     }
-    const change: ChainChange = { head, branch, reorg: reorged ? { ancestor } : undefined, dropped, tooDeep };
+    const change: ChainChange = { head, branch, reorg: reorged ? { ancestor } : undefined, dropped, startedOver: tooDeep };
+    for (const listener of this.#chainListeners) listener(change);
+  }
+
+  /**
+   * More blocks went by than the feed fetches from history: every subscriber, of heads and of logs alike, is ended
+   * with `lost` (they may resume from a block of their choosing), and the feed goes on from `head`, so subscribing
+   * again works (found from outside: the window was left behind, so every later head was another such gap, new
+   * subscribers were ended at once, and logs subscribers were never told, and sent nothing).
+   */
+  #startOver(head: HeadEvent, lost: GatewayError): void {
+    this.ctx.log.warn({ network: this.ctx.network.name, from: this.#current?.number, to: head.number, err: lost.message }, "more blocks went by than subscriptions fetch from history: ending the subscribers");
+    this.endAll(lost);
+    this.#window.clear();
+    this.#firstPassed = undefined;
+    this.#accept(head);
+    const change: ChainChange = { head, branch: [head], startedOver: lost };
     for (const listener of this.#chainListeners) listener(change);
   }
 

@@ -143,9 +143,10 @@ export class LogsFeed extends Feed {
   }
 
   async #onChain(change: ChainChange): Promise<void> {
-    if (change.tooDeep !== undefined) {
-      // Logs sent for blocks below the window may be gone: the subscribers start over, and so does the bookkeeping.
-      this.endAll(change.tooDeep);
+    if (change.startedOver !== undefined) {
+      // Logs sent for blocks below the window may be gone, or too many blocks went by to fetch them all: the
+      // subscribers start over, and so does the bookkeeping.
+      this.endAll(change.startedOver);
       this.#sent.clear();
       this.#removed.clear();
       this.#scannedTo = change.head.number;

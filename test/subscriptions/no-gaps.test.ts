@@ -514,29 +514,69 @@ function applyRemovals(logs: Seen["logs"]): Seen["logs"] {
 }
 
 describe("a gap too long to fill", () => {
-  it("ends the subscribers with a clear reason (ABORTED, close 1011) instead of skipping blocks", async () => {
-    const ownRelay = await startWsRelay(anvil.wsUrl);
-    const own = await startOnRelay(ownRelay.url, { maxBackfillBlocks: 5 });
-    const client = grpcJsStreamClient(own.address);
-    try {
-      const native = await openNativeSubscriber(own.wsUrl);
-      await native.subscribe("newHeads");
-      const typed = openGrpcJsStream(client, EthService.method.subscribeNewHeads, create(SubscribeNewHeadsRequestSchema), { "x-api-key": own.key });
-      await waitForLiveSubscriptions(own.gateway, "newHeads", 2);
-      ownRelay.refuse(true);
-      ownRelay.sever();
-      await chain.mine(20);
-      ownRelay.refuse(false);
-      const err = await typed.ended;
-      expect(err?.code).toBe(10);
-      expect(decodeURIComponent(err?.details ?? "")).toMatch(/subscription ended: 19 blocks went by while the node was out of reach, more than the 5/);
-      const closed = await native.closed;
-      expect(closed.code).toBe(1011);
-      expect(closed.reason).toMatch(/^subscription ended: 19 blocks went by/);
-    } finally {
-      client.close();
-      await own.close();
-      await ownRelay.close();
-    }
-  });
+  /** Subscribers of heads and logs on both doors (logs on a WebSocket of their own: a heads end closes its socket). */
+  async function everyKind(ng: TestNodegate, client: grpc.Client) {
+    const auth = { "x-api-key": ng.key };
+    const nativeHeads = await openNativeSubscriber(ng.wsUrl);
+    const headsId = await nativeHeads.subscribe("newHeads");
+    const nativeLogs = await openNativeSubscriber(ng.wsUrl);
+    const logsId = await nativeLogs.subscribe("logs", { address: probe.address });
+    const typedHeads = openGrpcJsStream(client, EthService.method.subscribeNewHeads, create(SubscribeNewHeadsRequestSchema), auth);
+    const filter = create(LogFilterSchema, { address: [decodeData(probe.address)] });
+    const typedLogs = openGrpcJsStream(client, EthService.method.subscribeLogs, create(SubscribeLogsRequestSchema, { filter }), auth);
+    await waitForLiveSubscriptions(ng.gateway, "newHeads", 2);
+    await waitForLiveSubscriptions(ng.gateway, "logs", 2);
+    return { nativeHeads, headsId, nativeLogs, logsId, typedHeads, typedLogs };
+  }
+
+  for (const over of ["a WebSocket node, away while the blocks went by", "an HTTP node, polled"] as const) {
+    it(`over ${over}: ends every subscriber, of heads and of logs, with a clear reason (ABORTED, close 1011) instead of skipping blocks; subscribing again works`, async () => {
+      // Found from outside: the feed kept its window from before the gap, so every later head was another gap (new
+      // subscribers were ended at once), and logs subscribers were never told, and sent nothing more.
+      const ws = over.startsWith("a WebSocket");
+      const ownRelay = ws ? await startWsRelay(anvil.wsUrl) : undefined;
+      const own = ownRelay !== undefined ? await startOnRelay(ownRelay.url, { maxBackfillBlocks: 5 }) : await startNodegate({ upstreamUrl: anvil.url, config: { subscriptions: { ...DEFAULT_SUBSCRIPTIONS, maxBackfillBlocks: 5, pollIntervalMs: 200 } } });
+      const client = grpcJsStreamClient(own.address);
+      try {
+        const before = await everyKind(own, client);
+        if (ownRelay !== undefined) {
+          ownRelay.refuse(true);
+          ownRelay.sever();
+        }
+        // 40 blocks at once: however a poll might split them, some gap is longer than 5.
+        await chain.mine(40);
+        ownRelay?.refuse(false);
+        const endedAsLost = async (typed: GrpcJsStream<unknown>, native: NativeSubscriber) => {
+          const err = await typed.ended;
+          expect(err?.code).toBe(10);
+          expect(decodeURIComponent(err?.details ?? "")).toMatch(/^subscription ended: \d+ blocks went by while the node was out of reach, more than the 5/);
+          const closed = await native.closed;
+          expect(closed.code).toBe(1011);
+          expect(closed.reason).toMatch(/^subscription ended: \d+ blocks went by/);
+        };
+        await endedAsLost(before.typedHeads, before.nativeHeads);
+        // Subscribed while the feed may still run for others: it goes on from the new head, not from before the gap.
+        const fresh = await openNativeSubscriber(own.wsUrl);
+        const freshHeads = await fresh.subscribe("newHeads");
+        const mined = toHex(await probe.store(7n));
+        const [head] = await fresh.waitFor(freshHeads, 1);
+        expect(head.number).toBe(mined);
+        await endedAsLost(before.typedLogs, before.nativeLogs);
+        const freshLogs = await fresh.subscribe("logs", { address: probe.address });
+        const filter = create(LogFilterSchema, { address: [decodeData(probe.address)] });
+        const typedLogs = openGrpcJsStream(client, EthService.method.subscribeLogs, create(SubscribeLogsRequestSchema, { filter }), { "x-api-key": own.key });
+        await waitForLiveSubscriptions(own.gateway, "logs", 2);
+        const block = toHex(await probe.store(8n));
+        const [log] = await fresh.waitFor(freshLogs, 1);
+        expect(log.blockNumber).toBe(block);
+        expect(hex((await typedLogs.next()).log?.blockHash)).toBe(log.blockHash);
+        await fresh.close();
+        typedLogs.cancel();
+      } finally {
+        client.close();
+        await own.close();
+        await ownRelay?.close();
+      }
+    });
+  }
 });
