@@ -284,6 +284,16 @@ export function subscriberTooSlow(buffered: number, bytes?: number): GatewayErro
   });
 }
 
+/** A resume whose history rounds were each overtaken by more live events than the client's buffer holds (ResumeGate). */
+export function resumeOvertaken(fromBlock: number, rounds: number): GatewayError {
+  return new GatewayError({
+    code: NODEGATE_CODES.subscriberTooSlow,
+    message: `subscriber too slow: the history from block ${fromBlock} was overtaken by new events ${rounds} times over (each time more than subscriptions.clientBufferSize); read faster, or resume from a later block`,
+    grpcCode: Code.ResourceExhausted,
+    httpStatus: 429,
+  });
+}
+
 /** A resume point further back than nodegate fetches headers for. */
 export function backfillTooLong(fromBlock: number, head: number, max: number): GatewayError {
   return new GatewayError({

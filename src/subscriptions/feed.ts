@@ -51,9 +51,10 @@ export abstract class Feed {
 
   /**
    * Delivers the events from block `fromBlock` up to where the feed is now,
-   * in order (a client resuming after its own reconnect).
+   * in order (a client resuming after its own reconnect); resolves with the
+   * block it went up to, undefined when there was nothing to deliver.
    */
-  abstract history(fromBlock: number, deliver: Deliver, signal: CallSignal): Promise<void>;
+  abstract history(fromBlock: number, deliver: Deliver, signal: CallSignal): Promise<number | undefined>;
 
   /** The latest block the feed has passed, undefined before it started. */
   abstract get position(): number | undefined;

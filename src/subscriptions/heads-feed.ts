@@ -161,9 +161,9 @@ export class HeadsFeed extends Feed {
     await this.#subscription?.close();
   }
 
-  async history(fromBlock: number, deliver: Deliver, signal: CallSignal): Promise<void> {
+  async history(fromBlock: number, deliver: Deliver, signal: CallSignal): Promise<number | undefined> {
     const head = this.#current;
-    if (head === undefined || fromBlock > head.number) return;
+    if (head === undefined || fromBlock > head.number) return undefined;
     const max = this.ctx.settings.maxBackfillBlocks;
     if (head.number - fromBlock > max) throw backfillTooLong(fromBlock, head.number, max);
     for (let start = fromBlock; start <= head.number && !signal.aborted; start += HISTORY_BATCH) {
@@ -174,6 +174,7 @@ export class HeadsFeed extends Feed {
         await deliver(header);
       }
     }
+    return head.number;
   }
 
   async #catchUp(): Promise<void> {

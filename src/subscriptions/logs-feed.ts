@@ -131,15 +131,16 @@ export class LogsFeed extends Feed {
     await this.#subscription?.close();
   }
 
-  async history(fromBlock: number, deliver: Deliver, signal: CallSignal): Promise<void> {
+  async history(fromBlock: number, deliver: Deliver, signal: CallSignal): Promise<number | undefined> {
     const to = this.#heads.position;
-    if (to === undefined || fromBlock > to) return;
+    if (to === undefined || fromBlock > to) return undefined;
     const pages = logPages(fromBlock, to, (from, upTo) => this.ctx.reader.logs(this.#filter, from, upTo), {
       pageBlocks: this.ctx.settings.logPageBlocks,
       maxResults: this.ctx.limits.getLogsMaxResults,
       signal,
     });
     for await (const page of pages) for (const log of page.logs) await deliver(log);
+    return to;
   }
 
   async #onChain(change: ChainChange): Promise<void> {

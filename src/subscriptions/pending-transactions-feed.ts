@@ -100,8 +100,8 @@ export class PendingTransactionsFeed extends Feed {
     await this.ctx.network.call("eth_uninstallFilter", `[${JSON.stringify(id)}]`, { idempotent: true }).catch(() => undefined);
   }
 
-  history(): Promise<void> {
-    return Promise.resolve();
+  history(): Promise<undefined> {
+    return Promise.resolve(undefined);
   }
 
   async #newFilter(): Promise<string> {

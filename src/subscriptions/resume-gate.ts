@@ -4,6 +4,14 @@
  * resume point, then releases the held events, dropping the ones the
  * history already contained. The client sees one ordered sequence with
  * neither a gap nor a duplicate, and nothing older than its resume point.
+ *
+ * At most `capacity` live events are held. Past that, while a long history
+ * is still being sent, live events are let go and the history is sent again
+ * from the lowest block they were at, in another round, until a round ends
+ * with nothing let go (found from outside: a client reading as fast as the
+ * history came was ended as too slow once the blocks mined meanwhile filled
+ * the hold). Removals are always held: they take back logs the client may
+ * already have, which no later history would say.
  */
 import { subscriberTooSlow } from "../errors/catalogue.js";
 import type { GatewayError } from "../errors/gateway-error.js";
@@ -22,6 +30,8 @@ export class ResumeGate implements Consumer {
   readonly #rememberFrom: number;
   #held: FeedEvent[] | undefined = [];
   #sent = new Set<string>();
+  /** The lowest block of a live event let go (the hold was full): the next history round starts there at the latest. */
+  #letGoFrom: number | undefined;
 
   /**
    * `rememberFrom`: the lowest block a held live event can be at (the feed's
@@ -44,7 +54,13 @@ export class ResumeGate implements Consumer {
       this.#forward(event);
       return;
     }
-    if (this.#held.length >= this.#capacity) {
+    const block = blockOf(event);
+    if (this.#held.length >= this.#capacity && !(event.kind === "log" && event.removed) && block !== undefined) {
+      this.#letGoFrom = Math.min(this.#letGoFrom ?? block, block);
+      return;
+    }
+    if (this.#held.length >= this.#capacity && block === undefined) {
+      // An event with no block cannot be fetched again (none resumes today).
       this.#target.end(subscriberTooSlow(this.#held.length));
       this.#held = [];
       return;
@@ -60,24 +76,63 @@ export class ResumeGate implements Consumer {
     this.#target.end(error);
   }
 
-  /** Sends one history event (waiting for room). */
+  /** Sends one history event (waiting for room), unless an earlier round sent it. */
   async deliverHistory(event: FeedEvent): Promise<void> {
     await this.#target.ready();
-    if ((blockOf(event) ?? 0) >= this.#rememberFrom) this.#sent.add(identity(event));
+    if ((blockOf(event) ?? 0) >= this.#rememberFrom) {
+      const id = identity(event);
+      if (this.#sent.has(id)) return;
+      this.#sent.add(id);
+    }
     this.#target.push(event);
+  }
+
+  /**
+   * A history round sent everything up to block `to` (undefined: there was nothing to send). Returns the block the
+   * next round starts at, when live events were let go meanwhile; else releases the held events (release()).
+   */
+  roundDone(to: number | undefined): number | undefined {
+    let next = this.#letGoFrom;
+    if (next === undefined) {
+      this.release();
+      return undefined;
+    }
+    this.#letGoFrom = undefined;
+    // The next round sends again what the hold has, so the hold is emptied for the events that come meanwhile; only
+    // removals stay (no history says them). A held event no round sent yet moves the next round's start down to it.
+    const removals: FeedEvent[] = [];
+    for (const event of this.#held ?? []) {
+      if (event.kind === "log" && event.removed) removals.push(event);
+      else if (!this.#sent.has(identity(event))) next = Math.min(next, blockOf(event) ?? next);
+    }
+    this.#held = removals;
+    return to === undefined ? next : Math.min(to + 1, next);
   }
 
   /** History is done: releases the held live events and passes the rest straight on. */
   release(): void {
     const held = this.#held ?? [];
     this.#held = undefined;
-    for (const event of held) if (!this.#sent.has(identity(event))) this.#forward(event);
+    const released = new Set<string>();
+    for (const event of held) {
+      const id = identity(event);
+      if (this.#sent.has(id)) continue;
+      // A removal of a log the client never got (let go from the hold, and replaced in a later round by its new
+      // branch) would take back nothing it has.
+      if (event.kind === "log" && event.removed) {
+        const added = logKey({ ...event, removed: false });
+        if (!this.#sent.has(added) && !released.has(added)) continue;
+      }
+      if (this.#forward(event)) released.add(id);
+    }
     this.#sent = new Set();
   }
 
-  #forward(event: FeedEvent): void {
+  /** Passes `event` on unless it is older than the resume point; whether it did. */
+  #forward(event: FeedEvent): boolean {
     const block = blockOf(event);
-    if (block !== undefined && block < this.#fromBlock) return;
+    if (block !== undefined && block < this.#fromBlock) return false;
     this.#target.push(event);
+    return true;
   }
 }

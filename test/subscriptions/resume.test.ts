@@ -157,4 +157,39 @@ describe("SubscribeLogs from_block", () => {
       want.map((l) => [l.blockHash, Number(l.logIndex), false]),
     );
   });
+
+  it("a client reading as the history comes is not taken as slow when more live events come meanwhile than its buffer holds: they are fetched in another round", async () => {
+    // Found from outside: the live events held while the history was sent were capped at clientBufferSize, and a
+    // client reading at full speed was ended as "too slow" once the blocks mined meanwhile passed it.
+    const BUFFER = 4;
+    const small = await startNodegate({ upstreamUrl: anvil.wsUrl, config: { subscriptions: { ...DEFAULT_SUBSCRIPTIONS, clientBufferSize: BUFFER } } });
+    const client = grpcJsStreamClient(small.address);
+    try {
+      // A history of large logs, so the stream's flow control holds it back while the client is not reading.
+      const note = toHex(new Uint8Array(24 * 1024).fill(0xcd));
+      const from = (await chain.blockNumber()) + 1;
+      for (let i = 0n; i < 20n; i++) await probe.store(i, note);
+      const filter = create(LogFilterSchema, { address: [decodeData(probe.address)] });
+      const stream = openGrpcJsStream(client, EthService.method.subscribeLogs, create(SubscribeLogsRequestSchema, { filter, fromBlock: BigInt(from) }), { "x-api-key": small.key });
+      stream.call.pause();
+      // More live logs than the buffer while the history waits on the client.
+      for (let i = 100n; i < 100n + BigInt(3 * BUFFER); i++) await probe.store(i);
+      stream.call.resume();
+      const want = await chain.logs({ address: probe.address, fromBlock: toHex(from), toBlock: "latest" });
+      expect(want).toHaveLength(20 + 3 * BUFFER);
+      await stream.waitFor(want.length);
+      await waitForLiveSubscriptions(small.gateway, "logs", 1);
+      await probe.store(200n);
+      await stream.waitFor(want.length + 1);
+      const last = await chain.logs({ address: probe.address, fromBlock: "latest", toBlock: "latest" });
+      expect(stream.received.map((m) => [hex(m.log?.blockHash), Number(m.log?.logIndex), m.log?.removed])).toEqual(
+        [...want, ...last].map((l) => [l.blockHash, Number(l.logIndex), false]),
+      );
+      stream.cancel();
+      await stream.ended;
+    } finally {
+      client.close();
+      await small.close();
+    }
+  });
 });

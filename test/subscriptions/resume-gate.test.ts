@@ -1,0 +1,91 @@
+/**
+ * ResumeGate's rounds, without a node: live events past the hold are let go
+ * and fetched in the next history round (from the lowest block let go),
+ * what an earlier round sent is not sent twice, and removals are always held
+ * (no later history would take those logs back).
+ */
+import { expect, it } from "vitest";
+import type { GatewayError } from "../../src/errors/gateway-error.js";
+import type { Consumer } from "../../src/subscriptions/consumer.js";
+import type { FeedEvent, HeadEvent, LogEvent } from "../../src/subscriptions/events.js";
+import { ResumeGate } from "../../src/subscriptions/resume-gate.js";
+
+function target(): Consumer & { got: string[]; endedWith: GatewayError | undefined } {
+  const t = {
+    got: [] as string[],
+    endedWith: undefined as GatewayError | undefined,
+    get ended() {
+      return t.endedWith !== undefined;
+    },
+    push: (event: FeedEvent) => void t.got.push(event.kind === "head" ? `head ${event.number}${event.hash.slice(-1)}` : `log ${(event as LogEvent).blockHash.slice(2)}${(event as LogEvent).removed ? " removed" : ""}`),
+    ready: () => Promise.resolve(),
+    end: (error: GatewayError) => {
+      t.endedWith ??= error;
+    },
+  };
+  return t;
+}
+
+const head = (number: number, branch = "a"): HeadEvent => ({ kind: "head", number, hash: `0x${number}${branch}`, parentHash: "0x", text: "{}" }) as HeadEvent;
+const log = (blockNumber: number, removed = false, branch = "a"): LogEvent =>
+  ({ kind: "log", blockNumber, blockHash: `0x${branch}${blockNumber}`, logIndex: 0, removed, text: "{}" }) as unknown as LogEvent;
+
+it("live heads past the hold are let go and fetched in the next round, from the lowest let go; nothing is sent twice", async () => {
+  const t = target();
+  const gate = new ResumeGate(t, 10, 2, 0);
+  // History round 1 (10..12) while blocks 13..16 come live: 13 and 14 are held, 15 and 16 let go.
+  await gate.deliverHistory(head(10));
+  for (const n of [13, 14, 15, 16]) gate.push(head(n));
+  await gate.deliverHistory(head(11));
+  await gate.deliverHistory(head(12));
+  expect(gate.roundDone(12)).toBe(13);
+  // Round 2 (13..16): all new to the client; the held 13 and 14 are not sent again at release.
+  for (const n of [13, 14, 15, 16]) await gate.deliverHistory(head(n));
+  gate.push(head(17));
+  expect(gate.roundDone(16)).toBeUndefined();
+  gate.push(head(18));
+  expect(t.got).toEqual(["head 10a", "head 11a", "head 12a", "head 13a", "head 14a", "head 15a", "head 16a", "head 17a", "head 18a"]);
+  expect(t.endedWith).toBeUndefined();
+});
+
+it("a let-go event below the round's end (a reorganization re-sending a block the history sent) starts the next round there; only the new branch is sent again", async () => {
+  const t = target();
+  const gate = new ResumeGate(t, 10, 1, 0);
+  for (const n of [10, 11, 12]) await gate.deliverHistory(head(n));
+  gate.push(head(13));
+  gate.push(head(11, "b")); // the new branch from 11, let go (the hold has 13)
+  gate.push(head(12, "b"));
+  expect(gate.roundDone(12)).toBe(11);
+  // Round 2 goes up to where the feed is now (13).
+  for (const n of [11, 12]) await gate.deliverHistory(head(n, "b"));
+  await gate.deliverHistory(head(13));
+  expect(gate.roundDone(13)).toBeUndefined();
+  expect(t.got).toEqual(["head 10a", "head 11a", "head 12a", "head 11b", "head 12b", "head 13a"]);
+});
+
+it("removals are held whatever the hold's size, and released after the history", async () => {
+  const t = target();
+  const gate = new ResumeGate(t, 10, 1, 0);
+  await gate.deliverHistory(log(10));
+  await gate.deliverHistory(log(11));
+  gate.push(log(12));
+  gate.push(log(11, true));
+  gate.push(log(10, true));
+  expect(gate.roundDone(11)).toBeUndefined();
+  expect(t.got).toEqual(["log a10", "log a11", "log a12", "log a11 removed", "log a10 removed"]);
+});
+
+it("a removal of a log the client never got (let go from the hold, its block fetched again on the new branch) is not sent", async () => {
+  const t = target();
+  const gate = new ResumeGate(t, 10, 1, 0);
+  await gate.deliverHistory(log(10));
+  gate.push(log(12)); // held
+  gate.push(log(12, true)); // a reorganization takes it back (held: a removal)
+  gate.push(log(12, false, "b")); // the new branch's, let go
+  gate.push(log(13, false, "b"));
+  expect(gate.roundDone(10)).toBe(11);
+  await gate.deliverHistory(log(12, false, "b"));
+  await gate.deliverHistory(log(13, false, "b"));
+  expect(gate.roundDone(13)).toBeUndefined();
+  expect(t.got).toEqual(["log a10", "log b12", "log b13"]);
+});
