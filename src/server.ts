@@ -103,10 +103,10 @@ export interface NodegateServerOptions {
   healthWatchIntervalMs?: number | undefined;
 }
 
-/** Waits for `work`, but not past `deadline` (ms since epoch). */
+/** Waits for `work`, but not past `deadline` (by performance.now()). */
 async function settledBy(work: Promise<unknown>, deadline: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))))]);
+  await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - performance.now()))))]);
   clearTimeout(timer);
 }
 
@@ -134,16 +134,16 @@ async function closedByClients(sockets: ReadonlySet<Socket>, deadline: number): 
   });
   const allClosed = Promise.all(closing);
   // A client whose TCP has acknowledged everything, the FIN too, has nothing left to lose: close it then.
-  while (open.size > 0 && Date.now() < deadline) {
+  while (open.size > 0 && performance.now() < deadline) {
     for (const socket of await finAcknowledged(open)) socket.destroy();
-    await settledBy(allClosed, Math.min(deadline, Date.now() + FIN_POLL_MS));
+    await settledBy(allClosed, Math.min(deadline, performance.now() + FIN_POLL_MS));
   }
 }
 
 /** Waits until Node has destroyed every closed session (it emits nothing then: its 'close' waits for the client), up to `deadline`. */
 async function destroyedByNode(sessions: ReadonlySet<http2.Http2Session>, deadline: number): Promise<void> {
   const pending = () => [...sessions].some((session) => session.closed && !session.destroyed);
-  while (pending() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, SESSION_POLL_MS));
+  while (pending() && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, SESSION_POLL_MS));
 }
 
 /** The services the typed door offers (the method table's, the generic one, health). */
@@ -444,7 +444,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     async close(drainMs = options.drainMs ?? 10_000) {
       draining = true;
       health.drain();
-      const deadline = Date.now() + drainMs;
+      const deadline = performance.now() + drainMs;
       const stopped = new Promise<void>((resolve) => listener.close(() => resolve()));
       // HTTP/2 clients get a GOAWAY: they finish their streams and open no new ones.
       for (const session of sessions) session.close();
@@ -460,16 +460,16 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
         // At the deadline, calls still waiting on a node are answered -32056 / UNAVAILABLE ("shutting down"), not cut off
         // with nothing; a WebSocket client's too, then its connection closes (1001) as answered.
         await gateway.closeUpstreams();
-        await settledBy(Promise.all([idle(), wsClosed]), Date.now() + ANSWER_AT_DEADLINE_MS);
+        await settledBy(Promise.all([idle(), wsClosed]), performance.now() + ANSWER_AT_DEADLINE_MS);
       }
       wsHandler.close();
       plain?.close(); // stops Node's deadline checks
       // Each HTTP/2 session, closed above, is destroyed by Node once its streams have ended and what they wrote has
       // left. Destroyed here as soon as the last call ended, a session lost the frames Node had not yet written (the
       // last stream's trailers, the final GOAWAY), and a client reading slowly got its answers without a status.
-      await destroyedByNode(sessions, Math.max(deadline, Date.now() + ANSWER_AT_DEADLINE_MS));
+      await destroyedByNode(sessions, Math.max(deadline, performance.now() + ANSWER_AT_DEADLINE_MS));
       for (const session of sessions) session.destroy();
-      await closedByClients(sockets, Math.max(deadline, Date.now() + ANSWER_AT_DEADLINE_MS));
+      await closedByClients(sockets, Math.max(deadline, performance.now() + ANSWER_AT_DEADLINE_MS));
       for (const socket of sockets) socket.destroy();
       await stopped;
       await subscriptionsClosed;

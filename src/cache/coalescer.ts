@@ -32,7 +32,7 @@ export class Coalescer<T> {
   run(key: string, fetch: (signal: CallSignal) => Promise<T>, signal?: CallSignal): Promise<T> {
     if (signal?.aborted) return Promise.reject(this.#onCancel());
     let flight = this.#inFlight.get(key);
-    const now = Date.now();
+    const now = performance.now();
     // Too old to join: a fresh fetch takes its place for newcomers; the old one still answers its own callers.
     if (flight === undefined || now - flight.startedAt >= this.#joinWindowMs) {
       const controller = new CallCancellation();

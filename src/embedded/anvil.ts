@@ -54,7 +54,7 @@ export function freePort(): Promise<number> {
 }
 
 async function waitForRpc(url: string, child: ChildProcess, deadlineMs: number): Promise<void> {
-  const started = Date.now();
+  const started = performance.now();
   for (;;) {
     if (child.exitCode !== null) throw new Error(`anvil exited with code ${child.exitCode}`);
     try {
@@ -67,7 +67,7 @@ async function waitForRpc(url: string, child: ChildProcess, deadlineMs: number):
     } catch {
       // not listening yet
     }
-    if (Date.now() - started > deadlineMs) throw new Error("anvil did not answer within the deadline");
+    if (performance.now() - started > deadlineMs) throw new Error("anvil did not answer within the deadline");
     await new Promise((r) => setTimeout(r, 50));
   }
 }

@@ -61,7 +61,7 @@ export class HealthMonitor {
    * health checking kept sending to a dead node for 30 s).
    */
   networkReady(network: Network): Promise<boolean> {
-    const answeredRecently = Date.now() - network.lastAnswerAt < this.#recentMs && network.lastAnswerAt >= network.lastOutageAt;
+    const answeredRecently = performance.now() - network.lastAnswerAt < this.#recentMs && network.lastAnswerAt >= network.lastOutageAt;
     if (answeredRecently && this.#probed.has(network.name)) return Promise.resolve(true);
     let probe = this.#probes.get(network.name);
     if (probe === undefined) {

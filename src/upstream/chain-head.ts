@@ -139,7 +139,7 @@ export class ChainHead {
    */
   gasLimit(tag: "latest" | "pending"): Promise<bigint | undefined> {
     const cached = this.#cache.get(tag);
-    if (cached !== undefined && Date.now() - cached.at < this.#maxAgeMs) return Promise.resolve(cached.value);
+    if (cached !== undefined && performance.now() - cached.at < this.#maxAgeMs) return Promise.resolve(cached.value);
     let pending = this.#inflight.get(tag);
     if (pending === undefined) {
       pending = this.#fetch(tag).finally(() => this.#inflight.delete(tag));
@@ -158,7 +158,7 @@ export class ChainHead {
     } catch (err) {
       if (err instanceof GatewayError && err.outage) throw err;
     }
-    this.#cache.set(tag, { value, at: Date.now() });
+    this.#cache.set(tag, { value, at: performance.now() });
     return value;
   }
 }

@@ -48,7 +48,7 @@ export class CircuitBreaker {
   }
 
   /** May a call go to the upstream now? (In half-open, only the one probe may.) */
-  allow(now = Date.now()): boolean {
+  allow(now = performance.now()): boolean {
     if (this.#state === "closed") return true;
     if (this.#state === "open") {
       if (now - this.#openedAt < this.#openForMs) return false;
@@ -62,7 +62,7 @@ export class CircuitBreaker {
   }
 
   /** While open for a provider's Retry-After: the whole seconds left (to pass on to callers). */
-  retryAfterSeconds(now = Date.now()): number | undefined {
+  retryAfterSeconds(now = performance.now()): number | undefined {
     if (this.#state !== "open" || !this.#paused) return undefined;
     const left = this.#openForMs - (now - this.#openedAt);
     return left > 0 ? Math.ceil(left / 1000) : undefined;
@@ -70,7 +70,7 @@ export class CircuitBreaker {
 
   /** A probe is out, and has been for less than a cooldown. */
   get probing(): boolean {
-    return this.#state === "half-open" && this.#probing && Date.now() - this.#probeStartedAt < this.#cooldownMs;
+    return this.#state === "half-open" && this.#probing && performance.now() - this.#probeStartedAt < this.#cooldownMs;
   }
 
   /**
@@ -87,10 +87,10 @@ export class CircuitBreaker {
         clearTimeout(timer);
         resolve();
       };
-      // A timer counts on the loop's own clock, the breaker on Date.now(): a timer set for the time left can fire a
-      // little before the cooldown has passed by Date.now(), and the woken call would find the probe still out.
+      // A timer's clock and performance.now() differ by rounding: a timer set for the time left can fire a little
+      // before the cooldown has passed by performance.now(), and the woken call would find the probe still out.
       const wait = (): void => {
-        const left = until - Date.now();
+        const left = until - performance.now();
         if (left <= 0) done();
         else timer = setTimeout(wait, left);
       };
@@ -112,7 +112,7 @@ export class CircuitBreaker {
    * cooldown (found from outside: a provider asking for 7 s was probed every
    * second).
    */
-  failure(now = Date.now(), retryAfterMs?: number): void {
+  failure(now = performance.now(), retryAfterMs?: number): void {
     this.#failures++;
     const pause = retryAfterMs === undefined ? undefined : Math.min(retryAfterMs, MAX_RETRY_AFTER_PAUSE_MS);
     if (this.#state === "half-open" || this.#failures >= this.#threshold || (pause !== undefined && pause > 0)) {
@@ -125,7 +125,7 @@ export class CircuitBreaker {
   }
 
   /** The upstream was found down by a check of its own (see Network's silence check): open now, for a cooldown. */
-  trip(now = Date.now()): void {
+  trip(now = performance.now()): void {
     this.#failures = Math.max(this.#failures + 1, this.#threshold);
     this.#state = "open";
     this.#openedAt = now;

@@ -117,7 +117,7 @@ export class Http1Pool {
 
   #send(call: Http1Call, fresh: boolean): void {
     if (!fresh) {
-      const now = Date.now();
+      const now = performance.now();
       let connection;
       while ((connection = this.#idle.pop()) !== undefined) {
         if (now - connection.idleSince < connection.idleLimitMs) {
@@ -183,7 +183,7 @@ export class Http1Pool {
       connection.start(next);
       return;
     }
-    connection.idleSince = Date.now();
+    connection.idleSince = performance.now();
     this.#idle.push(connection);
     this.#sweeper ??= setInterval(() => this.#sweep(), 1000).unref();
   }
@@ -200,7 +200,7 @@ export class Http1Pool {
 
   /** Closes connections idle past their limit, so none is reused just as the server drops it. */
   #sweep(): void {
-    const now = Date.now();
+    const now = performance.now();
     for (const connection of [...this.#idle]) if (now - connection.idleSince >= connection.idleLimitMs) connection.destroy();
     if (this.#idle.length === 0 && this.#sweeper !== undefined) {
       clearInterval(this.#sweeper);

@@ -127,10 +127,10 @@ export class Network {
   #failingOver = false;
   /** Count of calls answered by a partner, for metrics and tests. */
   failovers = 0;
-  /** When an upstream of this network last answered (a result or a node error), ms since epoch; 0 = never. */
-  lastAnswerAt = 0;
-  /** When an upstream of this network was last seen down (a call with no answer at all, a WebSocket dropped), ms since epoch; 0 = never. */
-  lastOutageAt = 0;
+  /** When an upstream of this network last answered (a result or a node error), by performance.now(); -Infinity = never. */
+  lastAnswerAt = Number.NEGATIVE_INFINITY;
+  /** When an upstream of this network was last seen down (a call with no answer at all, a WebSocket dropped), by performance.now(); -Infinity = never. */
+  lastOutageAt = Number.NEGATIVE_INFINITY;
   readonly #outageListeners = new Set<() => void>();
   readonly #chains: PartnerChains;
   /** The head's gas limits, cached (Ethereum networks). */
@@ -160,7 +160,7 @@ export class Network {
   }
 
   #outage(): void {
-    this.lastOutageAt = Date.now();
+    this.lastOutageAt = performance.now();
     for (const listener of this.#outageListeners) listener();
   }
 
@@ -204,7 +204,7 @@ export class Network {
       }
       member.breaker.success();
       member.answeredAt = performance.now();
-      this.lastAnswerAt = Date.now();
+      this.lastAnswerAt = performance.now();
       return result;
     } catch (err) {
       const ownDeadlineRanOut = ownDeadline && err instanceof GatewayError && err.grpcCode === Code.DeadlineExceeded;
@@ -219,7 +219,7 @@ export class Network {
       } else {
         member.breaker.success(); // it answered: the upstream is up
         member.answeredAt = performance.now();
-        this.lastAnswerAt = Date.now();
+        this.lastAnswerAt = performance.now();
         this.#metrics?.upstreamErrors.inc({ network: this.name, upstream: member.upstream.label, kind: "node_error" });
         throw inFamily(err, this.family);
       }
@@ -245,7 +245,7 @@ export class Network {
     const answered = (): void => {
       member.answeredAt = performance.now();
       member.breaker.success();
-      this.lastAnswerAt = Date.now();
+      this.lastAnswerAt = performance.now();
     };
     member.upstream
       .call(method, "[]", { timeoutMs: Math.min(this.#timeoutMs, SILENCE_CHECK_TIMEOUT_MS), idempotent: true })
@@ -264,7 +264,7 @@ export class Network {
     const wasClosed = member.breaker.state === "closed";
     const retryAfter = err instanceof GatewayError ? err.retryAfterSeconds : undefined;
     if (silent) member.breaker.trip();
-    else member.breaker.failure(Date.now(), retryAfter === undefined ? undefined : retryAfter * 1000);
+    else member.breaker.failure(performance.now(), retryAfter === undefined ? undefined : retryAfter * 1000);
     // Once per outage, at warn: with log.level warn an outage would otherwise leave no trace.
     if (wasClosed && member.breaker.state === "open") {
       const said = silent ? `${err.message} (asked its chain id after a caller gave up on a call it left unanswered)` : err.message;

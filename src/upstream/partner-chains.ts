@@ -93,8 +93,8 @@ export class PartnerChains {
   #chainIdOf(index: number): Promise<string | undefined> {
     const known = this.#known[index] as Known;
     if (known.chainId !== undefined) return Promise.resolve(known.chainId);
-    if (known.asking === undefined && Date.now() - known.askedAt < ASK_AGAIN_AFTER_MS) return Promise.resolve(undefined);
-    known.askedAt = Date.now();
+    if (known.asking === undefined && performance.now() - known.askedAt < ASK_AGAIN_AFTER_MS) return Promise.resolve(undefined);
+    known.askedAt = performance.now();
     known.asking ??= this.#ask(index).finally(() => {
       known.asking = undefined;
     });
