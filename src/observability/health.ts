@@ -61,8 +61,8 @@ export class HealthMonitor {
    * health checking kept sending to a dead node for 30 s).
    */
   networkReady(network: Network): Promise<boolean> {
-    const answeredRecently = performance.now() - network.lastAnswerAt < this.#recentMs && network.lastAnswerAt >= network.lastOutageAt;
-    if (answeredRecently && this.#probed.has(network.name)) return Promise.resolve(true);
+    const answeredRecently = (): boolean => performance.now() - network.lastAnswerAt < this.#recentMs && network.lastAnswerAt >= network.lastOutageAt;
+    if (answeredRecently() && this.#probed.has(network.name)) return Promise.resolve(true);
     let probe = this.#probes.get(network.name);
     if (probe === undefined) {
       const method = CHAIN_ID_METHOD[network.family];
@@ -84,7 +84,10 @@ export class HealthMonitor {
         .finally(() => this.#probes.delete(network.name));
       this.#probes.set(network.name, probe);
     }
-    return probe;
+    // A probe unanswered within its short deadline, from a node that answers calls more slowly (and has not failed
+    // since), does not make the network unready (found from outside: a node answering every call in 3-7 s was never
+    // ready): a node that is down fails calls, or nodegate's own chain id question (Network), and is seen so.
+    return probe.then((answered) => answered || answeredRecently());
   }
 
   /** Calls `listener` whenever an upstream of any network is seen down; returns the unsubscribe. */

@@ -127,6 +127,8 @@ export class CircuitBreaker {
   /** The upstream was found down by a check of its own (see Network's silence check): open now, for a cooldown. */
   trip(now = performance.now()): void {
     this.#failures = Math.max(this.#failures + 1, this.#threshold);
+    // A provider's Retry-After pause that ends later stays: nodegate cannot answer sooner either.
+    if (this.#state === "open" && this.#paused && this.#openedAt + this.#openForMs > now + this.#cooldownMs) return;
     this.#state = "open";
     this.#openedAt = now;
     this.#openForMs = this.#cooldownMs;

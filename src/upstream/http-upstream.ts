@@ -138,6 +138,10 @@ export class HttpUpstream implements Upstream {
     });
   }
 
+  get lastHeardAt(): number | undefined {
+    return this.#pool.lastReplyAt;
+  }
+
   /** Calls waiting for one of the pool's connections. */
   get waiting(): number {
     return this.#pool.waiting;
@@ -195,13 +199,24 @@ export class HttpUpstream implements Upstream {
     } catch (err) {
       if (err instanceof GatewayError && err.origin === "upstream") {
         if (statusCode === 200) {
-          // With id null, nothing says which request an error answers: on a connection that carried others, it may be
-          // a stray copy of an earlier reply (a node writing one twice), and this request's own answer comes next
-          // (found from outside: a call got the previous call's id-null error, and its own answer was lost). The
-          // connection is not used again, and an idempotent call is asked once more: its own error comes again.
-          if (reply.reused && sentWithIdNull(err)) {
+          // With id null, nothing says which request an error answers: right after another id-null error on the same
+          // connection, it may be a stray copy of that one (a node writing a reply twice), and this request's own
+          // answer comes next (found from outside: a call got the previous call's id-null error, and its own answer was
+          // lost). The connection is not used again, and an idempotent call is asked once more: its own error, if it
+          // is one, comes again. (Any id-null error after any reply would re-ask every call a node cannot parse.)
+          if (sentWithIdNull(err) && !reply.followsIdNullError) reply.markIdNullError();
+          else if (sentWithIdNull(err)) {
             reply.notReused();
-            throw new OutOfStep(err);
+            if (options.idempotent) throw new OutOfStep(err);
+            // Not to be asked again: the node's error goes on, saying it may not be this call's.
+            throw new GatewayError({
+              code: err.code,
+              message: `${err.message} (this error came with id null right after another on the same connection: it may be that one again, and whether ${method} took effect is unknown)`,
+              ...(err.data === undefined ? {} : { data: err.data }),
+              grpcCode: err.grpcCode,
+              httpStatus: err.httpStatus,
+              origin: "upstream",
+            });
           }
           throw err;
         }

@@ -11,8 +11,13 @@ export interface Http1Reply {
   length: number;
   /** The body's end was marked (content-length or chunked encoding), not only the connection closing. */
   framed: boolean;
-  /** The connection had carried earlier exchanges: a stray reply written for one of them could be read as this one. */
-  readonly reused: boolean;
+  /**
+   * The reply before this one on its connection was an error with id null (markedIdNull): a node that wrote that
+   * one twice would have this be its copy, which its id cannot tell.
+   */
+  readonly followsIdNullError: boolean;
+  /** Says this reply is an error with id null (see followsIdNullError). */
+  markIdNullError(): void;
   /**
    * Says the body is another request's reply (its id): the node is out of
    * step on that connection, so it is not used again, and a call it carries

@@ -100,8 +100,12 @@ class Reply implements Http1Reply {
     this.framed = framed;
   }
 
-  get reused(): boolean {
-    return this.#exchange > 1;
+  get followsIdNullError(): boolean {
+    return this.#connection.idNullErrorAt === this.#exchange - 1;
+  }
+
+  markIdNullError(): void {
+    this.#connection.idNullErrorAt = this.#exchange;
   }
 
   outOfStep(): void {
@@ -189,6 +193,8 @@ export class Connection {
 
   /** Exchanges started on this connection. */
   exchanges = 0;
+  /** The exchange whose reply was an error with id null (Http1Reply.markIdNullError); -1 when none. */
+  idNullErrorAt = -1;
 
   start(call: Http1Call): void {
     this.exchanges++;
@@ -534,6 +540,7 @@ export class Connection {
   #finish(framed: boolean): void {
     const call = this.call as Http1Call;
     this.call = undefined;
+    this.#pool.lastReplyAt = performance.now();
     if (this.#piece !== undefined && this.#filled > 0) this.#chunks.push(this.#filled === this.#piece.length ? this.#piece : this.#piece.subarray(0, this.#filled));
     const reply: Http1Reply = new Reply(this, this.#statusCode, this.#headText, this.#headersAt, this.#chunks, this.#length, framed);
     this.#chunks = [];

@@ -72,6 +72,8 @@ export class Http1Pool {
   #closed = false;
   /** Connections reading a reply whose caller left (Connection.finishUnwanted). */
   unwanted = 0;
+  /** When a reply last ended (performance.now()), wanted or not. */
+  lastReplyAt: number | undefined;
 
   constructor(options: Http1PoolOptions) {
     const { url } = options;

@@ -197,14 +197,7 @@ export class Network {
         idempotent: options.idempotent,
         flow: options.flow,
       });
-      if (member.breaker.state !== "closed") this.#log?.info({ network: this.name, upstream: member.upstream.label }, "upstream answering again: its circuit is closed");
-      if (member === this.#members[0]) {
-        this.#failingOver = false;
-        this.#chains.primaryAnswered();
-      }
-      member.breaker.success();
-      member.answeredAt = performance.now();
-      this.lastAnswerAt = performance.now();
+      this.#answered(member);
       return result;
     } catch (err) {
       const ownDeadlineRanOut = ownDeadline && err instanceof GatewayError && err.grpcCode === Code.DeadlineExceeded;
@@ -229,33 +222,62 @@ export class Network {
     }
   }
 
+  /** When the upstream was last heard from: an answer to a call, or a reply nodegate read for a caller who had left. */
+  #heardAt(member: Member): number {
+    return Math.max(member.answeredAt, member.upstream.lastHeardAt ?? Number.NEGATIVE_INFINITY);
+  }
+
   /**
    * A call sent at `sentAt` ended unanswered because its caller left (or its own deadline ran out). That says
    * nothing of the node by itself: a slow node answers later, and one client's impatient calls must not pause every
    * key's. But typed clients always send a deadline, and with callers more impatient than upstreamTimeoutMs a node
    * that answers nothing at all was never seen down, never failed over (found from outside). So when the upstream
-   * has answered nothing since that call was sent, it is asked its chain id, nodegate's own question under a
-   * deadline of its own: unanswered too, the upstream is down and its circuit opens. A node that is only slow, or
-   * slow on one heavy call, answers it (counting the abandoned calls themselves took such nodes for dead).
+   * has not been heard from since that call was sent, it is asked its chain id (see #askChainId).
    */
   #checkSilence(member: Member, sentAt: number): void {
-    if (member.checking || member.answeredAt >= sentAt || member.breaker.retryAfterSeconds() !== undefined) return;
+    if (this.#heardAt(member) >= sentAt || member.breaker.retryAfterSeconds() !== undefined) return;
+    this.#askChainId(member);
+  }
+
+  /**
+   * Asks the upstream its chain id, nodegate's own question under a deadline of its own (5 s, or upstreamTimeoutMs
+   * when shorter), one at a time, and takes the outcome as a call's: an answer closes the circuit, an outage counts.
+   * Left unanswered while nothing else was heard from the upstream either, the upstream is down, and its circuit
+   * opens at once. A node that is only slow, or slow on one heavy call, answers the question or something else
+   * meanwhile (found from outside: counting abandoned calls as outages, or the question's own timeout while patient
+   * calls were answered, took slow nodes for dead).
+   */
+  #askChainId(member: Member): void {
+    if (member.checking) return;
     member.checking = true;
-    const method = CHAIN_ID_METHOD[this.family];
-    const answered = (): void => {
-      member.answeredAt = performance.now();
-      member.breaker.success();
-      this.lastAnswerAt = performance.now();
-    };
+    const askedAt = performance.now();
     member.upstream
-      .call(method, "[]", { timeoutMs: Math.min(this.#timeoutMs, SILENCE_CHECK_TIMEOUT_MS), idempotent: true })
-      .then(answered, (err: unknown) => {
-        if (isOutage(err)) this.#failed(member, err as Error, true);
-        else if (!isOwnCapacity(err)) answered(); // a node error is an answer; nodegate's own limits say nothing
-      })
+      .call(CHAIN_ID_METHOD[this.family], "[]", { timeoutMs: Math.min(this.#timeoutMs, SILENCE_CHECK_TIMEOUT_MS), idempotent: true })
+      .then(
+        () => this.#answered(member),
+        (err: unknown) => {
+          const unanswered = err instanceof GatewayError && err.outage && err.grpcCode === Code.DeadlineExceeded;
+          if (unanswered && this.#heardAt(member) < askedAt) this.#failed(member, err as Error, true);
+          else if (isOutage(err) && !unanswered) this.#failed(member, err as Error);
+          else if (isOutage(err) || isOwnCapacity(err)) member.breaker.release(); // heard from meanwhile, or nodegate's own limits: no verdict
+          else this.#answered(member); // a node error is an answer
+        },
+      )
       .finally(() => {
         member.checking = false;
       });
+  }
+
+  /** The upstream answered (a result or a node error): it is up. */
+  #answered(member: Member): void {
+    if (member.breaker.state !== "closed") this.#log?.info({ network: this.name, upstream: member.upstream.label }, "upstream answering again: its circuit is closed");
+    if (member === this.#members[0]) {
+      this.#failingOver = false;
+      this.#chains.primaryAnswered();
+    }
+    member.breaker.success();
+    member.answeredAt = performance.now();
+    this.lastAnswerAt = performance.now();
   }
 
   /** `silent`: the upstream left a silence check unanswered, which opens its circuit at once. */
@@ -282,8 +304,15 @@ export class Network {
     const primary = this.#members[0] as Member;
     const arrived = performance.now();
     let outage: unknown;
-    let admitted = primary.breaker.allow();
+    let admitted: boolean;
     let waitedMs = 0;
+    if (primary.breaker.state !== "closed" && this.#partnerReady(method, options)) {
+      // A partner takes the call. The primary is probed with nodegate's own question when its circuit lets one
+      // through, so no caller waits on a primary that may hang (found from outside: with a hung primary each call
+      // past the cooldown was the probe, and ran out its caller's deadline there, for 5 s of every 7).
+      if (primary.breaker.allow()) this.#askChainId(primary);
+      admitted = false;
+    } else admitted = primary.breaker.allow();
     if (!admitted && primary.breaker.probing && options.signal?.aborted !== true && !this.#partnerReady(method, options)) {
       // A probe is out (often the cache's own finality read): its outcome decides for this call too. A call a partner
       // may answer goes there instead of waiting (found from outside: such calls waited behind a silent primary).

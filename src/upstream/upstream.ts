@@ -20,6 +20,11 @@ export interface Upstream {
   /** Sends one call; resolves with the raw result, rejects with a GatewayError. */
   call(method: string, paramsText: string, options: CallOptions): Promise<UpstreamResult>;
   close(): Promise<void>;
+  /**
+   * When the node last sent a reply (performance.now()), whether or not its caller still waited: a late reply to a
+   * call whose caller left is a sign of life too. Undefined until the first.
+   */
+  readonly lastHeardAt?: number | undefined;
   /** Calls `listener` when the node is seen down before any call fails (a WebSocket node's dropped connection); returns the function that stops it. */
   onOutage?(listener: () => void): () => void;
 }

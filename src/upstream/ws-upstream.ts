@@ -87,6 +87,7 @@ const REFUSED_HANDSHAKE = /Unexpected server response: 40[13]\b/;
 
 export class WsUpstream implements Upstream {
   readonly label: string;
+  lastHeardAt: number | undefined;
   readonly #url: string;
   readonly #pingIntervalMs: number;
   readonly #pongTimeoutMs: number;
@@ -362,6 +363,8 @@ export class WsUpstream implements Upstream {
       this.#onNotification(data);
       return;
     }
+    // Replies only: a node whose calls hang may still push its subscriptions' notifications.
+    this.lastHeardAt = performance.now();
     const id = /^[0-9]{1,10}$/.test(idText) ? Number(idText) : -1;
     const pending = this.#pending.get(id);
     if (pending === undefined || pending.sentOn !== socket) {

@@ -273,14 +273,71 @@ describe("circuit breaker", () => {
     // Found from outside: typed clients always send a deadline, and with every caller more impatient than the
     // upstream deadline a node that answered nothing was never seen down, so a partner never answered either.
     primaryAnswer = { delayMs: 60_000, then: { result: null } };
-    const ng = await gatewayWith({ breaker: { threshold: 5, cooldownMs: 60_000 }, config: { upstreamTimeoutMs: 2000 } });
+    const ng = await gatewayWith({ breaker: { threshold: 5, cooldownMs: 300 }, config: { upstreamTimeoutMs: 2000 } });
     const client = connectClient(ng.url, EthService, GROWTH, "grpc");
     expect(await giveUp(client, 500)).toBe("DeadlineExceeded");
     // The chain id question nodegate then asks goes unanswered for its own deadline (here upstreamTimeoutMs, 2 s).
-    for (let waited = 0; ng.gateway.network(undefined).primaryCircuit !== "open" && waited < 5000; waited += 50) await new Promise((r) => setTimeout(r, 50));
-    expect(ng.gateway.network(undefined).primaryCircuit).toBe("open");
-    expect((await client.getBlockByHash(request(), { timeoutMs: 500 })).block?.number).toBe(0n);
-    expect(ng.gateway.network(undefined).failovers).toBe(1);
+    for (let waited = 0; ng.gateway.network(undefined).primaryCircuit === "closed" && waited < 5000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+    expect(ng.gateway.network(undefined).primaryCircuit).not.toBe("closed");
+    // One caller after another, for several cooldowns: each is answered by the partner. (Found from outside: each
+    // call past a cooldown was the primary's probe, and ran out its caller's deadline on the hung primary.)
+    const outcomes: string[] = [];
+    for (const until = performance.now() + 3000; performance.now() < until; ) {
+      outcomes.push(await client.getBlockByHash(request(), { timeoutMs: 500 }).then((r) => `block ${r.block?.number}`, (e: unknown) => Code[ConnectError.from(e).code]));
+    }
+    expect(new Set(outcomes)).toEqual(new Set(["block 0"]));
+    expect(ng.gateway.network(undefined).failovers).toBe(outcomes.length);
+  });
+
+  it("a node slow to give its chain id is not taken for down while it answers patient calls meanwhile", async () => {
+    // Found from outside: the chain id question's own timeout opened the circuit though patient calls were answered
+    // while it was out: every key got -32050 and /readyz went 503.
+    const slow = await startProgrammableUpstream((r) => (r.method === "eth_chainId" ? { delayMs: 60_000, then: { result: "0x7a69" } } : { delayMs: 600, then: { forward: anvil.url } }));
+    try {
+      const ng = await gatewayWith({ primaryUrl: slow.url, breaker: { threshold: 5, cooldownMs: 60_000 }, config: { upstreamTimeoutMs: 2000 } });
+      const client = connectClient(ng.url, EthService, GROWTH, "grpc");
+      expect(await giveUp(client, 300)).toBe("DeadlineExceeded");
+      const asked = performance.now();
+      await slow.arrived("eth_chainId", "[]");
+      // Patient calls answered while the question is out (its deadline: 2 s).
+      while (performance.now() - asked < 2500) expect((await post(`${ng.url}/v3/${GROWTH}`, rpc("eth_blockNumber"))).json.result).toBe("0x0");
+      expect(ng.gateway.network(undefined).primaryCircuit).toBe("closed");
+      expect(ng.logs.filter((l) => l.msg === "upstream failing: its circuit is open, calls to it are paused")).toEqual([]);
+      expect(ng.gateway.network(undefined).failovers).toBe(0);
+      expect((await fetch(`${ng.url}/readyz`)).status).toBe(200);
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it("a node answering every call more slowly than the readiness probe's deadline is ready while it answers", async () => {
+    // Found from outside: the probe's 2 s deadline ran out on a node answering every call in 3-7 s, so /readyz
+    // stayed 503 however many calls it answered.
+    const slow = await startProgrammableUpstream(() => ({ delayMs: 2500, then: { forward: anvil.url } }));
+    try {
+      const ng = await gatewayWith({ primaryUrl: slow.url, partners: [], config: { upstreamTimeoutMs: 10_000 } });
+      expect((await post(`${ng.url}/v3/${GROWTH}`, rpc("eth_blockNumber"))).json.result).toBe("0x0");
+      expect((await fetch(`${ng.url}/readyz`)).status).toBe(200);
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it("a provider's 429 with Retry-After, answered to nodegate's own chain id question, pauses the circuit that long", async () => {
+    // Found from outside: the answer was taken as the question going unanswered, and the circuit opened for a
+    // cooldown only, so calls went back to the provider long before it asked.
+    primaryAnswer = { delayMs: 1000, then: { raw: "slow down", status: 429, headers: { "retry-after": "20" } } };
+    const ng = await gatewayWith({ breaker: { threshold: 5, cooldownMs: 300 } });
+    const client = connectClient(ng.url, EthService, CORE, "grpc");
+    expect(await giveUp(client, 300)).toBe("DeadlineExceeded");
+    await primary.arrived("eth_chainId", "[]");
+    for (let waited = 0; ng.gateway.network(undefined).primaryCircuit === "closed" && waited < 5000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 500)); // past the cooldown
+    const sent = primary.count("eth_blockNumber");
+    const paused = await post(`${ng.url}/v3/${CORE}`, rpc("eth_blockNumber"));
+    expect(paused.json.error.code).toBe(NODEGATE_CODES.upstreamUnavailable);
+    expect(Number(paused.headers.get("retry-after"))).toBeGreaterThanOrEqual(18);
+    expect(primary.count("eth_blockNumber")).toBe(sent); // not asked: the provider's pause holds
   });
 
   it("a slow call on a node that answers others meanwhile is not an outage, however long its caller waited", async () => {

@@ -121,7 +121,12 @@ function checkUpstream(received: UpstreamRequest[], prediction: Prediction, wher
   }
   const mayReadHead = expected.includes("eth_call") || expected.includes("eth_estimateGas");
   const heads = received.filter((r) => r.method === "eth_getBlockByNumber" && HEAD_FETCH.test(JSON.stringify(r.params)));
-  expect(extra.length, `${where}: unexpected upstream calls ${extra.join(", ")}`).toBeLessThanOrEqual(mayReadHead ? heads.length : 0);
+  // A call the node answered with an error of id null, right after another such error on the same connection, is
+  // asked once more (the error may have been a stray copy: http-upstream.ts): pass-through params the node cannot
+  // parse, as this fuzz sends, get such errors one after another.
+  const withoutId = (r: UpstreamRequest) => r.body.slice(r.body.indexOf(',"method"'));
+  const askedAgain = received.filter((r, i) => received.some((o, j) => j < i && withoutId(o) === withoutId(r) && /"id":null/.test(o.forwardedAnswer ?? ""))).length;
+  expect(extra.length, `${where}: unexpected upstream calls ${extra.join(", ")}`).toBeLessThanOrEqual((mayReadHead ? heads.length : 0) + askedAgain);
   for (const r of received) {
     const spec = table.byJsonRpc(r.method);
     if (spec === undefined) continue;

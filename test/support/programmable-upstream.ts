@@ -18,6 +18,8 @@ export interface UpstreamRequest {
   path: string;
   /** True when the client closed the request before it was answered (it cancelled). */
   abandoned: boolean;
+  /** The real node's answer, when the request was forwarded to one. */
+  forwardedAnswer?: string;
 }
 
 export type Answer =
@@ -124,6 +126,7 @@ export async function startProgrammableUpstream(handler: Handler, path = "/"): P
     }
     if ("forward" in a) {
       const text = await forward(a.forward, body);
+      request.forwardedAnswer = text;
       res.writeHead(200, { "content-type": "application/json" }).end(text);
       return;
     }
