@@ -122,7 +122,8 @@ export class HttpUpstream implements Upstream {
       throw new Error(`upstream ${options.label}: want an http(s) URL`);
     }
     this.label = options.label;
-    const headers: Record<string, string> = { "content-type": "application/json", "user-agent": "nodegate" };
+    // Identity said outright: with no accept-encoding a server may use any coding (RFC 9110, 12.5.3), and nodegate reads none.
+    const headers: Record<string, string> = { "content-type": "application/json", "accept-encoding": "identity", "user-agent": "nodegate" };
     if (url.username || url.password) {
       const user = decodeURIComponent(url.username);
       const secret = decodeURIComponent(url.password);

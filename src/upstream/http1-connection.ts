@@ -43,7 +43,7 @@ const MAX_PIECE = 16 * 1024 * 1024;
 /** The first piece of a body of unknown length (chunked, or until the connection ends); each next one doubles. */
 const MIN_PIECE = 16 * 1024;
 const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: |$)/;
-const CHUNK_SIZE = /^[0-9A-Fa-f]{1,15}(?:[ \t]*;.*)?[ \t]*$/;
+const CHUNK_SIZE = /^0*[0-9A-Fa-f]{1,15}(?:[ \t]*;.*)?[ \t]*$/;
 const MAX_LINE = 8 * 1024;
 
 /** The value of a run of 1 to 15 decimal digits, or -1 for anything else. */
@@ -507,12 +507,16 @@ export class Connection {
       const seconds = /timeout=(\d+)/i.exec(hint);
       if (seconds) this.idleLimitMs = Math.min(this.#pool.keepAliveMs, Math.max(Number(seconds[1]) * 1000 - 1000, 500));
     }
+    // An empty list of codings is no coding at all (RFC 9110, 5.6.1).
+    if (transferEncoding !== undefined && transferEncoding.trim() === "") transferEncoding = undefined;
     if (statusCode === 204 || statusCode === 304) {
       this.#stage = Stage.LengthBody;
       this.#remaining = 0;
     } else if (transferEncoding !== undefined && /(?:^|,)\s*chunked\s*$/i.test(transferEncoding)) {
       this.#stage = Stage.ChunkSize;
       this.#line = "";
+      // An HTTP/1.0 server cannot send chunked framing: the reply is read, but the connection is not trusted again (RFC 9112, 6.1).
+      if (status[1] === "0") this.#keepAlive = false;
     } else if (transferEncoding !== undefined) {
       this.#stage = Stage.UntilClose;
       this.#keepAlive = false;

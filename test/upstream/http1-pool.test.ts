@@ -275,6 +275,23 @@ describe("Http1Pool", () => {
     expect(server.connections).toBe(1);
   });
 
+  it("reads odd but valid framing as undici does: chunk sizes with many leading zeros, an empty transfer-encoding; an HTTP/1.0 chunked reply is read but its connection not reused", async () => {
+    // Found from outside: these were refused as invalid, or waited out the deadline, where fetch read them.
+    const chunked = (size: string) => `HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n${size}\r\n${JSON_BODY.slice(0, 5)}\r\n${Buffer.byteLength(JSON_BODY.slice(5)).toString(16)}\r\n${JSON_BODY.slice(5)}\r\n0\r\n\r\n`;
+    const answers = [
+      chunked("00000000000000005"),
+      `HTTP/1.1 200 OK\r\ntransfer-encoding: \r\ncontent-length: ${Buffer.byteLength(JSON_BODY)}\r\n\r\n${JSON_BODY}`,
+      chunked("5").replace("HTTP/1.1", "HTTP/1.0").replace("\r\n\r\n", "\r\nconnection: keep-alive\r\n\r\n"),
+      `HTTP/1.1 200 OK\r\ncontent-length: ${Buffer.byteLength(JSON_BODY)}\r\n\r\n${JSON_BODY}`,
+    ];
+    let n = 0;
+    const server = await rawServer((socket) => void socket.write(answers[n++] as string));
+    const p = pool(server, { connections: 1 });
+    for (let i = 0; i < answers.length; i++) expect(bodyOf(await p.request("{}", false).reply), `answer ${i}`).toBe(JSON_BODY);
+    // The first three share a connection; the fourth has a new one, after the HTTP/1.0 chunked reply.
+    expect(server.connections).toBe(2);
+  });
+
   it("reads a body that ends with the connection as unframed, and does not reuse that connection", async () => {
     const server = await rawServer((socket) => {
       socket.end(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n${JSON_BODY}`);

@@ -240,6 +240,15 @@ it("a 200 reply that is no JSON-RPC reply is not asked again (a broken node answ
   expect(node.connections).toBe(2);
 });
 
+it("asks for no content coding: accept-encoding identity", async () => {
+  const { startProgrammableUpstream } = await import("../support/programmable-upstream.js");
+  const node = await startProgrammableUpstream(() => ({ result: "0x1" }));
+  const upstream = new HttpUpstream({ url: node.url, label: "identity" });
+  cleanups.push(() => node.close(), () => upstream.close());
+  expect(await call(upstream, "eth_chainId")).toBe('"0x1"');
+  expect(node.requests[0]?.headers["accept-encoding"]).toBe("identity");
+});
+
 it("a reply the node compressed, unasked, says so", async () => {
   const { gzipSync } = await import("node:zlib");
   const body = gzipSync('{"jsonrpc":"2.0","id":1,"result":"0x1"}');
