@@ -6,7 +6,7 @@
  */
 import type { Logger } from "pino";
 import type { Limits, SubscriptionSettings } from "../config/config.js";
-import { resumeOvertaken, shuttingDown } from "../errors/catalogue.js";
+import { shuttingDown } from "../errors/catalogue.js";
 import type { GatewayError } from "../errors/gateway-error.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { Network } from "../upstream/network.js";
@@ -20,9 +20,6 @@ import { PendingTransactionsFeed } from "./pending-transactions-feed.js";
 import { ResumeGate } from "./resume-gate.js";
 import { type Topic, topicKey } from "./topic.js";
 import { type CallSignal, NEVER_CANCELLED } from "../call-signal.js";
-
-/** History rounds a resume may take (see ResumeGate) before its client is taken as slower than the chain. */
-const MAX_HISTORY_ROUNDS = 16;
 
 export interface SubscribeOptions {
   /** Resume point: history from this block first, then live. */
@@ -96,13 +93,7 @@ export class SubscriptionHub {
     try {
       await entry.started;
       if (gate !== undefined && options.fromBlock !== undefined) {
-        const signal = options.signal ?? NEVER_CANCELLED;
-        let from: number | undefined = options.fromBlock;
-        for (let round = 1; from !== undefined && !signal.aborted; round++) {
-          // A client slower than the chain would never catch up: each round would be overtaken again.
-          if (round > MAX_HISTORY_ROUNDS) throw resumeOvertaken(options.fromBlock, MAX_HISTORY_ROUNDS);
-          from = gate.roundDone(await entry.feed.history(from, (event) => gate.deliverHistory(event), signal));
-        }
+        await gate.sendHistory((from, deliver, signal) => entry.feed.history(from, deliver, signal), options.signal ?? NEVER_CANCELLED);
       }
     } catch (err) {
       subscription.close();

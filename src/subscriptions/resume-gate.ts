@@ -13,10 +13,18 @@
  * the hold). Removals are always held: they take back logs the client may
  * already have, which no later history would say.
  */
-import { subscriberTooSlow } from "../errors/catalogue.js";
+import type { CallSignal } from "../call-signal.js";
+import { resumeOvertaken, subscriberTooSlow } from "../errors/catalogue.js";
 import type { GatewayError } from "../errors/gateway-error.js";
 import { blockOf, type Consumer } from "./consumer.js";
 import { type FeedEvent, logKey } from "./events.js";
+import type { Deliver } from "./feed.js";
+
+/** History rounds a resume may take before its client is taken as slower than the chain: each round is overtaken again. */
+export const MAX_HISTORY_ROUNDS = 16;
+
+/** A feed's history from a block (Feed.history): resolves with the block it went up to. */
+export type History = (fromBlock: number, deliver: Deliver, signal: CallSignal) => Promise<number | undefined>;
 
 function identity(event: FeedEvent): string {
   return event.kind === "log" ? logKey(event) : event.hash;
@@ -74,6 +82,18 @@ export class ResumeGate implements Consumer {
 
   end(error: GatewayError): void {
     this.#target.end(error);
+  }
+
+  /**
+   * Sends the history from the resume point, in as many rounds as live events overtake it (see roundDone), then
+   * releases the held events. Throws when MAX_HISTORY_ROUNDS were not enough.
+   */
+  async sendHistory(history: History, signal: CallSignal): Promise<void> {
+    let from: number | undefined = this.#fromBlock;
+    for (let round = 1; from !== undefined && !signal.aborted; round++) {
+      if (round > MAX_HISTORY_ROUNDS) throw resumeOvertaken(this.#fromBlock, MAX_HISTORY_ROUNDS);
+      from = this.roundDone(await history(from, (event) => this.deliverHistory(event), signal));
+    }
   }
 
   /** Sends one history event (waiting for room), unless an earlier round sent it. */

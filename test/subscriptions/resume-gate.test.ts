@@ -8,7 +8,8 @@ import { expect, it } from "vitest";
 import type { GatewayError } from "../../src/errors/gateway-error.js";
 import type { Consumer } from "../../src/subscriptions/consumer.js";
 import type { FeedEvent, HeadEvent, LogEvent } from "../../src/subscriptions/events.js";
-import { ResumeGate } from "../../src/subscriptions/resume-gate.js";
+import { type History, MAX_HISTORY_ROUNDS, ResumeGate } from "../../src/subscriptions/resume-gate.js";
+import { NEVER_CANCELLED } from "../../src/call-signal.js";
 
 function target(): Consumer & { got: string[]; endedWith: GatewayError | undefined } {
   const t = {
@@ -88,4 +89,38 @@ it("a removal of a log the client never got (let go from the hold, its block fet
   await gate.deliverHistory(log(13, false, "b"));
   expect(gate.roundDone(13)).toBeUndefined();
   expect(t.got).toEqual(["log a10", "log b12", "log b13"]);
+});
+
+/** A chain at `tip` whose history rounds each see `perRound` new blocks come live meanwhile, for `busyRounds` rounds. */
+function busyChain(gate: ResumeGate, tip: number, perRound: number, busyRounds: number): { history: History; rounds: () => number; tip: () => number } {
+  let rounds = 0;
+  const history: History = async (from, deliver) => {
+    rounds++;
+    const to = tip;
+    for (let n = from; n <= to; n++) await deliver(head(n));
+    if (rounds <= busyRounds) for (let k = 0; k < perRound; k++) gate.push(head(++tip));
+    return to;
+  };
+  return { history, rounds: () => rounds, tip: () => tip };
+}
+
+it("sends the history in rounds until one is not overtaken, each block once, in order", async () => {
+  const t = target();
+  const gate = new ResumeGate(t, 10, 2, 0);
+  const chain = busyChain(gate, 20, 5, 3);
+  await gate.sendHistory(chain.history, NEVER_CANCELLED);
+  expect(chain.rounds()).toBe(4);
+  expect(t.got).toEqual(Array.from({ length: chain.tip() - 9 }, (_, i) => `head ${10 + i}a`));
+  expect(t.endedWith).toBeUndefined();
+});
+
+it(`a client the chain overtakes in every round is ended after ${MAX_HISTORY_ROUNDS} rounds, saying so`, async () => {
+  const t = target();
+  const gate = new ResumeGate(t, 10, 2, 0);
+  const chain = busyChain(gate, 20, 5, Number.POSITIVE_INFINITY);
+  await expect(gate.sendHistory(chain.history, NEVER_CANCELLED)).rejects.toThrow(`subscriber too slow: the history from block 10 was overtaken by new events ${MAX_HISTORY_ROUNDS} times over`);
+  expect(chain.rounds()).toBe(MAX_HISTORY_ROUNDS);
+  const numbers = t.got.map((g) => Number(g.slice(5, -1)));
+  expect(numbers).toEqual([...numbers].sort((a, b) => a - b));
+  expect(new Set(numbers).size).toBe(numbers.length);
 });
