@@ -40,6 +40,8 @@ export abstract class Feed {
   #stopped = false;
   /** Pending retries, by what they retry (a newer retry of the same work replaces the older). */
   readonly #retryTimers = new Map<string, NodeJS.Timeout>();
+  /** Work failing now: its later failures are logged at debug until it succeeds again. */
+  readonly #failing = new Set<string>();
 
   constructor(topic: Topic, ctx: FeedContext) {
     this.topic = topic;
@@ -113,7 +115,9 @@ export abstract class Feed {
         await task();
       } catch (err) {
         this.#failed(what, err);
+        return;
       }
+      if (this.#failing.delete(what)) this.ctx.log.info({ network: this.ctx.network.name, feed: this.topic.kind }, `${what} works again`);
     });
   }
 
@@ -143,7 +147,12 @@ export abstract class Feed {
       this.endAll(err);
       return;
     }
-    this.ctx.log.warn(fields, `${what} failed`);
+    // A poll that fails the same way every interval (a node down, one that refuses filters) is said once at warn,
+    // not every interval (found from outside: the log filled with one warning per poll).
+    const again = this.#failing.has(what);
+    this.#failing.add(what);
+    if (again) this.ctx.log.debug(fields, `${what} failed again (said at warn once, until it works again)`);
+    else this.ctx.log.warn(fields, `${what} failed`);
   }
 }
 
