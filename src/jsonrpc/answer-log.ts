@@ -42,15 +42,15 @@ export function logAnswer(gateway: Gateway, door: string, calls: readonly CallRe
 }
 
 /**
- * The line and metrics of a request to a path nothing serves (a mistyped native path such as /v4/<KEY>, or a
- * WebSocket address asked over plain HTTP): counted under "(unserved)" with its HTTP status, its path logged only as
- * far as it holds no key. Found from outside: such requests left no trace at all.
+ * The line and metrics of a request to a path nothing serves (a mistyped native path such as /v4/<KEY>, a
+ * WebSocket address asked over plain HTTP, a WebSocket upgrade to an HTTP address): counted under "(unserved)" with
+ * its HTTP status, its path logged only as far as it holds no key. Found from outside: such requests left no trace.
  */
-export function logUnservedPath(gateway: Gateway, url: string, status: number, requestId: string | undefined, started: number): void {
+export function logUnservedPath(gateway: Gateway, url: string, status: number, requestId: string | undefined, started: number, door: "jsonrpc-http" | "jsonrpc-ws" = "jsonrpc-http"): void {
   const ms = performance.now() - started;
-  observeCall(gateway.metrics, "jsonrpc-http", UNSERVED_RPC, String(status), ms / 1000);
+  observeCall(gateway.metrics, door, UNSERVED_RPC, String(status), ms / 1000);
   writeRequestLine(gateway.log, "info", {
-    door: "jsonrpc-http",
+    door,
     method: UNSERVED_RPC,
     path: loggablePath((url.split("?")[0] as string) || "/"),
     status,

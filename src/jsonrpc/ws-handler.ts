@@ -13,7 +13,7 @@ import type { Gateway } from "../gateway.js";
 import type { Network } from "../upstream/network.js";
 import type { ApiKey } from "../auth/api-keys.js";
 import { type AnswerContext, answerContext, answerJsonRpc, refusalAnswer } from "./answer.js";
-import { logAnswer, REFUSED_METHOD } from "./answer-log.js";
+import { logAnswer, logUnservedPath, REFUSED_METHOD } from "./answer-log.js";
 import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
 import { matchNativeRoute } from "./paths.js";
 import { createWsSubscriptionSession } from "./ws-subscriptions.js";
@@ -336,6 +336,7 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
       const route = matchNativeRoute(req.url ?? "/");
       if (route === undefined || route.transport !== "ws") {
         refuse(socket, 404, "text/plain", "not found\n", idHeader);
+        logUnservedPath(gateway, req.url ?? "/", 404, requestId, performance.now(), "jsonrpc-ws");
         return;
       }
       let network: Network;

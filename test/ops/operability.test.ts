@@ -439,6 +439,25 @@ describe("the native door's calls, as operators see them", () => {
     expect(JSON.stringify(rpcLine)).not.toContain("openkey");
   });
 
+  it("a WebSocket upgrade to an address nothing serves is logged and counted without its key", async () => {
+    // Left alone last stop: /v3/<KEY> and /ws/v4/<KEY> asked as WebSockets got their 404 with no trace.
+    const counted = () => metric('nodegate_requests_total{door="jsonrpc-ws",method="(unserved)",outcome="404"}');
+    const before = await counted();
+    for (const [path, logged] of [
+      ["/v3/openkey1234567890", "/v3/…"],
+      ["/ws/v4/openkey1234567890", "/ws/…"],
+    ] as const) {
+      const id = `unserved-upgrade-${path.length}`;
+      const ws = new WebSocket(`${ng.wsUrl.replace(/\/ws\/v3\/.*$/, "")}${path}`, { headers: { "x-request-id": id } });
+      const status = await new Promise<number>((resolve) => ws.on("unexpected-response", (_req, res) => resolve(res.statusCode ?? 0)).on("error", () => resolve(-1)));
+      expect(status, path).toBe(404);
+      const line = await lineOf(id);
+      expect([line.door, line.method, line.path, line.status], path).toEqual(["jsonrpc-ws", "(unserved)", logged, 404]);
+      expect(JSON.stringify(line)).not.toContain("openkey");
+    }
+    expect(await counted()).toBe(before + 2);
+  });
+
   it("a typed call with a key in its network header is refused saying so, and the key is not logged", async () => {
     // Found from outside: the refusal quoted the header ("unknown network \"<KEY>\""), and the typed request log
     // writes the error.
