@@ -26,6 +26,8 @@ const enum Stage {
 }
 
 const CRLF_CRLF = Buffer.from("\r\n\r\n");
+/** Never in a head whose lines end in CRLF: a head whose lines end in a bare LF has ended. */
+const LF_LF = Buffer.from("\n\n");
 
 /**
  * Sockets read into buffers the pool gives them (Node's `onread`), not into a
@@ -454,6 +456,8 @@ export class Connection {
     const end = buffer.indexOf(CRLF_CRLF, earlier === undefined ? at : Math.max(0, earlier.length - 3));
     if (end < 0) {
       if (buffer.length - from > max) throw new Http1Error("HPE_HEADER_OVERFLOW", "reply head too large");
+      // Said at once, rather than waiting out the deadline for a CRLF that will not come (found from outside).
+      if (buffer.indexOf(LF_LF, from) >= 0) throw new Http1Error("HPE_LF_EXPECTED", "the reply's head ends its lines with a bare LF, not CRLF (RFC 9112, 2.2)");
       this.#head = earlier === undefined ? Buffer.from(data.subarray(at)) : buffer;
       return data.length;
     }

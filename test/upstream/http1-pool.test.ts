@@ -292,6 +292,15 @@ describe("Http1Pool", () => {
     expect(server.connections).toBe(2);
   });
 
+  it("a reply whose head ends its lines with bare LFs fails at once, saying so, rather than at the deadline", async () => {
+    const server = await rawServer((socket) => void socket.write("HTTP/1.1 200 OK\ncontent-length: 2\n\nok"));
+    const p = pool(server);
+    // No deadline is set here: waiting for a CRLF that never comes would never end.
+    const failed = await p.request("{}", false).reply.then(() => undefined, (e: unknown) => e);
+    expect(failed).toBeInstanceOf(Http1Error);
+    expect((failed as Http1Error).message).toBe("the reply's head ends its lines with a bare LF, not CRLF (RFC 9112, 2.2)");
+  });
+
   it("reads a body that ends with the connection as unframed, and does not reuse that connection", async () => {
     const server = await rawServer((socket) => {
       socket.end(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n${JSON_BODY}`);
