@@ -304,22 +304,21 @@ export class Network {
     const primary = this.#members[0] as Member;
     const arrived = performance.now();
     let outage: unknown;
-    let admitted: boolean;
+    let admitted = primary.breaker.state === "closed";
     let waitedMs = 0;
-    if (primary.breaker.state !== "closed" && this.#partnerReady(method, options)) {
-      // A partner takes the call. The primary is probed with nodegate's own question when its circuit lets one
-      // through, so no caller waits on a primary that may hang (found from outside: with a hung primary each call
-      // past the cooldown was the probe, and ran out its caller's deadline there, for 5 s of every 7).
+    if (!admitted) {
+      // The primary is probed with nodegate's own question when its circuit lets one through, never with a caller's
+      // call: a caller made the probe ran out its deadline on a hung primary, or upstreamTimeoutMs (found from
+      // outside: with a partner, for 5 s of every 7; without one, a caller every cooldown waited 30 s).
       if (primary.breaker.allow()) this.#askChainId(primary);
-      admitted = false;
-    } else admitted = primary.breaker.allow();
-    if (!admitted && primary.breaker.probing && options.signal?.aborted !== true && !this.#partnerReady(method, options)) {
-      // A probe is out (often the cache's own finality read): its outcome decides for this call too. A call a partner
-      // may answer goes there instead of waiting (found from outside: such calls waited behind a silent primary).
-      const waitFrom = performance.now();
-      await primary.breaker.probeSettled();
-      waitedMs = performance.now() - waitFrom;
-      admitted = primary.breaker.allow();
+      if (primary.breaker.probing && options.signal?.aborted !== true && !this.#partnerReady(method, options)) {
+        // The probe's outcome decides for this call too (it waits a cooldown at most). A call a partner may answer
+        // goes there instead of waiting (found from outside: such calls waited behind a silent primary).
+        const waitFrom = performance.now();
+        await primary.breaker.probeSettled();
+        waitedMs = performance.now() - waitFrom;
+        admitted = primary.breaker.state === "closed";
+      }
     }
     if (admitted) {
       try {
