@@ -303,11 +303,11 @@ export function backfillTooLong(fromBlock: number, head: number, max: number): G
   });
 }
 
-/** The node was out of reach for longer than a gap nodegate fills; the subscriber must resubscribe. */
+/** More blocks went by unseen than a gap nodegate fills (the node was out of reach, or its head jumped); the subscriber must resubscribe. */
 export function historyLost(missed: number, max: number): GatewayError {
   return new GatewayError({
     code: NODEGATE_CODES.historyLost,
-    message: `subscription ended: ${missed} blocks went by while the node was out of reach, more than the ${max} nodegate fetches from history (subscriptions.maxBackfillBlocks); subscribe again (typed callers: with from_block)`,
+    message: `subscription ended: ${missed} blocks went by unseen, more than the ${max} nodegate fetches from history (subscriptions.maxBackfillBlocks; the node was out of reach, or its head jumped); subscribe again (typed callers: with from_block)`,
     grpcCode: Code.Aborted,
     httpStatus: 503,
   });

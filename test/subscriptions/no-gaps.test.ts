@@ -549,7 +549,7 @@ describe("a gap too long to fill", () => {
         const endedAsLost = async (typed: GrpcJsStream<unknown>, native: NativeSubscriber) => {
           const err = await typed.ended;
           expect(err?.code).toBe(10);
-          expect(decodeURIComponent(err?.details ?? "")).toMatch(/^subscription ended: \d+ blocks went by while the node was out of reach, more than the 5/);
+          expect(decodeURIComponent(err?.details ?? "")).toMatch(/^subscription ended: \d+ blocks went by unseen, more than the 5 nodegate fetches from history \(subscriptions\.maxBackfillBlocks; the node was out of reach, or its head jumped\)/);
           const closed = await native.closed;
           expect(closed.code).toBe(1011);
           expect(closed.reason).toMatch(/^subscription ended: \d+ blocks went by/);

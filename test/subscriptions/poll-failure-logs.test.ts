@@ -22,14 +22,15 @@ afterAll(async () => {
 it("a poll failing every interval is warned about once, and its recovery said; the subscriber then gets the next head", async () => {
   let down = false;
   const node = await startProgrammableUpstream((): Answer => (down ? { raw: "unavailable", status: 503 } : { forward: anvil.url }));
-  const ng = await startNodegate({ upstreamUrl: node.url, config: { subscriptions: { ...DEFAULT_SUBSCRIPTIONS, pollIntervalMs: 50 } } });
+  const ng = await startNodegate({ upstreamUrl: node.url, config: { subscriptions: { ...DEFAULT_SUBSCRIPTIONS, pollIntervalMs: 50 }, circuitBreaker: { threshold: 5, cooldownMs: 100 } } });
   const subscriber = await openNativeSubscriber(ng.wsUrl);
   try {
     const id = await subscriber.subscribe("newHeads");
-    const polls = () => node.count("eth_getBlockByNumber");
+    // Polls that reach the node, then (its circuit open) the probes that do, each failing.
+    const asked = () => node.requests.length;
     down = true;
-    const before = polls();
-    while (polls() < before + 8) await new Promise((r) => setTimeout(r, 50));
+    const before = asked();
+    while (asked() < before + 10) await new Promise((r) => setTimeout(r, 50));
     const failed = ng.logs.filter((l) => l.msg === "polling the latest block failed");
     expect(failed).toHaveLength(1);
     expect(failed[0]?.level).toBe(40);
