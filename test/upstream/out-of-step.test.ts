@@ -20,6 +20,23 @@ interface StrayNode {
   close(): Promise<void>;
 }
 
+/** Calls `handle` with each JSON-RPC request that arrives whole on `socket` (a head with content-length, then the body). */
+function onRequests(socket: net.Socket, handle: (request: { id: number; method: string }) => void): void {
+  let buffered = "";
+  socket.on("data", (data: Buffer) => {
+    buffered += data.toString("latin1");
+    for (;;) {
+      const end = buffered.indexOf("\r\n\r\n");
+      if (end < 0) return;
+      const length = Number(/content-length: (\d+)/i.exec(buffered.slice(0, end))?.[1] ?? 0);
+      if (buffered.length < end + 4 + length) return;
+      const request = JSON.parse(buffered.slice(end + 4, end + 4 + length)) as { id: number; method: string };
+      buffered = buffered.slice(end + 4 + length);
+      handle(request);
+    }
+  });
+}
+
 /**
  * A node answering each request with its own id and its method as the result, 40 ms late (the first at once); when
  * the second request arrives it first writes a stray answer, with the id `strayId` makes of the first request's (on
@@ -39,27 +56,17 @@ async function strayNode(strayId: (id: number) => number, strayBody?: string): P
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
     socket.on("error", () => {});
-    let buffered = "";
-    socket.on("data", (data: Buffer) => {
-      buffered += data.toString("latin1");
-      for (;;) {
-        const end = buffered.indexOf("\r\n\r\n");
-        if (end < 0) return;
-        const length = Number(/content-length: (\d+)/i.exec(buffered.slice(0, end))?.[1] ?? 0);
-        if (buffered.length < end + 4 + length) return;
-        const request = JSON.parse(buffered.slice(end + 4, end + 4 + length)) as { id: number; method: string };
-        buffered = buffered.slice(end + 4 + length);
-        served++;
-        const stray = strayBody === undefined ? undefined : `HTTP/1.1 200 OK\r\ncontent-length: ${Buffer.byteLength(strayBody)}\r\n\r\n${strayBody}`;
-        if (served === 1) {
-          firstId = request.id;
-          // With a stray body given, that is the first answer, and the stray reply its copy.
-          socket.write(stray ?? reply(request.id, request.method));
-          continue;
-        }
-        if (served === 2) socket.write(stray ?? reply(strayId(firstId), "0xbad"));
-        setTimeout(() => socket.destroyed || socket.write(reply(request.id, request.method)), 40);
+    onRequests(socket, (request) => {
+      served++;
+      const stray = strayBody === undefined ? undefined : `HTTP/1.1 200 OK\r\ncontent-length: ${Buffer.byteLength(strayBody)}\r\n\r\n${strayBody}`;
+      if (served === 1) {
+        firstId = request.id;
+        // With a stray body given, that is the first answer, and the stray reply its copy.
+        socket.write(stray ?? reply(request.id, request.method));
+        return;
       }
+      if (served === 2) socket.write(stray ?? reply(strayId(firstId), "0xbad"));
+      setTimeout(() => socket.destroyed || socket.write(reply(request.id, request.method)), 40);
     });
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
@@ -163,23 +170,13 @@ it.each([
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
     socket.on("error", () => {});
-    let buffered = "";
-    socket.on("data", (data: Buffer) => {
-      buffered += data.toString("latin1");
-      for (;;) {
-        const end = buffered.indexOf("\r\n\r\n");
-        if (end < 0) return;
-        const length = Number(/content-length: (\d+)/i.exec(buffered.slice(0, end))?.[1] ?? 0);
-        if (buffered.length < end + 4 + length) return;
-        const request = JSON.parse(buffered.slice(end + 4, end + 4 + length)) as { id: number; method: string };
-        buffered = buffered.slice(end + 4 + length);
-        requests.push(request.method);
-        if (request.method === "eth_getBalance") {
-          setTimeout(() => socket.write(`HTTP/1.1 ${status}\r\ncontent-type: text/html\r\ncontent-length: ${page.length}\r\n\r\n${page}`), 100);
-        } else {
-          const body = JSON.stringify({ jsonrpc: "2.0", id: request.id, result: "0xab" });
-          socket.write(`HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\n\r\n${body}`);
-        }
+    onRequests(socket, (request) => {
+      requests.push(request.method);
+      if (request.method === "eth_getBalance") {
+        setTimeout(() => socket.write(`HTTP/1.1 ${status}\r\ncontent-type: text/html\r\ncontent-length: ${page.length}\r\n\r\n${page}`), 100);
+      } else {
+        const body = JSON.stringify({ jsonrpc: "2.0", id: request.id, result: "0xab" });
+        socket.write(`HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\n\r\n${body}`);
       }
     });
   });
