@@ -103,7 +103,7 @@ function inFamily(err: unknown, family: ChainFamily): unknown {
   });
 }
 
-/** The longest the silence check waits for its chain id (or upstreamTimeoutMs, when shorter). */
+/** The longest nodegate's own chain id question waits for its answer (or upstreamTimeoutMs, when shorter): see #askChainId. */
 const SILENCE_CHECK_TIMEOUT_MS = 5000;
 
 interface Member {
@@ -111,7 +111,7 @@ interface Member {
   breaker: CircuitBreaker;
   /** When the upstream last answered anything (performance.now()). */
   answeredAt: number;
-  /** A silence check of this upstream is out. */
+  /** nodegate's own chain id question to this upstream is out (#askChainId): one at a time. */
   checking: boolean;
 }
 
@@ -280,7 +280,7 @@ export class Network {
     this.lastAnswerAt = performance.now();
   }
 
-  /** `silent`: the upstream left a silence check unanswered, which opens its circuit at once. */
+  /** `silent`: the upstream left nodegate's chain id question unanswered, and nothing else was heard from it: its circuit opens at once. */
   #failed(member: Member, err: Error, silent = false): void {
     this.#outage();
     const wasClosed = member.breaker.state === "closed";
