@@ -13,11 +13,34 @@ import { GatewayError } from "../../src/errors/gateway-error.js";
 import { HttpUpstream } from "../../src/upstream/http-upstream.js";
 import { resultText } from "../../src/upstream/reply.js";
 
-interface StrayNode {
+interface RawNode {
   url: string;
   /** Connections accepted so far. */
-  connections: number;
-  close(): Promise<void>;
+  readonly connections: number;
+}
+
+/** A TCP server on 127.0.0.1 that hands each connection to `serve`; it stops when the test ends. */
+async function rawNode(serve: (socket: net.Socket) => void): Promise<RawNode> {
+  const sockets = new Set<net.Socket>();
+  let connections = 0;
+  const server = net.createServer((socket) => {
+    connections++;
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    socket.on("error", () => {});
+    serve(socket);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  cleanups.push(async () => {
+    for (const s of sockets) s.destroy();
+    await new Promise<void>((r) => server.close(() => r()));
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/`,
+    get connections() {
+      return connections;
+    },
+  };
 }
 
 /** Calls `handle` with each JSON-RPC request that arrives whole on `socket` (a head with content-length, then the body). */
@@ -42,20 +65,14 @@ function onRequests(socket: net.Socket, handle: (request: { id: number; method: 
  * the second request arrives it first writes a stray answer, with the id `strayId` makes of the first request's (on
  * the second request, so the stray comes while that call waits, however slow the machine).
  */
-async function strayNode(strayId: (id: number) => number, strayBody?: string): Promise<StrayNode> {
-  const sockets = new Set<net.Socket>();
-  let connections = 0;
+async function strayNode(strayId: (id: number) => number, strayBody?: string): Promise<RawNode> {
   let served = 0;
   let firstId = 0;
   const reply = (id: number, result: string) => {
     const body = JSON.stringify({ jsonrpc: "2.0", id, result });
     return `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
   };
-  const server = net.createServer((socket) => {
-    connections++;
-    sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
-    socket.on("error", () => {});
+  return rawNode((socket) =>
     onRequests(socket, (request) => {
       served++;
       const stray = strayBody === undefined ? undefined : `HTTP/1.1 200 OK\r\ncontent-length: ${Buffer.byteLength(strayBody)}\r\n\r\n${strayBody}`;
@@ -67,19 +84,8 @@ async function strayNode(strayId: (id: number) => number, strayBody?: string): P
       }
       if (served === 2) socket.write(stray ?? reply(strayId(firstId), "0xbad"));
       setTimeout(() => socket.destroyed || socket.write(reply(request.id, request.method)), 40);
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/`,
-    get connections() {
-      return connections;
-    },
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((r) => server.close(() => r()));
-    },
-  };
+    }),
+  );
 }
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -87,11 +93,11 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function setUp(strayId: (id: number) => number, strayBody?: string): Promise<{ node: StrayNode; upstream: HttpUpstream }> {
+async function setUp(strayId: (id: number) => number, strayBody?: string): Promise<{ node: RawNode; upstream: HttpUpstream }> {
   const node = await strayNode(strayId, strayBody);
   // One connection, so the call after the first goes on the connection the stray reply comes on.
   const upstream = new HttpUpstream({ url: node.url, label: "stray", connections: 1 });
-  cleanups.push(() => node.close(), () => upstream.close());
+  cleanups.push(() => upstream.close());
   return { node, upstream };
 }
 
@@ -163,13 +169,7 @@ it.each([
   // eth_sendRawTransaction the node then answered, and its caller was told "connection reset".
   const page = "<html><body>503 Service Temporarily Unavailable</body></html>";
   const requests: string[] = [];
-  let connections = 0;
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((socket) => {
-    connections++;
-    sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
-    socket.on("error", () => {});
+  const node = await rawNode((socket) =>
     onRequests(socket, (request) => {
       requests.push(request.method);
       if (request.method === "eth_getBalance") {
@@ -178,50 +178,35 @@ it.each([
         const body = JSON.stringify({ jsonrpc: "2.0", id: request.id, result: "0xab" });
         socket.write(`HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\n\r\n${body}`);
       }
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  cleanups.push(async () => {
-    for (const s of sockets) s.destroy();
-    await new Promise<void>((r) => server.close(() => r()));
-  });
-  const upstream = new HttpUpstream({ url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/`, label: "front", connections: 1 });
+    }),
+  );
+  const upstream = new HttpUpstream({ url: node.url, label: "front", connections: 1 });
   cleanups.push(() => upstream.close());
   const read = call(upstream, "eth_getBalance");
   const write = call(upstream, "eth_sendRawTransaction", false); // queued: the one connection is busy
   expect(await read).toBe(readError);
   expect(await write).toBe('"0xab"');
   expect(requests).toEqual(["eth_getBalance", "eth_sendRawTransaction"]);
-  expect(connections).toBe(1);
+  expect(node.connections).toBe(1);
 });
 
 /** A node answering every request with `reply` (a whole HTTP/1.1 response); counts requests and connections. */
-async function fixedNode(reply: Buffer): Promise<{ url: string; requests: number; connections: number }> {
-  const state = { requests: 0, connections: 0 };
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((socket) => {
-    state.connections++;
-    sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
-    socket.on("error", () => {});
+async function fixedNode(reply: Buffer): Promise<RawNode & { readonly requests: number }> {
+  let requests = 0;
+  const node = await rawNode((socket) =>
     socket.on("data", (data: Buffer) => {
       if (!data.includes("\r\n\r\n")) return;
-      state.requests++;
+      requests++;
       socket.write(reply);
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  cleanups.push(async () => {
-    for (const s of sockets) s.destroy();
-    await new Promise<void>((r) => server.close(() => r()));
-  });
+    }),
+  );
   return {
-    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/`,
+    url: node.url,
     get requests() {
-      return state.requests;
+      return requests;
     },
     get connections() {
-      return state.connections;
+      return node.connections;
     },
   };
 }
