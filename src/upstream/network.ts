@@ -211,8 +211,7 @@ export class Network {
         this.#failed(member, err as Error);
       } else {
         member.breaker.success(); // it answered: the upstream is up
-        member.answeredAt = performance.now();
-        this.lastAnswerAt = performance.now();
+        member.answeredAt = this.lastAnswerAt = performance.now();
         this.#metrics?.upstreamErrors.inc({ network: this.name, upstream: member.upstream.label, kind: "node_error" });
         throw inFamily(err, this.family);
       }
@@ -276,8 +275,7 @@ export class Network {
       this.#chains.primaryAnswered();
     }
     member.breaker.success();
-    member.answeredAt = performance.now();
-    this.lastAnswerAt = performance.now();
+    member.answeredAt = this.lastAnswerAt = performance.now();
   }
 
   /** `silent`: the upstream left nodegate's chain id question unanswered, and nothing else was heard from it: its circuit opens at once. */
