@@ -18,7 +18,7 @@ import { CircuitBreaker, type CircuitBreakerOptions } from "./circuit-breaker.js
 import { CHAIN_ID_METHOD, PartnerChains } from "./partner-chains.js";
 import type { UpstreamResult } from "./reply.js";
 import type { Upstream } from "./upstream.js";
-import type { CallSignal } from "../call-signal.js";
+import { CallCancellation, type CallSignal } from "../call-signal.js";
 
 export interface NetworkOptions {
   name: string;
@@ -106,6 +106,33 @@ function inFamily(err: unknown, family: ChainFamily): unknown {
 /** The longest nodegate's own chain id question waits for its answer (or upstreamTimeoutMs, when shorter): see #askChainId. */
 const SILENCE_CHECK_TIMEOUT_MS = 5000;
 
+/**
+ * The signal of a call on the primary that a partner may take: cancelled when its caller leaves, or when the
+ * primary is found silent while the call is out (handedOver), so that the call goes to a partner.
+ */
+class HandOver extends CallCancellation {
+  handedOver = false;
+  readonly #caller: CallSignal | undefined;
+  readonly #follow = (): void => this.abort();
+
+  constructor(caller: CallSignal | undefined) {
+    super();
+    this.#caller = caller;
+    if (caller?.aborted === true) this.abort();
+    else caller?.addEventListener("abort", this.#follow);
+  }
+
+  handOver(): void {
+    if (this.aborted) return;
+    this.handedOver = true;
+    this.abort();
+  }
+
+  stop(): void {
+    this.#caller?.removeEventListener("abort", this.#follow);
+  }
+}
+
 interface Member {
   upstream: Upstream;
   breaker: CircuitBreaker;
@@ -132,6 +159,8 @@ export class Network {
   /** When an upstream of this network was last seen down (a call with no answer at all, a WebSocket dropped), by performance.now(); -Infinity = never. */
   lastOutageAt = Number.NEGATIVE_INFINITY;
   readonly #outageListeners = new Set<() => void>();
+  /** Calls out on the primary that a partner may take (see #handOverPrimaryCalls). */
+  readonly #handOvers = new Set<HandOver>();
   readonly #chains: PartnerChains;
   /** The head's gas limits, cached (Ethereum networks). */
   readonly head: ChainHead;
@@ -234,7 +263,8 @@ export class Network {
    * has not been heard from since that call was sent, it is asked its chain id (see #askChainId).
    */
   #checkSilence(member: Member, sentAt: number): void {
-    if (this.#heardAt(member) >= sentAt || member.breaker.retryAfterSeconds() !== undefined) return;
+    // A circuit not closed is probed with the same question when its cooldown ends: no need to ask now.
+    if (member.breaker.state !== "closed" || this.#heardAt(member) >= sentAt) return;
     this.#askChainId(member);
   }
 
@@ -256,8 +286,10 @@ export class Network {
         () => this.#answered(member),
         (err: unknown) => {
           const unanswered = err instanceof GatewayError && err.outage && err.grpcCode === Code.DeadlineExceeded;
-          if (unanswered && this.#heardAt(member) < askedAt) this.#failed(member, err as Error, true);
-          else if (isOutage(err) && !unanswered) this.#failed(member, err as Error);
+          if (unanswered && this.#heardAt(member) < askedAt) {
+            this.#failed(member, err as Error, true);
+            if (member === this.#members[0]) this.#handOverPrimaryCalls();
+          } else if (isOutage(err) && !unanswered) this.#failed(member, err as Error);
           else if (isOutage(err) || isOwnCapacity(err)) member.breaker.release(); // heard from meanwhile, or nodegate's own limits: no verdict
           else this.#answered(member); // a node error is an answer
         },
@@ -293,6 +325,20 @@ export class Network {
     this.#metrics?.upstreamErrors.inc({ network: this.name, upstream: member.upstream.label, kind: "outage" });
   }
 
+  /**
+   * The primary was found silent: the calls out on it that a partner may take are cancelled there and go to a
+   * partner now, rather than waiting out upstreamTimeoutMs on a node that answers nothing (found from outside: a
+   * patient caller waited 30 s on a hung primary while impatient ones were already answered by the partner). Calls
+   * no partner may take, writes among them, go on waiting: the node may still answer them.
+   */
+  #handOverPrimaryCalls(): void {
+    if (this.#handOvers.size === 0) return;
+    const partnerUp = this.#members.some((member, i) => i > 0 && member.breaker.state === "closed" && this.#chains.mayTakeCalls(i));
+    if (!partnerUp) return;
+    for (const handOver of this.#handOvers) handOver.handOver();
+    this.#handOvers.clear();
+  }
+
   /** Whether a partner whose circuit is closed may take this call if the primary cannot. */
   #partnerReady(method: string, options: NetworkCallOptions): boolean {
     return this.#mayFailOver(method, options) && this.#members.slice(1).some((partner) => partner.breaker.state === "closed");
@@ -319,18 +365,35 @@ export class Network {
       }
     }
     if (admitted) {
+      const handOver = this.#mayFailOver(method, options) ? new HandOver(options.signal) : undefined;
+      if (handOver !== undefined) this.#handOvers.add(handOver);
       try {
-        return await this.#try(primary, method, paramsText, options, waitedMs);
+        return await this.#try(primary, method, paramsText, handOver === undefined ? options : { ...options, signal: handOver }, waitedMs);
       } catch (err) {
-        if (!isOutage(err) || options.signal?.aborted) throw err;
-        outage = err;
+        if (handOver?.handedOver === true) {
+          outage = upstreamUnavailable("the primary upstream stopped answering (nodegate's chain id question went unanswered too); calls are paused while it recovers");
+        } else {
+          if (!isOutage(err) || options.signal?.aborted) throw err;
+          outage = err;
+        }
+      } finally {
+        if (handOver !== undefined) {
+          handOver.stop();
+          this.#handOvers.delete(handOver);
+        }
       }
     } else {
       outage = upstreamUnavailable("the primary upstream is failing; calls are paused while it recovers", undefined, primary.breaker.retryAfterSeconds());
     }
     if (this.#mayFailOver(method, options)) {
       for (const [i, partner] of this.#members.entries()) {
-        if (i === 0 || !this.#chains.mayTakeCalls(i) || !partner.breaker.allow()) continue;
+        if (i === 0 || !this.#chains.mayTakeCalls(i)) continue;
+        if (partner.breaker.state !== "closed") {
+          // A partner's circuit is probed with nodegate's own question too, never with a caller's call, which would
+          // wait out its deadline on a partner still down.
+          if (partner.breaker.allow()) this.#askChainId(partner);
+          continue;
+        }
         try {
           // The call's own deadline (eth_getLogs' query timeout) counts from its arrival, across upstreams; the
           // network's is each upstream call's.

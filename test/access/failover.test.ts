@@ -289,6 +289,54 @@ describe("circuit breaker", () => {
     expect(ng.gateway.network(undefined).failovers).toBe(outcomes.length);
   });
 
+  it("a hung primary's calls out when it is found silent go to the partner then, not after upstreamTimeoutMs; calls no partner may take wait on", async () => {
+    // Found from outside: a patient caller's call, sent before the hung primary's circuit opened, waited out
+    // upstreamTimeoutMs (30 s by default) while impatient callers after it were answered by the partner at once.
+    primaryAnswer = { delayMs: 120_000, then: { result: null } };
+    const ng = await gatewayWith({ breaker: { threshold: 5, cooldownMs: 60_000 }, config: { upstreamTimeoutMs: 60_000 } });
+    const growth = connectClient(ng.url, EthService, GROWTH, "grpc");
+    const core = connectClient(ng.url, EthService, CORE, "grpc");
+    const patient = growth.getBlockByHash(request(), { timeoutMs: 15_000 }).then((r) => `block ${r.block?.number}`, (e: unknown) => Code[ConnectError.from(e).code]);
+    const write = new AbortController();
+    let writeSettled = false;
+    const coreCall = core.getBlockByHash(request(), { signal: write.signal }).finally(() => {
+      writeSettled = true;
+    });
+    await primary.arrived("eth_getBlockByHash", JSON.stringify([genesisHash, false]));
+    // A caller gives up; the chain id question then goes unanswered for its deadline (5 s): the circuit opens.
+    expect(await giveUp(growth, 300)).toBe("DeadlineExceeded");
+    expect(await patient).toBe("block 0");
+    expect(ng.gateway.network(undefined).primaryCircuit).toBe("open");
+    expect(ng.gateway.network(undefined).failovers).toBe(1);
+    // A Core key's call may not fail over: it is still waiting for the primary's answer.
+    expect(writeSettled).toBe(false);
+    write.abort();
+    await coreCall.catch(() => undefined);
+  }, 30_000);
+
+  it("a partner whose circuit is open is probed with nodegate's chain id question, not with a caller's call", async () => {
+    // A caller's call made the probe waited out its deadline on a partner still down, as on the primary.
+    const hungPartner = await startProgrammableUpstream(() => ({ delayMs: 120_000, then: { result: null } }));
+    try {
+      primaryAnswer = { raw: "unavailable", status: 503 };
+      const ng = await gatewayWith({ partners: [{ label: "partner", url: hungPartner.url }], breaker: { threshold: 1, cooldownMs: 300 }, config: { upstreamTimeoutMs: 1500 } });
+      const client = connectClient(ng.url, EthService, GROWTH, "grpc");
+      // The first call finds both down: the primary's 503, then the partner's silence for upstreamTimeoutMs.
+      expect(await giveUp(client, 5000)).toBe("Unavailable");
+      const partnerCalls = () => hungPartner.requests.filter((r) => r.method === "eth_getBlockByHash").length;
+      expect(partnerCalls()).toBe(1);
+      // Past several cooldowns, every caller is told at once that calls are paused; the partner is asked its chain id.
+      for (let i = 0; i < 4; i++) {
+        await new Promise((r) => setTimeout(r, 350));
+        expect(await giveUp(client, 1000)).toBe("Unavailable");
+      }
+      expect(partnerCalls()).toBe(1);
+      expect(hungPartner.count("eth_chainId")).toBeGreaterThanOrEqual(1);
+    } finally {
+      await hungPartner.close();
+    }
+  });
+
   it("a node slow to give its chain id is not taken for down while it answers patient calls meanwhile", async () => {
     // Found from outside: the chain id question's own timeout opened the circuit though patient calls were answered
     // while it was out: every key got -32050 and /readyz went 503.
