@@ -11,6 +11,8 @@ export interface UpstreamConfig {
   /** Safe-to-log name. */
   label: string;
   url: string;
+  /** Connections an http(s) upstream's pool keeps open at most (a front may cap them per client). Default 64. */
+  connections?: number;
 }
 
 export interface FailoverPolicy {

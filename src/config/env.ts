@@ -52,7 +52,9 @@ export function applyEnv(config: Config, env: NodeJS.ProcessEnv): void {
     const ws = env.NODEGATE_UPSTREAM_WS_URL ? httpUrl(env.NODEGATE_UPSTREAM_WS_URL, fail("NODEGATE_UPSTREAM_WS_URL"), ["ws:", "wss:"]) : undefined;
     const network = config.networks.find((n) => n.name === config.defaultNetwork) as NetworkConfig;
     // The file's label stays (its partners' labels were checked against it); "primary" when the file named none.
-    network.upstreams = [{ label: network.upstreams[0]?.label ?? "primary", url: (ws ?? http) as string }, ...network.upstreams.slice(1)];
+    // So do its connections, for an http(s) URL.
+    const connections = ws === undefined ? network.upstreams[0]?.connections : undefined;
+    network.upstreams = [{ label: network.upstreams[0]?.label ?? "primary", url: (ws ?? http) as string, ...(connections === undefined ? {} : { connections }) }, ...network.upstreams.slice(1)];
   }
   if (env.NODEGATE_UPSTREAM_TRANSPORT) {
     const t = env.NODEGATE_UPSTREAM_TRANSPORT;
@@ -65,7 +67,7 @@ export function applyEnv(config: Config, env: NodeJS.ProcessEnv): void {
     if (existing !== undefined && existing.family !== "starknet") {
       fail("NODEGATE_STARKNET_UPSTREAM_URL")('the configured network "starknet" is not a starknet network');
     }
-    if (existing) existing.upstreams = [{ label: existing.upstreams[0]?.label ?? "primary", url }, ...existing.upstreams.slice(1)];
+    if (existing) existing.upstreams = [{ ...existing.upstreams[0], label: existing.upstreams[0]?.label ?? "primary", url }, ...existing.upstreams.slice(1)];
     else config.networks.push({ name: "starknet", family: "starknet", upstreams: [{ label: "primary", url }] });
   }
   if (env.NODEGATE_PORT) {

@@ -109,6 +109,22 @@ export function upstreamConnectionLost(method: string, retried: boolean): Gatewa
   });
 }
 
+/**
+ * A call not safe to repeat was on a kept-alive connection that the server closed as the request went out, before
+ * any reply (servers close connections idle past their keep-alive, and one may cross a request on its way). Not an
+ * outage: the node may well be up (found from outside: a front recycling connections opened the circuit, and every
+ * caller was told calls were paused). Not sent again, since the node may have taken it.
+ */
+export function keptAliveConnectionClosed(method: string): GatewayError {
+  return new GatewayError({
+    code: NODEGATE_CODES.upstreamUnavailable,
+    message: `upstream unavailable: the node closed a kept-alive connection as ${method} went out on it, before any reply; ${method} is not sent again, as whether it took effect is unknown`,
+    grpcCode: Code.Unavailable,
+    httpStatus: 503,
+    outage: false,
+  });
+}
+
 export function upstreamTimeout(timeoutMs: number, waitedMs?: number): GatewayError {
   // A call that first waited for one of nodegate's connections to the node was not ignored by the node for the whole deadline.
   const waited = waitedMs === undefined ? "" : ` (${Math.round(waitedMs)} ms of them waiting for a connection to the node)`;

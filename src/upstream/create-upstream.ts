@@ -10,7 +10,8 @@ import type { ReplyBudget } from "./reply-budget.js";
 import type { Upstream } from "./upstream.js";
 import { WsUpstream } from "./ws-upstream.js";
 
-export function createUpstream(url: string, label: string, websocket: WebSocketSettings, log?: Logger, budget?: ReplyBudget): Upstream {
+/** `connections`: an http(s) upstream's pool size (default 64). */
+export function createUpstream(url: string, label: string, websocket: WebSocketSettings, log?: Logger, budget?: ReplyBudget, connections?: number): Upstream {
   // A node may quote its URL (its key) in what it answers: that text must not reach callers or logs.
   keepSecretsOf(url);
   const scheme = new URL(url).protocol;
@@ -25,5 +26,5 @@ export function createUpstream(url: string, label: string, websocket: WebSocketS
       log,
     });
   }
-  return new HttpUpstream({ url, label, ...(budget === undefined ? {} : { budget }) });
+  return new HttpUpstream({ url, label, ...(budget === undefined ? {} : { budget }), ...(connections === undefined ? {} : { connections }) });
 }

@@ -8,11 +8,11 @@
 import { networkErrorWords } from "./network-errors.js";
 import type { ConnectionOptions } from "node:tls";
 import { Code } from "@connectrpc/connect";
-import { cancelled, noConnectionInTime, replyBudgetExceeded, replyTooLarge, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
+import { cancelled, keptAliveConnectionClosed, noConnectionInTime, replyBudgetExceeded, replyTooLarge, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { MAX_RETRY_AFTER_PAUSE_MS } from "./circuit-breaker.js";
 import { ANOTHER_REQUESTS_REPLY, sentWithIdNull, readChunkedReply, readReply, requestBody, type UpstreamResult } from "./reply.js";
-import { BODY_TOO_LARGE, Http1Error, type Http1Reply, LARGE_REQUEST_UNANSWERED, OVER_REPLY_BUDGET, QUEUED_PAST_DEADLINE } from "./http1-call.js";
+import { BODY_TOO_LARGE, Http1Error, type Http1Reply, KEPT_ALIVE_CLOSED, LARGE_REQUEST_UNANSWERED, OVER_REPLY_BUDGET, QUEUED_PAST_DEADLINE } from "./http1-call.js";
 import { Http1Pool } from "./http1-pool.js";
 import type { ReplyBudget } from "./reply-budget.js";
 import type { CallOptions, Upstream } from "./upstream.js";
@@ -189,7 +189,7 @@ export class HttpUpstream implements Upstream {
         throw noConnectionInTime(options.timeoutMs, this.#pool.waiting + 1);
       }
       if (err === DEADLINE && exchange.waitedMs > 0) throw upstreamTimeout(options.timeoutMs, exchange.waitedMs);
-      throw this.#transportError(err, options);
+      throw this.#transportError(err, method, options);
     } finally {
       clearTimeout(deadline);
       options.signal?.removeEventListener("abort", onAbort);
@@ -261,13 +261,14 @@ export class HttpUpstream implements Upstream {
     return readReply(body, id, { verify: !framed });
   }
 
-  #transportError(err: unknown, options: CallOptions): GatewayError {
+  #transportError(err: unknown, method: string, options: CallOptions): GatewayError {
     if (err === CALLER_LEFT || options.signal?.aborted) return cancelled();
     if (err === DEADLINE) return upstreamTimeout(options.timeoutMs);
     // Closed when nodegate stops: what still waits for the node is told so (at the drain deadline, calls get an answer).
     if (this.#closed) return shuttingDown();
     if (err instanceof Http1Error && err.code === OVER_REPLY_BUDGET) return replyBudgetExceeded(err.message);
     if (err instanceof Http1Error && err.code === LARGE_REQUEST_UNANSWERED) return requestTooLargeForNode(err.message);
+    if (err instanceof Http1Error && err.code === KEPT_ALIVE_CLOSED) return keptAliveConnectionClosed(method);
     if (err instanceof Http1Error && err.code === BODY_TOO_LARGE) return replyTooLarge(err.message);
     const words = networkErrorWords(err);
     if (words !== undefined) return upstreamUnavailable(words, err);

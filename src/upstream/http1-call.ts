@@ -65,6 +65,13 @@ export const QUEUED_PAST_DEADLINE = "EQUEUEDEADLINE";
 /** The code of the error a large request fails with when the node took its connection and closed it before any reply. */
 export const LARGE_REQUEST_UNANSWERED = "ELARGEUNANSWERED";
 
+/**
+ * The code of the error a call not safe to repeat fails with when the server closed its kept-alive connection as
+ * the request went out, before any reply: what a server does to a connection idle past its keep-alive, which
+ * says nothing of the node, though whether the request was taken is unknown.
+ */
+export const KEPT_ALIVE_CLOSED = "EKEPTALIVECLOSED";
+
 /** The code of the error a reply fails with when the shared ReplyBudget has no room for it. */
 export const OVER_REPLY_BUDGET = "EREPLYBUDGET";
 

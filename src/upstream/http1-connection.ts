@@ -4,7 +4,7 @@
  * by content-length, chunked encoding or the connection's end.
  */
 import type net from "node:net";
-import { bodyTooLarge, type Http1Call, Http1Error, type Http1Reply, LARGE_REQUEST_UNANSWERED, OVER_REPLY_BUDGET } from "./http1-call.js";
+import { bodyTooLarge, type Http1Call, Http1Error, type Http1Reply, KEPT_ALIVE_CLOSED, LARGE_REQUEST_UNANSWERED, OVER_REPLY_BUDGET } from "./http1-call.js";
 import type { Http1Pool } from "./http1-pool.js";
 
 /** Node's `onread` option: reads go into `buffer`, and `callback` gets how many bytes came (tls.connect takes it too, since Node 15.1). */
@@ -245,41 +245,53 @@ export class Connection {
   destroy(): void {
     this.#settleUnwanted();
     this.#giveBack();
-    if (this.#closed) return;
-    this.#closed = true;
     this.call = undefined;
+    this.#retire();
+  }
+
+  /**
+   * Closes the socket, if not yet, and gives the connection's place in the pool to `again` (a call to send once
+   * more) on a new connection, else to the next waiting call (found from outside: a call sent again as a waiting
+   * one, with every place taken, was handed a reused connection the server was closing too, and failed).
+   */
+  #retire(again?: Http1Call): void {
+    if (again !== undefined) {
+      again.repeated = true;
+      again.connection = undefined;
+    }
+    if (this.#closed) {
+      if (again !== undefined) this.#pool.resend(again);
+      return;
+    }
+    this.#closed = true;
     this.socket.destroy();
-    this.#pool.closed(this);
+    this.#pool.closed(this, again);
   }
 
   /** A reply read on this connection was not its request's: see Http1Reply.outOfStep. */
   outOfStep(): void {
-    if (!this.#closed) this.#lost(new Http1Error("ECONNRESET", "the node's replies on this connection are out of step with its requests"));
+    if (!this.#closed) this.#lost(new Http1Error("ECONNRESET", "the node's replies on this connection are out of step with its requests"), false);
   }
 
-  /** The socket ended, failed or closed: the call on it (if any) fails, or is sent again. */
-  #lost(err: Error): void {
+  /** The socket ended, failed or closed (`byServer`; else nodegate closes it): the call on it (if any) fails, or is sent again. */
+  #lost(err: Error, byServer = true): void {
     this.#settleUnwanted();
     this.#giveBack();
     const call = this.call;
     this.call = undefined;
-    if (!this.#closed) {
-      this.#closed = true;
-      this.socket.destroy();
-      this.#pool.closed(this);
-    }
-    if (call === undefined || call.settled) return;
-    if (this.#used && !this.#received && call.repeatable && !call.repeated) {
-      // The server closed a kept-alive connection as the request went out: nothing was answered.
-      call.repeated = true;
-      call.connection = undefined;
-      this.#pool.resend(call);
-      return;
-    }
+    // The server closed a kept-alive connection as the request went out: nothing was answered, and a call safe to
+    // repeat is sent once more, on a new connection.
+    const again = call !== undefined && !call.settled && this.#used && !this.#received && call.repeatable && !call.repeated ? call : undefined;
+    this.#retire(again);
+    if (call === undefined || call.settled || again !== undefined) return;
     if (this.#connected && !this.#received && call.text.length >= LARGE_REQUEST_CHARS) {
       // A node closes on a request over its size limit (Anvil's is about 2 MiB) and its answer, if it sent one,
       // is often lost in the reset: the node is up, and a caller sending such requests must not open its circuit.
       call.fail(new Http1Error(LARGE_REQUEST_UNANSWERED, `the node closed the connection without answering a ${Buffer.byteLength(call.text)}-byte request`));
+      return;
+    }
+    if (byServer && this.#used && !this.#received && !call.repeatable) {
+      call.fail(new Http1Error(KEPT_ALIVE_CLOSED, `the node closed a kept-alive connection as the request went out (${err.message})`));
       return;
     }
     call.fail(err);
@@ -555,6 +567,13 @@ export class Connection {
     this.#piece = undefined;
     this.#settleUnwanted();
     this.#giveBack();
+    if (this.#statusCode === 408 && this.#used && !call.repeated && !call.settled) {
+      // A front closing a kept-alive connection answers the request it did not wait for with 408 (HAProxy does): the
+      // request was never taken, and any call may be sent again (RFC 9110, 15.5.9), on a new connection (found from
+      // outside: the 408 was read as the node's invalid answer and counted as an outage).
+      this.#retire(call);
+      return;
+    }
     if (framed && this.#keepAlive) {
       this.#used = true;
       this.#pool.release(this);

@@ -190,13 +190,16 @@ export class Http1Pool {
     this.#sweeper ??= setInterval(() => this.#sweep(), 1000).unref();
   }
 
-  /** A connection is gone: its place may go to a waiting call. */
-  closed(connection: Connection): void {
+  /** A connection is gone: its place goes to `again` (a call it carried, sent once more on a new connection), else to a waiting call. */
+  closed(connection: Connection, again?: Http1Call): void {
     this.#open.delete(connection);
     const i = this.#idle.indexOf(connection);
     if (i >= 0) this.#idle.splice(i, 1);
-    if (this.#closed) return;
-    const next = this.#nextLive();
+    if (this.#closed) {
+      again?.fail(new Http1Error("ECONNRESET", "client closed"));
+      return;
+    }
+    const next = again ?? this.#nextLive();
     if (next !== undefined) this.#openFor(next);
   }
 

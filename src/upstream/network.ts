@@ -86,6 +86,14 @@ function isOwnCapacity(err: unknown): boolean {
   return err instanceof GatewayError && err.origin === "nodegate" && !err.outage && (err.grpcCode === Code.ResourceExhausted || err.grpcCode === Code.DeadlineExceeded);
 }
 
+/**
+ * A failure that says nothing of the node either way: nodegate's UNAVAILABLE not counted as an outage (a kept-alive
+ * connection the server closed as a write went out on it, keptAliveConnectionClosed).
+ */
+function saysNothingOfTheNode(err: unknown): boolean {
+  return err instanceof GatewayError && err.origin === "nodegate" && !err.outage && err.grpcCode === Code.Unavailable;
+}
+
 /** A node's error as its network's family reads the code (replies are read by Ethereum's table; a revert stays as read). */
 function inFamily(err: unknown, family: ChainFamily): unknown {
   if (family === "eth" || !(err instanceof GatewayError) || err.origin !== "upstream") return err;
@@ -233,7 +241,7 @@ export class Network {
       if (ownDeadlineRanOut) ownDeadlineExpiries.add(err);
       // A caller that gave up (or the call's own deadline, eth_getLogs' query timeout) says nothing about the node:
       // a slow node answers later, and one client's impatient calls must not pause every key's (see docs).
-      if (options.signal?.aborted || ownDeadlineRanOut || isOwnCapacity(err)) {
+      if (options.signal?.aborted || ownDeadlineRanOut || isOwnCapacity(err) || saysNothingOfTheNode(err)) {
         member.breaker.release();
         if (!isOwnCapacity(err)) this.#checkSilence(member, started);
       } else if (isOutage(err)) {

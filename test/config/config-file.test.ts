@@ -74,6 +74,11 @@ describe("configuration file", () => {
     expect(config.networks[0]?.upstreams[1]?.label).toBe("partner");
     // The URL changes, the file's label stays: a partner labelled "primary" must not share the primary's series.
     expect(config.networks[0]?.upstreams[0]?.label).toBe("provider");
+    // So do its connections, for another http(s) URL.
+    const capped = file(VALID.replace("label: provider", "label: provider\n        connections: 8"));
+    expect(loadConfig({ PROVIDER_KEY: "pk" }, capped).networks[0]?.upstreams[0]?.connections).toBe(8);
+    expect(loadConfig({ PROVIDER_KEY: "pk", NODEGATE_UPSTREAM_URL: "http://127.0.0.1:1" }, capped).networks[0]?.upstreams[0]?.connections).toBe(8);
+    expect(loadConfig({ PROVIDER_KEY: "pk", NODEGATE_UPSTREAM_WS_URL: "ws://127.0.0.1:1" }, capped).networks[0]?.upstreams[0]?.connections).toBeUndefined();
     const clash = loadConfig({ PROVIDER_KEY: "pk", NODEGATE_UPSTREAM_URL: "http://127.0.0.1:1" }, file(VALID.replace("label: partner", "label: primary")));
     expect(clash.networks[0]?.upstreams.map((u) => u.label)).toEqual(["provider", "primary"]);
   });
@@ -111,6 +116,8 @@ describe("configuration file", () => {
     ["an upstream URL with a fragment", "networks:\n  - name: x\n    upstreams:\n      - url: ws://a/ws#main\n", /:4:14: networks\[0\]\.upstreams\[0\]\.url: a URL fragment \(#\.\.\.\) is never sent to the node/],
     ["a bare % in an upstream password", "networks:\n  - name: x\n    upstreams:\n      - url: http://user:50%off@a/\n", /:4:14: networks\[0\]\.upstreams\[0\]\.url: the user or password has a % that starts no %XX escape/],
     ["log.pretty, which nothing reads", "log:\n  pretty: true\n", /:2:3: log\.pretty: unknown setting/],
+    ["connections for a WebSocket upstream", "networks:\n  - name: x\n    upstreams:\n      - url: ws://a/\n        connections: 8\n", /:5:22: networks\[0\]\.upstreams\[0\]\.connections: applies to http\(s\) upstreams only/],
+    ["no connections at all", "networks:\n  - name: x\n    upstreams:\n      - url: http://a/\n        connections: 0\n", /:5:22: networks\[0\]\.upstreams\[0\]\.connections: want an integer from 1 to 4096/],
     ["an empty secret", 'keys:\n  - key: abcdefgh12345678\n    secret: ""\n', /:3:13: keys\[0\]\.secret: an empty secret would accept any request/],
   ])("names the field and line: %s", (_, text, pattern) => {
     expect(errorOf(text)).toMatch(pattern);

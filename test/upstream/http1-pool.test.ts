@@ -382,7 +382,7 @@ describe("Http1Pool", () => {
       (e: Http1Error) => e,
     );
     expect(failed).toBeInstanceOf(Http1Error);
-    expect(failed?.code).toBe("ECONNRESET");
+    expect(failed?.code).toBe("EKEPTALIVECLOSED");
     expect(server.requests.length).toBe(4);
   });
 

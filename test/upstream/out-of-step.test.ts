@@ -7,58 +7,12 @@
  * opens for everyone), and the call that read it is asked once more on
  * another connection when it is idempotent.
  */
-import net from "node:net";
+import type net from "node:net";
 import { afterEach, expect, it } from "vitest";
 import { GatewayError } from "../../src/errors/gateway-error.js";
 import { HttpUpstream } from "../../src/upstream/http-upstream.js";
 import { resultText } from "../../src/upstream/reply.js";
-
-interface RawNode {
-  url: string;
-  /** Connections accepted so far. */
-  readonly connections: number;
-}
-
-/** A TCP server on 127.0.0.1 that hands each connection to `serve`; it stops when the test ends. */
-async function rawNode(serve: (socket: net.Socket) => void): Promise<RawNode> {
-  const sockets = new Set<net.Socket>();
-  let connections = 0;
-  const server = net.createServer((socket) => {
-    connections++;
-    sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
-    socket.on("error", () => {});
-    serve(socket);
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  cleanups.push(async () => {
-    for (const s of sockets) s.destroy();
-    await new Promise<void>((r) => server.close(() => r()));
-  });
-  return {
-    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/`,
-    get connections() {
-      return connections;
-    },
-  };
-}
-
-/** Calls `handle` with each JSON-RPC request that arrives whole on `socket` (a head with content-length, then the body). */
-function onRequests(socket: net.Socket, handle: (request: { id: number; method: string }) => void): void {
-  let buffered = "";
-  socket.on("data", (data: Buffer) => {
-    buffered += data.toString("latin1");
-    for (;;) {
-      const end = buffered.indexOf("\r\n\r\n");
-      if (end < 0) return;
-      const length = Number(/content-length: (\d+)/i.exec(buffered.slice(0, end))?.[1] ?? 0);
-      if (buffered.length < end + 4 + length) return;
-      const request = JSON.parse(buffered.slice(end + 4, end + 4 + length)) as { id: number; method: string };
-      buffered = buffered.slice(end + 4 + length);
-      handle(request);
-    }
-  });
-}
+import { onRequests, type RawNode, rawNode as startRawNode, resultReply as reply } from "../support/raw-node.js";
 
 /**
  * A node answering each request with its own id and its method as the result, 40 ms late (the first at once); when
@@ -68,10 +22,6 @@ function onRequests(socket: net.Socket, handle: (request: { id: number; method: 
 async function strayNode(strayId: (id: number) => number, strayBody?: string): Promise<RawNode> {
   let served = 0;
   let firstId = 0;
-  const reply = (id: number, result: string) => {
-    const body = JSON.stringify({ jsonrpc: "2.0", id, result });
-    return `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
-  };
   return rawNode((socket) =>
     onRequests(socket, (request) => {
       served++;
@@ -92,6 +42,13 @@ const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
+
+/** A raw node that stops when the test ends. */
+async function rawNode(serve: (socket: net.Socket) => void): Promise<RawNode> {
+  const node = await startRawNode(serve);
+  cleanups.push(() => node.close());
+  return node;
+}
 
 async function setUp(strayId: (id: number) => number, strayBody?: string): Promise<{ node: RawNode; upstream: HttpUpstream }> {
   const node = await strayNode(strayId, strayBody);
@@ -191,7 +148,7 @@ it.each([
 });
 
 /** A node answering every request with `reply` (a whole HTTP/1.1 response); counts requests and connections. */
-async function fixedNode(reply: Buffer): Promise<RawNode & { readonly requests: number }> {
+async function fixedNode(reply: Buffer): Promise<Omit<RawNode, "close"> & { readonly requests: number }> {
   let requests = 0;
   const node = await rawNode((socket) =>
     socket.on("data", (data: Buffer) => {

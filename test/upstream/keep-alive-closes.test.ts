@@ -1,0 +1,123 @@
+/**
+ * How provider fronts (nginx, HAProxy, load balancers) end kept-alive connections, and what nodegate's HTTP/1.1
+ * client makes of it (found from outside): a close that crosses a request on its way says nothing of the node, and
+ * must neither open the circuit nor, for a call sent once more, land it on another connection being closed.
+ */
+import type net from "node:net";
+import { afterEach, expect, it } from "vitest";
+import { GatewayError } from "../../src/errors/gateway-error.js";
+import { HttpUpstream } from "../../src/upstream/http-upstream.js";
+import { Network } from "../../src/upstream/network.js";
+import { resultText } from "../../src/upstream/reply.js";
+import { onRequests, type RawNode, rawNode, resultReply } from "../support/raw-node.js";
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+const REQUEST_TIMEOUT_408 = "HTTP/1.1 408 Request Time-out\r\nconnection: close\r\ncontent-type: text/html\r\ncontent-length: 9\r\n\r\ntoo slow\n";
+
+/**
+ * A node whose front answers the first request on each connection (its connection number as the result) and meets
+ * the second as `second` says: a reset, or a 408 and a close (HAProxy's answer to a request on a connection it is
+ * timing out). Records each request's method and connection.
+ */
+async function oneRequestPerConnection(second: "reset" | "408"): Promise<RawNode & { requests: { method: string; connection: number }[] }> {
+  const requests: { method: string; connection: number }[] = [];
+  const node = await rawNode((socket: net.Socket, connection: number) => {
+    let served = 0;
+    onRequests(socket, (request) => {
+      requests.push({ method: request.method, connection });
+      if (++served === 1) socket.write(resultReply(request.id, `0x${connection}`));
+      else if (second === "reset") socket.resetAndDestroy();
+      else socket.end(REQUEST_TIMEOUT_408);
+    });
+  });
+  cleanups.push(() => node.close());
+  return Object.assign(node, { requests });
+}
+
+function upstreamFor(node: RawNode, connections: number): HttpUpstream {
+  const upstream = new HttpUpstream({ url: node.url, label: "front", connections });
+  cleanups.push(() => upstream.close());
+  return upstream;
+}
+
+const outcome = (answer: Promise<unknown>) =>
+  answer.then(
+    (r) => resultText(r as Parameters<typeof resultText>[0]),
+    (e: unknown) => (e instanceof GatewayError ? `error ${e.code}: ${e.message}` : `thrown ${String(e)}`),
+  );
+
+it("a write on a kept-alive connection the front resets as it goes out: -32050 saying so, sent once, and the circuit stays closed", async () => {
+  const node = await oneRequestPerConnection("reset");
+  const network = new Network({ name: "ethereum", family: "eth", upstreams: [upstreamFor(node, 1)], timeoutMs: 5000, breaker: { threshold: 1, cooldownMs: 60_000 } });
+  expect(await outcome(network.call("eth_blockNumber", "[]", { idempotent: true }))).toBe('"0x0"');
+  const write = await outcome(network.call("eth_sendRawTransaction", '["0x02"]'));
+  expect(write).toBe(
+    "error -32050: upstream unavailable: the node closed a kept-alive connection as eth_sendRawTransaction went out on it, before any reply; eth_sendRawTransaction is not sent again, as whether it took effect is unknown",
+  );
+  expect(node.requests.filter((r) => r.method === "eth_sendRawTransaction")).toHaveLength(1);
+  // A front recycling its connections is no outage: with a threshold of 1, one counted would have opened the circuit.
+  expect(network.primaryCircuit).toBe("closed");
+  expect(network.lastOutageAt).toBe(Number.NEGATIVE_INFINITY);
+  expect(await outcome(network.call("eth_blockNumber", "[]", { idempotent: true }))).toBe('"0x2"');
+});
+
+it("a call sent once more goes out on a new connection even when every place in the pool is taken", async () => {
+  // One place: the read reuses connection 0, which is reset under it; the queued call must not take the new
+  // connection before the read, else the read is sent again on that one once reused, and reset again.
+  const node = await oneRequestPerConnection("reset");
+  const upstream = upstreamFor(node, 1);
+  expect(await outcome(upstream.call("eth_blockNumber", "[]", { timeoutMs: 5000, idempotent: true }))).toBe('"0x0"');
+  const first = outcome(upstream.call("eth_getBalance", "[]", { timeoutMs: 5000, idempotent: true }));
+  const queued = outcome(upstream.call("eth_chainId", "[]", { timeoutMs: 5000, idempotent: true }));
+  expect(await first).toBe('"0x1"');
+  expect(await queued).toBe('"0x2"');
+  expect(node.requests).toEqual([
+    { method: "eth_blockNumber", connection: 0 },
+    { method: "eth_getBalance", connection: 0 },
+    { method: "eth_getBalance", connection: 1 },
+    { method: "eth_chainId", connection: 1 },
+    { method: "eth_chainId", connection: 2 },
+  ]);
+});
+
+it("a 408 on a kept-alive connection means the request was not taken: any call, a write too, is sent once more on a new connection", async () => {
+  const node = await oneRequestPerConnection("408");
+  const network = new Network({ name: "ethereum", family: "eth", upstreams: [upstreamFor(node, 1)], timeoutMs: 5000, breaker: { threshold: 1, cooldownMs: 60_000 } });
+  expect(await outcome(network.call("eth_blockNumber", "[]", { idempotent: true }))).toBe('"0x0"');
+  expect(await outcome(network.call("eth_sendRawTransaction", '["0x02"]'))).toBe('"0x1"');
+  expect(node.requests.map((r) => `${r.method}@${r.connection}`)).toEqual(["eth_blockNumber@0", "eth_sendRawTransaction@0", "eth_sendRawTransaction@1"]);
+  expect(network.primaryCircuit).toBe("closed");
+});
+
+it("a 408 on a new connection is the front's answer: passed on, not sent again", async () => {
+  const requests: string[] = [];
+  const node = await rawNode((socket) => onRequests(socket, (request) => requests.push(request.method) && void socket.end(REQUEST_TIMEOUT_408)));
+  cleanups.push(() => node.close());
+  expect(await outcome(upstreamFor(node, 1).call("eth_blockNumber", "[]", { timeoutMs: 5000, idempotent: true }))).toBe("error -32052: upstream returned an invalid response: HTTP 408");
+  expect(requests).toEqual(["eth_blockNumber"]);
+});
+
+it("a front that takes a few connections per client: networks[].upstreams[].connections holds nodegate's pool to it", async () => {
+  // Found from outside: a front resetting connections past 8 per client failed most calls at c16 and opened the
+  // circuit; the pool's 64 could not be lowered.
+  const { startNodegate } = await import("../support/nodegate.js");
+  const { post, rpc } = await import("../support/http.js");
+  let open = 0;
+  let most = 0;
+  const node = await rawNode((socket) => {
+    open++;
+    most = Math.max(most, open);
+    socket.on("close", () => open--);
+    onRequests(socket, (request) => setTimeout(() => socket.write(resultReply(request.id, "0x1")), 20));
+  });
+  cleanups.push(() => node.close());
+  const ng = await startNodegate({ upstreamUrl: node.url, keys: [{ key: "front-cap-key-01", plan: "growth" }], networks: [{ name: "ethereum", family: "eth", upstreams: [{ label: "capped", url: node.url, connections: 2 }] }] });
+  cleanups.push(() => ng.close());
+  const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => post(`${ng.url}/v3/front-cap-key-01`, rpc("eth_getBalance", [`0x${"0".repeat(39)}${i.toString(16)}`, "latest"]))));
+  expect(answers.map((a) => a.json.result)).toEqual(Array(12).fill("0x1"));
+  expect(most).toBeLessThanOrEqual(2);
+});
