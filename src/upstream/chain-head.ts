@@ -76,6 +76,11 @@ export class ChainHead {
     return this.#refreshAfterPause;
   }
 
+  /** How long the finalized block has been asked for (performance.now() ms), when a reading is under way. */
+  get refreshOutForMs(): number {
+    return this.#finalizedFetch === undefined ? 0 : performance.now() - this.#finalizedAskedAt;
+  }
+
   /** The finalized block number as last fetched, without asking again; undefined until it has been learnt. */
   get lastFinalized(): bigint | undefined {
     return this.#readingFailed ? undefined : this.#finalized;
