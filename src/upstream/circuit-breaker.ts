@@ -47,6 +47,11 @@ export class CircuitBreaker {
     return this.#state;
   }
 
+  /** How long the circuit stays open before a probe, in ms. */
+  get cooldownMs(): number {
+    return this.#cooldownMs;
+  }
+
   /** May a call go to the upstream now? (In half-open, only the one probe may.) */
   allow(now = performance.now()): boolean {
     if (this.#state === "closed") return true;

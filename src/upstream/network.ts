@@ -146,8 +146,8 @@ interface Member {
   breaker: CircuitBreaker;
   /** When the upstream last answered anything (performance.now()). */
   answeredAt: number;
-  /** nodegate's own chain id question to this upstream is out (#askChainId): one at a time. */
-  checking: boolean;
+  /** When nodegate's own chain id question to this upstream was last asked (#askChainId), while it is out; -Infinity when none is. */
+  askedAt: number;
 }
 
 export class Network {
@@ -179,7 +179,7 @@ export class Network {
     if (options.upstreams.length === 0) throw new Error(`network ${options.name} has no upstream`);
     this.name = options.name;
     this.family = options.family;
-    this.#members = options.upstreams.map((upstream) => ({ upstream, breaker: new CircuitBreaker(options.breaker), answeredAt: Number.NEGATIVE_INFINITY, checking: false }));
+    this.#members = options.upstreams.map((upstream) => ({ upstream, breaker: new CircuitBreaker(options.breaker), answeredAt: Number.NEGATIVE_INFINITY, askedAt: Number.NEGATIVE_INFINITY }));
     // A WebSocket node's dropped connection is an outage seen before any call fails: readiness probes from then on,
     // even with no traffic (found from outside: an idle instance reported a dead node SERVING for 30 s).
     for (const { upstream } of this.#members) {
@@ -245,7 +245,7 @@ export class Network {
         member.breaker.release();
         if (!isOwnCapacity(err)) this.#checkSilence(member, started);
       } else if (isOutage(err)) {
-        this.#failed(member, err as Error);
+        if (!this.#answeredSince(member, started, err as GatewayError)) this.#failed(member, err as Error);
       } else {
         member.breaker.success(); // it answered: the upstream is up
         member.answeredAt = this.lastAnswerAt = performance.now();
@@ -285,9 +285,12 @@ export class Network {
    * calls were answered, took slow nodes for dead).
    */
   #askChainId(member: Member): void {
-    if (member.checking) return;
-    member.checking = true;
+    // One at a time, but one out for a cooldown (on a node that hung, then healed) does not hold back the next: the
+    // circuit's probe is this question, and a healed node would wait for the stuck one's deadline (found from
+    // outside: 4-6 s, against "answers again within a second").
     const askedAt = performance.now();
+    if (askedAt - member.askedAt < member.breaker.cooldownMs) return;
+    member.askedAt = askedAt;
     member.upstream
       .call(CHAIN_ID_METHOD[this.family], "[]", { timeoutMs: Math.min(this.#timeoutMs, SILENCE_CHECK_TIMEOUT_MS), idempotent: true })
       .then(
@@ -297,14 +300,26 @@ export class Network {
           if (unanswered && this.#heardAt(member) < askedAt) {
             this.#failed(member, err as Error, true);
             if (member === this.#members[0]) this.#handOverPrimaryCalls();
-          } else if (isOutage(err) && !unanswered) this.#failed(member, err as Error);
+          } else if (isOutage(err) && !unanswered) {
+            if (!this.#answeredSince(member, askedAt, err as GatewayError)) this.#failed(member, err as Error);
+          }
           else if (isOutage(err) || isOwnCapacity(err)) member.breaker.release(); // heard from meanwhile, or nodegate's own limits: no verdict
           else this.#answered(member); // a node error is an answer
         },
       )
       .finally(() => {
-        member.checking = false;
+        if (member.askedAt === askedAt) member.askedAt = Number.NEGATIVE_INFINITY;
       });
+  }
+
+  /**
+   * The upstream answered other calls after the failed one was sent at `sentAt`: its failure is old news, and says
+   * nothing of the node now (found from outside: calls held in a 2 s stall timed out 30 s later together, and opened
+   * the circuit of a node that had answered every call for 28 s). A provider's Retry-After still counts: it asks
+   * for a pause now.
+   */
+  #answeredSince(member: Member, sentAt: number, err: GatewayError): boolean {
+    return member.answeredAt > sentAt && err.retryAfterSeconds === undefined;
   }
 
   /** The upstream answered (a result or a node error): it is up. */

@@ -192,7 +192,59 @@ describe("waiting on a probe", () => {
       await expect(network.call("eth_blockNumber", "[]")).rejects.toMatchObject({ code: -32050, message: expect.stringMatching(/calls are paused/) });
     }
     expect(methods.filter((m) => m === "eth_blockNumber")).toHaveLength(1); // the first call only
-    expect(methods.filter((m) => m === "eth_chainId")).toHaveLength(1); // one question at a time: it is still out
+    // A question per cooldown: the ones still out (hung) do not hold back the next.
+    expect(methods.filter((m) => m === "eth_chainId")).toHaveLength(4);
+  });
+
+  it("a node that heals while questions it held are still out answers again at the next cooldown, not after their deadline", async () => {
+    // Found from outside: the probe waited for the stuck question's deadline (5 s) before asking again, so a healed
+    // node stayed paused 4-6 s.
+    const { upstream, state } = scriptedUpstream();
+    let hung = true;
+    upstream.call = async (method) => {
+      state.calls++;
+      if (state.down) throw upstreamUnavailable("connection refused");
+      if (hung) await new Promise(() => {}); // held for good, as a node that hung drops what it held
+      return result(method === "eth_chainId" ? '"0x7a69"' : '"0x1"');
+    };
+    const network = new Network({ name: "ethereum", family: "eth", upstreams: [upstream], timeoutMs: 10_000, breaker: { threshold: 1, cooldownMs: 50 } });
+    await expect(network.call("eth_blockNumber", "[]")).rejects.toMatchObject({ code: -32050 });
+    state.down = false; // hung: the probe after the cooldown is held
+    await sleep(60);
+    await expect(network.call("eth_blockNumber", "[]")).rejects.toMatchObject({ message: expect.stringMatching(/calls are paused/) });
+    hung = false; // healed, with the question of before still out (its deadline: 5 s)
+    await sleep(60);
+    await expect(network.call("eth_blockNumber", "[]")).resolves.toBeDefined();
+    expect(network.primaryCircuit).toBe("closed");
+  });
+
+  it("a call sent before the node's last answer that fails afterwards is old news: it does not open the circuit", async () => {
+    // Found from outside: calls held in a 2 s stall timed out together 30 s later and opened the circuit of a node
+    // that had answered every call since.
+    const { upstream, state } = scriptedUpstream();
+    state.down = false;
+    let failHeld!: () => void;
+    const held = new Promise<void>((resolve) => {
+      failHeld = resolve;
+    });
+    upstream.call = async (method, params) => {
+      state.calls++;
+      if (params === '["held"]') {
+        await held;
+        throw upstreamUnavailable("connection reset");
+      }
+      return result(method === "eth_chainId" ? '"0x7a69"' : '"0x1"');
+    };
+    const network = new Network({ name: "ethereum", family: "eth", upstreams: [upstream], timeoutMs: 10_000, breaker: { threshold: 1, cooldownMs: 60_000 } });
+    const stale = network.call("eth_getBalance", '["held"]');
+    await expect(network.call("eth_blockNumber", "[]")).resolves.toBeDefined();
+    failHeld();
+    await expect(stale).rejects.toMatchObject({ code: -32050 });
+    expect(network.primaryCircuit).toBe("closed");
+    // One that fails with no answer since it was sent still counts (threshold 1).
+    const fresh = network.call("eth_getBalance", '["held"]');
+    await expect(fresh).rejects.toMatchObject({ code: -32050 });
+    expect(network.primaryCircuit).toBe("open");
   });
 });
 
