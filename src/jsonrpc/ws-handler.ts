@@ -22,7 +22,7 @@ import { CallCancellation } from "../call-signal.js";
 export interface WsHandlerOptions {
   /** Largest message accepted, in bytes; a larger one closes the connection with 1009. */
   maxMessageBytes: number;
-  /** Every client is pinged this often; one that has neither answered nor sent anything since the previous round is closed. */
+  /** Every client is pinged this often; one that has neither answered nor sent anything (with none of its answers unread) since the previous round is closed. */
   pingIntervalMs: number;
   /** Answers a client has not read, in bytes; past this it is disconnected (it keeps asking but does not read). Default unlimited. */
   maxUnreadBytes?: number | undefined;
@@ -274,7 +274,10 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
     });
     // Binary messages are read as JSON text too, as geth and Anvil read them; answers go out as text.
     ws.on("message", (data) => {
-      state.alive = true;
+      // A message says the client is there, not that it reads: with answers of its still unread, only a pong (which
+      // comes after them) does (found from outside: clients that never read but sent a small call every 2 s stayed
+      // open, holding the whole reply budget, and other keys' large answers were refused).
+      if (ws.bufferedAmount === 0) state.alive = true;
       if (state.draining) state.lastMessageAt = performance.now();
       // Closing (drained, or the client left): a message now cannot be answered, so it is not started.
       if (ws.readyState !== WebSocket.OPEN) return;

@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { acquireSubscription, KeyQuotas } from "../../src/auth/key-quotas.js";
 import { ApiKeyStore } from "../../src/auth/api-keys.js";
-import { ConfigError, DEFAULT_LIMITS, DEFAULT_PLANS } from "../../src/config/config.js";
+import { ConfigError, DEFAULT_LIMITS, DEFAULT_PLANS, DEFAULT_WEBSOCKET } from "../../src/config/config.js";
 import { loadConfig } from "../../src/config/load.js";
 import { GatewayError } from "../../src/errors/gateway-error.js";
 import { connectClient } from "../support/grpc-clients.js";
@@ -601,13 +601,38 @@ describe("a WebSocket client that asks but does not read", () => {
   });
 });
 
+describe("a WebSocket client that keeps asking small things but never reads", () => {
+  it("is closed by the keep-alive once answers of its wait unread: its messages do not count as answers to pings", async () => {
+    // Found from outside: clients that never read, sending a small call every 2 s, stayed open for good, and held the
+    // whole reply budget: other keys' large answers were refused.
+    const own = await startNodegate({ upstreamUrl: upstream.url, keys: [KEY], config: { websocket: { ...DEFAULT_WEBSOCKET, pingIntervalMs: 150 } } });
+    const hog = new WebSocket(`ws://127.0.0.1:${own.port}/ws/v3/${KEY}`, { perMessageDeflate: false });
+    hog.on("error", () => {});
+    await new Promise((resolve) => hog.once("open", resolve));
+    const open = async () => (await own.gateway.metrics.openWebSockets.get()).values[0]?.value;
+    hog.pause(); // reads nothing more
+    // 100 answers of 100 kB: more than the socket buffers hold, well under the unread limit (64 MiB).
+    for (let i = 0; i < 100; i++) hog.send(JSON.stringify({ jsonrpc: "2.0", id: i, method: "eth_getCode", params: [`0x${"12".repeat(20)}`, "latest"] }));
+    for (let i = 0; i < 100 && (await open()) !== 0; i++) {
+      hog.send(JSON.stringify({ jsonrpc: "2.0", id: 1000 + i, method: "eth_chainId", params: [] }));
+      await sleep(50);
+    }
+    expect(await open()).toBe(0);
+    hog.terminate();
+    await own.close();
+  });
+});
+
 describe("a WebSocket client that reads as fast as it can", () => {
   it("gets every answer, however many pile up at once past the unread limit", async () => {
     // Found from outside: 60 pipelined 1.5 MB answers from the cache were queued at once, past the 64 MiB limit, and the
     // client, reading at full speed, was cut off (1006) after the second.
     // The node answers after a while, and identical calls share its answer: all of them are ready at once.
     const slow = await startProgrammableUpstream((r) => (r.method === "eth_getCode" ? { delayMs: 300, then: { result: `0x${"ab".repeat(50_000)}` } } : { forward: upstream.url }));
-    const own = await startNodegate({ upstreamUrl: slow.url, keys: [KEY], config: { limits: { ...DEFAULT_LIMITS, maxWsUnreadBytes: 256 * 1024 } } });
+    // Answers go out as the socket takes them: about 2 MB wait at most here (the client reads nothing until they
+    // are ready), past the 1 MiB limit and within 4 times it, past which a client is closed at once, reading or not.
+    // (With a 256 KiB limit, the test passed only on some runs: what waited at most passed 4 times that.)
+    const own = await startNodegate({ upstreamUrl: slow.url, keys: [KEY], config: { limits: { ...DEFAULT_LIMITS, maxWsUnreadBytes: 1024 * 1024 } } });
     const ws = new WebSocket(`ws://127.0.0.1:${own.port}/ws/v3/${KEY}`, { perMessageDeflate: false });
     await new Promise((resolve) => ws.once("open", resolve));
     const answered = new Set<number>();
@@ -620,6 +645,10 @@ describe("a WebSocket client that reads as fast as it can", () => {
     });
     // 400 answers of 100 kB, 40 MB in all, asked at once.
     for (let i = 0; i < 400; i++) ws.send(JSON.stringify({ jsonrpc: "2.0", id: i, method: "eth_getCode", params: [`0x${"12".repeat(20)}`, "latest"] }));
+    ws.pause();
+    await slow.arrived("eth_getCode", JSON.stringify([`0x${"12".repeat(20)}`, "latest"]));
+    await new Promise((r) => setTimeout(r, 450)); // the node's 300 ms, and the answers queued
+    ws.resume(); // well within the second a client over its limit may take nothing
     await all;
     expect(answered.size).toBe(400);
     ws.close();
