@@ -94,6 +94,23 @@ function saysNothingOfTheNode(err: unknown): boolean {
   return err instanceof GatewayError && err.origin === "nodegate" && !err.outage && err.grpcCode === Code.Unavailable;
 }
 
+/**
+ * The primary's outage, saying what the partner asked as well answered: the caller learns that both failed, and why
+ * (found from outside: a partner's timeout, after a call went to it, was told as the primary's failure alone).
+ */
+function withPartnerFailure(outage: unknown, partnerError: GatewayError | undefined): unknown {
+  if (partnerError === undefined || !(outage instanceof GatewayError)) return outage;
+  return new GatewayError({
+    code: outage.code,
+    message: `${outage.message}; a partner upstream was asked too: ${partnerError.message}`,
+    grpcCode: outage.grpcCode,
+    httpStatus: outage.httpStatus,
+    ...(outage.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: outage.retryAfterSeconds }),
+    origin: outage.origin,
+    outage: outage.outage,
+  });
+}
+
 /** A node's error as its network's family reads the code (replies are read by Ethereum's table; a revert stays as read). */
 function inFamily(err: unknown, family: ChainFamily): unknown {
   if (family === "eth" || !(err instanceof GatewayError) || err.origin !== "upstream") return err;
@@ -408,6 +425,7 @@ export class Network {
     } else {
       outage = upstreamUnavailable("the primary upstream is failing; calls are paused while it recovers", undefined, primary.breaker.retryAfterSeconds());
     }
+    let partnerError: GatewayError | undefined;
     if (this.#mayFailOver(method, options)) {
       for (const [i, partner] of this.#members.entries()) {
         if (i === 0 || !this.#chains.mayTakeCalls(i)) continue;
@@ -431,10 +449,11 @@ export class Network {
           return result;
         } catch (err) {
           if (!isOutage(err) || options.signal?.aborted || (err instanceof GatewayError && ranOutOfOwnDeadline(err))) throw err;
+          partnerError = err as GatewayError;
         }
       }
     }
-    throw outage;
+    throw withPartnerFailure(outage, partnerError);
   }
 
   /** Asks each upstream which chain it serves, in the background (see PartnerChains). */

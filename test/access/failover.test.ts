@@ -321,8 +321,11 @@ describe("circuit breaker", () => {
       primaryAnswer = { raw: "unavailable", status: 503 };
       const ng = await gatewayWith({ partners: [{ label: "partner", url: hungPartner.url }], breaker: { threshold: 1, cooldownMs: 300 }, config: { upstreamTimeoutMs: 1500 } });
       const client = connectClient(ng.url, EthService, GROWTH, "grpc");
-      // The first call finds both down: the primary's 503, then the partner's silence for upstreamTimeoutMs.
-      expect(await giveUp(client, 5000)).toBe("Unavailable");
+      // The first call finds both down: the primary's 503, then the partner's silence for upstreamTimeoutMs. The caller
+      // is told both (found from outside: the partner's failure was told as the primary's alone).
+      const both = await post(`${ng.url}/v3/${GROWTH}`, byHash());
+      expect(both.json.error.code).toBe(NODEGATE_CODES.upstreamUnavailable);
+      expect(both.json.error.message).toBe("upstream unavailable: HTTP 503; a partner upstream was asked too: upstream timeout: no answer within 1500 ms");
       const partnerCalls = () => hungPartner.requests.filter((r) => r.method === "eth_getBlockByHash").length;
       expect(partnerCalls()).toBe(1);
       // Past several cooldowns, every caller is told at once that calls are paused; the partner is asked its chain id.
