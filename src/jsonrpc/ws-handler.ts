@@ -5,6 +5,7 @@
  * message is answered exactly as the HTTP path answers a POST body.
  */
 import { STATUS_CODES, type IncomingMessage } from "node:http";
+import { TLSSocket } from "node:tls";
 import type { Duplex } from "node:stream";
 import { WebSocket, WebSocketServer } from "ws";
 import { shuttingDown } from "../errors/catalogue.js";
@@ -68,8 +69,25 @@ function refuse(socket: Duplex, status: number, contentType: string, body: strin
   socket.end(`${head.join("\r\n")}\r\n\r\n${body}`);
 }
 
+/**
+ * Bytes written to the client's connection that the kernel has taken, so far: it grows only while the client reads.
+ * What Node handed to libuv, less what libuv still queues (as Node's own socket.bufferSize reads it): the stream's
+ * writableLength falls only when a whole batched write is done, which at a slow reader's pace takes minutes.
+ * Undefined where that is not known: over TLS, the handle's queue size is not kept current.
+ */
+function bytesTaken(socket: Duplex): number | undefined {
+  if (socket instanceof TLSSocket) return undefined;
+  const { _bytesDispatched: dispatched, _handle: handle } = socket as unknown as { _bytesDispatched?: unknown; _handle?: { writeQueueSize?: unknown } | null };
+  const queued = handle?.writeQueueSize;
+  return typeof dispatched === "number" && typeof queued === "number" ? dispatched - queued : undefined;
+}
+
 interface ClientState {
   alive: boolean;
+  /** The client's connection, for how much of what was written to it the client has taken (bytesTaken). */
+  socket: Duplex;
+  /** bytesTaken at the previous keep-alive round; undefined where that is not known. */
+  takenAtRound: number | undefined;
   /** Aborted when the client goes away, so its upstream calls stop. */
   abort: CallCancellation;
   /** Messages read and not yet answered. */
@@ -117,7 +135,12 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
 
   const sweep = (): void => {
     for (const [ws, state] of clients) {
-      if (!state.alive) {
+      // A client reading a large backlog slowly answers the ping only once it reaches it, after the backlog: taking
+      // bytes meanwhile shows it is there and reading (found from outside: one reading at 0.5 MB/s was cut off).
+      const taken = bytesTaken(state.socket);
+      const reading = taken !== undefined && state.takenAtRound !== undefined && taken > state.takenAtRound;
+      state.takenAtRound = taken;
+      if (!state.alive && !reading) {
         gateway.log.debug("closing a native WebSocket client that stopped answering pings");
         ws.terminate();
         continue;
@@ -240,7 +263,7 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
     state.closeCheck = setTimeout(check, DRAIN_QUIET_MS);
   };
 
-  const serve = (ws: WebSocket, network: Network, key: ApiKey, routeNetwork: string | undefined, requestId: string): void => {
+  const serve = (ws: WebSocket, socket: Duplex, network: Network, key: ApiKey, routeNetwork: string | undefined, requestId: string): void => {
     const subscriptions = createWsSubscriptionSession({
       ws,
       network,
@@ -254,6 +277,8 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
     });
     const state: ClientState = {
       alive: true,
+      socket,
+      takenAtRound: bytesTaken(socket),
       abort: new CallCancellation(),
       answering: 0,
       draining: false,
@@ -277,7 +302,8 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
       // A message says the client is there, not that it reads: with answers of its still unread, only a pong (which
       // comes after them) does (found from outside: clients that never read but sent a small call every 2 s stayed
       // open, holding the whole reply budget, and other keys' large answers were refused).
-      if (ws.bufferedAmount === 0) state.alive = true;
+      // (Where how much it takes is not known, a message still counts.)
+      if (ws.bufferedAmount === 0 || state.takenAtRound === undefined) state.alive = true;
       if (state.draining) state.lastMessageAt = performance.now();
       // Closing (drained, or the client left): a message now cannot be answered, so it is not started.
       if (ws.readyState !== WebSocket.OPEN) return;
@@ -366,7 +392,7 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
       // The connection is the key's until its socket closes, whether or not the upgrade completes.
       socket.once("close", release);
       upgradeIds.set(req, requestId);
-      wss.handleUpgrade(req, socket, head, (ws) => serve(ws, network, key, route.network, requestId));
+      wss.handleUpgrade(req, socket, head, (ws) => serve(ws, socket, network, key, route.network, requestId));
     },
     get clientCount() {
       return clients.size;

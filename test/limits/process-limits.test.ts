@@ -623,6 +623,32 @@ describe("a WebSocket client that keeps asking small things but never reads", ()
   });
 });
 
+describe("a WebSocket client that reads slowly, but reads", () => {
+  it("is not closed by the keep-alive while it works through a backlog longer than two ping rounds", async () => {
+    // Found from outside: a client reading three 17 MB answers at 0.5 MB/s was cut off, its pong being behind them.
+    const own = await startNodegate({ upstreamUrl: upstream.url, keys: [KEY], config: { websocket: { ...DEFAULT_WEBSOCKET, pingIntervalMs: 1000 } } });
+    const ws = new WebSocket(`ws://127.0.0.1:${own.port}/ws/v3/${KEY}`, { perMessageDeflate: false });
+    await new Promise((resolve) => ws.once("open", resolve));
+    const count = 500;
+    let answered = 0;
+    const all = new Promise<void>((resolve, reject) => {
+      ws.on("message", () => {
+        // One answer, then a pause: some 3 s for the 500, while tens of MB wait in nodegate and its pings behind them.
+        if (++answered === count) resolve();
+        ws.pause();
+        setTimeout(() => ws.resume(), 6);
+      });
+      ws.once("close", (code) => reject(new Error(`closed ${code} after ${answered} answers`)));
+    });
+    // 500 answers of 100 kB, 50 MB: within the unread limit (64 MiB), far more than the socket buffers hold.
+    for (let i = 0; i < count; i++) ws.send(JSON.stringify({ jsonrpc: "2.0", id: i, method: "eth_getCode", params: [`0x${"12".repeat(20)}`, "latest"] }));
+    await all;
+    expect(answered).toBe(count);
+    ws.close();
+    await own.close();
+  });
+});
+
 describe("a WebSocket client that reads as fast as it can", () => {
   it("gets every answer, however many pile up at once past the unread limit", async () => {
     // Found from outside: 60 pipelined 1.5 MB answers from the cache were queued at once, past the 64 MiB limit, and the
