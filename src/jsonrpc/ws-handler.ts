@@ -107,6 +107,8 @@ interface ClientState {
 }
 
 const GOING_AWAY = 1001;
+/** A ping nodegate sends, with no payload: its frame's two bytes. */
+const PING_FRAME_BYTES = 2;
 /** How often a client over its unread limit is looked at (to read from it again once it is under). */
 const UNREAD_WATCH_MS = 25;
 /** A client over its unread limit that takes none of its answers for this long is closed. */
@@ -138,7 +140,8 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
       // A client reading a large backlog slowly answers the ping only once it reaches it, after the backlog: taking
       // bytes meanwhile shows it is there and reading (found from outside: one reading at 0.5 MB/s was cut off).
       const taken = bytesTaken(state.socket);
-      const reading = taken !== undefined && state.takenAtRound !== undefined && taken > state.takenAtRound;
+      // More than the last round's ping, which the kernel takes whether or not the client reads.
+      const reading = taken !== undefined && state.takenAtRound !== undefined && taken - state.takenAtRound > PING_FRAME_BYTES;
       state.takenAtRound = taken;
       if (!state.alive && !reading) {
         gateway.log.debug("closing a native WebSocket client that stopped answering pings");
