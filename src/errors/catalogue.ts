@@ -125,16 +125,30 @@ export function keptAliveConnectionClosed(method: string): GatewayError {
   });
 }
 
+/** Errors of calls whose deadline ran out while they waited for one of nodegate's connections to the node. */
+const waitedForConnection = new WeakSet<GatewayError>();
+
+/**
+ * Whether the call's deadline ran out while it waited for a connection to the node (all busy): no outage by itself,
+ * but nodegate's own chain id question that waited so while nothing at all was heard from the node says that every
+ * connection is held by calls the node does not answer (see Network's silence check).
+ */
+export function ranOutWaitingForConnection(err: GatewayError): boolean {
+  return waitedForConnection.has(err);
+}
+
 export function upstreamTimeout(timeoutMs: number, waitedMs?: number): GatewayError {
   // A call that first waited for one of nodegate's connections to the node was not ignored by the node for the whole deadline.
   const waited = waitedMs === undefined ? "" : ` (${Math.round(waitedMs)} ms of them waiting for a connection to the node)`;
-  return new GatewayError({
+  const err = new GatewayError({
     code: NODEGATE_CODES.upstreamTimeout,
     message: `upstream timeout: no answer within ${timeoutMs} ms${waited}`,
     grpcCode: Code.DeadlineExceeded,
     httpStatus: 504,
     outage: waitedMs === undefined,
   });
+  if (waitedMs !== undefined) waitedForConnection.add(err);
+  return err;
 }
 
 /** The upstream answered with something that is not a JSON-RPC response to our request. */
@@ -269,13 +283,15 @@ export function replyTooLarge(detail: string): GatewayError {
 
 /** A call that waited its whole deadline for one of nodegate's connections to the node (all busy), and was never sent. */
 export function noConnectionInTime(timeoutMs: number, waiting: number): GatewayError {
-  return new GatewayError({
+  const err = new GatewayError({
     code: -32005,
     message: `limit exceeded: no connection to the node came free within ${timeoutMs} ms (${waiting} calls were waiting); try again shortly`,
     grpcCode: Code.ResourceExhausted,
     httpStatus: 503,
     retryAfterSeconds: 1,
   });
+  waitedForConnection.add(err);
+  return err;
 }
 
 /* Subscriptions and streams. */

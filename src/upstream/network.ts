@@ -8,7 +8,7 @@ import { Code } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { CallCache, type CallCacheOptions } from "../cache/call-cache.js";
 import type { FailoverPolicy, Plan } from "../config/config.js";
-import { upstreamUnavailable } from "../errors/catalogue.js";
+import { ranOutWaitingForConnection, upstreamUnavailable } from "../errors/catalogue.js";
 import { grpcCodeForJsonRpc } from "../errors/code-map.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import type { ChainFamily } from "../methods/method-table.js";
@@ -128,8 +128,13 @@ function inFamily(err: unknown, family: ChainFamily): unknown {
   });
 }
 
-/** The longest nodegate's own chain id question waits for its answer (or upstreamTimeoutMs, when shorter): see #askChainId. */
+/**
+ * How long nodegate's own chain id question waits for its answer at least (see #askChainId): this, or three times
+ * the upstream's typical answer time when longer, and upstreamTimeoutMs when shorter.
+ */
 const SILENCE_CHECK_TIMEOUT_MS = 5000;
+/** The weight of each answer's time in an upstream's typical answer time (a moving average). */
+const TYPICAL_WEIGHT = 0.1;
 
 /**
  * The signal of a call on the primary that a partner may take: cancelled when its caller leaves, or when the
@@ -163,7 +168,9 @@ interface Member {
   breaker: CircuitBreaker;
   /** When the upstream last answered anything (performance.now()). */
   answeredAt: number;
-  /** When nodegate's own chain id question to this upstream was last asked (#askChainId), while it is out; -Infinity when none is. */
+  /** How long its answers typically take, ms: a moving average of every answer's time (0 until the first). */
+  typicalMs: number;
+  /** When nodegate's own chain id question to this upstream was last asked (#askChainId); -Infinity before the first. */
   askedAt: number;
 }
 
@@ -196,7 +203,7 @@ export class Network {
     if (options.upstreams.length === 0) throw new Error(`network ${options.name} has no upstream`);
     this.name = options.name;
     this.family = options.family;
-    this.#members = options.upstreams.map((upstream) => ({ upstream, breaker: new CircuitBreaker(options.breaker), answeredAt: Number.NEGATIVE_INFINITY, askedAt: Number.NEGATIVE_INFINITY }));
+    this.#members = options.upstreams.map((upstream) => ({ upstream, breaker: new CircuitBreaker(options.breaker), answeredAt: Number.NEGATIVE_INFINITY, typicalMs: 0, askedAt: Number.NEGATIVE_INFINITY }));
     // A WebSocket node's dropped connection is an outage seen before any call fails: readiness probes from then on,
     // even with no traffic (found from outside: an idle instance reported a dead node SERVING for 30 s).
     for (const { upstream } of this.#members) {
@@ -251,7 +258,7 @@ export class Network {
         idempotent: options.idempotent,
         flow: options.flow,
       });
-      this.#answered(member);
+      this.#answered(member, started);
       return result;
     } catch (err) {
       const ownDeadlineRanOut = ownDeadline && err instanceof GatewayError && err.grpcCode === Code.DeadlineExceeded;
@@ -264,8 +271,7 @@ export class Network {
       } else if (isOutage(err)) {
         if (!this.#answeredSince(member, started, err as GatewayError)) this.#failed(member, err as Error);
       } else {
-        member.breaker.success(); // it answered: the upstream is up
-        member.answeredAt = this.lastAnswerAt = performance.now();
+        this.#answered(member, started); // a node error is an answer: the upstream is up
         this.#metrics?.upstreamErrors.inc({ network: this.name, upstream: member.upstream.label, kind: "node_error" });
         throw inFamily(err, this.family);
       }
@@ -302,31 +308,33 @@ export class Network {
    * calls were answered, took slow nodes for dead).
    */
   #askChainId(member: Member): void {
-    // One at a time, but one out for a cooldown (on a node that hung, then healed) does not hold back the next: the
-    // circuit's probe is this question, and a healed node would wait for the stuck one's deadline (found from
-    // outside: 4-6 s, against "answers again within a second").
+    // At most one a cooldown, whether the last was answered or is still out: one out for a cooldown (on a node that
+    // hung, then healed) does not hold back the next, as the circuit's probe is this question and a healed node would
+    // wait for the stuck one's deadline (found from outside: 4-6 s, against "answers again within a second"); and
+    // one answered does not let every failing call ask again (found from outside: 125 questions in half a second).
     const askedAt = performance.now();
     if (askedAt - member.askedAt < member.breaker.cooldownMs) return;
     member.askedAt = askedAt;
     member.upstream
-      .call(CHAIN_ID_METHOD[this.family], "[]", { timeoutMs: Math.min(this.#timeoutMs, SILENCE_CHECK_TIMEOUT_MS), idempotent: true })
+      .call(CHAIN_ID_METHOD[this.family], "[]", { timeoutMs: Math.min(this.#timeoutMs, Math.max(SILENCE_CHECK_TIMEOUT_MS, 3 * member.typicalMs)), idempotent: true })
       .then(
-        () => this.#answered(member),
+        () => this.#answered(member, askedAt),
         (err: unknown) => {
-          const unanswered = err instanceof GatewayError && err.outage && err.grpcCode === Code.DeadlineExceeded;
+          // Unanswered, or never sent because every connection stayed busy (found from outside: with the pool full of
+          // calls a hung node held, the question waited for a connection, and the node was never seen down).
+          const unanswered = err instanceof GatewayError && ((err.outage && err.grpcCode === Code.DeadlineExceeded) || ranOutWaitingForConnection(err));
           if (unanswered && this.#heardAt(member) < askedAt) {
             this.#failed(member, err as Error, true);
             if (member === this.#members[0]) this.#handOverPrimaryCalls();
           } else if (isOutage(err) && !unanswered) {
             if (!this.#answeredSince(member, askedAt, err as GatewayError)) this.#failed(member, err as Error);
+          } else if (isOutage(err) || isOwnCapacity(err)) {
+            member.breaker.release(); // heard from meanwhile, or nodegate's own limits: no verdict
+          } else {
+            this.#answered(member, askedAt); // a node error is an answer
           }
-          else if (isOutage(err) || isOwnCapacity(err)) member.breaker.release(); // heard from meanwhile, or nodegate's own limits: no verdict
-          else this.#answered(member); // a node error is an answer
         },
-      )
-      .finally(() => {
-        if (member.askedAt === askedAt) member.askedAt = Number.NEGATIVE_INFINITY;
-      });
+      );
   }
 
   /**
@@ -340,14 +348,19 @@ export class Network {
   }
 
   /** The upstream answered (a result or a node error): it is up. */
-  #answered(member: Member): void {
+  /** `sentAt`: when the call answered was sent, for the upstream's typical answer time. */
+  #answered(member: Member, sentAt: number): void {
+    const now = performance.now();
+    // A node that answers everything slowly must not be taken for silent by a question shorter than its pace (found
+    // from outside: one answering every call in 7.5 s had its circuit opened by the 5 s question).
+    member.typicalMs += (now - sentAt - member.typicalMs) * TYPICAL_WEIGHT;
     if (member.breaker.state !== "closed") this.#log?.info({ network: this.name, upstream: member.upstream.label }, "upstream answering again: its circuit is closed");
     if (member === this.#members[0]) {
       this.#failingOver = false;
       this.#chains.primaryAnswered();
     }
     member.breaker.success();
-    member.answeredAt = this.lastAnswerAt = performance.now();
+    member.answeredAt = this.lastAnswerAt = now;
   }
 
   /** `silent`: the upstream left nodegate's chain id question unanswered, and nothing else was heard from it: its circuit opens at once. */

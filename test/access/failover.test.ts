@@ -340,6 +340,28 @@ describe("circuit breaker", () => {
     }
   });
 
+  it("a node that answers everything more slowly than 5 s is not taken for down when a caller gives up: the question waits three times its pace", async () => {
+    // Found from outside: a node answering every call, its chain id too, in 7.5 s had its circuit opened by the 5 s
+    // question after one impatient caller, and Core keys got -32050 from a node that was up.
+    const slow = await startProgrammableUpstream(() => ({ delayMs: 5500, then: { forward: anvil.url } }));
+    try {
+      const ng = await gatewayWith({ primaryUrl: slow.url, breaker: { threshold: 5, cooldownMs: 60_000 }, config: { upstreamTimeoutMs: 60_000 } });
+      // Patient calls first: nodegate learns the node's pace.
+      const patient = await Promise.all(Array.from({ length: 10 }, (_, i) => post(`${ng.url}/v3/${CORE}`, rpc("eth_getBalance", [`0x${"0".repeat(39)}${i}`, "latest"]))));
+      expect(patient.map((r) => r.json.result)).toEqual(Array(10).fill("0x0"));
+      const client = connectClient(ng.url, EthService, GROWTH, "grpc");
+      expect(await giveUp(client, 300)).toBe("DeadlineExceeded");
+      await slow.arrived("eth_chainId", "[]");
+      // Past the 5 s a question waited before, and past its answer (5.5 s).
+      await new Promise((r) => setTimeout(r, 6500));
+      expect(ng.gateway.network(undefined).primaryCircuit).toBe("closed");
+      expect(ng.logs.filter((l) => l.msg === "upstream failing: its circuit is open, calls to it are paused")).toEqual([]);
+      expect(ng.gateway.network(undefined).failovers).toBe(0);
+    } finally {
+      await slow.close();
+    }
+  }, 30_000);
+
   it("a node slow to give its chain id is not taken for down while it answers patient calls meanwhile", async () => {
     // Found from outside: the chain id question's own timeout opened the circuit though patient calls were answered
     // while it was out: every key got -32050 and /readyz went 503.

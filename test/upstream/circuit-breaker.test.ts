@@ -7,7 +7,7 @@
  * had healed).
  */
 import { describe, expect, it, vi } from "vitest";
-import { upstreamUnavailable } from "../../src/errors/catalogue.js";
+import { keptAliveConnectionClosed, upstreamUnavailable } from "../../src/errors/catalogue.js";
 import { CircuitBreaker } from "../../src/upstream/circuit-breaker.js";
 import { Network } from "../../src/upstream/network.js";
 import type { UpstreamResult } from "../../src/upstream/reply.js";
@@ -215,6 +215,25 @@ describe("waiting on a probe", () => {
     hung = false; // healed, with the question of before still out (its deadline: 5 s)
     await sleep(60);
     await expect(network.call("eth_blockNumber", "[]")).resolves.toBeDefined();
+    expect(network.primaryCircuit).toBe("closed");
+  });
+
+  it("nodegate's chain id question goes out once a cooldown at most, answered or not", async () => {
+    // Found from outside: writes failing on kept-alive connections a node closed, each with nothing heard since it was
+    // sent, asked a question each: 125 in half a second, each answered at once.
+    const { upstream } = scriptedUpstream();
+    const methods: string[] = [];
+    upstream.call = async (method) => {
+      methods.push(method);
+      if (method === "eth_sendRawTransaction") throw keptAliveConnectionClosed(method);
+      return result('"0x7a69"');
+    };
+    const network = new Network({ name: "ethereum", family: "eth", upstreams: [upstream], timeoutMs: 10_000, breaker: { threshold: 1, cooldownMs: 60_000 } });
+    for (let i = 0; i < 10; i++) {
+      await expect(network.call("eth_sendRawTransaction", '["0x02"]')).rejects.toMatchObject({ code: -32050 });
+      await sleep(5);
+    }
+    expect(methods.filter((m) => m === "eth_chainId")).toHaveLength(1);
     expect(network.primaryCircuit).toBe("closed");
   });
 

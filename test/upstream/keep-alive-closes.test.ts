@@ -121,3 +121,20 @@ it("a front that takes a few connections per client: networks[].upstreams[].conn
   expect(answers.map((a) => a.json.result)).toEqual(Array(12).fill("0x1"));
   expect(most).toBeLessThanOrEqual(2);
 });
+
+it("a hung node whose every connection is held is seen down: nodegate's chain id question that waited for a connection and went unanswered opens the circuit", async () => {
+  // Found from outside: with the pool full of calls a hung node held, the question waited for a connection, ran out
+  // with part of its deadline spent waiting (no outage, by itself), and the node was never seen down.
+  const node = await rawNode((socket) => onRequests(socket, () => {}));
+  cleanups.push(() => node.close());
+  const network = new Network({ name: "ethereum", family: "eth", upstreams: [upstreamFor(node, 1)], timeoutMs: 3000, breaker: { threshold: 5, cooldownMs: 60_000 } });
+  const { CallCancellation } = await import("../../src/call-signal.js");
+  const caller = new CallCancellation();
+  const call = outcome(network.call("eth_getBalance", "[]", { idempotent: true, signal: caller.signal }));
+  await new Promise((r) => setTimeout(r, 100));
+  // The caller leaves: its connection reads on for the node's reply (up to 2 s), and the question waits for it.
+  caller.abort();
+  expect(await call).toBe("error -32603: request cancelled by the caller");
+  for (let waited = 0; network.primaryCircuit === "closed" && waited < 8000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+  expect(network.primaryCircuit).toBe("open");
+});
