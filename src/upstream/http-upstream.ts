@@ -173,7 +173,12 @@ export class HttpUpstream implements Upstream {
     const id = 1 + Math.floor(Math.random() * 0x3fffffff);
     if (options.signal?.aborted) throw cancelled();
     const exchange = this.#pool.request(requestBody(id, method, paramsText), options.idempotent === true, options.flow);
-    if (!exchange.sent) exchange.deadlineAt = performance.now() + timeoutMs;
+    // Calls waiting when this one joined them, itself included: at its deadline, those of the same deadline have left.
+    let waiting = 0;
+    if (!exchange.sent) {
+      exchange.deadlineAt = performance.now() + timeoutMs;
+      waiting = this.#pool.waiting;
+    }
     // Not AbortSignal.any: on Node 20 it leaves an entry on the caller's signal per call, and a native
     // WebSocket connection's signal lives as long as the connection (one entry per call it makes).
     const startedAt = performance.now();
@@ -186,7 +191,7 @@ export class HttpUpstream implements Upstream {
     } catch (err) {
       // A call that waited for a connection (all busy) is not the node's silence: no outage. Never sent, it is -32005.
       if ((err === DEADLINE || (err instanceof Http1Error && err.code === QUEUED_PAST_DEADLINE)) && !exchange.sent) {
-        throw noConnectionInTime(options.timeoutMs, this.#pool.waiting + 1);
+        throw noConnectionInTime(options.timeoutMs, Math.max(waiting, this.#pool.waiting + 1));
       }
       if (err === DEADLINE && exchange.waitedMs > 0) throw upstreamTimeout(options.timeoutMs, exchange.waitedMs);
       throw this.#transportError(err, method, options);
