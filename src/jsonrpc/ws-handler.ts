@@ -88,6 +88,8 @@ interface ClientState {
   socket: Duplex;
   /** bytesTaken at the previous keep-alive round; undefined where that is not known. */
   takenAtRound: number | undefined;
+  /** At the previous keep-alive round, nodegate held answers the socket had not taken yet. */
+  backlogAtRound: boolean;
   /** Aborted when the client goes away, so its upstream calls stop. */
   abort: CallCancellation;
   /** Messages read and not yet answered. */
@@ -107,8 +109,6 @@ interface ClientState {
 }
 
 const GOING_AWAY = 1001;
-/** A ping nodegate sends, with no payload: its frame's two bytes. */
-const PING_FRAME_BYTES = 2;
 /** How often a client over its unread limit is looked at (to read from it again once it is under). */
 const UNREAD_WATCH_MS = 25;
 /** A client over its unread limit that takes none of its answers for this long is closed. */
@@ -139,10 +139,13 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
     for (const [ws, state] of clients) {
       // A client reading a large backlog slowly answers the ping only once it reaches it, after the backlog: taking
       // bytes meanwhile shows it is there and reading (found from outside: one reading at 0.5 MB/s was cut off).
+      // Only bytes taken while nodegate held more for the client say so: with the socket buffers not full, the kernel
+      // takes what is written whether or not the client reads (found from outside: a subscriber that read nothing
+      // and answered no ping stayed open, its events taken by the buffers, for minutes).
       const taken = bytesTaken(state.socket);
-      // More than the last round's ping, which the kernel takes whether or not the client reads.
-      const reading = taken !== undefined && state.takenAtRound !== undefined && taken - state.takenAtRound > PING_FRAME_BYTES;
+      const reading = state.backlogAtRound && taken !== undefined && state.takenAtRound !== undefined && taken > state.takenAtRound;
       state.takenAtRound = taken;
+      state.backlogAtRound = ws.bufferedAmount > 0;
       if (!state.alive && !reading) {
         gateway.log.debug("closing a native WebSocket client that stopped answering pings");
         ws.terminate();
@@ -282,6 +285,7 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
       alive: true,
       socket,
       takenAtRound: bytesTaken(socket),
+      backlogAtRound: false,
       abort: new CallCancellation(),
       answering: 0,
       draining: false,

@@ -316,7 +316,7 @@ export class Network {
     if (askedAt - member.askedAt < member.breaker.cooldownMs) return;
     member.askedAt = askedAt;
     member.upstream
-      .call(CHAIN_ID_METHOD[this.family], "[]", { timeoutMs: Math.min(this.#timeoutMs, Math.max(SILENCE_CHECK_TIMEOUT_MS, 3 * member.typicalMs)), idempotent: true })
+      .call(CHAIN_ID_METHOD[this.family], "[]", { timeoutMs: Math.min(this.#timeoutMs, Math.max(SILENCE_CHECK_TIMEOUT_MS, Math.round(3 * member.typicalMs))), idempotent: true })
       .then(
         () => this.#answered(member, askedAt),
         (err: unknown) => {

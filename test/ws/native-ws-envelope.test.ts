@@ -312,6 +312,23 @@ describe("native WebSocket: connection handling", () => {
     await live.close();
   });
 
+  it("a subscriber that answers no ping is closed though its events fill the socket buffers, not only once they are full", async () => {
+    // Found from outside: the events the kernel took counted as the client reading, and a subscriber that read nothing
+    // and answered no ping (or a peer that vanished) stayed open for minutes.
+    const silent = await openWsSession(ng.wsUrl, { autoPong: false });
+    silent.send(request("1", "eth_subscribe", '["newHeads"]'));
+    expect(await silent.nextJson<Reply>()).toMatchObject({ id: 1 });
+    let closed: number | undefined;
+    void silent.closed.then((code) => {
+      closed = code;
+    });
+    for (let i = 0; i < 100 && closed === undefined; i++) {
+      await fetch(anvil.url, { method: "POST", headers: { "content-type": "application/json" }, body: request("1", "evm_mine") });
+      await new Promise((r) => setTimeout(r, 30));
+    }
+    expect(closed).toBe(1006);
+  });
+
   it("a client that keeps sending while nodegate drains is closed about a second in, not at the drain deadline (5 s); later calls hear why", async () => {
     // Found from outside: with a call always in flight the client was served until drainMs, and what it sent last went unanswered.
     // One call the node holds keeps the client open past the drain's reading time (1 s), whatever the machine's pace,
