@@ -347,8 +347,7 @@ export class Network {
     return member.answeredAt > sentAt && err.retryAfterSeconds === undefined;
   }
 
-  /** The upstream answered (a result or a node error): it is up. */
-  /** `sentAt`: when the call answered was sent, for the upstream's typical answer time. */
+  /** The upstream answered (a result or a node error): it is up. `sentAt`: when the call was sent, for its typical answer time. */
   #answered(member: Member, sentAt: number): void {
     const now = performance.now();
     // A node that answers everything slowly must not be taken for silent by a question shorter than its pace (found
