@@ -260,7 +260,8 @@ export class Connection {
       again.connection = undefined;
     }
     if (this.#closed) {
-      if (again !== undefined) this.#pool.resend(again);
+      // Never so: a closed connection carries no call (destroy let it go). Failed rather than left waiting, were it so.
+      again?.fail(new Http1Error("ECONNRESET", "connection closed"));
       return;
     }
     this.#closed = true;

@@ -113,41 +113,32 @@ export class Http1Pool {
   request(body: string, repeatable: boolean, flow = ""): Http1Call {
     const call = new Http1Call(this, `${this.#prefix}${Buffer.byteLength(body)}\r\n\r\n${body}`, repeatable, flow);
     if (this.#closed) call.fail(new Http1Error("ECONNREFUSED", "client closed"));
-    else this.#send(call, false);
+    else this.#send(call);
     return call;
   }
 
-  #send(call: Http1Call, fresh: boolean): void {
-    if (!fresh) {
-      const now = performance.now();
-      let connection;
-      while ((connection = this.#idle.pop()) !== undefined) {
-        if (now - connection.idleSince < connection.idleLimitMs) {
-          connection.start(call);
-          return;
-        }
-        connection.destroy();
+  #send(call: Http1Call): void {
+    const now = performance.now();
+    let connection;
+    while ((connection = this.#idle.pop()) !== undefined) {
+      if (now - connection.idleSince < connection.idleLimitMs) {
+        connection.start(call);
+        return;
       }
+      connection.destroy();
     }
     if (this.#open.size < this.#connections) {
       this.#openFor(call);
       return;
     }
-    call.queuedAt ??= performance.now();
-    if (fresh) this.#queue.pushFirst(call);
-    else this.#queue.push(call);
+    call.queuedAt ??= now;
+    this.#queue.push(call);
   }
 
   #openFor(call: Http1Call): void {
     const connection = new Connection(this, this.#connect, this.#secure);
     this.#open.add(connection);
     connection.start(call);
-  }
-
-  /** Sends a call again, on a new connection (its reused one was closed under it). */
-  resend(call: Http1Call): void {
-    if (this.#closed) call.fail(new Http1Error("ECONNRESET", "client closed"));
-    else this.#send(call, true);
   }
 
   /**
