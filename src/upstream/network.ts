@@ -8,7 +8,7 @@ import { Code } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { CallCache, type CallCacheOptions } from "../cache/call-cache.js";
 import type { FailoverPolicy, Plan } from "../config/config.js";
-import { ranOutWaitingForConnection, upstreamUnavailable } from "../errors/catalogue.js";
+import { ranOutWaitingForConnection, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { grpcCodeForJsonRpc } from "../errors/code-map.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import type { ChainFamily } from "../methods/method-table.js";
@@ -172,6 +172,10 @@ interface Member {
   typicalMs: number;
   /** When nodegate's own chain id question to this upstream was last asked (#askChainId); -Infinity before the first. */
   askedAt: number;
+  /** How long the last answered chain id question took, ms (0 until one is answered). */
+  questionMs: number;
+  /** A question is out that waits for its answer up to upstreamTimeoutMs, past its verdict (see #askChainId). */
+  listening: boolean;
 }
 
 export class Network {
@@ -203,7 +207,7 @@ export class Network {
     if (options.upstreams.length === 0) throw new Error(`network ${options.name} has no upstream`);
     this.name = options.name;
     this.family = options.family;
-    this.#members = options.upstreams.map((upstream) => ({ upstream, breaker: new CircuitBreaker(options.breaker), answeredAt: Number.NEGATIVE_INFINITY, typicalMs: 0, askedAt: Number.NEGATIVE_INFINITY }));
+    this.#members = options.upstreams.map((upstream) => ({ upstream, breaker: new CircuitBreaker(options.breaker), answeredAt: Number.NEGATIVE_INFINITY, typicalMs: 0, askedAt: Number.NEGATIVE_INFINITY, questionMs: 0, listening: false }));
     // A WebSocket node's dropped connection is an outage seen before any call fails: readiness probes from then on,
     // even with no traffic (found from outside: an idle instance reported a dead node SERVING for 30 s).
     for (const { upstream } of this.#members) {
@@ -300,12 +304,19 @@ export class Network {
   }
 
   /**
-   * Asks the upstream its chain id, nodegate's own question under a deadline of its own (5 s, or upstreamTimeoutMs
-   * when shorter), one at a time, and takes the outcome as a call's: an answer closes the circuit, an outage counts.
-   * Left unanswered while nothing else was heard from the upstream either, the upstream is down, and its circuit
-   * opens at once. A node that is only slow, or slow on one heavy call, answers the question or something else
-   * meanwhile (found from outside: counting abandoned calls as outages, or the question's own timeout while patient
-   * calls were answered, took slow nodes for dead).
+   * Asks the upstream its chain id, nodegate's own question, at most once a cooldown, and takes the outcome as a
+   * call's: an answer closes the circuit, an outage counts. Left unanswered for its verdict time (5 s, or three times
+   * the longer of the upstream's typical answer time and its last question's, upstreamTimeoutMs at most) while nothing
+   * else was heard from the upstream either, the upstream is down, and its circuit opens at once. A node that is only
+   * slow, or slow on one heavy call, answers the question or something else meanwhile (found from outside: counting
+   * abandoned calls as outages, or the question's own timeout while patient calls were answered, took slow nodes for
+   * dead).
+   *
+   * One question at a time goes on waiting past its verdict, up to upstreamTimeoutMs: a node that turned slower than
+   * the verdict time answers it late, which closes the circuit again and lengthens the next verdict (found from
+   * outside: a node that went from fast to 5.5 s a call was taken for down, and stayed so, since every probe ran out
+   * before its answer came and no caller's call was let through). The others end at their verdict, so a hung node
+   * holds a few connections at most, and a healed one is heard within a cooldown.
    */
   #askChainId(member: Member): void {
     // At most one a cooldown, whether the last was answered or is still out: one out for a cooldown (on a node that
@@ -315,26 +326,49 @@ export class Network {
     const askedAt = performance.now();
     if (askedAt - member.askedAt < member.breaker.cooldownMs) return;
     member.askedAt = askedAt;
+    const verdictMs = Math.min(this.#timeoutMs, Math.max(SILENCE_CHECK_TIMEOUT_MS, Math.round(3 * Math.max(member.typicalMs, member.questionMs))));
+    const listens = !member.listening && verdictMs < this.#timeoutMs;
+    let judged = false;
+    const judge = (err: GatewayError): void => {
+      judged = true;
+      if (this.#heardAt(member) >= askedAt) return;
+      this.#failed(member, err, true);
+      if (member === this.#members[0]) this.#handOverPrimaryCalls();
+    };
+    let verdict: NodeJS.Timeout | undefined;
+    if (listens) {
+      member.listening = true;
+      verdict = setTimeout(() => judge(upstreamTimeout(verdictMs)), verdictMs);
+      verdict.unref();
+    }
     member.upstream
-      .call(CHAIN_ID_METHOD[this.family], "[]", { timeoutMs: Math.min(this.#timeoutMs, Math.max(SILENCE_CHECK_TIMEOUT_MS, Math.round(3 * member.typicalMs))), idempotent: true })
+      .call(CHAIN_ID_METHOD[this.family], "[]", { timeoutMs: listens ? this.#timeoutMs : verdictMs, idempotent: true })
       .then(
-        () => this.#answered(member, askedAt),
+        () => {
+          member.questionMs = performance.now() - askedAt;
+          this.#answered(member, askedAt);
+        },
         (err: unknown) => {
           // Unanswered, or never sent because every connection stayed busy (found from outside: with the pool full of
           // calls a hung node held, the question waited for a connection, and the node was never seen down).
           const unanswered = err instanceof GatewayError && ((err.outage && err.grpcCode === Code.DeadlineExceeded) || ranOutWaitingForConnection(err));
-          if (unanswered && this.#heardAt(member) < askedAt) {
-            this.#failed(member, err as Error, true);
-            if (member === this.#members[0]) this.#handOverPrimaryCalls();
-          } else if (isOutage(err) && !unanswered) {
+          if (unanswered) {
+            if (judged) return; // the verdict was given at its time
+            judge(err as GatewayError);
+            if (this.#heardAt(member) >= askedAt) member.breaker.release(); // heard from meanwhile: no verdict
+          } else if (isOutage(err)) {
             if (!this.#answeredSince(member, askedAt, err as GatewayError)) this.#failed(member, err as Error);
-          } else if (isOutage(err) || isOwnCapacity(err)) {
-            member.breaker.release(); // heard from meanwhile, or nodegate's own limits: no verdict
+          } else if (isOwnCapacity(err)) {
+            member.breaker.release(); // nodegate's own limits: no verdict
           } else {
             this.#answered(member, askedAt); // a node error is an answer
           }
         },
-      );
+      )
+      .finally(() => {
+        clearTimeout(verdict);
+        if (listens) member.listening = false;
+      });
   }
 
   /**

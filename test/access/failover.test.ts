@@ -362,6 +362,35 @@ describe("circuit breaker", () => {
     }
   }, 30_000);
 
+  it("a node that turns slower than 5 s a call is used again when its chain id answer comes late, and is not taken for down again", async () => {
+    // Found from outside: a node that went from fast to 5.5 s a call was taken for down, and stayed so while slow:
+    // its typical answer time was learnt while it was fast, and every probe ran out before its answer came.
+    let slowNow = false;
+    const node = await startProgrammableUpstream(() => (slowNow ? { delayMs: 5500, then: { forward: anvil.url } } : { forward: anvil.url }));
+    try {
+      const ng = await gatewayWith({ primaryUrl: node.url, partners: [], breaker: { threshold: 5, cooldownMs: 300 }, config: { upstreamTimeoutMs: 30_000 } });
+      for (let i = 0; i < 5; i++) expect((await post(`${ng.url}/v3/${GROWTH}`, rpc("eth_blockNumber"))).json.result).toBe("0x0");
+      slowNow = true;
+      const client = connectClient(ng.url, EthService, GROWTH, "grpc");
+      expect(await giveUp(client, 300)).toBe("DeadlineExceeded");
+      // Nothing heard for the question's 5 s: the node may have hung, and its circuit opens.
+      const circuit = () => ng.gateway.network(undefined).primaryCircuit;
+      for (let waited = 0; circuit() === "closed" && waited < 8000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+      expect(circuit()).toBe("open");
+      // Its answer comes at 5.5 s: the node is slow, not down.
+      for (let waited = 0; circuit() !== "closed" && waited < 3000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+      expect(circuit()).toBe("closed");
+      expect((await post(`${ng.url}/v3/${GROWTH}`, rpc("eth_blockNumber"))).json.result).toBe("0x0");
+      // The next question waits three times that answer's time: the circuit stays closed past 5.5 s.
+      expect(await giveUp(client, 300)).toBe("DeadlineExceeded");
+      await new Promise((r) => setTimeout(r, 6500));
+      expect(circuit()).toBe("closed");
+      expect(ng.logs.filter((l) => l.msg === "upstream failing: its circuit is open, calls to it are paused")).toHaveLength(1);
+    } finally {
+      await node.close();
+    }
+  }, 45_000);
+
   it("a node slow to give its chain id is not taken for down while it answers patient calls meanwhile", async () => {
     // Found from outside: the chain id question's own timeout opened the circuit though patient calls were answered
     // while it was out: every key got -32050 and /readyz went 503.
