@@ -128,13 +128,12 @@ function inFamily(err: unknown, family: ChainFamily): unknown {
   });
 }
 
-/**
- * How long nodegate's own chain id question waits for its answer at least (see #askChainId): this, or three times
- * the upstream's typical answer time when longer, and upstreamTimeoutMs when shorter.
- */
+/** How long nodegate's own chain id question waits for its answer before the upstream is judged at least (see #askChainId). */
 const SILENCE_CHECK_TIMEOUT_MS = 5000;
 /** The weight of each answer's time in an upstream's typical answer time (a moving average). */
 const TYPICAL_WEIGHT = 0.1;
+/** The methods whose answer times are kept per upstream (the method table's are fewer). */
+const MAX_TIMED_METHODS = 256;
 
 /**
  * The signal of a call on the primary that a partner may take: cancelled when its caller leaves, or when the
@@ -168,14 +167,28 @@ interface Member {
   breaker: CircuitBreaker;
   /** When the upstream last answered anything (performance.now()). */
   answeredAt: number;
-  /** How long its answers typically take, ms: a moving average of every answer's time (0 until the first). */
-  typicalMs: number;
+  /**
+   * How long its answers to each method typically take, ms: a moving average of each answer's time, by method (at
+   * most MAX_TIMED_METHODS methods).
+   */
+  typicalMs: Map<string, number>;
   /** When nodegate's own chain id question to this upstream was last asked (#askChainId); -Infinity before the first. */
   askedAt: number;
   /** How long the last answered chain id question took, ms (0 until one is answered). */
   questionMs: number;
   /** A question is out that waits for its answer up to upstreamTimeoutMs, past its verdict (see #askChainId). */
   listening: boolean;
+}
+
+/**
+ * The upstream's typical answer time for the method it answers fastest (0 before any answer): what its silence is
+ * judged by. Every method's together would let heavy calls stretch it (found from outside: on a node whose traffic
+ * was mostly 6-10 s eth_getLogs, a hang was failed over after 23 s, not 5 s).
+ */
+function fastestTypicalMs(member: Member): number {
+  let fastest = Number.POSITIVE_INFINITY;
+  for (const ms of member.typicalMs.values()) if (ms < fastest) fastest = ms;
+  return fastest === Number.POSITIVE_INFINITY ? 0 : fastest;
 }
 
 export class Network {
@@ -207,7 +220,7 @@ export class Network {
     if (options.upstreams.length === 0) throw new Error(`network ${options.name} has no upstream`);
     this.name = options.name;
     this.family = options.family;
-    this.#members = options.upstreams.map((upstream) => ({ upstream, breaker: new CircuitBreaker(options.breaker), answeredAt: Number.NEGATIVE_INFINITY, typicalMs: 0, askedAt: Number.NEGATIVE_INFINITY, questionMs: 0, listening: false }));
+    this.#members = options.upstreams.map((upstream) => ({ upstream, breaker: new CircuitBreaker(options.breaker), answeredAt: Number.NEGATIVE_INFINITY, typicalMs: new Map(), askedAt: Number.NEGATIVE_INFINITY, questionMs: 0, listening: false }));
     // A WebSocket node's dropped connection is an outage seen before any call fails: readiness probes from then on,
     // even with no traffic (found from outside: an idle instance reported a dead node SERVING for 30 s).
     for (const { upstream } of this.#members) {
@@ -262,7 +275,7 @@ export class Network {
         idempotent: options.idempotent,
         flow: options.flow,
       });
-      this.#answered(member, started);
+      this.#answered(member, started, method);
       return result;
     } catch (err) {
       const ownDeadlineRanOut = ownDeadline && err instanceof GatewayError && err.grpcCode === Code.DeadlineExceeded;
@@ -275,7 +288,7 @@ export class Network {
       } else if (isOutage(err)) {
         if (!this.#answeredSince(member, started, err as GatewayError)) this.#failed(member, err as Error);
       } else {
-        this.#answered(member, started); // a node error is an answer: the upstream is up
+        this.#answered(member, started, method); // a node error is an answer: the upstream is up
         this.#metrics?.upstreamErrors.inc({ network: this.name, upstream: member.upstream.label, kind: "node_error" });
         throw inFamily(err, this.family);
       }
@@ -306,8 +319,8 @@ export class Network {
   /**
    * Asks the upstream its chain id, nodegate's own question, at most once a cooldown, and takes the outcome as a
    * call's: an answer closes the circuit, an outage counts. Left unanswered for its verdict time (5 s, or three times
-   * the longer of the upstream's typical answer time and its last question's, upstreamTimeoutMs at most) while nothing
-   * else was heard from the upstream either, the upstream is down, and its circuit opens at once. A node that is only
+   * the longer of the upstream's typical answer time for its fastest method and its last question's, upstreamTimeoutMs
+   * at most) while nothing else was heard from the upstream either, the upstream is down, and its circuit opens at once. A node that is only
    * slow, or slow on one heavy call, answers the question or something else meanwhile (found from outside: counting
    * abandoned calls as outages, or the question's own timeout while patient calls were answered, took slow nodes for
    * dead).
@@ -326,7 +339,7 @@ export class Network {
     const askedAt = performance.now();
     if (askedAt - member.askedAt < member.breaker.cooldownMs) return;
     member.askedAt = askedAt;
-    const verdictMs = Math.min(this.#timeoutMs, Math.max(SILENCE_CHECK_TIMEOUT_MS, Math.round(3 * Math.max(member.typicalMs, member.questionMs))));
+    const verdictMs = Math.min(this.#timeoutMs, Math.max(SILENCE_CHECK_TIMEOUT_MS, Math.round(3 * Math.max(fastestTypicalMs(member), member.questionMs))));
     const listens = !member.listening && verdictMs < this.#timeoutMs;
     let judged = false;
     const judge = (err: GatewayError): void => {
@@ -346,7 +359,7 @@ export class Network {
       .then(
         () => {
           member.questionMs = performance.now() - askedAt;
-          this.#answered(member, askedAt);
+          this.#answered(member, askedAt, CHAIN_ID_METHOD[this.family]);
         },
         (err: unknown) => {
           // Unanswered, or never sent because every connection stayed busy (found from outside: with the pool full of
@@ -361,7 +374,7 @@ export class Network {
           } else if (isOwnCapacity(err)) {
             member.breaker.release(); // nodegate's own limits: no verdict
           } else {
-            this.#answered(member, askedAt); // a node error is an answer
+            this.#answered(member, askedAt, CHAIN_ID_METHOD[this.family]); // a node error is an answer
           }
         },
       )
@@ -382,11 +395,13 @@ export class Network {
   }
 
   /** The upstream answered (a result or a node error): it is up. `sentAt`: when the call was sent, for its typical answer time. */
-  #answered(member: Member, sentAt: number): void {
+  #answered(member: Member, sentAt: number, method: string): void {
     const now = performance.now();
     // A node that answers everything slowly must not be taken for silent by a question shorter than its pace (found
     // from outside: one answering every call in 7.5 s had its circuit opened by the 5 s question).
-    member.typicalMs += (now - sentAt - member.typicalMs) * TYPICAL_WEIGHT;
+    const typical = member.typicalMs.get(method);
+    if (typical !== undefined) member.typicalMs.set(method, typical + (now - sentAt - typical) * TYPICAL_WEIGHT);
+    else if (member.typicalMs.size < MAX_TIMED_METHODS) member.typicalMs.set(method, now - sentAt);
     if (member.breaker.state !== "closed") this.#log?.info({ network: this.name, upstream: member.upstream.label }, "upstream answering again: its circuit is closed");
     if (member === this.#members[0]) {
       this.#failingOver = false;

@@ -391,6 +391,29 @@ describe("circuit breaker", () => {
     }
   }, 45_000);
 
+  it("a hang is judged by the pace of the node's fastest method, not stretched by its heavy calls", async () => {
+    // Found from outside: on a node whose traffic was mostly 6-10 s eth_getLogs, the question waited three times
+    // every method's average, and a hang was failed over after 23 s rather than 5 s.
+    let hung = false;
+    const node = await startProgrammableUpstream((r) => (hung ? { delayMs: 120_000, then: { result: null } } : r.method === "eth_getLogs" ? { delayMs: 3000, then: { result: [] } } : { forward: anvil.url }));
+    try {
+      const ng = await gatewayWith({ primaryUrl: node.url, partners: [], breaker: { threshold: 5, cooldownMs: 300 }, config: { upstreamTimeoutMs: 60_000 } });
+      const logs = () => post(`${ng.url}/v3/${GROWTH}`, rpc("eth_getLogs", [{ fromBlock: "0x0", toBlock: "0x0" }]));
+      expect((await post(`${ng.url}/v3/${GROWTH}`, rpc("eth_blockNumber"))).json.result).toBe("0x0");
+      for (let round = 0; round < 2; round++) expect((await Promise.all(Array.from({ length: 10 }, logs))).map((r) => r.json.result)).toEqual(Array(10).fill([]));
+      hung = true;
+      const client = connectClient(ng.url, EthService, GROWTH, "grpc");
+      expect(await giveUp(client, 300)).toBe("DeadlineExceeded");
+      await node.arrived("eth_chainId", "[]");
+      // The question waits 5 s (eth_blockNumber's pace is far under it); every method's average (about 2.7 s here)
+      // would have made it wait 8 s.
+      await new Promise((r) => setTimeout(r, 6500));
+      expect(ng.gateway.network(undefined).primaryCircuit).toBe("open");
+    } finally {
+      await node.close();
+    }
+  }, 30_000);
+
   it("a node slow to give its chain id is not taken for down while it answers patient calls meanwhile", async () => {
     // Found from outside: the chain id question's own timeout opened the circuit though patient calls were answered
     // while it was out: every key got -32050 and /readyz went 503.
