@@ -84,7 +84,7 @@ export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[
     metrics,
     closers: [() => stores.close()],
     subscriptions: config.subscriptions,
-    heldAnswers: new HeldAnswers(replyBudget),
+    heldAnswers: new HeldAnswers(replyBudget, config.limits.maxReplyBytesPerKey),
   });
   const tls = config.tls ? { cert: readFileSync(config.tls.certFile), key: readFileSync(config.tls.keyFile) } : undefined;
   const learnFinality = (): void => {

@@ -143,6 +143,11 @@ export interface Limits {
    * take the process's memory. Each reply is also capped at 256 MiB.
    */
   maxReplyBytesInFlight: number;
+  /**
+   * Of maxReplyBytesInFlight, the answers one key's clients may hold waiting for them to read at once (half of it
+   * unless set): a client that asks for large answers and does not read them leaves room for every other key's.
+   */
+  maxReplyBytesPerKey: number;
 }
 
 export interface PassThroughConfig {
@@ -231,6 +236,7 @@ export const DEFAULT_LIMITS: Limits = {
   maxSubscriptionsPerKey: 1000,
   maxWsUnreadBytes: 64 * 1024 * 1024,
   maxReplyBytesInFlight: 1024 * 1024 * 1024,
+  maxReplyBytesPerKey: 512 * 1024 * 1024,
 };
 
 /**

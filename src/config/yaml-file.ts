@@ -203,6 +203,7 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
     // eth_getLogs timed out in 1 ms).
     config.limits[name] = r.number(["limits", name], 1, name.endsWith("Ms") ? MAX_TIMER_MS : 1_000_000_000_000) ?? config.limits[name];
   }
+  if (!r.has(["limits", "maxReplyBytesPerKey"])) config.limits.maxReplyBytesPerKey = Math.floor(config.limits.maxReplyBytesInFlight / 2);
   if (config.limits.headersTimeoutMs > config.limits.requestTimeoutMs) {
     r.fail(["limits", r.has(["limits", "headersTimeoutMs"]) ? "headersTimeoutMs" : "requestTimeoutMs"], "headersTimeoutMs must not exceed requestTimeoutMs");
   }

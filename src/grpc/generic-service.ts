@@ -36,7 +36,7 @@ async function call(gateway: Gateway, request: CallRequest, ctx: HandlerContext)
     }
     const outcome = await runNativeCall({ id: "0", method: request.method, params, paramsText }, { ...nativeCallContext(gateway, key, network, ctx.signal), reachNetwork: (home) => `set the ${NETWORK_HEADER} header to "${home}"` });
     if (outcome.error !== undefined) throw outcome.error;
-    holdConnectAnswer(gateway, ctx, outcome.result.end - outcome.result.start);
+    holdConnectAnswer(gateway, ctx, key, outcome.result.end - outcome.result.start);
     return create(CallResponseSchema, { resultJson: resultText(outcome.result) });
   } catch (err) {
     throw handlerError(err, ctx.signal);

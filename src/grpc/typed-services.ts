@@ -7,12 +7,14 @@
 import type { Message } from "@bufbuild/protobuf";
 import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import type { Credentials } from "../auth/access-control.js";
+import type { ApiKey } from "../auth/api-keys.js";
 import { CodecError } from "../codec/codec-error.js";
 import { decodeRespelling } from "../codec/lenient-result.js";
 import { invalidParams, noNetworkOfFamily, resultNotTypeable, upstreamBadResponse, wrongNetworkFamily } from "../errors/catalogue.js";
 import type { Gateway } from "../gateway.js";
 import { invokeMethod } from "../methods/invoke.js";
 import type { ChainFamily, MethodSpec } from "../methods/method-table.js";
+import { HELD_FROM_BYTES } from "../upstream/held-answers.js";
 import type { Network } from "../upstream/network.js";
 import { rescannedResult, resultJson, type UpstreamResult } from "../upstream/reply.js";
 import { holdConnectAnswer } from "./connect-answer-hold.js";
@@ -59,6 +61,14 @@ export function typedCallNetwork(gateway: Gateway, headers: HeaderSource, method
  * result; throws what toConnectError maps. Used by Connect and by the lean
  * unary lanes (gRPC, Connect) alike.
  */
+/**
+ * The key a typed call was made with, found again for an answer large enough to count in the reply budget
+ * (HELD_FROM_BYTES), which each key may hold a share of: the call itself passed the same checks moments before.
+ */
+export function answerKey(gateway: Gateway, headers: HeaderSource): ApiKey {
+  return gateway.access.authenticate(credentialsFrom(headers));
+}
+
 export async function invokeTyped(gateway: Gateway, spec: MethodSpec, request: Message, headers: HeaderSource, signal: CallSignal): Promise<UpstreamResult> {
   const key = gateway.access.authenticate(credentialsFrom(headers));
   const release = gateway.quotas.acquire(key, "requests");
@@ -101,7 +111,7 @@ export function decodeResult(spec: MethodSpec, result: UpstreamResult): Message 
 async function handle(gateway: Gateway, spec: MethodSpec, request: Message, ctx: HandlerContext): Promise<Message> {
   try {
     const result = await invokeTyped(gateway, spec, request, ctx.requestHeader, ctx.signal);
-    holdConnectAnswer(gateway, ctx, result.end - result.start);
+    if (result.end - result.start >= HELD_FROM_BYTES) holdConnectAnswer(gateway, ctx, answerKey(gateway, ctx.requestHeader), result.end - result.start);
     return decodeResult(spec, result);
   } catch (err) {
     throw handlerError(err, ctx.signal);

@@ -16,7 +16,8 @@ import type { Gateway } from "../gateway.js";
 import { logTypedCall, REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
 import type { UpstreamResult } from "../upstream/reply.js";
 import { toConnectError } from "./errors.js";
-import { type HeaderSource, invokeTyped } from "./typed-services.js";
+import { HELD_FROM_BYTES } from "../upstream/held-answers.js";
+import { answerKey, type HeaderSource, invokeTyped } from "./typed-services.js";
 import { headerSource, type UnaryRoute } from "./unary-routes.js";
 
 /** A lane's protocol: how it encodes and frames the request and the answer, and where its deadline is. */
@@ -153,9 +154,10 @@ class UnaryCall {
         const body = protocol.answer(route, result);
         // A client that reads slowly (or not at all: a zero HTTP/2 window) keeps the answer in memory until the exchange closes.
         const held = this.gateway.heldAnswers;
-        if (held !== undefined) {
-          this.#releaseAnswer = held.hold(body, body.length);
-          if (this.#releaseAnswer === undefined) throw held.refusal("the answers waiting for their clients");
+        if (held !== undefined && body.length >= HELD_FROM_BYTES) {
+          const release = held.hold(body, body.length, answerKey(this.gateway, this.#header));
+          if (typeof release === "string") throw held.refusal("the answers waiting for their clients", "", release);
+          this.#releaseAnswer = release;
         }
         if (this.#settle(undefined)) this.exchange.answer(body, this.#requestId);
         else this.#releaseAnswer?.();

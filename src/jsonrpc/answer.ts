@@ -86,22 +86,24 @@ function envelopeError(error: GatewayError, status = 200): Answer {
  */
 class AnswerHolds {
   readonly #held: HeldAnswers;
+  readonly #key: ApiKey;
   readonly #batch: boolean;
   readonly #releases: (() => void)[] = [];
   /** Released: answers that come later (a batch that failed as a whole) take nothing, so nothing stays taken. */
   #released = false;
 
-  constructor(held: HeldAnswers, batch: boolean) {
+  constructor(held: HeldAnswers, key: ApiKey, batch: boolean) {
     this.#held = held;
+    this.#key = key;
     this.#batch = batch;
   }
 
   readonly keep = (outcome: Outcome): Outcome => {
     const result = outcome.result;
     if (result === undefined || this.#released) return outcome;
-    const release = this.#held.hold(resultMemory(result), result.end - result.start);
-    if (release === undefined) {
-      return { error: this.#batch ? this.#held.refusal("this batch's answers", "; send the large calls in smaller batches") : this.#held.refusal("the answers waiting for their clients") };
+    const release = this.#held.hold(resultMemory(result), result.end - result.start, this.#key);
+    if (typeof release === "string") {
+      return { error: this.#batch ? this.#held.refusal("this batch's answers", release === "budget" ? "; send the large calls in smaller batches" : "", release) : this.#held.refusal("the answers waiting for their clients", "", release) };
     }
     this.#releases.push(release);
     return outcome;
@@ -195,14 +197,14 @@ export async function answerJsonRpc(text: Buffer, ctx: AnswerContext): Promise<A
         const result = outcome.result;
         // Held only when large enough to count: the small calls of the hot path allocate nothing for it.
         if (ctx.heldAnswers !== undefined && result !== undefined && result.end - result.start >= HELD_FROM_BYTES) {
-          holds = new AnswerHolds(ctx.heldAnswers, false);
+          holds = new AnswerHolds(ctx.heldAnswers, ctx.key, false);
           outcomes = [holds.keep(outcome)];
         } else {
           outcomes = [outcome];
         }
       } else {
         const pending: Promise<Outcome>[] = [];
-        const keep = ctx.heldAnswers === undefined ? undefined : (holds = new AnswerHolds(ctx.heldAnswers, true)).keep;
+        const keep = ctx.heldAnswers === undefined ? undefined : (holds = new AnswerHolds(ctx.heldAnswers, ctx.key, true)).keep;
         const sliced = entries.length > BATCH_SLICE;
         for (let i = 0; i < entries.length; i++) {
           // A large batch starts its calls a slice at a time, letting other requests' events in between (found from

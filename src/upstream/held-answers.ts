@@ -9,6 +9,12 @@
  * One answer that several calls send (from the cache's memory, shared by
  * coalesced callers, one typed encoding kept for all) counts once while any
  * of them holds it: what is counted is memory, not calls.
+ *
+ * Each key's callers may hold a part of the budget only
+ * (limits.maxReplyBytesPerKey): one client that asks for large answers and
+ * does not read them must leave room for every other key's (found from
+ * outside: one HTTP/1.1 connection pipelining 260 eth_getLogs held 846 MB of
+ * the 1 GiB budget, and another key's large answers were refused meanwhile).
  */
 import { replyBudgetExceeded } from "../errors/catalogue.js";
 import type { GatewayError } from "../errors/gateway-error.js";
@@ -20,45 +26,77 @@ export const HELD_FROM_BYTES = 64 * 1024;
 /** What hold gives for an answer below HELD_FROM_BYTES: nothing to give back. */
 const NOTHING_HELD = (): void => {};
 
+/** Why hold refused an answer: the process's budget is full, or the key holds its share of it. */
+export type HoldRefused = "budget" | "key share";
+
+/** An answer held: by how many calls, and by how many of each key's. */
+interface Holding {
+  holders: number;
+  byKey: Map<object, number>;
+}
+
 export class HeldAnswers {
   readonly #budget: ReplyBudget;
-  /** Each answer held, by identity: how many holders it has. */
-  readonly #holders = new Map<object, number>();
+  readonly #keyMaxBytes: number;
+  readonly #holdings = new Map<object, Holding>();
+  /** The bytes each key's callers hold (each answer once per key). */
+  readonly #keyBytes = new Map<object, number>();
 
-  constructor(budget: ReplyBudget) {
+  /** `keyMaxBytes`: the most one key's callers may hold (limits.maxReplyBytesPerKey); the whole budget by default. */
+  constructor(budget: ReplyBudget, keyMaxBytes = budget.maxBytes) {
     this.#budget = budget;
+    this.#keyMaxBytes = keyMaxBytes;
   }
 
-  /** The error a call gets in place of an answer hold refused; `advice` says what the caller can do about it. */
-  refusal(what: string, advice = ""): GatewayError {
+  /**
+   * The error a call gets in place of an answer hold refused (for `why`); `advice` says what the caller can do
+   * about it.
+   */
+  refusal(what: string, advice = "", why: HoldRefused = "budget"): GatewayError {
+    if (why === "key share") {
+      return replyBudgetExceeded(`${what} would pass ${this.#keyMaxBytes} bytes held for this key's clients at once (limits.maxReplyBytesPerKey)${advice || "; read the answers already asked for before asking for more"}`);
+    }
     return replyBudgetExceeded(`${what} and the replies being read would pass ${this.#budget.maxBytes} bytes (limits.maxReplyBytesInFlight)${advice}`);
   }
 
   /**
-   * Holds `bytes` for `answer` (the object whose memory they are; the same
-   * object gives the same size) until the function returned is called, which
-   * gives them back once, after its last holder; undefined, with nothing
-   * held, when they would pass the budget.
+   * Holds `bytes` for `answer` (the object whose memory they are; the same object gives the same size), for a call
+   * of `key` when one is known, until the function returned is called, which gives them back once, after its last
+   * holder; why it was refused, with nothing held, when they would pass the budget or the key's share of it.
    */
-  hold(answer: object, bytes: number): (() => void) | undefined {
+  hold(answer: object, bytes: number, key?: object): (() => void) | HoldRefused {
     if (bytes < HELD_FROM_BYTES) return NOTHING_HELD;
-    const holders = this.#holders.get(answer);
-    if (holders !== undefined) {
-      this.#holders.set(answer, holders + 1);
-    } else {
-      if (!this.#budget.take(bytes)) return undefined;
-      this.#holders.set(answer, 1);
+    let holding = this.#holdings.get(answer);
+    const keyHolds = key === undefined ? 0 : (holding?.byKey.get(key) ?? 0);
+    const keyTakes = key !== undefined && keyHolds === 0;
+    if (keyTakes && (this.#keyBytes.get(key) ?? 0) + bytes > this.#keyMaxBytes) return "key share";
+    if (holding === undefined) {
+      if (!this.#budget.take(bytes)) return "budget";
+      holding = { holders: 0, byKey: new Map() };
+      this.#holdings.set(answer, holding);
+    }
+    holding.holders++;
+    if (key !== undefined) {
+      holding.byKey.set(key, keyHolds + 1);
+      if (keyTakes) this.#keyBytes.set(key, (this.#keyBytes.get(key) ?? 0) + bytes);
     }
     let held = true;
     return () => {
       if (!held) return;
       held = false;
-      const left = (this.#holders.get(answer) as number) - 1;
-      if (left > 0) {
-        this.#holders.set(answer, left);
-        return;
+      const h = holding as Holding;
+      if (key !== undefined) {
+        const left = (h.byKey.get(key) as number) - 1;
+        if (left > 0) h.byKey.set(key, left);
+        else {
+          h.byKey.delete(key);
+          const keyLeft = (this.#keyBytes.get(key) as number) - bytes;
+          if (keyLeft > 0) this.#keyBytes.set(key, keyLeft);
+          else this.#keyBytes.delete(key);
+        }
       }
-      this.#holders.delete(answer);
+      if (--h.holders > 0) return;
+      this.#holdings.delete(answer);
       this.#budget.give(bytes);
     };
   }

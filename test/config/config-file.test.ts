@@ -63,6 +63,12 @@ describe("configuration file", () => {
     expect(config.embeddedAnvil).toBe(false);
   });
 
+  it("one key's share of the reply budget is half of maxReplyBytesInFlight unless set", () => {
+    expect(loadConfig({ PROVIDER_KEY: "pk" }, file(VALID)).limits.maxReplyBytesPerKey).toBe(512 * 1024 * 1024);
+    expect(loadConfig({ PROVIDER_KEY: "pk" }, file(`${VALID}  maxReplyBytesInFlight: 100000000\n`)).limits.maxReplyBytesPerKey).toBe(50_000_000);
+    expect(loadConfig({ PROVIDER_KEY: "pk" }, file(`${VALID}  maxReplyBytesInFlight: 100000000\n  maxReplyBytesPerKey: 90000000\n`)).limits.maxReplyBytesPerKey).toBe(90_000_000);
+  });
+
   it("environment variables override the file", () => {
     const config = loadConfig({ PROVIDER_KEY: "pk", NODEGATE_PORT: "7000", NODEGATE_API_KEYS: "client-k1:custom,client-k2", NODEGATE_UPSTREAM_URL: "http://127.0.0.1:1" }, file(VALID));
     expect(config.port).toBe(7000);

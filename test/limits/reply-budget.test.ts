@@ -303,3 +303,34 @@ it("an HTTP/1.1 connection that takes nothing of its answer for a request deadli
   expect(whole).toBe(true);
   expect(performance.now() - started).toBeGreaterThan(2000);
 });
+
+it("one key's clients that do not read hold at most its share of the budget: its next large answer is refused, another key's still fits", async () => {
+  // Found from outside: one client pipelining large calls and reading none held 846 MB of the 1 GiB budget, and
+  // every other key's large answers were refused while it did.
+  const other = "other-key-0123456789abcdef";
+  const shared = await startNodegate({ upstreamUrl: nodeUrl, keys: ["hog-key-0123456789abcdef", other], config: { limits: { ...DEFAULT_LIMITS, maxReplyBytesInFlight: 48 * 1024 * 1024, maxReplyBytesPerKey: 24 * 1024 * 1024 } } });
+  const hogTyped = grpcJsCaller(shared, EthService, shared.key);
+  const stalled = await askAndStopReading(shared.rpcUrl, rpc("eth_getCode", [BIG, "latest"], 230));
+  try {
+    // The hog's 20 MB answer waits unread; another 20 MB answer for it would pass its 24 MiB share.
+    const refused = await post(shared.rpcUrl, rpc("eth_getCode", [BIG, "latest"], 231));
+    expect(refused.status).toBe(503);
+    expect(refused.json.error).toEqual({
+      code: -32005,
+      message: `limit exceeded: the answers waiting for their clients would pass ${24 * 1024 * 1024} bytes held for this key's clients at once (limits.maxReplyBytesPerKey); read the answers already asked for before asking for more; try again shortly`,
+    });
+    // On the typed door too (10 MB of protobuf beside the 20 MB held).
+    const typedErr = (await hogTyped.call(EthService.method.getCode, create(GetCodeRequestSchema, { address: Buffer.from(BIG.slice(2), "hex"), block: { kind: { case: "tag", value: 1 } } })).catch((e: unknown) => e)) as ServiceError;
+    expect(typedErr.code).toBe(GrpcStatus.RESOURCE_EXHAUSTED);
+    expect(typedErr.details).toMatch(/limits\.maxReplyBytesPerKey/);
+    // Another key's large answer fits in what the hog may not take.
+    const otherUrl = shared.rpcUrl.replace(shared.key, other);
+    expect((await post(otherUrl, rpc("eth_getCode", [BIG, "latest"], 232))).json.result).toHaveLength(2 + BIG_HEX_CHARS);
+  } finally {
+    stalled.destroy();
+    hogTyped.close();
+  }
+  // Given back once the hog's connection is gone.
+  await expect.poll(async () => (await post(shared.rpcUrl, rpc("eth_getCode", [BIG, "latest"], 233))).json.result?.length, { timeout: 10_000 }).toBe(2 + BIG_HEX_CHARS);
+  await shared.close();
+});

@@ -12,28 +12,55 @@ it("one answer held by several calls takes its bytes once, and gives them back a
   const budget = new ReplyBudget(3 * SIZE);
   const held = new HeldAnswers(budget);
   const shared = {};
-  const first = held.hold(shared, SIZE);
-  const second = held.hold(shared, SIZE);
+  const first = held.hold(shared, SIZE) as () => void;
+  const second = held.hold(shared, SIZE) as () => void;
   expect(budget.held).toBe(SIZE);
-  first?.();
-  first?.(); // once only: a second call gives nothing back twice
+  first();
+  first(); // once only: a second call gives nothing back twice
   expect(budget.held).toBe(SIZE);
-  second?.();
+  second();
   expect(budget.held).toBe(0);
 });
 
 it("answers that do not fit are refused with nothing taken; smaller ones never count", () => {
   const budget = new ReplyBudget(2 * SIZE);
   const held = new HeldAnswers(budget);
-  const a = held.hold({}, SIZE);
-  expect(held.hold({}, 2 * SIZE)).toBeUndefined();
+  const a = held.hold({}, SIZE) as () => void;
+  expect(held.hold({}, 2 * SIZE)).toBe("budget");
   expect(budget.held).toBe(SIZE);
-  const small = held.hold({}, SIZE - 1);
+  const small = held.hold({}, SIZE - 1) as () => void;
   expect(small).toBeTypeOf("function");
   expect(budget.held).toBe(SIZE);
-  small?.();
-  a?.();
+  small();
+  a();
   expect(budget.held).toBe(0);
   expect(held.refusal("the answers waiting for their clients").code).toBe(-32005);
   expect(held.refusal("x", "; advice").message).toBe(`limit exceeded: x and the replies being read would pass ${2 * SIZE} bytes (limits.maxReplyBytesInFlight); advice; try again shortly`);
+});
+
+it("one key's calls hold at most its share; other keys' answers still fit, and an answer a key already holds costs it nothing more", () => {
+  const budget = new ReplyBudget(4 * SIZE);
+  const held = new HeldAnswers(budget, 2 * SIZE);
+  const [hog, other] = [{}, {}];
+  const shared = {};
+  const first = held.hold(shared, SIZE, hog) as () => void;
+  const again = held.hold(shared, SIZE, hog) as () => void; // the same answer, coalesced: no more memory
+  const second = held.hold({}, SIZE, hog) as () => void;
+  expect(held.hold({}, SIZE, hog)).toBe("key share");
+  expect(budget.held).toBe(2 * SIZE);
+  // Another key holds the answer the hog holds, and one of its own: within its own share.
+  const otherShared = held.hold(shared, SIZE, other) as () => void;
+  const otherOwn = held.hold({}, SIZE, other) as () => void;
+  expect(budget.held).toBe(3 * SIZE);
+  expect(held.hold({}, SIZE, other)).toBe("key share");
+  first();
+  expect(held.hold({}, SIZE, hog)).toBe("key share"); // `again` still holds the shared answer for the hog
+  again();
+  const third = held.hold({}, SIZE, hog) as () => void;
+  expect(third).toBeTypeOf("function");
+  for (const release of [second, third, otherShared, otherOwn]) release();
+  expect(budget.held).toBe(0);
+  expect(held.refusal("the answers waiting for their clients", "", "key share").message).toBe(
+    `limit exceeded: the answers waiting for their clients would pass ${2 * SIZE} bytes held for this key's clients at once (limits.maxReplyBytesPerKey); read the answers already asked for before asking for more; try again shortly`,
+  );
 });
