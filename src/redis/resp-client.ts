@@ -6,7 +6,9 @@
  * with RedisUnavailableError, so callers can fall back instead of queueing
  * requests behind an outage; a command left unanswered past its deadline
  * fails the same way and the connection is replaced, since a silent server
- * cannot be told apart from a dead one.
+ * cannot be told apart from a dead one. Silent means nothing read for the
+ * deadline, judged after the socket has been read: a busy event loop, or a
+ * large value arriving ahead of the command's reply, is no silence.
  */
 import net from "node:net";
 import tls from "node:tls";
@@ -40,6 +42,7 @@ interface Pending {
   resolve(reply: RedisReply): void;
   reject(err: Error): void;
   timer: NodeJS.Timeout | undefined;
+  settled?: boolean;
 }
 
 interface Waiting {
@@ -64,6 +67,10 @@ export class RedisClient {
   /** Sent while the connection was being opened; written once it is ready. */
   #waiting: Waiting[] = [];
   #attempt = 0;
+  /** A command other than the handshake's was answered on this connection: the backoff starts over. */
+  #proven = false;
+  /** When the current connection last read anything (performance.now()). */
+  #readAt = 0;
   #retryTimer: NodeJS.Timeout | undefined;
   #connectTimer: NodeJS.Timeout | undefined;
   #corked = false;
@@ -154,6 +161,8 @@ export class RedisClient {
       ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host, ...this.#tls })
       : net.connect({ host, port });
     this.#socket = socket;
+    this.#proven = false;
+    this.#readAt = performance.now();
     this.#parser.reset();
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 10_000);
@@ -182,7 +191,6 @@ export class RedisClient {
     }
     if (socket !== this.#socket || this.#state !== "connecting") return;
     clearTimeout(this.#connectTimer);
-    this.#attempt = 0;
     this.#lastError = undefined;
     const waiting = this.#waiting;
     this.#waiting = [];
@@ -192,9 +200,7 @@ export class RedisClient {
 
   #write(payload: Buffer, pending: Pending): void {
     const socket = this.#socket as net.Socket;
-    pending.timer = setTimeout(() => {
-      socket.destroy(new Error(`no reply within ${this.#commandTimeoutMs} ms`));
-    }, this.#commandTimeoutMs);
+    pending.timer = setTimeout(() => this.#checkSilence(socket, pending), this.#commandTimeoutMs);
     this.#inFlight.push(pending);
     // Commands issued in the same tick leave in one write (one TCP segment where they fit).
     if (!this.#corked) {
@@ -208,8 +214,25 @@ export class RedisClient {
     socket.write(payload);
   }
 
+  /**
+   * A command's deadline passed: the connection is replaced if nothing has been read on it for that long. Judged once
+   * the socket has been read (setImmediate runs after the loop's poll phase): timers run first after a long task, and
+   * a reply waiting unread would be taken for silence (found from outside: a healthy Redis declared down, and shared
+   * rate limits turned per-instance, whenever a busy instance's loop was held over 500 ms). While a large value
+   * ahead of it is still arriving, a command waits on: its reply comes after.
+   */
+  #checkSilence(socket: net.Socket, pending: Pending): void {
+    setImmediate(() => {
+      if (pending.settled === true || socket !== this.#socket) return;
+      const quietMs = performance.now() - this.#readAt;
+      if (quietMs >= this.#commandTimeoutMs) socket.destroy(new Error(`no reply within ${this.#commandTimeoutMs} ms`));
+      else pending.timer = setTimeout(() => this.#checkSilence(socket, pending), this.#commandTimeoutMs - quietMs);
+    });
+  }
+
   #onData(socket: net.Socket, chunk: Buffer): void {
     if (socket !== this.#socket) return;
+    this.#readAt = performance.now();
     let replies: RedisReply[];
     try {
       replies = this.#parser.push(chunk);
@@ -224,6 +247,14 @@ export class RedisClient {
         return;
       }
       clearTimeout(pending.timer);
+      pending.settled = true;
+      // A Redis that answers the handshake's PING but holds every other command (CLIENT PAUSE during a failover) must
+      // not have its reconnects start over at the shortest delay each time (found from outside: it flapped every
+      // 600 ms, stalling every call in flight each time).
+      if (!this.#proven && this.#state === "ready") {
+        this.#proven = true;
+        this.#attempt = 0;
+      }
       if (reply instanceof RedisReplyError) pending.reject(reply);
       else pending.resolve(reply);
     }
@@ -236,6 +267,7 @@ export class RedisClient {
     this.#waiting = [];
     for (const p of inFlight) {
       clearTimeout(p.timer);
+      p.settled = true;
       p.reject(err);
     }
     for (const w of waiting) w.pending.reject(err);

@@ -140,6 +140,42 @@ describeRequiring(redisRequirement, "RedisClient against redis-server", () => {
     }
   });
 
+  it("a reply that came while the event loop was busy past the deadline is taken, not counted as silence", async () => {
+    // Found from outside: timers run before the socket is read after a long task, and a healthy Redis was declared
+    // down (shared rate limits turned per-instance) whenever a busy instance's loop was held over the deadline.
+    const busy = new RedisClient({ url: redis.url, commandTimeoutMs: 100, reconnect: FAST_RECONNECT });
+    try {
+      await busy.ready();
+      const reply = busy.command(["PING"]);
+      await new Promise((resolve) => setImmediate(resolve)); // the command has left
+      for (const until = performance.now() + 300; performance.now() < until; );
+      expect(await reply).toBe("PONG");
+      expect(busy.state).toBe("ready");
+    } finally {
+      await busy.close();
+    }
+  });
+
+  it("a small command behind a large value still arriving waits for it, however long that takes", async () => {
+    const proxy = await startTcpProxy(redis.port);
+    const slow = new RedisClient({ url: `redis://127.0.0.1:${proxy.port}`, commandTimeoutMs: 100, reconnect: FAST_RECONNECT });
+    try {
+      await slow.ready();
+      const large = Buffer.alloc(8 * 1024 * 1024, 7);
+      await slow.command(["SET", "t:slow-large", large]);
+      // The proxy passes replies on at 3.2 MB/s (64 KB every 20 ms): the value takes about 2.6 s, the PING's reply
+      // comes after it, 26 deadlines later.
+      proxy.throttleReplies(3_200_000);
+      const [value, pong] = await Promise.all([slow.command(["GET", "t:slow-large"]), slow.command(["PING"])]);
+      expect((value as Buffer).equals(large)).toBe(true);
+      expect(pong).toBe("PONG");
+      expect(proxy.accepted).toBe(1);
+    } finally {
+      await slow.close();
+      await proxy.close();
+    }
+  });
+
   it("fails commands still waiting when it is closed, and refuses new ones", async () => {
     const closing = new RedisClient({ url: redis.url });
     const pending = expect(closing.command(["PING"])).rejects.toThrow("redis client closed");
@@ -250,6 +286,38 @@ describe.skipIf(redisRequirement.skip || redisRequirement.missing !== undefined)
       await expect(client.ready()).rejects.toThrow(/self.signed certificate/);
     } finally {
       await client.close();
+    }
+  });
+});
+
+describe("RedisClient and a Redis that answers PING but holds every other command", () => {
+  it("reconnects after a growing delay, not at the shortest each time", async () => {
+    // Found from outside: during CLIENT PAUSE (a Redis failover) the handshake's PING was answered, the backoff started
+    // over, and the first data command timed out: the connection flapped every 600 ms, stalling every call each time.
+    let connections = 0;
+    const server = net.createServer((socket) => {
+      connections++;
+      socket.on("data", (d: Buffer) => {
+        if (d.toString().includes("PING")) socket.write("+PONG\r\n");
+      });
+      socket.on("error", () => undefined);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const port = (server.address() as net.AddressInfo).port;
+    const client = new RedisClient({ url: `redis://127.0.0.1:${port}`, commandTimeoutMs: 100, reconnect: { minDelayMs: 10, maxDelayMs: 5000 } });
+    const asking = setInterval(() => {
+      if (client.state === "ready") client.command(["GET", "x"]).catch(() => undefined);
+    }, 10);
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      // 10, 20, 40, ... ms between attempts, each held 100 ms: 8 connections at most in 3 s (about 25 when every
+      // attempt started over at 10 ms).
+      expect(connections).toBeGreaterThanOrEqual(4);
+      expect(connections).toBeLessThanOrEqual(9);
+    } finally {
+      clearInterval(asking);
+      await client.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });
 });
