@@ -71,12 +71,14 @@ export class RateLimiter {
     const windows: CountWindow[] = [];
     const kinds: ("second" | "day")[] = [];
     const day = Math.floor(now / DAY_MS);
+    // The key's label is a Redis Cluster hash tag: one script counts both windows, and a cluster runs a script only on
+    // keys of one slot (found from outside: every count failed with CROSSSLOT, and limits were per instance).
     if (limit.requestsPerSecond > 0) {
-      windows.push({ counter: `rl:${keyLabel}:s:${Math.floor(now / 1000)}`, limit: limit.requestsPerSecond, ttlMs: 2000 });
+      windows.push({ counter: `rl:{${keyLabel}}:s:${Math.floor(now / 1000)}`, limit: limit.requestsPerSecond, ttlMs: 2000 });
       kinds.push("second");
     }
     if (limit.requestsPerDay > 0) {
-      windows.push({ counter: `rl:${keyLabel}:d:${day}`, limit: limit.requestsPerDay, ttlMs: DAY_MS + 60_000 });
+      windows.push({ counter: `rl:{${keyLabel}}:d:${day}`, limit: limit.requestsPerDay, ttlMs: DAY_MS + 60_000 });
       kinds.push("day");
     }
     if (windows.length === 0) return { ok: true };

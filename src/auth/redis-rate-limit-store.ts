@@ -29,7 +29,7 @@ return -1`;
 const TAKE_SHA = createHash("sha1").update(TAKE).digest("hex");
 
 export interface RedisRateLimitStoreOptions {
-  /** Prepended to every counter ("nodegate:" gives "nodegate:rl:key:ab12...:s:1700000000"). */
+  /** Prepended to every counter ("nodegate:" gives "nodegate:rl:{key:ab12...}:s:1700000000"). */
   keyPrefix: string;
   /** Counts while Redis cannot. */
   fallback: RateLimitStore;

@@ -5,12 +5,18 @@
  * miss), and cached values keep their bytes and TTL.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MemoryRateLimitStore } from "../../src/auth/rate-limiter.js";
+import { join } from "node:path";
+import { pino } from "pino";
+import { MemoryRateLimitStore, RateLimiter } from "../../src/auth/rate-limiter.js";
 import { RedisRateLimitStore } from "../../src/auth/redis-rate-limit-store.js";
 import { RedisCacheStore, SHARED_CACHE_TTL_MS } from "../../src/cache/redis-cache-store.js";
+import { Metrics } from "../../src/observability/metrics.js";
 import { RedisClient } from "../../src/redis/resp-client.js";
+import { createStores } from "../../src/stores/create-stores.js";
 import { redisRequirement, type RedisServer, startRedisServer } from "../support/redis-server.js";
 import { describeRequiring } from "../support/system-packages.js";
+import { startTcpProxy } from "../support/tcp-proxy.js";
+import { testTempDir } from "../support/temp-dir.js";
 
 describeRequiring(redisRequirement, "Redis stores", () => {
   let redis: RedisServer;
@@ -162,5 +168,78 @@ describeRequiring(redisRequirement, "Redis stores", () => {
       // With a limit of 1 this fits only a counter that starts from 0.
       expect(await limits.take(window("rl:outage", 1, 5000), 1)).toBe(-1);
     });
+  });
+});
+
+describeRequiring(redisRequirement, "rate limits on a Redis Cluster", () => {
+  let redis: RedisServer;
+  let client: RedisClient;
+
+  beforeAll(async () => {
+    const dir = testTempDir("redis-cluster-");
+    redis = await startRedisServer({ args: ["--cluster-enabled", "yes", "--cluster-config-file", join(dir, "nodes.conf")] });
+    client = new RedisClient({ url: redis.url });
+    await client.ready();
+    // A one-node cluster owning every slot: a script's keys must still share one slot, as on a real cluster.
+    await client.command(["CLUSTER", "ADDSLOTSRANGE", 0, 16383]);
+    for (const until = performance.now() + 10_000; !String(await client.command(["CLUSTER", "INFO"])).includes("cluster_state:ok"); ) {
+      if (performance.now() > until) throw new Error("the one-node cluster did not become ok");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  });
+  afterAll(async () => {
+    await client?.close();
+    await redis?.stop();
+  });
+
+  it("one script counts a key's second and day windows: they share a hash slot", async () => {
+    // Found from outside: the two counters hashed to different slots, every count failed with CROSSSLOT, and limits
+    // were counted per instance while nodegate_redis_up read 1.
+    const reported: unknown[] = [];
+    const limiter = new RateLimiter(new RedisRateLimitStore(client, { keyPrefix: "nodegate:", fallback: new MemoryRateLimitStore(), report: (_store, err) => reported.push(err) }));
+    const limit = { requestsPerSecond: 100, requestsPerDay: 3 };
+    const verdicts = [];
+    for (let i = 0; i < 4; i++) verdicts.push((await limiter.take("key:0123456789", limit, 1)).ok);
+    expect(verdicts).toEqual([true, true, true, false]);
+    expect(reported).toEqual([]);
+    const counters = ((await client.command(["KEYS", "nodegate:rl:*"])) as Buffer[]).map(String).sort();
+    expect(counters).toHaveLength(2);
+    expect(counters.every((k) => k.startsWith("nodegate:rl:{key:0123456789}:"))).toBe(true);
+  });
+});
+
+describeRequiring(redisRequirement, "createStores with Redis", () => {
+  it("a rate-limit count does not wait behind a large cached value on its way", async () => {
+    // Found from outside: on one pipelined connection, counts (on every request's path) waited 333 ms behind 25 MB
+    // cached answers.
+    const redis = await startRedisServer();
+    const proxy = await startTcpProxy(redis.port);
+    const stores = createStores({ redisUrl: `redis://127.0.0.1:${proxy.port}`, keyPrefix: "two:" }, pino({ level: "silent" }), new Metrics({ processMetrics: false }));
+    try {
+      for (const until = performance.now() + 5000; ; ) {
+        await stores.cache.set("warm", Buffer.from("x"));
+        if ((await stores.cache.get("warm")) !== undefined) break;
+        if (performance.now() > until) throw new Error("the cache's connection did not become ready");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await stores.redis?.ready();
+      const large = Buffer.alloc(8 * 1024 * 1024, 9);
+      await stores.cache.set("large", large);
+      // Replies pass at 3.2 MB/s: the value takes about 2.6 s to arrive.
+      proxy.throttleReplies(3_200_000);
+      const order: string[] = [];
+      const got = (async () => order.push(`cache ${(await stores.cache.get("large"))?.length}`))();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const counted = (async () => order.push(`count ${await stores.rateLimits.take([{ counter: "rl:{key:two}:s:1", limit: 10, ttlMs: 60_000 }], 1)}`))();
+      await Promise.all([got, counted]);
+      expect(order).toEqual(["count -1", `cache ${large.length}`]);
+      // Counted in Redis, not in this instance's fallback.
+      proxy.throttleReplies(undefined);
+      expect(String(await stores.redis?.command(["GET", "two:rl:{key:two}:s:1"]))).toBe("1");
+    } finally {
+      await stores.close();
+      await proxy.close();
+      await redis.stop();
+    }
   });
 });
