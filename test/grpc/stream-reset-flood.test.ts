@@ -7,6 +7,7 @@
  * with INTERNAL every ~36 s.
  */
 import http2 from "node:http2";
+import net from "node:net";
 import { create, toBinary, fromBinary } from "@bufbuild/protobuf";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -17,15 +18,90 @@ import { type ProgrammableUpstream, startProgrammableUpstream } from "../support
 
 let upstream: ProgrammableUpstream;
 let ng: TestNodegate;
+let fastUpstream: ProgrammableUpstream;
+let fastNg: TestNodegate;
 
 beforeAll(async () => {
   upstream = await startProgrammableUpstream(() => ({ delayMs: 1500, then: { result: "0x2a" } }));
-  ng = await startNodegate({ upstreamUrl: upstream.url });
+  fastUpstream = await startProgrammableUpstream(() => ({ result: "0x2a" }));
+  [ng, fastNg] = await Promise.all([startNodegate({ upstreamUrl: upstream.url }), startNodegate({ upstreamUrl: fastUpstream.url })]);
 });
 afterAll(async () => {
   await ng?.close();
+  await fastNg?.close();
   await upstream?.close();
+  await fastUpstream?.close();
 });
+
+/**
+ * A raw HTTP/2 client (Node's cannot reset a stream it has seen closed): `calls` BlockNumber calls, 20 at a time,
+ * with `grpc-timeout` when given, each reset with RST_STREAM(CANCEL) once its answer has ended when `resetAfter`.
+ * Resolves with the code of the first GOAWAY (undefined if none came) and how many calls were answered before it.
+ */
+function rawCalls(port: number, key: string, calls: number, grpcTimeout: string | undefined, resetAfter: boolean): Promise<{ goaway: number | undefined; answered: number }> {
+  const frame = (type: number, flags: number, id: number, payload = Buffer.alloc(0)) => {
+    const head = Buffer.alloc(9);
+    head.writeUIntBE(payload.length, 0, 3);
+    head[3] = type;
+    head[4] = flags;
+    head.writeUInt32BE(id, 5);
+    return Buffer.concat([head, payload]);
+  };
+  // HPACK literals without indexing, no Huffman: every name and value here is under 127 bytes.
+  const literal = (name: string, value: string) => Buffer.concat([Buffer.from([0x00, name.length]), Buffer.from(name), Buffer.from([value.length]), Buffer.from(value)]);
+  const fields = [[":method", "POST"], [":scheme", "http"], [":path", "/nodegate.eth.v1.EthService/BlockNumber"], [":authority", "127.0.0.1"], ["content-type", "application/grpc"], ["te", "trailers"], ["x-api-key", key]];
+  if (grpcTimeout !== undefined) fields.push(["grpc-timeout", grpcTimeout]);
+  const headerBlock = Buffer.concat(fields.map(([n, v]) => literal(n as string, v as string)));
+  const emptyMessage = Buffer.from([0, 0, 0, 0, 0]);
+  return new Promise((resolve) => {
+    const socket = net.connect(port, "127.0.0.1");
+    let buffered = Buffer.alloc(0);
+    let next = 1;
+    let sent = 0;
+    let inFlight = 0;
+    let answered = 0;
+    let goaway: number | undefined;
+    const send = () => {
+      const out: Buffer[] = [];
+      while (goaway === undefined && inFlight < 20 && sent < calls) {
+        out.push(frame(1, 4, next, headerBlock), frame(0, 1, next, emptyMessage));
+        next += 2;
+        inFlight++;
+        sent++;
+      }
+      if (out.length > 0) socket.write(Buffer.concat(out));
+      else if (inFlight === 0) socket.end();
+    };
+    socket.on("connect", () => {
+      socket.write(Buffer.concat([Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), frame(4, 0, 0)]));
+      send();
+    });
+    socket.on("data", (data: Buffer) => {
+      buffered = Buffer.concat([buffered, data]);
+      while (buffered.length >= 9) {
+        const length = buffered.readUIntBE(0, 3);
+        if (buffered.length < 9 + length) break;
+        const [type, flags, id] = [buffered[3] as number, buffered[4] as number, buffered.readUInt32BE(5) & 0x7fffffff];
+        const payload = buffered.subarray(9, 9 + length);
+        buffered = buffered.subarray(9 + length);
+        if (type === 4 && (flags & 1) === 0) socket.write(frame(4, 1, 0)); // SETTINGS ack
+        if (type === 7 && goaway === undefined) {
+          goaway = payload.readUInt32BE(4);
+          setTimeout(() => socket.destroy(), 100);
+        }
+        const ended = (type === 0 || type === 1) && (flags & 1) !== 0 && id > 0;
+        if (ended || (type === 3 && id > 0)) {
+          if (ended) answered++;
+          if (ended && resetAfter) socket.write(frame(3, 0, id, Buffer.from([0, 0, 0, 8])));
+          inFlight--;
+          send();
+        }
+      }
+    });
+    socket.on("error", () => {});
+    socket.on("close", () => resolve({ goaway, answered }));
+  });
+}
 
 describe("stream resets", () => {
   it("1,400 cancelled calls on one connection: every other call on it is answered, and each cancelled one is CANCELLED", async () => {
@@ -105,6 +181,20 @@ describe("stream resets", () => {
     expect(await goaway).toBe(http2.constants.NGHTTP2_NO_ERROR);
     expect(statuses.get("4") ?? 0).toBeGreaterThanOrEqual(800);
     session.close();
+  }, 30_000);
+
+  it("calls answered within a little of their client's deadline count against the budget: a client resetting them as the answers arrive gets NO_ERROR", async () => {
+    // Found from outside: grpc-js callers with 4-10 ms deadlines, most answered in time, reset streams already closed
+    // here as the answers reached them; nghttp2 counts those resets, Node never sees them, and the connection was
+    // ended with error code 2, failing a subscription on it with INTERNAL.
+    const run = await rawCalls(fastNg.port, fastNg.key, 1300, "40m", true);
+    expect(run.goaway).toBe(http2.constants.NGHTTP2_NO_ERROR);
+    expect(run.answered).toBeGreaterThanOrEqual(700);
+  }, 30_000);
+
+  it("calls answered well within their deadline do not count: 1,300 on one connection, no GOAWAY", async () => {
+    const run = await rawCalls(fastNg.port, fastNg.key, 1300, "10S", false);
+    expect(run).toEqual({ goaway: undefined, answered: 1300 });
   }, 30_000);
 
   it("the budget follows nghttp2's: 1,000 at once, 33 more each second, the session closed with 200 left", () => {
