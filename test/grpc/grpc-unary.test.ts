@@ -202,6 +202,48 @@ describe("the gRPC contract", () => {
     }
   });
 
+  it("a deadline under a millisecond is DEADLINE_EXCEEDED without asking the node; one longer than the protocol allows is refused", async () => {
+    // Found from outside: "0m" and "1u" raced the call (4-8 of 10 answered OK, the node asked either way), and an
+    // 11-digit timeout was lowered to the longest timer and taken while a 9-digit one was refused.
+    const session = http2.connect(f.ng.url);
+    try {
+      const answer = (headers: http2.OutgoingHttpHeaders, body: Buffer): Promise<{ status: string | undefined; http: number | undefined }> =>
+        new Promise((resolve, reject) => {
+          const stream = session.request({ ":method": "POST", ":path": `/${EthService.typeName}/GetBalance`, "x-api-key": f.ng.key, ...headers });
+          let status: string | undefined;
+          let http: number | undefined;
+          stream.on("response", (h) => {
+            http = h[":status"];
+            status ??= h["grpc-status"] as string | undefined;
+          });
+          stream.on("trailers", (t) => {
+            status ??= t["grpc-status"] as string | undefined;
+          });
+          stream.on("close", () => resolve({ status, http }));
+          stream.on("error", reject);
+          stream.resume();
+          stream.end(body);
+        });
+      const message = Buffer.from(toBinary(m.getBalance.input, create(m.getBalance.input, { address: new Uint8Array(20), block: { kind: { case: "tag", value: 1 } } })));
+      const grpcBody = Buffer.concat([Buffer.from([0, 0, 0, 0, message.length]), message]);
+      const asked = f.upstream.count("eth_getBalance");
+      for (const timeout of ["0m", "0n", "1u", "999u"]) {
+        for (let i = 0; i < 5; i++) expect((await answer({ "content-type": "application/grpc", te: "trailers", "grpc-timeout": timeout }, grpcBody)).status, timeout).toBe(String(grpc.status.DEADLINE_EXCEEDED));
+      }
+      expect((await answer({ "content-type": "application/proto", "connect-timeout-ms": "0" }, message)).http).toBe(504);
+      expect(f.upstream.count("eth_getBalance")).toBe(asked);
+      for (const timeout of ["99999999999H", "100000000m"]) {
+        expect((await answer({ "content-type": "application/grpc", te: "trailers", "grpc-timeout": timeout }, grpcBody)).status, timeout).toBe(String(grpc.status.INVALID_ARGUMENT));
+      }
+      expect((await answer({ "content-type": "application/proto", "connect-timeout-ms": "12345678901" }, message)).http).toBe(400);
+      // The longest the protocols allow still works.
+      expect((await answer({ "content-type": "application/grpc", te: "trailers", "grpc-timeout": "99999999H" }, grpcBody)).status).toBe("0");
+      expect((await answer({ "content-type": "application/proto", "connect-timeout-ms": "9999999999" }, message)).http).toBe(200);
+    } finally {
+      session.close();
+    }
+  });
+
   it("an unknown method is UNIMPLEMENTED naming it, in each protocol's own form, with x-request-id", async () => {
     // Found from outside: a bare HTTP 404 text/plain, which gRPC clients report as "Received HTTP status code 404".
     const path = `/${EthService.typeName}/NoSuchMethod`;
