@@ -51,6 +51,15 @@ export function logTypedCall(log: Logger, metrics: Metrics, door: string, method
 /** What the line of a stream nodegate ended for its reader's pace says. */
 const CUT_FOR_PACE = { error: "the stream was ended: its client read too slowly" };
 
+/**
+ * How a stream whose signal ended was ended: its deadline (Connect aborts the signal with DeadlineExceeded), or its
+ * client leaving (found from outside: streams that ran out their grpc-timeout were logged and counted Canceled).
+ */
+function endedBy(signal: AbortSignal): string {
+  const reason: unknown = signal.reason;
+  return reason instanceof ConnectError && reason.code === Code.DeadlineExceeded ? Code[Code.DeadlineExceeded] : Code[Code.Canceled];
+}
+
 /** Connect interceptor: logs and counts each typed call and returns its request id in a header. */
 export function requestLogInterceptor(log: Logger, metrics: Metrics): Interceptor {
   return (next) => async (req) => {
@@ -110,17 +119,17 @@ export function requestLogInterceptor(log: Logger, metrics: Metrics): Intercepto
           // A client gone mid-stream (its connection reset, so Node closes the stream with INTERNAL_ERROR) fails the
           // next write: the client left, nodegate did not fail (found from outside: counted as Internal, at warn).
           if (req.signal.aborted || (err instanceof ConnectError && err.rawMessage.startsWith(STREAM_CLOSED))) {
-            done(Code[Code.Canceled]);
+            done(endedBy(req.signal));
             throw err;
           }
           throw failed(err);
         } finally {
           // Every message made, but the client had left before they were sent: that is a cancellation too.
-          if (ended === "ok") done(req.signal.aborted ? Code[Code.Canceled] : "ok");
+          if (ended === "ok") done(req.signal.aborted ? endedBy(req.signal) : "ok");
           // Returned early: the client went away mid-stream, or nodegate ended the stream for its reader's pace.
           else if (ended === undefined) {
             if (transportWasCut(req.contextValues)) done(Code[Code.ResourceExhausted], CUT_FOR_PACE);
-            else done(Code[Code.Canceled]);
+            else done(endedBy(req.signal));
           }
         }
       })(),

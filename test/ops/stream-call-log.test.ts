@@ -12,6 +12,9 @@ import { describe, expect, it } from "vitest";
 import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { Metrics } from "../../src/observability/metrics.js";
 import { requestLogInterceptor } from "../../src/observability/request-log.js";
+import { startAnvil } from "../../src/embedded/anvil.js";
+import { connectClient } from "../support/grpc-clients.js";
+import { startNodegate } from "../support/nodegate.js";
 
 type Next = Parameters<Interceptor>[0];
 type StreamRequest = Parameters<Next>[0];
@@ -111,4 +114,30 @@ describe("a typed server stream in the request log", () => {
     expect(r.lines.map((l) => l.status)).toEqual(["Canceled"]);
     expect(await r.openStreams()).toBe(0);
   });
+});
+
+describe("a typed server stream that runs out its deadline", () => {
+  it("is logged and counted DeadlineExceeded, not Canceled, on each transport", async () => {
+    // Found from outside: SubscribeNewHeads with grpc-timeout 1500m got DEADLINE_EXCEEDED, and was logged and counted
+    // as Canceled ("the client left").
+    const anvil = await startAnvil();
+    const ng = await startNodegate({ upstreamUrl: anvil.url });
+    try {
+      for (const protocol of ["grpc", "connect", "grpc-web"] as const) {
+        const client = connectClient(ng.url, EthService, ng.key, protocol);
+        const outcome = await (async () => {
+          // As a header: the server's deadline alone (connect-es's own timer would cancel the call at the same moment).
+          const headers = protocol === "connect" ? { "connect-timeout-ms": "800" } : { "grpc-timeout": "800m" };
+          for await (const _ of client.subscribeNewHeads({}, { headers }));
+          return "ended";
+        })().catch((e: unknown) => Code[ConnectError.from(e).code]);
+        expect(outcome, protocol).toBe("DeadlineExceeded");
+      }
+      await expect.poll(() => ng.logs.filter((l) => l.method === `${EthService.typeName}/SubscribeNewHeads`).map((l) => l.status)).toEqual(["DeadlineExceeded", "DeadlineExceeded", "DeadlineExceeded"]);
+      expect(await (await fetch(`${ng.url}/metrics`)).text()).toMatch(/nodegate_requests_total\{door="[^"]+",method="nodegate\.eth\.v1\.EthService\/SubscribeNewHeads",outcome="DeadlineExceeded"\} [1-3]/);
+    } finally {
+      await ng.close();
+      await anvil.stop();
+    }
+  }, 30_000);
 });
