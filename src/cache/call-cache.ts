@@ -27,6 +27,8 @@ export interface CallCacheOptions {
   coalesceWindowMs?: number;
   rules: FinalityRules;
   head: ChainHead;
+  /** The chain the network's primary serves (its chain id's hex digits), asked for when not known yet: undefined until it answers. */
+  chainId?: (() => string | undefined) | undefined;
 }
 
 export interface CallCacheStats {
@@ -88,6 +90,7 @@ export class CallCache {
   readonly #coalescer: Coalescer<UpstreamResult> | undefined;
   readonly #rules: FinalityRules;
   readonly #head: ChainHead;
+  readonly #chainId: (() => string | undefined) | undefined;
   /** Bumped when finality goes back, so every earlier entry of this network becomes unreachable. */
   #generation = 0;
   readonly #stats = { hits: 0, misses: 0, stored: 0 };
@@ -100,6 +103,7 @@ export class CallCache {
     this.#coalescer = options.coalesce ? new Coalescer<UpstreamResult>(cancelled, options.coalesceWindowMs) : undefined;
     this.#rules = options.rules;
     this.#head = options.head;
+    this.#chainId = options.chainId;
     options.head.onFinalityRewind(() => {
       this.#generation++;
     });
@@ -141,8 +145,13 @@ export class CallCache {
         stance = this.#stance(rule);
         if (stance === "wait") stance = "store later";
       }
+      // A shared store may hold other deployments' answers under the same network name: its keys name the chain, and
+      // nothing is looked up or stored there before the chain is known (found from outside: two deployments on one
+      // Redis with the default prefix, one on chain 31337 and one on chain 5, served each other's blocks as final).
+      const chain = store.shared === true ? this.#chainId?.() : "";
+      if (chain === undefined) stance = "pass";
       if (stance !== "pass") {
-        storeKey = `${this.#generation}\n${this.#network}\n${method}\n${digest}`;
+        storeKey = `${this.#generation}\n${this.#network}\n${chain}\n${method}\n${digest}`;
         if (stance === "look up") {
           const stored = await store.get(storeKey);
           if (stored !== undefined) {

@@ -24,6 +24,7 @@ export interface RedisCacheStoreOptions {
 export const SHARED_CACHE_TTL_MS = 24 * 60 * 60 * 1000;
 
 export class RedisCacheStore implements CacheStore {
+  readonly shared = true;
   readonly #client: RedisClient;
   readonly #prefix: string;
   readonly #report: StoreErrorReporter;

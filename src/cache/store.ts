@@ -6,6 +6,11 @@
  */
 
 export interface CacheStore {
+  /**
+   * Shared by several processes, which may serve other chains under the same network name (Redis): what a key
+   * names must then include the chain.
+   */
+  readonly shared?: boolean;
   /** The value stored under `key`, or undefined (absent, expired, or the store is unreachable). */
   get(key: string): Buffer | undefined | Promise<Buffer | undefined>;
   /** Stores `value` under `key`, for `ttlMs` when given (else until evicted). */

@@ -232,7 +232,8 @@ export class Network {
     this.#metrics = options.metrics;
     this.#chains = new PartnerChains(this.name, this.family, options.upstreams, options.log);
     this.head = new ChainHead(this, undefined, options.finalizedMaxAgeMs);
-    const cache = options.cache ? new CallCache({ ...options.cache, network: this.name, head: this.head }) : undefined;
+    const chains = this.#chains;
+    const cache = options.cache ? new CallCache({ ...options.cache, network: this.name, head: this.head, chainId: () => chains.primaryChainId() }) : undefined;
     this.cache = cache;
     if (cache !== undefined) options.metrics?.watchCache(this.name, () => cache.stats);
   }

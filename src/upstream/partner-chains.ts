@@ -52,6 +52,13 @@ export class PartnerChains {
     });
   }
 
+  /** The primary's chain id (hex digits), asked for in the background when not known yet (see #chainIdOf); undefined until answered. */
+  primaryChainId(): string | undefined {
+    const known = (this.#known[0] as Known).chainId;
+    if (known === undefined) void this.#chainIdOf(0);
+    return known;
+  }
+
   /** The primary answered a call: every chain id still unknown is asked (in the background), so partners are known before an outage. */
   primaryAnswered(): void {
     if (this.#upstreams.length < 2 || this.#known.every((k) => k.chainId !== undefined || k.asking !== undefined)) return;

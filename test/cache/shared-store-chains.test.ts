@@ -1,0 +1,44 @@
+/**
+ * The cache shared through Redis names the chain in its keys: deployments on
+ * other chains that share one Redis (and the default key prefix, and a
+ * network name) never serve each other's answers. Found from outside: a
+ * nodegate on chain 5 served a block of chain 31337, stored by another
+ * deployment, as final.
+ */
+import { expect, it } from "vitest";
+import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { post, rpc } from "../support/http.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+import { redisRequirement, type RedisServer, startRedisServer } from "../support/redis-server.js";
+import { describeRequiring } from "../support/system-packages.js";
+
+describeRequiring(redisRequirement, "the cache shared through Redis by deployments on other chains", () => {
+  it("an answer one chain's nodegate stored is not served by another's under the same network name and key prefix", async () => {
+    let anvils: AnvilNode[] = [];
+    let redis: RedisServer | undefined;
+    let gates: TestNodegate[] = [];
+    try {
+      // Another genesis time on chain 5: its blocks differ from chain 31337's at every height.
+      [anvils, redis] = await Promise.all([Promise.all([startAnvil(), startAnvil({ args: ["--chain-id", "5", "--timestamp", "1000000"] })]), startRedisServer()]);
+      // Anvil's finalized block is latest - 64: block 2 is final on both.
+      await Promise.all(anvils.map((a) => post(a.url, rpc("anvil_mine", ["0x50"]))));
+      const config = { stores: { redisUrl: redis.url }, cache: { maxBytes: 16 * 1024 * 1024, coalesce: true, coalesceWindowMs: 60_000, finalizedMaxAgeMs: 60_000 } };
+      gates = await Promise.all(anvils.map((a) => startNodegate({ upstreamUrl: a.url, config })));
+      const [onA, onB] = gates as [TestNodegate, TestNodegate];
+      await Promise.all(gates.map((g) => g.gateway.network(undefined).head.finalized()));
+      const block2 = (url: string) => post(url, rpc("eth_getBlockByNumber", ["0x2", false])).then((r) => r.json.result.hash as string);
+      const [hashA, hashB] = await Promise.all(anvils.map((a) => block2(a.url)));
+      expect(hashA).not.toBe(hashB);
+      // Asked until chain 31337's nodegate has stored it in Redis.
+      await expect.poll(async () => [await block2(onA.rpcUrl), onA.gateway.network(undefined).cache?.stats.stored], { timeout: 10_000 }).toEqual([hashA, 1]);
+      for (let i = 0; i < 3; i++) expect(await block2(onB.rpcUrl)).toBe(hashB);
+      // Each chain's own answers are still shared: B stored its own, and served it again.
+      expect(onB.gateway.network(undefined).cache?.stats.stored).toBe(1);
+      expect(onB.gateway.network(undefined).cache?.stats.hits).toBeGreaterThanOrEqual(1);
+    } finally {
+      await Promise.all(gates.map((g) => g.close()));
+      await Promise.all(anvils.map((a) => a.stop()));
+      await redis?.stop();
+    }
+  }, 60_000);
+});
