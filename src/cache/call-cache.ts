@@ -133,6 +133,7 @@ export class CallCache {
     const digest = params.length > LONG_PARAMS ? createHash("sha256").update(params).digest("base64") : params;
     const store = this.#store;
     let storeKey: string | undefined;
+    let lookUpShared = false;
     if (rule !== undefined && store !== undefined) {
       let stance = this.#stance(rule);
       if (stance === "wait") {
@@ -153,13 +154,14 @@ export class CallCache {
       if (stance !== "pass") {
         storeKey = `${this.#generation}\n${this.#network}\n${chain}\n${method}\n${digest}`;
         if (stance === "look up") {
-          const stored = await store.get(storeKey);
-          if (stored !== undefined) {
-            this.#stats.hits++;
-            if (stored.length < ENCODED_ONCE_BYTES) return { body: stored, start: 0, end: stored.length };
-            return { body: stored, start: 0, end: stored.length, encodings: this.#encodingsOf(stored) };
+          // A shared store is asked once for identical calls under way, with the node call it may save (found from
+          // outside: 32 identical reads of a 1.3 MB block made 32 Redis GETs, 41 MiB out of Redis, each transcoded).
+          if (store.shared === true && this.#coalescer !== undefined) lookUpShared = true;
+          else {
+            const stored = await store.get(storeKey);
+            if (stored !== undefined) return this.#hit(stored);
+            this.#stats.misses++;
           }
-          this.#stats.misses++;
         }
       }
     }
@@ -177,7 +179,23 @@ export class CallCache {
             return result;
           };
     if (this.#coalescer === undefined) return fetchAndStore(signal ?? NEVER_CANCELLED);
-    return this.#coalescer.run(`${this.#network}\n${method}\n${plan}\n${digest}`, (s) => fetchAndStore(s).then(shareable), signal);
+    const answer: Fetch =
+      lookUpShared && key !== undefined && store !== undefined
+        ? async (s) => {
+            const stored = await store.get(key);
+            if (stored !== undefined) return this.#hit(stored);
+            this.#stats.misses++;
+            return fetchAndStore(s);
+          }
+        : fetchAndStore;
+    return this.#coalescer.run(`${this.#network}\n${method}\n${plan}\n${digest}`, (s) => answer(s).then(shareable), signal);
+  }
+
+  /** A stored answer, served. */
+  #hit(stored: Buffer): UpstreamResult {
+    this.#stats.hits++;
+    if (stored.length < ENCODED_ONCE_BYTES) return { body: stored, start: 0, end: stored.length };
+    return { body: stored, start: 0, end: stored.length, encodings: this.#encodingsOf(stored) };
   }
 
   /**

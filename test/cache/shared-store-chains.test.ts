@@ -3,14 +3,25 @@
  * other chains that share one Redis (and the default key prefix, and a
  * network name) never serve each other's answers. Found from outside: a
  * nodegate on chain 5 served a block of chain 31337, stored by another
- * deployment, as final.
+ * deployment, as final. Identical reads under way together ask Redis once.
  */
 import { expect, it } from "vitest";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { RedisClient } from "../../src/redis/resp-client.js";
 import { post, rpc } from "../support/http.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { redisRequirement, type RedisServer, startRedisServer } from "../support/redis-server.js";
 import { describeRequiring } from "../support/system-packages.js";
+
+/** Redis's INFO commandstats, read on a connection of its own. */
+async function redisInfo(redis: RedisServer): Promise<string> {
+  const client = new RedisClient({ url: redis.url });
+  try {
+    return String(await client.command(["INFO", "commandstats"]));
+  } finally {
+    await client.close();
+  }
+}
 
 describeRequiring(redisRequirement, "the cache shared through Redis by deployments on other chains", () => {
   it("an answer one chain's nodegate stored is not served by another's under the same network name and key prefix", async () => {
@@ -23,7 +34,7 @@ describeRequiring(redisRequirement, "the cache shared through Redis by deploymen
       // Anvil's finalized block is latest - 64: block 2 is final on both.
       await Promise.all(anvils.map((a) => post(a.url, rpc("anvil_mine", ["0x50"]))));
       const config = { stores: { redisUrl: redis.url }, cache: { maxBytes: 16 * 1024 * 1024, coalesce: true, coalesceWindowMs: 60_000, finalizedMaxAgeMs: 60_000 } };
-      gates = await Promise.all(anvils.map((a) => startNodegate({ upstreamUrl: a.url, config })));
+      gates = await Promise.all(anvils.map((a) => startNodegate({ upstreamUrl: a.url, keys: [{ key: "shared-chains-key-0001", plan: "custom" }], config })));
       const [onA, onB] = gates as [TestNodegate, TestNodegate];
       await Promise.all(gates.map((g) => g.gateway.network(undefined).head.finalized()));
       const block2 = (url: string) => post(url, rpc("eth_getBlockByNumber", ["0x2", false])).then((r) => r.json.result.hash as string);
@@ -35,6 +46,15 @@ describeRequiring(redisRequirement, "the cache shared through Redis by deploymen
       // Each chain's own answers are still shared: B stored its own, and served it again.
       expect(onB.gateway.network(undefined).cache?.stats.stored).toBe(1);
       expect(onB.gateway.network(undefined).cache?.stats.hits).toBeGreaterThanOrEqual(1);
+
+      // Identical reads under way together ask Redis once (found from outside: 32 identical reads of a 1.3 MB block
+      // made 32 GETs, each answer transcoded on its own).
+      const gets = async () => Number(/cmdstat_get:calls=(\d+)/.exec(String(await redisInfo(redis as RedisServer)))?.[1] ?? 0);
+      // A batch starts its calls together; the custom plan counts no rate limits in Redis, so every GET is the cache's.
+      const before = await gets();
+      const together = await post(onB.rpcUrl, Array.from({ length: 32 }, (_, i) => rpc("eth_getBlockByNumber", ["0x2", false], i)));
+      expect(new Set((together.json as { result: { hash: string } }[]).map((r) => r.result.hash))).toEqual(new Set([hashB]));
+      expect((await gets()) - before).toBe(1);
     } finally {
       await Promise.all(gates.map((g) => g.close()));
       await Promise.all(anvils.map((a) => a.stop()));
