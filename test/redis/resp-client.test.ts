@@ -41,6 +41,17 @@ describe("parseRedisUrl", () => {
     expect(() => parseRedisUrl("http://cache:6379")).toThrow("want a redis:// or rediss:// URL");
     expect(() => parseRedisUrl("redis://cache/keys")).toThrow('want a database number after the host, got "/keys"');
     expect(() => parseRedisUrl("not a url")).toThrow("not a URL");
+    // Found from outside: each of these was taken, the setting dropped unseen, or refused with "not a URL" alone.
+    expect(() => parseRedisUrl("redis://:pa#ss@cache:6379")).toThrow("must be percent-encoded, # as %23");
+    expect(() => parseRedisUrl("redis://cache:99999")).toThrow("not a URL: port 99999 is out of range");
+    expect(() => parseRedisUrl("redis://alice@cache")).toThrow("a user with no password");
+    expect(() => parseRedisUrl("redis://cache?database=3")).toThrow('unknown query parameter "database" (known: db)');
+    expect(() => parseRedisUrl("redis://cache/2?db=3")).toThrow('two database numbers: "/2" and "?db=3"');
+  });
+
+  it("takes the database from ?db= as other clients do", () => {
+    expect(parseRedisUrl("redis://cache:6379?db=3")).toMatchObject({ host: "cache", db: 3 });
+    expect(parseRedisUrl("redis://cache/3?db=3").db).toBe(3);
   });
 
   it("hides the password when the URL is shown", () => {
