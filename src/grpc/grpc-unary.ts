@@ -57,8 +57,9 @@ function readMessage(body: Buffer, encoding: string | undefined, maxBytes: numbe
     case "br":
       return decompressed(payload, brotliDecompressSync, "br", maxBytes);
     case undefined:
-    case "identity":
       throw new ConnectError("protocol error: received compressed message without grpc-encoding", Code.Internal);
+    case "identity":
+      throw new ConnectError('protocol error: received compressed message with grpc-encoding "identity"', Code.Internal);
     default:
       throw new ConnectError(`unknown compression "${encoding}": supported encodings are ${ACCEPTED_ENCODINGS}`, Code.Unimplemented);
   }
