@@ -90,6 +90,18 @@ describe("deploy/kubernetes manifests", () => {
     expect(deployment.spec.template.spec.terminationGracePeriodSeconds * 1000).toBeGreaterThan(preStopSeconds * 1000 + config.drainMs);
   });
 
+  it("the reply budget fits the container's memory limit with room for the process", () => {
+    // Found from outside: the default budget (1 GiB) was above the 512Mi limit, and a replica under large answers
+    // would have been killed for memory rather than refusing the answers that did not fit.
+    const config = configFromManifests(secretEnv);
+    const limit = /^(\d+)Mi$/.exec(container.resources.limits.memory);
+    if (limit === null) throw new Error(`memory limit ${container.resources.limits.memory} is not in Mi`);
+    const processRoomBytes = 200 * 1024 * 1024;
+    // With Redis the cache is kept there, not in the process.
+    expect(config.stores?.redisUrl).toBeDefined();
+    expect(config.limits.maxReplyBytesInFlight + processRoomBytes).toBeLessThanOrEqual(Number(limit[1]) * 1024 * 1024);
+  });
+
   it("the Services and the Redis URL reach what they name", () => {
     const portName = container.ports[0].name;
     for (const name of ["nodegate", "nodegate-headless"]) {
