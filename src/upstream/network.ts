@@ -321,10 +321,10 @@ export class Network {
    * Asks the upstream its chain id, nodegate's own question, at most once a cooldown, and takes the outcome as a
    * call's: an answer closes the circuit, an outage counts. Left unanswered for its verdict time (5 s, or three times
    * the longer of the upstream's typical answer time for its fastest method and its last question's, upstreamTimeoutMs
-   * at most) while nothing else was heard from the upstream either, the upstream is down, and its circuit opens at once. A node that is only
-   * slow, or slow on one heavy call, answers the question or something else meanwhile (found from outside: counting
-   * abandoned calls as outages, or the question's own timeout while patient calls were answered, took slow nodes for
-   * dead).
+   * at most) while nothing else was heard from the upstream either, the upstream is down, and its circuit opens at
+   * once. A node that is only slow, or slow on one heavy call, answers the question or something else meanwhile
+   * (found from outside: counting abandoned calls as outages, or the question's own timeout while patient calls were
+   * answered, took slow nodes for dead).
    *
    * One question at a time goes on waiting past its verdict, up to upstreamTimeoutMs: a node that turned slower than
    * the verdict time answers it late, which closes the circuit again and lengthens the next verdict (found from
