@@ -55,7 +55,8 @@ const LONG_PARAMS = 256;
  */
 export const MAX_KEYED_PARAMS = 64 * 1024;
 
-export type Fetch = (signal: CallSignal) => Promise<UpstreamResult>;
+/** A call to the node; `onSent`, when given, is called once its request has left its flow's line (CallOptions.onSent). */
+export type Fetch = (signal: CallSignal, onSent?: () => void) => Promise<UpstreamResult>;
 
 /**
  * Answers at least this large (JSON bytes) that several calls get are
@@ -126,9 +127,9 @@ export class CallCache {
   /**
    * Answers a call: from the store when final and stored, else by `fetch`
    * (shared with identical calls under way), storing the answer when final.
-   * `plan` separates callers whose failover rights differ.
+   * `plan` separates callers whose failover rights differ; `flow` says whose line a call waits in (see Coalescer).
    */
-  async call(method: string, params: string, rule: FinalityRule | undefined, plan: string, fetch: Fetch, signal: CallSignal | undefined): Promise<UpstreamResult> {
+  async call(method: string, params: string, rule: FinalityRule | undefined, plan: string, fetch: Fetch, signal: CallSignal | undefined, flow = ""): Promise<UpstreamResult> {
     if (params.length > MAX_KEYED_PARAMS) return fetch(signal ?? NEVER_CANCELLED);
     const digest = params.length > LONG_PARAMS ? createHash("sha256").update(params).digest("base64") : params;
     const store = this.#store;
@@ -169,11 +170,11 @@ export class CallCache {
     const fetchAndStore: Fetch =
       key === undefined || rule === undefined
         ? fetch
-        : async (s) => {
+        : async (s, onSent) => {
             // Finality as known when the request goes: an answer about a block that becomes final only while the node
             // answers (a reorg moved it, and finality passed the new chain) must not be stored as final.
             const finalizedWhenSent = this.#head.lastFinalized;
-            const result = await fetch(s);
+            const result = await fetch(s, onSent);
             // Stored before the answer goes, so the next identical call finds it.
             await this.#storeIfFinal(key, rule, result, finalizedWhenSent);
             return result;
@@ -181,14 +182,14 @@ export class CallCache {
     if (this.#coalescer === undefined) return fetchAndStore(signal ?? NEVER_CANCELLED);
     const answer: Fetch =
       lookUpShared && key !== undefined && store !== undefined
-        ? async (s) => {
+        ? async (s, onSent) => {
             const stored = await store.get(key);
             if (stored !== undefined) return this.#hit(stored);
             this.#stats.misses++;
-            return fetchAndStore(s);
+            return fetchAndStore(s, onSent);
           }
         : fetchAndStore;
-    return this.#coalescer.run(`${this.#network}\n${method}\n${plan}\n${digest}`, (s) => answer(s).then(shareable), signal);
+    return this.#coalescer.run(`${this.#network}\n${method}\n${plan}\n${digest}`, (s, onSent) => answer(s, onSent).then(shareable), signal, flow);
   }
 
   /** A stored answer, served. */

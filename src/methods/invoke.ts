@@ -54,13 +54,14 @@ export async function invokeMethod(spec: MethodSpec, request: Message, ctx: Invo
   } catch (err) {
     throw restate(err, undefined, ctx);
   }
-  const fetch = async (signal: CallSignal): Promise<UpstreamResult> => {
+  const fetch = async (signal: CallSignal, onSent?: () => void): Promise<UpstreamResult> => {
     const result = await ctx.network.call(spec.jsonrpcMethod, sent, {
       signal,
       timeoutMs: policy?.timeoutMs?.(ctx.limits),
       idempotent: spec.idempotent,
       plan: ctx.key.plan,
       flow: ctx.key.label,
+      onSent,
     });
     // Inside the fetch, so callers sharing one upstream call share the check too.
     policy?.after?.(result, policyCtx);
@@ -73,7 +74,7 @@ export async function invokeMethod(spec: MethodSpec, request: Message, ctx: Invo
     // sees the same request, as its answer can depend on the spelling (eth_getProof echoes each storage key as sent;
     // a node may refuse 0x01 where it takes 0x1). Typed calls send one encoding, so they share with each other, and
     // with native calls that spell their params the same way.
-    return await cache.call(spec.jsonrpcMethod, sent, cache.rule(spec.jsonrpcMethod, request), ctx.key.plan, fetch, ctx.signal);
+    return await cache.call(spec.jsonrpcMethod, sent, cache.rule(spec.jsonrpcMethod, request), ctx.key.plan, fetch, ctx.signal, ctx.key.label);
   } catch (err) {
     throw restate(err, policy, ctx);
   }
@@ -87,15 +88,15 @@ export async function invokePassThrough(method: string, params: unknown, paramsT
   const policy = ctx.policies.get(method);
   const policyCtx = { limits: ctx.limits, head: ctx.network.head };
   policy?.checkParams?.(params, policyCtx);
-  const fetch = async (signal: CallSignal): Promise<UpstreamResult> => {
-    const result = await ctx.network.call(method, paramsText, { signal, timeoutMs: policy?.timeoutMs?.(ctx.limits), idempotent, plan: ctx.key.plan, flow: ctx.key.label });
+  const fetch = async (signal: CallSignal, onSent?: () => void): Promise<UpstreamResult> => {
+    const result = await ctx.network.call(method, paramsText, { signal, timeoutMs: policy?.timeoutMs?.(ctx.limits), idempotent, plan: ctx.key.plan, flow: ctx.key.label, onSent });
     policy?.after?.(result, policyCtx);
     return result;
   };
   const cache = ctx.network.cache;
   try {
     if (cache === undefined || !idempotent) return await fetch(ctx.signal);
-    return await cache.call(method, paramsText, undefined, ctx.key.plan, fetch, ctx.signal);
+    return await cache.call(method, paramsText, undefined, ctx.key.plan, fetch, ctx.signal, ctx.key.label);
   } catch (err) {
     throw restate(err, policy, ctx);
   }

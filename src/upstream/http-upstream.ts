@@ -178,6 +178,9 @@ export class HttpUpstream implements Upstream {
     if (!exchange.sent) {
       exchange.deadlineAt = performance.now() + timeoutMs;
       waiting = this.#pool.waiting;
+      exchange.onSent = options.onSent;
+    } else {
+      options.onSent?.();
     }
     // Not AbortSignal.any: on Node 20 it leaves an entry on the caller's signal per call, and a native
     // WebSocket connection's signal lives as long as the connection (one entry per call it makes).

@@ -86,6 +86,8 @@ export class Http1Call {
   readonly flow: string;
   /** Written to a connection at least once; a call cancelled before never reached the node. */
   sent = false;
+  /** Called when the call is first given a connection (CallOptions.onSent). */
+  onSent: (() => void) | undefined;
   /** When it began to wait for a connection (performance.now()), if it had to. */
   queuedAt: number | undefined;
   /** How long it waited for a connection before it was first sent, ms (0 when one was free). */

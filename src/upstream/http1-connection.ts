@@ -202,8 +202,11 @@ export class Connection {
     this.exchanges++;
     this.call = call;
     call.connection = this;
-    if (!call.sent && call.queuedAt !== undefined) call.waitedMs = performance.now() - call.queuedAt;
-    call.sent = true;
+    if (!call.sent) {
+      if (call.queuedAt !== undefined) call.waitedMs = performance.now() - call.queuedAt;
+      call.sent = true;
+      call.onSent?.();
+    }
     this.#stage = Stage.Head;
     this.#head = undefined;
     this.#received = false;

@@ -51,6 +51,8 @@ export interface NetworkCallOptions {
   plan?: Plan | undefined;
   /** Whom the call is for (CallOptions.flow). */
   flow?: string | undefined;
+  /** CallOptions.onSent, for whichever upstream the call goes to. */
+  onSent?: (() => void) | undefined;
   /**
    * nodegate's own reading of the head that a caller's call waits for (a gas limit): any partner may answer it
    * during a primary outage, whatever the failover policy, since the caller's call itself still goes where the
@@ -275,6 +277,7 @@ export class Network {
         timeoutMs: Math.max(1, Math.round((ownDeadline ? (options.timeoutMs as number) : this.#timeoutMs) - waitedMs)),
         idempotent: options.idempotent,
         flow: options.flow,
+        onSent: options.onSent,
       });
       this.#answered(member, started, method);
       return result;

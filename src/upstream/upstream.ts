@@ -11,6 +11,11 @@ export interface CallOptions {
   idempotent?: boolean | undefined;
   /** Whom the call is for (an API key's label): callers take turns for the node's connections. Unset: nodegate's own calls. */
   flow?: string | undefined;
+  /**
+   * Called once the request has left the line of calls waiting for a connection to the node (at once when there is
+   * no line): an identical call of another flow may then join it without waiting behind this flow's calls.
+   */
+  onSent?: (() => void) | undefined;
 }
 
 /** One JSON-RPC node nodegate forwards to (HTTP pool or WebSocket multiplexer). */

@@ -152,6 +152,8 @@ export class WsUpstream implements Upstream {
     if (paramsText.length > MAX_REQUEST_CHARS) {
       return Promise.reject(requestTooLargeForNode(`a request of ${paramsText.length} bytes of params is more than a node reads in one WebSocket message (${MAX_REQUEST_CHARS}); it was not sent`));
     }
+    // Calls wait in no line of flows here: each goes out as soon as the connection is open.
+    options.onSent?.();
     return new Promise<UpstreamResult>((resolve, reject) => {
       const id = this.#allocateId();
       const signal = options.signal;

@@ -36,7 +36,8 @@ beforeAll(async () => {
       { key: BATCH_KEY, plan: "custom" },
       { key: OTHER_KEY, plan: "custom" },
     ],
-    config: { plans: structuredClone(DEFAULT_PLANS), upstreamTimeoutMs: 1500 },
+    // Identical calls combined (as by default), nothing stored: every call here asks `latest`.
+    config: { plans: structuredClone(DEFAULT_PLANS), upstreamTimeoutMs: 1500, cache: { maxBytes: 0, coalesce: true, coalesceWindowMs: 60_000, finalizedMaxAgeMs: 4000 } },
   });
 });
 afterAll(async () => {
@@ -102,4 +103,58 @@ it("calls that waited for a connection and then missed their deadline are not an
   expect(nodegate.gateway.networks()[0]?.primaryCircuit).toBe("closed");
   delayMs = 0;
   expect((await post(`${nodegate.url}/v3/${OTHER_KEY}`, rpc("eth_getBalance", [address(5), "latest"]))).json.result).toBe("0x1");
+});
+
+it("another key's call identical to one still waiting in a big batch's line is not held behind that batch", async () => {
+  // Found from outside: identical calls are combined, and the combined call waited in the first caller's line: another
+  // key's call identical to the last of a batch of 800 waited 6 s (or failed -32005), where a different call was
+  // answered in 0.5 s.
+  delayMs = 0;
+  let open!: () => void;
+  gate = new Promise((resolve) => {
+    open = resolve;
+  });
+  const primary = nodegate.gateway.networks()[0]?.primary as HttpUpstream;
+  const before = upstream.requests.length;
+  const shared = [address(777_777), "latest"];
+  try {
+    // The batch's last call is the one the other key will ask too.
+    const batch = post(`${nodegate.url}/v3/${BATCH_KEY}`, [...batchOf(4 * CONNECTIONS, 1_000_000), rpc("eth_getBalance", shared, "last")]);
+    await expect.poll(() => primary.waiting).toBe(3 * CONNECTIONS + 1);
+    const other = post(`${nodegate.url}/v3/${OTHER_KEY}`, rpc("eth_getBalance", shared));
+    await expect.poll(() => primary.waiting).toBe(3 * CONNECTIONS + 2);
+    open();
+    expect((await other).json.result).toBe("0x1");
+    const answers = (await batch).json as { id: unknown; result?: string }[];
+    expect(answers.filter((a) => a.result === "0x1")).toHaveLength(4 * CONNECTIONS + 1);
+  } finally {
+    open();
+    gate = undefined;
+  }
+  // The other key's call was sent in its own turn, as any other call of its; the batch's own copy went at its end.
+  const sent = upstream.requests.slice(before).map((r) => JSON.stringify(r.params));
+  expect(sent.indexOf(JSON.stringify(shared))).toBeLessThanOrEqual(CONNECTIONS + 1);
+  expect(sent.lastIndexOf(JSON.stringify(shared))).toBe(4 * CONNECTIONS + 1);
+});
+
+it("another key's identical call joins one already sent to the node: one upstream call for both", async () => {
+  delayMs = 0;
+  let open!: () => void;
+  gate = new Promise((resolve) => {
+    open = resolve;
+  });
+  const before = upstream.requests.length;
+  const shared = [address(888_888), "latest"];
+  try {
+    const first = post(`${nodegate.url}/v3/${BATCH_KEY}`, rpc("eth_getBalance", shared));
+    await expect.poll(() => upstream.requests.length - before).toBe(1);
+    const second = post(`${nodegate.url}/v3/${OTHER_KEY}`, rpc("eth_getBalance", shared));
+    await expect.poll(() => nodegate.gateway.networks()[0]?.cache?.stats.joined).toBeGreaterThanOrEqual(1);
+    open();
+    expect([(await first).json.result, (await second).json.result]).toEqual(["0x1", "0x1"]);
+  } finally {
+    open();
+    gate = undefined;
+  }
+  expect(upstream.requests.length - before).toBe(1);
 });
