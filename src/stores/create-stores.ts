@@ -46,28 +46,34 @@ export function createStores(config: StoresConfig | undefined, log: Logger, metr
   const clients = [limitsClient, cacheClient];
   const up = new Gauge({
     name: "nodegate_redis_up",
-    help: "1 while the shared Redis store is connected; 0 while rate limits are counted per instance and the cache misses.",
+    help: "1 while both connections to the shared Redis store (rate limits, cache) are up; 0 while either is down (the log says which: rate limits counted per instance, or the cache missing).",
     registers: [metrics.registry],
     // With workers, a scrape reads 1 only when every worker is connected (summed, two connected workers read 2).
     aggregator: "min",
   });
   up.set(0);
-  // Reconnect attempts fail one after another during an outage: say so once, and once when it ends.
-  let announcedDown = false;
+  // Reconnect attempts fail one after another during an outage: say so once per connection, naming what falls back
+  // (found from outside: the cache's connection alone down was told as rate limits counted per instance), and once
+  // when both are back. The gauge reads 1 only while both are connected.
+  const roles = [
+    { client: limitsClient, fallback: "rate limits are counted per instance until it is back" },
+    { client: cacheClient, fallback: "the cache misses until it is back" },
+  ];
   let connected = false;
-  const onStateChange = (state: string, error: Error | undefined): void => {
-    const allReady = clients.every((c) => c.state === "ready");
-    up.set(allReady ? 1 : 0);
-    if (allReady && !connected) {
-      announcedDown = false;
-      log.info({ redis: shown }, "redis connected: rate limits and cache are shared with the other instances");
-    } else if (state === "down" && !announcedDown) {
-      announcedDown = true;
-      log.warn({ redis: shown, err: error?.message }, "redis unavailable: rate limits are counted per instance and the cache misses until it is back");
-    }
-    connected = allReady;
-  };
-  for (const client of clients) client.onStateChange(onStateChange);
+  for (const role of roles) {
+    let announcedDown = false;
+    role.client.onStateChange((state, error) => {
+      const allReady = clients.every((c) => c.state === "ready");
+      up.set(allReady ? 1 : 0);
+      if (state === "ready") announcedDown = false;
+      else if (state === "down" && !announcedDown) {
+        announcedDown = true;
+        log.warn({ redis: shown, err: error?.message }, `redis unavailable: ${role.fallback}`);
+      }
+      if (allReady && !connected) log.info({ redis: shown }, "redis connected: rate limits and cache are shared with the other instances");
+      connected = allReady;
+    });
+  }
   // A connected Redis may still refuse (out of memory, a read-only replica): redis_up stays 1 then, so the refusals
   // are counted where an alert can see them (found from outside: a full Redis turned shared limits per-instance unseen).
   const failures = new Counter({

@@ -332,3 +332,64 @@ describe("RedisClient and a Redis that answers PING but holds every other comman
     }
   });
 });
+
+describe("RedisClient and a Redis that trickles its replies", () => {
+  it("fails a command whose reply comes a byte at a time: a trickle is no progress", async () => {
+    // Found from outside: with a Redis sending one byte every 400 ms, every command waited on (each byte counted as
+    // progress), and requests hung for minutes while nodegate_redis_up read 1.
+    const trickles: NodeJS.Timeout[] = [];
+    const server = net.createServer((socket) => {
+      socket.on("data", (d: Buffer) => {
+        if (d.toString().includes("PING")) {
+          socket.write("+PONG\r\n");
+          return;
+        }
+        socket.write("$1000000\r\n");
+        trickles.push(setInterval(() => socket.write("x"), 20));
+      });
+      socket.on("error", () => undefined);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const port = (server.address() as net.AddressInfo).port;
+    const client = new RedisClient({ url: `redis://127.0.0.1:${port}`, commandTimeoutMs: 100, reconnect: { minDelayMs: 10_000, maxDelayMs: 10_000 } });
+    try {
+      await client.ready();
+      const err = await client.command(["GET", "x"]).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(RedisUnavailableError);
+      expect((err as Error).message).toContain("no reply within 100 ms");
+    } finally {
+      for (const t of trickles) clearInterval(t);
+      await client.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+});
+
+describe.skipIf(redisRequirement.skip || redisRequirement.missing !== undefined)("RedisClient on a connection that carries few commands", () => {
+  it("starts its reconnect delay over once it has stayed up with nothing waiting, though no command was answered", async () => {
+    // Found from outside: the cache's connection, idle while callers asked only for `latest`, kept the longest delay
+    // after a few Redis restarts, and came back seconds after the rate limits' connection.
+    const redis = await startRedisServer();
+    const client = new RedisClient({ url: redis.url, commandTimeoutMs: 50, reconnect: { minDelayMs: 300, maxDelayMs: 10_000 } });
+    try {
+      await client.ready();
+      let backAfterMs = 0;
+      for (let restart = 0; restart < 5; restart++) {
+        const down = nextState(client, "down");
+        await redis.stop();
+        await down;
+        const stoppedAt = performance.now();
+        const ready = nextState(client, "ready");
+        await redis.start();
+        await ready;
+        backAfterMs = performance.now() - stoppedAt;
+        await new Promise((resolve) => setTimeout(resolve, 250)); // up, idle, for more than two deadlines
+      }
+      // 300 ms, then 600, 1200, 2400, 4800 had every restart grown the delay.
+      expect(backAfterMs).toBeLessThan(2000);
+    } finally {
+      await client.close();
+      await redis.stop();
+    }
+  }, 30_000);
+});

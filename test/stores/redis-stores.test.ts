@@ -243,3 +243,27 @@ describeRequiring(redisRequirement, "createStores with Redis", () => {
     }
   });
 });
+
+describeRequiring(redisRequirement, "createStores with one of its two Redis connections refused", () => {
+  it("says which store falls back, and reads nodegate_redis_up 0 while it does", async () => {
+    // Found from outside: the cache's connection alone down was logged as "rate limits are counted per instance and
+    // the cache misses", though the counts still went to Redis.
+    const redis = await startRedisServer({ args: ["--maxclients", "1"] });
+    const lines: { msg: string }[] = [];
+    const log = pino({ level: "info" }, { write: (line: string) => lines.push(JSON.parse(line) as { msg: string }) });
+    const metrics = new Metrics({ processMetrics: false });
+    const stores = createStores({ redisUrl: redis.url }, log, metrics);
+    try {
+      await expect.poll(() => lines.filter((l) => l.msg.startsWith("redis unavailable")).length, { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
+      const said = new Set(lines.filter((l) => l.msg.startsWith("redis unavailable")).map((l) => l.msg));
+      // One connection got the only place; the other names what it leaves to this instance.
+      expect(said.size).toBe(1);
+      expect(["redis unavailable: rate limits are counted per instance until it is back", "redis unavailable: the cache misses until it is back"]).toContain([...said][0]);
+      expect(lines.some((l) => l.msg.startsWith("redis connected"))).toBe(false);
+      expect(await metrics.registry.getSingleMetricAsString("nodegate_redis_up")).toMatch(/nodegate_redis_up 0/);
+    } finally {
+      await stores.close();
+      await redis.stop();
+    }
+  });
+});
