@@ -20,10 +20,12 @@ let upstream: ProgrammableUpstream;
 let ng: TestNodegate;
 let fastUpstream: ProgrammableUpstream;
 let fastNg: TestNodegate;
+/** How long the fast upstream takes to answer, ms. */
+let fastDelayMs = 0;
 
 beforeAll(async () => {
   upstream = await startProgrammableUpstream(() => ({ delayMs: 1500, then: { result: "0x2a" } }));
-  fastUpstream = await startProgrammableUpstream(() => ({ result: "0x2a" }));
+  fastUpstream = await startProgrammableUpstream(() => (fastDelayMs > 0 ? { delayMs: fastDelayMs, then: { result: "0x2a" } } : { result: "0x2a" }));
   [ng, fastNg] = await Promise.all([startNodegate({ upstreamUrl: upstream.url }), startNodegate({ upstreamUrl: fastUpstream.url })]);
 });
 afterAll(async () => {
@@ -36,9 +38,11 @@ afterAll(async () => {
 /**
  * A raw HTTP/2 client (Node's cannot reset a stream it has seen closed): `calls` BlockNumber calls, 20 at a time,
  * with `grpc-timeout` when given, each reset with RST_STREAM(CANCEL) once its answer has ended when `resetAfter`.
- * Resolves with the code of the first GOAWAY (undefined if none came) and how many calls were answered before it.
+ * Resolves with the code of the first GOAWAY (undefined if none came), how many calls were answered, and how many
+ * streams the server refused: sent, but above the last stream id a GOAWAY said it took (a client fails those with
+ * REFUSED_STREAM), reading on for 300 ms after the first GOAWAY.
  */
-function rawCalls(port: number, key: string, calls: number, grpcTimeout: string | undefined, resetAfter: boolean): Promise<{ goaway: number | undefined; answered: number }> {
+function rawCalls(port: number, key: string, calls: number, grpcTimeout: string | undefined, resetAfter: boolean): Promise<{ goaway: number | undefined; answered: number; refused: number }> {
   const frame = (type: number, flags: number, id: number, payload = Buffer.alloc(0)) => {
     const head = Buffer.alloc(9);
     head.writeUIntBE(payload.length, 0, 3);
@@ -60,6 +64,7 @@ function rawCalls(port: number, key: string, calls: number, grpcTimeout: string 
     let sent = 0;
     let inFlight = 0;
     let answered = 0;
+    let lastTaken = 2 ** 31 - 1;
     let goaway: number | undefined;
     const send = () => {
       const out: Buffer[] = [];
@@ -85,9 +90,10 @@ function rawCalls(port: number, key: string, calls: number, grpcTimeout: string 
         const payload = buffered.subarray(9, 9 + length);
         buffered = buffered.subarray(9 + length);
         if (type === 4 && (flags & 1) === 0) socket.write(frame(4, 1, 0)); // SETTINGS ack
+        if (type === 7) lastTaken = Math.min(lastTaken, payload.readUInt32BE(0) & 0x7fffffff);
         if (type === 7 && goaway === undefined) {
           goaway = payload.readUInt32BE(4);
-          setTimeout(() => socket.destroy(), 100);
+          setTimeout(() => socket.destroy(), 300);
         }
         const ended = (type === 0 || type === 1) && (flags & 1) !== 0 && id > 0;
         if (ended || (type === 3 && id > 0)) {
@@ -99,7 +105,8 @@ function rawCalls(port: number, key: string, calls: number, grpcTimeout: string 
       }
     });
     socket.on("error", () => {});
-    socket.on("close", () => resolve({ goaway, answered }));
+    // Stream ids sent were 1, 3, ..., next - 2.
+    socket.on("close", () => resolve({ goaway, answered, refused: Math.max(0, Math.floor((next - 2 - lastTaken) / 2)) }));
   });
 }
 
@@ -187,14 +194,32 @@ describe("stream resets", () => {
     // Found from outside: grpc-js callers with 4-10 ms deadlines, most answered in time, reset streams already closed
     // here as the answers reached them; nghttp2 counts those resets, Node never sees them, and the connection was
     // ended with error code 2, failing a subscription on it with INTERNAL.
-    const run = await rawCalls(fastNg.port, fastNg.key, 1300, "40m", true);
+    // Answered about 70 ms into a 100 ms deadline: within 50 ms of it, where a client's deadline may pass as the answer
+    // reaches it (this client resets every answered call, as if each had).
+    fastDelayMs = 70;
+    let run;
+    try {
+      run = await rawCalls(fastNg.port, fastNg.key, 1300, "100m", true);
+    } finally {
+      fastDelayMs = 0;
+    }
     expect(run.goaway).toBe(http2.constants.NGHTTP2_NO_ERROR);
     expect(run.answered).toBeGreaterThanOrEqual(700);
+    // The session is closed in two steps: no stream already on its way when the first GOAWAY went is refused (found
+    // from outside: connect-es does not retry REFUSED_STREAM, and calls on the session failed INTERNAL).
+    expect(run.refused).toBe(0);
+  }, 30_000);
+
+  it("calls with a short deadline answered well within it do not count: 1,300 with 45 ms deadlines, no GOAWAY", async () => {
+    // Found from outside: every call whose deadline was 50 ms or less counted from its arrival, and the session was
+    // closed every 800 calls, however fast they were answered.
+    const run = await rawCalls(fastNg.port, fastNg.key, 1300, "45m", false);
+    expect(run).toEqual({ goaway: undefined, answered: 1300, refused: 0 });
   }, 30_000);
 
   it("calls answered well within their deadline do not count: 1,300 on one connection, no GOAWAY", async () => {
     const run = await rawCalls(fastNg.port, fastNg.key, 1300, "10S", false);
-    expect(run).toEqual({ goaway: undefined, answered: 1300 });
+    expect(run).toEqual({ goaway: undefined, answered: 1300, refused: 0 });
   }, 30_000);
 
   it("the budget follows nghttp2's: 1,000 at once, 33 more each second, the session closed with 200 left", () => {
