@@ -55,6 +55,7 @@ export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[
   const cacheStore = deps.cacheStore ?? (config.cache && config.cache.maxBytes > 0 ? stores.cache : undefined);
   // One budget for every HTTP upstream: the memory it bounds is the process's.
   const replyBudget = new ReplyBudget(config.limits.maxReplyBytesInFlight);
+  metrics.watchReplyBytes(() => replyBudget.held);
   const networks = config.networks.map(
     (n) =>
       new Network({

@@ -9,6 +9,7 @@
 import http2 from "node:http2";
 import { type ContextValues, createContextKey, createContextValues, type HandlerContext } from "@connectrpc/connect";
 import type { NodeRequest, NodeResponse } from "../http/http-types.js";
+import { whenResponseDone } from "../http/response-closed.js";
 
 const nodeRequestKey = createContextKey<NodeRequest | undefined>(undefined, { description: "the Node request of a typed call" });
 const nodeResponseKey = createContextKey<NodeResponse | undefined>(undefined, { description: "the Node response of a typed call" });
@@ -26,13 +27,8 @@ export function nodeRequestOf(values: ContextValues): NodeRequest | undefined {
 /** Calls `fn` once the typed call's response has closed (whole or cut short); at once when it has, or when the call came through no Node response. */
 export function whenResponseCloses(values: ContextValues, fn: () => void): void {
   const res = values.get(nodeResponseKey);
-  if (res === undefined || hasClosed(res)) fn();
-  else res.once("close", fn);
-}
-
-function hasClosed(res: NodeResponse): boolean {
-  // An HTTP/2 compat response says so only through its stream.
-  return "stream" in res ? res.stream.closed || res.stream.destroyed : res.closed || res.destroyed;
+  if (res === undefined) fn();
+  else whenResponseDone(res, fn);
 }
 
 /**

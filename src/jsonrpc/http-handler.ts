@@ -15,6 +15,7 @@ import { logAnswer, REFUSED_METHOD } from "./answer-log.js";
 import type { NativeRoute } from "./paths.js";
 import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
 import { endWithParts } from "../http/response-body.js";
+import { whenResponseDone } from "../http/response-closed.js";
 
 type Req = NodeRequest;
 type Res = NodeResponse;
@@ -199,7 +200,7 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
     }
     const cancellation = new CallCancellation();
     let answered = false;
-    res.on("close", () => {
+    whenResponseDone(res, () => {
       if (res.writableFinished) return;
       cancellation.abort();
       // Left while the answer was going out; one that left before it was ready is logged when its calls end.
@@ -213,7 +214,7 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       log(CLIENT_CLOSED);
       return;
     }
-    if (answer.release !== undefined) res.once("close", answer.release);
+    if (answer.release !== undefined) whenResponseDone(res, answer.release);
     if (answer.body === undefined) {
       res.writeHead(204, { [REQUEST_ID_HEADER]: requestId });
       res.end();

@@ -82,6 +82,22 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** The reply budget's bytes held (limits.maxReplyBytesInFlight), read at each scrape. */
+  #replyBytes: () => number = () => 0;
+  readonly replyBytesHeld = new Gauge({
+    name: "nodegate_reply_bytes_held",
+    help: "Bytes of node replies being read and of answers waiting for their clients (counted in limits.maxReplyBytesInFlight).",
+    registers: [this.registry],
+    collect: () => {
+      this.replyBytesHeld.set(this.#replyBytes());
+    },
+  });
+
+  /** Reports the reply budget's bytes held, read at each scrape. */
+  watchReplyBytes(read: () => number): void {
+    this.#replyBytes = read;
+  }
+
   /** Each network's cache counters, read at each scrape. */
   readonly #caches = new Map<string, () => CacheCounts>();
   readonly cacheEvents = new Counter({
