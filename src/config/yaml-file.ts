@@ -204,6 +204,9 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
     config.limits[name] = r.number(["limits", name], 1, name.endsWith("Ms") ? MAX_TIMER_MS : 1_000_000_000_000) ?? config.limits[name];
   }
   if (!r.has(["limits", "maxReplyBytesPerKey"])) config.limits.maxReplyBytesPerKey = Math.floor(config.limits.maxReplyBytesInFlight / 2);
+  else if (config.limits.maxReplyBytesPerKey >= config.limits.maxReplyBytesInFlight) {
+    config.warnings.push(`${r.where(["limits", "maxReplyBytesPerKey"])}: not below limits.maxReplyBytesInFlight (${config.limits.maxReplyBytesInFlight}): one key's clients may hold the whole budget`);
+  }
   if (config.limits.headersTimeoutMs > config.limits.requestTimeoutMs) {
     r.fail(["limits", r.has(["limits", "headersTimeoutMs"]) ? "headersTimeoutMs" : "requestTimeoutMs"], "headersTimeoutMs must not exceed requestTimeoutMs");
   }

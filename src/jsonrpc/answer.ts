@@ -103,7 +103,7 @@ class AnswerHolds {
     if (result === undefined || this.#released) return outcome;
     const release = this.#held.hold(resultMemory(result), result.end - result.start, this.#key);
     if (typeof release === "string") {
-      return { error: this.#batch ? this.#held.refusal("this batch's answers", release === "budget" ? "; send the large calls in smaller batches" : "", release) : this.#held.refusal("the answers waiting for their clients", "", release) };
+      return { error: this.#batch ? this.#held.refusal("this batch's answers", "; send the large calls in smaller batches", release) : this.#held.refusal("the answers waiting for their clients", "", release) };
     }
     this.#releases.push(release);
     return outcome;

@@ -67,6 +67,9 @@ describe("configuration file", () => {
     expect(loadConfig({ PROVIDER_KEY: "pk" }, file(VALID)).limits.maxReplyBytesPerKey).toBe(512 * 1024 * 1024);
     expect(loadConfig({ PROVIDER_KEY: "pk" }, file(`${VALID}  maxReplyBytesInFlight: 100000000\n`)).limits.maxReplyBytesPerKey).toBe(50_000_000);
     expect(loadConfig({ PROVIDER_KEY: "pk" }, file(`${VALID}  maxReplyBytesInFlight: 100000000\n  maxReplyBytesPerKey: 90000000\n`)).limits.maxReplyBytesPerKey).toBe(90_000_000);
+    // Found from outside: a share the size of the budget or more was taken silently, though it bounds nothing.
+    const path = file(`${VALID}  maxReplyBytesInFlight: 100000000\n  maxReplyBytesPerKey: 134217728\n`);
+    expect(loadConfig({ PROVIDER_KEY: "pk" }, path).warnings).toEqual([`${path}:27:24: limits.maxReplyBytesPerKey: not below limits.maxReplyBytesInFlight (100000000): one key's clients may hold the whole budget`]);
   });
 
   it("environment variables override the file", () => {

@@ -64,3 +64,19 @@ it("one key's calls hold at most its share; other keys' answers still fit, and a
     `limit exceeded: the answers waiting for their clients would pass ${2 * SIZE} bytes held for this key's clients at once (limits.maxReplyBytesPerKey); read the answers already asked for before asking for more; try again shortly`,
   );
 });
+
+it("a key holding nothing may take one answer larger than its share, as the budget allows", () => {
+  // Found from outside: with a 5 MiB share, a single 6 MB answer was refused on every try, told to try again shortly.
+  const budget = new ReplyBudget(8 * SIZE);
+  const held = new HeldAnswers(budget, 2 * SIZE);
+  const key = {};
+  const large = held.hold({}, 3 * SIZE, key) as () => void;
+  expect(large).toBeTypeOf("function");
+  expect(held.hold({}, SIZE, key)).toBe("key share");
+  large();
+  expect(budget.held).toBe(0);
+  expect(held.hold({}, 9 * SIZE, key)).toBe("budget");
+  expect(held.refusal("this batch's answers", "; send the large calls in smaller batches", "key share").message).toBe(
+    `limit exceeded: this batch's answers would pass ${2 * SIZE} bytes held for this key's clients at once (limits.maxReplyBytesPerKey); send the large calls in smaller batches; try again shortly`,
+  );
+});
