@@ -136,6 +136,10 @@ const SILENCE_CHECK_TIMEOUT_MS = 5000;
 const TYPICAL_WEIGHT = 0.1;
 /** The methods whose answer times are kept per upstream (the method table's are fewer). */
 const MAX_TIMED_METHODS = 256;
+/** How much each faster answer takes off the last chain id question's time (see #answered). */
+const QUESTION_DECAY = 0.9;
+/** The most chain id questions out to one upstream at once (one waiting past its verdict, and one a cooldown for 5 s): a hung node holds no more of its connections. */
+const MAX_QUESTIONS_OUT = 6;
 
 /**
  * The signal of a call on the primary that a partner may take: cancelled when its caller leaves, or when the
@@ -180,6 +184,8 @@ interface Member {
   questionMs: number;
   /** A question is out that waits for its answer up to upstreamTimeoutMs, past its verdict (see #askChainId). */
   listening: boolean;
+  /** Chain id questions out now. */
+  questionsOut: number;
 }
 
 /**
@@ -222,7 +228,7 @@ export class Network {
     if (options.upstreams.length === 0) throw new Error(`network ${options.name} has no upstream`);
     this.name = options.name;
     this.family = options.family;
-    this.#members = options.upstreams.map((upstream) => ({ upstream, breaker: new CircuitBreaker(options.breaker), answeredAt: Number.NEGATIVE_INFINITY, typicalMs: new Map(), askedAt: Number.NEGATIVE_INFINITY, questionMs: 0, listening: false }));
+    this.#members = options.upstreams.map((upstream) => ({ upstream, breaker: new CircuitBreaker(options.breaker), answeredAt: Number.NEGATIVE_INFINITY, typicalMs: new Map(), askedAt: Number.NEGATIVE_INFINITY, questionMs: 0, listening: false, questionsOut: 0 }));
     // A WebSocket node's dropped connection is an outage seen before any call fails: readiness probes from then on,
     // even with no traffic (found from outside: an idle instance reported a dead node SERVING for 30 s).
     for (const { upstream } of this.#members) {
@@ -341,8 +347,9 @@ export class Network {
     // wait for the stuck one's deadline (found from outside: 4-6 s, against "answers again within a second"); and
     // one answered does not let every failing call ask again (found from outside: 125 questions in half a second).
     const askedAt = performance.now();
-    if (askedAt - member.askedAt < member.breaker.cooldownMs) return;
+    if (askedAt - member.askedAt < member.breaker.cooldownMs || member.questionsOut >= MAX_QUESTIONS_OUT) return;
     member.askedAt = askedAt;
+    member.questionsOut++;
     const verdictMs = Math.min(this.#timeoutMs, Math.max(SILENCE_CHECK_TIMEOUT_MS, Math.round(3 * Math.max(fastestTypicalMs(member), member.questionMs))));
     const listens = !member.listening && verdictMs < this.#timeoutMs;
     let judged = false;
@@ -384,6 +391,7 @@ export class Network {
       )
       .finally(() => {
         clearTimeout(verdict);
+        member.questionsOut--;
         if (listens) member.listening = false;
       });
   }
@@ -403,9 +411,13 @@ export class Network {
     const now = performance.now();
     // A node that answers everything slowly must not be taken for silent by a question shorter than its pace (found
     // from outside: one answering every call in 7.5 s had its circuit opened by the 5 s question).
+    const tookMs = now - sentAt;
     const typical = member.typicalMs.get(method);
-    if (typical !== undefined) member.typicalMs.set(method, typical + (now - sentAt - typical) * TYPICAL_WEIGHT);
-    else if (member.typicalMs.size < MAX_TIMED_METHODS) member.typicalMs.set(method, now - sentAt);
+    if (typical !== undefined) member.typicalMs.set(method, typical + (tookMs - typical) * TYPICAL_WEIGHT);
+    else if (member.typicalMs.size < MAX_TIMED_METHODS) member.typicalMs.set(method, tookMs);
+    // A slow spell's question time fades as the node answers faster again: else every later hang would be judged by
+    // it (found from outside: after 20 s of 11 s answers, then 30 s of fast ones, a hang was failed over after 30 s).
+    if (tookMs < member.questionMs) member.questionMs = Math.max(tookMs, member.questionMs * QUESTION_DECAY);
     if (member.breaker.state !== "closed") this.#log?.info({ network: this.name, upstream: member.upstream.label }, "upstream answering again: its circuit is closed");
     if (member === this.#members[0]) {
       this.#failingOver = false;

@@ -391,6 +391,49 @@ describe("circuit breaker", () => {
     }
   }, 45_000);
 
+  it("after a slow spell and fast answers again, a hang is judged by the node's pace now, not the slow spell's", async () => {
+    // Found from outside: after 20 s of 11 s answers, then 30 s of fast ones, a hang was failed over after 30 s: the
+    // slow spell's question time stayed the measure for good.
+    let pace: "fast" | "slow" | "hung" = "fast";
+    const node = await startProgrammableUpstream(() => (pace === "hung" ? { delayMs: 120_000, then: { result: null } } : pace === "slow" ? { delayMs: 5500, then: { forward: anvil.url } } : { forward: anvil.url }));
+    try {
+      const ng = await gatewayWith({ primaryUrl: node.url, partners: [], breaker: { threshold: 5, cooldownMs: 300 }, config: { upstreamTimeoutMs: 60_000 } });
+      const circuit = () => ng.gateway.network(undefined).primaryCircuit;
+      const client = connectClient(ng.url, EthService, GROWTH, "grpc");
+      pace = "slow";
+      expect(await giveUp(client, 300)).toBe("DeadlineExceeded");
+      // The question, answered late (5.5 s), closes the circuit and makes the next wait 16.5 s.
+      for (let waited = 0; circuit() === "closed" && waited < 8000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+      for (let waited = 0; circuit() !== "closed" && waited < 3000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+      expect(circuit()).toBe("closed");
+      pace = "fast";
+      for (let i = 0; i < 40; i++) expect((await post(`${ng.url}/v3/${GROWTH}`, rpc("eth_blockNumber"))).json.result).toBe("0x0");
+      pace = "hung";
+      expect(await giveUp(client, 300)).toBe("DeadlineExceeded");
+      // Judged by the fast pace again: 5 s, not 16.5 s.
+      await new Promise((r) => setTimeout(r, 6500));
+      expect(circuit()).toBe("open");
+    } finally {
+      await node.close();
+    }
+  }, 45_000);
+
+  it("a hung node holds at most six of nodegate's chain id questions at once, however often callers give up", async () => {
+    // Found from outside: with the wait as long as upstreamTimeoutMs, a question went out each cooldown and each held a
+    // connection to the hung node for its whole deadline: 25 of 64 at once.
+    const hung = await startProgrammableUpstream(() => ({ delayMs: 120_000, then: { result: null } }));
+    try {
+      const ng = await gatewayWith({ primaryUrl: hung.url, partners: [], breaker: { threshold: 5, cooldownMs: 100 }, config: { upstreamTimeoutMs: 3000 } });
+      const client = connectClient(ng.url, EthService, GROWTH, "grpc");
+      // A caller giving up every 100 ms for 2.5 s, each before the questions' 3 s deadline.
+      for (const until = performance.now() + 2500; performance.now() < until; ) expect(await giveUp(client, 100)).toBe("DeadlineExceeded");
+      expect(hung.count("eth_chainId")).toBeGreaterThanOrEqual(2);
+      expect(hung.count("eth_chainId")).toBeLessThanOrEqual(6);
+    } finally {
+      await hung.close();
+    }
+  });
+
   it("a hang is judged by the pace of the node's fastest method, not stretched by its heavy calls", async () => {
     // Found from outside: on a node whose traffic was mostly 6-10 s eth_getLogs, the question waited three times
     // every method's average, and a hang was failed over after 23 s rather than 5 s.
