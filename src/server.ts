@@ -16,6 +16,7 @@ import { closeUnlessIdentified, guardHttp2Session, http1TimeoutOptions, watchHtt
 import { handleCors } from "./http/cors.js";
 import { finAcknowledged } from "./http/fin-acknowledged.js";
 import { closeBeforeResetFlood } from "./http/stream-reset-budget.js";
+import { passedDeadlineInterceptor } from "./grpc/passed-deadline.js";
 import { clusterMetricsReader } from "./observability/cluster-metrics.js";
 import type { Gateway } from "./gateway.js";
 import { settleGrpcStatusOf } from "./grpc/status-size.js";
@@ -242,7 +243,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       registerHealth(router, health, options.healthWatchIntervalMs);
       registerReflection(router, services);
     },
-    interceptors: [requestLogInterceptor(gateway.log, gateway.metrics)],
+    interceptors: [requestLogInterceptor(gateway.log, gateway.metrics), passedDeadlineInterceptor()],
     // The same bound on a request as the native path's and the lean lanes'.
     readMaxBytes: gateway.limits.maxBodyBytes,
     contextValues: nodeRequestContext,

@@ -244,6 +244,40 @@ describe("the gRPC contract", () => {
     }
   });
 
+  it("on Connect's own handlers too, a deadline under a millisecond is DEADLINE_EXCEEDED before the handler runs: streams, JsonRpcService, health", async () => {
+    // Found from outside: streams with "0m" ran unbounded, JsonRpcService asked the node and sometimes answered OK
+    // with "500u", and health answered SERVING.
+    const session = http2.connect(f.ng.url);
+    try {
+      const statusOf = (path: string, timeout: string, body: Buffer): Promise<string | undefined> =>
+        new Promise((resolve, reject) => {
+          const stream = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", "grpc-timeout": timeout, "x-api-key": f.ng.key });
+          let status: string | undefined;
+          stream.on("response", (h) => {
+            status ??= h["grpc-status"] as string | undefined;
+          });
+          stream.on("trailers", (t) => {
+            status ??= t["grpc-status"] as string | undefined;
+          });
+          stream.on("close", () => resolve(status));
+          stream.on("error", reject);
+          stream.resume();
+          stream.end(body);
+        });
+      const frame = (message: Uint8Array) => Buffer.concat([Buffer.from([0, 0, 0, 0, message.length]), Buffer.from(message)]);
+      const call = frame(toBinary(CallRequestSchema, create(CallRequestSchema, { method: "eth_chainId", paramsJson: "[]" })));
+      const asked = f.upstream.count("eth_chainId");
+      for (const timeout of ["0m", "500u", "999999n"]) {
+        for (let i = 0; i < 3; i++) expect(await statusOf(`/${JsonRpcService.typeName}/Call`, timeout, call), `Call ${timeout}`).toBe(String(grpc.status.DEADLINE_EXCEEDED));
+        expect(await statusOf(`/${Health.typeName}/Check`, timeout, frame(toBinary(HealthCheckRequestSchema, create(HealthCheckRequestSchema)))), `Check ${timeout}`).toBe(String(grpc.status.DEADLINE_EXCEEDED));
+        expect(await statusOf(`/${EthService.typeName}/SubscribeNewHeads`, timeout, frame(new Uint8Array(0))), `SubscribeNewHeads ${timeout}`).toBe(String(grpc.status.DEADLINE_EXCEEDED));
+      }
+      expect(f.upstream.count("eth_chainId")).toBe(asked);
+    } finally {
+      session.close();
+    }
+  });
+
   it("an unknown method is UNIMPLEMENTED naming it, in each protocol's own form, with x-request-id", async () => {
     // Found from outside: a bare HTTP 404 text/plain, which gRPC clients report as "Received HTTP status code 404".
     const path = `/${EthService.typeName}/NoSuchMethod`;
