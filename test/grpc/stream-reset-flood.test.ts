@@ -13,6 +13,7 @@ import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BlockNumberRequestSchema, BlockNumberResponseSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { resetBudget } from "../../src/http/stream-reset-budget.js";
+import { h2Frame, hpackLiteral } from "../support/h2-frames.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
 
@@ -43,19 +44,9 @@ afterAll(async () => {
  * REFUSED_STREAM), reading on for 300 ms after the first GOAWAY.
  */
 function rawCalls(port: number, key: string, calls: number, grpcTimeout: string | undefined, resetAfter: boolean): Promise<{ goaway: number | undefined; answered: number; refused: number }> {
-  const frame = (type: number, flags: number, id: number, payload = Buffer.alloc(0)) => {
-    const head = Buffer.alloc(9);
-    head.writeUIntBE(payload.length, 0, 3);
-    head[3] = type;
-    head[4] = flags;
-    head.writeUInt32BE(id, 5);
-    return Buffer.concat([head, payload]);
-  };
-  // HPACK literals without indexing, no Huffman: every name and value here is under 127 bytes.
-  const literal = (name: string, value: string) => Buffer.concat([Buffer.from([0x00, name.length]), Buffer.from(name), Buffer.from([value.length]), Buffer.from(value)]);
   const fields = [[":method", "POST"], [":scheme", "http"], [":path", "/nodegate.eth.v1.EthService/BlockNumber"], [":authority", "127.0.0.1"], ["content-type", "application/grpc"], ["te", "trailers"], ["x-api-key", key]];
   if (grpcTimeout !== undefined) fields.push(["grpc-timeout", grpcTimeout]);
-  const headerBlock = Buffer.concat(fields.map(([n, v]) => literal(n as string, v as string)));
+  const headerBlock = Buffer.concat(fields.map(([n, v]) => hpackLiteral(n as string, v as string)));
   const emptyMessage = Buffer.from([0, 0, 0, 0, 0]);
   return new Promise((resolve) => {
     const socket = net.connect(port, "127.0.0.1");
@@ -69,7 +60,7 @@ function rawCalls(port: number, key: string, calls: number, grpcTimeout: string 
     const send = () => {
       const out: Buffer[] = [];
       while (goaway === undefined && inFlight < 20 && sent < calls) {
-        out.push(frame(1, 4, next, headerBlock), frame(0, 1, next, emptyMessage));
+        out.push(h2Frame(1, 4, next, headerBlock), h2Frame(0, 1, next, emptyMessage));
         next += 2;
         inFlight++;
         sent++;
@@ -78,7 +69,7 @@ function rawCalls(port: number, key: string, calls: number, grpcTimeout: string 
       else if (inFlight === 0) socket.end();
     };
     socket.on("connect", () => {
-      socket.write(Buffer.concat([Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), frame(4, 0, 0)]));
+      socket.write(Buffer.concat([Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), h2Frame(4, 0, 0)]));
       send();
     });
     socket.on("data", (data: Buffer) => {
@@ -89,7 +80,7 @@ function rawCalls(port: number, key: string, calls: number, grpcTimeout: string 
         const [type, flags, id] = [buffered[3] as number, buffered[4] as number, buffered.readUInt32BE(5) & 0x7fffffff];
         const payload = buffered.subarray(9, 9 + length);
         buffered = buffered.subarray(9 + length);
-        if (type === 4 && (flags & 1) === 0) socket.write(frame(4, 1, 0)); // SETTINGS ack
+        if (type === 4 && (flags & 1) === 0) socket.write(h2Frame(4, 1, 0)); // SETTINGS ack
         if (type === 7) lastTaken = Math.min(lastTaken, payload.readUInt32BE(0) & 0x7fffffff);
         if (type === 7 && goaway === undefined) {
           goaway = payload.readUInt32BE(4);
@@ -98,7 +89,7 @@ function rawCalls(port: number, key: string, calls: number, grpcTimeout: string 
         const ended = (type === 0 || type === 1) && (flags & 1) !== 0 && id > 0;
         if (ended || (type === 3 && id > 0)) {
           if (ended) answered++;
-          if (ended && resetAfter) socket.write(frame(3, 0, id, Buffer.from([0, 0, 0, 8])));
+          if (ended && resetAfter) socket.write(h2Frame(3, 0, id, Buffer.from([0, 0, 0, 8])));
           inFlight--;
           send();
         }

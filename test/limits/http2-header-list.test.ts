@@ -10,6 +10,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { post, rpc } from "../support/http.js";
+import { h2Frame, hpackInteger, hpackLiteral, hpackText } from "../support/h2-frames.js";
 
 let anvil: AnvilNode;
 let ng: TestNodegate;
@@ -25,34 +26,9 @@ afterAll(async () => {
 
 const MAX_HEADER_LIST_SIZE = 64 * 1024;
 
-/** An HPACK integer with an `prefixBits`-bit prefix, the first byte's other bits set to `flags`. */
-function hpackInteger(value: number, prefixBits: number, flags: number): Buffer {
-  const max = (1 << prefixBits) - 1;
-  if (value < max) return Buffer.from([flags | value]);
-  const bytes = [flags | max];
-  let rest = value - max;
-  while (rest >= 128) {
-    bytes.push((rest & 0x7f) | 0x80);
-    rest >>= 7;
-  }
-  bytes.push(rest);
-  return Buffer.from(bytes);
-}
-
-const text = (s: string) => Buffer.concat([hpackInteger(Buffer.byteLength(s), 7, 0), Buffer.from(s)]);
-/** A field with a new name: added to the dynamic table (`indexed`), or not. */
-const literal = (name: string, value: string, indexed: boolean) => Buffer.concat([Buffer.from([indexed ? 0x40 : 0x00]), text(name), text(value)]);
 /** A field whose name is the static table's entry `index`, not added to the dynamic table. */
-const literalNamed = (index: number, value: string) => Buffer.concat([hpackInteger(index, 4, 0x00), text(value)]);
+const literalNamed = (index: number, value: string) => Buffer.concat([hpackInteger(index, 4, 0x00), hpackText(value)]);
 
-function frame(type: number, flags: number, stream: number, payload: Buffer): Buffer {
-  const head = Buffer.alloc(9);
-  head.writeUIntBE(payload.length, 0, 3);
-  head[3] = type;
-  head[4] = flags;
-  head.writeUInt32BE(stream, 5);
-  return Buffer.concat([head, payload]);
-}
 
 /** What the server did with one stream: answered it (a HEADERS frame), reset it (RST_STREAM's code), or ended the connection (GOAWAY). */
 async function sendHeaderBlock(block: Buffer): Promise<{ answered: boolean; resetCode?: number; goaway: boolean }> {
@@ -77,8 +53,8 @@ async function sendHeaderBlock(block: Buffer): Promise<{ answered: boolean; rese
     });
     socket.on("close", () => resolve());
   });
-  socket.write(Buffer.concat([Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), frame(4, 0, 0, Buffer.alloc(0)), frame(4, 1, 0, Buffer.alloc(0))]));
-  socket.write(frame(1, 0x4 | 0x1, 1, block)); // END_HEADERS | END_STREAM
+  socket.write(Buffer.concat([Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), h2Frame(4, 0, 0, Buffer.alloc(0)), h2Frame(4, 1, 0, Buffer.alloc(0))]));
+  socket.write(h2Frame(1, 0x4 | 0x1, 1, block)); // END_HEADERS | END_STREAM
   await done;
   socket.destroy();
   return outcome;
@@ -90,8 +66,8 @@ function callHead(): Buffer {
     Buffer.from([0x83, 0x86]), // :method POST, :scheme http (static table)
     literalNamed(4, "/nodegate.eth.v1.EthService/BlockNumber"),
     literalNamed(1, `127.0.0.1:${ng.port}`),
-    literal("content-type", "application/grpc", false),
-    literal("te", "trailers", false),
+    hpackLiteral("content-type", "application/grpc", false),
+    hpackLiteral("te", "trailers", false),
   ]);
 }
 
@@ -107,14 +83,14 @@ it("announces a bound on a request's header list", async () => {
 
 it("a small request naming a large header again and again is refused before its headers are taken, and nothing else waits on it", async () => {
   // One 4000-byte header added to the table, then named by 1,900 one-byte references: 7.6 MB once decoded.
-  const bomb = Buffer.concat([callHead(), literal("x-bomb", "z".repeat(4000), true), Buffer.alloc(1900, 0xbe)]);
+  const bomb = Buffer.concat([callHead(), hpackLiteral("x-bomb", "z".repeat(4000), true), Buffer.alloc(1900, 0xbe)]);
   expect(bomb.length).toBeLessThan(6_500);
   const outcome = await sendHeaderBlock(bomb);
   expect(outcome.answered).toBe(false);
   expect(outcome.resetCode === http2.constants.NGHTTP2_ENHANCE_YOUR_CALM || outcome.goaway).toBe(true);
 
   // A head within the bound is taken (answered: here UNAUTHENTICATED, no key), and the native door goes on serving.
-  const within = await sendHeaderBlock(Buffer.concat([callHead(), literal("x-fine", "z".repeat(4000), true), Buffer.alloc(10, 0xbe)]));
+  const within = await sendHeaderBlock(Buffer.concat([callHead(), hpackLiteral("x-fine", "z".repeat(4000), true), Buffer.alloc(10, 0xbe)]));
   expect(within.answered).toBe(true);
   expect((await post(ng.rpcUrl, rpc("eth_chainId"))).json.result).toBe("0x7a69");
 });
