@@ -131,8 +131,8 @@ class GrpcExchange implements UnaryExchange {
     return this.stream;
   }
 
-  get closing(): ServerHttp2Stream {
-    return this.stream;
+  whenDone(fn: () => void): void {
+    this.stream.once("close", fn);
   }
 
   open(): boolean {

@@ -6,6 +6,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { NodeRequest, NodeResponse } from "../http/http-types.js";
+import { whenResponseDone } from "../http/response-closed.js";
 import type { UnaryExchange } from "./unary-call.js";
 
 export abstract class HttpExchange implements UnaryExchange {
@@ -22,8 +23,9 @@ export abstract class HttpExchange implements UnaryExchange {
     return this.req;
   }
 
-  get closing(): NodeResponse {
-    return this.res;
+  whenDone(fn: () => void): void {
+    // A pipelined HTTP/1.1 response queued behind others gets no close of its own when its connection goes.
+    whenResponseDone(this.res, fn);
   }
 
   open(): boolean {

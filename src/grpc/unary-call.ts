@@ -6,7 +6,6 @@
  * the messages are encoded and framed, the timeout header, how an answer or
  * an error is written) comes in a UnaryProtocol and a UnaryExchange.
  */
-import type { EventEmitter } from "node:events";
 import type { IncomingHttpHeaders } from "node:http";
 import type { Readable } from "node:stream";
 import { type DescMessage, fromBinary, type Message } from "@bufbuild/protobuf";
@@ -48,8 +47,8 @@ export interface UnaryExchange {
   readonly headers: IncomingHttpHeaders;
   /** The request body. */
   readonly body: Readable;
-  /** Emits "close" once the exchange is over, answered or not (a client that goes away closes it early). */
-  readonly closing: EventEmitter;
+  /** Calls `fn` once the exchange is over, answered or not (a client that goes away closes it early). */
+  whenDone(fn: () => void): void;
   /** Whether an answer can still be written. */
   open(): boolean;
   /** Writes the answer, whose body the protocol made. */
@@ -94,7 +93,7 @@ class UnaryCall {
 
   start(): void {
     const { exchange } = this;
-    exchange.closing.once("close", this.#onClose);
+    exchange.whenDone(this.#onClose);
     const timeout = this.protocol.timeout(this.#header);
     if (timeout.error !== undefined) {
       this.#fail(timeout.error);

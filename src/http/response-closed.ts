@@ -25,6 +25,11 @@ export function whenResponseDone(res: NodeResponse, fn: () => void): void {
     fn();
     return;
   }
+  // The response being written (it has its connection) closes with it; only one queued behind others needs more.
+  if (res.socket !== null) {
+    res.once("close", fn);
+    return;
+  }
   let waiting = onConnectionClose.get(socket);
   if (waiting === undefined) {
     const all = new Set<() => void>();

@@ -342,26 +342,35 @@ it("one key's clients that do not read hold at most its share of the budget: its
   await shared.close();
 });
 
-it("answers queued behind others on a pipelining HTTP/1.1 connection are given back when the client hangs up", async () => {
-  // Found from outside: Node emits no close on a pipelined response still queued when its connection goes, and what
-  // the answers held stayed counted for good: a key that pipelined 30 large calls and hung up held its share.
+it.each([
+  ["the native door", "native"],
+  // Found from outside (re-check): the typed door's lean lanes kept the same leak.
+  ["the Connect protocol's lean lane", "connect"],
+])("answers made for pipelined HTTP/1.1 requests of a client that hung up are given back: %s", { timeout: 30_000 }, async (_, door) => {
+  // Found from outside: Node emits no close on a pipelined response still queued when its connection goes, and an
+  // answer made for it afterwards stayed counted for good: a key that pipelined large calls and hung up held its share.
   const pipeNg = await startNodegate({ upstreamUrl: nodeUrl, config: { limits: { ...DEFAULT_LIMITS, maxReplyBytesInFlight: 64 * 1024 * 1024 } } });
   const held = async () => Number(/^nodegate_reply_bytes_held (\d+)/m.exec(await (await fetch(`${pipeNg.url}/metrics`)).text())?.[1]);
+  const request = (address: string, i: number): string => {
+    if (door === "native") {
+      const body = JSON.stringify(rpc("eth_getCode", [address, "latest"], i));
+      return `POST ${new URL(pipeNg.rpcUrl).pathname} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`;
+    }
+    const body = JSON.stringify({ address: Buffer.from(address.slice(2), "hex").toString("base64"), block: { tag: "BLOCK_TAG_LATEST" } });
+    return `POST /nodegate.eth.v1.EthService/GetCode HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nx-api-key: ${pipeNg.key}\r\ncontent-length: ${body.length}\r\n\r\n${body}`;
+  };
   try {
     const { port } = new URL(pipeNg.url);
     const socket = net.connect(Number(port), "127.0.0.1");
     await new Promise<void>((resolve) => socket.once("connect", resolve));
+    // Five large calls at once; the client reads the start of the first answer, then hangs up.
+    socket.write(Array.from({ length: 5 }, (_, i) => request(pipelined(i), i)).join(""));
+    await new Promise<void>((resolve) => socket.once("data", () => resolve()));
     socket.pause();
-    const path = new URL(pipeNg.rpcUrl).pathname;
-    for (let i = 0; i < 4; i++) {
-      const body = JSON.stringify(rpc("eth_getCode", [pipelined(i), "latest"], i));
-      socket.write(`POST ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`);
-    }
-    // Answers are made and wait, the first being written, the next queued behind it (Node stops reading a pipelining
-    // connection once answers wait on it, so not all four need be).
-    await expect.poll(held, { timeout: 10_000 }).toBeGreaterThanOrEqual(2 * PIPELINED_HEX_CHARS);
+    await new Promise((resolve) => setTimeout(resolve, 50));
     socket.destroy();
-    await expect.poll(held, { timeout: 10_000 }).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await expect.poll(held, { timeout: 20_000 }).toBe(0);
   } finally {
     await pipeNg.close();
   }
