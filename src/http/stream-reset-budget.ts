@@ -25,7 +25,7 @@
  * deadlines, most answered in time, had their connection ended with error
  * code 2 and a subscription on it failed INTERNAL).
  */
-import http2, { constants as http2constants } from "node:http2";
+import type http2 from "node:http2";
 
 /** nghttp2's stream reset limit (NGHTTP2_DEFAULT_STREAM_RESET_BURST and _RATE). */
 const NGHTTP2_RESET_BURST = 1000;
@@ -71,9 +71,7 @@ const DEADLINE_EXCEEDED = "4";
 
 /**
  * How close to its client's deadline a call may be answered and still be counted as a reset: the answer's way to the
- * client and back, with room, but at most half the deadline, so a call with a short deadline answered early is not
- * counted (found from outside: every call with a deadline of 50 ms or less counted from its arrival, and sessions
- * were closed every 800 calls however fast they were answered).
+ * client, and the client's own lag in reading it. Measured from the stream's arrival, later than the client's start.
  */
 const DEADLINE_RACE_MS = 50;
 const GRPC_TIMEOUT = /^(\d{1,8})([HMSmun])$/;
@@ -91,48 +89,23 @@ function clientDeadlineMs(headers: http2.IncomingHttpHeaders): number | undefine
   return typeof connect === "string" && CONNECT_TIMEOUT.test(connect) ? Number(connect) : undefined;
 }
 
-/** The longest the final GOAWAY waits for the client to answer the PING sent after the first. */
-const SECOND_GOAWAY_AFTER_MS = 1000;
-
-/**
- * Closes a session as HTTP/2 advises for a graceful shutdown (RFC 9113, 6.8): a GOAWAY naming the largest stream id
- * first, so streams the client opened meanwhile are still taken; then, once the client has answered a PING sent after
- * it (so it has read the GOAWAY and opens no more), the GOAWAY naming the last stream taken. A single GOAWAY refused
- * the streams already on their way (found from outside: connect-es calls, long and short, failed INTERNAL
- * "Stream closed with error code NGHTTP2_REFUSED_STREAM", which it does not retry).
- */
-function closeInTwoSteps(session: http2.ServerHttp2Session): void {
-  if (session.closed || session.destroyed) return;
-  session.goaway(http2constants.NGHTTP2_NO_ERROR, 2 ** 31 - 1);
-  let closed = false;
-  const close = (): void => {
-    if (closed) return;
-    closed = true;
-    clearTimeout(timer);
-    if (!session.closed && !session.destroyed) session.close();
-  };
-  const timer = setTimeout(close, SECOND_GOAWAY_AFTER_MS);
-  timer.unref();
-  if (!session.ping(close)) close();
-}
-
 /** Watches a server session's streams and closes it gracefully before its client's resets end it. */
 export function closeBeforeResetFlood(session: http2.ServerHttp2Session): void {
-  const budget = resetBudget(() => closeInTwoSteps(session));
+  const budget = resetBudget(() => session.close());
   // `aborted`: the stream closed before its answer ended, by a client's RST_STREAM or (counted too, to be safe) one
   // nodegate sent. One listener built once per session, not a closure per stream: this runs for every call.
   // When each stream's client gives up, for streams that have a deadline.
-  const deadlines = new WeakMap<http2.ServerHttp2Stream, { givesUpAt: number; ms: number }>();
+  const deadlines = new WeakMap<http2.ServerHttp2Stream, number>();
   const countIfReset = function (this: http2.ServerHttp2Stream): void {
     if (this.aborted || String(sentGrpcStatus(this)) === DEADLINE_EXCEEDED) budget.reset();
     else {
-      const deadline = deadlines.get(this);
-      if (deadline !== undefined && performance.now() >= deadline.givesUpAt - Math.min(DEADLINE_RACE_MS, deadline.ms / 2)) budget.reset();
+      const givesUpAt = deadlines.get(this);
+      if (givesUpAt !== undefined && performance.now() >= givesUpAt - DEADLINE_RACE_MS) budget.reset();
     }
   };
   session.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => {
     const deadlineMs = clientDeadlineMs(headers);
-    if (deadlineMs !== undefined) deadlines.set(stream, { givesUpAt: performance.now() + deadlineMs, ms: deadlineMs });
+    if (deadlineMs !== undefined) deadlines.set(stream, performance.now() + deadlineMs);
     stream.once("close", countIfReset);
   });
 }
