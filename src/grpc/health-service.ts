@@ -51,6 +51,9 @@ export function registerHealth(router: ConnectRouter, monitor: HealthMonitor, wa
       if (monitor.draining.aborted && !ctx.signal.aborted && last !== Status.NOT_SERVING) {
         yield create(HealthCheckResponseSchema, { status: Status.NOT_SERVING });
       }
+      // A watch that ran out its deadline says so, as other streams do (found from outside: it ended OK).
+      const reason: unknown = ctx.signal.reason;
+      if (reason instanceof ConnectError && reason.code === Code.DeadlineExceeded) throw reason;
     },
   });
 }

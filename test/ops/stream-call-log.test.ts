@@ -9,6 +9,7 @@
 import { Code, ConnectError, createContextValues, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { describe, expect, it } from "vitest";
+import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { Metrics } from "../../src/observability/metrics.js";
 import { requestLogInterceptor } from "../../src/observability/request-log.js";
@@ -132,6 +133,14 @@ describe("a typed server stream that runs out its deadline", () => {
           return "ended";
         })().catch((e: unknown) => Code[ConnectError.from(e).code]);
         expect(outcome, protocol).toBe("DeadlineExceeded");
+        // Health's Watch too (found from outside: it ended OK when its deadline passed).
+        const health = connectClient(ng.url, Health, ng.key, protocol);
+        const watched = await (async () => {
+          const headers = protocol === "connect" ? { "connect-timeout-ms": "800" } : { "grpc-timeout": "800m" };
+          for await (const _ of health.watch({}, { headers }));
+          return "ended";
+        })().catch((e: unknown) => Code[ConnectError.from(e).code]);
+        expect(watched, `Watch over ${protocol}`).toBe("DeadlineExceeded");
       }
       await expect.poll(() => ng.logs.filter((l) => l.method === `${EthService.typeName}/SubscribeNewHeads`).map((l) => l.status)).toEqual(["DeadlineExceeded", "DeadlineExceeded", "DeadlineExceeded"]);
       expect(await (await fetch(`${ng.url}/metrics`)).text()).toMatch(/nodegate_requests_total\{door="[^"]+",method="nodegate\.eth\.v1\.EthService\/SubscribeNewHeads",outcome="DeadlineExceeded"\} [1-3]/);
