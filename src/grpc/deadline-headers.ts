@@ -5,11 +5,9 @@
  * fail straight away. Such a deadline is as good as none: the header is
  * lowered to the longest a timer holds before any lane reads it.
  */
+import { connectTimeoutMs, grpcTimeoutMs } from "../http/client-deadline.js";
+
 const MAX_TIMER_MS = 2 ** 31 - 1;
-const GRPC_UNIT_MS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000001 };
-/** A grpc-timeout value as the gRPC protocol allows it, and a connect-timeout-ms value as Connect does. */
-const GRPC_TIMEOUT = /^\d{1,8}[HMSmun]$/;
-const CONNECT_TIMEOUT = /^\d{1,10}$/;
 /** grpc-timeout: the longest a timer holds, in whole seconds. */
 const GRPC_LONGEST = `${Math.floor(MAX_TIMER_MS / 1000)}S`;
 
@@ -17,10 +15,7 @@ export function clampDeadlineHeaders(headers: Record<string, string | string[] |
   // Only values the protocols allow (gRPC: at most 8 digits; Connect: at most 10) are lowered; longer ones are left
   // for the lane to refuse (found from outside: 11-digit values were lowered, then taken, while 9 digits were refused).
   const grpc = headers["grpc-timeout"];
-  if (typeof grpc === "string" && GRPC_TIMEOUT.test(grpc)) {
-    const unit = GRPC_UNIT_MS[grpc[grpc.length - 1] as string] as number;
-    if (Number(grpc.slice(0, -1)) * unit > MAX_TIMER_MS) headers["grpc-timeout"] = GRPC_LONGEST;
-  }
+  if (typeof grpc === "string" && (grpcTimeoutMs(grpc) ?? 0) > MAX_TIMER_MS) headers["grpc-timeout"] = GRPC_LONGEST;
   const connect = headers["connect-timeout-ms"];
-  if (typeof connect === "string" && CONNECT_TIMEOUT.test(connect) && Number(connect) > MAX_TIMER_MS) headers["connect-timeout-ms"] = String(MAX_TIMER_MS);
+  if (typeof connect === "string" && (connectTimeoutMs(connect) ?? 0) > MAX_TIMER_MS) headers["connect-timeout-ms"] = String(MAX_TIMER_MS);
 }

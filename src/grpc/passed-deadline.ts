@@ -9,14 +9,11 @@
  * node and sometimes answered OK with "500u"; health answered SERVING).
  */
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { parseTimeout as parseConnectTimeout } from "@connectrpc/connect/protocol-connect";
-import { parseTimeout as parseGrpcTimeout } from "@connectrpc/connect/protocol-grpc";
+import { clientDeadlineMs } from "../http/client-deadline.js";
 
 /** Whether a call's headers set a deadline under a millisecond: passed by the time it is read. */
 function passedOnArrival(header: Headers): boolean {
-  const grpc = header.get("grpc-timeout");
-  const connect = header.get("connect-timeout-ms");
-  const { timeoutMs } = grpc !== null ? parseGrpcTimeout(grpc, Number.MAX_SAFE_INTEGER) : parseConnectTimeout(connect, Number.MAX_SAFE_INTEGER);
+  const timeoutMs = clientDeadlineMs(header.get("grpc-timeout"), header.get("connect-timeout-ms"));
   return timeoutMs !== undefined && timeoutMs < 1;
 }
 

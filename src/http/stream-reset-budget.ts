@@ -26,6 +26,7 @@
  * code 2 and a subscription on it failed INTERNAL).
  */
 import type http2 from "node:http2";
+import { clientDeadlineMs } from "./client-deadline.js";
 
 /** nghttp2's stream reset limit (NGHTTP2_DEFAULT_STREAM_RESET_BURST and _RATE). */
 const NGHTTP2_RESET_BURST = 1000;
@@ -74,20 +75,6 @@ const DEADLINE_EXCEEDED = "4";
  * client, and the client's own lag in reading it. Measured from the stream's arrival, later than the client's start.
  */
 const DEADLINE_RACE_MS = 50;
-const GRPC_TIMEOUT = /^(\d{1,8})([HMSmun])$/;
-const GRPC_UNIT_MS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000001 };
-const CONNECT_TIMEOUT = /^\d{1,10}$/;
-
-/** The deadline a stream's client set (grpc-timeout, connect-timeout-ms), in ms from now; undefined when none. */
-function clientDeadlineMs(headers: http2.IncomingHttpHeaders): number | undefined {
-  const grpc = headers["grpc-timeout"];
-  if (typeof grpc === "string") {
-    const match = GRPC_TIMEOUT.exec(grpc);
-    return match === null ? undefined : Number(match[1]) * (GRPC_UNIT_MS[match[2] as string] as number);
-  }
-  const connect = headers["connect-timeout-ms"];
-  return typeof connect === "string" && CONNECT_TIMEOUT.test(connect) ? Number(connect) : undefined;
-}
 
 /** Watches a server session's streams and closes it gracefully before its client's resets end it. */
 export function closeBeforeResetFlood(session: http2.ServerHttp2Session): void {
@@ -104,7 +91,7 @@ export function closeBeforeResetFlood(session: http2.ServerHttp2Session): void {
     }
   };
   session.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => {
-    const deadlineMs = clientDeadlineMs(headers);
+    const deadlineMs = clientDeadlineMs(headers["grpc-timeout"], headers["connect-timeout-ms"]);
     if (deadlineMs !== undefined) deadlines.set(stream, performance.now() + deadlineMs);
     stream.once("close", countIfReset);
   });

@@ -117,6 +117,16 @@ describe("a typed server stream in the request log", () => {
   });
 });
 
+/** How a typed stream ended: "ended" (OK), or its error's code. */
+async function howItEnds(stream: AsyncIterable<unknown>): Promise<string> {
+  try {
+    for await (const _ of stream);
+    return "ended";
+  } catch (e) {
+    return Code[ConnectError.from(e).code];
+  }
+}
+
 describe("a typed server stream that runs out its deadline", () => {
   it("is logged and counted DeadlineExceeded, not Canceled, on each transport", async () => {
     // Found from outside: SubscribeNewHeads with grpc-timeout 1500m got DEADLINE_EXCEEDED, and was logged and counted
@@ -126,21 +136,12 @@ describe("a typed server stream that runs out its deadline", () => {
     try {
       for (const protocol of ["grpc", "connect", "grpc-web"] as const) {
         const client = connectClient(ng.url, EthService, ng.key, protocol);
-        const outcome = await (async () => {
-          // As a header: the server's deadline alone (connect-es's own timer would cancel the call at the same moment).
-          const headers = protocol === "connect" ? { "connect-timeout-ms": "800" } : { "grpc-timeout": "800m" };
-          for await (const _ of client.subscribeNewHeads({}, { headers }));
-          return "ended";
-        })().catch((e: unknown) => Code[ConnectError.from(e).code]);
-        expect(outcome, protocol).toBe("DeadlineExceeded");
+        // As a header: the server's deadline alone (connect-es's own timer would cancel the call at the same moment).
+        const headers = protocol === "connect" ? { "connect-timeout-ms": "800" } : { "grpc-timeout": "800m" };
+        expect(await howItEnds(client.subscribeNewHeads({}, { headers })), protocol).toBe("DeadlineExceeded");
         // Health's Watch too (found from outside: it ended OK when its deadline passed).
         const health = connectClient(ng.url, Health, ng.key, protocol);
-        const watched = await (async () => {
-          const headers = protocol === "connect" ? { "connect-timeout-ms": "800" } : { "grpc-timeout": "800m" };
-          for await (const _ of health.watch({}, { headers }));
-          return "ended";
-        })().catch((e: unknown) => Code[ConnectError.from(e).code]);
-        expect(watched, `Watch over ${protocol}`).toBe("DeadlineExceeded");
+        expect(await howItEnds(health.watch({}, { headers })), `Watch over ${protocol}`).toBe("DeadlineExceeded");
       }
       await expect.poll(() => ng.logs.filter((l) => l.method === `${EthService.typeName}/SubscribeNewHeads`).map((l) => l.status)).toEqual(["DeadlineExceeded", "DeadlineExceeded", "DeadlineExceeded"]);
       expect(await (await fetch(`${ng.url}/metrics`)).text()).toMatch(/nodegate_requests_total\{door="[^"]+",method="nodegate\.eth\.v1\.EthService\/SubscribeNewHeads",outcome="DeadlineExceeded"\} [1-3]/);

@@ -46,14 +46,20 @@ afterAll(async () => {
 });
 
 const address = (i: number) => `0x${i.toString(16).padStart(40, "0")}`;
-const batchOf = (n: number, from: number) => Array.from({ length: n }, (_, i) => rpc("eth_getBalance", [address(from + i), "latest"], i));
 
-it("another key's call is sent right after the first connection comes free, not after the whole of a big batch", async () => {
+/** Makes the node answer at once, but only when the function returned is called. */
+function holdAnswers(): () => void {
   delayMs = 0;
   let open!: () => void;
   gate = new Promise((resolve) => {
     open = resolve;
   });
+  return open;
+}
+const batchOf = (n: number, from: number) => Array.from({ length: n }, (_, i) => rpc("eth_getBalance", [address(from + i), "latest"], i));
+
+it("another key's call is sent right after the first connection comes free, not after the whole of a big batch", async () => {
+  const open = holdAnswers();
   const primary = nodegate.gateway.networks()[0]?.primary as HttpUpstream;
   const before = upstream.requests.length;
   try {
@@ -109,11 +115,7 @@ it("another key's call identical to one still waiting in a big batch's line is n
   // Found from outside: identical calls are combined, and the combined call waited in the first caller's line: another
   // key's call identical to the last of a batch of 800 waited 6 s (or failed -32005), where a different call was
   // answered in 0.5 s.
-  delayMs = 0;
-  let open!: () => void;
-  gate = new Promise((resolve) => {
-    open = resolve;
-  });
+  const open = holdAnswers();
   const primary = nodegate.gateway.networks()[0]?.primary as HttpUpstream;
   const before = upstream.requests.length;
   const shared = [address(777_777), "latest"];
@@ -138,11 +140,7 @@ it("another key's call identical to one still waiting in a big batch's line is n
 });
 
 it("another key's identical call joins one already sent to the node: one upstream call for both", async () => {
-  delayMs = 0;
-  let open!: () => void;
-  gate = new Promise((resolve) => {
-    open = resolve;
-  });
+  const open = holdAnswers();
   const before = upstream.requests.length;
   const shared = [address(888_888), "latest"];
   try {
