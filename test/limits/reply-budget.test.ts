@@ -176,6 +176,27 @@ it("a batch's large answers, waiting for the rest of the batch, count in the bud
   }
 });
 
+it("a batch whose large answers would pass the key's share gets -32005 for those past it, with advice to send smaller batches", async () => {
+  // The share (150 KiB) holds one 100 KB answer; the process's budget (1 MiB) would hold all four.
+  const shareNg = await startNodegate({ upstreamUrl: nodeUrl, config: { limits: { ...DEFAULT_LIMITS, maxReplyBytesInFlight: 1024 * 1024, maxReplyBytesPerKey: 150 * 1024 } } });
+  try {
+    const batch = Array.from({ length: 4 }, (_, i) => rpc("eth_getCode", [inTurn(20 + i), "latest"], 120 + i));
+    const members = (await post(shareNg.rpcUrl, batch)).json as { id: number; result?: string; error?: { code: number; message: string } }[];
+    expect(members.map((m) => m.id)).toEqual([120, 121, 122, 123]);
+    expect(members.filter((m) => m.result?.length === 2 + 100_000)).toHaveLength(1);
+    const refused = members.filter((m) => m.error !== undefined);
+    expect(refused).toHaveLength(3);
+    for (const m of refused) {
+      expect(m.error).toEqual({
+        code: -32005,
+        message: `limit exceeded: this batch's answers would pass ${150 * 1024} bytes held for this key's clients at once (limits.maxReplyBytesPerKey); send the large calls in smaller batches; try again shortly`,
+      });
+    }
+  } finally {
+    await shareNg.close();
+  }
+});
+
 /**
  * Sends a native call on a raw connection and stops reading once its answer
  * has begun (so the answer is made and waits), with how many bytes it read;
