@@ -237,7 +237,7 @@ export class CallCache {
     try {
       const block = rule.kind === "result" ? rule.blockOf(result) : rule.number;
       const finalized = finalizedWhenSent;
-      if (block === undefined || finalized === undefined || block > finalized) return;
+      if (block === undefined || finalized === undefined || block > finalized || result.fromPartner === true) return;
       // A null or an empty list may come from a lagging node (a final block it does not have yet, a log range past its
       // head): never kept, whatever the rule.
       if (isNull(result) || isEmptyList(result) || !resultIsJson(result)) return;

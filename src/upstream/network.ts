@@ -517,6 +517,7 @@ export class Network {
           // network's is each upstream call's.
           const spent = options.timeoutMs !== undefined && options.timeoutMs < this.#timeoutMs ? performance.now() - arrived : waitedMs;
           const result = await this.#try(partner, method, paramsText, options, spent);
+          result.fromPartner = true;
           this.failovers++;
           this.#metrics?.failovers.inc({ network: this.name, upstream: partner.upstream.label });
           // At warn once per outage (until the primary answers again), then at debug: a busy failover would flood the log.

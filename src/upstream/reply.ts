@@ -24,6 +24,13 @@ export interface UpstreamResult {
    * the answer's protobuf encodings here, by method, so it is transcoded once.
    */
   encodings?: Map<object, Buffer>;
+  /**
+   * Set on an answer a partner upstream gave during the primary's outage: the
+   * cache judges finality by the primary's finalized block, which says nothing
+   * of a partner's chain (a lagging node, or a dev node with other blocks
+   * under the same chain id), so such an answer is never stored.
+   */
+  fromPartner?: true;
 }
 
 /**

@@ -240,6 +240,41 @@ describe("failover to a partner during a primary outage", () => {
     }
   });
 
+  it("a partner's answers are not cached: once the primary is back, its own blocks are served, not the partner's", async () => {
+    // Found from outside: a by-number read failed over to a partner on the same chain id but with other blocks (a dev
+    // node, or one lagging) was stored as final by the primary's finalized block, and served after the primary came back.
+    const own = await startAnvil({ args: ["--timestamp", "1700000000"] });
+    const other = await startAnvil({ args: ["--timestamp", "1600000000"] });
+    let primaryDown = false;
+    const front = await startProgrammableUpstream(() => (primaryDown ? { raw: "unavailable", status: 503 } : { forward: own.url }));
+    try {
+      for (const node of [own, other]) await post(node.url, rpc("anvil_mine", ["0x64"]));
+      const ng = await gatewayWith({
+        primaryUrl: front.url,
+        partners: [{ label: "partner", url: other.url }],
+        failover: { methods: ["eth_getBlockByNumber"], plans: ["growth"] },
+        config: { cache: { maxBytes: 1 << 20, coalesce: true, coalesceWindowMs: 60_000, finalizedMaxAgeMs: 60_000 } },
+      });
+      const block = (n: number) => post(`${ng.url}/v3/${GROWTH}`, rpc("eth_getBlockByNumber", [`0x${n.toString(16)}`, false]));
+      const hashAt = async (url: string, n: number) => (await post(url, rpc("eth_getBlockByNumber", [`0x${n.toString(16)}`, false]))).json.result.hash as string;
+      // Finality learnt from the primary (Anvil: latest - 64), and block 5 cached from it.
+      expect((await block(5)).json.result.hash).toBe(await hashAt(own.url, 5));
+      await expect.poll(() => ng.gateway.network(undefined).head.lastFinalized).toBe(36n);
+      primaryDown = true;
+      const fromPartner = (await block(6)).json.result.hash;
+      expect(fromPartner).toBe(await hashAt(other.url, 6));
+      expect(fromPartner).not.toBe(await hashAt(own.url, 6));
+      expect(ng.gateway.network(undefined).failovers).toBe(1);
+      primaryDown = false;
+      expect((await block(6)).json.result.hash).toBe(await hashAt(own.url, 6));
+      expect((await block(5)).json.result.hash).toBe(await hashAt(own.url, 5));
+    } finally {
+      await front.close();
+      await own.stop();
+      await other.stop();
+    }
+  }, 30_000);
+
   it("a node error is an answer, not an outage: no failover", async () => {
     primaryAnswer = { error: { code: -32000, message: "header not found" } };
     const ng = await gateway();
