@@ -56,6 +56,18 @@ export class BlockWindow {
     }
   }
 
+  /**
+   * Records `hash` as block `number` below the lowest remembered, when the
+   * window has room for it (no more than `size` below the highest); whether
+   * it did. The caller vouches that it links to the block above.
+   */
+  prepend(number: number, hash: string): boolean {
+    const lowest = this.lowest;
+    if (this.#highest === undefined || lowest === undefined || number !== lowest - 1 || this.#highest - number >= this.#size) return false;
+    this.#hashes.set(number, hash);
+    return true;
+  }
+
   /** Forgets every block. */
   clear(): void {
     this.#hashes.clear();

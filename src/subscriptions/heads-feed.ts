@@ -166,15 +166,64 @@ export class HeadsFeed extends Feed {
     if (head === undefined || fromBlock > head.number) return undefined;
     const max = this.ctx.settings.maxBackfillBlocks;
     if (head.number - fromBlock > max) throw backfillTooLong(fromBlock, head.number, max);
+    // The headers sent that the window could hold: at most its size below the head.
+    const recent = new Map<number, HeadEvent>();
+    const recentFrom = head.number - this.ctx.settings.reorgWindowBlocks;
     for (let start = fromBlock; start <= head.number && !signal.aborted; start += HISTORY_BATCH) {
       const numbers = Array.from({ length: Math.min(HISTORY_BATCH, head.number - start + 1) }, (_, i) => start + i);
       const batch = await Promise.all(numbers.map((n) => this.ctx.reader.headByNumber(n)));
       for (const [i, header] of batch.entries()) {
         if (header === undefined) throw upstreamBadResponse(`eth_getBlockByNumber: the node has no block ${numbers[i]}`);
         await deliver(header);
+        if (header.number >= recentFrom) recent.set(header.number, header);
       }
     }
+    if (!signal.aborted) await this.reachDownTo(fromBlock, recent);
     return head.number;
+  }
+
+  /**
+   * A resuming client is sent history from `fromBlock`, which may be below
+   * where the feed started: the window is made to reach down to it (at most
+   * its size below the head), so that a reorganization among those blocks is
+   * followed from its fork point, and they count as sent, so that a fork
+   * below the window ends the subscribers (reorgTooDeep) rather than going
+   * unseen (found from outside: a resumed client's history blocks replaced by
+   * anvil_reorg were never sent again, and their logs never taken back).
+   * `known`: headers already read; the others the window needs are read here.
+   */
+  async reachDownTo(fromBlock: number, known: ReadonlyMap<number, HeadEvent> = new Map()): Promise<void> {
+    const lowest = this.#window.lowest;
+    const highest = this.#window.highest;
+    const headers = new Map(known);
+    if (lowest !== undefined && highest !== undefined) {
+      const floor = Math.max(fromBlock, highest.number - this.ctx.settings.reorgWindowBlocks + 1);
+      const missing: number[] = [];
+      for (let n = floor; n <= lowest; n++) if (!headers.has(n)) missing.push(n);
+      for (const header of await Promise.all(missing.map((n) => this.ctx.reader.headByNumber(n)))) if (header !== undefined) headers.set(header.number, header);
+    }
+    // Behind the feed's other work: a reorganization it is following sees the window as it was, or as it is now.
+    await this.queue(async () => this.#rememberSent(fromBlock, headers));
+  }
+
+  /** Counts the blocks from `fromBlock` as sent, and takes into the window the headers that link down from its lowest. */
+  #rememberSent(fromBlock: number, headers: ReadonlyMap<number, HeadEvent>): void {
+    if (this.#firstPassed !== undefined && fromBlock - 1 < this.#firstPassed) this.#firstPassed = fromBlock - 1;
+    const lowest = this.#window.lowest;
+    if (lowest === undefined) return;
+    // The headers must be of the chain the window holds, where they meet.
+    let above = headers.get(lowest);
+    if (above === undefined || above.hash !== this.#window.hash(lowest)) return;
+    for (let n = lowest - 1; ; n--) {
+      const header = headers.get(n);
+      if (header === undefined || header.hash !== above.parentHash || !this.#window.prepend(n, header.hash)) return;
+      above = header;
+    }
+  }
+
+  /** The hash of canonical block `number` as the feed follows the chain, when it is recent enough to be remembered. */
+  canonicalHash(number: number): string | undefined {
+    return this.#window.hash(number);
   }
 
   async #catchUp(): Promise<void> {

@@ -134,13 +134,38 @@ export class LogsFeed extends Feed {
   async history(fromBlock: number, deliver: Deliver, signal: CallSignal): Promise<number | undefined> {
     const to = this.#heads.position;
     if (to === undefined || fromBlock > to) return undefined;
+    // First, so that the logs read next are judged against the chain as the feed follows it, down to fromBlock.
+    await this.#heads.reachDownTo(fromBlock);
     const pages = logPages(fromBlock, to, (from, upTo) => this.ctx.reader.logs(this.#filter, from, upTo), {
       pageBlocks: this.ctx.settings.logPageBlocks,
       maxResults: this.ctx.limits.getLogsMaxResults,
       signal,
     });
-    for await (const page of pages) for (const log of page.logs) await deliver(log);
+    for await (const page of pages) for (const log of page.logs) if (this.#sendsAsHistory(log)) await deliver(log);
     return to;
+  }
+
+  /**
+   * Whether a log read for a resuming client's history goes to it: not when
+   * the feed follows another branch at its height (a reorganization passed
+   * while the history was read). One that goes, of a block the feed has
+   * passed, is remembered with the logs the feed sent, so a later
+   * reorganization takes it back too (found from outside: logs sent as
+   * history were never taken back when anvil_reorg replaced their blocks).
+   */
+  #sendsAsHistory(log: LogEvent): boolean {
+    const canonical = this.#heads.canonicalHash(log.blockNumber);
+    if (canonical !== undefined && canonical !== log.blockHash) return false;
+    let block = this.#sent.get(log.blockNumber);
+    if (block !== undefined && block.hash !== log.blockHash) return false;
+    // A block the feed has not passed yet sends its logs live, and remembers them then.
+    if (log.blockNumber > this.#scannedTo || !this.#withinWindow(log.blockNumber)) return true;
+    if (block === undefined) {
+      block = { hash: log.blockHash, logs: new Map() };
+      this.#sent.set(log.blockNumber, block);
+    }
+    block.logs.set(log.logIndex, log);
+    return true;
   }
 
   async #onChain(change: ChainChange): Promise<void> {

@@ -8,6 +8,7 @@
 import { create } from "@bufbuild/protobuf";
 import type * as grpc from "@grpc/grpc-js";
 import { toHex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { EthService, SubscribeLogsRequestSchema, SubscribeNewHeadsRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { LogFilterSchema } from "../../gen/nodegate/eth/v1/log_pb.js";
@@ -18,8 +19,10 @@ import { type ChainDriver, chainDriver, type Probe } from "../support/chain-driv
 import { type GrpcJsStream, grpcJsStreamClient, openGrpcJsStream } from "../support/grpc-streams.js";
 import { waitForLiveSubscriptions, waitForNoLiveSubscriptions } from "../support/live-subscriptions.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+import { ANVIL_KEY_0 } from "../support/probe.js";
 
 const MAX_BACKFILL = 300;
+const SENDER = privateKeyToAccount(ANVIL_KEY_0).address;
 const hex = (b: Uint8Array | undefined) => (b === undefined ? "" : `0x${Buffer.from(b).toString("hex")}`);
 
 let anvil: AnvilNode;
@@ -118,6 +121,24 @@ describe("SubscribeNewHeads from_block", () => {
     expect(numbersOf(stream)).toEqual([head + 3, head + 4, head + 5]);
   });
 
+  it("history blocks below where the feed started, replaced by a reorganization, are sent again from the fork point", async () => {
+    // Found from outside: the feed's window began at the head it started on, so a fork among the history blocks sent
+    // below it was not followed: the new head came, its replaced parent never did.
+    await chain.mine(3);
+    const head = await chain.blockNumber();
+    const stream = heads(head - 1);
+    await stream.waitFor(2);
+    await waitForLiveSubscriptions(nodegate.gateway, "newHeads", 1);
+    // A transfer in the new branch, so that its blocks differ from the empty ones they replace.
+    await chain.rpc("anvil_reorg", [2, [[{ from: SENDER, to: SENDER, value: "0x1", gas: "0x5208" }, 0]]]);
+    await stream.waitFor(4);
+    await chain.mine(1);
+    await stream.waitFor(5);
+    expect(numbersOf(stream)).toEqual([head - 1, head, head - 1, head, head + 1]);
+    expect(stream.received.slice(2).map((m) => hex(m.header?.hash))).toEqual(await chain.hashes(head - 1, head + 1));
+    expect(hex(stream.received[1]?.header?.hash)).not.toBe(hex(stream.received[3]?.header?.hash));
+  });
+
   it(`a resume point ${MAX_BACKFILL} blocks back is served; one more is OUT_OF_RANGE, saying how far it is`, async () => {
     // Found from outside: exactly the limit behind was refused, as "limit + 1 blocks behind".
     if ((await chain.blockNumber()) <= MAX_BACKFILL + 1) await chain.mine(MAX_BACKFILL + 1);
@@ -156,6 +177,30 @@ describe("SubscribeLogs from_block", () => {
     expect(stream.received.map((m) => [hex(m.log?.blockHash), Number(m.log?.logIndex), m.log?.removed])).toEqual(
       want.map((l) => [l.blockHash, Number(l.logIndex), false]),
     );
+  });
+
+  it("history logs whose blocks a reorganization replaced are taken back (removed: true), though the feed started after them", async () => {
+    // Found from outside: the logs feed took back only the logs it had sent live, so a resumed client kept the history
+    // logs of blocks anvil_reorg replaced.
+    const from = await probe.store(11n);
+    await probe.store(12n);
+    const before = await chain.logs({ address: probe.address, fromBlock: toHex(from), toBlock: "latest" });
+    expect(before).toHaveLength(2);
+    const filter = create(LogFilterSchema, { address: [decodeData(probe.address)] });
+    const stream = openGrpcJsStream(grpcClient, EthService.method.subscribeLogs, create(SubscribeLogsRequestSchema, { filter, fromBlock: BigInt(from) }), {
+      "x-api-key": nodegate.key,
+    });
+    streams.push(stream as GrpcJsStream<unknown>);
+    await stream.waitFor(2);
+    await waitForLiveSubscriptions(nodegate.gateway, "logs", 1);
+    // The two blocks are replaced by two without the contract's logs.
+    await chain.rpc("anvil_reorg", [2, []]);
+    await stream.waitFor(4);
+    expect(stream.received.map((m) => [hex(m.log?.blockHash), Number(m.log?.logIndex), m.log?.removed])).toEqual([
+      ...before.map((l) => [l.blockHash, Number(l.logIndex), false]),
+      ...before.map((l) => [l.blockHash, Number(l.logIndex), true]),
+    ]);
+    expect(await chain.logs({ address: probe.address, fromBlock: toHex(from), toBlock: "latest" })).toEqual([]);
   });
 
   it("a client reading as the history comes is not taken as slow when more live events come meanwhile than its buffer holds: they are fetched in another round", async () => {
