@@ -101,6 +101,10 @@ export function blockIdCodec(forms: BlockIdForms): ValueCodec<BlockId> {
         const o = json as Record<string, unknown>;
         const keys = Object.keys(o);
         if ("blockNumber" in o && keys.length === 1) {
+          // EIP-1898 names a quantity there, but geth and Anvil read a tag too (found from outside: {"blockNumber":
+          // "latest"} was refused, where the node answers it).
+          const tag = typeof o.blockNumber === "string" ? TAGS_BY_NAME.get(o.blockNumber) : undefined;
+          if (tag !== undefined) return create(BlockIdSchema, { kind: { case: "tag", value: tag } });
           return create(BlockIdSchema, { kind: { case: "number", value: decodeUint64(o.blockNumber) } });
         }
         if ("blockHash" in o && keys.every((k) => k === "blockHash" || k === "requireCanonical")) {

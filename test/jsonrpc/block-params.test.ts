@@ -78,3 +78,17 @@ it('hex written "0X" (hashes, addresses, data, an index) goes to the node as "0x
     expect(upstream.requests.at(-1)?.params, method).toEqual(JSON.parse(JSON.stringify(params).replaceAll('"0X', '"0x')));
   }
 });
+
+it('an EIP-1898 object naming a tag ({"blockNumber": "latest"}) is read as geth and Anvil read it, and goes as written', async () => {
+  for (const tag of ["latest", "pending", "earliest", "safe", "finalized"]) {
+    const params = [ACCOUNT, { blockNumber: tag }];
+    const viaNodegate = await post(ng.rpcUrl, rpc("eth_getBalance", params));
+    const direct = await post(anvil.url, rpc("eth_getBalance", params));
+    expect(viaNodegate.json.error, tag).toBeUndefined();
+    expect(viaNodegate.json, tag).toEqual(direct.json);
+    expect(upstream.requests.at(-1)?.params, tag).toEqual(params);
+  }
+  const refused = await post(ng.rpcUrl, rpc("eth_getBalance", [ACCOUNT, { blockNumber: "newest" }]));
+  expect(refused.json.error?.code).toBe(-32602);
+  expect(refused.json.error?.message).toMatch(/^invalid argument 1 \(block\): /);
+});
