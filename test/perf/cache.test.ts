@@ -284,6 +284,26 @@ describe("answers that may still change always go to the node", () => {
     expect(sent("eth_getLogs", [open])).toBe(2);
   });
 
+  it("the first block above finalized, by number and in a receipt; logs of a range from a final block to a later one", async () => {
+    // Found by a mutation audit: a boundary off by one, or a range judged by its first block, passed every test.
+    const finalized = ng.gateway.network(undefined).head.lastFinalized as bigint;
+    const next = hex(finalized + 1n);
+    await via("eth_getBlockByNumber", [next, false]);
+    await via("eth_getBlockByNumber", [next, false]);
+    expect(sent("eth_getBlockByNumber", [next, false])).toBe(2);
+    const txHash = `0x${"44".repeat(32)}`;
+    const receipt = { transactionHash: txHash, blockNumber: next, blockHash: `0x${"55".repeat(32)}`, status: "0x1", logs: [] };
+    const range = { fromBlock: "0x1", toBlock: hex(finalized + 5n) };
+    const log = { address: DEAD, topics: [`0x${"11".repeat(32)}`], data: "0x", blockNumber: hex(finalized + 3n), blockHash: `0x${"22".repeat(32)}`, transactionHash: txHash, transactionIndex: "0x0", logIndex: "0x0", removed: false };
+    override = (r) => (r.method === "eth_getTransactionReceipt" ? { result: receipt } : r.method === "eth_getLogs" ? { result: [log] } : undefined);
+    for (let i = 0; i < 2; i++) {
+      expect((await via("eth_getTransactionReceipt", [txHash])).result).toEqual(receipt);
+      expect((await via("eth_getLogs", [range])).result).toEqual([log]);
+    }
+    expect(sent("eth_getTransactionReceipt", [txHash])).toBe(2);
+    expect(sent("eth_getLogs", [range])).toBe(2);
+  });
+
   it("null for an unknown hash (the block may still arrive)", async () => {
     const unknown = `0x${"ab".repeat(32)}`;
     expect((await via("eth_getBlockByHash", [unknown, false])).result).toBeNull();
