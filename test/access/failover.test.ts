@@ -8,7 +8,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
-import { DEFAULT_LIMITS } from "../../src/config/config.js";
+import { DEFAULT_LIMITS, DEFAULT_PASS_THROUGH } from "../../src/config/config.js";
 import { NODEGATE_CODES } from "../../src/errors/catalogue.js";
 import { connectClient } from "../support/grpc-clients.js";
 import { post, rpc } from "../support/http.js";
@@ -274,6 +274,39 @@ describe("failover to a partner during a primary outage", () => {
       await other.stop();
     }
   }, 30_000);
+
+  it("a write is never sent to a partner, even when failover.methods names it", async () => {
+    // Found by a mutation audit: no test sent a write with the policy naming it, so dropping the guard passed.
+    primaryAnswer = { raw: "unavailable", status: 503 };
+    const partner = await startProgrammableUpstream(() => ({ forward: anvil.url }));
+    try {
+      const ng = await gatewayWith({
+        partners: [{ label: "partner", url: partner.url }],
+        failover: { methods: ["eth_getBlockByHash", "eth_sendRawTransaction"], plans: ["growth"] },
+        config: { passThrough: { methods: [...DEFAULT_PASS_THROUGH], allowWrites: true } },
+      });
+      const reply = await post(`${ng.url}/v3/${GROWTH}`, rpc("eth_sendRawTransaction", [`0x${"ab".repeat(100)}`]));
+      expect(reply.json.error?.code).toBe(NODEGATE_CODES.upstreamUnavailable);
+      expect(partner.count("eth_sendRawTransaction")).toBe(0);
+      // The same partner takes the reads the policy names.
+      expect((await post(`${ng.url}/v3/${GROWTH}`, byHash())).json.result.hash).toBe(genesisHash);
+    } finally {
+      await partner.close();
+    }
+  });
+
+  it("a Growth call identical to a Core call under way is not joined to it: the Core caller gets the outage, the Growth caller the partner's answer", async () => {
+    // Found by a mutation audit: with the plan left out of the coalescing key, the Growth caller got the Core call's
+    // outage error.
+    primaryAnswer = { delayMs: 300, then: { raw: "unavailable", status: 503 } };
+    const ng = await gatewayWith({ config: { circuitBreaker: { threshold: 100, cooldownMs: 60_000 }, cache: { maxBytes: 0, coalesce: true, coalesceWindowMs: 60_000, finalizedMaxAgeMs: 4000 } } });
+    const core = post(`${ng.url}/v3/${CORE}`, byHash());
+    await primary.arrived("eth_getBlockByHash", JSON.stringify([genesisHash, false]));
+    const growth = post(`${ng.url}/v3/${GROWTH}`, byHash());
+    const [c, g] = await Promise.all([core, growth]);
+    expect(c.json.error?.code).toBe(NODEGATE_CODES.upstreamUnavailable);
+    expect(g.json.result?.hash).toBe(genesisHash);
+  });
 
   it("a node error is an answer, not an outage: no failover", async () => {
     primaryAnswer = { error: { code: -32000, message: "header not found" } };
