@@ -13,6 +13,7 @@ import { connectClient } from "../support/grpc-clients.js";
 import { basic, post, rpc } from "../support/http.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { startProgrammableUpstream } from "../support/programmable-upstream.js";
+import { openWsCaller } from "../support/ws-calls.js";
 
 const OPEN = "open-key-0000000001";
 const SECRET_KEY = "secret-key-00000001";
@@ -22,6 +23,9 @@ const CONTRACT = "0x1111111111111111111111111111111111111111";
 const OTHER = "0x2222222222222222222222222222222222222222";
 const CONTRACTS_ONLY = "contract-key-000001";
 const ORIGIN_AND_AGENT = "origin-agent-key-01";
+/** A contract allowlist written with a checksummed address, as users copy them from explorers. */
+const CHECKSUMMED = "0x000000000000000000000000000000000000dEaD";
+const CHECKSUMMED_ONLY = "checksum-key-000001";
 
 let anvil: AnvilNode;
 let ng: TestNodegate;
@@ -35,6 +39,7 @@ beforeAll(async () => {
       { key: SECRET_KEY, plan: "growth", secret: SECRET },
       { key: METHODS_ONLY, plan: "core", allowlists: { methods: ["eth_chainId", "eth_getBlock*"] } },
       { key: CONTRACTS_ONLY, plan: "core", allowlists: { contractAddresses: [CONTRACT] } },
+      { key: CHECKSUMMED_ONLY, plan: "core", allowlists: { contractAddresses: [CHECKSUMMED] } },
       { key: ORIGIN_AND_AGENT, plan: "core", allowlists: { origins: ["*.example.com", "https://app.test"], userAgents: ["good-agent"] } },
     ],
     // eth_getAccount reads any account's state; a configured pass-through method nodegate does not know.
@@ -144,6 +149,29 @@ describe("allowlists", () => {
     expect((await post(url(CONTRACTS_ONLY), rpc("eth_chainId"))).json.result).toBe("0x7a69");
     const typed = await typedError(CONTRACTS_ONLY, {}, "getBalance");
     expect(typed.code).toBe(Code.PermissionDenied);
+  });
+
+  it("a contract allowlist entry in checksummed case matches the address in any case", async () => {
+    // Found by a mutation audit: every test address was lower case, so comparing as written passed.
+    for (const address of [CHECKSUMMED.toLowerCase(), CHECKSUMMED, `0x${CHECKSUMMED.slice(2).toUpperCase()}`]) {
+      expect((await post(url(CHECKSUMMED_ONLY), rpc("eth_getBalance", [address, "latest"]))).json.result, address).toBe("0x0");
+    }
+    expect((await post(url(CHECKSUMMED_ONLY), rpc("eth_getBalance", [OTHER, "latest"]))).json.error.code).toBe(-32002);
+  });
+
+  it("native eth_subscribe is held to the key's allowlists: its method list, and the addresses of a logs filter", async () => {
+    // Found by a mutation audit: dropping the check on the native WebSocket passed every test.
+    const subscribe = async (key: string, params: unknown[]) => {
+      const ws = await openWsCaller(`${ng.wsUrl.replace(ng.key, key)}`);
+      try {
+        return await ws.call("eth_subscribe", params);
+      } finally {
+        await ws.close();
+      }
+    };
+    expect((await subscribe(METHODS_ONLY, ["newHeads"])).error).toEqual({ code: -32002, message: "rejected due to project ID settings" });
+    expect((await subscribe(CONTRACTS_ONLY, ["logs", { address: OTHER }])).error).toEqual({ code: -32002, message: "rejected due to project ID settings" });
+    expect((await subscribe(CONTRACTS_ONLY, ["logs", { address: CONTRACT }])).result).toMatch(/^0x[0-9a-f]+$/);
   });
 
   it("contract addresses cover what a call overrides, and calls nodegate cannot read are refused", async () => {
