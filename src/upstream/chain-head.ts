@@ -138,9 +138,11 @@ export class ChainHead {
   /**
    * The gas limit of the latest (or pending) block; undefined when the node
    * gives none: some answer null for "pending" (reth), refuse the tag
-   * (java-tron: -32602 "TAG pending not supported") or write no gasLimit.
-   * Such a node still answers the call itself, so the call goes without the
-   * bound rather than fail on it. An outage still fails.
+   * (java-tron: -32602 "TAG pending not supported") or write no gasLimit,
+   * and a gasLimit of 0 is no limit either (Anvil --gas-limit 0: found from
+   * outside, a cap of 10 x 0 sent every eth_call with gas 0). Such a node
+   * still answers the call itself, so the call goes without the bound rather
+   * than fail on it. An outage still fails.
    */
   gasLimit(tag: "latest" | "pending"): Promise<bigint | undefined> {
     const cached = this.#cache.get(tag);
@@ -159,7 +161,7 @@ export class ChainHead {
       const result = await this.#network.call("eth_getBlockByNumber", `["${tag}",false]`, { idempotent: true, headReading: true });
       const block = JSON.parse(resultText(result)) as { gasLimit?: unknown } | null;
       const gasLimit = block?.gasLimit;
-      if (typeof gasLimit === "string" && QUANTITY.test(gasLimit)) value = BigInt(gasLimit);
+      if (typeof gasLimit === "string" && QUANTITY.test(gasLimit) && gasLimit !== "0x0") value = BigInt(gasLimit);
     } catch (err) {
       if (err instanceof GatewayError && err.outage) throw err;
     }

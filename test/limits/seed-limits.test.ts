@@ -281,6 +281,30 @@ describe("gas bounds on a node that gives no gas limit", () => {
   });
 });
 
+describe("gas bounds on a node whose blocks have no gas limit (gasLimit 0)", () => {
+  it("a zero gas limit is no cap: eth_call and eth_estimateGas go as the caller sent them, as Anvil --gas-limit 0 answers them", async () => {
+    // Found from outside: a cap of 10 x 0 sent every eth_call with gas 0, and Anvil answered "intrinsic gas too high".
+    const unlimited = await startAnvil({ args: ["--gas-limit", "0"] });
+    const n = await startNodegate({ upstreamUrl: unlimited.url });
+    try {
+      expect((await post(unlimited.url, rpc("eth_getBlockByNumber", ["latest", false]))).json.result.gasLimit).toBe("0x0");
+      const to = `0x${"11".repeat(20)}`;
+      for (const [method, params] of [
+        ["eth_call", [{ to, gas: "0x186a0" }, "latest"]],
+        ["eth_estimateGas", [{ to }]],
+        ["eth_estimateGas", [{ to, gas: "0x186a0" }]],
+      ] as const) {
+        const direct = await post(unlimited.url, rpc(method, [...params]));
+        expect(direct.json.error, method).toBeUndefined();
+        expect((await post(n.rpcUrl, rpc(method, [...params]))).json, method).toEqual(direct.json);
+      }
+    } finally {
+      await n.close();
+      await unlimited.stop();
+    }
+  });
+});
+
 describe("reverts: code 3 with the revert data", () => {
   it("Error(string): the node's message and data on the native path; typed details carry bytes and reason", async () => {
     const data = encodeFunctionData({ abi: probe.abi, functionName: "fail", args: ["no way"] });
