@@ -391,9 +391,11 @@ function objectMessageCodec(schema: DescMessage, fields: FieldPlan[], hasExtras:
           if (plan.list) {
             const list = v as unknown[];
             if (list.length === 0) {
+              // A list the node (or caller) sent as null is written null below, once (found from outside: [] and
+              // then null, a duplicate key).
               const write = plan.omitEmpty
                 ? extras !== undefined && extras.emptyKeys.includes(plan.key)
-                : extras === undefined || !extras.absentKeys.includes(plan.key);
+                : extras === undefined || !(extras.absentKeys.includes(plan.key) || extras.nullKeys.includes(plan.key));
               if (!write) continue;
             }
             out += `${out.length > 1 ? "," : ""}"${plan.key}":${encodeList(plan, list)}`;

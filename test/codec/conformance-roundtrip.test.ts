@@ -51,3 +51,14 @@ describe("execution-apis conformance fixtures round-trip JSON -> proto -> JSON",
     });
   }
 });
+
+describe("a list field a node sends as null", () => {
+  it("round-trips as null, written once (not [] and then null)", () => {
+    // Found from outside: the block's uncles and a receipt's logs came back as `"uncles":[],…,"uncles":null`.
+    const spec = table.byJsonRpc("eth_getBlockByNumber") as MethodSpec;
+    const block = { number: "0x10", hash: `0x${"aa".repeat(32)}`, uncles: null, transactions: [] };
+    const text = spec.result.encode(spec.result.decode(block));
+    expect(text.match(/"uncles"/g)).toHaveLength(1);
+    expect(JSON.parse(text)).toEqual(block);
+  });
+});

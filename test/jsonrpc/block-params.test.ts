@@ -92,3 +92,14 @@ it('an EIP-1898 object naming a tag ({"blockNumber": "latest"}) is read as geth 
   expect(refused.json.error?.code).toBe(-32602);
   expect(refused.json.error?.message).toMatch(/^invalid argument 1 \(block\): /);
 });
+
+it("a call nodegate rewrites (eth_estimateGas given its gas bound) keeps each member once: a list sent as null stays null, not [] and null", async () => {
+  // Found from outside: an empty list field was written as [] and then its null again, a duplicate key that
+  // serde-based nodes may refuse.
+  const tx = { to: ACCOUNT, accessList: [{ address: ACCOUNT, storageKeys: null }] };
+  await post(ng.rpcUrl, rpc("eth_estimateGas", [tx]));
+  const sent = upstream.requests.filter((r) => r.method === "eth_estimateGas").at(-1);
+  expect(sent?.body.match(/"storageKeys"/g)).toHaveLength(1);
+  expect((sent?.params as [{ gas?: string; accessList: unknown }])[0].accessList).toEqual(tx.accessList);
+  expect((sent?.params as [{ gas?: string }])[0].gas).toMatch(/^0x[1-9a-f]/);
+});
