@@ -248,3 +248,118 @@ describe("nodegate's own failures have stable codes that collide with no provide
     }
   });
 });
+
+/**
+ * The mappings as the README documents them, written out here: the row tests above take their expectations from the
+ * tables in src, so a changed row passed them (found by a mutation audit: "already known" mapped to UNAVAILABLE, a
+ * status clients retry, passed every test).
+ */
+const PINNED_NODE_CODES: [number, string, Code][] = [
+  [-32700, "any", Code.InvalidArgument],
+  [-32600, "any", Code.InvalidArgument],
+  [-32601, "any", Code.Unimplemented],
+  [-32602, "any", Code.InvalidArgument],
+  [-32603, "any", Code.Internal],
+  [-32000, "any", Code.Internal],
+  [-32001, "any", Code.NotFound],
+  [-32002, "any", Code.Unavailable],
+  [-32003, "any", Code.FailedPrecondition],
+  [-32004, "any", Code.Unimplemented],
+  [-32005, "any", Code.ResourceExhausted],
+  [-32006, "any", Code.InvalidArgument],
+  [3, "any", Code.FailedPrecondition],
+  [4444, "any", Code.NotFound],
+  [1, "eth", Code.FailedPrecondition],
+  [2, "eth", Code.FailedPrecondition],
+  [4, "eth", Code.FailedPrecondition],
+  [800, "any", Code.InvalidArgument],
+  [801, "any", Code.FailedPrecondition],
+  [802, "any", Code.FailedPrecondition],
+  [803, "any", Code.FailedPrecondition],
+  [804, "any", Code.InvalidArgument],
+  [805, "any", Code.InvalidArgument],
+  [806, "any", Code.FailedPrecondition],
+  [807, "any", Code.InvalidArgument],
+  [808, "any", Code.InvalidArgument],
+  [809, "any", Code.FailedPrecondition],
+  [1000, "any", Code.AlreadyExists],
+  [1001, "any", Code.InvalidArgument],
+  [1002, "any", Code.FailedPrecondition],
+  [-38010, "any", Code.FailedPrecondition],
+  [-38011, "any", Code.FailedPrecondition],
+  [-38012, "any", Code.FailedPrecondition],
+  [-38013, "any", Code.InvalidArgument],
+  [-38014, "any", Code.FailedPrecondition],
+  [-38015, "any", Code.FailedPrecondition],
+  [-38024, "any", Code.FailedPrecondition],
+  [-38025, "any", Code.InvalidArgument],
+  [1, "starknet", Code.Unavailable],
+  [10, "any", Code.FailedPrecondition],
+  [20, "any", Code.NotFound],
+  [21, "any", Code.NotFound],
+  [22, "starknet", Code.InvalidArgument],
+  [23, "starknet", Code.InvalidArgument],
+  [24, "any", Code.NotFound],
+  [25, "starknet", Code.InvalidArgument],
+  [26, "starknet", Code.InvalidArgument],
+  [27, "any", Code.InvalidArgument],
+  [28, "any", Code.NotFound],
+  [29, "any", Code.NotFound],
+  [31, "any", Code.InvalidArgument],
+  [32, "any", Code.NotFound],
+  [33, "any", Code.InvalidArgument],
+  [34, "any", Code.InvalidArgument],
+  [40, "any", Code.FailedPrecondition],
+  [41, "any", Code.FailedPrecondition],
+  [42, "any", Code.Unimplemented],
+  [50, "starknet", Code.InvalidArgument],
+  [51, "any", Code.AlreadyExists],
+  [52, "any", Code.FailedPrecondition],
+  [53, "any", Code.FailedPrecondition],
+  [54, "any", Code.FailedPrecondition],
+  [55, "any", Code.FailedPrecondition],
+  [56, "any", Code.InvalidArgument],
+  [57, "any", Code.InvalidArgument],
+  [58, "any", Code.InvalidArgument],
+  [59, "any", Code.AlreadyExists],
+  [60, "any", Code.InvalidArgument],
+  [61, "any", Code.InvalidArgument],
+  [62, "any", Code.InvalidArgument],
+  [63, "any", Code.Internal],
+  [64, "any", Code.FailedPrecondition],
+  [65, "any", Code.FailedPrecondition],
+  [66, "any", Code.InvalidArgument],
+  [67, "any", Code.InvalidArgument],
+  [68, "any", Code.InvalidArgument],
+];
+const PINNED_SERVER_ERROR_RULES: [string[], Code][] = [
+  [["header not found","unknown block","block not found"], Code.NotFound],
+  [["missing trie node","historical state "], Code.NotFound],
+  [["filter not found"], Code.NotFound],
+  [["already known","known transaction"], Code.AlreadyExists],
+  [["invalid sender","intrinsic gas too low","oversized data","transaction type not supported","max priority fee per gas higher than max fee per gas","max priority fee per gas higher than 2^256-1","max fee per gas higher than 2^256-1","max initcode size exceeded","gas uint64 overflow","negative value","rlp: ","typed transaction too short","invalid transaction v, r, s values"], Code.InvalidArgument],
+  [["nonce too low","nonce too high","nonce has max value","insufficient funds","replacement transaction underpriced","transaction underpriced","max fee per gas less than block base fee","exceeds block gas limit","gas required exceeds allowance","account limit exceeded","future transaction tries to replace pending","sender not an eoa","only replay-protected"], Code.FailedPrecondition],
+  [["txpool is full","in-flight transaction limit reached"], Code.ResourceExhausted],
+];
+const PINNED_GRPC_TO_JSONRPC: [Code, number][] = [
+  [Code.InvalidArgument, -32602],
+  [Code.Unimplemented, -32601],
+  [Code.NotFound, -32001],
+  [Code.FailedPrecondition, -32000],
+  [Code.ResourceExhausted, -32005],
+  [Code.Unavailable, -32002],
+  [Code.Internal, -32603],
+  [Code.Unknown, -32603],
+];
+
+describe("the mapping tables are the documented ones", () => {
+  it("node codes -> gRPC, by family", () => {
+    expect(JSONRPC_TO_GRPC.map((r) => [r.jsonrpc, r.family ?? "any", r.grpc])).toEqual(PINNED_NODE_CODES);
+  });
+  it("-32000 messages -> gRPC", () => {
+    expect(SERVER_ERROR_RULES.map((r) => [[...r.prefixes], r.grpc])).toEqual(PINNED_SERVER_ERROR_RULES);
+  });
+  it("gRPC -> the JSON-RPC code a typed failure's details carry when nodegate made it", () => {
+    expect([...GRPC_TO_JSONRPC]).toEqual(PINNED_GRPC_TO_JSONRPC);
+  });
+});
