@@ -4,6 +4,7 @@
  * reach the same allowlist through JsonRpcService.Call; the JSON-RPC 2.0
  * envelope (batches, ids, notifications, every error code); HTTP rules; CORS.
  */
+import nodeHttp from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import { create } from "@bufbuild/protobuf";
@@ -295,6 +296,17 @@ describe("HTTP rules", () => {
     expect(get.headers.get("allow")).toBe("POST");
     const text = await post(ng.rpcUrl, JSON.stringify(rpc("eth_chainId")), { "content-type": "text/plain" });
     expect(text.status).toBe(415);
+    // No content-type at all is refused too (found by a mutation audit: only a wrong one was tried).
+    const body = JSON.stringify(rpc("eth_chainId"));
+    const untyped = await new Promise<number | undefined>((resolve, reject) => {
+      const req = nodeHttp.request(ng.rpcUrl, { method: "POST", headers: { "content-length": Buffer.byteLength(body) } }, (res) => {
+        res.resume();
+        resolve(res.statusCode);
+      });
+      req.on("error", reject);
+      req.end(body);
+    });
+    expect(untyped).toBe(415);
     const huge = await post(ng.rpcUrl, rpc("eth_call", [{ data: `0x${"00".repeat(40 * 1024)}` }, "latest"]));
     expect(huge.status).toBe(413);
     expect(huge.json.error.message).toMatch(/exceeds 65536 bytes/);

@@ -193,8 +193,11 @@ specRule("envelope.id", async () => {
     for (const id of ["7", "12345678901234567890", '"abc"', "null"]) {
       expect(await send(`{"jsonrpc":"2.0","id":${id},"method":"eth_chainId","params":[]}`)).toBe(`{"jsonrpc":"2.0","id":${id},"result":"0x7a69"}`);
     }
-    const badId = JSON.parse(await send('{"jsonrpc":"2.0","id":{"n":1},"method":"eth_chainId","params":[]}')) as JsonRpcReply;
-    expect(badId).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "invalid request: id must be a string, a number or null" } });
+    // An object, a boolean (found by a mutation audit: only an object was tried) and an array are no ids.
+    for (const id of ['{"n":1}', "true", "[1]"]) {
+      const badId = JSON.parse(await send(`{"jsonrpc":"2.0","id":${id},"method":"eth_chainId","params":[]}`)) as JsonRpcReply;
+      expect(badId, id).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "invalid request: id must be a string, a number or null" } });
+    }
   }
   // Without an id the request is a notification: no answer at all.
   const notified = await g.http.post('{"jsonrpc":"2.0","method":"eth_chainId","params":[]}');
