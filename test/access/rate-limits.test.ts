@@ -23,6 +23,7 @@ const DAILY_ONE = "daily-one-key-00001";
 const SINGLE_ONE = "single-one-key-0001";
 const WS_ONE = "ws-daily-one-key-01";
 const DAILY_TWENTY = "daily-twenty-key-01";
+const THREE_PER_SECOND = "three-per-second-01";
 
 let anvil: AnvilNode;
 let ng: TestNodegate;
@@ -38,6 +39,7 @@ beforeAll(async () => {
       { key: SINGLE_ONE, plan: "core", rateLimit: { requestsPerSecond: 0, requestsPerDay: 1 } },
       { key: WS_ONE, plan: "core", rateLimit: { requestsPerSecond: 0, requestsPerDay: 1 } },
       { key: DAILY_TWENTY, plan: "core", rateLimit: { requestsPerSecond: 0, requestsPerDay: 20 } },
+      { key: THREE_PER_SECOND, plan: "core", rateLimit: { requestsPerSecond: 3, requestsPerDay: 0 } },
     ],
   });
 });
@@ -66,6 +68,16 @@ describe("rate limits", () => {
     expect(res.headers.get("retry-after")).toBeNull();
     // Calls that fit still pass.
     expect((await post(`${ng.url}/v3/${PER_SECOND}`, rpc("eth_chainId", [], 1))).status).toBe(200);
+  });
+
+  it("the largest batch a key can send is one less than its per-second limit: it costs the whole limit, and passes", async () => {
+    // Found by a mutation audit: refusing a batch whose cost equals the limit passed every test.
+    const fits = await post(`${ng.url}/v3/${THREE_PER_SECOND}`, batch(2));
+    expect(fits.json.map((m: { result?: string }) => m.result)).toEqual(["0x7a69", "0x7a69"]);
+    const tooLarge = await post(`${ng.url}/v3/${THREE_PER_SECOND}`, batch(3));
+    expect(tooLarge.json.map((m: { error?: { data?: string } }) => m.error?.data)).toEqual(
+      Array(3).fill("this request counts 4 requests (a batch of N counts N + 1), more than the key's limit of 3 per second; send smaller batches"),
+    );
   });
 
   it("ethers v6 batching more than the key's per-second limit gets each call's -32005 at once, and does not resend it", async () => {
