@@ -16,6 +16,7 @@ import { post, rpc } from "../support/http.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { deployProbe } from "../support/probe.js";
 import { type Answer, type ProgrammableUpstream, startProgrammableUpstream, type UpstreamRequest } from "../support/programmable-upstream.js";
+import { openWsCaller } from "../support/ws-calls.js";
 
 let anvil: AnvilNode;
 let recorder: ProgrammableUpstream;
@@ -135,6 +136,27 @@ describe("eth_getLogs limits", () => {
     const fits = await post(ng.rpcUrl, rpc("eth_getFilterLogs", [narrow.json.result]));
     expect(fits.json.result).toHaveLength(6000);
     expect(fits.json.result[5999]).toEqual((await post(anvil.url, rpc("eth_getLogs", [{ fromBlock: hex(secondBlock), toBlock: hex(secondBlock), address: probe.address }]))).json.result[5999]);
+  });
+
+  it("logs subscriptions are held to the 5,000 addresses and topics too, on the native WebSocket and as typed streams", async () => {
+    // Found by a mutation audit: relaxing the check on either door passed every test.
+    const addresses = Array.from({ length: 5001 }, (_, i) => `0x${(i + 1).toString(16).padStart(40, "0")}`);
+    const ws = await openWsCaller(ng.wsUrl);
+    try {
+      expect((await ws.call("eth_subscribe", ["logs", { address: addresses }])).error).toEqual({ code: -32005, message: "query has 5001 addresses and topics, more than the limit of 5000" });
+      expect((await ws.call("eth_subscribe", ["logs", { address: addresses.slice(1) }])).result).toMatch(/^0x[0-9a-f]+$/);
+    } finally {
+      await ws.close();
+    }
+    const typed = connectClient(ng.url, EthService, ng.key, "grpc");
+    const filter = create(LogFilterSchema, { address: addresses.map(bytes) });
+    const err = await (async () => {
+      // A deadline, so that a stream let through fails here at once, not at the test's timeout.
+      for await (const _ of typed.subscribeLogs({ filter }, { timeoutMs: 5000 })) break;
+    })().catch((e: unknown) => ConnectError.from(e));
+    expect(err).toBeInstanceOf(ConnectError);
+    expect((err as ConnectError).code).toBe(Code.ResourceExhausted);
+    expect((err as ConnectError).rawMessage).toBe("query has 5001 addresses and topics, more than the limit of 5000");
   });
 
   it("longer than the query deadline: -32005 'query timeout exceeded', and the upstream request is cancelled", async () => {
