@@ -53,10 +53,11 @@ export abstract class Feed {
 
   /**
    * Delivers the events from block `fromBlock` up to where the feed is now,
-   * in order (a client resuming after its own reconnect); resolves with the
-   * block it went up to, undefined when there was nothing to deliver.
+   * in order (a client resuming after its own reconnect), to `recipient`
+   * alone; resolves with the block it went up to, undefined when there was
+   * nothing to deliver.
    */
-  abstract history(fromBlock: number, deliver: Deliver, signal: CallSignal): Promise<number | undefined>;
+  abstract history(fromBlock: number, deliver: Deliver, signal: CallSignal, recipient: Consumer): Promise<number | undefined>;
 
   /** The latest block the feed has passed, undefined before it started. */
   abstract get position(): number | undefined;

@@ -7,25 +7,27 @@
  * logs of blocks a reorganization dropped, whether or not the node says so.
  */
 import type { WsUpstream } from "../upstream/ws-upstream.js";
-import { asRemoved, type LogEvent, logKey, readLog } from "./events.js";
+import type { Consumer } from "./consumer.js";
+import { type LogEvent, logKey, readLog } from "./events.js";
 import { type Deliver, Feed, type FeedContext, nodeRefused } from "./feed.js";
 import type { ChainChange, HeadsFeed } from "./heads-feed.js";
 import { logPages } from "./log-pages.js";
 import { type LogTopicFilter, subscribeParams, type Topic } from "./topic.js";
+import { SentLogs } from "./sent-logs.js";
 import { UpstreamSubscription } from "./upstream-subscription.js";
 import type { CallSignal } from "../call-signal.js";
-
-interface SentBlock {
-  hash: string;
-  /** By log index. */
-  logs: Map<number, LogEvent>;
-}
 
 export class LogsFeed extends Feed {
   readonly #filter: LogTopicFilter;
   readonly #heads: HeadsFeed;
-  /** Logs sent for the recent blocks, by block number. */
-  readonly #sent = new Map<number, SentBlock>();
+  /** Logs sent to every subscriber for the recent blocks. */
+  readonly #sent = new SentLogs((removal) => {
+    this.#removed.set(logKey(removal), removal.blockNumber);
+    this.emit(removal);
+  });
+  /** Logs of recent blocks that a resuming client alone was sent, as its history: taken back from it alone. */
+  readonly #historySent = new Map<Consumer, SentLogs>();
+  readonly #sentOnly = [this.#sent];
   /** Removals already sent (log key -> block number), so the node's own removal is not sent twice. */
   readonly #removed = new Map<string, number>();
   /** Every log of the blocks up to here has been sent. */
@@ -131,7 +133,7 @@ export class LogsFeed extends Feed {
     await this.#subscription?.close();
   }
 
-  async history(fromBlock: number, deliver: Deliver, signal: CallSignal): Promise<number | undefined> {
+  async history(fromBlock: number, deliver: Deliver, signal: CallSignal, recipient: Consumer): Promise<number | undefined> {
     const to = this.#heads.position;
     if (to === undefined || fromBlock > to) return undefined;
     // First, so that the logs read next are judged against the chain as the feed follows it, down to fromBlock.
@@ -141,7 +143,7 @@ export class LogsFeed extends Feed {
       maxResults: this.ctx.limits.getLogsMaxResults,
       signal,
     });
-    for await (const page of pages) for (const log of page.logs) if (this.#sendsAsHistory(log)) await deliver(log);
+    for await (const page of pages) for (const log of page.logs) if (this.#sendsAsHistory(log, recipient)) await deliver(log);
     return to;
   }
 
@@ -149,23 +151,38 @@ export class LogsFeed extends Feed {
    * Whether a log read for a resuming client's history goes to it: not when
    * the feed follows another branch at its height (a reorganization passed
    * while the history was read). One that goes, of a block the feed has
-   * passed, is remembered with the logs the feed sent, so a later
-   * reorganization takes it back too (found from outside: logs sent as
-   * history were never taken back when anvil_reorg replaced their blocks).
+   * passed, is remembered as sent to that client, so a later reorganization
+   * takes it back from it too (found from outside: logs sent as history were
+   * never taken back when anvil_reorg replaced their blocks).
    */
-  #sendsAsHistory(log: LogEvent): boolean {
+  #sendsAsHistory(log: LogEvent, recipient: Consumer): boolean {
     const canonical = this.#heads.canonicalHash(log.blockNumber);
     if (canonical !== undefined && canonical !== log.blockHash) return false;
-    let block = this.#sent.get(log.blockNumber);
-    if (block !== undefined && block.hash !== log.blockHash) return false;
-    // A block the feed has not passed yet sends its logs live, and remembers them then.
-    if (log.blockNumber > this.#scannedTo || !this.#withinWindow(log.blockNumber)) return true;
-    if (block === undefined) {
-      block = { hash: log.blockHash, logs: new Map() };
-      this.#sent.set(log.blockNumber, block);
+    const sentHash = this.#sent.hashAt(log.blockNumber);
+    if (sentHash !== undefined && sentHash !== log.blockHash) return false;
+    // A block the feed has not passed yet sends its logs live, and remembers them then; one sent to everyone is taken
+    // back from everyone, this client included.
+    if (log.blockNumber > this.#scannedTo || !this.#withinWindow(log.blockNumber) || this.#sent.has(log)) return true;
+    let sent = this.#historySent.get(recipient);
+    if (sent === undefined) {
+      sent = new SentLogs((removal) => {
+        this.#removed.set(logKey(removal), removal.blockNumber);
+        if (!recipient.ended) recipient.push(removal);
+      });
+      this.#historySent.set(recipient, sent);
     }
-    block.logs.set(log.logIndex, log);
+    sent.add(log);
     return true;
+  }
+
+  override detach(consumer: Consumer): void {
+    super.detach(consumer);
+    this.#historySent.delete(consumer);
+  }
+
+  /** The feed's own record of what it sent, then each resuming client's history. */
+  #ledgers(): readonly SentLogs[] {
+    return this.#historySent.size === 0 ? this.#sentOnly : [this.#sent, ...this.#historySent.values()];
   }
 
   async #onChain(change: ChainChange): Promise<void> {
@@ -173,13 +190,15 @@ export class LogsFeed extends Feed {
       // Logs sent for blocks below the window may be gone, or too many blocks went by to fetch them all: the
       // subscribers start over, and so does the bookkeeping.
       this.endAll(change.startedOver);
-      this.#sent.clear();
+      for (const sent of this.#ledgers()) sent.clear();
       this.#removed.clear();
       this.#scannedTo = change.head.number;
       return;
     }
-    this.#takeBackReplaced(change.branch);
-    for (const block of change.dropped ?? []) if (this.#sent.get(block.number)?.hash === block.hash) this.#takeBack(block.number);
+    for (const sent of this.#ledgers()) {
+      sent.takeBackReplaced(change.branch);
+      sent.takeBackDropped(change.dropped ?? []);
+    }
     if (change.reorg !== undefined) this.#scannedTo = Math.min(this.#scannedTo, change.reorg.ancestor);
     if (this.#stale) return;
     if (this.ctx.ws === undefined || this.#polling || change.reorg !== undefined) {
@@ -224,51 +243,27 @@ export class LogsFeed extends Feed {
     if (log.removed) {
       const key = logKey(log);
       if (this.#removed.has(key)) return;
-      const block = this.#sent.get(log.blockNumber);
-      if (block?.hash === log.blockHash) {
-        block.logs.delete(log.logIndex);
-        if (block.logs.size === 0) this.#sent.delete(log.blockNumber);
-      }
+      const added = { ...log, removed: false };
+      for (const sent of this.#ledgers()) sent.forget(added);
       this.#removed.set(key, log.blockNumber);
       this.emit(log);
       return;
     }
-    let block = this.#sent.get(log.blockNumber);
-    if (block !== undefined && block.hash === log.blockHash && block.logs.has(log.logIndex)) return; // sent already
-    // Another block at this height replaced the one whose logs were sent, and so every block sent above it: nodes
-    // send a branch's logs in block order, so none of those can belong to the new branch yet.
-    if (block !== undefined && block.hash !== log.blockHash) this.#takeBackFrom(log.blockNumber);
-    // The first log of a height below blocks already sent: for the same reason those blocks left the chain (a new,
-    // shorter branch whose first blocks had no matching logs; the node pushes its logs before its head).
-    else if (block === undefined && this.#withinWindow(log.blockNumber)) this.#takeBackAbove(log.blockNumber);
-    block = this.#sent.get(log.blockNumber);
-    if (block === undefined) {
-      block = { hash: log.blockHash, logs: new Map() };
-      this.#sent.set(log.blockNumber, block);
+    if (this.#sent.has(log)) return; // sent already
+    const within = this.#withinWindow(log.blockNumber);
+    for (const sent of this.#ledgers()) {
+      const hash = sent.hashAt(log.blockNumber);
+      // Another block at this height replaced the one whose logs were sent, and so every block sent above it: nodes
+      // send a branch's logs in block order, so none of those can belong to the new branch yet.
+      if (hash !== undefined && hash !== log.blockHash) sent.takeBackFrom(log.blockNumber);
+      // The first log of a height below blocks already sent: for the same reason those blocks left the chain (a new,
+      // shorter branch whose first blocks had no matching logs; the node pushes its logs before its head).
+      else if (hash === undefined && within) sent.takeBackAbove(log.blockNumber);
     }
-    block.logs.set(log.logIndex, log);
+    this.#sent.add(log);
     // A log back on the canonical chain after it was taken back may be taken back again.
-    this.#removed.delete(logKey(asRemovedKeyOnly(log)));
+    this.#removed.delete(logKey({ ...log, removed: true }));
     this.emit(log);
-  }
-
-  /**
-   * Takes back the logs sent for blocks that newly canonical headers
-   * replaced. Blocks above the branch are judged when their height's header
-   * comes (the node may push a block's logs before its header).
-   */
-  #takeBackReplaced(branch: readonly { number: number; hash: string }[]): void {
-    for (const header of branch) {
-      const sent = this.#sent.get(header.number);
-      if (sent !== undefined && sent.hash !== header.hash) this.#takeBack(header.number);
-    }
-  }
-
-  /** Takes back the logs sent for every block above `number`, lowest first. */
-  #takeBackAbove(number: number): void {
-    let lowest: number | undefined;
-    for (const n of this.#sent.keys()) if (n > number && (lowest === undefined || n < lowest)) lowest = n;
-    if (lowest !== undefined) this.#takeBackFrom(lowest);
   }
 
   /** Whether block `number` is recent enough that logs sent for it are still remembered (a log older is a late repeat). */
@@ -276,32 +271,8 @@ export class LogsFeed extends Feed {
     return number >= (this.#heads.position ?? number) - this.ctx.settings.reorgWindowBlocks;
   }
 
-  /** Takes back the logs sent for block `number` and every block above it, lowest first. */
-  #takeBackFrom(number: number): void {
-    const above = [...this.#sent.keys()].filter((n) => n > number).sort((a, b) => a - b);
-    this.#takeBack(number);
-    for (const n of above) this.#takeBack(n);
-  }
-
-  /** Sends removed: true for every log sent for block `number`, in log order. */
-  #takeBack(number: number): void {
-    const block = this.#sent.get(number);
-    if (block === undefined) return;
-    this.#sent.delete(number);
-    for (const index of [...block.logs.keys()].sort((a, b) => a - b)) {
-      const removal = asRemoved(block.logs.get(index) as LogEvent);
-      this.#removed.set(logKey(removal), number);
-      this.emit(removal);
-    }
-  }
-
   #forgetBefore(number: number): void {
-    for (const n of this.#sent.keys()) if (n < number) this.#sent.delete(n);
+    for (const sent of this.#ledgers()) sent.forgetBefore(number);
     for (const [key, n] of this.#removed) if (n < number) this.#removed.delete(key);
   }
-}
-
-/** The key a removal of `log` would have, without re-serialising it. */
-function asRemovedKeyOnly(log: LogEvent): LogEvent {
-  return { ...log, removed: true };
 }

@@ -18,6 +18,7 @@ import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { type ChainDriver, chainDriver, type Probe } from "../support/chain-driver.js";
 import { type GrpcJsStream, grpcJsStreamClient, openGrpcJsStream } from "../support/grpc-streams.js";
 import { waitForLiveSubscriptions, waitForNoLiveSubscriptions } from "../support/live-subscriptions.js";
+import { openNativeSubscriber } from "../support/native-subscriber.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { ANVIL_KEY_0 } from "../support/probe.js";
 
@@ -201,6 +202,35 @@ describe("SubscribeLogs from_block", () => {
       ...before.map((l) => [l.blockHash, Number(l.logIndex), true]),
     ]);
     expect(await chain.logs({ address: probe.address, fromBlock: toHex(from), toBlock: "latest" })).toEqual([]);
+  });
+
+  it("a history log taken back reaches only the client that resumed: a live subscriber that never got it is sent no removal", async () => {
+    // Found from outside (re-check): history logs were taken back from every subscriber of the feed.
+    const live = await openNativeSubscriber(nodegate.wsUrl);
+    try {
+      const from = await probe.store(31n);
+      await probe.store(32n);
+      const id = await live.subscribe("logs", { address: probe.address });
+      await waitForLiveSubscriptions(nodegate.gateway, "logs", 1);
+      const filter = create(LogFilterSchema, { address: [decodeData(probe.address)] });
+      const stream = openGrpcJsStream(grpcClient, EthService.method.subscribeLogs, create(SubscribeLogsRequestSchema, { filter, fromBlock: BigInt(from) }), {
+        "x-api-key": nodegate.key,
+      });
+      streams.push(stream as GrpcJsStream<unknown>);
+      await stream.waitFor(2);
+      await waitForLiveSubscriptions(nodegate.gateway, "logs", 2);
+      // The two blocks are replaced by two with one store each: the resumed client gets two removals, then both clients
+      // the new branch's two logs.
+      await chain.rpc("anvil_reorg", [2, [[{ from: SENDER, to: probe.address, data: probe.storeData(33n), gas: "0x100000" }, 0], [{ from: SENDER, to: probe.address, data: probe.storeData(34n), gas: "0x100000" }, 1]]]);
+      await stream.waitFor(6);
+      await expect.poll(() => live.results(id).length).toBe(2);
+      const canonical = await chain.logs({ address: probe.address, fromBlock: toHex(from), toBlock: "latest" });
+      expect(live.results(id).map((l: { blockHash: string; removed: boolean }) => [l.blockHash, l.removed])).toEqual(canonical.map((l) => [l.blockHash, false]));
+      expect(stream.received.slice(2, 4).map((m) => m.log?.removed)).toEqual([true, true]);
+      expect(stream.received.slice(4).map((m) => hex(m.log?.blockHash))).toEqual(canonical.map((l) => l.blockHash));
+    } finally {
+      await live.close();
+    }
   });
 
   it("a client reading as the history comes is not taken as slow when more live events come meanwhile than its buffer holds: they are fetched in another round", async () => {
