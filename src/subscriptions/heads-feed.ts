@@ -166,20 +166,88 @@ export class HeadsFeed extends Feed {
     if (head === undefined || fromBlock > head.number) return undefined;
     const max = this.ctx.settings.maxBackfillBlocks;
     if (head.number - fromBlock > max) throw backfillTooLong(fromBlock, head.number, max);
-    // The headers sent that the window could hold: at most its size below the head.
+    // The hashes sent, by number, and the headers sent that the window could hold (at most its size below the head).
+    const sent = new Map<number, string>();
     const recent = new Map<number, HeadEvent>();
     const recentFrom = head.number - this.ctx.settings.reorgWindowBlocks;
-    for (let start = fromBlock; start <= head.number && !signal.aborted; start += HISTORY_BATCH) {
+    let last: HeadEvent | undefined;
+    const send = async (header: HeadEvent) => {
+      await deliver(header);
+      sent.set(header.number, header.hash);
+      if (header.number >= recentFrom) recent.set(header.number, header);
+      last = header;
+    };
+    reading: for (let start = fromBlock; start <= head.number && !signal.aborted; start += HISTORY_BATCH) {
       const numbers = Array.from({ length: Math.min(HISTORY_BATCH, head.number - start + 1) }, (_, i) => start + i);
       const batch = await Promise.all(numbers.map((n) => this.ctx.reader.headByNumber(n)));
       for (const [i, header] of batch.entries()) {
-        if (header === undefined) throw upstreamBadResponse(`eth_getBlockByNumber: the node has no block ${numbers[i]}`);
-        await deliver(header);
-        if (header.number >= recentFrom) recent.set(header.number, header);
+        if (header === undefined) {
+          // A shorter branch replaced the blocks being read: the feed's own branch follows (see below).
+          if (last !== undefined) break reading;
+          throw upstreamBadResponse(`eth_getBlockByNumber: the node has no block ${numbers[i]}`);
+        }
+        // The chain changed between two reads by number: the history goes on along the new branch from its fork with
+        // what was sent, as a live reorganization does (found from outside: the client kept the old branch's blocks
+        // below the switch, and the next header's parent was one it never got).
+        if (last !== undefined && header.parentHash !== last.hash) for (const replacing of await this.#branchBelow(header, sent, fromBlock)) await send(replacing);
+        await send(header);
       }
     }
-    if (!signal.aborted) await this.reachDownTo(fromBlock, recent);
-    return head.number;
+    if (signal.aborted || last === undefined) return head.number;
+    // The feed's branch where the history ends, when the feed followed another than the history read.
+    for (const replacing of await this.queue(() => this.#rejoin(fromBlock, sent, recent))) await send(replacing);
+    return Math.max(head.number, (last as HeadEvent).number);
+  }
+
+  /**
+   * The headers of `head`'s branch below it, from the first one not sent
+   * (by number in `sent`) up: the fork with what was sent, or `fromBlock`.
+   */
+  async #branchBelow(head: HeadEvent, sent: ReadonlyMap<number, string>, fromBlock: number): Promise<HeadEvent[]> {
+    const branch: HeadEvent[] = [];
+    const max = this.ctx.settings.maxBackfillBlocks;
+    let child = head;
+    while (child.number - 1 >= fromBlock && sent.get(child.number - 1) !== child.parentHash) {
+      if (branch.length >= max) throw historyLost(branch.length, max);
+      const parent = await this.ctx.reader.headByHash(child.parentHash);
+      if (parent === undefined) throw upstreamBadResponse(`the node does not know block ${child.parentHash}, the parent of block ${child.number}`);
+      branch.unshift(parent);
+      child = parent;
+    }
+    return branch;
+  }
+
+  /**
+   * Run in the feed's queue once a history is sent: the feed catches up with
+   * the node, and when it follows another branch than the one the history
+   * ended on (a reorganization while the history was read), returns the
+   * feed's branch from the fork with what was sent, for the history to send
+   * too; then the window takes what was sent (#rememberSent).
+   */
+  async #rejoin(fromBlock: number, sent: Map<number, string>, recent: Map<number, HeadEvent>): Promise<HeadEvent[]> {
+    try {
+      await this.#catchUp();
+    } catch {
+      // The feed retries on its own; the history is judged against the chain as the feed has it.
+    }
+    let top = -1;
+    for (const n of sent.keys()) if (n > top) top = n;
+    const current = this.#current;
+    let replacing: HeadEvent[] = [];
+    if (current !== undefined) {
+      const at = Math.min(top, current.number);
+      const hash = this.#window.hash(at);
+      const header = hash === undefined || hash === sent.get(at) ? undefined : hash === current.hash ? current : await this.ctx.reader.headByHash(hash);
+      if (header !== undefined) {
+        replacing = [...(await this.#branchBelow(header, sent, fromBlock)), header];
+        for (const h of replacing) {
+          sent.set(h.number, h.hash);
+          if (recent.has(h.number) || h.number >= current.number - this.ctx.settings.reorgWindowBlocks) recent.set(h.number, h);
+        }
+      }
+    }
+    this.#rememberSent(fromBlock, recent);
+    return replacing;
   }
 
   /**
