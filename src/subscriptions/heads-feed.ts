@@ -274,19 +274,26 @@ export class HeadsFeed extends Feed {
     await this.queue(async () => this.#rememberSent(fromBlock, headers));
   }
 
-  /** Counts the blocks from `fromBlock` as sent, and takes into the window the headers that link down from its lowest. */
+  /**
+   * Takes into the window the headers sent from `fromBlock` that link down
+   * from its lowest block; those it takes count as sent once they leave it.
+   * Headers that do not link (the chain changed between the reads) are left
+   * out, and count for nothing: counted as sent below the window, a later
+   * reorganization within the window was taken for one deeper than it, and
+   * ended every subscriber (found from outside, on the first version).
+   */
   #rememberSent(fromBlock: number, headers: ReadonlyMap<number, HeadEvent>): void {
-    if (this.#firstPassed !== undefined && fromBlock - 1 < this.#firstPassed) this.#firstPassed = fromBlock - 1;
     const lowest = this.#window.lowest;
-    if (lowest === undefined) return;
+    if (lowest === undefined || fromBlock >= lowest) return;
     // The headers must be of the chain the window holds, where they meet.
     let above = headers.get(lowest);
     if (above === undefined || above.hash !== this.#window.hash(lowest)) return;
-    for (let n = lowest - 1; ; n--) {
+    for (let n = lowest - 1; n >= fromBlock; n--) {
       const header = headers.get(n);
-      if (header === undefined || header.hash !== above.parentHash || !this.#window.prepend(n, header.hash)) return;
+      if (header === undefined || header.hash !== above.parentHash || !this.#window.prepend(n, header.hash)) break;
       above = header;
     }
+    if (this.#firstPassed !== undefined && above.number - 1 < this.#firstPassed) this.#firstPassed = above.number - 1;
   }
 
   /** The hash of canonical block `number` as the feed follows the chain, when it is recent enough to be remembered. */

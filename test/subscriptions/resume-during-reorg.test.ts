@@ -7,17 +7,22 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { EthService, SubscribeNewHeadsRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { EthService, SubscribeLogsRequestSchema, SubscribeNewHeadsRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { LogFilterSchema } from "../../gen/nodegate/eth/v1/log_pb.js";
 import { DEFAULT_SUBSCRIPTIONS } from "../../src/config/config.js";
 import { grpcJsStreamClient, openGrpcJsStream } from "../support/grpc-streams.js";
+import { waitForLiveSubscriptions } from "../support/live-subscriptions.js";
 import { startNodegate } from "../support/nodegate.js";
 import { type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
 
 const FORK = 20;
 const OLD_HEAD = 40;
 const NEW_HEAD = 45;
-/** When the node switches: as the history reads block 26, or at the first read of the head once the history is read. */
-type Switch = "mid-history" | "after-history";
+/**
+ * When the node switches: as the history reads block 26, at the first read of the head once the history is read, or
+ * as the logs feed reads block 30 to reach down to a resume point.
+ */
+type Switch = "mid-history" | "after-history" | "logs-resume";
 let switchMode: Switch = "mid-history";
 let historyRead = false;
 
@@ -36,6 +41,7 @@ beforeAll(async () => {
       const tag = params[0] as string;
       if (switchMode === "mid-history" && tag === hex(26)) switched = true;
       if (switchMode === "after-history" && tag === "latest" && historyRead) switched = true;
+      if (switchMode === "logs-resume" && tag === hex(30)) switched = true;
       if (tag === hex(OLD_HEAD)) historyRead = true;
       const branch = switched ? "b" : "a";
       const n = tag === "latest" ? (switched ? NEW_HEAD : OLD_HEAD) : Number(tag);
@@ -47,6 +53,7 @@ beforeAll(async () => {
       const branch = hash.startsWith("0xbb") ? "b" : "a";
       return { result: hashOf(branch, n) === hash ? header(branch, n) : null };
     }
+    if (r.method === "eth_getLogs") return { result: [] };
     return { error: { code: -32601, message: "the method does not exist/is not available" } };
   });
 });
@@ -76,6 +83,34 @@ it.each(["mid-history", "after-history"] as Switch[])("history read across a reo
   }
   expect([...view.keys()].sort((a, b) => a - b)).toEqual(Array.from({ length: NEW_HEAD - 9 }, (_, i) => 10 + i));
   for (const [number, hash] of view) expect(hash, `block ${number}`).toBe(hashOf("b", number));
+  } finally {
+    client.close();
+    await nodegate.close();
+  }
+});
+
+it("a reorganization within the window while a logs client resumes ends nobody: the live subscribers follow the new branch", async () => {
+  // Found from outside (re-check): the resume point was counted as sent below the window though its headers, read as
+  // the node switched, never joined it; the next head's fork was then taken for one deeper than the window, and every
+  // subscriber of the network was ended ABORTED.
+  switchMode = "logs-resume";
+  switched = false;
+  const nodegate = await startNodegate({ upstreamUrl: node.url, config: { subscriptions: { ...DEFAULT_SUBSCRIPTIONS, pollIntervalMs: 100 } } });
+  const client = grpcJsStreamClient(nodegate.address);
+  try {
+    const live = openGrpcJsStream(client, EthService.method.subscribeNewHeads, create(SubscribeNewHeadsRequestSchema, {}), { "x-api-key": nodegate.key });
+    await waitForLiveSubscriptions(nodegate.gateway, "newHeads", 1);
+    const logs = openGrpcJsStream(client, EthService.method.subscribeLogs, create(SubscribeLogsRequestSchema, { filter: create(LogFilterSchema, {}), fromBlock: 30n }), {
+      "x-api-key": nodegate.key,
+    });
+    await expect.poll(() => live.received.some((m) => Number(m.header?.number) === NEW_HEAD), { timeout: 10_000 }).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const ended = (stream: { ended: Promise<unknown> }) => Promise.race([stream.ended.then((e) => e ?? "ended"), new Promise((resolve) => setTimeout(() => resolve("open"), 50))]);
+    expect(await ended(live)).toBe("open");
+    expect(await ended(logs)).toBe("open");
+    expect(live.received.map((m) => `0x${Buffer.from(m.header?.hash ?? []).toString("hex")}`).at(-1)).toBe(hashOf("b", NEW_HEAD));
+    live.cancel();
+    logs.cancel();
   } finally {
     client.close();
     await nodegate.close();
