@@ -60,6 +60,15 @@ function heads(fromBlock?: number) {
   return stream;
 }
 
+/** The probe contract's logs from `fromBlock`, as a resuming typed client asks for them. */
+function probeLogs(fromBlock: number) {
+  const filter = create(LogFilterSchema, { address: [decodeData(probe.address)] });
+  const request = create(SubscribeLogsRequestSchema, { filter, fromBlock: BigInt(fromBlock) });
+  const stream = openGrpcJsStream(grpcClient, EthService.method.subscribeLogs, request, { "x-api-key": nodegate.key });
+  streams.push(stream as GrpcJsStream<unknown>);
+  return stream;
+}
+
 const numbersOf = (stream: ReturnType<typeof heads>) => stream.received.map((m) => Number(m.header?.number));
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
@@ -159,15 +168,8 @@ describe("SubscribeLogs from_block", () => {
   it("sends the matching logs from the resume point, then live ones, in order, once", async () => {
     const blocks: number[] = [];
     for (let i = 1n; i <= 5n; i++) blocks.push(await probe.store(i));
-    const filter = create(LogFilterSchema, { address: [decodeData(probe.address)] });
     const from = blocks[1] as number;
-    const stream = openGrpcJsStream(
-      grpcClient,
-      EthService.method.subscribeLogs,
-      create(SubscribeLogsRequestSchema, { filter, fromBlock: BigInt(from) }),
-      { "x-api-key": nodegate.key },
-    );
-    streams.push(stream as GrpcJsStream<unknown>);
+    const stream = probeLogs(from);
     await stream.waitFor(4);
     await waitForLiveSubscriptions(nodegate.gateway, "logs", 1);
     await probe.store(6n);
@@ -187,11 +189,7 @@ describe("SubscribeLogs from_block", () => {
     await probe.store(12n);
     const before = await chain.logs({ address: probe.address, fromBlock: toHex(from), toBlock: "latest" });
     expect(before).toHaveLength(2);
-    const filter = create(LogFilterSchema, { address: [decodeData(probe.address)] });
-    const stream = openGrpcJsStream(grpcClient, EthService.method.subscribeLogs, create(SubscribeLogsRequestSchema, { filter, fromBlock: BigInt(from) }), {
-      "x-api-key": nodegate.key,
-    });
-    streams.push(stream as GrpcJsStream<unknown>);
+    const stream = probeLogs(from);
     await stream.waitFor(2);
     await waitForLiveSubscriptions(nodegate.gateway, "logs", 1);
     // The two blocks are replaced by two without the contract's logs.
@@ -212,11 +210,7 @@ describe("SubscribeLogs from_block", () => {
       await probe.store(32n);
       const id = await live.subscribe("logs", { address: probe.address });
       await waitForLiveSubscriptions(nodegate.gateway, "logs", 1);
-      const filter = create(LogFilterSchema, { address: [decodeData(probe.address)] });
-      const stream = openGrpcJsStream(grpcClient, EthService.method.subscribeLogs, create(SubscribeLogsRequestSchema, { filter, fromBlock: BigInt(from) }), {
-        "x-api-key": nodegate.key,
-      });
-      streams.push(stream as GrpcJsStream<unknown>);
+      const stream = probeLogs(from);
       await stream.waitFor(2);
       await waitForLiveSubscriptions(nodegate.gateway, "logs", 2);
       // The two blocks are replaced by two with one store each: the resumed client gets two removals, then both clients
