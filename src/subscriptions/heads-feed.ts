@@ -254,10 +254,9 @@ export class HeadsFeed extends Feed {
    * A resuming client is sent history from `fromBlock`, which may be below
    * where the feed started: the window is made to reach down to it (at most
    * its size below the head), so that a reorganization among those blocks is
-   * followed from its fork point, and they count as sent, so that a fork
-   * below the window ends the subscribers (reorgTooDeep) rather than going
-   * unseen (found from outside: a resumed client's history blocks replaced by
-   * anvil_reorg were never sent again, and their logs never taken back).
+   * followed from its fork point (found from outside: a resumed client's
+   * history blocks replaced by anvil_reorg were never sent again, and their
+   * logs never taken back); see #rememberSent for what counts as sent.
    * `known`: headers already read; the others the window needs are read here.
    */
   async reachDownTo(fromBlock: number, known: ReadonlyMap<number, HeadEvent> = new Map()): Promise<void> {
