@@ -52,12 +52,6 @@ export class SentLogs {
     if (block.logs.size === 0) this.#blocks.delete(log.blockNumber);
   }
 
-  /** Whether logs were sent for a block above `number`. */
-  hasAbove(number: number): boolean {
-    for (const n of this.#blocks.keys()) if (n > number) return true;
-    return false;
-  }
-
   /**
    * Takes back the logs sent for blocks that these canonical headers
    * replaced. Blocks above the branch are judged when their height's header
