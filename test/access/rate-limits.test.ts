@@ -179,4 +179,18 @@ describe("RateLimiter windows", () => {
     expect(await limiter.take("b", other, 1, t + 10)).toMatchObject({ ok: false, window: "second" });
     expect(await limiter.take("b", other, 1, t + 1000)).toEqual({ ok: true });
   });
+
+  it("a key over its day is told to come back at the next UTC midnight, a key over its second in 1 s", async () => {
+    const limiter = new RateLimiter(new MemoryRateLimitStore());
+    const midnight = Date.UTC(2026, 10, 29);
+    const day = { requestsPerSecond: 0, requestsPerDay: 1 };
+    expect(await limiter.take("a", day, 1, midnight + 1000)).toEqual({ ok: true });
+    // 23:59:59 after 00:00:01 holds 86,399 s; a part of a second left counts as a whole one.
+    expect(await limiter.take("a", day, 1, midnight + 1000)).toEqual({ ok: false, window: "day", retryAfterSeconds: 86_399 });
+    expect(await limiter.take("a", day, 1, midnight + 86_399_500)).toEqual({ ok: false, window: "day", retryAfterSeconds: 1 });
+    expect(await limiter.take("a", day, 1, midnight + 86_400_000)).toEqual({ ok: true });
+    const second = { requestsPerSecond: 1, requestsPerDay: 0 };
+    expect(await limiter.take("b", second, 1, midnight)).toEqual({ ok: true });
+    expect(await limiter.take("b", second, 1, midnight + 10)).toEqual({ ok: false, window: "second", retryAfterSeconds: 1 });
+  });
 });
