@@ -164,10 +164,14 @@ describe("eth_unsubscribe", () => {
     expect((await s.request("eth_unsubscribe", [dropped])).result).toBe(true);
     expect((await s.request("eth_unsubscribe", [dropped])).result).toBe(false);
     expect((await s.request("eth_unsubscribe", ["0x0123"])).result).toBe(false);
+    // Ids are hex numbers, which some clients write in upper case.
+    const shouted = await s.subscribe("newHeads");
+    expect((await s.request("eth_unsubscribe", [`0x${shouted.slice(2).toUpperCase()}`])).result).toBe(true);
     await chain.mine(3);
     await s.waitFor(kept, 3);
     await s.request("eth_chainId");
     expect(s.results(dropped)).toEqual([]);
+    expect(s.results(shouted)).toEqual([]);
   });
 
   it("leaves the upstream subscription when the last subscriber goes, and on disconnect", async () => {
