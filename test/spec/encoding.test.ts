@@ -180,6 +180,11 @@ specRule("encoding.block-parameter-required", async () => {
   ] as const) {
     expect((await g.http.call(method, params)).error, method).toEqual({ code: -32602, message: "missing value for required argument 0 (block)" });
   }
+  // A required param sent as null is a value of the wrong kind, named as such (nodes refuse it too).
+  expect((await g.http.call("eth_getBlockByNumber", [null, false])).error).toEqual({
+    code: -32602,
+    message: "invalid argument 0 (block): want a block number or tag, got null",
+  });
   // Left out where every node defaults it to latest: the latest state.
   expect(BigInt(await g.http.result("eth_getStorageAt", [s.address, STORED_SLOT]))).toBe(s.secondStore.value);
   const stored = await g.http.result("eth_call", [{ to: s.address, data: encodeFunctionData({ abi: s.probe.abi, functionName: "stored" }) }]);
