@@ -73,7 +73,8 @@ export abstract class Feed {
     return this.#consumers.size;
   }
 
-  attach(consumer: Consumer): void {
+  /** `resuming`: the consumer gets a history (Feed.history) before the live events. */
+  attach(consumer: Consumer, _resuming = false): void {
     this.#consumers.add(consumer);
   }
 
@@ -94,8 +95,9 @@ export abstract class Feed {
     for (const consumer of this.#consumers) consumer.end(error);
   }
 
-  protected emit(event: FeedEvent): void {
-    for (const consumer of this.#consumers) if (!consumer.ended) consumer.push(event);
+  /** Sends `event` to every consumer, but those in `skip`. */
+  protected emit(event: FeedEvent, skip?: ReadonlySet<Consumer>): void {
+    for (const consumer of this.#consumers) if (!consumer.ended && skip?.has(consumer) !== true) consumer.push(event);
   }
 
   /** Queues `task` behind the feed's other work; resolves or rejects with it. */

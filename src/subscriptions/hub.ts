@@ -78,7 +78,7 @@ export class SubscriptionHub {
         ? undefined
         : new ResumeGate(consumer, options.fromBlock, this.#ctx.settings.clientBufferSize, (entry.feed.position ?? 0) - this.#ctx.settings.reorgWindowBlocks);
     const member = gate ?? consumer;
-    entry.feed.attach(member);
+    entry.feed.attach(member, gate !== undefined);
     let closed = false;
     let counted = false;
     const subscription: Subscription = {

@@ -21,13 +21,18 @@ export class LogsFeed extends Feed {
   readonly #filter: LogTopicFilter;
   readonly #heads: HeadsFeed;
   /** Logs sent to every subscriber for the recent blocks. */
-  readonly #sent = new SentLogs((removal) => {
-    this.#removed.set(logKey(removal), removal.blockNumber);
-    this.emit(removal);
-  });
+  readonly #sent = new SentLogs((removal) => this.#emitRemoval(removal));
   /** Logs of recent blocks that a resuming client alone was sent, as its history: taken back from it alone. */
   readonly #historySent = new Map<Consumer, SentLogs>();
   readonly #sentOnly = [this.#sent];
+  /**
+   * Logs the feed had sent everyone before a resuming client joined, which
+   * its history has not sent it (log key -> block number): their removals
+   * are not sent to it (found from outside: a client whose history read a
+   * reorganization's new branch was sent removals of old-branch logs it
+   * never got).
+   */
+  readonly #notSentTo = new Map<Consumer, Map<string, number>>();
   /** Removals already sent (log key -> block number), so the node's own removal is not sent twice. */
   readonly #removed = new Map<string, number>();
   /** Every log of the blocks up to here has been sent. */
@@ -160,6 +165,7 @@ export class LogsFeed extends Feed {
     if (canonical !== undefined && canonical !== log.blockHash) return false;
     const sentHash = this.#sent.hashAt(log.blockNumber);
     if (sentHash !== undefined && sentHash !== log.blockHash) return false;
+    this.#notSentTo.get(recipient)?.delete(logKey(log));
     // A block the feed has not passed yet sends its logs live, and remembers them then; one sent to everyone is taken
     // back from everyone, this client included.
     if (log.blockNumber > this.#scannedTo || !this.#withinWindow(log.blockNumber) || this.#sent.has(log)) return true;
@@ -175,9 +181,30 @@ export class LogsFeed extends Feed {
     return true;
   }
 
+  override attach(consumer: Consumer, resuming = false): void {
+    super.attach(consumer, resuming);
+    if (!resuming) return;
+    const sent = new Map(this.#sent.keys());
+    if (sent.size > 0) this.#notSentTo.set(consumer, sent);
+  }
+
   override detach(consumer: Consumer): void {
     super.detach(consumer);
     this.#historySent.delete(consumer);
+    this.#notSentTo.delete(consumer);
+  }
+
+  /** Sends a removal to the subscribers that were sent the log. */
+  #emitRemoval(removal: LogEvent): void {
+    this.#removed.set(logKey(removal), removal.blockNumber);
+    if (this.#notSentTo.size === 0) {
+      this.emit(removal);
+      return;
+    }
+    const added = logKey({ ...removal, removed: false });
+    let skip: Set<Consumer> | undefined;
+    for (const [consumer, notSent] of this.#notSentTo) if (notSent.delete(added)) (skip ??= new Set()).add(consumer);
+    this.emit(removal, skip);
   }
 
   /** The feed's own record of what it sent, then each resuming client's history. */
@@ -191,6 +218,7 @@ export class LogsFeed extends Feed {
       // subscribers start over, and so does the bookkeeping.
       this.endAll(change.startedOver);
       for (const sent of this.#ledgers()) sent.clear();
+      this.#notSentTo.clear();
       this.#removed.clear();
       this.#scannedTo = change.head.number;
       return;
@@ -245,8 +273,7 @@ export class LogsFeed extends Feed {
       if (this.#removed.has(key)) return;
       const added = { ...log, removed: false };
       for (const sent of this.#ledgers()) sent.forget(added);
-      this.#removed.set(key, log.blockNumber);
-      this.emit(log);
+      this.#emitRemoval(log);
       return;
     }
     if (this.#sent.has(log)) return; // sent already
@@ -263,6 +290,7 @@ export class LogsFeed extends Feed {
     this.#sent.add(log);
     // A log back on the canonical chain after it was taken back may be taken back again.
     this.#removed.delete(logKey({ ...log, removed: true }));
+    if (this.#notSentTo.size > 0) for (const notSent of this.#notSentTo.values()) notSent.delete(logKey(log));
     this.emit(log);
   }
 
@@ -274,5 +302,6 @@ export class LogsFeed extends Feed {
   #forgetBefore(number: number): void {
     for (const sent of this.#ledgers()) sent.forgetBefore(number);
     for (const [key, n] of this.#removed) if (n < number) this.#removed.delete(key);
+    for (const notSent of this.#notSentTo.values()) for (const [key, n] of notSent) if (n < number) notSent.delete(key);
   }
 }

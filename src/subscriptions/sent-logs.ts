@@ -7,7 +7,7 @@
  * outside: live subscribers were sent removals of logs only a resuming
  * client had got).
  */
-import { asRemoved, type LogEvent } from "./events.js";
+import { asRemoved, type LogEvent, logKey } from "./events.js";
 
 interface SentBlock {
   hash: string;
@@ -32,6 +32,11 @@ export class SentLogs {
   has(log: LogEvent): boolean {
     const block = this.#blocks.get(log.blockNumber);
     return block !== undefined && block.hash === log.blockHash && block.logs.has(log.logIndex);
+  }
+
+  /** Every log recorded, as its key (events.ts logKey) with its block number. */
+  *keys(): Generator<[string, number]> {
+    for (const [number, block] of this.#blocks) for (const log of block.logs.values()) yield [logKey(log), number];
   }
 
   /** Records `log` as sent; the caller has taken back whatever another block at its height sent. */

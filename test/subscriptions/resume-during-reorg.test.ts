@@ -22,13 +22,32 @@ const NEW_HEAD = 45;
  * When the node switches: as the history reads block 26, at the first read of the head once the history is read, or
  * as the logs feed reads block 30 to reach down to a resume point.
  */
-type Switch = "mid-history" | "after-history" | "logs-resume";
+type Switch = "mid-history" | "after-history" | "logs-resume" | "logs-history";
 let switchMode: Switch = "mid-history";
 let historyRead = false;
+/** The first branch's head (the logs-history case moves it on). */
+let oldHead = OLD_HEAD;
+/** logs-history: the next eth_getLogs from block 41 (a resuming client's history) reads the new branch. */
+let switchOnHistory = false;
+/** logs-history: heads still read the first branch for a while after the logs read the new one. */
+let headsSwitched = false;
 
 const hex = (n: number) => `0x${n.toString(16)}`;
 const hashOf = (branch: "a" | "b", n: number) => `0x${n <= FORK ? "00" : `${branch}${branch}`}${n.toString(16).padStart(62, "0")}`;
 const header = (branch: "a" | "b", n: number) => ({ number: hex(n), hash: hashOf(branch, n), parentHash: n === 0 ? `0x${"00".repeat(32)}` : hashOf(branch, n - 1), timestamp: hex(1_700_000_000 + n) });
+
+/** One log in every block, its transaction hash naming the branch. */
+const logAt = (branch: "a" | "b", n: number) => ({
+  address: `0x${"11".repeat(20)}`,
+  topics: [],
+  data: "0x",
+  blockNumber: hex(n),
+  blockHash: hashOf(branch, n),
+  transactionHash: `0x${n <= FORK ? "00" : `${branch}${branch}`}${(1000 + n).toString(16).padStart(62, "0")}`,
+  transactionIndex: "0x0",
+  logIndex: "0x0",
+  removed: false,
+});
 
 let switched = false;
 let node: ProgrammableUpstream;
@@ -43,9 +62,9 @@ beforeAll(async () => {
       if (switchMode === "after-history" && tag === "latest" && historyRead) switched = true;
       if (switchMode === "logs-resume" && tag === hex(30)) switched = true;
       if (tag === hex(OLD_HEAD)) historyRead = true;
-      const branch = switched ? "b" : "a";
-      const n = tag === "latest" ? (switched ? NEW_HEAD : OLD_HEAD) : Number(tag);
-      return { result: n > (switched ? NEW_HEAD : OLD_HEAD) ? null : header(branch, n) };
+      const onB = switchMode === "logs-history" ? headsSwitched : switched;
+      const n = tag === "latest" ? (onB ? NEW_HEAD : oldHead) : Number(tag);
+      return { result: n > (onB ? NEW_HEAD : oldHead) ? null : header(onB ? "b" : "a", n) };
     }
     if (r.method === "eth_getBlockByHash") {
       const hash = params[0] as string;
@@ -53,7 +72,19 @@ beforeAll(async () => {
       const branch = hash.startsWith("0xbb") ? "b" : "a";
       return { result: hashOf(branch, n) === hash ? header(branch, n) : null };
     }
-    if (r.method === "eth_getLogs") return { result: [] };
+    if (r.method === "eth_getLogs") {
+      if (switchMode !== "logs-history") return { result: [] };
+      const filter = params[0] as { fromBlock: string; toBlock: string };
+      if (switchOnHistory && Number(filter.fromBlock) === 41) {
+        switchOnHistory = false;
+        switched = true;
+        setTimeout(() => (headsSwitched = true), 300);
+      }
+      const branch = switched ? "b" : "a";
+      const logs = [];
+      for (let n = Number(filter.fromBlock); n <= Math.min(Number(filter.toBlock), switched ? NEW_HEAD : oldHead); n++) logs.push(logAt(branch, n));
+      return { result: logs };
+    }
     return { error: { code: -32601, message: "the method does not exist/is not available" } };
   });
 });
@@ -111,6 +142,43 @@ it("a reorganization within the window while a logs client resumes ends nobody: 
     expect(live.received.map((m) => `0x${Buffer.from(m.header?.hash ?? []).toString("hex")}`).at(-1)).toBe(hashOf("b", NEW_HEAD));
     live.cancel();
     logs.cancel();
+  } finally {
+    client.close();
+    await nodegate.close();
+  }
+});
+
+it("a resuming logs client whose history read a new branch is not sent removals of the old branch's logs it never got", async () => {
+  // Found from outside: the feed had sent everyone blocks 41-42's logs just before the client resumed from 41; its
+  // history then read the new branch (not yet followed by the feed, so not sent), and when the feed followed it, the
+  // removals of the old logs reached the resumed client too, which had never been sent them.
+  switchMode = "logs-history";
+  switched = false;
+  headsSwitched = false;
+  switchOnHistory = false;
+  oldHead = OLD_HEAD;
+  const nodegate = await startNodegate({ upstreamUrl: node.url, config: { subscriptions: { ...DEFAULT_SUBSCRIPTIONS, pollIntervalMs: 100 } } });
+  const client = grpcJsStreamClient(nodegate.address);
+  const open = (fromBlock?: bigint) =>
+    openGrpcJsStream(client, EthService.method.subscribeLogs, create(SubscribeLogsRequestSchema, { filter: create(LogFilterSchema, {}), fromBlock }), {
+      "x-api-key": nodegate.key,
+    });
+  const seen = (stream: ReturnType<typeof open>) =>
+    stream.received.map((m) => `${m.log?.removed ? "-" : "+"}${m.log?.blockNumber}${Buffer.from(m.log?.blockHash ?? []).toString("hex").slice(0, 2)}`);
+  try {
+    const live = open();
+    await waitForLiveSubscriptions(nodegate.gateway, "logs", 1);
+    oldHead = 42;
+    await expect.poll(() => seen(live), { timeout: 10_000 }).toEqual(["+41aa", "+42aa"]);
+    switchOnHistory = true;
+    const resumed = open(41n);
+    await expect.poll(() => seen(live).at(-1), { timeout: 10_000 }).toBe(`+${NEW_HEAD}bb`);
+    await expect.poll(() => seen(resumed).at(-1), { timeout: 10_000 }).toBe(`+${NEW_HEAD}bb`);
+    expect(switched, "the resumed client's history read the new branch").toBe(true);
+    expect(seen(live).slice(0, 4)).toEqual(["+41aa", "+42aa", "-41aa", "-42aa"]);
+    expect(seen(resumed)).toEqual(["+41bb", "+42bb", "+43bb", "+44bb", "+45bb"]);
+    live.cancel();
+    resumed.cancel();
   } finally {
     client.close();
     await nodegate.close();
