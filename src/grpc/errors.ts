@@ -25,7 +25,13 @@ export function toConnectError(err: unknown): ConnectError {
     const details: Detail[] = [
       {
         desc: JsonRpcErrorSchema,
-        value: create(JsonRpcErrorSchema, { code: BigInt(err.code), message: err.message, ...(err.data === undefined ? {} : { data: err.data }) }),
+        value: create(JsonRpcErrorSchema, {
+          code: BigInt(err.code),
+          message: err.message,
+          ...(err.data === undefined ? {} : { data: err.data }),
+          // `,"k":v` each (GatewayError.otherMembers): one object's text.
+          ...(err.otherMembers === undefined ? {} : { otherMembers: `{${err.otherMembers.slice(1)}}` }),
+        }),
       },
     ];
     const data = revertData(err);

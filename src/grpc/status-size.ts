@@ -101,7 +101,7 @@ interface Step {
   textBytes: number;
   /** Keep RevertError (its bytes). */
   revert: boolean;
-  /** Keep JsonRpcError.data that is not a copy of the revert bytes. */
+  /** Keep JsonRpcError.data that is not a copy of the revert bytes, and JsonRpcError.other_members. */
   data: boolean;
   /** Say what was left out and where to read it. */
   notes: boolean;
@@ -147,14 +147,25 @@ export function fitStatus(fields: Record<string, unknown>, limit: number): void 
     let note = "";
     if (!step.notes) note = "";
     else if (!step.revert && revert !== undefined) note = ` [revert data of ${revert.data.length} bytes left out: over this client's gRPC header limit; the Connect protocol returns it]`;
-    else if (!step.data && json?.data !== undefined) note = ` [error data left out: over this client's gRPC header limit; the Connect protocol returns it]`;
+    else if (!step.data && (json?.data !== undefined || json?.otherMembers !== undefined)) note = ` [error data left out: over this client's gRPC header limit; the Connect protocol returns it]`;
     const text = (t: string) => shortened(t, step.textBytes, utf8Bytes);
     if (typeof encoded === "string") fields[MESSAGE] = encodeGrpcMessage(shortened(message, step.textBytes, grpcMessageBytes) + note);
     if (status !== undefined) {
       const packed: Any[] = [];
       if (json !== undefined) {
         const keepData = json.data !== undefined && (dataIsRevert ? false : step.data);
-        packed.push(anyPack(JsonRpcErrorSchema, create(JsonRpcErrorSchema, { code: json.code, message: text(json.message) + note, ...(keepData ? { data: json.data } : {}) })));
+        const keepOthers = json.otherMembers !== undefined && step.data;
+        packed.push(
+          anyPack(
+            JsonRpcErrorSchema,
+            create(JsonRpcErrorSchema, {
+              code: json.code,
+              message: text(json.message) + note,
+              ...(keepData ? { data: json.data } : {}),
+              ...(keepOthers ? { otherMembers: json.otherMembers } : {}),
+            }),
+          ),
+        );
       }
       if (revert !== undefined && step.revert) {
         packed.push(anyPack(RevertErrorSchema, create(RevertErrorSchema, { data: revert.data, ...(revert.reason === undefined ? {} : { reason: text(revert.reason) }) })));

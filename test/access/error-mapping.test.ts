@@ -23,9 +23,11 @@ import { type Answer, type ProgrammableUpstream, startProgrammableUpstream } fro
 let upstream: ProgrammableUpstream;
 let ng: TestNodegate;
 let answer: Answer = { result: "0x1" };
+/** When set, the raw error object the node answers with, under the request's id. */
+let rawError: string | undefined;
 
 beforeAll(async () => {
-  upstream = await startProgrammableUpstream(() => answer);
+  upstream = await startProgrammableUpstream((r) => (rawError === undefined ? answer : { raw: `{"jsonrpc":"2.0","id":${JSON.stringify(r.id)},"error":${rawError}}` }));
   ng = await startNodegate({ upstreamUrl: upstream.url, config: { upstreamTimeoutMs: 400 } });
 });
 afterAll(async () => {
@@ -135,6 +137,35 @@ describe("JSON-RPC error code -> gRPC status (one test per row)", () => {
         expect(native.json).toEqual({ jsonrpc: "2.0", id: 5, error });
       });
     }
+  });
+
+  it("a node's error members besides code, message and data reach typed callers in JsonRpcError.other_members, on every protocol", async () => {
+    // Erigon and some providers add members (reason, stack, ...): the native door passes them on, so the typed door
+    // must not lose them either.
+    rawError = '{"message":"node says no","code":-32000,"data":"0x01","reason":"r","stack":{"at":["a", 1]}}';
+    try {
+      for (const protocol of ["grpc", "grpc-web", "connect"] as const) {
+        let err: ConnectError | undefined;
+        try {
+          await connectClient(ng.url, EthService, ng.key, protocol).blockNumber({});
+        } catch (e) {
+          err = ConnectError.from(e);
+        }
+        const [d] = err?.findDetails(JsonRpcErrorSchema) ?? [];
+        expect({ code: d?.code, message: d?.message, data: d?.data, otherMembers: d?.otherMembers }, protocol).toEqual({
+          code: -32000n,
+          message: "node says no",
+          data: '"0x01"',
+          otherMembers: '{"reason":"r","stack":{"at":["a", 1]}}',
+        });
+      }
+      const native = await post(ng.rpcUrl, rpc("eth_blockNumber", [], 7));
+      expect(native.json.error).toEqual({ code: -32000, message: "node says no", data: "0x01", reason: "r", stack: { at: ["a", 1] } });
+    } finally {
+      rawError = undefined;
+    }
+    answer = { error: { code: -32000, message: "node says no" } };
+    expect((await typed()).findDetails(JsonRpcErrorSchema)[0]?.otherMembers).toBeUndefined();
   });
 
   it("an unmapped code becomes UNKNOWN and keeps its code in the details", async () => {

@@ -19,7 +19,7 @@ import { CallRequestSchema, EthService, GetBalanceRequestSchema } from "../../ge
 import { JsonRpcErrorSchema, RevertErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
 import { JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
-import { fitStatus } from "../../src/grpc/status-size.js";
+import { fitStatus, listSize as statusListSize } from "../../src/grpc/status-size.js";
 import { connectClient, grpcJsClient } from "../support/grpc-clients.js";
 import { post } from "../support/http.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
@@ -248,5 +248,32 @@ describe("fitStatus", () => {
     const fitted = fromBinary(StatusSchema, Buffer.from(fields["grpc-status-details-bin"] as string, "base64"));
     expect(fitted.details.map((d) => anyUnpack(d, JsonRpcErrorSchema)).find((d) => d !== undefined)?.code).toBe(-32600n);
   });
-});
 
+  it("keeps JsonRpcError.other_members while error data is kept, and says so when they go", () => {
+    const status = (message: string) =>
+      create(StatusSchema, {
+        code: 13,
+        message,
+        details: [anyPack(JsonRpcErrorSchema, create(JsonRpcErrorSchema, { code: -32000n, message, otherMembers: `{"stack":"${"s".repeat(600)}"}` }))],
+      });
+    const fieldsOf = (message: string): Record<string, unknown> => ({
+      "grpc-status": "13",
+      "grpc-message": message,
+      "grpc-status-details-bin": Buffer.from(toBinary(StatusSchema, status(message))).toString("base64"),
+    });
+    const detail = (fields: Record<string, unknown>) =>
+      fromBinary(StatusSchema, Buffer.from(fields["grpc-status-details-bin"] as string, "base64"))
+        .details.map((d) => anyUnpack(d, JsonRpcErrorSchema))
+        .find((d) => d !== undefined);
+    // Over the limit by its message alone: the message is shortened, the members stay.
+    const long = fieldsOf("m".repeat(3000));
+    fitStatus(long, 2500);
+    expect(detail(long)?.otherMembers).toBe(`{"stack":"${"s".repeat(600)}"}`);
+    // Too large with them: they go, and the message says where to read them.
+    const tight = fieldsOf("short");
+    fitStatus(tight, 700);
+    expect(statusListSize(tight)).toBeLessThanOrEqual(700);
+    expect(detail(tight)?.otherMembers).toBeUndefined();
+    expect(detail(tight)?.message).toContain("error data left out");
+  });
+});

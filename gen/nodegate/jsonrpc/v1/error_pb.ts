@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file nodegate/jsonrpc/v1/error.proto.
  */
 export const file_nodegate_jsonrpc_v1_error: GenFile = /*@__PURE__*/
-  fileDesc("Ch9ub2RlZ2F0ZS9qc29ucnBjL3YxL2Vycm9yLnByb3RvEhNub2RlZ2F0ZS5qc29ucnBjLnYxIkkKDEpzb25ScGNFcnJvchIMCgRjb2RlGAEgASgDEg8KB21lc3NhZ2UYAiABKAkSEQoEZGF0YRgDIAEoCUgAiAEBQgcKBV9kYXRhIjsKC1JldmVydEVycm9yEgwKBGRhdGEYASABKAwSEwoGcmVhc29uGAIgASgJSACIAQFCCQoHX3JlYXNvbkIOQgpFcnJvclByb3RvUAFiBnByb3RvMw");
+  fileDesc("Ch9ub2RlZ2F0ZS9qc29ucnBjL3YxL2Vycm9yLnByb3RvEhNub2RlZ2F0ZS5qc29ucnBjLnYxIncKDEpzb25ScGNFcnJvchIMCgRjb2RlGAEgASgDEg8KB21lc3NhZ2UYAiABKAkSEQoEZGF0YRgDIAEoCUgAiAEBEhoKDW90aGVyX21lbWJlcnMYBCABKAlIAYgBAUIHCgVfZGF0YUIQCg5fb3RoZXJfbWVtYmVycyI7CgtSZXZlcnRFcnJvchIMCgRkYXRhGAEgASgMEhMKBnJlYXNvbhgCIAEoCUgAiAEBQgkKB19yZWFzb25CDkIKRXJyb3JQcm90b1ABYgZwcm90bzM");
 
 /**
  * A JSON-RPC error object, carried losslessly in the details of a gRPC status
@@ -41,6 +41,16 @@ export type JsonRpcError = Message<"nodegate.jsonrpc.v1.JsonRpcError"> & {
    * @generated from field: optional string data = 3;
    */
   data?: string | undefined;
+
+  /**
+   * The error object's members besides code, message and data (Erigon's and
+   * some providers' "reason", "stack", ...) as one raw JSON object text, in
+   * the node's order and spelling: {"reason":"...","stack":...}. Unset when
+   * the error had none.
+   *
+   * @generated from field: optional string other_members = 4;
+   */
+  otherMembers?: string | undefined;
 };
 
 /**
