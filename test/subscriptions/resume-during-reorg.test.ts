@@ -6,13 +6,14 @@
  * with the new branch, every header linked to one it was sent, and no gap.
  */
 import { create } from "@bufbuild/protobuf";
+import type * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { EthService, SubscribeLogsRequestSchema, SubscribeNewHeadsRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { LogFilterSchema } from "../../gen/nodegate/eth/v1/log_pb.js";
 import { DEFAULT_SUBSCRIPTIONS } from "../../src/config/config.js";
 import { grpcJsStreamClient, openGrpcJsStream } from "../support/grpc-streams.js";
 import { waitForLiveSubscriptions } from "../support/live-subscriptions.js";
-import { startNodegate } from "../support/nodegate.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
 
 const FORK = 20;
@@ -92,43 +93,49 @@ afterAll(async () => {
   await node?.close();
 });
 
-it.each(["mid-history", "after-history"] as Switch[])("history read across a reorganization (%s) goes on along the new branch from the fork: every header links to one sent, none missing", async (mode) => {
-  // Found from outside: the history went on by number on the new branch with no word, so the client kept the old
-  // branch's blocks below the switch, and the next header's parent was one it never got.
+/** Runs `body` against a nodegate in front of the recorded node, which starts on the first branch and switches as `mode` says. */
+async function withNodegate(mode: Switch, body: (nodegate: TestNodegate, client: grpc.Client) => Promise<void>): Promise<void> {
   switchMode = mode;
   switched = false;
   historyRead = false;
+  headsSwitched = false;
+  switchOnHistory = false;
+  oldHead = OLD_HEAD;
   const nodegate = await startNodegate({ upstreamUrl: node.url, config: { subscriptions: { ...DEFAULT_SUBSCRIPTIONS, pollIntervalMs: 100 } } });
   const client = grpcJsStreamClient(nodegate.address);
   try {
-  const stream = openGrpcJsStream(client, EthService.method.subscribeNewHeads, create(SubscribeNewHeadsRequestSchema, { fromBlock: 10n }), { "x-api-key": nodegate.key });
-  await expect.poll(() => stream.received.some((m) => Number(m.header?.number) === NEW_HEAD), { timeout: 10_000 }).toBe(true);
-  stream.cancel();
-  const view = new Map<number, string>();
-  for (const m of stream.received) {
-    const number = Number(m.header?.number);
-    const hash = `0x${Buffer.from(m.header?.hash ?? []).toString("hex")}`;
-    const parent = `0x${Buffer.from(m.header?.parentHash ?? []).toString("hex")}`;
-    if (number > 10) expect(view.get(number - 1), `the parent of block ${number} was sent`).toBe(parent);
-    view.set(number, hash);
-  }
-  expect([...view.keys()].sort((a, b) => a - b)).toEqual(Array.from({ length: NEW_HEAD - 9 }, (_, i) => 10 + i));
-  for (const [number, hash] of view) expect(hash, `block ${number}`).toBe(hashOf("b", number));
+    await body(nodegate, client);
   } finally {
     client.close();
     await nodegate.close();
   }
+}
+
+it.each(["mid-history", "after-history"] as Switch[])("history read across a reorganization (%s) goes on along the new branch from the fork: every header links to one sent, none missing", async (mode) => {
+  // Found from outside: the history went on by number on the new branch with no word, so the client kept the old
+  // branch's blocks below the switch, and the next header's parent was one it never got.
+  await withNodegate(mode, async (nodegate, client) => {
+    const stream = openGrpcJsStream(client, EthService.method.subscribeNewHeads, create(SubscribeNewHeadsRequestSchema, { fromBlock: 10n }), { "x-api-key": nodegate.key });
+    await expect.poll(() => stream.received.some((m) => Number(m.header?.number) === NEW_HEAD), { timeout: 10_000 }).toBe(true);
+    stream.cancel();
+    const view = new Map<number, string>();
+    for (const m of stream.received) {
+      const number = Number(m.header?.number);
+      const hash = `0x${Buffer.from(m.header?.hash ?? []).toString("hex")}`;
+      const parent = `0x${Buffer.from(m.header?.parentHash ?? []).toString("hex")}`;
+      if (number > 10) expect(view.get(number - 1), `the parent of block ${number} was sent`).toBe(parent);
+      view.set(number, hash);
+    }
+    expect([...view.keys()].sort((a, b) => a - b)).toEqual(Array.from({ length: NEW_HEAD - 9 }, (_, i) => 10 + i));
+    for (const [number, hash] of view) expect(hash, `block ${number}`).toBe(hashOf("b", number));
+  });
 });
 
 it("a reorganization within the window while a logs client resumes ends nobody: the live subscribers follow the new branch", async () => {
   // Found from outside (re-check): the resume point was counted as sent below the window though its headers, read as
   // the node switched, never joined it; the next head's fork was then taken for one deeper than the window, and every
   // subscriber of the network was ended ABORTED.
-  switchMode = "logs-resume";
-  switched = false;
-  const nodegate = await startNodegate({ upstreamUrl: node.url, config: { subscriptions: { ...DEFAULT_SUBSCRIPTIONS, pollIntervalMs: 100 } } });
-  const client = grpcJsStreamClient(nodegate.address);
-  try {
+  await withNodegate("logs-resume", async (nodegate, client) => {
     const live = openGrpcJsStream(client, EthService.method.subscribeNewHeads, create(SubscribeNewHeadsRequestSchema, {}), { "x-api-key": nodegate.key });
     await waitForLiveSubscriptions(nodegate.gateway, "newHeads", 1);
     const logs = openGrpcJsStream(client, EthService.method.subscribeLogs, create(SubscribeLogsRequestSchema, { filter: create(LogFilterSchema, {}), fromBlock: 30n }), {
@@ -142,30 +149,20 @@ it("a reorganization within the window while a logs client resumes ends nobody: 
     expect(live.received.map((m) => `0x${Buffer.from(m.header?.hash ?? []).toString("hex")}`).at(-1)).toBe(hashOf("b", NEW_HEAD));
     live.cancel();
     logs.cancel();
-  } finally {
-    client.close();
-    await nodegate.close();
-  }
+  });
 });
 
 it("a resuming logs client whose history read a new branch is not sent removals of the old branch's logs it never got", async () => {
   // Found from outside: the feed had sent everyone blocks 41-42's logs just before the client resumed from 41; its
   // history then read the new branch (not yet followed by the feed, so not sent), and when the feed followed it, the
   // removals of the old logs reached the resumed client too, which had never been sent them.
-  switchMode = "logs-history";
-  switched = false;
-  headsSwitched = false;
-  switchOnHistory = false;
-  oldHead = OLD_HEAD;
-  const nodegate = await startNodegate({ upstreamUrl: node.url, config: { subscriptions: { ...DEFAULT_SUBSCRIPTIONS, pollIntervalMs: 100 } } });
-  const client = grpcJsStreamClient(nodegate.address);
-  const open = (fromBlock?: bigint) =>
-    openGrpcJsStream(client, EthService.method.subscribeLogs, create(SubscribeLogsRequestSchema, { filter: create(LogFilterSchema, {}), fromBlock }), {
-      "x-api-key": nodegate.key,
-    });
-  const seen = (stream: ReturnType<typeof open>) =>
-    stream.received.map((m) => `${m.log?.removed ? "-" : "+"}${m.log?.blockNumber}${Buffer.from(m.log?.blockHash ?? []).toString("hex").slice(0, 2)}`);
-  try {
+  await withNodegate("logs-history", async (nodegate, client) => {
+    const open = (fromBlock?: bigint) =>
+      openGrpcJsStream(client, EthService.method.subscribeLogs, create(SubscribeLogsRequestSchema, { filter: create(LogFilterSchema, {}), fromBlock }), {
+        "x-api-key": nodegate.key,
+      });
+    const seen = (stream: ReturnType<typeof open>) =>
+      stream.received.map((m) => `${m.log?.removed ? "-" : "+"}${m.log?.blockNumber}${Buffer.from(m.log?.blockHash ?? []).toString("hex").slice(0, 2)}`);
     const live = open();
     await waitForLiveSubscriptions(nodegate.gateway, "logs", 1);
     oldHead = 42;
@@ -179,8 +176,5 @@ it("a resuming logs client whose history read a new branch is not sent removals 
     expect(seen(resumed)).toEqual(["+41bb", "+42bb", "+43bb", "+44bb", "+45bb"]);
     live.cancel();
     resumed.cancel();
-  } finally {
-    client.close();
-    await nodegate.close();
-  }
+  });
 });
