@@ -14,6 +14,8 @@ const MIN_SECRET_LENGTH = 8;
 const REDACTED = "<redacted>";
 
 let secrets: string[] = [];
+/** Every secret, longest first, in any case: a node may quote its request line upper-cased (found from outside). */
+let secretPattern: RegExp | undefined;
 
 /**
  * What of `url` must never be written: user info and query values, and every path segment that could be a key (not a
@@ -62,11 +64,12 @@ function decoded(text: string): string {
 export function keepSecretsOf(url: string): void {
   const added = secretPartsOfUrl(url).filter((part) => !secrets.includes(part));
   // Longest first, so that a secret holding another is removed whole.
-  if (added.length > 0) secrets = [...secrets, ...added].sort((a, b) => b.length - a.length);
+  if (added.length === 0) return;
+  secrets = [...secrets, ...added].sort((a, b) => b.length - a.length);
+  secretPattern = new RegExp(secrets.map((secret) => secret.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|"), "gi");
 }
 
-/** `text` with every secret part of an upstream URL replaced by "<redacted>". */
+/** `text` with every secret part of an upstream URL, in whatever case, replaced by "<redacted>". */
 export function withoutSecrets(text: string): string {
-  for (const secret of secrets) if (text.includes(secret)) text = text.split(secret).join(REDACTED);
-  return text;
+  return secretPattern === undefined ? text : text.replace(secretPattern, REDACTED);
 }

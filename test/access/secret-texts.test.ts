@@ -1,6 +1,6 @@
 /** What of an upstream URL counts as secret, and how it leaves a text (src/errors/secret-texts.ts). */
 import { describe, expect, it } from "vitest";
-import { secretPartsOfUrl } from "../../src/errors/secret-texts.js";
+import { keepSecretsOf, secretPartsOfUrl, withoutSecrets } from "../../src/errors/secret-texts.js";
 
 describe("secretPartsOfUrl", () => {
   it.each([
@@ -25,5 +25,18 @@ describe("secretPartsOfUrl", () => {
     expect(secretPartsOfUrl("http://127.0.0.1:8545")).toEqual([]);
     expect(secretPartsOfUrl("https://host/ethereum/mainnet/archive")).toEqual([]);
     expect(secretPartsOfUrl("not a url")).toEqual([]);
+  });
+});
+
+describe("withoutSecrets", () => {
+  it("cuts each secret out in whatever case the node quotes it, the longest first, and special characters count as themselves", () => {
+    keepSecretsOf("http://user:pw12345678@node.example/v3/SECRETKEY0123456789abc?apikey=QUERY.SECRET+99");
+    expect(withoutSecrets("bad request to /v3/SECRETKEY0123456789abc?apikey=QUERY.SECRET+99")).toBe("bad request to /v3/<redacted>?apikey=<redacted>");
+    // Found from outside: a node that upper-cases its request line quoted the key in clear.
+    expect(withoutSecrets("BAD /V3/SECRETKEY0123456789ABC?APIKEY=QUERY.SECRET+99")).toBe("BAD /V3/<redacted>?APIKEY=<redacted>");
+    expect(withoutSecrets("auth user:pw12345678 dXNlcjpwdzEyMzQ1Njc4")).toBe("auth <redacted> <redacted>");
+    // "." and "+" are not patterns: a text that only matches them as such is left as it is.
+    expect(withoutSecrets("QUERYxSECRET99")).toBe("QUERYxSECRET99");
+    expect(withoutSecrets("nothing secret here")).toBe("nothing secret here");
   });
 });
