@@ -135,7 +135,7 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       return;
     }
     const contentType = req.headers["content-type"] ?? "";
-    if (!/^application\/(?:json|jsonrequest)\b/i.test(contentType)) {
+    if (!isJsonMediaType(contentType)) {
       calls = refuse(res, requestId, invalidRequest("content-type must be application/json"), 415);
       return;
     }
@@ -222,4 +222,18 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
     }
     sendAnswer(res, requestId, answer.status, answer.body, answer.retryAfterSeconds);
   };
+}
+
+/** The media types geth takes (rpc/http.go acceptedContentTypes), parameters such as charset aside, in any case. */
+const JSON_MEDIA_TYPES = new Set(["application/json", "application/json-rpc", "application/jsonrequest"]);
+
+/**
+ * Whether a Content-Type names JSON as geth reads it: the media type whole, so
+ * application/json-seq or application/json-patch+json is not taken (found
+ * from outside: a prefix match let them through).
+ */
+export function isJsonMediaType(contentType: string): boolean {
+  if (contentType === "application/json") return true;
+  const semicolon = contentType.indexOf(";");
+  return JSON_MEDIA_TYPES.has((semicolon < 0 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase());
 }

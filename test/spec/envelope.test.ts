@@ -115,6 +115,15 @@ specRule("transport.http-post", async () => {
   expect(get.json.error.code).toBe(-32600);
   const text = await g.http.post('{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}', { headers: { "content-type": "text/plain" } });
   expect(text.status).toBe(415);
+  // The media type counts whole (found from outside: a prefix match took these), its case and parameters aside.
+  for (const type of ["application/json-seq", "application/json-patch+json", "application/json.v2", "application/jsonx", "application/json-rpcx"]) {
+    const other = await g.http.post({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }, { headers: { "content-type": type } });
+    expect([type, other.status]).toEqual([type, 415]);
+  }
+  for (const type of ["Application/JSON", " application/json-rpc ;charset=UTF-8"]) {
+    const other = await g.http.post({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }, { headers: { "content-type": type } });
+    expect([type, other.status]).toEqual([type, 200]);
+  }
   expect(text.json.error).toEqual({ code: -32600, message: "invalid request: content-type must be application/json" });
 });
 
