@@ -238,11 +238,13 @@ export function overRateLimit(window: "second" | "day", cost: number, limit: num
 }
 
 /**
- * A node reply dropped because the replies being read at once would pass
- * limits.maxReplyBytesInFlight: nodegate's own capacity, not the node's
- * fault, so not an outage (RESOURCE_EXHAUSTED) and worth a retry soon.
+ * nodegate's own capacity is full: a node reply dropped because the replies
+ * being read at once would pass limits.maxReplyBytesInFlight, a request to a
+ * WebSocket node behind too many bytes still waiting to be sent to it. Not
+ * the node's fault, so not an outage (RESOURCE_EXHAUSTED), and worth a retry
+ * soon.
  */
-export function replyBudgetExceeded(detail: string): GatewayError {
+export function capacityExceeded(detail: string): GatewayError {
   return new GatewayError({
     code: -32005,
     message: `limit exceeded: ${detail}; try again shortly`,

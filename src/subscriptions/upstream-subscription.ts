@@ -81,10 +81,10 @@ export class UpstreamSubscription {
       await this.#unsubscribe(key);
       return;
     }
-    this.#id = key;
     this.#stopRouting = this.#upstream.onSubscription(key, (n: SubscriptionNotification) => {
       this.#handlers.notification(n.result.body.toString("utf8", n.result.start, n.result.end));
     });
+    this.#id = key;
   }
 
   /** Unsubscribes (best effort: the answer is not awaited for long) and stops following the connection. */

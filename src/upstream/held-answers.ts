@@ -16,7 +16,7 @@
  * outside: one HTTP/1.1 connection pipelining 260 eth_getLogs held 846 MB of
  * the 1 GiB budget, and another key's large answers were refused meanwhile).
  */
-import { replyBudgetExceeded } from "../errors/catalogue.js";
+import { capacityExceeded } from "../errors/catalogue.js";
 import type { GatewayError } from "../errors/gateway-error.js";
 import type { ReplyBudget } from "./reply-budget.js";
 
@@ -54,9 +54,9 @@ export class HeldAnswers {
    */
   refusal(what: string, advice = "", why: HoldRefused = "budget"): GatewayError {
     if (why === "key share") {
-      return replyBudgetExceeded(`${what} would pass ${this.#keyMaxBytes} bytes held for this key's clients at once (limits.maxReplyBytesPerKey)${advice || "; read the answers already asked for before asking for more"}`);
+      return capacityExceeded(`${what} would pass ${this.#keyMaxBytes} bytes held for this key's clients at once (limits.maxReplyBytesPerKey)${advice || "; read the answers already asked for before asking for more"}`);
     }
-    return replyBudgetExceeded(`${what} and the replies being read would pass ${this.#budget.maxBytes} bytes (limits.maxReplyBytesInFlight)${advice}`);
+    return capacityExceeded(`${what} and the replies being read would pass ${this.#budget.maxBytes} bytes (limits.maxReplyBytesInFlight)${advice}`);
   }
 
   /**

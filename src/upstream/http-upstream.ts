@@ -8,7 +8,7 @@
 import { networkErrorWords } from "./network-errors.js";
 import type { ConnectionOptions } from "node:tls";
 import { Code } from "@connectrpc/connect";
-import { cancelled, keptAliveConnectionClosed, noConnectionInTime, replyBudgetExceeded, replyTooLarge, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
+import { cancelled, keptAliveConnectionClosed, noConnectionInTime, capacityExceeded, replyTooLarge, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { MAX_RETRY_AFTER_PAUSE_MS } from "./circuit-breaker.js";
 import { ANOTHER_REQUESTS_REPLY, sentWithIdNull, readChunkedReply, readReply, requestBody, type UpstreamResult } from "./reply.js";
@@ -274,7 +274,7 @@ export class HttpUpstream implements Upstream {
     if (err === DEADLINE) return upstreamTimeout(options.timeoutMs);
     // Closed when nodegate stops: what still waits for the node is told so (at the drain deadline, calls get an answer).
     if (this.#closed) return shuttingDown();
-    if (err instanceof Http1Error && err.code === OVER_REPLY_BUDGET) return replyBudgetExceeded(err.message);
+    if (err instanceof Http1Error && err.code === OVER_REPLY_BUDGET) return capacityExceeded(err.message);
     if (err instanceof Http1Error && err.code === LARGE_REQUEST_UNANSWERED) return requestTooLargeForNode(err.message);
     if (err instanceof Http1Error && err.code === KEPT_ALIVE_CLOSED) return keptAliveConnectionClosed(method);
     if (err instanceof Http1Error && err.code === BODY_TOO_LARGE) return replyTooLarge(err.message);

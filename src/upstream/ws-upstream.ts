@@ -12,7 +12,7 @@
 import { webSocketErrorWords } from "./network-errors.js";
 import type { Logger } from "pino";
 import WebSocket from "ws";
-import { cancelled, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamConnectionLost, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
+import { cancelled, capacityExceeded, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamConnectionLost, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { backoffDelay } from "./backoff.js";
 import { readSubscriptionNotification, type SubscriptionNotification } from "./notification.js";
@@ -77,6 +77,24 @@ const MAX_ID = 0x7fffffff;
 const MAX_REQUEST_CHARS = 15 * 1024 * 1024;
 
 /**
+ * The most request bytes left waiting to be sent to the node before more
+ * calls are refused (-32005, try again shortly): a node that stops reading
+ * would otherwise hold every request made meanwhile in nodegate's memory, and
+ * those of calls that already failed, until its keep-alive gives up (found
+ * from outside: 100 calls of 4 MiB to such a node held 1 GB for 40 s). A call
+ * finding nothing waiting goes whatever its size.
+ */
+export const MAX_UNSENT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * A connection that drops sooner than this after opening does not end the
+ * backoff: a node that accepts and closes at once (shedding load with 1013)
+ * is tried once a second, not several times (found from outside: 5 attempts a
+ * second, for good), and its drops after the first are logged at debug.
+ */
+const SHORT_LIVED_MS = 5000;
+
+/**
  * A handshake the node answers 401 or 403 refuses nodegate's credentials:
  * asking again each second changes nothing (and a provider may block an
  * address that keeps knocking), so attempts back off from a second to this.
@@ -117,6 +135,12 @@ export class WsUpstream implements Upstream {
   #lastError: string | undefined;
   /** The last attempt's handshake was refused (401, 403): see REFUSED_MAX_DELAY_MS. */
   #refused = false;
+  /** When the open connection opened (performance.now()). */
+  #openedAt = 0;
+  /** A connection that lived less than SHORT_LIVED_MS dropped, and was told, since one lived longer. */
+  #shortLivedDropTold = false;
+  /** The last drop was logged at debug only: so is the reconnect after it. */
+  #droppedQuietly = false;
 
   constructor(options: WsUpstreamOptions) {
     const url = new URL(options.url);
@@ -176,7 +200,14 @@ export class WsUpstream implements Upstream {
       this.#pending.set(id, pending);
       if (this.#state === "disconnected" && this.#refused) this.#fail(id, upstreamUnavailable(`no connection to the node (${this.#lastError})`));
       else if (this.#state === "idle") this.#connect();
-      else if (this.#state === "open" && this.#socket !== undefined) this.#send(this.#socket, id, pending);
+      else if (this.#state === "open" && this.#socket !== undefined) {
+        const waiting = this.#socket.bufferedAmount;
+        if (waiting > 0 && waiting + paramsText.length > MAX_UNSENT_BYTES) {
+          this.#fail(id, capacityExceeded(`${waiting} bytes of requests wait to be sent to the node, which reads them slower than they come`));
+        } else {
+          this.#send(this.#socket, id, pending);
+        }
+      }
       // Otherwise it waits in #pending and goes out when the connection opens (or its deadline passes).
     });
   }
@@ -191,6 +222,9 @@ export class WsUpstream implements Upstream {
    * `listener`; returns the function that stops routing them.
    */
   onSubscription(subscriptionId: string, listener: NotificationListener): () => void {
+    // Two subscriptions under one id cannot be told apart: one would get the other's notifications (found from
+    // outside: a node answering every eth_subscribe with "0x1" sent heads to a logs feed, and both fell silent).
+    if (this.#subscriptions.has(subscriptionId)) throw upstreamBadResponse(`the node gave subscription id ${subscriptionId} to two subscriptions at once`);
     this.#subscriptions.set(subscriptionId, listener);
     return () => {
       if (this.#subscriptions.get(subscriptionId) === listener) this.#subscriptions.delete(subscriptionId);
@@ -300,12 +334,12 @@ export class WsUpstream implements Upstream {
     const reconnected = this.#everOpened;
     this.#everOpened = true;
     this.#openedSocket = socket;
-    this.#attempt = 0;
+    this.#openedAt = performance.now();
     this.#lastError = undefined;
     this.#refused = false;
     this.#attemptsAnnounced = false;
     this.#setState("open", reconnected);
-    if (reconnected) this.#log?.info("WebSocket upstream reconnected");
+    if (reconnected) this.#log?.[this.#droppedQuietly ? "debug" : "info"]("WebSocket upstream reconnected");
     // Keep-alive and reconnect timers never keep the process alive by themselves.
     this.#pingTimer = setInterval(() => this.#ping(socket), this.#pingIntervalMs).unref();
     for (const [id, pending] of this.#pending) {
@@ -441,12 +475,22 @@ export class WsUpstream implements Upstream {
     // with the reason, as they would against an HTTP node, instead of holding their callers to the deadline (and
     // keeping a partner's failover waiting). Calls made from now on wait for the next attempt, within a second.
     const attemptFailed = socket !== this.#openedSocket;
+    const shortLived = !attemptFailed && performance.now() - this.#openedAt < SHORT_LIVED_MS;
+    if (!attemptFailed && !shortLived) {
+      this.#attempt = 0;
+      this.#shortLivedDropTold = false;
+    }
     // A drop is told once; the attempts that follow until the node is back (several a second at first) only at debug.
     // A series of failed attempts that no drop announced (a node that never accepted a connection) is told once too
     // (found from outside: a node refusing the handshake with 401 was retried for good with nothing at info level).
     if (attemptFailed && this.#attemptsAnnounced) this.#log?.debug({ reason: this.#lastError ?? reason }, "WebSocket upstream connection attempt failed");
     else if (attemptFailed) this.#log?.warn({ reason: this.#lastError ?? reason }, "WebSocket upstream connection attempt failed; retrying (further failures logged at debug until it connects)");
-    else this.#log?.warn({ reason }, "WebSocket upstream connection dropped");
+    else {
+      this.#droppedQuietly = shortLived && this.#shortLivedDropTold;
+      if (this.#droppedQuietly) this.#log?.debug({ reason }, "WebSocket upstream connection dropped again soon after opening");
+      else this.#log?.warn({ reason }, "WebSocket upstream connection dropped");
+    }
+    if (shortLived) this.#shortLivedDropTold = true;
     this.#attemptsAnnounced = true;
     for (const [id, pending] of this.#pending) {
       if (attemptFailed && pending.sentOn === undefined) {

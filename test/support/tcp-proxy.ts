@@ -18,6 +18,8 @@ export interface TcpProxy {
    * client can reconnect and send before its replies are held.
    */
   holdReplies(hold: boolean): void;
+  /** While on, nothing is read from the client (its bytes wait in its own buffers), as a node that stops reading. */
+  holdRequests(hold: boolean): void;
   /** Passes the target's bytes on at most this fast (bytes per second; undefined: as they come), as a slow link does. */
   throttleReplies(bytesPerSecond: number | undefined): void;
   /** Destroys every open connection on both sides; bytes held for them are dropped. */
@@ -117,6 +119,12 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
     },
     get open() {
       return pairs.size;
+    },
+    holdRequests(hold) {
+      for (const { client } of pairs) {
+        if (hold) client.pause();
+        else client.resume();
+      }
     },
     holdReplies(hold) {
       holding = hold;

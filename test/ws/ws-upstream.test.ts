@@ -41,6 +41,7 @@ import { startNodegate } from "../support/nodegate.js";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
 import { openWsSession } from "../support/ws-session.js";
 import { settles, trackResources } from "../support/resource-tracker.js";
+import { WebSocketServer } from "ws";
 
 const BLOCKS = 200;
 const GRPC_UNAVAILABLE = 14;
@@ -174,6 +175,29 @@ describe("WsUpstream: multiplexing", () => {
     await vi.waitFor(() => expect(heads).toHaveLength(1));
     expect(heads[0]).toMatchObject({ number: hex(before + 1) });
     stop();
+    await u.call("eth_unsubscribe", JSON.stringify([id]), opts());
+  });
+
+  it("refuses a subscription id the node already gave another subscription, which keeps its notifications", async () => {
+    // Found from outside: a node answering every eth_subscribe with "0x1" routed heads to a logs feed, silently.
+    const u = upstream(await proxy());
+    const id = resultJson(await u.call("eth_subscribe", '["newHeads"]', opts())) as string;
+    const heads: unknown[] = [];
+    const stop = u.onSubscription(id, (n) => heads.push(resultJson(n.result)));
+    let clash: unknown;
+    try {
+      u.onSubscription(id, () => expect.fail("the second listener got a notification"));
+    } catch (err) {
+      clash = err;
+    }
+    expect(clash).toBeInstanceOf(GatewayError);
+    expect((clash as GatewayError).code).toBe(-32052);
+    expect((clash as GatewayError).message).toBe(`upstream returned an invalid response: the node gave subscription id ${id} to two subscriptions at once`);
+    await anvilRpc("evm_mine", []);
+    await vi.waitFor(() => expect(heads).toHaveLength(1));
+    stop();
+    // Once the first stops, the id is free again.
+    u.onSubscription(id, () => undefined)();
     await u.call("eth_unsubscribe", JSON.stringify([id]), opts());
   });
 });
@@ -379,6 +403,59 @@ describe("WsUpstream: a request larger than a node reads", () => {
     expect(resultText(other)).toMatch(/^"0x[0-9a-f]+"$/);
     expect(states).toEqual([]);
     expect(p.accepted).toBe(1);
+  });
+});
+
+describe("WsUpstream: a node that stops reading", () => {
+  it("takes calls until 64 MiB wait to be sent to it, then refuses more with -32005 (no outage) until it reads again", async () => {
+    // Found from outside: 100 calls of 4 MiB to a node that had stopped reading held 1 GB in nodegate for 40 s.
+    const p = await proxy();
+    const u = upstream(p);
+    await u.call("eth_chainId", "[]", opts());
+    p.holdRequests(true);
+    const data = `"0x${"ab".repeat(2 * 1024 * 1024)}"`;
+    const params = (i: number) => `[{"to":"0x${"5a".repeat(20)}","data":${data},"nonce":"${hex(i)}"},"latest"]`;
+    const sent: Promise<unknown>[] = [];
+    let refused: GatewayError | undefined;
+    for (let i = 0; i < 40 && refused === undefined; i++) {
+      const call = u.call("eth_call", params(i), opts({ timeoutMs: 30_000 }));
+      // A refusal comes at once; a call that went out waits for its answer.
+      const outcome = await Promise.race([call.then(() => "answered", (e: unknown) => e), new Promise((resolve) => setTimeout(() => resolve("waiting"), 20))]);
+      if (outcome instanceof GatewayError) refused = outcome;
+      else sent.push(call.catch(() => undefined));
+    }
+    expect(refused, "a call was refused before 40 of 4 MiB were queued").toBeDefined();
+    expect(refused).toMatchObject({ code: -32005, grpcCode: 8, httpStatus: 503, retryAfterSeconds: 1, outage: false });
+    expect(refused?.message).toMatch(/^limit exceeded: \d+ bytes of requests wait to be sent to the node, which reads them slower than they come; try again shortly$/);
+    // What went out fits the bound with one call over it at most.
+    expect(sent.length * 4 * 1024 * 1024).toBeLessThanOrEqual(64 * 1024 * 1024 + 8 * 1024 * 1024);
+    p.holdRequests(false);
+    await Promise.all(sent);
+    expect(resultText(await u.call("eth_chainId", "[]", opts()))).toBe('"0x7a69"');
+  });
+});
+
+describe("WsUpstream: a node that closes each connection as soon as it opens", () => {
+  it("is tried less and less often, as a node that refuses connections is, and the drops are warned once", async () => {
+    // Found from outside: a node shedding load (close 1013 after each handshake) was reconnected 5 times a second for
+    // good, each drop logged at warn: every open restarted the backoff.
+    const server = new WebSocketServer({ port: 0, host: "127.0.0.1" });
+    await once(server, "listening");
+    const openedAt: number[] = [];
+    server.on("connection", (socket) => {
+      openedAt.push(performance.now());
+      socket.close(1013, "try again later");
+    });
+    cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const lines: { level: number; msg: string }[] = [];
+    const log = pino({ level: "debug" }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const u = upstream({ port: (server.address() as AddressInfo).port } as TcpProxy, { log });
+    u.start();
+    await vi.waitFor(() => expect(openedAt.length).toBeGreaterThanOrEqual(7), { timeout: 10_000 });
+    // 20 ms doubled per attempt up to this test's 200 ms cap, each wait at least half of that: from the fifth on, 100 ms
+    // or more apart (where a backoff restarted at each open keeps them 10-20 ms apart).
+    for (let i = 5; i < 7; i++) expect((openedAt[i] ?? 0) - (openedAt[i - 1] ?? 0), `wait before connection ${i + 1}`).toBeGreaterThanOrEqual(100);
+    expect(lines.filter((l) => l.level >= 40).map((l) => l.msg)).toEqual(["WebSocket upstream connection dropped"]);
   });
 });
 
