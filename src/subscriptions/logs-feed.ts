@@ -47,6 +47,15 @@ export class LogsFeed extends Feed {
   #drops = 0;
   /** The highest block of a log pushed while stale (dropped; the gap fill scans up to at least it). */
   #pushedWhileStaleTo = 0;
+  /**
+   * The node pushed a log nodegate could not read while the chain's head was
+   * here: its block is at most one above, and the logs up to there are
+   * fetched by eth_getLogs instead, once a head above this comes (pushes wait,
+   * as while a gap is open).
+   */
+  #unreadPushAt: number | undefined;
+  /** Connection drops when the unread push came: a drop since leaves the gap to that reconnect's fill. */
+  #unreadPushDrops = 0;
   /** The node refuses the subscription after a reconnect: logs are fetched as the chain moves, as from an HTTP node. */
   #polling = false;
   /** The drop whose gap a fill was asked for while polling (one fill per drop, however many renewals fail). */
@@ -88,7 +97,17 @@ export class LogsFeed extends Feed {
       ws,
       subscribeParams(this.topic),
       {
-        notification: (text) => void this.run("a pushed log", async () => this.#onPushed(readLog(text))),
+        notification: (text) =>
+          void this.run("a pushed log", async () => {
+            let log: LogEvent;
+            try {
+              log = readLog(text);
+            } catch (err) {
+              this.#onUnreadPush();
+              throw err;
+            }
+            this.#onPushed(log);
+          }),
         disconnected: () => {
           this.#stale = true;
           this.#drops++;
@@ -129,8 +148,42 @@ export class LogsFeed extends Feed {
     const head = await this.ctx.reader.blockNumber();
     await this.#scan(this.#scannedTo + 1, Math.max(head, this.#pushedWhileStaleTo));
     if (this.#drops !== drops) return; // dropped again meanwhile: that reconnect's fill ends it
+    if (this.#unreadPushAt !== undefined && this.#scannedTo <= this.#unreadPushAt) {
+      // An unread push's block may be above what was scanned: a head above it ends the gap (#onChain).
+      this.#unreadPushDrops = drops;
+      return;
+    }
+    this.#endGap();
+  }
+
+  /**
+   * A pushed log that could not be read (a node's malformed notification) is
+   * not lost: pushes wait from now on, and a head above the one known now
+   * fetches the logs up to it (found from outside: such a log reached no
+   * subscriber, with no error, and nothing fetched it again).
+   */
+  #onUnreadPush(): void {
+    this.#unreadPushAt = Math.max(this.#unreadPushAt ?? 0, this.#heads.position ?? this.#scannedTo);
+    this.#unreadPushDrops = this.#drops;
+    this.#stale = true;
+  }
+
+  /** Fetches the logs up to `head` for an unread push, and ends the gap when nothing else holds it open. */
+  async #fillUnreadPush(head: number): Promise<void> {
+    const drops = this.#drops;
+    try {
+      await this.#scan(this.#scannedTo + 1, Math.max(head, this.#pushedWhileStaleTo));
+    } catch (err) {
+      this.ctx.log.warn({ network: this.ctx.network.name, err: (err as Error).message }, "fetching the logs of an unreadable push failed; the next head retries");
+      return;
+    }
+    if (this.#drops === drops) this.#endGap();
+  }
+
+  #endGap(): void {
     this.#stale = false;
     this.#pushedWhileStaleTo = 0;
+    this.#unreadPushAt = undefined;
   }
 
   protected async shutdown(): Promise<void> {
@@ -228,7 +281,12 @@ export class LogsFeed extends Feed {
       sent.takeBackDropped(change.dropped ?? []);
     }
     if (change.reorg !== undefined) this.#scannedTo = Math.min(this.#scannedTo, change.reorg.ancestor);
-    if (this.#stale) return;
+    if (this.#stale) {
+      // A reconnect's gap is filled by its own fill; an unread push's, once a head above it comes, if no drop since.
+      const unreadAt = this.#unreadPushAt;
+      if (unreadAt !== undefined && this.#unreadPushDrops === this.#drops && change.head.number > unreadAt) await this.#fillUnreadPush(change.head.number);
+      return;
+    }
     if (this.ctx.ws === undefined || this.#polling || change.reorg !== undefined) {
       // Polling, or a new branch whose logs the node may not push: fetch them.
       try {

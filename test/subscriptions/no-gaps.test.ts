@@ -330,6 +330,32 @@ describe("when the upstream socket drops", () => {
   });
 });
 
+describe("a pushed log nodegate cannot read", () => {
+  it("is fetched by eth_getLogs once a head above it comes: every log, once, in order, on both doors", async () => {
+    // Found from outside: a node's malformed log notification reached no subscriber, with no error, and nothing
+    // fetched that log again.
+    const s = await subscribe();
+    try {
+      const start = await chain.blockNumber();
+      relay.spoilNextLogs(1);
+      await probe.store(4001n);
+      await probe.store(4002n);
+      await probe.store(4003n);
+      const logs = asSeen(await chain.logs({ address: probe.address, fromBlock: toHex(start + 1), toBlock: "latest" }));
+      expect(logs).toHaveLength(3);
+      await until(s, (seen) => seen.logs.length >= 3, "every log");
+      expect(relay.spoiled).toBe(1);
+      // A little later, still nothing extra (no late duplicates).
+      await chain.mine(1);
+      await until(s, (seen) => seen.heads.length >= 4, "one more header");
+      for (const seen of Object.values(s.seen())) expect(seen.logs).toEqual(logs);
+    } finally {
+      relay.spoilNextLogs(0);
+      await s.close();
+    }
+  });
+});
+
 describe("reorganizations", () => {
   it("while connected: the node's re-sent heads pass on, and the logs of the dropped blocks are taken back", async () => {
     const s = await subscribe();

@@ -28,6 +28,10 @@ export interface WsRelay {
   refuse(refuse: boolean): void;
   /** Answers the next `times` requests for `method` with a JSON-RPC internal error instead of passing them on. */
   failNext(method: string, times: number): void;
+  /** Spoils the next `times` logs the node pushes (a logIndex unquoted: not JSON), as a faulty node sends them. */
+  spoilNextLogs(times: number): void;
+  /** Pushed logs spoiled so far. */
+  readonly spoiled: number;
   close(): Promise<void>;
 }
 
@@ -47,6 +51,16 @@ export async function startWsRelay(targetUrl: string): Promise<WsRelay> {
   let accepted = 0;
   let refusing = false;
   const failing = new Map<string, number>();
+  let toSpoil = 0;
+  let spoiled = 0;
+  const spoil = (text: string): string => {
+    if (toSpoil === 0 || !text.includes('"eth_subscription"')) return text;
+    const spoilt = text.replace(/"logIndex":"(0x[0-9a-f]+)"/, '"logIndex":$1');
+    if (spoilt === text) return text;
+    toSpoil--;
+    spoiled++;
+    return spoilt;
+  };
   /** The error answer for a request to fail, or undefined to pass it on. */
   const failure = (text: string): string | undefined => {
     let request: { id?: unknown; method?: unknown };
@@ -87,7 +101,7 @@ export async function startWsRelay(targetUrl: string): Promise<WsRelay> {
       for (const text of waiting.splice(0)) node.send(text);
     });
     node.on("message", (data: Buffer) => {
-      if (client.readyState === WebSocket.OPEN) client.send(data.toString("utf8"));
+      if (client.readyState === WebSocket.OPEN) client.send(spoil(data.toString("utf8")));
     });
     const drop = (): void => {
       pairs.delete(pair);
@@ -126,6 +140,12 @@ export async function startWsRelay(targetUrl: string): Promise<WsRelay> {
     },
     failNext(method, times) {
       failing.set(method, times);
+    },
+    spoilNextLogs(times) {
+      toSpoil = times;
+    },
+    get spoiled() {
+      return spoiled;
     },
     close: () =>
       new Promise<void>((resolve) => {
