@@ -20,6 +20,7 @@ import {
   GetStorageAtRequestSchema,
   GetTransactionByBlockNumberAndIndexRequestSchema,
   EstimateGasRequestSchema,
+  CallRequestSchema,
 } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { BlockTag } from "../../gen/nodegate/eth/v1/primitives_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
@@ -316,6 +317,24 @@ const typedCases: TypedCase[] = [
     rpc: EthService.method.getLogs,
     request: () => create(GetLogsRequestSchema, { filter: { jsonExtras: { unknownFields: { fromBlock: '"0x0"' } } } }),
     names: ['filter.jsonExtras.unknownFields["fromBlock"]', "names a field of the message"],
+  },
+  // Written into the call as it is: text that is not one JSON value would end it and write the rest of the envelope
+  // (found from outside, with the check removed: the node was sent evm_mine).
+  {
+    title: "json_extras text that is not one JSON value",
+    rpc: EthService.method.call,
+    request: () => create(CallRequestSchema, { transaction: { jsonExtras: { unknownFields: { z: '1}],"method":"evm_mine","params":[],"x":[{"y":1' } } } }),
+    names: ['transaction.jsonExtras.unknownFields["z"]', "not valid JSON text"],
+  },
+  {
+    title: "a state override's storage value of 31 bytes",
+    rpc: EthService.method.call,
+    request: () =>
+      create(CallRequestSchema, {
+        transaction: { to: new Uint8Array(20) },
+        stateOverride: { accounts: [{ address: new Uint8Array(20), override: { stateDiff: { slots: [{ slot: new Uint8Array(32), value: new Uint8Array(31) }] } } }] },
+      }),
+    names: ["slots[0].value", "want 32 bytes, got 31"],
   },
   {
     title: "a topic of 31 bytes",
