@@ -53,6 +53,21 @@ describe("CircuitBreaker", () => {
     expect(breaker.allow(60_000)).toBe(true);
   });
 
+  it("counts consecutive outages only: an answer between them starts the count again", () => {
+    // README: "After circuitBreaker.threshold consecutive outages (5) the primary's circuit opens".
+    const breaker = new CircuitBreaker({ threshold: 3, cooldownMs: 60_000 });
+    for (let round = 0; round < 5; round++) {
+      breaker.failure();
+      breaker.failure();
+      expect(breaker.state, `round ${round}`).toBe("closed");
+      breaker.success();
+    }
+    breaker.failure();
+    breaker.failure();
+    breaker.failure();
+    expect(breaker.state).toBe("open");
+  });
+
   it("opens after the threshold, lets one probe through after the cooldown, and wakes those waiting on it", async () => {
     const breaker = new CircuitBreaker({ threshold: 2, cooldownMs: 50 });
     breaker.failure();
