@@ -161,6 +161,27 @@ describe("health", () => {
     }
   });
 
+  it("Check of the whole server (\"\") is SERVING only when every network is ready", async () => {
+    const down = await startProgrammableUpstream(() => ({ destroy: true }));
+    const two = await startNodegate({
+      upstreamUrl: anvil.url,
+      networks: [
+        { name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: anvil.url }] },
+        { name: "starknet", family: "starknet", upstreams: [{ label: "primary", url: down.url }] },
+      ],
+    });
+    const client = grpcJsClient(two.address, Health);
+    try {
+      expect((await check(client, "nodegate.eth.v1.EthService")).status).toBe(Status.SERVING);
+      expect((await check(client, "nodegate.starknet.v1.StarknetService")).status).toBe(Status.NOT_SERVING);
+      expect((await check(client, "")).status).toBe(Status.NOT_SERVING);
+    } finally {
+      client.close();
+      await two.close();
+      await down.close();
+    }
+  });
+
   it("health, metrics and not-found answers carry x-request-id (the client's, or a new one), as every response does", async () => {
     for (const path of ["/healthz", "/readyz", "/metrics", "/no/such/path"]) {
       const echoed = await fetch(`${ng.url}${path}`, { headers: { "x-request-id": "ops-trace-7" } });
