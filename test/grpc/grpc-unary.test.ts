@@ -405,6 +405,7 @@ describe("the gRPC contract", () => {
     ["corrupt br data: the same", Buffer.from([1, 0, 0, 0, 3, 1, 2, 3]), "br", "3", /failed to decompress the br message/],
     ["a prefix declaring more than was sent: INVALID_ARGUMENT saying so", Buffer.from([0, 0xff, 0xff, 0xff, 0xff, 1, 2, 3]), undefined, "3", /cut short \(3 of the 4294967295 bytes/],
     ["reserved flag bits: INVALID_ARGUMENT", Buffer.from([0x80, 0, 0, 0, 0]), undefined, "3", /invalid message flags 0x80/],
+    ["two messages for a unary call: INVALID_ARGUMENT saying so", Buffer.from([0, 0, 0, 0, 0, 0, 0, 0, 0, 0]), undefined, "3", /^protocol error: want exactly one message for a unary call$/],
     ["the compressed flag without grpc-encoding: INTERNAL saying so", Buffer.from([1, 0, 0, 0, 0]), undefined, "13", /^protocol error: received compressed message without grpc-encoding$/],
     // Found from outside: said "without grpc-encoding" though the header was sent, as identity.
     ["the compressed flag with grpc-encoding identity: INTERNAL naming it", Buffer.from([1, 0, 0, 0, 0]), "identity", "13", /^protocol error: received compressed message with grpc-encoding "identity"$/],
