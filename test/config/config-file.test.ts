@@ -237,11 +237,14 @@ describe("method names no call matches: warnings, with the line", () => {
     expect(warningsOf(withUpstream(""))).toEqual([]);
   });
 
-  it("a partner with its primary's URL (a failover reaches the same node), and reconnect delays the wrong way round", () => {
+  it("a partner with its primary's URL (a failover reaches the same node), and reconnect delays or request timeouts the wrong way round", () => {
     // Found from outside: both were accepted silently.
     const twin = "networks:\n  - name: mainnet\n    upstreams:\n      - url: http://127.0.0.1:8545\n      - url: http://127.0.0.1:8545\n";
     expect(warningsOf(twin)).toEqual(["5:14: networks[0].upstreams[1].url: the same URL as upstreams[0]: a call failed over to it goes to the same node"]);
     expect(() => loadConfig({}, file(withUpstream("websocket:\n  reconnectMinDelayMs: 5000\n")))).toThrow(/websocket\.reconnectMinDelayMs: reconnectMinDelayMs \(5000\) is more than reconnectMaxDelayMs \(1000\)/);
+    // A head that may take longer than the whole request would time out as the wrong one.
+    expect(() => loadConfig({}, file(withUpstream("limits:\n  headersTimeoutMs: 20000\n  requestTimeoutMs: 10000\n")))).toThrow(/limits\.headersTimeoutMs: headersTimeoutMs must not exceed requestTimeoutMs/);
+    expect(() => loadConfig({}, file(withUpstream("limits:\n  headersTimeoutMs: 10000\n  requestTimeoutMs: 10000\n")))).not.toThrow();
   });
 
   it("the shipped example configuration has none", () => {
