@@ -188,6 +188,11 @@ describe("health", () => {
       expect(echoed.headers.get("x-request-id"), path).toBe("ops-trace-7");
       const fresh = await fetch(`${ng.url}${path}`);
       expect(fresh.headers.get("x-request-id"), path).toMatch(/^[0-9a-f-]{36}$/);
+      // An id that is no sane token (quotes, spaces, too long) is not echoed into headers and log lines: a new one is made.
+      for (const odd of [`a"b c`, "x".repeat(129)]) {
+        const replaced = await fetch(`${ng.url}${path}`, { headers: { "x-request-id": odd } });
+        expect(replaced.headers.get("x-request-id"), `${path} ${odd.slice(0, 10)}`).toMatch(/^[0-9a-f-]{36}$/);
+      }
     }
   });
 
