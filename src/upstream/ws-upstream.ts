@@ -77,14 +77,18 @@ const MAX_ID = 0x7fffffff;
 const MAX_REQUEST_CHARS = 15 * 1024 * 1024;
 
 /**
- * The most request bytes left waiting to be sent to the node before more
- * calls are refused (-32005, try again shortly): a node that stops reading
- * would otherwise hold every request made meanwhile in nodegate's memory, and
- * those of calls that already failed, until its keep-alive gives up (found
- * from outside: 100 calls of 4 MiB to such a node held 1 GB for 40 s). A call
- * finding nothing waiting goes whatever its size.
+ * The most request bytes left waiting to be sent to a node that has read
+ * none of them for UNSENT_STALL_MS before more calls are refused (-32005,
+ * try again shortly): a node that stops reading would otherwise hold every
+ * request made meanwhile in nodegate's memory, and those of calls that
+ * already failed, until its keep-alive gives up (found from outside: 100
+ * calls of 4 MiB to such a node held 1 GB for 40 s). A node that reads goes
+ * on taking bursts of any size (found from outside: 20 calls of 4.4 MiB at
+ * once were refused by a bound on bytes alone), and a call finding nothing
+ * waiting goes whatever its size.
  */
 export const MAX_UNSENT_BYTES = 64 * 1024 * 1024;
+const UNSENT_STALL_MS = 2000;
 
 /**
  * A connection that drops sooner than this after opening does not end the
@@ -135,6 +139,8 @@ export class WsUpstream implements Upstream {
   #lastError: string | undefined;
   /** The last attempt's handshake was refused (401, 403): see REFUSED_MAX_DELAY_MS. */
   #refused = false;
+  /** When the node last took request bytes (a send left for it), or a send began with nothing waiting. */
+  #sendProgressAt = 0;
   /** When the open connection opened (performance.now()). */
   #openedAt = 0;
   /** A connection that lived less than SHORT_LIVED_MS dropped, and was told, since one lived longer. */
@@ -202,8 +208,9 @@ export class WsUpstream implements Upstream {
       else if (this.#state === "idle") this.#connect();
       else if (this.#state === "open" && this.#socket !== undefined) {
         const waiting = this.#socket.bufferedAmount;
-        if (waiting > 0 && waiting + paramsText.length > MAX_UNSENT_BYTES) {
-          this.#fail(id, capacityExceeded(`${waiting} bytes of requests wait to be sent to the node, which reads them slower than they come`));
+        const stalledMs = performance.now() - this.#sendProgressAt;
+        if (waiting > 0 && waiting + paramsText.length > MAX_UNSENT_BYTES && stalledMs > UNSENT_STALL_MS) {
+          this.#fail(id, capacityExceeded(`${waiting} bytes of requests wait to be sent to the node, which has read none of them for ${Math.round(stalledMs)} ms`));
         } else {
           this.#send(this.#socket, id, pending);
         }
@@ -349,8 +356,10 @@ export class WsUpstream implements Upstream {
 
   #send(socket: WebSocket, id: number, pending: Pending): void {
     pending.sentOn = socket;
+    if (socket.bufferedAmount === 0) this.#sendProgressAt = performance.now();
     socket.send(requestBody(id, pending.method, pending.paramsText), (err) => {
       if (err) this.#onDropped(socket, "send failed");
+      else this.#sendProgressAt = performance.now();
     });
   }
 
