@@ -320,9 +320,21 @@ export class LogsFeed extends Feed {
       maxResults: this.ctx.limits.getLogsMaxResults,
     });
     for await (const page of pages) {
-      for (const log of page.logs) this.#accept(log);
+      for (const log of page.logs) if (this.#onFollowedBranch(log)) this.#accept(log);
       this.#scannedTo = Math.max(this.#scannedTo, page.to);
     }
+  }
+
+  /**
+   * Whether a fetched log is of the branch the heads feed follows, where it
+   * knows the block: a node may answer eth_getLogs from a branch the heads
+   * have not reached yet, and those logs come when they do, after the
+   * reorganization's removals (found from outside: a new branch's log went
+   * out among the old branch's, then was taken back and sent again).
+   */
+  #onFollowedBranch(log: LogEvent): boolean {
+    const canonical = this.#heads.canonicalHash(log.blockNumber);
+    return canonical === undefined || canonical === log.blockHash;
   }
 
   #accept(log: LogEvent): void {

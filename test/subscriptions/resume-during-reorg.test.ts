@@ -23,7 +23,7 @@ const NEW_HEAD = 45;
  * When the node switches: as the history reads block 26, at the first read of the head once the history is read, or
  * as the logs feed reads block 30 to reach down to a resume point.
  */
-type Switch = "mid-history" | "after-history" | "logs-resume" | "logs-history";
+type Switch = "mid-history" | "after-history" | "logs-resume" | "logs-history" | "logs-ahead";
 let switchMode: Switch = "mid-history";
 let historyRead = false;
 /** The first branch's head (the logs-history case moves it on). */
@@ -63,7 +63,7 @@ beforeAll(async () => {
       if (switchMode === "after-history" && tag === "latest" && historyRead) switched = true;
       if (switchMode === "logs-resume" && tag === hex(30)) switched = true;
       if (tag === hex(OLD_HEAD)) historyRead = true;
-      const onB = switchMode === "logs-history" ? headsSwitched : switched;
+      const onB = switchMode === "logs-history" || switchMode === "logs-ahead" ? headsSwitched : switched;
       const n = tag === "latest" ? (onB ? NEW_HEAD : oldHead) : Number(tag);
       return { result: n > (onB ? NEW_HEAD : oldHead) ? null : header(onB ? "b" : "a", n) };
     }
@@ -74,7 +74,7 @@ beforeAll(async () => {
       return { result: hashOf(branch, n) === hash ? header(branch, n) : null };
     }
     if (r.method === "eth_getLogs") {
-      if (switchMode !== "logs-history") return { result: [] };
+      if (switchMode !== "logs-history" && switchMode !== "logs-ahead") return { result: [] };
       const filter = params[0] as { fromBlock: string; toBlock: string };
       if (switchOnHistory && Number(filter.fromBlock) === 41) {
         switchOnHistory = false;
@@ -176,5 +176,29 @@ it("a resuming logs client whose history read a new branch is not sent removals 
     expect(seen(resumed)).toEqual(["+41bb", "+42bb", "+43bb", "+44bb", "+45bb"]);
     live.cancel();
     resumed.cancel();
+  });
+});
+
+it("logs a node answers from a branch the heads have not reached are sent after that reorganization's removals, once each", async () => {
+  // Found from outside: the feed fetched block 42's log from the new branch while its heads still followed the old
+  // one, sent it among the old branch's logs, then took it back at the reorganization and sent it again.
+  await withNodegate("logs-ahead", async (nodegate, client) => {
+    const live = openGrpcJsStream(client, EthService.method.subscribeLogs, create(SubscribeLogsRequestSchema, { filter: create(LogFilterSchema, {}) }), {
+      "x-api-key": nodegate.key,
+    });
+    const seen = () => live.received.map((m) => `${m.log?.removed ? "-" : "+"}${m.log?.blockNumber}${Buffer.from(m.log?.blockHash ?? []).toString("hex").slice(0, 2)}`);
+    await waitForLiveSubscriptions(nodegate.gateway, "logs", 1);
+    oldHead = 41;
+    await expect.poll(seen, { timeout: 10_000 }).toEqual(["+41aa"]);
+    // The node's logs now come from the new branch; its heads still name the old one, which grows to 42.
+    switched = true;
+    const fetched = () => node.requests.filter((r) => r.method === "eth_getLogs" && Number((r.params as { fromBlock: string }[])[0]?.fromBlock) === 42).length;
+    oldHead = 42;
+    await expect.poll(fetched, { timeout: 10_000 }).toBeGreaterThan(0);
+    headsSwitched = true;
+    await expect.poll(() => seen().at(-1), { timeout: 10_000 }).toBe(`+${NEW_HEAD}bb`);
+    // (The new branch's logs below 41 that the reorganization's fetch finds are left out: they are not in question.)
+    expect(seen().filter((e) => Number(e.slice(1, -2)) >= 41)).toEqual(["+41aa", "-41aa", "+41bb", "+42bb", "+43bb", "+44bb", "+45bb"]);
+    live.cancel();
   });
 });
