@@ -31,7 +31,14 @@ export function secretPartsOfUrl(url: string): string[] {
   }
   const found = new Set<string>();
   const add = (part: string) => {
-    for (const form of [part, decoded(part)]) if (form.length >= MIN_SECRET_LENGTH) found.add(form);
+    for (const form of [part, decoded(part)]) {
+      if (form.length < MIN_SECRET_LENGTH) continue;
+      found.add(form);
+      // As a node's JSON error data quotes it: `"` and `\` escaped, and non-ASCII as \uXXXX (Python's json.dumps).
+      const escaped = JSON.stringify(form).slice(1, -1);
+      found.add(escaped);
+      found.add(escaped.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`));
+    }
   };
   add(u.username);
   add(u.password);

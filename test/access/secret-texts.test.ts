@@ -39,4 +39,11 @@ describe("withoutSecrets", () => {
     expect(withoutSecrets("QUERYxSECRET99")).toBe("QUERYxSECRET99");
     expect(withoutSecrets("nothing secret here")).toBe("nothing secret here");
   });
+
+  it("cuts secrets out of JSON text that escapes them (a node's error data written by json.dumps)", () => {
+    keepSecretsOf("http://node.example/?apikey=ab%22cdefgh&k2=caf%C3%A9-s3cret");
+    // Found from outside: the error data quoted them escaped, and reached callers in clear.
+    expect(withoutSecrets(String.raw`"echo: GET /?apikey=ab\"cdefgh&k2=caf\u00e9-s3cret"`)).toBe(String.raw`"echo: GET /?apikey=<redacted>&k2=<redacted>"`);
+    expect(withoutSecrets(String.raw`"k2=caf\u00E9-s3cret, raw café-s3cret"`)).toBe(String.raw`"k2=<redacted>, raw <redacted>"`);
+  });
 });
