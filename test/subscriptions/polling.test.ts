@@ -206,6 +206,19 @@ describe("newPendingTransactions by polling", () => {
     expect(await s.waitFor(id, 3)).toEqual(sent);
   });
 
+  it("a hash the filter reports again is sent once", async () => {
+    const s = await subscriber();
+    const id = await s.subscribe("newPendingTransactions");
+    const repeated = `0x${"ab".repeat(32)}`;
+    upstream.handler = (r) => (r.method === "eth_getFilterChanges" ? { result: [repeated] } : { forward: anvil.url });
+    const polls = upstream.count("eth_getFilterChanges");
+    for (let i = 0; i < 200 && upstream.count("eth_getFilterChanges") < polls + 4; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(upstream.count("eth_getFilterChanges")).toBeGreaterThanOrEqual(polls + 4);
+    upstream.handler = forwardAll;
+    const hash = await chain.rpc<string>("eth_sendTransaction", [{ from: SENDER, to: probe.address, value: "0x7" }]);
+    expect(await s.waitFor(id, 2)).toEqual([repeated, hash]);
+  });
+
   it("makes a new filter when the node forgot the old one", async () => {
     const s = await subscriber();
     const id = await s.subscribe("newPendingTransactions");
