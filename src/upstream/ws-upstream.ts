@@ -87,7 +87,7 @@ const MAX_REQUEST_CHARS = 15 * 1024 * 1024;
  * once were refused by a bound on bytes alone), and a call finding nothing
  * waiting goes whatever its size.
  */
-export const MAX_UNSENT_BYTES = 64 * 1024 * 1024;
+const MAX_UNSENT_BYTES = 64 * 1024 * 1024;
 const UNSENT_STALL_MS = 2000;
 
 /**
