@@ -232,7 +232,7 @@ const JSON_MEDIA_TYPES = new Set(["application/json", "application/json-rpc", "a
  * application/json-seq or application/json-patch+json is not taken (found
  * from outside: a prefix match let them through).
  */
-export function isJsonMediaType(contentType: string): boolean {
+function isJsonMediaType(contentType: string): boolean {
   if (contentType === "application/json") return true;
   const semicolon = contentType.indexOf(";");
   return JSON_MEDIA_TYPES.has((semicolon < 0 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase());

@@ -360,7 +360,10 @@ export class LogsFeed extends Feed {
     this.#sent.add(log);
     // A log back on the canonical chain after it was taken back may be taken back again.
     this.#removed.delete(logKey({ ...log, removed: true }));
-    if (this.#notSentTo.size > 0) for (const notSent of this.#notSentTo.values()) notSent.delete(logKey(log));
+    if (this.#notSentTo.size > 0) {
+      const key = logKey(log);
+      for (const notSent of this.#notSentTo.values()) notSent.delete(key);
+    }
     this.emit(log);
   }
 
