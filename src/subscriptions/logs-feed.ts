@@ -211,11 +211,15 @@ export class LogsFeed extends Feed {
    * while the history was read). One that goes, of a block the feed has
    * passed, is remembered as sent to that client, so a later reorganization
    * takes it back from it too (found from outside: logs sent as history were
-   * never taken back when anvil_reorg replaced their blocks).
+   * never taken back when anvil_reorg replaced their blocks). Nor when the
+   * feed has sent the log's removal since: a node pushes its removals before
+   * the new branch's heads, and a log sent then, read before the
+   * reorganization, was never taken back (found from outside).
    */
   #sendsAsHistory(log: LogEvent, recipient: Consumer): boolean {
     const canonical = this.#heads.canonicalHash(log.blockNumber);
     if (canonical !== undefined && canonical !== log.blockHash) return false;
+    if (this.#removed.has(logKey({ ...log, removed: true }))) return false;
     const sentHash = this.#sent.hashAt(log.blockNumber);
     if (sentHash !== undefined && sentHash !== log.blockHash) return false;
     this.#notSentTo.get(recipient)?.delete(logKey(log));
