@@ -16,6 +16,7 @@ import { closeUnlessIdentified, guardHttp2Session, http1TimeoutOptions, watchHtt
 import { handleCors } from "./http/cors.js";
 import { finAcknowledged } from "./http/fin-acknowledged.js";
 import { closeBeforeResetFlood } from "./http/stream-reset-budget.js";
+import { tlsListener } from "./http/tls-listener.js";
 import { passedDeadlineInterceptor } from "./grpc/passed-deadline.js";
 import { clusterMetricsReader } from "./observability/cluster-metrics.js";
 import type { Gateway } from "./gateway.js";
@@ -373,6 +374,8 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
 
   let listener: net.Server;
   let plain: http.Server | undefined;
+  /** The server handed its connections (not listening itself), closed to stop Node's deadline checks. */
+  let deadlineChecks: net.Server | undefined;
   if (options.tls) {
     const secure = http2.createSecureServer(
       { cert: options.tls.cert, key: options.tls.key, allowHTTP1: true, handshakeTimeout: gateway.limits.headersTimeoutMs, ...HTTP2_SERVER_OPTIONS },
@@ -387,13 +390,17 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     secure.on("upgrade", onUpgrade);
     secure.on("secureConnection", track);
     secure.on("session", trackSession);
-    listener = secure;
+    // Handed its connections by the listener below: Node starts its HTTP/1.1 deadline checks when a server listens.
+    secure.emit("listening");
+    deadlineChecks = secure;
+    listener = tlsListener(secure, (socket) => closeUnlessIdentified(socket, gateway.limits));
   } else {
     plain = http.createServer(http1TimeoutOptions(gateway.limits), handle);
     plain.on("checkContinue", checkContinue);
     // Node starts checking the headers and request deadlines when a server listens; this one is handed
     // its connections instead, so it is told to start.
     plain.emit("listening");
+    deadlineChecks = plain;
     const h2 = http2.createServer(HTTP2_SERVER_OPTIONS);
     h2.on("stream", dispatchHttp2Stream);
     plain.on("upgrade", onUpgrade);
@@ -464,7 +471,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
         await settledBy(Promise.all([idle(), wsClosed]), performance.now() + ANSWER_AT_DEADLINE_MS);
       }
       wsHandler.close();
-      plain?.close(); // stops Node's deadline checks
+      deadlineChecks?.close(); // stops Node's deadline checks
       // Each HTTP/2 session, closed above, is destroyed by Node once its streams have ended and what they wrote has
       // left. Destroyed here as soon as the last call ended, a session lost the frames Node had not yet written (the
       // last stream's trailers, the final GOAWAY), and a client reading slowly got its answers without a status.

@@ -14,7 +14,7 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
-import { afterAll, beforeAll, expect } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { ChainIdResponseSchema, EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
@@ -89,4 +89,17 @@ specRule("transport.tls", async () => {
   }
   const connect = createClient(EthService, createGrpcTransport({ baseUrl: `https://localhost:${secure.port}`, nodeOptions: { ca: cert } }));
   expect((await connect.chainId({}, { headers: { "x-api-key": secure.key } })).chainId).toBe(31337n);
+});
+
+it("a plain HTTP request sent to the TLS port is answered 400 saying so, and TLS callers are served as before", async () => {
+  // Found from outside: the TLS server closed such a connection with no word (curl: "Empty reply from server").
+  const res = await fetch(`http://127.0.0.1:${secure.port}/v3/${secure.key}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}',
+  });
+  expect(res.status).toBe(400);
+  expect(await res.text()).toBe("This port speaks TLS: call it with https:// (wss:// for WebSocket).\n");
+  const answer = await postHttps(`/v3/${secure.key}`, '{"jsonrpc":"2.0","id":2,"method":"eth_chainId","params":[]}');
+  expect(answer).toEqual({ status: 200, text: '{"jsonrpc":"2.0","id":2,"result":"0x7a69"}' });
 });

@@ -1,0 +1,52 @@
+/**
+ * The TLS port's listener. A connection whose first byte opens a TLS
+ * handshake goes to the TLS server; one that sends a plain HTTP request
+ * instead (an http:// or ws:// URL pointed at the TLS port) is answered 400
+ * saying so, as nginx does, where the TLS server closed it with no word and
+ * curl reported "Empty reply from server".
+ */
+import net, { type Socket } from "node:net";
+import type tls from "node:tls";
+
+const TLS_HANDSHAKE_RECORD = 0x16;
+const HTTP2_PREFACE_START = Buffer.from("PRI ");
+/** How long a refused plain request may go on sending before its connection is cut. */
+const PLAIN_HTTP_LINGER_MS = 1000;
+
+const PLAIN_HTTP_BODY = "This port speaks TLS: call it with https:// (wss:// for WebSocket).\n";
+const PLAIN_HTTP_ANSWER =
+  "HTTP/1.1 400 Bad Request\r\n" +
+  "content-type: text/plain; charset=utf-8\r\n" +
+  `content-length: ${Buffer.byteLength(PLAIN_HTTP_BODY)}\r\n` +
+  "connection: close\r\n\r\n" +
+  PLAIN_HTTP_BODY;
+
+/** Whether the first bytes begin a plain HTTP/1.x request line (a method in capitals); an HTTP/2 preface is left to TLS. */
+function isPlainHttp1(head: Buffer): boolean {
+  const first = head[0] ?? 0;
+  const n = Math.min(head.length, HTTP2_PREFACE_START.length);
+  return first >= 0x41 && first <= 0x5a && !head.subarray(0, n).equals(HTTP2_PREFACE_START.subarray(0, n));
+}
+
+/**
+ * `guard` starts the deadline for a connection to send its first bytes and
+ * returns the function that ends it (the TLS server's handshake deadline
+ * takes over).
+ */
+export function tlsListener(secure: tls.Server, guard: (socket: Socket) => () => void): net.Server {
+  return net.createServer((socket) => {
+    const identified = guard(socket);
+    socket.once("data", (head: Buffer) => {
+      identified();
+      if (head[0] !== TLS_HANDSHAKE_RECORD && isPlainHttp1(head)) {
+        socket.end(PLAIN_HTTP_ANSWER);
+        setTimeout(() => socket.destroy(), PLAIN_HTTP_LINGER_MS).unref();
+        return;
+      }
+      // The TLS socket reads what is already buffered before its handle's data.
+      socket.pause();
+      socket.unshift(head);
+      secure.emit("connection", socket);
+    });
+  });
+}
