@@ -137,6 +137,8 @@ export class WsUpstream implements Upstream {
   #closing: Promise<void> | undefined;
   /** Why the last connection failed or dropped, for the errors of requests that waited for a new one. */
   #lastError: string | undefined;
+  /** When the connection attempt under way began (performance.now() ms). */
+  #connectingSince = 0;
   /** The last attempt's handshake was refused (401, 403): see REFUSED_MAX_DELAY_MS. */
   #refused = false;
   /** When the node last took request bytes (a send left for it), or a send began with nothing waiting. */
@@ -281,6 +283,12 @@ export class WsUpstream implements Upstream {
   /** A request that never got onto a connection failed for want of one, not because the node was slow. */
   #deadlineError(id: number, timeoutMs: number): GatewayError {
     if (this.#pending.get(id)?.sentOn !== undefined) return upstreamTimeout(timeoutMs);
+    if (this.#state === "connecting") {
+      // Not the last close's words alone: they read as if the node had just closed on this call (found from outside).
+      const before = this.#lastError === undefined ? "" : `; before it: ${this.#lastError}`;
+      const waited = Math.round(performance.now() - this.#connectingSince);
+      return upstreamUnavailable(`no connection to the node within ${timeoutMs} ms (connecting: the node has not completed the WebSocket handshake in ${waited} ms${before})`);
+    }
     const why = this.#lastError === undefined ? "" : ` (${this.#lastError})`;
     return upstreamUnavailable(`no connection to the node within ${timeoutMs} ms${why}`);
   }
@@ -305,6 +313,7 @@ export class WsUpstream implements Upstream {
   }
 
   #connect(): void {
+    this.#connectingSince = performance.now();
     this.#setState("connecting", false);
     const socket = new WebSocket(this.#url, {
       perMessageDeflate: false,

@@ -83,11 +83,15 @@ async function proxy(): Promise<TcpProxy> {
  * A node's front that answers WebSocket handshakes with 401 (as a provider
  * does for a refused key) until accept(), then passes them on to Anvil.
  */
-async function handshakeGate(): Promise<{ port: number; refusedAt: number[]; accept(): void }> {
+async function handshakeGate(
+  accepting = false,
+): Promise<{ port: number; refusedAt: number[]; accept(): void; hang(): void; sever(): void }> {
   const refusedAt: number[] = [];
-  let accepting = false;
+  let hanging = false;
+  const piped = new Set<{ destroy(): void }>();
   const server = createServer();
   server.on("upgrade", (req, socket, head) => {
+    if (hanging) return; // the handshake is never answered
     if (!accepting) {
       refusedAt.push(performance.now());
       socket.end("HTTP/1.1 401 Unauthorized\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
@@ -101,14 +105,25 @@ async function handshakeGate(): Promise<{ port: number; refusedAt: number[]; acc
     socket.pipe(node).pipe(socket);
     socket.on("error", () => node.destroy());
     node.on("error", () => socket.destroy());
+    piped.add(socket).add(node);
   });
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
   cleanups.push(() => {
     server.closeAllConnections();
     server.close();
+    for (const s of piped) s.destroy();
   });
-  return { port: (server.address() as AddressInfo).port, refusedAt, accept: () => void (accepting = true) };
+  return {
+    port: (server.address() as AddressInfo).port,
+    refusedAt,
+    accept: () => void (accepting = true),
+    hang: () => void (hanging = true),
+    sever: () => {
+      for (const s of piped) s.destroy();
+      piped.clear();
+    },
+  };
 }
 
 function upstream(p: TcpProxy, options: Partial<WsUpstreamOptions> = {}): WsUpstream {
@@ -349,6 +364,22 @@ describe("WsUpstream: dropped connections", () => {
     node.accept();
     await vi.waitFor(() => expect(u.state).toBe("open"), { timeout: 10_000 });
     expect(resultText(await u.call("eth_chainId", "[]", opts()))).toBe('"0x7a69"');
+  });
+
+  it("a call whose deadline passes while the handshake hangs says the node has not completed it, not only how the last connection closed", async () => {
+    // Found from outside: such calls were failed with the previous connection's close ("closed with code 1006")
+    // alone, as if the node had just closed on them.
+    const node = await handshakeGate(true);
+    const u = upstream({ port: node.port } as TcpProxy);
+    expect(resultText(await u.call("eth_chainId", "[]", opts()))).toBe('"0x7a69"');
+    node.hang();
+    node.sever();
+    await vi.waitFor(() => expect(u.state).toBe("connecting"));
+    const failed = await rejection(u.call("eth_chainId", "[]", opts({ timeoutMs: 300 })));
+    expect(failed.code).toBe(-32050);
+    expect(failed.message).toMatch(
+      /^upstream unavailable: no connection to the node within 300 ms \(connecting: the node has not completed the WebSocket handshake in \d+ ms; before it: closed with code 1006\)$/,
+    );
   });
 
   it("treats a connection whose pongs stop as dropped, and reconnects", async () => {
