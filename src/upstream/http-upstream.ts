@@ -75,8 +75,12 @@ function asProviderAnswer(err: GatewayError, status: 429 | 403, retryAfter?: str
 
 /** The provider refused nodegate's own key: every call would fail alike, so it counts as an outage and partners answer. */
 function refusedCredentials(statusCode: number, providerError?: GatewayError): GatewayError {
-  const said = providerError === undefined ? "" : `; the provider said: ${JSON.stringify(providerError.message.slice(0, 200))}`;
-  return upstreamBadResponse(`HTTP ${statusCode}: the provider refused nodegate's credentials (check the key in the upstream URL)${said}`, providerError);
+  return upstreamBadResponse(`HTTP ${statusCode}: the provider refused nodegate's credentials (check the key in the upstream URL)${providerSaid(providerError)}`, providerError);
+}
+
+/** The provider's own words for a failure it answered with a JSON-RPC error, quoted after nodegate's (at most 200 characters). */
+function providerSaid(providerError: GatewayError | undefined): string {
+  return providerError === undefined ? "" : `; the provider said: ${JSON.stringify(providerError.message.slice(0, 200))}`;
 }
 
 /** Statuses a node's front answers a request too large for it with: body (413), URI (414), headers (431). */
@@ -235,7 +239,7 @@ export class HttpUpstream implements Upstream {
         // A provider's front (Alchemy, a load balancer) words its own failures as JSON-RPC errors too: a 5xx is still
         // an outage, and a 401 still a refused key, whatever the body says; passed on as the node's answer, they
         // misled callers and kept the circuit closed and partners unasked.
-        if (statusCode >= 500) throw upstreamUnavailable(`HTTP ${statusCode}`, err, statusCode === 503 ? askedPause(reply) : undefined);
+        if (statusCode >= 500) throw upstreamUnavailable(`HTTP ${statusCode}${providerSaid(err)}`, err, statusCode === 503 ? askedPause(reply) : undefined);
         if (statusCode === 401) throw refusedCredentials(statusCode, err);
         if (statusCode === 403) throw asProviderAnswer(err, 403);
         throw err;

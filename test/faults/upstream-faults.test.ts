@@ -333,7 +333,7 @@ const FAULTS: Fault[] = [
       name: `HTTP ${status} with a JSON-RPC error`,
       transport: "http",
       answer: (r) => ({ raw: JSON.stringify({ jsonrpc: "2.0", id: r.id, error: { code: -32603, message: "upstream connect error or disconnect/reset before headers" } }), status }),
-      expected: unavailable(`upstream unavailable: HTTP ${status}`),
+      expected: unavailable(`upstream unavailable: HTTP ${status}; the provider said: "upstream connect error or disconnect/reset before headers"`),
     }),
   ),
   ...[500, 502, 503].map(
