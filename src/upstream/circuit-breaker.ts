@@ -141,12 +141,19 @@ export class CircuitBreaker {
     this.#settle();
   }
 
-  /** A call ended without telling anything about the upstream's health (the caller went away). */
+  /**
+   * The probe ended without telling anything about the upstream's health
+   * (its caller went away, or nodegate's own limits stopped it): the next
+   * call may probe. The circuit stays half-open, so the next probe's failure
+   * re-opens it for a full cooldown (found from outside: released to "open"
+   * with its old, long-passed opening time, a circuit a provider's
+   * Retry-After had opened stayed so through a failed probe, and the next
+   * call waited a cooldown on a probe that never went out). Only the probe's
+   * own end is a release: a call let through while the circuit was closed
+   * says nothing of a probe out now.
+   */
   release(): void {
-    if (this.#state === "half-open") {
-      this.#state = "open";
-    }
-    this.#settle();
+    if (this.#state === "half-open") this.#settle();
   }
 
   #settle(): void {

@@ -277,6 +277,8 @@ export class Network {
   async #try(member: Member, method: string, paramsText: string, options: NetworkCallOptions, waitedMs = 0): Promise<UpstreamResult> {
     const ownDeadline = options.timeoutMs !== undefined && options.timeoutMs < this.#timeoutMs;
     const started = performance.now();
+    // Let through by the circuit as its probe (a readiness check's call): only then does its release end the probe.
+    const probe = member.breaker.state !== "closed";
     try {
       const result = await member.upstream.call(method, paramsText, {
         signal: options.signal,
@@ -293,7 +295,9 @@ export class Network {
       // A caller that gave up (or the call's own deadline, eth_getLogs' query timeout) says nothing about the node:
       // a slow node answers later, and one client's impatient calls must not pause every key's (see docs).
       if (options.signal?.aborted || ownDeadlineRanOut || isOwnCapacity(err) || saysNothingOfTheNode(err)) {
-        member.breaker.release();
+        // Found from outside: a caller leaving a call sent while the circuit was closed woke the calls waiting on the
+        // probe out now, and they were refused although the probe then found the node healed.
+        if (probe) member.breaker.release();
         if (!isOwnCapacity(err)) this.#checkSilence(member, started);
       } else if (isOutage(err)) {
         if (!this.#answeredSince(member, started, err as GatewayError)) this.#failed(member, err as Error);

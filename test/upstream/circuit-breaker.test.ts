@@ -8,9 +8,10 @@
  */
 import { describe, expect, it, vi } from "vitest";
 import { keptAliveConnectionClosed, upstreamUnavailable } from "../../src/errors/catalogue.js";
+import { CallCancellation } from "../../src/call-signal.js";
 import { CircuitBreaker } from "../../src/upstream/circuit-breaker.js";
 import { Network } from "../../src/upstream/network.js";
-import type { UpstreamResult } from "../../src/upstream/reply.js";
+import { resultText, type UpstreamResult } from "../../src/upstream/reply.js";
 import type { Upstream } from "../../src/upstream/upstream.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -108,9 +109,53 @@ describe("CircuitBreaker", () => {
       expect(breaker.probing, `round ${round}`).toBe(false);
     }
   });
+
+  it("a probe released without a verdict leaves the circuit half-open: the next probe's failure re-opens it for a cooldown", () => {
+    // Found from outside: released to "open" with its long-passed opening time, a circuit a provider's Retry-After had
+    // opened (fewer outages than the threshold) stayed so through the failed probe, and let the next call out at once.
+    const breaker = new CircuitBreaker({ threshold: 5, cooldownMs: 1000 });
+    breaker.failure(0, 2000);
+    expect(breaker.allow(2000)).toBe(true);
+    breaker.release();
+    expect(breaker.state).toBe("half-open");
+    expect(breaker.allow(2050)).toBe(true); // the next call may probe
+    breaker.failure(2100);
+    expect(breaker.state).toBe("open");
+    expect(breaker.allow(2200)).toBe(false);
+    expect(breaker.allow(3100)).toBe(true);
+  });
 });
 
 describe("Network", () => {
+  it("a caller leaving a call sent before the circuit opened does not end the wait of calls behind the probe", async () => {
+    // Found from outside: its release woke the calls waiting on the probe, and they were refused ("calls are paused")
+    // although the probe, still out, then found the node healed.
+    const { upstream, state } = scriptedUpstream();
+    const call = upstream.call;
+    upstream.call = async (method, params, options) => {
+      if (params === '["held"]') {
+        await new Promise<void>((resolve) => options.signal?.addEventListener("abort", () => resolve(), { once: true }));
+        throw new Error("the caller left");
+      }
+      if (method === "eth_chainId" && !state.down) await sleep(150); // the probe: the healed node answers it in 150 ms
+      return call(method, params, options);
+    };
+    const network = new Network({ name: "ethereum", family: "eth", upstreams: [upstream], timeoutMs: 10_000, breaker: { threshold: 1, cooldownMs: 300 } });
+    const caller = new CallCancellation();
+    const held = network.call("eth_getLogs", '["held"]', { signal: caller.signal }).catch((err: Error) => err);
+    await sleep(10);
+    await expect(network.call("eth_blockNumber", "[]")).rejects.toMatchObject({ code: -32050 });
+    state.down = false;
+    await sleep(320);
+    const waiting = network.call("eth_blockNumber", "[]");
+    await sleep(30);
+    expect(network.primaryCircuit).toBe("half-open");
+    caller.abort();
+    await held;
+    expect(resultText(await waiting)).toBe('"0x1"');
+    expect(network.primaryCircuit).toBe("closed");
+  });
+
   it("a call that comes while the probe is out waits for it, and is answered when the upstream has healed", async () => {
     const { upstream, state } = scriptedUpstream();
     const network = new Network({ name: "ethereum", family: "eth", upstreams: [upstream], timeoutMs: 1000, breaker: { threshold: 2, cooldownMs: 50 } });
