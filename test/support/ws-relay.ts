@@ -32,6 +32,10 @@ export interface WsRelay {
   spoilNextLogs(times: number): void;
   /** Pushed logs spoiled so far. */
   readonly spoiled: number;
+  /** The logs the node pushed on nodegate's logs subscriptions, in order. */
+  readonly pushedLogs: readonly Record<string, unknown>[];
+  /** Pushes `log` on nodegate's latest logs subscription, as the node would (a geth-style removal, say). */
+  pushLog(log: Record<string, unknown>): void;
   close(): Promise<void>;
 }
 
@@ -53,6 +57,27 @@ export async function startWsRelay(targetUrl: string): Promise<WsRelay> {
   const failing = new Map<string, number>();
   let toSpoil = 0;
   let spoiled = 0;
+  const pushedLogs: Record<string, unknown>[] = [];
+  /** Request ids of eth_subscribe("logs") calls, and the subscription ids the node gave them (with their connection). */
+  const logsRequests = new Set<unknown>();
+  let logsSubscription: { id: string; client: WebSocket } | undefined;
+  const watchLogs = (client: WebSocket, text: string): void => {
+    if (!text.includes('"logs"') && !text.includes('"eth_subscription"') && logsRequests.size === 0) return;
+    let message: { id?: unknown; method?: unknown; params?: unknown; result?: unknown };
+    try {
+      message = JSON.parse(text) as typeof message;
+    } catch {
+      return;
+    }
+    if (message.method === "eth_subscribe") {
+      if (Array.isArray(message.params) && message.params[0] === "logs") logsRequests.add(message.id);
+    } else if (message.method === "eth_subscription") {
+      const params = message.params as { subscription?: unknown; result?: unknown } | undefined;
+      if (logsSubscription !== undefined && params?.subscription === logsSubscription.id) pushedLogs.push(params.result as Record<string, unknown>);
+    } else if (message.id !== undefined && logsRequests.delete(message.id) && typeof message.result === "string") {
+      logsSubscription = { id: message.result, client };
+    }
+  };
   const spoil = (text: string): string => {
     if (toSpoil === 0 || !text.includes('"eth_subscription"')) return text;
     const spoilt = text.replace(/"logIndex":"(0x[0-9a-f]+)"/, '"logIndex":$1');
@@ -89,6 +114,7 @@ export async function startWsRelay(targetUrl: string): Promise<WsRelay> {
     client.on("message", (data: Buffer) => {
       const text = data.toString("utf8");
       requests.push(...parseRequests(text));
+      watchLogs(client, text);
       const failed = failure(text);
       if (failed !== undefined) {
         client.send(failed);
@@ -101,7 +127,9 @@ export async function startWsRelay(targetUrl: string): Promise<WsRelay> {
       for (const text of waiting.splice(0)) node.send(text);
     });
     node.on("message", (data: Buffer) => {
-      if (client.readyState === WebSocket.OPEN) client.send(spoil(data.toString("utf8")));
+      const text = data.toString("utf8");
+      watchLogs(client, text);
+      if (client.readyState === WebSocket.OPEN) client.send(spoil(text));
     });
     const drop = (): void => {
       pairs.delete(pair);
@@ -146,6 +174,14 @@ export async function startWsRelay(targetUrl: string): Promise<WsRelay> {
     },
     get spoiled() {
       return spoiled;
+    },
+    get pushedLogs() {
+      return pushedLogs;
+    },
+    pushLog(log) {
+      const to = logsSubscription;
+      if (to === undefined || to.client.readyState !== WebSocket.OPEN) throw new Error("no logs subscription to push on");
+      to.client.send(JSON.stringify({ jsonrpc: "2.0", method: "eth_subscription", params: { subscription: to.id, result: log } }));
     },
     close: () =>
       new Promise<void>((resolve) => {

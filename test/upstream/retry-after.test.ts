@@ -19,3 +19,30 @@ describe("retryAfterSeconds", () => {
     expect(retryAfterSeconds(header, now)).toBe(seconds);
   });
 });
+
+describe("retryAfterSeconds with an HTTP-date read between whole seconds", () => {
+  // A date names a whole second and the clock has milliseconds: the seconds left are rounded up, or a caller (and the
+  // circuit) would come back before the date the provider named, and be refused again. (The cases above read it on a
+  // whole second, where rounding either way agrees.)
+  const date = "Sun, 29 Nov 2026 04:00:30 GMT";
+  const at = Date.parse(date);
+  it.each([
+    [29_001, 30],
+    [29_500, 30],
+    [29_999, 30],
+    [30_000, 30],
+    [300, 1],
+    [1, 1],
+  ])("read %d ms before the date: %d s", (before, seconds) => {
+    expect(retryAfterSeconds(date, at - before)).toBe(seconds);
+  });
+
+  it("never tells a caller to come back before the date, nor a second after it", () => {
+    for (let ms = 0; ms < 2000; ms += 37) {
+      const now = at - 5000 - ms;
+      const seconds = retryAfterSeconds(date, now) as number;
+      expect(now + seconds * 1000, `read ${5000 + ms} ms before the date`).toBeGreaterThanOrEqual(at);
+      expect(seconds * 1000 - (at - now)).toBeLessThan(1000);
+    }
+  });
+});

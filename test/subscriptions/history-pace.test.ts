@@ -1,0 +1,54 @@
+/**
+ * A resuming typed stream's history is sent at its client's pace: history deliveries wait for room in the stream's
+ * queue (EventQueue.ready) and never fill it on their own, so a client that reads its history slowly (more than the
+ * second of grace between events, as an indexer doing work per block does) but keeps up with the chain gets all of
+ * it, and is not ended as too slow ("A client is too slow when clientBufferSize events wait for it and it has taken
+ * none for a second": the history does not make them wait, it waits itself). Fake timers stand in for the client's
+ * slowness (the queue judges a reader by performance.now() and a timer).
+ */
+import { afterEach, beforeEach, expect, it, vi } from "vitest";
+import { CallCancellation } from "../../src/call-signal.js";
+import { EventQueue } from "../../src/subscriptions/event-queue.js";
+import type { HeadEvent } from "../../src/subscriptions/events.js";
+import { type History, ResumeGate } from "../../src/subscriptions/resume-gate.js";
+
+const head = (n: number): HeadEvent => ({ kind: "head", number: n, hash: `0x${n}`, parentHash: "0x", text: "{}" });
+
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval", "performance", "Date"] });
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+it.each([2, 4, 5, 8])("a client reading its history one event every 1.5 s, with a buffer of %d, gets all of it and is not ended", async (capacity) => {
+  const overflows: string[] = [];
+  const queue = new EventQueue(capacity, (error) => overflows.push(error.message));
+  const gate = new ResumeGate(queue, 1, capacity, 0);
+  const LAST = 6 * capacity;
+  const history: History = async (from, deliver) => {
+    for (let n = from; n <= LAST; n++) await deliver(head(n));
+    return LAST;
+  };
+  const cancel = new CallCancellation();
+  let sent = false;
+  void gate.sendHistory(history, cancel.signal).then(() => (sent = true));
+
+  const events = queue.events(cancel.signal);
+  const got: number[] = [];
+  try {
+    while (got.length < LAST) {
+      const next = await events.next();
+      if (next.done === true) break;
+      got.push((next.value as HeadEvent).number);
+      await vi.advanceTimersByTimeAsync(1500); // the client works on it for 1.5 s
+    }
+  } catch (err) {
+    overflows.push(`the stream ended: ${(err as Error).message}`);
+  }
+  expect(overflows).toEqual([]);
+  expect(got).toEqual(Array.from({ length: LAST }, (_, i) => i + 1));
+  expect(sent).toBe(true);
+  expect(queue.ended).toBe(false);
+  cancel.abort();
+});
