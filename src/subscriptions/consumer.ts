@@ -14,6 +14,12 @@ export interface Consumer {
   ready(): Promise<void>;
   /** Ends the consumer with a reason (the feed failed, the server is closing). */
   end(error: GatewayError): void;
+  /**
+   * Ends the consumer as too slow when its client has taken nothing for a
+   * while with `alsoWaiting` more events held for it elsewhere (a resume's
+   * live events, held while its history is sent), as if they waited in it.
+   */
+  judgePace?(alsoWaiting: number): void;
   readonly ended: boolean;
 }
 

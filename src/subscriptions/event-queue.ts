@@ -62,6 +62,11 @@ export class EventQueue implements Consumer {
     else this.#pace.watch(this.length, this.#check);
   };
 
+  judgePace(alsoWaiting: number): void {
+    const waiting = this.length + alsoWaiting;
+    if (this.#error === undefined && this.#pace.tooSlow(waiting)) this.#overflow(subscriberTooSlow(waiting));
+  }
+
   #overflow(error: GatewayError): void {
     this.end(error);
     this.#onOverflow(error);

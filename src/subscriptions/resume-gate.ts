@@ -65,6 +65,9 @@ export class ResumeGate implements Consumer {
     const block = blockOf(event);
     if (this.#held.length >= this.#capacity && !(event.kind === "log" && event.removed) && block !== undefined) {
       this.#letGoFrom = Math.min(this.#letGoFrom ?? block, block);
+      // Its history waits for room, so its own queue never fills: a client that stopped reading is judged by what is
+      // held for it too, as a live one is (found from outside: one that stopped mid-history was never ended).
+      this.#target.judgePace?.(this.#held.length);
       return;
     }
     if (this.#held.length >= this.#capacity && block === undefined) {

@@ -52,3 +52,67 @@ it.each([2, 4, 5, 8])("a client reading its history one event every 1.5 s, with 
   expect(queue.ended).toBe(false);
   cancel.abort();
 });
+
+it("a resuming client that stops reading mid-history is ended as too slow once live events pile up for it, as a live client is", async () => {
+  // Found from outside: its history waited for room for ever (the queue holds at most half its buffer of history), the
+  // live events meanwhile were let go from the full hold to be fetched again, and the client was never judged.
+  const overflows: string[] = [];
+  const queue = new EventQueue(4, (error) => overflows.push(error.message));
+  const gate = new ResumeGate(queue, 1, 4, 0);
+  let delivered = 0;
+  const cancel = new CallCancellation();
+  const sent = gate
+    .sendHistory(async (from, deliver) => {
+      for (let n = from; n <= 1000; n++) {
+        await deliver(head(n));
+        delivered++;
+      }
+      return 1000;
+    }, cancel.signal)
+    .then(
+      () => "sent",
+      (err: Error) => err.message,
+    );
+  await vi.advanceTimersByTimeAsync(10);
+  expect(delivered).toBe(2); // then it waits for room
+  // The chain goes on: a block every 400 ms, none read.
+  for (let n = 1001; n <= 1010 && !queue.ended; n++) {
+    gate.push(head(n));
+    await vi.advanceTimersByTimeAsync(400);
+  }
+  expect(queue.ended).toBe(true);
+  expect(overflows).toEqual(["subscriber too slow: 6 events were waiting to be read (subscriptions.clientBufferSize); read faster or subscribe to fewer events"]);
+  expect(await sent).toBe(overflows[0]);
+  cancel.abort();
+});
+
+it("a resuming client reading its history as it comes is not ended while the chain fills the hold", async () => {
+  const overflows: string[] = [];
+  const queue = new EventQueue(4, (error) => overflows.push(error.message));
+  const gate = new ResumeGate(queue, 1, 4, 0);
+  const cancel = new CallCancellation();
+  let next = 1001;
+  const history: History = async (from, deliver) => {
+    for (let n = from; n <= 60; n++) {
+      await deliver(head(n));
+      gate.push(head(next++)); // a live block for every history event: the hold is overtaken round after round
+    }
+    return 60;
+  };
+  const sent = gate.sendHistory(history, cancel.signal).then(
+    () => "sent",
+    (err: Error) => err.message,
+  );
+  const events = queue.events(cancel.signal);
+  let got = 0;
+  while (got < 60) {
+    const e = await events.next();
+    if (e.done === true) break;
+    got++;
+    await vi.advanceTimersByTimeAsync(200); // a reader well within the second of grace
+  }
+  expect(overflows).toEqual([]);
+  expect(got).toBe(60);
+  cancel.abort();
+  await sent;
+});
