@@ -127,9 +127,11 @@ export class CallCache {
   /**
    * Answers a call: from the store when final and stored, else by `fetch`
    * (shared with identical calls under way), storing the answer when final.
-   * `plan` separates callers whose failover rights differ; `flow` says whose line a call waits in (see Coalescer).
+   * `mayFailOver` separates callers whose failover rights differ (their plans, only where the network's failover
+   * policy tells them apart: found from outside, keys of plans with the same rights did not share calls);
+   * `flow` says whose line a call waits in (see Coalescer).
    */
-  async call(method: string, params: string, rule: FinalityRule | undefined, plan: string, fetch: Fetch, signal: CallSignal | undefined, flow = ""): Promise<UpstreamResult> {
+  async call(method: string, params: string, rule: FinalityRule | undefined, mayFailOver: boolean, fetch: Fetch, signal: CallSignal | undefined, flow = ""): Promise<UpstreamResult> {
     if (params.length > MAX_KEYED_PARAMS) return fetch(signal ?? NEVER_CANCELLED);
     const digest = params.length > LONG_PARAMS ? createHash("sha256").update(params).digest("base64") : params;
     const store = this.#store;
@@ -189,7 +191,7 @@ export class CallCache {
             return fetchAndStore(s, onSent);
           }
         : fetchAndStore;
-    return this.#coalescer.run(`${this.#network}\n${method}\n${plan}\n${digest}`, (s, onSent) => answer(s, onSent).then(shareable), signal, flow);
+    return this.#coalescer.run(`${this.#network}\n${method}\n${mayFailOver ? "failover" : ""}\n${digest}`, (s, onSent) => answer(s, onSent).then(shareable), signal, flow);
   }
 
   /** A stored answer, served. */

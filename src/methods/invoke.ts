@@ -74,7 +74,7 @@ export async function invokeMethod(spec: MethodSpec, request: Message, ctx: Invo
     // sees the same request, as its answer can depend on the spelling (eth_getProof echoes each storage key as sent;
     // a node may refuse 0x01 where it takes 0x1). Typed calls send one encoding, so they share with each other, and
     // with native calls that spell their params the same way.
-    return await cache.call(spec.jsonrpcMethod, sent, cache.rule(spec.jsonrpcMethod, request), ctx.key.plan, fetch, ctx.signal, ctx.key.label);
+    return await cache.call(spec.jsonrpcMethod, sent, cache.rule(spec.jsonrpcMethod, request), ctx.network.mayFailOver(spec.jsonrpcMethod, ctx.key.plan), fetch, ctx.signal, ctx.key.label);
   } catch (err) {
     throw restate(err, policy, ctx);
   }
@@ -96,7 +96,7 @@ export async function invokePassThrough(method: string, params: unknown, paramsT
   const cache = ctx.network.cache;
   try {
     if (cache === undefined || !idempotent) return await fetch(ctx.signal);
-    return await cache.call(method, paramsText, undefined, ctx.key.plan, fetch, ctx.signal, ctx.key.label);
+    return await cache.call(method, paramsText, undefined, ctx.network.mayFailOver(method, ctx.key.plan), fetch, ctx.signal, ctx.key.label);
   } catch (err) {
     throw restate(err, policy, ctx);
   }

@@ -266,6 +266,15 @@ export class Network {
     return (this.#members[0] as Member).breaker.state;
   }
 
+  /**
+   * Whether an idempotent call of `method` by a key of `plan` may go to a
+   * partner during an outage: callers that differ in this alone may share
+   * one upstream call (see CallCache).
+   */
+  mayFailOver(method: string, plan: Plan): boolean {
+    return this.#mayFailOver(method, { idempotent: true, plan });
+  }
+
   #mayFailOver(method: string, options: NetworkCallOptions): boolean {
     const policy = this.#failover;
     if (this.#members.length === 1 || options.idempotent !== true) return false;

@@ -308,6 +308,23 @@ describe("failover to a partner during a primary outage", () => {
     expect(g.json.result?.hash).toBe(genesisHash);
   });
 
+  it("identical calls of keys whose plans the failover policy does not tell apart share one upstream call", async () => {
+    // Found from outside: the coalescing key held the plan's name, so a Growth and a Custom caller (the same rights
+    // under the default policy), or any plans for a method no policy names, each sent their own call.
+    primaryAnswer = { delayMs: 300, then: { forward: anvil.url } };
+    const ng = await gatewayWith({ config: { cache: { maxBytes: 0, coalesce: true, coalesceWindowMs: 60_000, finalizedMaxAgeMs: 4000 } } });
+    const calls = (method: string) => primary.requests.filter((r) => r.method === method).length;
+    const before = calls("eth_getBlockByHash");
+    const [growth, custom] = await Promise.all([post(`${ng.url}/v3/${GROWTH}`, byHash()), post(`${ng.url}/v3/${CUSTOM}`, byHash())]);
+    expect([growth.json.result?.hash, custom.json.result?.hash]).toEqual([genesisHash, genesisHash]);
+    expect(calls("eth_getBlockByHash") - before).toBe(1);
+    // eth_getTransactionCount is in no failover policy: Core, Growth and Custom callers share.
+    const count = rpc("eth_getTransactionCount", [`0x${"00".repeat(20)}`, "0x0"]);
+    const answers = await Promise.all([CORE, GROWTH, CUSTOM].map((key) => post(`${ng.url}/v3/${key}`, count)));
+    expect(answers.map((a) => a.json.result)).toEqual(["0x0", "0x0", "0x0"]);
+    expect(calls("eth_getTransactionCount")).toBe(1);
+  });
+
   it("a node error is an answer, not an outage: no failover", async () => {
     primaryAnswer = { error: { code: -32000, message: "header not found" } };
     const ng = await gateway();

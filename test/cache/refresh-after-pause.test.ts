@@ -33,7 +33,7 @@ async function fetchedAfterOneTurn(outForMs: number): Promise<{ fetched: boolean
   vi.useFakeTimers();
   const cache = new CallCache({ network: "ethereum", store: new MemoryCacheStore(), coalesce: false, rules, head: stuckHead(outForMs) });
   let fetched = false;
-  const call = cache.call("eth_getBlockByNumber", '["0x1",false]', { kind: "block", number: 1n }, "growth", async () => {
+  const call = cache.call("eth_getBlockByNumber", '["0x1",false]', { kind: "block", number: 1n }, false, async () => {
     fetched = true;
     return answer;
   }, undefined);
