@@ -142,6 +142,19 @@ async function closedByClients(sockets: ReadonlySet<Socket>, deadline: number): 
   }
 }
 
+/**
+ * Stops Node's HTTP/1.1 deadline checks on a server handed its connections.
+ * Its close() would first run closeIdleConnections, which takes a keep-alive
+ * connection whose response has ended for idle even while most of that
+ * response still waits to be written, and destroys it (found from outside: a
+ * slow reader of an 8 MB answer got the half the kernel held, then a FIN).
+ * Every connection is closed gracefully afterwards (closedByClients).
+ */
+function stopDeadlineChecks(server: net.Server): void {
+  (server as net.Server & { closeIdleConnections(): void }).closeIdleConnections = () => {};
+  server.close();
+}
+
 /** Waits until Node has destroyed every closed session (it emits nothing then: its 'close' waits for the client), up to `deadline`. */
 async function destroyedByNode(sessions: ReadonlySet<http2.Http2Session>, deadline: number): Promise<void> {
   const pending = () => [...sessions].some((session) => session.closed && !session.destroyed);
@@ -456,7 +469,6 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       const stopped = new Promise<void>((resolve) => listener.close(() => resolve()));
       // HTTP/2 clients get a GOAWAY: they finish their streams and open no new ones.
       for (const session of sessions) session.close();
-      plain?.closeIdleConnections();
       // WebSocket clients stop being read, get the answers to what they sent, then a 1001 close; their subscriptions notify until then.
       const wsClosed = wsHandler.drain();
       await settledBy(wsClosed, deadline);
@@ -471,7 +483,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
         await settledBy(Promise.all([idle(), wsClosed]), performance.now() + ANSWER_AT_DEADLINE_MS);
       }
       wsHandler.close();
-      deadlineChecks?.close(); // stops Node's deadline checks
+      if (deadlineChecks !== undefined) stopDeadlineChecks(deadlineChecks);
       // Each HTTP/2 session, closed above, is destroyed by Node once its streams have ended and what they wrote has
       // left. Destroyed here as soon as the last call ended, a session lost the frames Node had not yet written (the
       // last stream's trailers, the final GOAWAY), and a client reading slowly got its answers without a status.

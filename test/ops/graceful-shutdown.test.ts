@@ -8,7 +8,9 @@
  * requests and each one is in flight at the upstream when the signal comes.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
 import http2 from "node:http2";
+import net from "node:net";
 import { join } from "node:path";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
@@ -20,6 +22,7 @@ import { freePort } from "../../src/embedded/anvil.js";
 import { grpcJsClient } from "../support/grpc-clients.js";
 import { post, rpc } from "../support/http.js";
 import { type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
+import { startNodegate } from "../support/nodegate.js";
 import { recordSeen, registerSecret } from "../support/secret-scan.js";
 import { openWsCaller } from "../support/ws-calls.js";
 
@@ -200,3 +203,37 @@ it("a gRPC client reading slowly when the signal comes gets every answer whole, 
   }
   expect(outcomes).toEqual(Array(9).fill("0 whole"));
 }, 60_000);
+
+it("a native HTTP/1.1 client reading a large answer slowly when the drain starts gets all of it", async () => {
+  // Found from outside: the drain began with Node's closeIdleConnections, which takes a keep-alive connection whose
+  // response has ended for idle though megabytes of it still wait in nodegate, and destroys it: the client got the
+  // half the kernel held, then a FIN (8 MB eth_getCode, read at 2 MB/s; the same on the Connect protocol).
+  const code = `0x${"ab".repeat(4 * 1024 * 1024)}`;
+  const big = await startProgrammableUpstream((r) => (r.method === "eth_getCode" ? { raw: `{"jsonrpc":"2.0","id":${JSON.stringify(r.id)},"result":"${code}"}` } : { result: "0x7a69" }));
+  const ng = await startNodegate({ upstreamUrl: big.url, keys: [KEY] });
+  try {
+    const socket = net.connect(ng.port, "127.0.0.1");
+    await once(socket, "connect");
+    const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_getCode", params: [`0x${"11".repeat(20)}`, "latest"] });
+    socket.write(`POST /v3/${KEY} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`);
+    const chunks: Buffer[] = [];
+    socket.on("data", (d: Buffer) => chunks.push(d));
+    socket.pause(); // not read until the drain has begun: the answer waits in nodegate
+    const ended = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    await big.arrived("eth_getCode", JSON.stringify([`0x${"11".repeat(20)}`, "latest"]));
+    await new Promise((r) => setTimeout(r, 300));
+    const closed = ng.server.close(5000);
+    await new Promise((r) => setTimeout(r, 300));
+    socket.resume();
+    await ended;
+    await closed;
+    const received = Buffer.concat(chunks);
+    const headEnd = received.indexOf("\r\n\r\n");
+    const length = Number(/content-length: (\d+)/i.exec(received.subarray(0, headEnd).toString())?.[1]);
+    expect(length).toBeGreaterThan(code.length);
+    expect(received.length - headEnd - 4).toBe(length);
+  } finally {
+    await ng.close();
+    await big.close();
+  }
+}, 30_000);
