@@ -29,8 +29,34 @@ const MAX_RESTART_DELAY_MS = 32_000;
 /** A worker that dies sooner than this after its fork counts as a crash at start. */
 const EARLY_DEATH_MS = 10_000;
 
-/** In the primary: forks `count` workers with `env` added, and resolves once all listen. */
-export function forkWorkers(count: number, env: Record<string, string> = {}): Promise<Workers> {
+/** A worker's request for the configuration file's text, and the primary's answer (over the cluster's IPC channel). */
+const CONFIG_TEXT_ASKED = "nodegate:config-text?";
+const CONFIG_TEXT = "nodegate:config-text";
+
+/**
+ * In a worker: the configuration file's text as the primary read and checked
+ * it (see forkWorkers' `configText`). Over the IPC channel, not the
+ * environment: Linux refuses an environment string over 128 KiB, and a file
+ * of a few thousand keys is larger (found from outside: `spawn E2BIG`).
+ */
+export function configTextFromPrimary(): Promise<string> {
+  return new Promise((resolve) => {
+    const onMessage = (message: unknown): void => {
+      const m = message as { type?: unknown; text?: unknown } | null;
+      if (m?.type !== CONFIG_TEXT || typeof m.text !== "string") return;
+      process.off("message", onMessage);
+      resolve(m.text);
+    };
+    process.on("message", onMessage);
+    process.send?.({ type: CONFIG_TEXT_ASKED });
+  });
+}
+
+/**
+ * In the primary: forks `count` workers with `env` added, and resolves once all listen. `configText`: the
+ * configuration file's text, handed to each worker that asks (configTextFromPrimary), replacements included.
+ */
+export function forkWorkers(count: number, env: Record<string, string> = {}, configText?: string): Promise<Workers> {
   if (!cluster.isPrimary) throw new Error("forkWorkers runs in the cluster primary");
   serveClusterMetrics();
   let stopping = false;
@@ -46,6 +72,9 @@ export function forkWorkers(count: number, env: Record<string, string> = {}): Pr
     // primary, and every worker with it. The worker's exit is reported below.
     worker.on("error", (err: Error) => {
       process.stderr.write(`nodegate: worker ${worker.process.pid}: ${err.message}\n`);
+    });
+    worker.on("message", (message: unknown) => {
+      if ((message as { type?: unknown } | null)?.type === CONFIG_TEXT_ASKED && configText !== undefined) worker.send({ type: CONFIG_TEXT, text: configText });
     });
     worker.on("exit", (code, signal) => {
       live.delete(worker);

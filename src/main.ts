@@ -6,7 +6,7 @@ import cluster from "node:cluster";
 import { randomBytes } from "node:crypto";
 import { createApp } from "./app.js";
 import { banner } from "./banner.js";
-import { forkWorkers } from "./cluster.js";
+import { configTextFromPrimary, forkWorkers } from "./cluster.js";
 import { type Config, ConfigError } from "./config/config.js";
 import { loadConfig, readConfigText } from "./config/load.js";
 import { type AnvilNode, startAnvil } from "./embedded/anvil.js";
@@ -55,15 +55,6 @@ function loadOrExit(configPath: string | undefined, text?: string): Config {
 }
 
 /**
- * The configuration file's text as the primary read and checked it, handed
- * to each worker: a worker started later (one replacing a worker that died)
- * serves as its siblings do, however the file has changed since (found from
- * outside: settings differed between workers, and a file broken since the
- * start made every replacement fail, one fork after another).
- */
-const WORKER_CONFIG_TEXT = "NODEGATE_WORKER_CONFIG_TEXT";
-
-/**
  * SIGINT/SIGTERM while starting: remembered, and acted on once what has
  * started can be stopped (found from outside: a SIGTERM while the workers
  * started left the embedded Anvil running, re-parented to PID 1).
@@ -92,7 +83,11 @@ const NOT_CAUGHT_WHILE_STARTING = { received: undefined, release: () => {} } as 
 async function start(configPathArg: string | undefined): Promise<void> {
   const early = cluster.isWorker ? NOT_CAUGHT_WHILE_STARTING : signalsWhileStarting();
   const configPath = configPathArg ?? process.env.NODEGATE_CONFIG;
-  const configText = configPath === undefined || configPath === "" ? undefined : ((cluster.isWorker ? process.env[WORKER_CONFIG_TEXT] : undefined) ?? orExit(() => readConfigText(configPath)));
+  // A worker takes the file's text as its primary read and checked it: a worker started later (one replacing a worker
+  // that died) serves as its siblings do, however the file has changed since (found from outside: settings differed
+  // between workers, and a file broken since the start made every replacement fail, one fork after another).
+  const configText =
+    configPath === undefined || configPath === "" ? undefined : cluster.isWorker ? await configTextFromPrimary() : orExit(() => readConfigText(configPath));
   const config = loadOrExit(configPath, configText);
   const log = createLogger(config.logLevel);
   // Once per deployment: the primary (or the single process) says it, not each worker again.
@@ -175,7 +170,6 @@ async function runPrimary(config: Config, configText: string | undefined, early:
   const generatedKey = config.keys === undefined;
   const key = generatedKey ? randomBytes(16).toString("hex") : (config.keys?.[0] as { key: string }).key;
   const env: Record<string, string> = {};
-  if (configText !== undefined) env[WORKER_CONFIG_TEXT] = configText;
   // As a single process does (NODEGATE_UPSTREAM_TRANSPORT): the embedded node over HTTP or over its WebSocket.
   if (anvil !== undefined && config.embeddedTransport === "ws") env.NODEGATE_UPSTREAM_WS_URL = anvil.wsUrl;
   else if (anvil !== undefined) env.NODEGATE_UPSTREAM_URL = anvil.url;
@@ -191,7 +185,7 @@ async function runPrimary(config: Config, configText: string | undefined, early:
   let pool;
   try {
     if (early.received !== undefined) throw new Error("stopped while starting");
-    pool = await forkWorkers(workers, env);
+    pool = await forkWorkers(workers, env, configText);
   } catch (err) {
     await anvil?.stop();
     if (early.received !== undefined) process.exit(0);

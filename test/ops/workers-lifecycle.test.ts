@@ -167,6 +167,32 @@ describe.runIf(process.platform === "linux")("NODEGATE_WORKERS: one configuratio
   }, 90_000);
 });
 
+describe.runIf(process.platform === "linux")("NODEGATE_WORKERS: a large configuration", () => {
+  it("a file over 128 KiB (3,000 keys) starts with workers, and each serves its keys", async () => {
+    // Found from outside: the file's text went to each worker in an environment variable, which Linux caps at 128 KiB;
+    // a file check-config called valid failed to start with "spawn E2BIG".
+    const dir = mkdtempSync(join(tmpdir(), "nodegate-workers-"));
+    const file = join(dir, "nodegate.yaml");
+    const keys = Array.from({ length: 3000 }, (_, i) => `  - key: large-config-key-${String(i).padStart(6, "0")}-abcdefghijklmnop\n    plan: growth\n`);
+    writeFileSync(file, `keys:\n${keys.join("")}`);
+    expect(readFileSync(file).length).toBeGreaterThan(128 * 1024);
+    const primary = await startWorkersPrimary({ NODEGATE_CONFIG: file, NODEGATE_UPSTREAM_URL: anvil.url, NODEGATE_WORKERS: "2", NODEGATE_LOG_LEVEL: "warn" });
+    try {
+      const last = "large-config-key-002999-abcdefghijklmnop";
+      const call = () =>
+        request(`http://127.0.0.1:${primary.port}/v3/${last}`, {
+          method: "POST",
+          headers: { "content-type": "application/json", connection: "close" },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
+        }).then((r) => r.body.json());
+      // Each connection goes to the next worker: both serve the file's last key.
+      for (const reply of await Promise.all([call(), call(), call(), call()])) expect(reply).toMatchObject({ result: "0x7a69" });
+    } finally {
+      primary.kill();
+    }
+  }, 60_000);
+});
+
 describe.runIf(process.platform === "linux")("NODEGATE_WORKERS: the embedded Anvil", () => {
   it("NODEGATE_UPSTREAM_TRANSPORT=ws: the workers reach it over its WebSocket, as one process does", async () => {
     const primary = await startWorkersPrimary({ NODEGATE_UPSTREAM_URL: "", NODEGATE_UPSTREAM_TRANSPORT: "ws", NODEGATE_API_KEYS: `${KEY}:custom`, NODEGATE_WORKERS: "2", NODEGATE_LOG_LEVEL: "warn" });
