@@ -12,7 +12,8 @@ import net, { type AddressInfo, type Socket } from "node:net";
 import type { DescService } from "@bufbuild/protobuf";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import { JsonRpcService } from "../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
-import { closeUnlessIdentified, guardHttp2Session, http1TimeoutOptions, watchHttp1Writes } from "./http/client-timeouts.js";
+import { closeUnlessIdentified, guardHttp2Session, http1TimeoutOptions, stillReceiving, watchHttp1Writes } from "./http/client-timeouts.js";
+import { InFlight } from "./http/in-flight.js";
 import { handleCors } from "./http/cors.js";
 import { finAcknowledged } from "./http/fin-acknowledged.js";
 import { closeBeforeResetFlood } from "./http/stream-reset-budget.js";
@@ -278,14 +279,11 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   const connectUnary = createConnectUnaryHandler(gateway, unaryRoutes);
   const grpcWebUnary = createGrpcWebUnaryHandler(gateway, unaryRoutes);
 
-  let inFlight = 0;
-  const idleWaiters: (() => void)[] = [];
+  const inFlight = new InFlight();
   const handle = (req: Req, res: Res): void => {
-    inFlight++;
-    res.once("close", () => {
-      inFlight--;
-      if (inFlight === 0) for (const wake of idleWaiters.splice(0)) wake();
-    });
+    const stream = "stream" in req ? req.stream : undefined;
+    const receiving = stream !== undefined ? () => stillReceiving(stream) : () => !(req as http.IncomingMessage).complete;
+    res.once("close", inFlight.begin(receiving, stream));
     // While draining, HTTP/1.1 connections are closed after their current response.
     if (draining && "setHeader" in res && req.httpVersionMajor === 1) res.setHeader("connection", "close");
     // The absolute form (POST http://host/v3/KEY, what a client sends to a proxy) names the same path; RFC 9112 has servers take it.
@@ -343,11 +341,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   const dispatchHttp2Stream = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, _flags: number, rawHeaders: string[]): void => {
     clampDeadlineHeaders(headers);
     if (grpcUnary(stream, headers)) {
-      inFlight++;
-      stream.once("close", () => {
-        inFlight--;
-        if (inFlight === 0) for (const wake of idleWaiters.splice(0)) wake();
-      });
+      stream.once("close", inFlight.begin(() => stillReceiving(stream), stream));
       return;
     }
     const req = new http2.Http2ServerRequest(stream, headers, {}, rawHeaders);
@@ -451,7 +445,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
 
   return {
     get inFlight() {
-      return inFlight;
+      return inFlight.count;
     },
     listen(port, host = "127.0.0.1") {
       return new Promise((resolve, reject) => {
@@ -474,15 +468,17 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       await settledBy(wsClosed, deadline);
       // Subscription streams never finish by themselves: end them now (clients resume elsewhere) rather than at the drain deadline.
       const subscriptionsClosed = gateway.subscriptions.close();
-      const idle = () => (inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => idleWaiters.push(resolve)));
+      // Requests still arriving are not waited for: nodegate has not started on them (see InFlight).
+      const idle = () => inFlight.idle();
       await settledBy(idle(), deadline);
-      if (inFlight > 0 || wsHandler.answering > 0) {
+      if (inFlight.started > 0 || wsHandler.answering > 0) {
         // At the deadline, calls still waiting on a node are answered -32056 / UNAVAILABLE ("shutting down"), not cut off
         // with nothing; a WebSocket client's too, then its connection closes (1001) as answered.
         await gateway.closeUpstreams();
         await settledBy(Promise.all([idle(), wsClosed]), performance.now() + ANSWER_AT_DEADLINE_MS);
       }
       wsHandler.close();
+      inFlight.refuseReceiving();
       if (deadlineChecks !== undefined) stopDeadlineChecks(deadlineChecks);
       // Each HTTP/2 session, closed above, is destroyed by Node once its streams have ended and what they wrote has
       // left. Destroyed here as soon as the last call ended, a session lost the frames Node had not yet written (the

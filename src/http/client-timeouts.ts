@@ -45,7 +45,7 @@ export function closeUnlessIdentified(socket: Socket, t: ClientTimeouts): () => 
 }
 
 /** The client is still sending the stream's request (it has not half-closed its side). */
-function stillReceiving(stream: http2.ServerHttp2Stream): boolean {
+export function stillReceiving(stream: http2.ServerHttp2Stream): boolean {
   const state = stream.state?.state;
   return state === http2.constants.NGHTTP2_STREAM_STATE_OPEN || state === http2.constants.NGHTTP2_STREAM_STATE_HALF_CLOSED_LOCAL;
 }

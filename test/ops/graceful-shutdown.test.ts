@@ -237,3 +237,33 @@ it("a native HTTP/1.1 client reading a large answer slowly when the drain starts
     await big.close();
   }
 }, 30_000);
+
+it("requests still arriving do not hold the drain: a partial HTTP/1.1 body is closed, a partial HTTP/2 stream refused", async () => {
+  // Found from outside: one client that sent its headers and part of its body held every graceful stop to the drain
+  // deadline (10 s by default), over HTTP/1.1 and HTTP/2 alike; nodegate had not started on those requests.
+  const ng = await startNodegate({ upstreamUrl: upstream.url, keys: [KEY] });
+  try {
+    const partial = net.connect(ng.port, "127.0.0.1");
+    await once(partial, "connect");
+    partial.write(`POST /v3/${KEY} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 47\r\n\r\n{"jsonrpc":`);
+    partial.on("error", () => {});
+    const partialClosed = new Promise<void>((resolve) => partial.once("close", () => resolve()));
+    const session = http2.connect(`http://127.0.0.1:${ng.port}`);
+    session.on("error", () => {});
+    const stream = session.request({ ":method": "POST", ":path": "/nodegate.eth.v1.EthService/GetBalance", "content-type": "application/grpc", te: "trailers", "x-api-key": KEY });
+    stream.write(Buffer.from([0, 0, 0, 0, 40, 10])); // a message of 40 bytes, 1 sent
+    stream.on("error", () => {});
+    const refused = new Promise<number>((resolve) => stream.once("close", () => resolve(stream.rstCode ?? -1)));
+    // A whole call in flight too: it is answered.
+    const answered = post(`${ng.url}/v3/${KEY}`, rpc("eth_getBalance", [`0x${"11".repeat(20)}`, "0x7"]));
+    await upstream.arrived("eth_getBalance", JSON.stringify([`0x${"11".repeat(20)}`, "0x7"]));
+    const drained = ng.server.close(60_000).then(() => "closed");
+    expect(await Promise.race([drained, new Promise((r) => setTimeout(() => r("still draining after 20 s"), 20_000))])).toBe("closed");
+    expect((await answered).json.result).toBe("0x7");
+    expect(await refused).toBe(http2.constants.NGHTTP2_REFUSED_STREAM);
+    await partialClosed;
+    session.close();
+  } finally {
+    await ng.close();
+  }
+}, 40_000);

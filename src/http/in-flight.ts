@@ -1,0 +1,52 @@
+/**
+ * The requests a server is serving, for its drain: those whose request has
+ * arrived whole are waited for; those still receiving theirs (a slowloris,
+ * or a client that stopped part way through its body) are not, as nodegate
+ * has not started on them. Found from outside: one unfinished upload held
+ * every graceful stop to the drain deadline, over HTTP/1.1 and HTTP/2 alike.
+ */
+import http2 from "node:http2";
+
+interface Request {
+  /** Whether the client is still sending the request (its body has not all arrived). */
+  receiving(): boolean;
+  /** The HTTP/2 stream it came on, refused at the drain while still receiving. */
+  stream: http2.ServerHttp2Stream | undefined;
+}
+
+export class InFlight {
+  readonly #requests = new Set<Request>();
+  #idleWaiters: (() => void)[] = [];
+
+  /** Requests being served, received whole or not. */
+  get count(): number {
+    return this.#requests.size;
+  }
+
+  /** Requests received whole and not yet answered: what a drain waits for. */
+  get started(): number {
+    let n = 0;
+    for (const request of this.#requests) if (!request.receiving()) n++;
+    return n;
+  }
+
+  /** Counts a request until the returned function is called (when its response has closed). */
+  begin(receiving: () => boolean, stream?: http2.ServerHttp2Stream): () => void {
+    const request: Request = { receiving, stream };
+    this.#requests.add(request);
+    return () => {
+      if (!this.#requests.delete(request)) return;
+      if (this.#idleWaiters.length > 0 && this.started === 0) for (const wake of this.#idleWaiters.splice(0)) wake();
+    };
+  }
+
+  /** Resolves when no request received whole is still being answered. */
+  idle(): Promise<void> {
+    return this.started === 0 ? Promise.resolve() : new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  /** Refuses the HTTP/2 streams whose requests are still arriving (RST_STREAM REFUSED_STREAM: their clients may retry them elsewhere). */
+  refuseReceiving(): void {
+    for (const request of this.#requests) if (request.stream !== undefined && request.receiving()) request.stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
+  }
+}
