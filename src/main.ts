@@ -98,7 +98,7 @@ async function start(configPathArg: string | undefined): Promise<void> {
   }
   let anvil: AnvilNode | undefined;
   if (config.embeddedAnvil) {
-    anvil = await startAnvil();
+    anvil = await startAnvil({ ownProcessGroup: true });
     if (early.received !== undefined) {
       await anvil.stop();
       process.exit(0);
@@ -166,7 +166,7 @@ const WORKER_EXIT_MARGIN_MS = 3000;
  */
 async function runPrimary(config: Config, configText: string | undefined, early: ReturnType<typeof signalsWhileStarting>): Promise<void> {
   const workers = config.workers ?? 1;
-  const anvil = config.embeddedAnvil ? await startAnvil() : undefined;
+  const anvil = config.embeddedAnvil ? await startAnvil({ ownProcessGroup: true }) : undefined;
   const generatedKey = config.keys === undefined;
   const key = generatedKey ? randomBytes(16).toString("hex") : (config.keys?.[0] as { key: string }).key;
   const env: Record<string, string> = {};

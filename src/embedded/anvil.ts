@@ -12,6 +12,14 @@ export interface AnvilOptions {
   port?: number;
   /** Extra command-line arguments (--block-time, --chain-id, ...). */
   args?: string[];
+  /**
+   * In a process group of its own, so a terminal's Ctrl-C (SIGINT to the
+   * whole foreground group) reaches nodegate alone, which drains its calls
+   * to the node and then stops it (found from outside: the node died with
+   * the signal, and every call in flight failed "connection refused"). It is
+   * killed when this process exits, however it exits.
+   */
+  ownProcessGroup?: boolean;
 }
 
 export interface AnvilNode {
@@ -77,7 +85,13 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilNode>
   const port = options.port || (await freePort());
   const child = spawn(anvilBinary(), ["--host", "127.0.0.1", "--port", String(port), "--silent", ...(options.args ?? [])], {
     stdio: ["ignore", "ignore", "pipe"],
+    detached: options.ownProcessGroup === true,
   });
+  if (options.ownProcessGroup === true) {
+    const killOnExit = (): void => void child.kill("SIGKILL");
+    process.once("exit", killOnExit);
+    child.once("exit", () => process.off("exit", killOnExit));
+  }
   let stderr = "";
   child.stderr?.on("data", (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-2000);

@@ -11,6 +11,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import http2 from "node:http2";
 import net from "node:net";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
@@ -267,3 +268,52 @@ it("requests still arriving do not hold the drain: a partial HTTP/1.1 body is cl
     await ng.close();
   }
 }, 40_000);
+
+it.runIf(process.platform === "linux")("Ctrl-C (SIGINT to the whole process group) lets calls to the embedded Anvil finish, then stops it", async () => {
+  // Found from outside: the embedded node shared nodegate's process group, so the terminal's SIGINT killed it at once,
+  // and every call in flight failed "connection refused" instead of draining.
+  const port = await freePort();
+  const ng = spawn(process.execPath, ["--import", "tsx", join(ROOT, "src/main.ts")], {
+    cwd: ROOT,
+    env: { ...process.env, NODEGATE_UPSTREAM_URL: "", NODEGATE_PORT: String(port), NODEGATE_API_KEYS: `${KEY}:growth`, NODEGATE_LOG_LEVEL: "warn" },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true, // a process group of its own, as a terminal gives a foreground job
+  });
+  let stray: number | undefined;
+  try {
+    let output = "";
+    ng.stdout?.on("data", (d: Buffer) => (output += d.toString()));
+    ng.stderr?.on("data", (d: Buffer) => (output += d.toString()));
+    const exited = new Promise<number | null>((resolve) => ng.once("exit", (code) => resolve(code)));
+    for (let i = 0; i < 300 && !output.includes("nodegate is running"); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(output).toContain("nodegate is running");
+    const anvilPid: number = Number(/embedded Anvil[^\n]*pid (\d+)/.exec(output)?.[1] ?? readFileSync(`/proc/${ng.pid}/task/${ng.pid}/children`, "utf8").trim().split(/\s+/)[0]);
+    expect(readFileSync(`/proc/${anvilPid}/comm`, "utf8").trim()).toBe("anvil");
+    stray = anvilPid;
+    // eth_calls that each run a gas-burning loop for a while in the node's EVM (code placed by a state override).
+    const loop = { "0x00000000000000000000000000000000000000cc": { code: "0x5b5a6127101060005700" } };
+    const calls = Array.from({ length: 3 }, () => post(`http://127.0.0.1:${port}/v3/${KEY}`, rpc("eth_call", [{ to: "0x00000000000000000000000000000000000000cc", gas: "0x11e1a300" }, "latest", loop])));
+    await new Promise((r) => setTimeout(r, 150));
+    process.kill(-(ng.pid as number), "SIGINT");
+    for (const reply of await Promise.all(calls)) expect(reply.json).toMatchObject({ result: "0x" });
+    expect(await exited).toBe(0);
+    expect(processGone(anvilPid)).toBe(true);
+  } finally {
+    for (const target of [-(ng.pid as number), stray]) {
+      try {
+        if (target !== undefined) process.kill(target, "SIGKILL");
+      } catch {
+        // gone already
+      }
+    }
+  }
+}, 60_000);
+
+function processGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch {
+    return true;
+  }
+}
