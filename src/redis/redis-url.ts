@@ -29,10 +29,10 @@ export function parseRedisUrl(value: string): RedisEndpoint {
   if (url.protocol !== "redis:" && url.protocol !== "rediss:") throw new Error("want a redis:// or rediss:// URL");
   if (!url.hostname) throw new Error("the URL has no host");
   const path = url.pathname.replace(/^\//, "");
-  if (path !== "" && !/^\d{1,2}$/.test(path)) throw new Error(`want a database number after the host, got "/${path}"`);
-  for (const name of url.searchParams.keys()) if (name !== "db") throw new Error(`unknown query parameter "${name}" (known: db)`);
+  if (path !== "" && !/^\d{1,2}$/.test(path)) throw new Error(`want a database number after the host, got ${quoted(`/${path}`)}`);
+  for (const name of url.searchParams.keys()) if (name !== "db") throw new Error(`unknown query parameter ${quoted(name)} (known: db)`);
   const dbParam = url.searchParams.get("db");
-  if (dbParam !== null && !/^\d{1,2}$/.test(dbParam)) throw new Error(`want a database number in ?db=, got "${dbParam}"`);
+  if (dbParam !== null && !/^\d{1,2}$/.test(dbParam)) throw new Error(`want a database number in ?db=, got ${quoted(dbParam)}`);
   if (dbParam !== null && path !== "" && dbParam !== path) throw new Error(`two database numbers: "/${path}" and "?db=${dbParam}"`);
   if (url.username && !url.password) throw new Error("a user with no password: give redis://user:password@host, or redis://:password@host for a password alone");
   const db = dbParam ?? path;
@@ -44,6 +44,15 @@ export function parseRedisUrl(value: string): RedisEndpoint {
     password: url.password ? decodeURIComponent(url.password) : undefined,
     db: db === "" ? 0 : Number(db),
   };
+}
+
+/**
+ * A piece of the URL, quoted in an error only when it looks like a setting
+ * mistyped: a password holding an unencoded / or ? lands in the path or the
+ * query, and was quoted there (found from outside).
+ */
+function quoted(piece: string): string {
+  return /^\/?[\w.-]{1,24}$/.test(piece) ? `"${piece}"` : "something else (a password holding characters such as # / ? @ : must be percent-encoded, # as %23)";
 }
 
 /** The URL without its password, for logs and errors. */

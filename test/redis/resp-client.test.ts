@@ -49,6 +49,20 @@ describe("parseRedisUrl", () => {
     expect(() => parseRedisUrl("redis://cache/2?db=3")).toThrow('two database numbers: "/2" and "?db=3"');
   });
 
+  it("never quotes a password that an unencoded / or ? put in the path or the query", () => {
+    // Found from outside: "want a database number after the host, got "/w0rdSECRET@host:6379/0"".
+    for (const url of ["redis://:p@ss/w0rdSECRET@host:6379/0", "redis://:x@h?SECRETPART@host", "redis://:x@h?db=SECRET@host"]) {
+      let message = "";
+      try {
+        parseRedisUrl(url);
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message).toMatch(/must be percent-encoded/);
+      expect(message).not.toMatch(/SECRET/);
+    }
+  });
+
   it("takes the database from ?db= as other clients do", () => {
     expect(parseRedisUrl("redis://cache:6379?db=3")).toMatchObject({ host: "cache", db: 3 });
     expect(parseRedisUrl("redis://cache/3?db=3").db).toBe(3);
