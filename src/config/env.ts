@@ -71,8 +71,7 @@ export function applyEnv(config: Config, env: NodeJS.ProcessEnv): void {
     else config.networks.push({ name: "starknet", family: "starknet", upstreams: [{ label: "primary", url }] });
   }
   if (env.NODEGATE_PORT) {
-    // Digits only: Number() would also read "0x50" (port 80) and " 80 ".
-    const n = /^[0-9]{1,5}$/.test(env.NODEGATE_PORT) ? Number(env.NODEGATE_PORT) : Number.NaN;
+    const n = digitsOnly(env.NODEGATE_PORT, 5);
     if (!Number.isInteger(n) || n < 0 || n > 65535) fail("NODEGATE_PORT")(`want a port number 0-65535, got "${env.NODEGATE_PORT}"`);
     config.port = n;
   }
@@ -94,8 +93,13 @@ export function applyEnv(config: Config, env: NodeJS.ProcessEnv): void {
     config.stores = { ...config.stores, redisUrl: env.NODEGATE_REDIS_URL };
   }
   if (env.NODEGATE_WORKERS) {
-    const n = Number(env.NODEGATE_WORKERS);
+    const n = digitsOnly(env.NODEGATE_WORKERS, 3);
     if (!Number.isInteger(n) || n < 1 || n > 256) fail("NODEGATE_WORKERS")(`want a number of processes 1-256, got "${env.NODEGATE_WORKERS}"`);
     config.workers = n;
   }
+}
+
+/** A number written in decimal digits, or NaN: Number() would also read "0x50", "1e1" and " 80 ". */
+function digitsOnly(text: string, maxDigits: number): number {
+  return new RegExp(`^[0-9]{1,${maxDigits}}$`).test(text) ? Number(text) : Number.NaN;
 }

@@ -53,5 +53,7 @@ describe("cache and workers settings", () => {
     expect(errorOf(() => loadConfig({}, file("cache:\n  ttl: 5\n")))).toMatch(/cache\.ttl: unknown setting/);
     expect(errorOf(() => loadConfig({}, file("workers: 0\n")))).toMatch(/workers: want an integer from 1 to 256/);
     expect(errorOf(() => loadConfig({ NODEGATE_WORKERS: "lots" }))).toMatch(/NODEGATE_WORKERS: want a number of processes 1-256/);
+    // Found from outside: Number() read "0x2" as 2 and "1e1" as 10 (NODEGATE_PORT already took digits only).
+    for (const spelled of ["0x2", "1e1", " 2", "2.0"]) expect(errorOf(() => loadConfig({ NODEGATE_WORKERS: spelled }))).toMatch(/NODEGATE_WORKERS: want a number of processes 1-256/);
   });
 });
