@@ -40,6 +40,8 @@ export interface CallCacheStats {
   stored: number;
   /** Calls that joined an identical call already under way. */
   joined: number;
+  /** Times the whole store was set aside because finality went back (see ChainHead.onFinalityRewind). */
+  dropped: number;
 }
 
 /** The most a call waits for a fresh finality reading after a long pause. */
@@ -94,7 +96,7 @@ export class CallCache {
   readonly #chainId: (() => string | undefined) | undefined;
   /** Bumped when finality goes back, so every earlier entry of this network becomes unreachable. */
   #generation = 0;
-  readonly #stats = { hits: 0, misses: 0, stored: 0 };
+  readonly #stats = { hits: 0, misses: 0, stored: 0, dropped: 0 };
   /** What the typed door made of each stored answer it served (UpstreamResult.encodings), kept as long as the answer. */
   readonly #encodings = new WeakMap<Buffer, Map<object, Buffer>>();
 
@@ -107,6 +109,7 @@ export class CallCache {
     this.#chainId = options.chainId;
     options.head.onFinalityRewind(() => {
       this.#generation++;
+      this.#stats.dropped++;
     });
   }
 

@@ -15,6 +15,7 @@ export interface CacheCounts {
   misses: number;
   stored: number;
   joined: number;
+  dropped: number;
 }
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -102,7 +103,7 @@ export class Metrics {
   readonly #caches = new Map<string, () => CacheCounts>();
   readonly cacheEvents = new Counter({
     name: "nodegate_cache_events_total",
-    help: "Answer cache and in-flight coalescing by network: hit (served from the cache), miss (a cacheable call the cache could not answer), stored (answers put in the cache), joined (calls that shared an identical call under way).",
+    help: "Answer cache and in-flight coalescing by network: hit (served from the cache), miss (a cacheable call the cache could not answer), stored (answers put in the cache), joined (calls that shared an identical call under way), dropped (every stored answer set aside: the node's finality went back).",
     labelNames: ["network", "event"],
     registers: [this.registry],
     collect: () => {
@@ -113,6 +114,7 @@ export class Metrics {
         this.cacheEvents.inc({ network, event: "miss" }, counts.misses);
         this.cacheEvents.inc({ network, event: "stored" }, counts.stored);
         this.cacheEvents.inc({ network, event: "joined" }, counts.joined);
+        this.cacheEvents.inc({ network, event: "dropped" }, counts.dropped);
       }
     },
   });

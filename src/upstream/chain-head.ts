@@ -115,11 +115,19 @@ export class ChainHead {
     }
     const previous = this.#finalized;
     const previousHash = this.#finalizedHash;
-    let rewound = previous !== undefined && value < previous;
+    let rewound = previous !== undefined && value < previous && previousHash === undefined;
     if (!rewound && previous !== undefined && previousHash !== undefined) {
       // The block final before must still be there, under the same hash: one more call, only when finality moved.
-      const then = value === previous ? hash : await this.#block(`"0x${previous.toString(16)}"`).then((b) => b?.hash, () => previousHash);
+      // Moved back, and the block is there: a node behind the same URL that lags the one read before (a load
+      // balancer's backends, an epoch apart), not a rewind; the reading before stands (found from outside: each such
+      // step dropped every stored answer). Not known there, or unreadable: taken for a rewind, to be safe.
+      const back = value < previous;
+      const then = value === previous ? hash : await this.#block(`"0x${previous.toString(16)}"`).then((b) => b?.hash, () => (back ? undefined : previousHash));
       rewound = then !== previousHash;
+      if (back && !rewound) {
+        this.#readingFailed = false;
+        return;
+      }
     }
     this.#finalized = value;
     this.#finalizedHash = hash;

@@ -240,6 +240,10 @@ export class Network {
     this.#metrics = options.metrics;
     this.#chains = new PartnerChains(this.name, this.family, options.upstreams, options.log);
     this.head = new ChainHead(this, undefined, options.finalizedMaxAgeMs);
+    // Said where operators look: the cache's hit rate falls to nothing at once (found from outside: nothing said why).
+    this.head.onFinalityRewind((from, to) =>
+      this.#log?.warn({ network: this.name, from: String(from), to: String(to) }, "the node's finalized block went back, or a block it called final left its chain: answers cached before are not served"),
+    );
     const chains = this.#chains;
     const cache = options.cache ? new CallCache({ ...options.cache, network: this.name, head: this.head, chainId: () => chains.primaryChainId() }) : undefined;
     this.cache = cache;
