@@ -12,7 +12,7 @@ import net, { type AddressInfo, type Socket } from "node:net";
 import type { DescService } from "@bufbuild/protobuf";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import { JsonRpcService } from "../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
-import { closeUnlessIdentified, guardHttp2Session, http1TimeoutOptions, stillReceiving, watchHttp1Writes } from "./http/client-timeouts.js";
+import { closeUnlessIdentified, guardHttp2Session, http1TimeoutOptions, ignoreResetBeforeIdentified, stillReceiving, watchHttp1Writes } from "./http/client-timeouts.js";
 import { InFlight } from "./http/in-flight.js";
 import { handleCors } from "./http/cors.js";
 import { finAcknowledged } from "./http/fin-acknowledged.js";
@@ -417,6 +417,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     plain.on("upgrade", (_req: http.IncomingMessage, socket: Socket) => h1Writes.forget(socket));
     listener = net.createServer((socket) => {
       track(socket);
+      ignoreResetBeforeIdentified(socket);
       const identified = closeUnlessIdentified(socket, gateway.limits);
       let head: Buffer = Buffer.alloc(0);
       const sniff = (chunk: Buffer): void => {

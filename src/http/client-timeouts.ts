@@ -44,6 +44,17 @@ export function closeUnlessIdentified(socket: Socket, t: ClientTimeouts): () => 
   };
 }
 
+/**
+ * Keeps a connection's socket error (a client that resets before nodegate
+ * has read which protocol it speaks: a load balancer's TCP health check, a
+ * port scan) from being thrown: with no listener yet, it ended the process
+ * (found on review). The socket is destroyed as the error is emitted; the
+ * server it is handed to adds its own listener.
+ */
+export function ignoreResetBeforeIdentified(socket: Socket): void {
+  socket.on("error", () => {});
+}
+
 /** The client is still sending the stream's request (it has not half-closed its side). */
 export function stillReceiving(stream: http2.ServerHttp2Stream): boolean {
   const state = stream.state?.state;

@@ -7,6 +7,7 @@
  */
 import net, { type Socket } from "node:net";
 import type tls from "node:tls";
+import { ignoreResetBeforeIdentified } from "./client-timeouts.js";
 
 const TLS_HANDSHAKE_RECORD = 0x16;
 const HTTP2_PREFACE_START = Buffer.from("PRI ");
@@ -35,6 +36,7 @@ function isPlainHttp1(head: Buffer): boolean {
  */
 export function tlsListener(secure: tls.Server, guard: (socket: Socket) => () => void): net.Server {
   return net.createServer((socket) => {
+    ignoreResetBeforeIdentified(socket);
     const identified = guard(socket);
     socket.once("data", (head: Buffer) => {
       identified();

@@ -136,6 +136,19 @@ describe("slow and silent clients (HTTP/1.1)", () => {
     expect(conn.received()).toMatch(/^HTTP\/1\.1 200 [\s\S]*"result":"0x7a69"/);
   });
 
+  it("a client that resets its connection before its protocol is known (nothing sent, or a lone 'P') leaves the process serving", async () => {
+    // Found on review: the connection's socket had no error listener until it was handed to the HTTP/1.1 or HTTP/2
+    // server, so a reset then (a load balancer's TCP health check, a port scan) was thrown and ended the process.
+    for (const first of ["", "P"]) {
+      const conn = await rawConnection();
+      if (first !== "") conn.socket.write(first);
+      await sleep(30);
+      conn.socket.resetAndDestroy();
+      await sleep(30);
+      await stillServing();
+    }
+  });
+
   it("a client that connects and sends nothing is closed at the headers deadline", async () => {
     const conn = await rawConnection();
     await sleep(HEADERS_MS / 2);

@@ -8,6 +8,7 @@
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import https from "node:https";
+import net from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { fromBinary } from "@bufbuild/protobuf";
@@ -89,6 +90,21 @@ specRule("transport.tls", async () => {
   }
   const connect = createClient(EthService, createGrpcTransport({ baseUrl: `https://localhost:${secure.port}`, nodeOptions: { ca: cert } }));
   expect((await connect.chainId({}, { headers: { "x-api-key": secure.key } })).chainId).toBe(31337n);
+});
+
+it("a client that resets its connection to the TLS port before its first bytes leaves the process serving", async () => {
+  // Found on review: the TLS port's first-bytes listener had no error listener on the socket: a reset then was thrown.
+  for (const first of ["", "\x16"]) {
+    const socket = net.connect(secure.port, "127.0.0.1");
+    socket.on("error", () => {});
+    await new Promise((resolve) => socket.once("connect", resolve));
+    if (first !== "") socket.write(first);
+    await new Promise((r) => setTimeout(r, 30));
+    socket.resetAndDestroy();
+    await new Promise((r) => setTimeout(r, 30));
+  }
+  const answer = await postHttps(`/v3/${secure.key}`, '{"jsonrpc":"2.0","id":3,"method":"eth_chainId","params":[]}');
+  expect(answer).toEqual({ status: 200, text: '{"jsonrpc":"2.0","id":3,"result":"0x7a69"}' });
 });
 
 it("a plain HTTP request sent to the TLS port is answered 400 saying so, and TLS callers are served as before", async () => {
