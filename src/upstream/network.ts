@@ -276,14 +276,14 @@ export class Network {
    * one upstream call (see CallCache).
    */
   mayFailOver(method: string, plan: Plan): boolean {
-    return this.#mayFailOver(method, { idempotent: true, plan });
+    const policy = this.#failover;
+    return this.#members.length > 1 && policy !== undefined && policy.methods.includes(method) && policy.plans.includes(plan);
   }
 
   #mayFailOver(method: string, options: NetworkCallOptions): boolean {
-    const policy = this.#failover;
     if (this.#members.length === 1 || options.idempotent !== true) return false;
     if (options.headReading === true) return true;
-    return policy !== undefined && policy.methods.includes(method) && options.plan !== undefined && policy.plans.includes(options.plan);
+    return options.plan !== undefined && this.mayFailOver(method, options.plan);
   }
 
   /** `waitedMs`: how long the call waited on the primary's probe, taken from its deadline (which counts from its arrival). */
