@@ -12,7 +12,7 @@ import net, { type AddressInfo, type Socket } from "node:net";
 import type { DescService } from "@bufbuild/protobuf";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import { JsonRpcService } from "../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
-import { closeUnlessIdentified, guardHttp2Session, http1TimeoutOptions, ignoreResetBeforeIdentified, stillReceiving, watchHttp1Writes } from "./http/client-timeouts.js";
+import { closeUnlessIdentified, guardHttp2Session, http1TimeoutOptions, ignoreResetBeforeIdentified, watchHttp1Writes } from "./http/client-timeouts.js";
 import { InFlight } from "./http/in-flight.js";
 import { handleCors } from "./http/cors.js";
 import { finAcknowledged } from "./http/fin-acknowledged.js";
@@ -281,9 +281,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
 
   const inFlight = new InFlight();
   const handle = (req: Req, res: Res): void => {
-    const stream = "stream" in req ? req.stream : undefined;
-    const receiving = stream !== undefined ? () => stillReceiving(stream) : () => !(req as http.IncomingMessage).complete;
-    res.once("close", inFlight.begin(receiving, stream));
+    res.once("close", inFlight.begin("stream" in req ? req.stream : (req as http.IncomingMessage)));
     // While draining, HTTP/1.1 connections are closed after their current response.
     if (draining && "setHeader" in res && req.httpVersionMajor === 1) res.setHeader("connection", "close");
     // The absolute form (POST http://host/v3/KEY, what a client sends to a proxy) names the same path; RFC 9112 has servers take it.
@@ -341,7 +339,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   const dispatchHttp2Stream = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, _flags: number, rawHeaders: string[]): void => {
     clampDeadlineHeaders(headers);
     if (grpcUnary(stream, headers)) {
-      stream.once("close", inFlight.begin(() => stillReceiving(stream), stream));
+      stream.once("close", inFlight.begin(stream));
       return;
     }
     const req = new http2.Http2ServerRequest(stream, headers, {}, rawHeaders);

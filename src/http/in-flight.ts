@@ -5,17 +5,20 @@
  * has not started on them. Found from outside: one unfinished upload held
  * every graceful stop to the drain deadline, over HTTP/1.1 and HTTP/2 alike.
  */
+import type http from "node:http";
 import http2 from "node:http2";
+import { stillReceiving } from "./client-timeouts.js";
 
-interface Request {
-  /** Whether the client is still sending the request (its body has not all arrived). */
-  receiving(): boolean;
-  /** The HTTP/2 stream it came on, refused at the drain while still receiving. */
-  stream: http2.ServerHttp2Stream | undefined;
+/** What a request came as: an HTTP/1.1 message, or the HTTP/2 stream it came on. */
+type Source = http.IncomingMessage | http2.ServerHttp2Stream;
+
+/** Whether the client is still sending the request (its body has not all arrived). */
+function receiving(source: Source): boolean {
+  return "complete" in source ? !source.complete : stillReceiving(source);
 }
 
 export class InFlight {
-  readonly #requests = new Set<Request>();
+  readonly #requests = new Set<Source>();
   #idleWaiters: (() => void)[] = [];
 
   /** Requests being served, received whole or not. */
@@ -26,16 +29,15 @@ export class InFlight {
   /** Requests received whole and not yet answered: what a drain waits for. */
   get started(): number {
     let n = 0;
-    for (const request of this.#requests) if (!request.receiving()) n++;
+    for (const source of this.#requests) if (!receiving(source)) n++;
     return n;
   }
 
   /** Counts a request until the returned function is called (when its response has closed). */
-  begin(receiving: () => boolean, stream?: http2.ServerHttp2Stream): () => void {
-    const request: Request = { receiving, stream };
-    this.#requests.add(request);
+  begin(source: Source): () => void {
+    this.#requests.add(source);
     return () => {
-      if (!this.#requests.delete(request)) return;
+      if (!this.#requests.delete(source)) return;
       if (this.#idleWaiters.length > 0 && this.started === 0) for (const wake of this.#idleWaiters.splice(0)) wake();
     };
   }
@@ -47,6 +49,6 @@ export class InFlight {
 
   /** Refuses the HTTP/2 streams whose requests are still arriving (RST_STREAM REFUSED_STREAM: their clients may retry them elsewhere). */
   refuseReceiving(): void {
-    for (const request of this.#requests) if (request.stream !== undefined && request.receiving()) request.stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
+    for (const source of this.#requests) if (!("complete" in source) && receiving(source)) source.close(http2.constants.NGHTTP2_REFUSED_STREAM);
   }
 }
