@@ -116,3 +116,36 @@ it("a resuming client reading its history as it comes is not ended while the cha
   cancel.abort();
   await sent;
 });
+
+it("a resuming client that has read everything sent is not ended while a slow history page keeps it waiting", async () => {
+  // Found from outside: with the hold full of live events while a history page took 1.5 s, a client reading as fast
+  // as it could (nothing waiting for it) was ended as too slow.
+  const overflows: string[] = [];
+  const queue = new EventQueue(4, (error) => overflows.push(error.message));
+  const gate = new ResumeGate(queue, 1, 4, 0);
+  const cancel = new CallCancellation();
+  let pageArrives = () => {};
+  const history: History = async (from, deliver) => {
+    await deliver(head(from));
+    await new Promise<void>((resolve) => (pageArrives = resolve)); // the next page is slow to come
+    for (let n = from + 1; n <= 10; n++) await deliver(head(n));
+    return 10;
+  };
+  const sent = gate.sendHistory(history, cancel.signal).then(
+    () => "sent",
+    (err: Error) => err.message,
+  );
+  const events = queue.events(cancel.signal);
+  expect(((await events.next()).value as HeadEvent).number).toBe(1);
+  const next = events.next(); // the client waits for more
+  // Live blocks come while the page is slow: the hold fills and more are let go.
+  for (let n = 1001; n <= 1010; n++) {
+    gate.push(head(n));
+    await vi.advanceTimersByTimeAsync(300);
+  }
+  expect(overflows).toEqual([]);
+  pageArrives();
+  expect(((await next).value as HeadEvent).number).toBe(2);
+  cancel.abort();
+  await sent;
+});
