@@ -34,6 +34,8 @@ export class CircuitBreaker {
   #state: CircuitState = "closed";
   #probing = false;
   #probeStartedAt = 0;
+  /** Counts the probes let through: names the one out now (see release). */
+  #probeSerial = 0;
   /** Calls waiting for the probe's outcome. */
   #waiters: (() => void)[] = [];
 
@@ -63,7 +65,13 @@ export class CircuitBreaker {
     if (this.#probing && now - this.#probeStartedAt < this.#cooldownMs) return false;
     this.#probing = true;
     this.#probeStartedAt = now;
+    this.#probeSerial++;
     return true;
+  }
+
+  /** The probe let through last (while the circuit is not closed): what a call let through as it hands to release(). */
+  get probeSerial(): number {
+    return this.#probeSerial;
   }
 
   /** While open for a provider's Retry-After: the whole seconds left (to pass on to callers). */
@@ -150,10 +158,14 @@ export class CircuitBreaker {
    * Retry-After had opened stayed so through a failed probe, and the next
    * call waited a cooldown on a probe that never went out). Only the probe's
    * own end is a release: a call let through while the circuit was closed
-   * says nothing of a probe out now.
+   * says nothing of a probe out now, and nor does an earlier probe that a
+   * newer one has overtaken (`probe`: the serial it was let through as; found
+   * from outside: a readiness check's probe, stuck on a hung node for its 2 s
+   * deadline, woke the calls waiting on the newer probe, which then found the
+   * node healed, and they were refused).
    */
-  release(): void {
-    if (this.#state === "half-open") this.#settle();
+  release(probe: number): void {
+    if (this.#state === "half-open" && probe === this.#probeSerial) this.#settle();
   }
 
   #settle(): void {

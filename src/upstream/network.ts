@@ -291,7 +291,7 @@ export class Network {
     const ownDeadline = options.timeoutMs !== undefined && options.timeoutMs < this.#timeoutMs;
     const started = performance.now();
     // Let through by the circuit as its probe (a readiness check's call): only then does its release end the probe.
-    const probe = member.breaker.state !== "closed";
+    const probe = member.breaker.state !== "closed" ? member.breaker.probeSerial : undefined;
     try {
       const result = await member.upstream.call(method, paramsText, {
         signal: options.signal,
@@ -310,7 +310,7 @@ export class Network {
       if (options.signal?.aborted || ownDeadlineRanOut || isOwnCapacity(err) || saysNothingOfTheNode(err)) {
         // Found from outside: a caller leaving a call sent while the circuit was closed woke the calls waiting on the
         // probe out now, and they were refused although the probe then found the node healed.
-        if (probe) member.breaker.release();
+        if (probe !== undefined) member.breaker.release(probe);
         if (!isOwnCapacity(err)) this.#checkSilence(member, started);
       } else if (isOutage(err)) {
         if (!this.#answeredSince(member, started, err as GatewayError)) this.#failed(member, err as Error);
@@ -367,6 +367,8 @@ export class Network {
     if (askedAt - member.askedAt < member.breaker.cooldownMs || member.questionsOut >= MAX_QUESTIONS_OUT) return;
     member.askedAt = askedAt;
     member.questionsOut++;
+    // The circuit's probe, when it let this question through: only that probe's end without a verdict releases it.
+    const probe = member.breaker.state !== "closed" ? member.breaker.probeSerial : undefined;
     const verdictMs = Math.min(this.#timeoutMs, Math.max(SILENCE_CHECK_TIMEOUT_MS, Math.round(3 * Math.max(fastestTypicalMs(member), member.questionMs))));
     const listens = !member.listening && verdictMs < this.#timeoutMs;
     let judged = false;
@@ -396,11 +398,11 @@ export class Network {
           if (unanswered) {
             if (judged) return; // the verdict was given at its time
             judge(err as GatewayError);
-            if (this.#heardAt(member) >= askedAt) member.breaker.release(); // heard from meanwhile: no verdict
+            if (this.#heardAt(member) >= askedAt && probe !== undefined) member.breaker.release(probe); // heard from meanwhile: no verdict
           } else if (isOutage(err)) {
             if (!this.#answeredSince(member, askedAt, err as GatewayError)) this.#failed(member, err as Error);
           } else if (isOwnCapacity(err)) {
-            member.breaker.release(); // nodegate's own limits: no verdict
+            if (probe !== undefined) member.breaker.release(probe); // nodegate's own limits: no verdict
           } else {
             this.#answered(member, askedAt, CHAIN_ID_METHOD[this.family]); // a node error is an answer
           }

@@ -116,13 +116,35 @@ describe("CircuitBreaker", () => {
     const breaker = new CircuitBreaker({ threshold: 5, cooldownMs: 1000 });
     breaker.failure(0, 2000);
     expect(breaker.allow(2000)).toBe(true);
-    breaker.release();
+    breaker.release(breaker.probeSerial);
     expect(breaker.state).toBe("half-open");
     expect(breaker.allow(2050)).toBe(true); // the next call may probe
     breaker.failure(2100);
     expect(breaker.state).toBe("open");
     expect(breaker.allow(2200)).toBe(false);
     expect(breaker.allow(3100)).toBe(true);
+  });
+
+  it("an earlier probe a newer one overtook does not end the newer one's wait when it is released", async () => {
+    // Found from outside: a readiness check's probe, stuck on a hung node for its 2 s deadline, was released after a
+    // caller's call had let a newer probe out; the calls waiting on the newer one were woken and refused, though it
+    // then found the node healed.
+    const breaker = new CircuitBreaker({ threshold: 1, cooldownMs: 20 });
+    breaker.failure();
+    await sleep(25);
+    expect(breaker.allow()).toBe(true);
+    const stale = breaker.probeSerial;
+    await sleep(25); // out for more than a cooldown: the next call may probe too
+    expect(breaker.allow()).toBe(true);
+    let woken = false;
+    const waited = breaker.probeSettled().then(() => (woken = true));
+    breaker.release(stale);
+    await sleep(0);
+    expect(woken).toBe(false);
+    expect(breaker.probing).toBe(true);
+    breaker.success(); // the newer probe's verdict
+    await waited;
+    expect(breaker.state).toBe("closed");
   });
 });
 
