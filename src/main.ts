@@ -55,7 +55,14 @@ function loadOrExit(configPath: string | undefined, text?: string): Config {
 }
 
 /**
- * SIGINT/SIGTERM while starting: remembered, and acted on once what has
+ * The signals that stop nodegate gracefully. SIGHUP too (a closed terminal):
+ * by Node's default it ended the process at once, and the embedded Anvil, in
+ * a process group of its own, was left running (found from outside).
+ */
+const STOP_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+
+/**
+ * SIGINT/SIGTERM/SIGHUP while starting: remembered, and acted on once what has
  * started can be stopped (found from outside: a SIGTERM while the workers
  * started left the embedded Anvil running, re-parented to PID 1).
  */
@@ -64,15 +71,13 @@ function signalsWhileStarting(): { readonly received: string | undefined; releas
   const remember = (signal: string) => {
     received ??= signal;
   };
-  process.on("SIGINT", remember);
-  process.on("SIGTERM", remember);
+  for (const signal of STOP_SIGNALS) process.on(signal, remember);
   return {
     get received() {
       return received;
     },
     release() {
-      process.off("SIGINT", remember);
-      process.off("SIGTERM", remember);
+      for (const signal of STOP_SIGNALS) process.off(signal, remember);
     },
   };
 }
@@ -143,8 +148,7 @@ async function start(configPathArg: string | undefined): Promise<void> {
     process.exit(0);
   };
   early.release();
-  process.on("SIGINT", () => void stop("SIGINT"));
-  process.on("SIGTERM", () => void stop("SIGTERM"));
+  for (const signal of STOP_SIGNALS) process.on(signal, () => void stop(signal));
   if (early.received !== undefined) void stop(early.received);
   // A worker whose primary is gone has no one to hand it connections: it drains what it holds and stops. Node's
   // cluster ends such a worker at once (found from outside: in-flight calls cut, WebSockets 1006) unless the
@@ -179,8 +183,7 @@ async function runPrimary(config: Config, configText: string | undefined, early:
     for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill("SIGTERM");
   };
   if (early.received === undefined) {
-    process.once("SIGINT", stopStarting);
-    process.once("SIGTERM", stopStarting);
+    for (const signal of STOP_SIGNALS) process.once(signal, stopStarting);
   }
   let pool;
   try {
@@ -192,8 +195,7 @@ async function runPrimary(config: Config, configText: string | undefined, early:
     // As in a single process: say why in one line, and leave no embedded node behind.
     fail(`${(err as Error).message} (its own message is above)`, 1);
   }
-  process.off("SIGINT", stopStarting);
-  process.off("SIGTERM", stopStarting);
+  for (const signal of STOP_SIGNALS) process.off(signal, stopStarting);
   early.release();
   process.stdout.write(banner(config, config.host, pool.address.port, generatedKey ? key : "<KEY>", generatedKey, anvil));
   const sharing = config.stores?.redisUrl === undefined ? "caches and rate-limit counters are per worker" : "caches and rate-limit counters shared through Redis";
@@ -208,8 +210,7 @@ async function runPrimary(config: Config, configText: string | undefined, early:
     await anvil?.stop();
     process.exit(clean ? 0 : 1);
   };
-  process.on("SIGINT", () => void stop());
-  process.on("SIGTERM", () => void stop());
+  for (const signal of STOP_SIGNALS) process.on(signal, () => void stop());
   if (early.received !== undefined) void stop();
 }
 
