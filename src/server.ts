@@ -467,14 +467,14 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       await settledBy(wsClosed, deadline);
       // Subscription streams never finish by themselves: end them now (clients resume elsewhere) rather than at the drain deadline.
       const subscriptionsClosed = gateway.subscriptions.close();
-      // Requests still arriving are not waited for: nodegate has not started on them (see InFlight).
-      const idle = () => inFlight.idle();
-      await settledBy(idle(), deadline);
+      // Requests whose upload has stalled are not waited for: nodegate has not started on them (see InFlight).
+      await inFlight.idle(deadline);
       if (inFlight.started > 0 || wsHandler.answering > 0) {
         // At the deadline, calls still waiting on a node are answered -32056 / UNAVAILABLE ("shutting down"), not cut off
         // with nothing; a WebSocket client's too, then its connection closes (1001) as answered.
         await gateway.closeUpstreams();
-        await settledBy(Promise.all([idle(), wsClosed]), performance.now() + ANSWER_AT_DEADLINE_MS);
+        const answeredBy = performance.now() + ANSWER_AT_DEADLINE_MS;
+        await settledBy(Promise.all([inFlight.idle(answeredBy), wsClosed]), answeredBy);
       }
       wsHandler.close();
       inFlight.refuseReceiving();
