@@ -24,6 +24,7 @@ import { httpUrl, KEY_PATTERN, LOG_LEVELS, plan } from "./values.js";
 /** Keys from NODEGATE_API_KEYS, held to the file's rules; an error names the entry by position, never by its text. */
 function parseKeys(value: string): KeyConfig[] {
   const keys: KeyConfig[] = [];
+  const seen = new Set<string>();
   const entries = value
     .split(",")
     .map((k) => k.trim())
@@ -36,7 +37,8 @@ function parseKeys(value: string): KeyConfig[] {
     if (parts.length > 2) fail(`want "key" or "key:plan", got ${parts.length} parts separated by ":"`);
     const [key, planName] = parts as [string, string | undefined];
     if (!KEY_PATTERN.test(key)) fail("want 8 to 128 letters, digits, - or _");
-    if (keys.some((k) => k.key === key)) fail("duplicate key");
+    if (seen.has(key)) fail("duplicate key");
+    seen.add(key);
     keys.push({ key, plan: plan(planName, fail) });
   }
   return keys;

@@ -273,12 +273,15 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
     const n = r.list(["keys"]);
     if (n === 0) r.fail(["keys"], "want at least one key (leave keys out to run with a development key printed at start)");
     const keys: KeyConfig[] = [];
+    // A set, not a search of the list: a file of 20,000 keys took 20 s to load (found from outside).
+    const seen = new Set<string>();
     for (let i = 0; i < n; i++) {
       const p: Path = ["keys", i];
       r.keys(p, ["key", "plan", "secret", "rateLimit", "allowlists"]);
       const key = r.string([...p, "key"]) ?? r.fail([...p, "key"], "required");
       if (!KEY_PATTERN.test(key)) r.fail([...p, "key"], "want 8 to 128 letters, digits, - or _");
-      if (keys.some((k) => k.key === key)) r.fail([...p, "key"], "duplicate key");
+      if (seen.has(key)) r.fail([...p, "key"], "duplicate key");
+      seen.add(key);
       const entry: KeyConfig = { key, plan: plan(r.string([...p, "plan"]), (m) => r.fail([...p, "plan"], m)) };
       const secret = r.string([...p, "secret"]);
       // An empty secret would pass any Basic header with an empty password, as an empty ${VAR} would (refused above).
