@@ -381,6 +381,8 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   let plain: http.Server | undefined;
   /** The server handed its connections (not listening itself), closed to stop Node's deadline checks. */
   let deadlineChecks: net.Server | undefined;
+  /** Closes the connections not yet handed to a server, which `sockets` does not hold (the TLS port's). */
+  let closeSilent = (): void => {};
   if (options.tls) {
     const secure = http2.createSecureServer(
       { cert: options.tls.cert, key: options.tls.key, allowHTTP1: true, handshakeTimeout: gateway.limits.headersTimeoutMs, ...HTTP2_SERVER_OPTIONS },
@@ -398,7 +400,9 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     // Handed its connections by the listener below: Node starts its HTTP/1.1 deadline checks when a server listens.
     secure.emit("listening");
     deadlineChecks = secure;
-    listener = tlsListener(secure, (socket) => closeUnlessIdentified(socket, gateway.limits));
+    const tlsPort = tlsListener(secure, (socket) => closeUnlessIdentified(socket, gateway.limits));
+    listener = tlsPort.server;
+    closeSilent = () => tlsPort.closeSilent();
   } else {
     plain = http.createServer(http1TimeoutOptions(gateway.limits), handle);
     plain.on("checkContinue", checkContinue);
@@ -484,6 +488,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       // last stream's trailers, the final GOAWAY), and a client reading slowly got its answers without a status.
       await destroyedByNode(sessions, Math.max(deadline, performance.now() + ANSWER_AT_DEADLINE_MS));
       for (const session of sessions) session.destroy();
+      closeSilent();
       await closedByClients(sockets, Math.max(deadline, performance.now() + ANSWER_AT_DEADLINE_MS));
       for (const socket of sockets) socket.destroy();
       await stopped;

@@ -29,16 +29,30 @@ function isPlainHttp1(head: Buffer): boolean {
   return first >= 0x41 && first <= 0x5a && !head.subarray(0, n).equals(HTTP2_PREFACE_START.subarray(0, n));
 }
 
+export interface TlsListener {
+  server: net.Server;
+  /**
+   * Closes the connections that have sent nothing yet (at the end of a
+   * drain: found from outside, one silent connection held the stop until its
+   * headers deadline, past the drain's).
+   */
+  closeSilent(): void;
+}
+
 /**
  * `guard` starts the deadline for a connection to send its first bytes and
  * returns the function that ends it (the TLS server's handshake deadline
  * takes over).
  */
-export function tlsListener(secure: tls.Server, guard: (socket: Socket) => () => void): net.Server {
-  return net.createServer((socket) => {
+export function tlsListener(secure: tls.Server, guard: (socket: Socket) => () => void): TlsListener {
+  const silent = new Set<Socket>();
+  const server = net.createServer((socket) => {
     ignoreResetBeforeIdentified(socket);
     const identified = guard(socket);
+    silent.add(socket);
+    socket.once("close", () => silent.delete(socket));
     socket.once("data", (head: Buffer) => {
+      silent.delete(socket);
       identified();
       if (head[0] !== TLS_HANDSHAKE_RECORD && isPlainHttp1(head)) {
         socket.end(PLAIN_HTTP_ANSWER);
@@ -51,4 +65,10 @@ export function tlsListener(secure: tls.Server, guard: (socket: Socket) => () =>
       secure.emit("connection", socket);
     });
   });
+  return {
+    server,
+    closeSilent() {
+      for (const socket of silent) socket.destroy();
+    },
+  };
 }
