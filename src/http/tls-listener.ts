@@ -51,8 +51,14 @@ export function tlsListener(secure: tls.Server, guard: (socket: Socket) => () =>
     const identified = guard(socket);
     silent.add(socket);
     socket.once("close", () => silent.delete(socket));
-    socket.once("data", (head: Buffer) => {
+    let head: Buffer = Buffer.alloc(0);
+    const sniff = (chunk: Buffer): void => {
       silent.delete(socket);
+      head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
+      // A lone "P" may begin "POST" or an HTTP/2 preface: wait until the bytes tell (found from outside: a request
+      // whose first segment held one byte got no answer).
+      if (head[0] === 0x50 && head.length < HTTP2_PREFACE_START.length && HTTP2_PREFACE_START.subarray(0, head.length).equals(head)) return;
+      socket.off("data", sniff);
       identified();
       if (head[0] !== TLS_HANDSHAKE_RECORD && isPlainHttp1(head)) {
         socket.end(PLAIN_HTTP_ANSWER);
@@ -63,7 +69,8 @@ export function tlsListener(secure: tls.Server, guard: (socket: Socket) => () =>
       socket.pause();
       socket.unshift(head);
       secure.emit("connection", socket);
-    });
+    };
+    socket.on("data", sniff);
   });
   return {
     server,

@@ -118,6 +118,18 @@ it("a plain HTTP request sent to the TLS port is answered 400 saying so, and TLS
   });
   expect(res.status).toBe(400);
   expect(await res.text()).toBe("This port speaks TLS: call it with https:// (wss:// for WebSocket).\n");
+  // One whose first segment holds one byte ("P" may begin "POST" or an HTTP/2 preface) is answered too.
+  const socket = net.connect(secure.port, "127.0.0.1");
+  socket.on("error", () => {});
+  await new Promise((resolve) => socket.once("connect", resolve));
+  let reply = "";
+  socket.on("data", (d: Buffer) => (reply += d.toString()));
+  const ended = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+  socket.write("P");
+  await new Promise((r) => setTimeout(r, 50));
+  socket.write(`OST /v3/${secure.key} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 0\r\n\r\n`);
+  await ended;
+  expect(reply).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n[\s\S]*This port speaks TLS/);
   const answer = await postHttps(`/v3/${secure.key}`, '{"jsonrpc":"2.0","id":2,"method":"eth_chainId","params":[]}');
   expect(answer).toEqual({ status: 200, text: '{"jsonrpc":"2.0","id":2,"result":"0x7a69"}' });
 });
