@@ -42,19 +42,38 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-it("answers every accepted request, then exits 0", async () => {
+interface Spawned {
+  child: ChildProcess;
+  port: number;
+  /** What it printed so far (stdout and stderr). */
+  output(): string;
+  exited: Promise<number | null>;
+}
+
+/** src/main.ts as a child process, as npm start runs it, with `env` added; resolves once its banner says it runs. */
+async function spawnNodegate(env: Record<string, string>, options: { detached?: boolean } = {}): Promise<Spawned> {
   const port = await freePort();
-  child = spawn(process.execPath, ["--import", "tsx", join(ROOT, "src/main.ts")], {
+  const spawned = spawn(process.execPath, ["--import", "tsx", join(ROOT, "src/main.ts")], {
     cwd: ROOT,
-    env: { ...process.env, NODEGATE_UPSTREAM_URL: upstream.url, NODEGATE_PORT: String(port), NODEGATE_API_KEYS: `${KEY}:growth`, NODEGATE_LOG_LEVEL: "warn" },
+    env: { ...process.env, NODEGATE_PORT: String(port), NODEGATE_LOG_LEVEL: "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"],
+    detached: options.detached === true,
   });
   let output = "";
-  child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
-  child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child?.once("exit", (code) => resolve(code)));
-  for (let i = 0; i < 200 && !output.includes("nodegate is running"); i++) await new Promise((r) => setTimeout(r, 50));
+  spawned.stdout?.on("data", (d: Buffer) => (output += d.toString()));
+  spawned.stderr?.on("data", (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<number | null>((resolve) => spawned.once("exit", (code) => resolve(code)));
+  for (let i = 0; i < 300 && !output.includes("nodegate is running"); i++) await new Promise((r) => setTimeout(r, 50));
+  if (!output.includes("nodegate is running")) spawned.kill("SIGKILL");
   expect(output).toContain("nodegate is running");
+  return { child: spawned, port, output: () => output, exited };
+}
+
+it("answers every accepted request, then exits 0", async () => {
+  const started = await spawnNodegate({ NODEGATE_UPSTREAM_URL: upstream.url, NODEGATE_API_KEYS: `${KEY}:growth` });
+  child = started.child;
+  const { port, exited } = started;
+  const output = started.output;
 
   const base = `http://127.0.0.1:${port}`;
   // A health watcher, serving before the load starts.
@@ -109,8 +128,8 @@ it("answers every accepted request, then exits 0", async () => {
   await watching;
   expect(statuses).toEqual([ServingStatus.SERVING, ServingStatus.NOT_SERVING]);
   expect(await exited).toBe(0);
-  recordSeen("nodegate stdout and stderr", output);
-  expect(output).not.toMatch(/error/i);
+  recordSeen("nodegate stdout and stderr", output());
+  expect(output()).not.toMatch(/error/i);
   // After the drain the port is closed: new connections are refused, not half-answered.
   await expect(fetch(`${base}/healthz`)).rejects.toThrow();
 }, 30_000);
@@ -118,19 +137,8 @@ it("answers every accepted request, then exits 0", async () => {
 it("with workers (NODEGATE_WORKERS=2), a call longer than 5 s still finishes within drainMs, and the primary exits 0", async () => {
   // Found from outside: the primary killed its workers 5 s after SIGTERM, whatever drainMs said, and exited 0.
   const slow = await startProgrammableUpstream((r) => ({ delayMs: r.method === "eth_getBalance" ? 6000 : 0, then: { result: r.method === "eth_chainId" ? "0x7a69" : "0x2a" } }));
-  const port = await freePort();
-  const workers = spawn(process.execPath, ["--import", "tsx", join(ROOT, "src/main.ts")], {
-    cwd: ROOT,
-    env: { ...process.env, NODEGATE_UPSTREAM_URL: slow.url, NODEGATE_PORT: String(port), NODEGATE_API_KEYS: KEY, NODEGATE_LOG_LEVEL: "warn", NODEGATE_WORKERS: "2" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const { child: workers, port, exited } = await spawnNodegate({ NODEGATE_UPSTREAM_URL: slow.url, NODEGATE_API_KEYS: KEY, NODEGATE_WORKERS: "2" });
   try {
-    let output = "";
-    workers.stdout?.on("data", (d: Buffer) => (output += d.toString()));
-    workers.stderr?.on("data", (d: Buffer) => (output += d.toString()));
-    const exited = new Promise<number | null>((resolve) => workers.once("exit", (code) => resolve(code)));
-    for (let i = 0; i < 300 && !output.includes("nodegate is running"); i++) await new Promise((r) => setTimeout(r, 50));
-    expect(output).toContain("nodegate is running");
     const base = `http://127.0.0.1:${port}`;
     const call = post(`${base}/v3/${KEY}`, rpc("eth_getBalance", ["0x00000000000000000000000000000000000000aa", "latest"], 7));
     for (let i = 0; i < 100 && slow.count("eth_getBalance") < 1; i++) await new Promise((r) => setTimeout(r, 20));
@@ -162,19 +170,8 @@ it("a gRPC client reading slowly when the signal comes gets every answer whole, 
   const outcomes: string[] = [];
   try {
     for (let round = 0; round < 3; round++) {
-      const port = await freePort();
-      const ng = spawn(process.execPath, ["--import", "tsx", join(ROOT, "src/main.ts")], {
-        cwd: ROOT,
-        env: { ...process.env, NODEGATE_UPSTREAM_URL: big.url, NODEGATE_PORT: String(port), NODEGATE_API_KEYS: `${KEY}:growth`, NODEGATE_LOG_LEVEL: "warn" },
-        stdio: ["ignore", "pipe", "pipe"],
-      });
+      const { child: ng, port, exited } = await spawnNodegate({ NODEGATE_UPSTREAM_URL: big.url, NODEGATE_API_KEYS: `${KEY}:growth` });
       try {
-        let output = "";
-        ng.stdout?.on("data", (d: Buffer) => (output += d.toString()));
-        ng.stderr?.on("data", (d: Buffer) => (output += d.toString()));
-        const exited = new Promise<number | null>((resolve) => ng.once("exit", (code) => resolve(code)));
-        for (let i = 0; i < 300 && !output.includes("nodegate is running"); i++) await new Promise((r) => setTimeout(r, 50));
-        expect(output).toContain("nodegate is running");
         const session = http2.connect(`http://127.0.0.1:${port}`);
         session.on("error", () => {});
         const calls = Array.from({ length: 3 }, () => {
@@ -273,22 +270,11 @@ it.runIf(process.platform === "linux").each(["SIGINT", "SIGHUP"] as const)("%s t
   // Found from outside: the embedded node shared nodegate's process group, so the terminal's SIGINT killed it at once,
   // and every call in flight failed "connection refused" instead of draining. Then, with the node in a group of its
   // own, SIGHUP (not handled: Node's default ends the process at once) left it running.
-  const port = await freePort();
-  const ng = spawn(process.execPath, ["--import", "tsx", join(ROOT, "src/main.ts")], {
-    cwd: ROOT,
-    env: { ...process.env, NODEGATE_UPSTREAM_URL: "", NODEGATE_PORT: String(port), NODEGATE_API_KEYS: `${KEY}:growth`, NODEGATE_LOG_LEVEL: "warn" },
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true, // a process group of its own, as a terminal gives a foreground job
-  });
+  // A process group of its own, as a terminal gives a foreground job.
+  const { child: ng, port, output, exited } = await spawnNodegate({ NODEGATE_UPSTREAM_URL: "", NODEGATE_API_KEYS: `${KEY}:growth` }, { detached: true });
   let stray: number | undefined;
   try {
-    let output = "";
-    ng.stdout?.on("data", (d: Buffer) => (output += d.toString()));
-    ng.stderr?.on("data", (d: Buffer) => (output += d.toString()));
-    const exited = new Promise<number | null>((resolve) => ng.once("exit", (code) => resolve(code)));
-    for (let i = 0; i < 300 && !output.includes("nodegate is running"); i++) await new Promise((r) => setTimeout(r, 50));
-    expect(output).toContain("nodegate is running");
-    const anvilPid: number = Number(/embedded Anvil[^\n]*pid (\d+)/.exec(output)?.[1] ?? readFileSync(`/proc/${ng.pid}/task/${ng.pid}/children`, "utf8").trim().split(/\s+/)[0]);
+    const anvilPid: number = Number(/embedded Anvil[^\n]*pid (\d+)/.exec(output())?.[1] ?? readFileSync(`/proc/${ng.pid}/task/${ng.pid}/children`, "utf8").trim().split(/\s+/)[0]);
     expect(readFileSync(`/proc/${anvilPid}/comm`, "utf8").trim()).toBe("anvil");
     stray = anvilPid;
     // eth_calls that each run a gas-burning loop for a while in the node's EVM (code placed by a state override).
