@@ -3,7 +3,8 @@
  * (through Connect's context values), for what Connect cannot do: end a
  * stream whose transport is stuck behind writes the client does not read (a
  * gRPC status would queue behind those writes, so the HTTP/2 stream is reset
- * with ENHANCE_YOUR_CALM, which gRPC clients report as RESOURCE_EXHAUSTED),
+ * with ENHANCE_YOUR_CALM, which gRPC clients report as RESOURCE_EXHAUSTED,
+ * when its status has not got out in time),
  * and know when an answer has left (its response closed).
  */
 import http2 from "node:http2";
@@ -53,6 +54,18 @@ const cut = new WeakSet<NodeRequest>();
 export function transportWasCut(values: ContextValues): boolean {
   const req = values.get(nodeRequestKey);
   return req !== undefined && cut.has(req);
+}
+
+/**
+ * For a call whose handler is ending it with an error: cuts its transport (cutTransport) if its answer has not closed
+ * within `graceMs`. A stream whose client reads gets the error as its status; one stuck behind bytes its client does
+ * not read never would, since the status waits behind them.
+ */
+export function cutTransportUnlessClosed(ctx: HandlerContext, graceMs: number): void {
+  const res = ctx.values.get(nodeResponseKey);
+  if (res === undefined) return;
+  const timer = setTimeout(() => cutTransport(ctx), graceMs).unref();
+  whenResponseDone(res, () => clearTimeout(timer));
 }
 
 /** Ends the call's transport at once: resets its HTTP/2 stream (RESOURCE_EXHAUSTED), or drops an HTTP/1.1 connection. */

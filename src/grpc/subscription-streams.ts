@@ -38,7 +38,8 @@ import type { Subscription } from "../subscriptions/hub.js";
 import { canonicalLogFilter, filterSize, type Topic } from "../subscriptions/topic.js";
 import type { Network } from "../upstream/network.js";
 import { handlerError, toConnectError } from "./errors.js";
-import { cutTransport } from "./node-request.js";
+import { cutTransportUnlessClosed } from "./node-request.js";
+import { READER_GRACE_MS } from "../subscriptions/reader-pace.js";
 import { credentialsFrom, typedCallNetwork } from "./typed-services.js";
 
 const hex = (bytes: Uint8Array): string => `0x${Buffer.from(bytes).toString("hex")}`;
@@ -151,8 +152,9 @@ async function* subscriptionStream<T extends Message>(gateway: Gateway, spec: St
       (error) => {
         gateway.log.warn({ method: spec.method, network: network.name, reason: error.message }, "ending a slow stream subscriber");
         finish();
-        // The stream is stuck behind unread writes, so its status could not get through: reset it.
-        cutTransport(ctx);
+        // The queue's end reaches the client as this error's status when its stream moves; a stream stuck behind
+        // unread writes is reset instead, once the status has had the reader's own grace to get out.
+        cutTransportUnlessClosed(ctx, READER_GRACE_MS);
       },
       gateway.limits.maxWsUnreadBytes,
     );

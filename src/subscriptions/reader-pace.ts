@@ -6,6 +6,9 @@
  * when `capacity` events wait and it has taken none for `graceMs`. Memory is
  * bounded apart from this, in bytes, by whoever holds the events.
  */
+/** How long a client with a full buffer may take no event before it counts as too slow. */
+export const READER_GRACE_MS = 1000;
+
 export class ReaderPace {
   readonly #capacity: number;
   readonly #graceMs: number;
@@ -13,7 +16,7 @@ export class ReaderPace {
   #lastProgress = performance.now();
   #recheck: NodeJS.Timeout | undefined;
 
-  constructor(capacity: number, graceMs = 1000) {
+  constructor(capacity: number, graceMs = READER_GRACE_MS) {
     this.#capacity = Math.max(1, capacity);
     this.#graceMs = graceMs;
   }
