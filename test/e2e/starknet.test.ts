@@ -31,7 +31,7 @@ import { connectClient, type GrpcJsClient, grpcJsClient } from "../support/grpc-
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { FIXTURE_BLOCK, type StarknetBlock, type StarknetFixtureUpstream, startStarknetFixtureUpstream } from "../support/starknet-fixture-upstream.js";
 import { STARKNET_FIXTURES, starknetFixture } from "../support/starknet-fixtures.js";
-import { jsonRpcErrorOf } from "../support/status-details.js";
+import { jsonRpcErrorOfGrpc } from "../support/grpc-status.js";
 import { openWsCaller } from "../support/ws-calls.js";
 
 const METHOD = "starknet_getTransactionByBlockIdAndIndex";
@@ -244,7 +244,7 @@ describe("typed path", () => {
     );
     expect(err.code).toBe(GrpcStatus.NOT_FOUND);
     expect(err.details).toBe("Block not found");
-    const detail = jsonRpcErrorOf(err);
+    const detail = jsonRpcErrorOfGrpc(err);
     expect(detail?.code).toBe(24n);
     expect(detail?.message).toBe("Block not found");
     expect(detail?.data).toBeUndefined();
@@ -255,7 +255,7 @@ describe("typed path", () => {
       grpc.call("getTransactionByBlockIdAndIndex", typedRequest({ blockId: atFixtureBlock, index: 99n }), starknetHeaders()),
     );
     expect(err.code).toBe(GrpcStatus.INVALID_ARGUMENT);
-    const detail = jsonRpcErrorOf(err);
+    const detail = jsonRpcErrorOfGrpc(err);
     expect([detail?.code, detail?.message]).toEqual([27n, "Invalid transaction index in a block"]);
   });
 
@@ -277,7 +277,7 @@ describe("typed path", () => {
       grpc.call("getTransactionByBlockIdAndIndex", typedRequest({ blockId: { kind: { case: "blockNumber", value: 7n } } }), starknetHeaders()),
     );
     expect(err.code).toBe(GrpcStatus.INTERNAL);
-    const detail = jsonRpcErrorOf(err);
+    const detail = jsonRpcErrorOfGrpc(err);
     expect(detail?.code).toBe(-32053n);
     expect(detail?.message).toBe(
       `the ${METHOD} result does not fit the typed schema: result.version: no INVOKE transaction has version 0x4 (known: 0x0, 0x1, 0x3)`,
@@ -441,7 +441,7 @@ describe("network routing", () => {
     expect(err.code).toBe(GrpcStatus.INVALID_ARGUMENT);
     const message = `${METHOD} is a Starknet method, but network "ethereum" serves Ethereum methods; set the ${NETWORK_HEADER} header to "starknet"`;
     expect(grpcMessage(err)).toBe(message);
-    const detail = jsonRpcErrorOf(err);
+    const detail = jsonRpcErrorOfGrpc(err);
     expect([detail?.code, detail?.message]).toEqual([-32601n, message]);
   });
 

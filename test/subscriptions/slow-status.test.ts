@@ -20,7 +20,7 @@ import { type ChainDriver, chainDriver, type Probe } from "../support/chain-driv
 import { grpcJsStreamClient, openGrpcJsStream } from "../support/grpc-streams.js";
 import { waitForLiveSubscriptions, waitForNoLiveSubscriptions } from "../support/live-subscriptions.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
-import { jsonRpcErrorOf } from "../support/status-details.js";
+import { jsonRpcErrorOfGrpc } from "../support/grpc-status.js";
 
 /** Far below one burst's logs (each log's text is some 500 bytes), far above one header. */
 const MAX_UNREAD_BYTES = 16 * 1024;
@@ -60,7 +60,7 @@ it("a reading client ended by a burst over the byte bound gets RESOURCE_EXHAUSTE
     const err = await logs.ended;
     expect(err?.code).toBe(8);
     expect(err?.details).toMatch(/too slow/);
-    expect(jsonRpcErrorOf(err as grpc.ServiceError)?.code).toBe(-32054n);
+    expect(jsonRpcErrorOfGrpc(err as grpc.ServiceError).code).toBe(-32054n);
     expect(logs.received.length).toBeLessThan(BURST);
     expect(nodegate.logs.some((l) => l.msg === "ending a slow stream subscriber")).toBe(true);
 
