@@ -381,8 +381,8 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   let plain: http.Server | undefined;
   /** The server handed its connections (not listening itself), closed to stop Node's deadline checks. */
   let deadlineChecks: net.Server | undefined;
-  /** Closes the connections not yet handed to a server, which `sockets` does not hold (the TLS port's). */
-  let closeSilent = (): void => {};
+  /** Closes the TLS port's connections not yet talking HTTP (silent, or mid-handshake), which `sockets` does not hold. */
+  let closeUnestablished = (): void => {};
   if (options.tls) {
     const secure = http2.createSecureServer(
       { cert: options.tls.cert, key: options.tls.key, allowHTTP1: true, handshakeTimeout: gateway.limits.headersTimeoutMs, ...HTTP2_SERVER_OPTIONS },
@@ -402,7 +402,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     deadlineChecks = secure;
     const tlsPort = tlsListener(secure, (socket) => closeUnlessIdentified(socket, gateway.limits));
     listener = tlsPort.server;
-    closeSilent = () => tlsPort.closeSilent();
+    closeUnestablished = () => tlsPort.closeUnestablished();
   } else {
     plain = http.createServer(http1TimeoutOptions(gateway.limits), handle);
     plain.on("checkContinue", checkContinue);
@@ -488,7 +488,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       // last stream's trailers, the final GOAWAY), and a client reading slowly got its answers without a status.
       await destroyedByNode(sessions, Math.max(deadline, performance.now() + ANSWER_AT_DEADLINE_MS));
       for (const session of sessions) session.destroy();
-      closeSilent();
+      closeUnestablished();
       await closedByClients(sockets, Math.max(deadline, performance.now() + ANSWER_AT_DEADLINE_MS));
       for (const socket of sockets) socket.destroy();
       await stopped;

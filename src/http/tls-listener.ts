@@ -32,12 +32,16 @@ function isPlainHttp1(head: Buffer): boolean {
 export interface TlsListener {
   server: net.Server;
   /**
-   * Closes the connections that have sent nothing yet (at the end of a
-   * drain: found from outside, one silent connection held the stop until its
-   * headers deadline, past the drain's).
+   * Closes the connections that have sent nothing yet or are part way
+   * through their TLS handshake (at the end of a drain: found from outside,
+   * one silent connection held the stop until its headers deadline, past the
+   * drain's; one mid-handshake, until the handshake deadline).
    */
-  closeSilent(): void;
+  closeUnestablished(): void;
 }
+
+/** A live connection's peer: the same for a raw socket and the TLS socket over it, which Node does not tie publicly. */
+const peerOf = (socket: Socket): string => `${socket.remoteAddress}:${socket.remotePort}`;
 
 /**
  * `guard` starts the deadline for a connection to send its first bytes and
@@ -46,6 +50,9 @@ export interface TlsListener {
  */
 export function tlsListener(secure: tls.Server, guard: (socket: Socket) => () => void): TlsListener {
   const silent = new Set<Socket>();
+  /** Connections handed to TLS whose handshake has not finished, by peer. */
+  const handshaking = new Map<string, Socket>();
+  secure.on("secureConnection", (tlsSocket: tls.TLSSocket) => handshaking.delete(peerOf(tlsSocket)));
   const server = net.createServer((socket) => {
     ignoreResetBeforeIdentified(socket);
     const identified = guard(socket);
@@ -68,14 +75,20 @@ export function tlsListener(secure: tls.Server, guard: (socket: Socket) => () =>
       // The TLS socket reads what is already buffered before its handle's data.
       socket.pause();
       socket.unshift(head);
+      const peer = peerOf(socket);
+      handshaking.set(peer, socket);
+      socket.once("close", () => {
+        if (handshaking.get(peer) === socket) handshaking.delete(peer);
+      });
       secure.emit("connection", socket);
     };
     socket.on("data", sniff);
   });
   return {
     server,
-    closeSilent() {
+    closeUnestablished() {
       for (const socket of silent) socket.destroy();
+      for (const socket of handshaking.values()) socket.destroy();
     },
   };
 }
