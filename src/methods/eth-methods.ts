@@ -22,6 +22,13 @@ const numberOrTag: ParamRules = { codec: blockIdCodec(NUMBER_OR_TAG), whenUnset:
  */
 const anyBlock: ParamRules = { codec: blockIdCodec(ANY_BLOCK_PARAM), whenUnset: '"latest"', optional: true, needsRewrite: isJsonInteger };
 
+/**
+ * eth_estimateGas's block: nodes disagree on its default (Anvil, Erigon and
+ * older geth estimate at "pending", geth now at "latest"), so a native caller
+ * who leaves it out gets the node's own.
+ */
+const estimateBlock: ParamRules = { ...anyBlock, nodeDefault: true };
+
 /** eth_getBlockReceipts also takes a decimal number (the seed says so); nodes want hex, so it is rewritten. */
 const receiptsBlock: ParamRules = {
   codec: blockIdCodec({ hash: true, decimal: true }),
@@ -139,7 +146,7 @@ export const ethMethods: readonly MethodEntry[] = [
   { rpc: m.getTransactionByBlockNumberAndIndex, params: { block: numberOrTag } },
   { rpc: m.getTransactionReceipt },
   { rpc: m.getBlockReceipts, params: { block: receiptsBlock } },
-  { rpc: m.estimateGas, params: { transaction: callObject, block: anyBlock, state_override: stateOverride, block_overrides: blockOverrides }, addresses: callAddresses },
+  { rpc: m.estimateGas, params: { transaction: callObject, block: estimateBlock, state_override: stateOverride, block_overrides: blockOverrides }, addresses: callAddresses },
   { rpc: m.call, params: { transaction: callObject, block: anyBlock, state_override: stateOverride, block_overrides: blockOverrides }, addresses: callAddresses },
   { rpc: m.getProof, params: { block: anyBlock }, addresses: accountAddress },
 

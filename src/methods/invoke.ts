@@ -37,9 +37,16 @@ function restate(err: unknown, policy: MethodPolicy | undefined, ctx: InvokeCont
 
 /**
  * Calls a table method. `callerParams` is the caller's own params text (native
- * path), forwarded as sent unless a policy changed the request.
+ * path), forwarded as sent unless a policy changed the request; then params
+ * from `leftToNodeFrom` on that the caller left to the node stay off.
  */
-export async function invokeMethod(spec: MethodSpec, request: Message, ctx: InvokeContext, callerParams?: string): Promise<UpstreamResult> {
+export async function invokeMethod(
+  spec: MethodSpec,
+  request: Message,
+  ctx: InvokeContext,
+  callerParams?: string,
+  leftToNodeFrom?: number,
+): Promise<UpstreamResult> {
   // The contract addresses matter only to a key with a contract allowlist; the rest skip writing them out.
   const addresses = ctx.key.allowlists?.contractAddresses?.length
     ? spec.addresses?.(request).map((a) => `0x${Buffer.from(a).toString("hex")}`)
@@ -50,7 +57,7 @@ export async function invokeMethod(spec: MethodSpec, request: Message, ctx: Invo
   // Encoding validates a typed request; do it before a policy may call the upstream.
   let sent = callerParams ?? spec.params.encode(request);
   try {
-    if (policy?.before && (await policy.before(request, policyCtx))) sent = spec.params.encode(request);
+    if (policy?.before && (await policy.before(request, policyCtx))) sent = spec.params.encode(request, leftToNodeFrom);
   } catch (err) {
     throw restate(err, undefined, ctx);
   }

@@ -20,6 +20,13 @@ export interface ParamRules {
   optional?: boolean;
   /** JSON text sent when a typed caller leaves the field unset (for a block: "latest"). */
   whenUnset?: string;
+  /**
+   * A native caller who leaves this param off the end leaves it to the node's
+   * default, also when nodegate re-encodes the params (nodes differ: Anvil
+   * estimates gas at "pending", geth at "latest"); a typed caller who leaves
+   * it unset still gets whenUnset.
+   */
+  nodeDefault?: boolean;
   /** JSON text sent for an optional param left unset when a later one is set (state overrides before block overrides: {}). */
   whenSkipped?: string;
   /** Overrides the field's codec (a block param that accepts fewer forms). */
@@ -63,6 +70,12 @@ export interface DecodedParams<M extends Message> {
    * sent, so re-encoding the others would change the answer).
    */
   appended?: string;
+  /**
+   * The index of the first param the caller left off the end to the node's
+   * default (ParamRules.nodeDefault): pass it to encode when the request is
+   * encoded again, so that param stays off.
+   */
+  leftToNodeFrom?: number;
 }
 
 /** A positional params array's text with `appended` added at its end ("[]" for a call that sent no array). */
@@ -113,8 +126,12 @@ export class ParamsCodec<M extends Message = Message> {
     return this.#plans.map((p) => p.displayName);
   }
 
-  /** Typed request -> JSON params text. Throws CodecError naming the field. */
-  encode(request: M): string {
+  /**
+   * Typed request -> JSON params text. Throws CodecError naming the field.
+   * Unset params from `leftToNodeFrom` on that leave their default to the node
+   * are not sent (see DecodedParams.leftToNodeFrom).
+   */
+  encode(request: M, leftToNodeFrom = Number.POSITIVE_INFINITY): string {
     const message = request as unknown as Record<string, unknown>;
     const texts: (string | undefined)[] = [];
     for (const plan of this.#plans) {
@@ -129,7 +146,7 @@ export class ParamsCodec<M extends Message = Message> {
               : `[${list.map((v, i) => encodeItem(plan.codec, v, i)).join(",")}]`;
         } else if (value === undefined) {
           if (plan.rules.whenUnset === undefined && !plan.rules.optional) throw new CodecError("", "required, but unset");
-          text = plan.rules.whenUnset;
+          text = plan.index >= leftToNodeFrom && plan.rules.nodeDefault ? undefined : plan.rules.whenUnset;
         } else {
           text = plan.codec.encode(value);
         }
@@ -144,8 +161,9 @@ export class ParamsCodec<M extends Message = Message> {
     for (let i = 0; i < texts.length; i++) {
       if (texts[i] !== undefined) continue;
       const plan = this.#plans[i];
-      if (plan?.rules.whenSkipped === undefined) throw new CodecError(plan?.displayName ?? "", "unset, but a later param is set");
-      texts[i] = plan.rules.whenSkipped;
+      const skipped = plan?.rules.whenSkipped ?? plan?.rules.whenUnset;
+      if (skipped === undefined) throw new CodecError(plan?.displayName ?? "", "unset, but a later param is set");
+      texts[i] = skipped;
     }
     return `[${texts.join(",")}]`;
   }
@@ -178,6 +196,7 @@ export class ParamsCodec<M extends Message = Message> {
     // Defaults for params left off the end go after the caller's text, while no param without one comes between.
     let appended: string | undefined;
     let appendable = this.#style === "positional";
+    let leftToNodeFrom: number | undefined;
     for (const plan of this.#plans) {
       const json = values[plan.index];
       if (json === undefined || (json === null && plan.rules.optional)) {
@@ -185,8 +204,9 @@ export class ParamsCodec<M extends Message = Message> {
           throw new InvalidParamsError(`missing value for required argument ${plan.index} (${plan.displayName})`);
         }
         const offTheEnd = plan.index >= values.length;
-        if (plan.rules.whenUnset === undefined) {
+        if (plan.rules.whenUnset === undefined || (offTheEnd && plan.rules.nodeDefault && this.#style === "positional")) {
           if (offTheEnd) appendable = false;
+          if (offTheEnd && plan.rules.nodeDefault) leftToNodeFrom ??= plan.index;
         } else if (offTheEnd && appendable) {
           appended = appended === undefined ? plan.rules.whenUnset : `${appended},${plan.rules.whenUnset}`;
         } else {
@@ -210,7 +230,8 @@ export class ParamsCodec<M extends Message = Message> {
       if (plan.rules.needsRewrite?.(json)) rewrite = true;
     }
     const request = message as unknown as M;
-    if (rewrite) return { request, rewritten: this.encode(request) };
+    if (rewrite) return { request, rewritten: this.encode(request, leftToNodeFrom), leftToNodeFrom };
+    if (leftToNodeFrom !== undefined) return appended === undefined ? { request, leftToNodeFrom } : { request, appended, leftToNodeFrom };
     return appended === undefined ? { request } : { request, appended };
   }
 }

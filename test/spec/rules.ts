@@ -203,7 +203,7 @@ export const SPEC_RULES: readonly SpecRule[] = [
     quotes: [q(SERVICE, "Where a method says so, it is required.")],
     doors: NATIVE_AND_TYPED,
     decision:
-      "Enforced for eth_getBlockByNumber, eth_getUncleByBlockNumberAndIndex, eth_getTransactionByBlockNumberAndIndex and eth_getBlockReceipts. eth_getStorageAt, eth_call, eth_estimateGas and eth_getProof accept it absent on the native path, because callers rely on geth defaulting it (execution-apis records that), and nodegate sends latest in its place, since not every node has the default (Anvil refuses eth_getStorageAt without it). A typed request cannot leave a param out, so unset means latest.",
+      "Enforced for eth_getBlockByNumber, eth_getUncleByBlockNumberAndIndex, eth_getTransactionByBlockNumberAndIndex and eth_getBlockReceipts. eth_getStorageAt, eth_call, eth_estimateGas and eth_getProof accept it absent on the native path, because callers rely on geth defaulting it (execution-apis records that), and nodegate sends latest in its place, since not every node has the default (Anvil refuses eth_getStorageAt without it); except eth_estimateGas, whose default nodes disagree on (Anvil, Erigon and older geth estimate at pending; geth now at latest): left out, it stays out, so the caller gets its node's own. A typed request cannot leave a param out, so unset means latest.",
     deviation: true,
   },
 
@@ -563,7 +563,7 @@ export const SPEC_RULES: readonly SpecRule[] = [
     title: "eth_estimateGas takes a call object and a block and returns a quantity; over WS too",
     quotes: [q(ENDPOINTS, row("eth_estimateGas (WS)", "transaction call object (required); block number (listed as required: string block number or tag)", "hex quantity, the gas estimate"))],
     doors: ALL_DOORS,
-    decision: "The block may be left out on the native path (nodegate sends latest); see encoding.block-parameter-required.",
+    decision: "The block may be left out on the native path, and then is left to the node's own default, which nodes disagree on (nodegate adds only the gas bound; typed: unset means latest); see encoding.block-parameter-required.",
   },
   {
     id: "endpoints.eth_call",
