@@ -350,6 +350,17 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     stream.once("close", () => {
       if (!res.writableFinished) res.emit("drain");
     });
+    // Connect stops reading a body once it passes readMaxBytes, and Node destroys a closed stream only once its body
+    // has been read: the stream stayed open in Node, a client's GOAWAY then kept the session waiting for it, reading
+    // nothing more (found from outside: a socket left in CLOSE-WAIT per such call, and the drain held to its
+    // deadline). Once the answer has been written, what is left of the body is read and dropped.
+    stream.once("finish", () => {
+      if (stream.readableEnded) return;
+      // Node's request object pauses the stream whenever its own buffer is full, and nothing reads that buffer now:
+      // detached from the stream, which then flows into no listener.
+      stream.removeAllListeners("data");
+      stream.resume();
+    });
     if (headers[":method"] === "CONNECT") {
       res.statusCode = 405;
       res.end();
