@@ -147,8 +147,10 @@ async function start(configPathArg: string | undefined): Promise<void> {
     await flushLogs(log);
     process.exit(0);
   };
-  early.release();
+  // Handlers first: a signal still pending when the last listener goes is lost (Node closes the signal's handle), and
+  // one may have come during the synchronous start above (found from outside: a SIGTERM as the port opened, 12 of 12).
   for (const signal of STOP_SIGNALS) process.on(signal, () => void stop(signal));
+  early.release();
   if (early.received !== undefined) void stop(early.received);
   // A worker whose primary is gone has no one to hand it connections: it drains what it holds and stops. Node's
   // cluster ends such a worker at once (found from outside: in-flight calls cut, WebSockets 1006) unless the
@@ -195,11 +197,6 @@ async function runPrimary(config: Config, configText: string | undefined, early:
     // As in a single process: say why in one line, and leave no embedded node behind.
     fail(`${(err as Error).message} (its own message is above)`, 1);
   }
-  for (const signal of STOP_SIGNALS) process.off(signal, stopStarting);
-  early.release();
-  process.stdout.write(banner(config, config.host, pool.address.port, generatedKey ? key : "<KEY>", generatedKey, anvil));
-  const sharing = config.stores?.redisUrl === undefined ? "caches and rate-limit counters are per worker" : "caches and rate-limit counters shared through Redis";
-  process.stdout.write(`  workers:           ${workers} processes on this port (${sharing})\n\n`);
   let stopping = false;
   const stop = async () => {
     if (stopping) return;
@@ -210,7 +207,13 @@ async function runPrimary(config: Config, configText: string | undefined, early:
     await anvil?.stop();
     process.exit(clean ? 0 : 1);
   };
+  // Handlers before the others go, as in a single process: a signal pending as the last listener goes is lost.
   for (const signal of STOP_SIGNALS) process.on(signal, () => void stop());
+  for (const signal of STOP_SIGNALS) process.off(signal, stopStarting);
+  early.release();
+  process.stdout.write(banner(config, config.host, pool.address.port, generatedKey ? key : "<KEY>", generatedKey, anvil));
+  const sharing = config.stores?.redisUrl === undefined ? "caches and rate-limit counters are per worker" : "caches and rate-limit counters shared through Redis";
+  process.stdout.write(`  workers:           ${workers} processes on this port (${sharing})\n\n`);
   if (early.received !== undefined) void stop();
 }
 
