@@ -32,8 +32,8 @@ function isPlainHttp1(head: Buffer): boolean {
 export interface TlsListener {
   server: net.Server;
   /**
-   * Closes the connections that have sent nothing yet or are part way
-   * through their TLS handshake (at the end of a drain: found from outside,
+   * Closes the connections that have sent nothing yet (or only a lone "P")
+   * or are part way through their TLS handshake (at the end of a drain: found from outside,
    * one silent connection held the stop until its headers deadline, past the
    * drain's; one mid-handshake, until the handshake deadline).
    */
@@ -60,11 +60,11 @@ export function tlsListener(secure: tls.Server, guard: (socket: Socket) => () =>
     socket.once("close", () => silent.delete(socket));
     let head: Buffer = Buffer.alloc(0);
     const sniff = (chunk: Buffer): void => {
-      silent.delete(socket);
       head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
       // A lone "P" may begin "POST" or an HTTP/2 preface: wait until the bytes tell (found from outside: a request
-      // whose first segment held one byte got no answer).
+      // whose first segment held one byte got no answer). Until then it counts as silent, for the drain.
       if (head[0] === 0x50 && head.length < HTTP2_PREFACE_START.length && HTTP2_PREFACE_START.subarray(0, head.length).equals(head)) return;
+      silent.delete(socket);
       socket.off("data", sniff);
       identified();
       if (head[0] !== TLS_HANDSHAKE_RECORD && isPlainHttp1(head)) {

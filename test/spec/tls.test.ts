@@ -152,7 +152,7 @@ it("a connection to the TLS port that has sent nothing does not hold the drain p
   await own.close();
 });
 
-it("a connection part way through its TLS handshake does not hold the drain past the calls in flight", async () => {
+it("a connection part way through its TLS handshake, or after a lone P, does not hold the drain past the calls in flight", async () => {
   // Seen: one that sent the start of a ClientHello was handed to TLS, and the stop waited for its handshake deadline.
   const own = await startNodegate({ upstreamUrl: anvil.url, config: { tls: tlsFiles } });
   const socket = net.connect(own.port, "127.0.0.1");
@@ -160,11 +160,18 @@ it("a connection part way through its TLS handshake does not hold the drain past
   await new Promise((resolve) => socket.once("connect", resolve));
   // A handshake record header announcing 512 bytes, and 4 of them.
   socket.write(Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc]));
+  // And one that sent a lone "P", which nodegate waits on to tell "POST" from an HTTP/2 preface.
+  const loneP = net.connect(own.port, "127.0.0.1");
+  loneP.on("error", () => {});
+  await new Promise((resolve) => loneP.once("connect", resolve));
+  loneP.write("P");
+  const loneClosed = new Promise<void>((resolve) => loneP.once("close", () => resolve()));
   const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
   // The listener has handed the socket on once the bytes were read; a call answered after them shows they were.
   expect((await postTo(own, '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}')).status).toBe(200);
   const drained = own.server.close(60_000).then(() => "closed");
   expect(await Promise.race([drained, new Promise((r) => setTimeout(() => r("still draining after 5 s"), 5000))])).toBe("closed");
   await closed;
+  await loneClosed;
   await own.close();
 });
