@@ -162,6 +162,12 @@ async function destroyedByNode(sessions: ReadonlySet<http2.Http2Session>, deadli
   while (pending() && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, SESSION_POLL_MS));
 }
 
+const SHUTTING_DOWN_BODY = "nodegate is shutting down\n";
+/** A WebSocket upgrade that comes during the drain is refused: its connection would be closed (1001) at once. */
+const SHUTTING_DOWN_UPGRADE_ANSWER =
+  "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n" +
+  `content-length: ${Buffer.byteLength(SHUTTING_DOWN_BODY)}\r\nconnection: close\r\n\r\n${SHUTTING_DOWN_BODY}`;
+
 /** The services the typed door offers (the method table's, the generic one, health). */
 function servedServices(gateway: Gateway): DescService[] {
   return [...gateway.table.services(), JsonRpcService, Health];
@@ -309,8 +315,9 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   };
 
   const onUpgrade = (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
-    if (draining) {
-      socket.destroy();
+    if (draining && isWebSocketUpgrade(req)) {
+      // Answered, not dropped (found from outside: an upgrade on a kept-alive connection got an empty reply).
+      socket.end(SHUTTING_DOWN_UPGRADE_ANSWER);
       return;
     }
     if (isWebSocketUpgrade(req)) wsHandler.handleUpgrade(req, socket, head);

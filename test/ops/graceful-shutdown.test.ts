@@ -366,3 +366,38 @@ it("a SIGTERM the moment the port opens, while the start finishes, stops nodegat
     expect(outcome).toBe(0);
   }
 });
+
+it("during the drain, a WebSocket upgrade on a kept-alive connection is answered 503 and an h2c one is served", async () => {
+  // Found from outside: both were dropped with no answer ("Empty reply"), though the plain request was served.
+  const ng = await startNodegate({ upstreamUrl: upstream.url });
+  const raw = async (request: string): Promise<{ socket: net.Socket; answer: Promise<string> }> => {
+    const socket = net.connect(ng.port, "127.0.0.1");
+    await once(socket, "connect");
+    let text = "";
+    socket.on("data", (d: Buffer) => (text += d.toString("latin1")));
+    socket.on("error", () => {});
+    const answer = new Promise<string>((resolve) => socket.once("close", () => resolve(text)));
+    if (request !== "") socket.write(request);
+    return { socket, answer };
+  };
+  const body = JSON.stringify(rpc("eth_getBalance", ["0x00000000000000000000000000000000000000aa", "0x1"], 1));
+  const post = (extra: string) =>
+    `POST /v3/${ng.key} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`;
+  // Kept alive, idle at the start of the drain; an in-flight call (the upstream takes 400 ms) keeps the drain going.
+  const ws = await raw("");
+  const h2c = await raw("");
+  const inFlight = await raw(post(""));
+  for (let i = 0; i < 100 && upstream.count("eth_getBalance") === 0; i++) await new Promise((r) => setTimeout(r, 10));
+  const drained = ng.server.close(10_000);
+  await new Promise((r) => setTimeout(r, 50));
+  ws.socket.write(`GET /ws/v3/${ng.key} HTTP/1.1\r\nhost: x\r\nconnection: Upgrade\r\nupgrade: websocket\r\nsec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`);
+  h2c.socket.write(post("connection: Upgrade, HTTP2-Settings\r\nupgrade: h2c\r\nhttp2-settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n"));
+  const [wsAnswer, h2cAnswer, inFlightAnswer] = await Promise.all([ws.answer, h2c.answer, inFlight.answer]);
+  expect(wsAnswer).toMatch(/^HTTP\/1\.1 503 Service Unavailable\r\n[\s\S]*\r\n\r\nnodegate is shutting down\n$/);
+  expect(h2cAnswer).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+  expect(h2cAnswer.toLowerCase()).toContain("connection: close");
+  expect(h2cAnswer).toContain('"result":"0x1"');
+  expect(inFlightAnswer).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+  await drained;
+  await ng.close();
+});
