@@ -31,6 +31,8 @@ export class UpstreamSubscription {
   #stopRouting: (() => void) | undefined;
   #stopWatching: (() => void) | undefined;
   #closed = false;
+  /** Counts renew() calls: only the latest one's subscription is kept. */
+  #renewals = 0;
 
   constructor(network: Network, upstream: WsUpstream, params: string, handlers: UpstreamSubscriptionHandlers, log: Logger) {
     this.#network = network;
@@ -64,9 +66,18 @@ export class UpstreamSubscription {
     }
   }
 
-  /** Subscribes (again) on the current connection. */
+  /**
+   * Subscribes (again) on the current connection. A subscription still held
+   * is on it too (a dropped connection's are forgotten as it drops), and so
+   * is one an earlier renew() is still making: the node would go on pushing
+   * on them, so each is unsubscribed (found from outside: a feed started
+   * while the connection came back subscribed twice, and kept one orphan).
+   */
   async renew(): Promise<void> {
+    const renewal = ++this.#renewals;
+    const held = this.#id;
     this.#forget();
+    if (held !== undefined) void this.#unsubscribe(held);
     const result = await this.#network.call("eth_subscribe", this.#params, { idempotent: false });
     const text = resultText(result);
     let id: unknown;
@@ -77,7 +88,7 @@ export class UpstreamSubscription {
     }
     if (typeof id !== "string" && typeof id !== "number") throw upstreamBadResponse(`eth_subscribe answered ${text.slice(0, 80)}, not a subscription id`);
     const key = typeof id === "string" ? id : text;
-    if (this.#closed) {
+    if (this.#closed || renewal !== this.#renewals) {
       await this.#unsubscribe(key);
       return;
     }

@@ -32,6 +32,8 @@ export interface WsRelay {
   spoilNextLogs(times: number): void;
   /** Pushed logs spoiled so far. */
   readonly spoiled: number;
+  /** Notifications the node pushed (eth_subscription), on every subscription. */
+  readonly pushed: number;
   /** The logs the node pushed on nodegate's logs subscriptions, in order. */
   readonly pushedLogs: readonly Record<string, unknown>[];
   /** Pushes `log` on nodegate's latest logs subscription, as the node would (a geth-style removal, say). */
@@ -58,6 +60,7 @@ export async function startWsRelay(targetUrl: string): Promise<WsRelay> {
   let toSpoil = 0;
   let spoiled = 0;
   const pushedLogs: Record<string, unknown>[] = [];
+  let pushed = 0;
   /** Request ids of eth_subscribe("logs") calls, and the subscription ids the node gave them (with their connection). */
   const logsRequests = new Set<unknown>();
   let logsSubscription: { id: string; client: WebSocket } | undefined;
@@ -72,6 +75,7 @@ export async function startWsRelay(targetUrl: string): Promise<WsRelay> {
     if (message.method === "eth_subscribe") {
       if (Array.isArray(message.params) && message.params[0] === "logs") logsRequests.add(message.id);
     } else if (message.method === "eth_subscription") {
+      pushed++;
       const params = message.params as { subscription?: unknown; result?: unknown } | undefined;
       if (logsSubscription !== undefined && params?.subscription === logsSubscription.id) pushedLogs.push(params.result as Record<string, unknown>);
     } else if (message.id !== undefined && logsRequests.delete(message.id) && typeof message.result === "string") {
@@ -174,6 +178,9 @@ export async function startWsRelay(targetUrl: string): Promise<WsRelay> {
     },
     get spoiled() {
       return spoiled;
+    },
+    get pushed() {
+      return pushed;
     },
     get pushedLogs() {
       return pushedLogs;
