@@ -1,0 +1,88 @@
+/**
+ * The 64 KiB bound on an HTTP/2 request's decoded header list holds for a
+ * client that has not acknowledged nodegate's SETTINGS (Node applies the
+ * announced bound only after the acknowledgement). Found from outside: a
+ * client that never acknowledged had each 6 KB stream (one 4,000-byte
+ * header indexed, then named 1,900 times by 1-byte HPACK references)
+ * decoded to 7.6 MB and served, 20 of them costing 310 ms of CPU. Its
+ * connection is now ended at the first such stream, and nothing is served.
+ */
+import net from "node:net";
+import { expect, it } from "vitest";
+import { startNodegate } from "../support/nodegate.js";
+import { type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
+
+/** An HPACK integer with an n-bit prefix. */
+function hpackInt(value: number, prefixBits: number, first: number): number[] {
+  const max = (1 << prefixBits) - 1;
+  if (value < max) return [first | value];
+  const out = [first | max];
+  let rest = value - max;
+  while (rest >= 128) {
+    out.push((rest & 127) | 128);
+    rest >>= 7;
+  }
+  out.push(rest);
+  return out;
+}
+const hpackString = (s: string) => Buffer.concat([Buffer.from(hpackInt(Buffer.byteLength(s), 7, 0)), Buffer.from(s)]);
+const literal = (name: string, value: string, indexed: boolean) => Buffer.concat([Buffer.from([indexed ? 0x40 : 0x00]), hpackString(name), hpackString(value)]);
+const literalIndexedName = (index: number, value: string) => Buffer.concat([Buffer.from(hpackInt(index, 4, 0x00)), hpackString(value)]);
+function frame(type: number, flags: number, stream: number, payload: Buffer): Buffer {
+  const head = Buffer.alloc(9);
+  head.writeUIntBE(payload.length, 0, 3);
+  head[3] = type;
+  head[4] = flags;
+  head.writeUInt32BE(stream, 5);
+  return Buffer.concat([head, payload]);
+}
+
+it("a client that never acknowledges SETTINGS cannot have a huge header list decoded and served", async () => {
+  const upstream: ProgrammableUpstream = await startProgrammableUpstream(() => ({ result: "0x2a" }));
+  const ng = await startNodegate({ upstreamUrl: upstream.url });
+  try {
+    const frames = [Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), frame(4, 0, 0, Buffer.alloc(0))];
+    for (let k = 0; k < 20; k++) {
+      const parts = [
+        Buffer.from([0x83, 0x86]), // :method POST, :scheme http
+        literalIndexedName(4, "/grpc.health.v1.Health/Check"),
+        literalIndexedName(1, "127.0.0.1"),
+        literalIndexedName(31, "application/grpc"),
+        literal("te", "trailers", false),
+      ];
+      if (k === 0) parts.push(literal("x-amp", "a".repeat(4000), true));
+      for (let i = 0; i < 1900; i++) parts.push(Buffer.from(hpackInt(62, 7, 0x80))); // the dynamic table's newest entry
+      const block = Buffer.concat(parts);
+      const stream = 1 + 2 * k;
+      for (let at = 0; at < block.length; at += 16384) {
+        const last = at + 16384 >= block.length;
+        frames.push(frame(at === 0 ? 1 : 9, last ? 0x4 : 0, stream, block.subarray(at, at + 16384)));
+      }
+      frames.push(frame(0, 1, stream, Buffer.alloc(5)));
+    }
+    const socket = net.connect(ng.port, "127.0.0.1");
+    socket.on("error", () => {});
+    let received = Buffer.alloc(0);
+    socket.on("data", (d: Buffer) => (received = Buffer.concat([received, d])));
+    const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    socket.write(Buffer.concat(frames));
+    await Promise.race([closed, new Promise((r) => setTimeout(r, 5000))]);
+    socket.destroy();
+    // What the server sent: its SETTINGS, then a GOAWAY with ENHANCE_YOUR_CALM, and no answer (HEADERS) to any stream.
+    const types: string[] = [];
+    for (let at = 0; at + 9 <= received.length; ) {
+      const length = received.readUIntBE(at, 3);
+      const type = received[at + 3];
+      types.push(type === 7 ? `GOAWAY ${received.readUInt32BE(at + 9 + 4)}` : String(type));
+      at += 9 + length;
+    }
+    expect(types).not.toContain("1");
+    expect(types).toContain("GOAWAY 11");
+    // And the process serves others.
+    const answer = await fetch(`http://${ng.address}/healthz`);
+    expect(answer.status).toBe(200);
+  } finally {
+    await ng.close();
+    await upstream.close();
+  }
+});
