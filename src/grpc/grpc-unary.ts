@@ -78,8 +78,8 @@ function decompressed(payload: Uint8Array, inflate: (data: Uint8Array, options: 
   }
 }
 
-/** Request compressions this lane reads. */
-const ACCEPTED_ENCODINGS = "gzip,deflate,br";
+/** Request compressions the lean lanes read (gRPC and gRPC-Web). */
+export const ACCEPTED_ENCODINGS = "gzip,deflate,br";
 
 /** A failed call's status fields, grpc-message encoded as the gRPC spec says. */
 function errorStatus(error: ConnectError): Record<string, string> {

@@ -17,7 +17,7 @@ import { decodeBase64Pieces } from "../codec/base64-pieces.js";
 import type { Gateway } from "../gateway.js";
 import type { NodeRequest, NodeResponse } from "../http/http-types.js";
 import { REQUEST_ID_HEADER } from "../observability/request-log.js";
-import { grpcProtocol } from "./grpc-unary.js";
+import { ACCEPTED_ENCODINGS, grpcProtocol } from "./grpc-unary.js";
 import { FRAME_HEADER } from "./unary-routes.js";
 import { HttpExchange } from "./http-exchange.js";
 import { serveUnary, type UnaryProtocol } from "./unary-call.js";
@@ -100,7 +100,13 @@ class GrpcWebExchange extends HttpExchange {
   #send(bytes: Buffer, requestId: string): void {
     const body = this.#text ? bytes.toString("base64") : bytes;
     const contentType = this.#text ? GRPC_WEB_TEXT_CONTENT_TYPE : GRPC_WEB_BINARY_CONTENT_TYPE;
-    this.res.writeHead(200, { "content-type": contentType, "content-length": Buffer.byteLength(body), [REQUEST_ID_HEADER]: requestId });
+    // grpc-accept-encoding, as on gRPC: the compressions read (the gRPC compression spec wants it on an UNIMPLEMENTED one).
+    this.res.writeHead(200, {
+      "content-type": contentType,
+      "content-length": Buffer.byteLength(body),
+      "grpc-accept-encoding": ACCEPTED_ENCODINGS,
+      [REQUEST_ID_HEADER]: requestId,
+    });
     this.res.end(body);
   }
 }

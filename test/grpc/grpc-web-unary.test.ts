@@ -219,6 +219,21 @@ describe("gRPC-Web", () => {
     const request = frame(0, toBinary(StreamLogsRequestSchema, create(StreamLogsRequestSchema, { filter: { blockHash: await blockHashOf(f.logsBlock) } })));
     expect((await call(streamPath, request.toString("base64"), "application/grpc-web-text")).trailers["grpc-status"]).toBe("0");
   });
+
+  it("an unknown request compression is UNIMPLEMENTED, and the answer says which ones are read (grpc-accept-encoding)", async () => {
+    for (const contentType of ["application/grpc-web+proto", "application/grpc-web-text+proto"]) {
+      const body = frame(1, new Uint8Array([1, 2, 3]));
+      const res = await fetch(`${f.ng.url}${blockPath}`, {
+        method: "POST",
+        headers: { "content-type": contentType, "grpc-encoding": "snappy", "x-api-key": f.ng.key, "x-grpc-web": "1" },
+        body: contentType.includes("text") ? body.toString("base64") : body,
+      });
+      expect(res.headers.get("grpc-accept-encoding")).toBe("gzip,deflate,br");
+      const raw = Buffer.from(await res.arrayBuffer());
+      const frames = readFrames(res.status, res.headers.get("content-type"), contentType.includes("text") ? fromBase64Groups(raw.toString("latin1")) : raw);
+      expect(frames.trailers["grpc-status"]).toBe("12");
+    }
+  });
 });
 
 /** The message frames' payloads when the bytes end where a frame ends, else undefined. */
