@@ -17,7 +17,10 @@ export interface AnvilOptions {
    * whole foreground group) reaches nodegate alone, which drains its calls
    * to the node and then stops it (found from outside: the node died with
    * the signal, and every call in flight failed "connection refused"). It is
-   * killed when this process exits, however it exits.
+   * killed when this process exits, however it exits: a watchdog shell holds
+   * a pipe from this process and kills the node when the pipe closes, which
+   * a SIGKILL or an unhandled signal (SIGQUIT, Ctrl-\) does too, where no
+   * exit hook runs (found from outside: the node was left running).
    */
   ownProcessGroup?: boolean;
 }
@@ -80,6 +83,20 @@ async function waitForRpc(url: string, child: ChildProcess, deadlineMs: number):
   }
 }
 
+/**
+ * A shell that kills `pid` once this process's end of its stdin closes (this process ended, however), in a process
+ * group of its own so the signals sent to nodegate's group do not end it first. It holds nothing open in this
+ * process's event loop.
+ */
+function watchOverNode(pid: number | undefined): ChildProcess | undefined {
+  if (pid === undefined) return undefined;
+  const watchdog = spawn("/bin/sh", ["-c", 'read -r _; kill -KILL "$0" 2>/dev/null', String(pid)], { stdio: ["pipe", "ignore", "ignore"], detached: true });
+  watchdog.on("error", () => {});
+  watchdog.unref();
+  (watchdog.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+  return watchdog;
+}
+
 /** Starts Anvil on 127.0.0.1 and resolves once it answers JSON-RPC. */
 export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilNode> {
   const port = options.port || (await freePort());
@@ -90,7 +107,11 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilNode>
   if (options.ownProcessGroup === true) {
     const killOnExit = (): void => void child.kill("SIGKILL");
     process.once("exit", killOnExit);
-    child.once("exit", () => process.off("exit", killOnExit));
+    const watchdog = watchOverNode(child.pid);
+    child.once("exit", () => {
+      process.off("exit", killOnExit);
+      watchdog?.kill("SIGKILL");
+    });
   }
   let stderr = "";
   child.stderr?.on("data", (d: Buffer) => {

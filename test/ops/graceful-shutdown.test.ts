@@ -296,6 +296,28 @@ it.runIf(process.platform === "linux").each(["SIGINT", "SIGHUP"] as const)("%s t
   }
 }, 60_000);
 
+it.runIf(process.platform === "linux").each(["SIGKILL", "SIGQUIT"] as const)("%s to nodegate's process group, which no exit hook survives, still ends the embedded Anvil", async (signal) => {
+  // Found from outside: with the node in a process group of its own, a signal nodegate does not handle (Ctrl-\, a
+  // supervisor's SIGKILL) ended nodegate alone, and the node ran on.
+  const { child: ng, exited } = await spawnNodegate({ NODEGATE_UPSTREAM_URL: "", NODEGATE_API_KEYS: `${KEY}:growth` }, { detached: true });
+  const anvilPid = Number(readFileSync(`/proc/${ng.pid}/task/${ng.pid}/children`, "utf8").trim().split(/\s+/)[0]);
+  try {
+    expect(readFileSync(`/proc/${anvilPid}/comm`, "utf8").trim()).toBe("anvil");
+    process.kill(-(ng.pid as number), signal);
+    await exited;
+    // Ended: gone, or a zombie left for an init that does not reap (as in some containers).
+    const ended = () => processGone(anvilPid) || /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${anvilPid}/stat`, "utf8"));
+    for (let i = 0; i < 100 && !ended(); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(ended()).toBe(true);
+  } finally {
+    try {
+      process.kill(anvilPid, "SIGKILL");
+    } catch {
+      // gone, as it should be
+    }
+  }
+}, 60_000);
+
 function processGone(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -383,18 +405,31 @@ it("during the drain, a WebSocket upgrade on a kept-alive connection is answered
   const body = JSON.stringify(rpc("eth_getBalance", ["0x00000000000000000000000000000000000000aa", "0x1"], 1));
   const post = (extra: string) =>
     `POST /v3/${ng.key} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`;
-  // Kept alive, idle at the start of the drain; an in-flight call (the upstream takes 400 ms) keeps the drain going.
-  const ws = await raw("");
-  const h2c = await raw("");
+  // Kept alive after a first call each, idle at the start of the drain; a call in flight (the upstream takes 400 ms)
+  // keeps the drain going.
+  const ws = await raw(post(""));
+  const h2c = await raw(post(""));
+  const firstAnswered = (socket: { socket: net.Socket }) =>
+    new Promise<void>((resolve) => {
+      const onData = (d: Buffer) => {
+        if (!d.toString("latin1").includes('"result"')) return;
+        socket.socket.off("data", onData);
+        resolve();
+      };
+      socket.socket.on("data", onData);
+    });
+  await Promise.all([firstAnswered(ws), firstAnswered(h2c)]);
+  const before = upstream.count("eth_getBalance");
   const inFlight = await raw(post(""));
-  for (let i = 0; i < 100 && upstream.count("eth_getBalance") === 0; i++) await new Promise((r) => setTimeout(r, 10));
+  for (let i = 0; i < 200 && upstream.count("eth_getBalance") === before; i++) await new Promise((r) => setTimeout(r, 10));
   const drained = ng.server.close(10_000);
   await new Promise((r) => setTimeout(r, 50));
   ws.socket.write(`GET /ws/v3/${ng.key} HTTP/1.1\r\nhost: x\r\nconnection: Upgrade\r\nupgrade: websocket\r\nsec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`);
   h2c.socket.write(post("connection: Upgrade, HTTP2-Settings\r\nupgrade: h2c\r\nhttp2-settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n"));
   const [wsAnswer, h2cAnswer, inFlightAnswer] = await Promise.all([ws.answer, h2c.answer, inFlight.answer]);
-  expect(wsAnswer).toMatch(/^HTTP\/1\.1 503 Service Unavailable\r\n[\s\S]*\r\n\r\nnodegate is shutting down\n$/);
-  expect(h2cAnswer).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+  // After each connection's first answer.
+  expect(wsAnswer.slice(wsAnswer.lastIndexOf("HTTP/1.1 "))).toMatch(/^HTTP\/1\.1 503 Service Unavailable\r\n[\s\S]*\r\n\r\nnodegate is shutting down\n$/);
+  expect(h2cAnswer.split("HTTP/1.1 200 OK\r\n")).toHaveLength(3);
   expect(h2cAnswer.toLowerCase()).toContain("connection: close");
   expect(h2cAnswer).toContain('"result":"0x1"');
   expect(inFlightAnswer).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
