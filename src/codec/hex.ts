@@ -63,6 +63,8 @@ export function hasHexPrefix(value: string): boolean {
 /** Decodes a QUANTITY ("0x0", "0x1a"; no leading zeros) into a bigint. */
 export function decodeQuantity(value: unknown, maxBits = 256): bigint {
   if (typeof value !== "string") {
+    // Read leniently, a whole JSON number JSON.parse kept exact is the value it spells (a node's "blockTimestamp": 1795991498).
+    if (lenient && typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return decodeQuantity(`0x${value.toString(16)}`, maxBits);
     throw new HexError(`want a hex quantity string, got ${describe(value)}`);
   }
   if (!QUANTITY.test(value)) {

@@ -2,8 +2,9 @@
  * Reads a node's result as the value it spells when the spelling is not
  * canonical: quantities with leading zeros ("0x01"; Nethermind once padded
  * signatures, Tron its nonces, SKALE still does), data with an odd digit
- * count ("0x0" as a block nonce: Nethermind, Ethermint, early Hedera), and an
- * upper-case "0X". The strict codecs refuse these, and one such field used
+ * count ("0x0" as a block nonce: Nethermind, Ethermint, early Hedera), an
+ * upper-case "0X", and a quantity written as a whole JSON number (exact
+ * below 2^53). The strict codecs refuse these, and one such field used
  * to make the typed door refuse the whole answer (-32053) while the native
  * door forwarded it. A result the strict reading refuses is read once more
  * with the hex decoders lenient (hex.ts readingLeniently), which re-spells

@@ -65,6 +65,12 @@ describe("non-canonical hex in a node's result", () => {
     expect(header.nonce).toHaveLength(8);
   });
 
+  it("a quantity written as a JSON number reads as its value", () => {
+    const log = { address: `0x${"44".repeat(20)}`, topics: [], data: "0x", blockNumber: 16, blockHash: hash("22"), transactionHash: hash("11"), transactionIndex: "0x0", logIndex: "0x0", removed: false };
+    const logs = decode("eth_getLogs", [log]) as { logs?: { blockNumber?: bigint }[] };
+    expect(logs.logs?.[0]?.blockNumber).toBe(16n);
+  });
+
   it("what is not a value still fails, naming the field", () => {
     expect(() => decode("eth_getTransactionByHash", tx({ r: "0xzz" }))).toThrow(CodecError);
     expect(() => decode("eth_getTransactionByHash", tx({ hash: "0x1234" }))).toThrow(/want 32 bytes/);
@@ -103,6 +109,10 @@ describe("the hex decoders read leniently", () => {
       expect(Buffer.from(decodeData("0x123")).toString("hex")).toBe("0123");
       expect(Buffer.from(decodeData("0x0", { length: 8 })).toString("hex")).toBe("00".repeat(8));
       expect(Buffer.from(decodeFelt("0X0abc")).toString("hex")).toBe("0abc");
+      // A quantity written as a JSON number (found from outside: one "blockTimestamp": 1795991498 made a whole
+      // answer -32053 on the typed door while the native door forwarded it).
+      expect(decodeQuantity(1795991498)).toBe(1795991498n);
+      expect(decodeQuantity(0)).toBe(0n);
     });
   });
 
@@ -112,11 +122,16 @@ describe("the hex decoders read leniently", () => {
       expect(() => decodeData("0x", { length: 8 })).toThrow(/want 8 bytes, got 0/);
       expect(() => decodeQuantity("12")).toThrow(/want 0x/);
       expect(() => decodeQuantity(`0x0${"f".repeat(65)}`)).toThrow(/exceeds 256 bits/);
+      // A JSON number is a value only when it is a whole one JSON.parse kept exact.
+      expect(() => decodeQuantity(1.5)).toThrow(/want a hex quantity string, got number/);
+      expect(() => decodeQuantity(-1)).toThrow(/want a hex quantity string, got number/);
+      expect(() => decodeQuantity(2 ** 53 + 2)).toThrow(/want a hex quantity string, got number/);
     });
   });
 
   it("only while a result is read leniently", () => {
     expect(() => decodeQuantity("0x01")).toThrow(/leading zero digits/);
+    expect(() => decodeQuantity(16)).toThrow(/want a hex quantity string, got number/);
     expect(() => readingLeniently(() => decodeQuantity("0x")) ).toThrow(CodecError);
     expect(() => decodeData("0x123")).toThrow(/odd number of digits/);
   });
