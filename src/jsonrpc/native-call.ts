@@ -103,7 +103,7 @@ export async function runNativeCall(call: Call, ctx: NativeCallContext): Promise
       const sent =
         decoded.rewritten ??
         (decoded.appended === undefined ? asSent(call.paramsText) : withAppended(asSent(call.paramsText), Array.isArray(call.params), decoded.appended));
-      const result = await invokeMethod(spec, decoded.request, ctx, sent, decoded.leftToNodeFrom);
+      const result = await invokeMethod(spec, decoded.request, ctx, sent, decoded.leftToNode);
       return { result };
     }
     if (ctx.passesThrough(call.method)) {

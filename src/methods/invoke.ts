@@ -38,14 +38,14 @@ function restate(err: unknown, policy: MethodPolicy | undefined, ctx: InvokeCont
 /**
  * Calls a table method. `callerParams` is the caller's own params text (native
  * path), forwarded as sent unless a policy changed the request; then params
- * from `leftToNodeFrom` on that the caller left to the node stay off.
+ * the caller left to the node (`leftToNode`) stay as it left them.
  */
 export async function invokeMethod(
   spec: MethodSpec,
   request: Message,
   ctx: InvokeContext,
   callerParams?: string,
-  leftToNodeFrom?: number,
+  leftToNode?: ReadonlySet<number>,
 ): Promise<UpstreamResult> {
   // The contract addresses matter only to a key with a contract allowlist; the rest skip writing them out.
   const addresses = ctx.key.allowlists?.contractAddresses?.length
@@ -57,7 +57,7 @@ export async function invokeMethod(
   // Encoding validates a typed request; do it before a policy may call the upstream.
   let sent = callerParams ?? spec.params.encode(request);
   try {
-    if (policy?.before && (await policy.before(request, policyCtx))) sent = spec.params.encode(request, leftToNodeFrom);
+    if (policy?.before && (await policy.before(request, policyCtx))) sent = spec.params.encode(request, leftToNode);
   } catch (err) {
     throw restate(err, undefined, ctx);
   }

@@ -71,11 +71,11 @@ export interface DecodedParams<M extends Message> {
    */
   appended?: string;
   /**
-   * The index of the first param the caller left off the end to the node's
-   * default (ParamRules.nodeDefault): pass it to encode when the request is
-   * encoded again, so that param stays off.
+   * The params the caller left to the node's default (ParamRules.nodeDefault:
+   * off the end, or null in place), by index: pass them to encode when the
+   * request is encoded again, so they stay as the caller left them.
    */
-  leftToNodeFrom?: number;
+  leftToNode?: ReadonlySet<number>;
 }
 
 /** A positional params array's text with `appended` added at its end ("[]" for a call that sent no array). */
@@ -128,10 +128,11 @@ export class ParamsCodec<M extends Message = Message> {
 
   /**
    * Typed request -> JSON params text. Throws CodecError naming the field.
-   * Unset params from `leftToNodeFrom` on that leave their default to the node
-   * are not sent (see DecodedParams.leftToNodeFrom).
+   * Unset params in `leftToNode` that leave their default to the node are
+   * sent as the caller left them: off the end, or null in place (see
+   * DecodedParams.leftToNode).
    */
-  encode(request: M, leftToNodeFrom = Number.POSITIVE_INFINITY): string {
+  encode(request: M, leftToNode?: ReadonlySet<number>): string {
     const message = request as unknown as Record<string, unknown>;
     const texts: (string | undefined)[] = [];
     for (const plan of this.#plans) {
@@ -146,7 +147,7 @@ export class ParamsCodec<M extends Message = Message> {
               : `[${list.map((v, i) => encodeItem(plan.codec, v, i)).join(",")}]`;
         } else if (value === undefined) {
           if (plan.rules.whenUnset === undefined && !plan.rules.optional) throw new CodecError("", "required, but unset");
-          text = plan.index >= leftToNodeFrom && plan.rules.nodeDefault ? undefined : plan.rules.whenUnset;
+          text = plan.rules.nodeDefault && leftToNode?.has(plan.index) ? undefined : plan.rules.whenUnset;
         } else {
           text = plan.codec.encode(value);
         }
@@ -161,7 +162,7 @@ export class ParamsCodec<M extends Message = Message> {
     for (let i = 0; i < texts.length; i++) {
       if (texts[i] !== undefined) continue;
       const plan = this.#plans[i];
-      const skipped = plan?.rules.whenSkipped ?? plan?.rules.whenUnset;
+      const skipped = plan?.rules.whenSkipped ?? (leftToNode?.has(i) ? "null" : undefined);
       if (skipped === undefined) throw new CodecError(plan?.displayName ?? "", "unset, but a later param is set");
       texts[i] = skipped;
     }
@@ -196,7 +197,7 @@ export class ParamsCodec<M extends Message = Message> {
     // Defaults for params left off the end go after the caller's text, while no param without one comes between.
     let appended: string | undefined;
     let appendable = this.#style === "positional";
-    let leftToNodeFrom: number | undefined;
+    let leftToNode: Set<number> | undefined;
     for (const plan of this.#plans) {
       const json = values[plan.index];
       if (json === undefined || (json === null && plan.rules.optional)) {
@@ -204,9 +205,12 @@ export class ParamsCodec<M extends Message = Message> {
           throw new InvalidParamsError(`missing value for required argument ${plan.index} (${plan.displayName})`);
         }
         const offTheEnd = plan.index >= values.length;
-        if (plan.rules.whenUnset === undefined || (offTheEnd && plan.rules.nodeDefault && this.#style === "positional")) {
+        if (plan.rules.nodeDefault && this.#style === "positional") {
+          // Left to the node, off the end or as null in place (found from outside: [call, null] was sent with "latest").
+          (leftToNode ??= new Set()).add(plan.index);
           if (offTheEnd) appendable = false;
-          if (offTheEnd && plan.rules.nodeDefault) leftToNodeFrom ??= plan.index;
+        } else if (plan.rules.whenUnset === undefined) {
+          if (offTheEnd) appendable = false;
         } else if (offTheEnd && appendable) {
           appended = appended === undefined ? plan.rules.whenUnset : `${appended},${plan.rules.whenUnset}`;
         } else {
@@ -230,8 +234,8 @@ export class ParamsCodec<M extends Message = Message> {
       if (plan.rules.needsRewrite?.(json)) rewrite = true;
     }
     const request = message as unknown as M;
-    if (rewrite) return { request, rewritten: this.encode(request, leftToNodeFrom), leftToNodeFrom };
-    if (leftToNodeFrom !== undefined) return appended === undefined ? { request, leftToNodeFrom } : { request, appended, leftToNodeFrom };
+    if (rewrite) return { request, rewritten: this.encode(request, leftToNode), leftToNode };
+    if (leftToNode !== undefined) return appended === undefined ? { request, leftToNode } : { request, appended, leftToNode };
     return appended === undefined ? { request } : { request, appended };
   }
 }

@@ -68,6 +68,13 @@ it("native: left out, the block is the node's default, as calling the node direc
   const viemDirect = createPublicClient({ chain: foundry, transport: http(anvil.url) });
   expect(await viaViem.estimateGas({ account: SENDER, to: TARGET })).toBe(await viemDirect.estimateGas({ account: SENDER, to: TARGET }));
 
+  // Left to the node as null in place too, with overrides after it (found from outside: these were sent with "latest").
+  for (const params of [[CALL, null], [CALL, null, {}], [CALL, null, null, {}], [CALL, null, {}, {}]]) {
+    const viaNode = await rpc(anvil.url, "eth_estimateGas", params);
+    expect(viaNode.result).toBe(atPending);
+    expect(await rpc(ng.rpcUrl, "eth_estimateGas", params)).toEqual(viaNode);
+  }
+
   // Named explicitly, each block is estimated where the caller said.
   expect((await rpc(ng.rpcUrl, "eth_estimateGas", [CALL, "latest"])).result).toBe(atLatest);
   expect((await rpc(ng.rpcUrl, "eth_estimateGas", [CALL, "pending"])).result).toBe(atPending);
