@@ -47,6 +47,7 @@ import { REQUEST_ID_HEADER, requestLogInterceptor } from "./observability/reques
 import { logUnservedPath } from "./jsonrpc/answer-log.js";
 import { typedRefusalLog } from "./observability/typed-refusal-log.js";
 import { serveUpgradeAsPlainRequest } from "./http/plain-upgrade.js";
+import type { Limits } from "./config/config.js";
 
 type Req = NodeRequest;
 type Res = NodeResponse;
@@ -66,11 +67,19 @@ const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
  * Streams open at once on one connection are bounded too (Node announces no bound): one connection that opened
  * streams and sent no body made the process grow 31 KB a stream (550 MB at 30,000), and stalled every other client
  * for 1.7 s at 2,000 and 4.8 s at 20,000 (found from outside).
- * 1,000 is far above what a client multiplexes (Go's HTTP/2 server allows 250, nginx 128), subscriptions included;
- * a client over it gets REFUSED_STREAM for the extra streams, which gRPC clients queue instead of sending.
+ * The bound leaves a key's whole subscription allowance (maxSubscriptionsPerKey) on one channel room for 1,000 calls
+ * beside it (found from outside: bounded at 1,000, a channel holding its key's 1,000 subscriptions could make no
+ * other call, and one more subscription waited forever instead of being refused). Far above what clients multiplex
+ * otherwise (Go's HTTP/2 server allows 250, nginx 128); a client over it gets REFUSED_STREAM for the extra streams,
+ * which gRPC clients queue instead of sending.
  */
 const MAX_HEADER_LIST_BYTES = 64 * 1024;
-const HTTP2_SERVER_OPTIONS: http2.ServerOptions = { maxHeaderListPairs: 2000, settings: { maxHeaderListSize: MAX_HEADER_LIST_BYTES, maxConcurrentStreams: 1000 } };
+const CALLS_BESIDE_SUBSCRIPTIONS = 1000;
+
+function http2ServerOptions(limits: Limits): http2.ServerOptions {
+  const maxConcurrentStreams = limits.maxSubscriptionsPerKey + CALLS_BESIDE_SUBSCRIPTIONS;
+  return { maxHeaderListPairs: 2000, settings: { maxHeaderListSize: MAX_HEADER_LIST_BYTES, maxConcurrentStreams } };
+}
 
 /** A header list's size as HTTP/2 counts it: each field's name and value, and 32 bytes (rawHeaders: name, value, ...). */
 function headerListBytes(rawHeaders: string[]): number {
@@ -425,7 +434,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   let closeUnestablished = (): void => {};
   if (options.tls) {
     const secure = http2.createSecureServer(
-      { cert: options.tls.cert, key: options.tls.key, allowHTTP1: true, handshakeTimeout: gateway.limits.headersTimeoutMs, ...HTTP2_SERVER_OPTIONS },
+      { cert: options.tls.cert, key: options.tls.key, allowHTTP1: true, handshakeTimeout: gateway.limits.headersTimeoutMs, ...http2ServerOptions(gateway.limits) },
       handle,
     );
     Object.assign(secure, http1TimeoutOptions(gateway.limits));
@@ -450,7 +459,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     // its connections instead, so it is told to start.
     plain.emit("listening");
     deadlineChecks = plain;
-    const h2 = http2.createServer(HTTP2_SERVER_OPTIONS);
+    const h2 = http2.createServer(http2ServerOptions(gateway.limits));
     h2.on("stream", dispatchHttp2Stream);
     plain.on("upgrade", onUpgrade);
     h2.on("session", trackSession);
