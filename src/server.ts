@@ -344,7 +344,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       return;
     }
     if (isWebSocketUpgrade(req)) wsHandler.handleUpgrade(req, socket, head);
-    else if (plain !== undefined) serveUpgradeAsPlainRequest(plain, req, socket, head);
+    else if (upgradesAsPlain !== undefined) serveUpgradeAsPlainRequest(upgradesAsPlain, req, socket, head);
     else socket.destroy();
   };
 
@@ -428,6 +428,8 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
 
   let listener: net.Server;
   let plain: http.Server | undefined;
+  /** Serves an HTTP/1.1 request that asks for an upgrade other than WebSocket (h2c, from curl --http2) as a plain one. */
+  let upgradesAsPlain: http.Server | undefined;
   /** The server handed its connections (not listening itself), closed to stop Node's deadline checks. */
   let deadlineChecks: net.Server | undefined;
   /** Closes the TLS port's connections not yet talking HTTP (silent, or mid-handshake), which `sockets` does not hold. */
@@ -444,6 +446,10 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     secure.removeAllListeners("stream");
     secure.on("stream", dispatchHttp2Stream);
     secure.on("upgrade", onUpgrade);
+    // Over TLS too (found from outside: such a request got an empty reply): a server of its own, handed the connection.
+    upgradesAsPlain = http.createServer(http1TimeoutOptions(gateway.limits), handle);
+    upgradesAsPlain.on("checkContinue", checkContinue);
+    upgradesAsPlain.emit("listening");
     secure.on("secureConnection", track);
     secure.on("session", trackSession);
     // Handed its connections by the listener below: Node starts its HTTP/1.1 deadline checks when a server listens.
@@ -459,6 +465,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     // its connections instead, so it is told to start.
     plain.emit("listening");
     deadlineChecks = plain;
+    upgradesAsPlain = plain;
     const h2 = http2.createServer(http2ServerOptions(gateway.limits));
     h2.on("stream", dispatchHttp2Stream);
     plain.on("upgrade", onUpgrade);
@@ -532,6 +539,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       wsHandler.close();
       inFlight.refuseReceiving();
       if (deadlineChecks !== undefined) stopDeadlineChecks(deadlineChecks);
+      if (upgradesAsPlain !== undefined && upgradesAsPlain !== deadlineChecks) stopDeadlineChecks(upgradesAsPlain);
       // Each HTTP/2 session, closed above, is destroyed by Node once its streams have ended and what they wrote has
       // left. Destroyed here as soon as the last call ended, a session lost the frames Node had not yet written (the
       // last stream's trailers, the final GOAWAY), and a client reading slowly got its answers without a status.

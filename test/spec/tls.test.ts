@@ -9,6 +9,7 @@ import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import https from "node:https";
 import net from "node:net";
+import tls from "node:tls";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { fromBinary } from "@bufbuild/protobuf";
@@ -136,6 +137,25 @@ it("a plain HTTP request sent to the TLS port is answered 400 saying so, and TLS
   expect(reply).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n[\s\S]*This port speaks TLS/);
   const answer = await postHttps(`/v3/${secure.key}`, '{"jsonrpc":"2.0","id":2,"method":"eth_chainId","params":[]}');
   expect(answer).toEqual({ status: 200, text: '{"jsonrpc":"2.0","id":2,"result":"0x7a69"}' });
+});
+
+it("an HTTPS request asking for an upgrade other than WebSocket (curl --http2's h2c) is served as a plain request", async () => {
+  // Found from outside: on the TLS port it got an empty reply (curl: "Empty reply from server"), where the plain port served it.
+  const body = '{"jsonrpc":"2.0","id":3,"method":"eth_chainId","params":[]}';
+  const socket = tls.connect({ host: "127.0.0.1", port: secure.port, servername: "localhost", ca: cert, ALPNProtocols: ["http/1.1"] });
+  socket.on("error", () => {});
+  await new Promise((resolve) => socket.once("secureConnect", resolve));
+  let reply = "";
+  socket.on("data", (d: Buffer) => (reply += d.toString()));
+  const ended = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+  socket.write(
+    `POST /v3/${secure.key} HTTP/1.1\r\nhost: localhost\r\nconnection: Upgrade, HTTP2-Settings, close\r\nupgrade: h2c\r\n` +
+      `http2-settings: AAMAAABkAAQCAAAAAAIAAAAA\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
+  );
+  await Promise.race([ended, new Promise((r) => setTimeout(r, 5000))]);
+  socket.destroy();
+  expect(reply).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+  expect(reply.endsWith('{"jsonrpc":"2.0","id":3,"result":"0x7a69"}')).toBe(true);
 });
 
 it("a connection to the TLS port that has sent nothing does not hold the drain past the calls in flight", async () => {
