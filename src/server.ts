@@ -366,13 +366,19 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   // the method table reaches its lean handler without request/response objects; every other stream
   // gets them, as the compatibility layer would build them, and goes to Connect.
   const grpcUnary = createGrpcUnaryHandler(gateway, unaryRoutes);
+  /** Sessions that have sent a stream over the header list bound (see dispatchHttp2Stream). */
+  const oversizeHeaders = new WeakSet<http2.Http2Session>();
   const dispatchHttp2Stream = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, _flags: number, rawHeaders: string[]): void => {
     // Node applies the announced header list bound only once the client has acknowledged nodegate's SETTINGS; a
-    // client that never does had 7.6 MB decoded from each 2 KB stream (found from outside). Over the bound here,
-    // the client ignored it or raced it: its connection is ended, so it cannot go on.
+    // client that never does had 7.6 MB decoded from each 2 KB stream (found from outside). Over the bound here, the
+    // stream is reset as after the acknowledgement (ending the connection made curl retry it five times, and cut the
+    // client's other streams); a second such stream on the connection takes no more new streams (GOAWAY), so a
+    // client cannot go on having them decoded.
     if (headerListBytes(rawHeaders) > MAX_HEADER_LIST_BYTES) {
-      stream.session?.goaway(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
-      stream.session?.destroy();
+      stream.close(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+      const session = stream.session;
+      if (session !== undefined && oversizeHeaders.has(session)) session.goaway(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM, stream.id);
+      else if (session !== undefined) oversizeHeaders.add(session);
       return;
     }
     clampDeadlineHeaders(headers);
