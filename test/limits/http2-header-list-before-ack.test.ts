@@ -11,33 +11,12 @@
  */
 import net from "node:net";
 import { expect, it } from "vitest";
+import { h2Frame as frame, hpackInteger, hpackLiteral as literal, hpackText } from "../support/h2-frames.js";
 import { startNodegate } from "../support/nodegate.js";
 import { type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
 
-/** An HPACK integer with an n-bit prefix. */
-function hpackInt(value: number, prefixBits: number, first: number): number[] {
-  const max = (1 << prefixBits) - 1;
-  if (value < max) return [first | value];
-  const out = [first | max];
-  let rest = value - max;
-  while (rest >= 128) {
-    out.push((rest & 127) | 128);
-    rest >>= 7;
-  }
-  out.push(rest);
-  return out;
-}
-const hpackString = (s: string) => Buffer.concat([Buffer.from(hpackInt(Buffer.byteLength(s), 7, 0)), Buffer.from(s)]);
-const literal = (name: string, value: string, indexed: boolean) => Buffer.concat([Buffer.from([indexed ? 0x40 : 0x00]), hpackString(name), hpackString(value)]);
-const literalIndexedName = (index: number, value: string) => Buffer.concat([Buffer.from(hpackInt(index, 4, 0x00)), hpackString(value)]);
-function frame(type: number, flags: number, stream: number, payload: Buffer): Buffer {
-  const head = Buffer.alloc(9);
-  head.writeUIntBE(payload.length, 0, 3);
-  head[3] = type;
-  head[4] = flags;
-  head.writeUInt32BE(stream, 5);
-  return Buffer.concat([head, payload]);
-}
+/** A field whose name is the static table's entry `index`, its value a literal (not added to the dynamic table). */
+const literalIndexedName = (index: number, value: string) => Buffer.concat([hpackInteger(index, 4, 0x00), hpackText(value)]);
 
 it("a client that never acknowledges SETTINGS cannot have a huge header list decoded and served", async () => {
   const upstream: ProgrammableUpstream = await startProgrammableUpstream(() => ({ result: "0x2a" }));
@@ -53,7 +32,7 @@ it("a client that never acknowledges SETTINGS cannot have a huge header list dec
         literal("te", "trailers", false),
       ];
       if (k === 0) parts.push(literal("x-amp", "a".repeat(4000), true));
-      for (let i = 0; i < 1900; i++) parts.push(Buffer.from(hpackInt(62, 7, 0x80))); // the dynamic table's newest entry
+      for (let i = 0; i < 1900; i++) parts.push(hpackInteger(62, 7, 0x80)); // the dynamic table's newest entry
       const block = Buffer.concat(parts);
       const stream = 1 + 2 * k;
       for (let at = 0; at < block.length; at += 16384) {
