@@ -33,9 +33,10 @@ export interface TlsListener {
   server: net.Server;
   /**
    * Closes the connections that have sent nothing yet (or only a lone "P")
-   * or are part way through their TLS handshake (at the end of a drain: found from outside,
-   * one silent connection held the stop until its headers deadline, past the
-   * drain's; one mid-handshake, until the handshake deadline).
+   * or are part way through their TLS handshake, at the end of a drain
+   * (found from outside: one silent connection held the stop until its
+   * headers deadline, past the drain's; one mid-handshake, until the
+   * handshake deadline).
    */
   closeUnestablished(): void;
 }

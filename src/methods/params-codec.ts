@@ -21,10 +21,10 @@ export interface ParamRules {
   /** JSON text sent when a typed caller leaves the field unset (for a block: "latest"). */
   whenUnset?: string;
   /**
-   * A native caller who leaves this param off the end leaves it to the node's
-   * default, also when nodegate re-encodes the params (nodes differ: Anvil
-   * estimates gas at "pending", geth at "latest"); a typed caller who leaves
-   * it unset still gets whenUnset.
+   * A native caller who leaves this param off the end, or sends it as null,
+   * leaves it to the node's default, also when nodegate re-encodes the params
+   * (nodes differ: Anvil estimates gas at "pending", geth at "latest"); a
+   * typed caller who leaves it unset still gets whenUnset.
    */
   nodeDefault?: boolean;
   /** JSON text sent for an optional param left unset when a later one is set (state overrides before block overrides: {}). */
