@@ -375,6 +375,8 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     // client's other streams); a second such stream on the connection takes no more new streams (GOAWAY), so a
     // client cannot go on having them decoded.
     if (headerListBytes(rawHeaders) > MAX_HEADER_LIST_BYTES) {
+      // Closed with a code other than NO_ERROR, Node destroys the stream with an error it emits: unheard, it would end the process.
+      stream.on("error", () => {});
       stream.close(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
       const session = stream.session;
       if (session !== undefined && oversizeHeaders.has(session)) session.goaway(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM, stream.id);
