@@ -31,7 +31,7 @@ import { registerStreamLogs } from "./grpc/stream-logs.js";
 import { registerSubscriptionStreams } from "./grpc/subscription-streams.js";
 import { createConnectAdapter } from "./grpc/connect-adapter.js";
 import { createConnectUnaryHandler } from "./grpc/connect-unary.js";
-import { refuseMalformedGet } from "./grpc/connect-get.js";
+import { refuseMalformedGet, varyOnAcceptEncoding } from "./grpc/connect-get.js";
 import { clampDeadlineHeaders } from "./grpc/deadline-headers.js";
 import { answerUnknownRpc, isRpcPath, tagRequestId } from "./grpc/unknown-rpc.js";
 import { createGrpcUnaryHandler } from "./grpc/grpc-unary.js";
@@ -325,6 +325,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       tagRequestId(req.headers, res);
       refusalLog.watch(req, res);
       if (refuseMalformedGet(req, res)) return;
+      if (req.method === "GET") varyOnAcceptEncoding(res);
     }
     // As on HTTP/2 (dispatchHttp2Stream): a connection closed under a write that never completes (a stream cut for
     // its reader's pace, a client gone with its window shut) emits neither 'drain' nor 'error' on the response, and

@@ -3,6 +3,10 @@
  * base64=1. Connect's handler turns a malformed one into an internal error
  * (HTTP 500); it is the client's input, so it is refused here as Connect
  * refuses other bad input: invalid_argument, HTTP 400.
+ *
+ * GETs are the calls HTTP caches keep, and Connect compresses a GET's answer
+ * as its Accept-Encoding asks: the answer says it varies with it, so a cache
+ * does not hand a gzip answer to a client that cannot read one.
  */
 import type { NodeRequest, NodeResponse } from "../http/http-types.js";
 
@@ -22,4 +26,10 @@ export function refuseMalformedGet(req: NodeRequest, res: NodeResponse): boolean
   res.writeHead(400, { "content-type": "application/json" });
   res.end(JSON.stringify({ code: "invalid_argument", message: "the message query parameter is not base64" }));
   return true;
+}
+
+/** Adds accept-encoding to the answer's Vary (CORS may have put origin there). */
+export function varyOnAcceptEncoding(res: NodeResponse): void {
+  const prior = res.getHeader("vary");
+  res.setHeader("vary", prior === undefined ? "accept-encoding" : `${String(prior)}, accept-encoding`);
 }

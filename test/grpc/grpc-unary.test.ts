@@ -304,6 +304,15 @@ describe("the gRPC contract", () => {
     expect(((await good.json()) as { chainId?: string }).chainId).toBeDefined();
   });
 
+  it("a Connect GET's answer, compressed as its Accept-Encoding asks, says it varies with Accept-Encoding", async () => {
+    const url = `${f.ng.url}/${EthService.typeName}/GetBlockByNumber?connect=v1&encoding=json&message=${encodeURIComponent(JSON.stringify({ block: { number: "1" }, fullTransactions: true }))}`;
+    const answer = await fetch(url, { headers: { "x-api-key": f.ng.key, "accept-encoding": "gzip" } });
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get("content-encoding")).toBe("gzip");
+    expect(answer.headers.get("vary")).toBe("accept-encoding");
+    await answer.arrayBuffer();
+  });
+
   it("a call the client cancels cancels the upstream request", async () => {
     f.override = (r) => (r.method === "eth_getBlockByNumber" ? { delayMs: 5000, then: { forward: f.anvil.url } } : undefined);
     // Cancelled once the node has the request, so there is an upstream request to cancel.
