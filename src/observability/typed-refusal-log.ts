@@ -10,6 +10,7 @@
 import { Code } from "@connectrpc/connect";
 import { codeFromHttpStatus, codeFromString } from "@connectrpc/connect/protocol-connect";
 import type { OutgoingHttpHeaders } from "node:http";
+import http2 from "node:http2";
 import type { Logger } from "pino";
 import type { NodeRequest, NodeResponse } from "../http/http-types.js";
 import type { Metrics } from "./metrics.js";
@@ -91,12 +92,24 @@ export function typedRefusalLog(log: Logger, metrics: Metrics, servedPaths: () =
       // Text mode's answer is written as base64, each chunk padded on its own (grpc-web-text-transcoder.ts).
       const base64 = contentType !== undefined && /^application\/grpc-web-text/i.test(contentType);
       const status = new AnswerStatus();
+      // A client that leaves mid-request (a cancel during its upload) makes Connect fail reading the body, and what it
+      // answers then is not the story (found from outside: logged InvalidArgument, or ok). Node says 'aborted' only
+      // while the answer is unfinished, so a refusal the client got in full and then hung up on is logged as it was.
+      // An HTTP/2 client's cancel also ends its upload before the reset (grpc-js's does): Connect answers the cut
+      // body before the reset is read, and 'aborted' never comes; a reset with CANCEL after an answer to a whole
+      // request says that answer did not get out (once it has, the stream is closed and takes no reset).
+      let leftBeforeAnswer = false;
+      let answeredWholeRequest = false;
+      req.once("aborted", () => {
+        if (!res.writableEnded) leftBeforeAnswer = true;
+      });
       const read = (chunk: Uint8Array) =>
         status.body(door, base64 ? Buffer.from(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString("latin1"), "base64") : chunk, streaming);
       const target = res as unknown as WrittenAnswer;
       const writeHead = target.writeHead.bind(target);
       target.writeHead = (code: number, ...rest: unknown[]) => {
         status.httpStatus = code;
+        answeredWholeRequest = req.complete;
         for (const arg of rest) if (typeof arg === "object" && arg !== null && !Array.isArray(arg)) status.headers(arg as OutgoingHttpHeaders);
         return writeHead(code, ...rest);
       };
@@ -123,7 +136,8 @@ export function typedRefusalLog(log: Logger, metrics: Metrics, servedPaths: () =
         const path = (req.url ?? "/").split("?")[0] as string;
         const served = servedPaths().has(path);
         const method = served ? path.slice(1) : UNSERVED_RPC;
-        const outcome = status.outcome(res.writableFinished);
+        const cancelled = leftBeforeAnswer || (answeredWholeRequest && "stream" in res && res.stream.rstCode === http2.constants.NGHTTP2_CANCEL);
+        const outcome = cancelled ? Code[Code.Canceled] : status.outcome(res.writableFinished);
         const ms = performance.now() - started;
         observeCall(metrics, door, method, outcome, ms / 1000);
         const requestId = res.getHeader(REQUEST_ID_HEADER);

@@ -619,6 +619,49 @@ describe("typed calls the client cancels before its request is whole", () => {
   });
 });
 
+describe("unary calls on the lanes Connect serves, cancelled mid-upload", () => {
+  it("are logged Canceled, not as the cut body Connect answered (InvalidArgument, or ok); a cut body sent whole stays InvalidArgument", async () => {
+    // Found from outside: a JsonRpcService gRPC call was logged InvalidArgument and a compressed Connect POST ok.
+    const lanes: [string, Record<string, string>][] = [
+      ["/nodegate.jsonrpc.v1.JsonRpcService/Call", { "content-type": "application/grpc", te: "trailers" }],
+      [`/${EthService.typeName}/ChainId`, { "content-type": "application/proto", "content-encoding": "gzip" }],
+    ];
+    const session = http2.connect(ng.url);
+    session.on("error", () => {});
+    const statusOf = async (requestId: string) => {
+      await expect.poll(() => ng.logs.some((l) => l.msg === "request" && l.requestId === requestId), { timeout: 10_000 }).toBe(true);
+      return ng.logs.find((l) => l.msg === "request" && l.requestId === requestId)?.status;
+    };
+    try {
+      for (const [i, [path, headers]] of lanes.entries()) {
+        for (const cancel of [true, false]) {
+          const requestId = `cancel-upload-${i}-${cancel}`;
+          const stream = session.request({ ":method": "POST", ":path": path, "x-api-key": ng.key, "x-request-id": requestId, ...headers });
+          stream.on("error", () => {});
+          stream.resume();
+          stream.write(Buffer.concat([Buffer.from([0, 0, 0, 0x10, 0]), Buffer.alloc(100)])); // a prefix announcing 4 KiB, and 100 bytes
+          await new Promise((r) => setTimeout(r, 50));
+          if (cancel) stream.close(http2.constants.NGHTTP2_CANCEL);
+          else stream.end();
+          await once(stream, "close");
+          const status = await statusOf(requestId);
+          if (cancel) expect([path, status]).toEqual([path, "Canceled"]);
+          else expect([path, status]).not.toEqual([path, "Canceled"]);
+        }
+      }
+    } finally {
+      session.close();
+    }
+    // Over HTTP/1.1: the connection closed mid-body.
+    const socket = connect(ng.port, "127.0.0.1");
+    await once(socket, "connect");
+    socket.write(`POST /${EthService.typeName}/ChainId HTTP/1.1\r\nHost: x\r\nContent-Type: application/proto\r\nContent-Encoding: gzip\r\nX-Api-Key: ${ng.key}\r\nX-Request-Id: cancel-upload-h1\r\nContent-Length: 4096\r\n\r\n${"x".repeat(100)}`);
+    await new Promise((r) => setTimeout(r, 50));
+    socket.destroy();
+    expect(await statusOf("cancel-upload-h1")).toBe("Canceled");
+  });
+});
+
 describe("typed requests answered before Connect's interceptor, as operators see them", () => {
   // Found from outside: these were answered but neither logged nor counted.
   const linesOf = (requestId: string) => ng.logs.filter((l) => l.requestId === requestId && l.msg === "request");
