@@ -168,6 +168,23 @@ describe("JSON-RPC error code -> gRPC status (one test per row)", () => {
     expect((await typed()).findDetails(JsonRpcErrorSchema)[0]?.otherMembers).toBeUndefined();
   });
 
+  it("a revert restated in the spec's form keeps the node's other members, on both doors", async () => {
+    // Found from outside: code 3 given its reason, and a -32000 revert restated as code 3, lost `reason` and `stack`.
+    const word = (hex: string) => hex.padStart(64, "0");
+    const revert = `0x08c379a0${word("20")}${word("4")}${Buffer.from("oops").toString("hex").padEnd(64, "0")}`;
+    try {
+      for (const code of [3, -32000]) {
+        rawError = `{"code":${code},"message":"execution reverted","data":"${revert}","reason":"oops","stack":{"a":[1,2]}}`;
+        const native = await post(ng.rpcUrl, rpc("eth_blockNumber", [], 7));
+        expect(native.json.error).toEqual({ code: 3, message: "execution reverted: oops", data: revert, reason: "oops", stack: { a: [1, 2] } });
+        const [d] = (await typed()).findDetails(JsonRpcErrorSchema);
+        expect({ code: d?.code, message: d?.message, otherMembers: d?.otherMembers }).toEqual({ code: 3n, message: "execution reverted: oops", otherMembers: '{"reason":"oops","stack":{"a":[1,2]}}' });
+      }
+    } finally {
+      rawError = undefined;
+    }
+  });
+
   it("an unmapped code becomes UNKNOWN and keeps its code in the details", async () => {
     answer = { error: { code: -39999, message: "vendor specific" } };
     const err = await typed();
