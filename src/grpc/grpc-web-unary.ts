@@ -94,6 +94,9 @@ class GrpcWebExchange extends HttpExchange {
   }
 
   answerError(error: ConnectError, requestId: string): void {
+    // The id goes in the head (#send); the trailer frame, written from the error's metadata, would say it again
+    // (found from outside: connect-es read "id, id").
+    error.metadata.delete(REQUEST_ID_HEADER);
     this.#send(trailerFrame(error), requestId);
   }
 

@@ -79,7 +79,6 @@ export function requestLogInterceptor(log: Logger, metrics: Metrics): Intercepto
     };
     const failed = (err: unknown): ConnectError => {
       const e = ConnectError.from(err);
-      e.metadata.set(REQUEST_ID_HEADER, requestId);
       // Judged once the response has closed: a client that cancels ends its request, then resets the stream, and
       // Connect fails the call for the request it found cut short before the reset is read (found from outside:
       // cancelled streams logged Unknown "Premature close" at warn, or Unimplemented, InvalidArgument).

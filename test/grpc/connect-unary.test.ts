@@ -12,7 +12,7 @@ import http from "node:http";
 import { brotliCompressSync, brotliDecompressSync, constants as zlibConstants, gunzipSync, gzipSync, inflateSync } from "node:zlib";
 import { create, equals, fromBinary, type Message, toBinary, toJson } from "@bufbuild/protobuf";
 import { Code, createClient } from "@connectrpc/connect";
-import { compressionGzip, createConnectTransport } from "@connectrpc/connect-node";
+import { compressionGzip, createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { describe, expect, it } from "vitest";
 import { EthService, GetBlockByNumberRequestSchema, GetLogsRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
@@ -257,6 +257,33 @@ describe("the Connect contract", () => {
     );
     expect(echoed).toBe("trace-connect-42");
     expect(f.ng.logs.some((l) => l.requestId === "trace-connect-42" && l.door === "connect" && l.method === "nodegate.eth.v1.EthService/GetBlockByNumber" && l.status === "ok")).toBe(true);
+  });
+
+  it("an error carries x-request-id once, on every transport and encoding (lean lanes and Connect's)", async () => {
+    // Found from outside: gRPC-Web, and gRPC with JSON, said it in the head and again in the trailers ("id, id").
+    f.override = (r) => (r.method === "eth_getBlockByNumber" ? { error: { code: -32000, message: "node says no" } } : undefined);
+    const transports = {
+      "connect binary": createConnectTransport({ baseUrl: f.ng.url, httpVersion: "1.1" }),
+      "connect json": createConnectTransport({ baseUrl: f.ng.url, httpVersion: "1.1", useBinaryFormat: false }),
+      "grpc binary": createGrpcTransport({ baseUrl: f.ng.url }),
+      "grpc json": createGrpcTransport({ baseUrl: f.ng.url, useBinaryFormat: false }),
+      "grpc-web binary": createGrpcWebTransport({ baseUrl: f.ng.url, httpVersion: "1.1" }),
+      "grpc-web json": createGrpcWebTransport({ baseUrl: f.ng.url, httpVersion: "1.1", useBinaryFormat: false }),
+    };
+    try {
+      for (const [name, transport] of Object.entries(transports)) {
+        const client = createClient(EthService, transport);
+        for (const [what, headers] of [
+          ["node error", { "x-api-key": f.ng.key, "x-request-id": "once-1" }],
+          ["no key", { "x-request-id": "once-1" }],
+        ] as const) {
+          const err = await connectErrorOf(client.getBlockByNumber({ block: numberOf(1n) }, { headers }));
+          expect([name, what, err.code === Code.Unauthenticated, err.metadata.get("x-request-id")]).toEqual([name, what, what === "no key", "once-1"]);
+        }
+      }
+    } finally {
+      f.override = undefined;
+    }
   });
 
   it("many multi-MiB answers at once on one HTTP/2 connection", async () => {
