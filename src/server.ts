@@ -380,8 +380,12 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       stream.on("error", () => {});
       stream.close(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
       const session = stream.session;
-      if (session !== undefined && oversizeHeaders.has(session)) session.goaway(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM, stream.id);
-      else if (session !== undefined) oversizeHeaders.add(session);
+      if (session !== undefined && oversizeHeaders.has(session)) {
+        session.goaway(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM, stream.id);
+        // And ends once the streams it has are done: a session that has sent a GOAWAY is not ended by the client's
+        // FIN (found from outside: every such connection sat in CLOSE-WAIT until the idle timeout).
+        session.close();
+      } else if (session !== undefined) oversizeHeaders.add(session);
       return;
     }
     clampDeadlineHeaders(headers);

@@ -6,8 +6,8 @@
  * header indexed, then named 1,900 times by 1-byte HPACK references)
  * decoded to 7.6 MB and served, 20 of them costing 310 ms of CPU. Such a
  * stream is now reset (ENHANCE_YOUR_CALM), as after the acknowledgement,
- * and a second one makes the connection take no new streams (GOAWAY):
- * nothing is served.
+ * and a second one makes the connection take no new streams (GOAWAY) and
+ * close once its streams are done: nothing is served.
  */
 import net from "node:net";
 import { expect, it } from "vitest";
@@ -59,7 +59,14 @@ it("a client that never acknowledges SETTINGS cannot have a huge header list dec
       }
       return types;
     };
+    const closedByServer = new Promise<boolean>((resolve) => {
+      socket.once("end", () => resolve(true));
+      setTimeout(() => resolve(false), 5000);
+    });
     for (let i = 0; i < 100 && !sent().includes("GOAWAY 11"); i++) await new Promise((r) => setTimeout(r, 50));
+    // With none of its streams left, the connection is closed (found from outside: it waited in CLOSE-WAIT for the
+    // idle timeout once the client had gone).
+    expect(await closedByServer).toBe(true);
     socket.destroy();
     // The first stream reset with ENHANCE_YOUR_CALM, the second ended the connection's new streams, and no stream
     // was answered (HEADERS).
