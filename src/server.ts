@@ -70,8 +70,9 @@ const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
  * The bound leaves a key's whole subscription allowance (maxSubscriptionsPerKey) on one channel room for 1,000 calls
  * beside it (found from outside: bounded at 1,000, a channel holding its key's 1,000 subscriptions could make no
  * other call, and one more subscription waited forever instead of being refused). Far above what clients multiplex
- * otherwise (Go's HTTP/2 server allows 250, nginx 128); a client over it gets REFUSED_STREAM for the extra streams,
- * which gRPC clients queue instead of sending.
+ * otherwise (Go's HTTP/2 server allows 250, nginx 128); a client over it gets REFUSED_STREAM for the extra streams
+ * before it has acknowledged the bound, and a connection error (nghttp2's PROTOCOL_ERROR) after; gRPC clients queue
+ * instead of sending.
  */
 const MAX_HEADER_LIST_BYTES = 64 * 1024;
 const CALLS_BESIDE_SUBSCRIPTIONS = 1000;
