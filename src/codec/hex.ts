@@ -52,6 +52,7 @@ function describe(value: unknown): string {
   if (typeof value === "string") {
     return value.length > 80 ? `"${value.slice(0, 77)}..."` : JSON.stringify(value);
   }
+  if (typeof value === "number") return `the number ${String(value)}`;
   return value === null ? "null" : Array.isArray(value) ? "an array" : typeof value;
 }
 
@@ -64,7 +65,10 @@ export function hasHexPrefix(value: string): boolean {
 export function decodeQuantity(value: unknown, maxBits = 256): bigint {
   if (typeof value !== "string") {
     // Read leniently, a whole JSON number JSON.parse kept exact is the value it spells (a node's "blockTimestamp": 1795991498).
-    if (lenient && typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return decodeQuantity(`0x${value.toString(16)}`, maxBits);
+    if (lenient && typeof value === "number") {
+      if (Number.isSafeInteger(value) && value >= 0) return decodeQuantity(`0x${value.toString(16)}`, maxBits);
+      throw new HexError(`want a hex quantity string, got ${describe(value)} (a number is read as a quantity only when whole, not negative and below 2^53)`);
+    }
     throw new HexError(`want a hex quantity string, got ${describe(value)}`);
   }
   if (!QUANTITY.test(value)) {

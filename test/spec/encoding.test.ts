@@ -64,7 +64,7 @@ specRule("encoding.quantity", async () => {
   const at = toHex(s.firstStore.blockNumber);
   for (const [index, why] of [
     ["0", 'invalid hex quantity "0": want 0x followed by hex digits'],
-    [0, "want a hex quantity string, got number"],
+    [0, "want a hex quantity string, got the number 0"],
     ["0x00", 'invalid hex quantity "0x00": leading zero digits'],
   ] as const) {
     const reply = await g.http.call("eth_getTransactionByBlockNumberAndIndex", [at, index]);
