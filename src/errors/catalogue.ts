@@ -347,6 +347,16 @@ export function historyLost(missed: number, max: number): GatewayError {
   });
 }
 
+/** The node refuses the logs of one block for a logs feed's filter as too many: they cannot be sent, so its subscribers are ended. */
+export function blockLogsRefused(block: number): GatewayError {
+  return new GatewayError({
+    code: NODEGATE_CODES.historyLost,
+    message: `subscription ended: the node refuses the logs of block ${block} for this filter as more than its result limit, so they cannot be sent; subscribe again to follow from the next block, or with a narrower filter`,
+    grpcCode: Code.Aborted,
+    httpStatus: 503,
+  });
+}
+
 /**
  * A reorganization forked below the blocks a feed remembers: the headers and
  * logs it replaced can no longer be taken back in order, so subscribers

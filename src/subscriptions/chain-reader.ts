@@ -84,7 +84,7 @@ export class ChainReader {
   }
 
   /** One eth_getLogs over from..to, under the seed's result and time limits (errors -32005 otherwise). */
-  async logs(filter: LogTopicFilter, from: number, to: number): Promise<LogEvent[]> {
+  async logs(filter: LogTopicFilter, from: number, to: number, capOneBlock = true): Promise<LogEvent[]> {
     let result;
     try {
       result = await this.#network.call("eth_getLogs", `[${logFilterJson(filter, { from, to })}]`, {
@@ -95,7 +95,9 @@ export class ChainReader {
       if (err instanceof GatewayError && err.origin === "nodegate" && err.grpcCode === Code.DeadlineExceeded) throw queryTimeout();
       throw err;
     }
-    if (countLogs(result) > this.#limits.getLogsMaxResults) throw tooManyResults(this.#limits.getLogsMaxResults, undefined, undefined);
+    // A subscription feed cannot narrow one block further: its logs are what a node's own logs subscription pushes,
+    // and refusing them would stall the feed on that block for good (capOneBlock false); StreamLogs keeps the error.
+    if ((capOneBlock || to > from) && countLogs(result) > this.#limits.getLogsMaxResults) throw tooManyResults(this.#limits.getLogsMaxResults, undefined, undefined);
     try {
       return readLogs(result);
     } catch (err) {

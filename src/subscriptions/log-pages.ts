@@ -34,6 +34,13 @@ export function isLogLimitError(err: unknown): err is GatewayError {
   return err instanceof GatewayError && LIMIT_WORDING.test(err.message);
 }
 
+/** Of those, the ones that say the answer itself is too large: a single block's logs refused so will be refused again. */
+const RESULT_LIMIT_WORDING = /more than \d+ results|too many (results|logs)|response size/i;
+
+export function isLogResultLimitError(err: unknown): err is GatewayError {
+  return err instanceof GatewayError && RESULT_LIMIT_WORDING.test(err.message);
+}
+
 /** Pages of from..to in order; throws the limit error when a single block alone exceeds it. */
 export async function* logPages<L>(
   from: number,

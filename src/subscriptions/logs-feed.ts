@@ -6,12 +6,13 @@
  * can drop duplicates after a reconnect and take back (removed: true) the
  * logs of blocks a reorganization dropped, whether or not the node says so.
  */
+import { blockLogsRefused } from "../errors/catalogue.js";
 import type { WsUpstream } from "../upstream/ws-upstream.js";
 import type { Consumer } from "./consumer.js";
 import { type LogEvent, logKey, readLog } from "./events.js";
 import { type Deliver, Feed, type FeedContext, nodeRefused } from "./feed.js";
 import type { ChainChange, HeadsFeed } from "./heads-feed.js";
-import { logPages } from "./log-pages.js";
+import { isLogResultLimitError, logPages } from "./log-pages.js";
 import { type LogTopicFilter, subscribeParams, type Topic } from "./topic.js";
 import { SentLogs } from "./sent-logs.js";
 import { UpstreamSubscription } from "./upstream-subscription.js";
@@ -196,7 +197,7 @@ export class LogsFeed extends Feed {
     if (to === undefined || fromBlock > to) return undefined;
     // First, so that the logs read next are judged against the chain as the feed follows it, down to fromBlock.
     await this.#heads.reachDownTo(fromBlock);
-    const pages = logPages(fromBlock, to, (from, upTo) => this.ctx.reader.logs(this.#filter, from, upTo), {
+    const pages = logPages(fromBlock, to, (from, upTo) => this.ctx.reader.logs(this.#filter, from, upTo, false), {
       pageBlocks: this.ctx.settings.logPageBlocks,
       maxResults: this.ctx.limits.getLogsMaxResults,
       signal,
@@ -316,10 +317,27 @@ export class LogsFeed extends Feed {
     this.#pushedWhileStaleTo = Math.max(this.#pushedWhileStaleTo, log.blockNumber);
   }
 
+  /**
+   * The logs of a page the feed sends. One block whose logs the node itself refuses as too many (a provider's cap;
+   * nodegate's own is not applied to one block) would be refused again at every retry, and the feed would send
+   * nothing more, to anyone, without a word (found from outside, with nodegate's cap): its subscribers are ended
+   * saying so, and the feed goes on past it for those who subscribe again.
+   */
+  async #readToSend(from: number, to: number): Promise<LogEvent[]> {
+    try {
+      return await this.ctx.reader.logs(this.#filter, from, to, false);
+    } catch (err) {
+      if (from !== to || !isLogResultLimitError(err)) throw err;
+      this.ctx.log.warn({ network: this.ctx.network.name, block: from, err: err.message }, "the node refuses one block's logs as too many: ending the logs subscribers");
+      this.endAll(blockLogsRefused(from));
+      return [];
+    }
+  }
+
   /** Sends the logs of from..to that were not sent yet, page by page. */
   async #scan(from: number, to: number): Promise<void> {
     if (from > to) return;
-    const pages = logPages(from, to, (a, b) => this.ctx.reader.logs(this.#filter, a, b), {
+    const pages = logPages(from, to, (a, b) => this.#readToSend(a, b), {
       pageBlocks: this.ctx.settings.logPageBlocks,
       maxResults: this.ctx.limits.getLogsMaxResults,
     });

@@ -196,6 +196,56 @@ describe("logs by polling", () => {
   });
 });
 
+describe("a block with more logs than eth_getLogs answers", () => {
+  // Found from outside: nodegate's own eth_getLogs cap, applied to the feed's reads, refused the block at every retry,
+  // and the feed sent nothing more to anyone, without a word.
+  let capped: TestNodegate;
+  beforeAll(async () => {
+    capped = await startNodegate({
+      upstreamUrl: upstream.url,
+      config: { subscriptions: { ...DEFAULT_SUBSCRIPTIONS, pollIntervalMs: 50 }, limits: { ...nodegate.gateway.limits, getLogsMaxResults: 5 } },
+    });
+  });
+  afterAll(() => capped?.close());
+
+  it("is sent whole to logs subscribers, as a node's own subscription pushes it, and the feed goes on", async () => {
+    const s = await openNativeSubscriber(capped.wsUrl);
+    subscribers.push(s);
+    const id = await s.subscribe("logs", { address: probe.address });
+    const start = await chain.blockNumber();
+    await probe.storeMany(8);
+    await probe.store(3n);
+    const want = await chain.logs({ address: probe.address, fromBlock: toHex(start + 1), toBlock: "latest" });
+    expect(want).toHaveLength(9);
+    expect(await s.waitFor(id, 9)).toEqual(want);
+    // Callers of eth_getLogs still get the cap.
+    expect((await s.request("eth_getLogs", [{ address: probe.address, fromBlock: toHex(start + 1), toBlock: toHex(start + 1) }])).error?.code).toBe(-32005);
+  });
+
+  it("whose logs the node itself refuses as too many ends the subscribers saying so; subscribing again follows on", async () => {
+    const s = await openNativeSubscriber(capped.wsUrl);
+    subscribers.push(s);
+    await s.subscribe("logs", { address: probe.address });
+    const refused = (await chain.blockNumber()) + 1;
+    upstream.handler = (r) => {
+      const [filter] = r.params as [{ fromBlock?: string; toBlock?: string }];
+      if (r.method === "eth_getLogs" && Number(filter.fromBlock) <= refused && Number(filter.toBlock) >= refused) {
+        return { error: { code: -32005, message: "query returned more than 10000 results" } };
+      }
+      return { forward: anvil.url };
+    };
+    expect(await probe.store(41n)).toBe(refused);
+    const closed = await s.closed;
+    expect([closed.code, closed.reason]).toEqual([1011, expect.stringContaining(`the node refuses the logs of block ${refused}`)]);
+    const again = await openNativeSubscriber(capped.wsUrl);
+    subscribers.push(again);
+    const id = await again.subscribe("logs", { address: probe.address });
+    const next = await probe.store(42n);
+    const [log] = await again.waitFor(id, 1);
+    expect(Number(log.blockNumber)).toBe(next);
+  });
+});
+
 describe("newPendingTransactions by polling", () => {
   it("sends the hashes a pending-transaction filter reports", async () => {
     const s = await subscriber();
