@@ -38,11 +38,11 @@ export interface JsonRpcWsHandler {
   readonly answering: number;
   /**
    * Graceful stop: answers every message a client sent until it falls quiet
-   * (or for at most a second), then closes each connection (1001). Resolves
+   * (or for at most a second), then closes each connection (1012). Resolves
    * when all are closed.
    */
   drain(): Promise<void>;
-  /** Closes every client connection (1001) now, cancelling what is in flight, and stops the keep-alive timer. */
+  /** Closes every client connection (1012) now, cancelling what is in flight, and stops the keep-alive timer. */
   close(): void;
 }
 
@@ -108,7 +108,12 @@ interface ClientState {
   unreadWatch: NodeJS.Timeout | undefined;
 }
 
-const GOING_AWAY = 1001;
+/**
+ * The close a drain sends: 1012, "service restart" (IANA's registry), not 1001 "going away": the service goes on
+ * elsewhere (another replica, this one restarted), and web3.js reconnects by itself only on a code other than
+ * 1000 and 1001 (found from outside: through nodegate it stayed disconnected until the app's next call).
+ */
+const SERVICE_RESTART = 1012;
 /** How often a client over its unread limit is looked at (to read from it again once it is under). */
 const UNREAD_WATCH_MS = 25;
 /** A client over its unread limit that takes none of its answers for this long is closed. */
@@ -262,7 +267,7 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
       setImmediate(() => {
         if (state.closeCheck !== undefined || state.answering > 0 || ws.readyState !== WebSocket.OPEN) return;
         // Messages after the close are not read as requests (the socket is closing).
-        if (quietOrLate()) ws.close(GOING_AWAY, "server shutting down");
+        if (quietOrLate()) ws.close(SERVICE_RESTART, "server shutting down");
         else closeWhenAnswered(ws, state);
       });
     };
@@ -427,7 +432,7 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
       keepAlive = undefined;
       for (const [ws, state] of clients) {
         state.abort.abort();
-        ws.close(1001, "server shutting down");
+        ws.close(SERVICE_RESTART, "server shutting down");
       }
     },
   };

@@ -60,7 +60,7 @@ export interface WsSubscriptionSession {
   /**
    * nodegate is stopping: a subscription ended from now on (the hub ends them
    * all at the drain deadline) stops notifying but leaves the connection open,
-   * which the WebSocket handler closes (1001) once what the client sent is
+   * which the WebSocket handler closes (1012) once what the client sent is
    * answered.
    */
   drain(): void;

@@ -54,7 +54,7 @@ it("native and typed calls cut short by the drain deadline get a shutting-down a
 it.each([
   ["a subscription open", true],
   ["nothing else open", false],
-])("a WebSocket client's call cut short by the drain deadline is answered -32056 before its connection closes with 1001 (%s)", async (_what, subscribe) => {
+])("a WebSocket client's call cut short by the drain deadline is answered -32056 before its connection closes with 1012 (%s)", async (_what, subscribe) => {
   const alone = await startNodegate({ upstreamUrl: upstream.url });
   const ws = await openWsSession(alone.wsUrl);
   if (subscribe) {
@@ -69,5 +69,5 @@ it.each([
   while (ws.queued > 0) seen.push(await ws.nextJson());
   const answer = seen.find((m) => (m as { id?: unknown }).id === "slow-ws");
   expect(answer).toMatchObject({ id: "slow-ws", error: { code: -32056, message: expect.stringContaining("shutting down") } });
-  expect(code).toBe(1001);
+  expect(code).toBe(1012);
 });

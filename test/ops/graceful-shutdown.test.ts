@@ -1,7 +1,7 @@
 /**
  * SIGTERM during load: nodegate (a real child process, started as npm start
  * does) stops accepting, lets every accepted request finish (HTTP, gRPC, and
- * messages already sent on native WebSockets, which then get a 1001 close),
+ * messages already sent on native WebSockets, which then get a 1012 close),
  * ends health Watch streams with NOT_SERVING, closes its upstream sockets and
  * exits 0. No accepted request is lost. Every call asks for a different
  * block, so in-flight coalescing cannot fold them into fewer upstream
@@ -122,7 +122,7 @@ it("answers every accepted request, then exits 0", async () => {
   expect(wsResults.map((r) => r.result)).toEqual(Array.from({ length: 20 }, (_, i) => `0x${(61 + i).toString(16)}`));
   // Each WebSocket got every answer, then the going-away close.
   expect(lastResults.map((r) => r.result)).toEqual(Array.from({ length: 30 }, (_, i) => `0x${(101 + i).toString(16)}`));
-  expect(await Promise.all([...sockets, lastMoment].map((ws) => ws.closed))).toEqual([1001, 1001, 1001]);
+  expect(await Promise.all([...sockets, lastMoment].map((ws) => ws.closed))).toEqual([1012, 1012, 1012]);
   expect(sockets.flatMap((ws) => ws.strays)).toEqual([]);
   // The watcher was told, and its stream ended cleanly rather than being cut at the end of the drain.
   await watching;

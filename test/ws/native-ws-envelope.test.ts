@@ -360,7 +360,7 @@ describe("native WebSocket: connection handling", () => {
       const code = await client.closed;
       const closedAfterMs = performance.now() - started;
       await stopped;
-      expect(code).toBe(1001);
+      expect(code).toBe(1012);
       // Closed once the held call was answered, though the client kept sending.
       expect(closedAfterMs).toBeLessThan(4000);
       expect(replies.find((r) => r.id === 1000000)?.result).toMatch(/^0x[0-9a-f]+$/);
@@ -392,7 +392,7 @@ describe("native WebSocket: connection handling", () => {
     );
     const first = await Promise.race([client.nextJson<Reply>(), client.closed.then((code) => ({ closedUnanswered: code }))]);
     expect(first).toMatchObject({ id: 7, result: "0x7a69" });
-    expect(await client.closed).toBe(1001);
+    expect(await client.closed).toBe(1012);
     await stopped;
   });
 
@@ -402,6 +402,6 @@ describe("native WebSocket: connection handling", () => {
     client.send(request("1", "eth_chainId"));
     await client.next();
     await other.close();
-    expect([1001, 1006]).toContain(await client.closed);
+    expect([1012, 1006]).toContain(await client.closed);
   });
 });
