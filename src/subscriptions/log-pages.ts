@@ -28,14 +28,14 @@ export interface LogPageOptions {
  * and "query timeout exceeded", and the ways providers word the same limits.
  */
 const LIMIT_WORDING =
-  /more than \d+ results|query timeout|timeout exceeded|timed out|block range|range (is )?too (large|wide|big)|too many (results|logs|blocks)|response size|exceeds? (the )?(max|limit)|limit exceeded/i;
+  /more than \d+ results|query timeout|timeout exceeded|timed out|block range|range (is )?too (large|wide|big)|too many (results|logs|blocks)|response size|response (is )?too (big|large)|response exceeds? (the )?size limit|result set too large|exceeds? (the )?(max|limit)|limit exceeded/i;
 
 export function isLogLimitError(err: unknown): err is GatewayError {
   return err instanceof GatewayError && LIMIT_WORDING.test(err.message);
 }
 
 /** Of those, the ones that say the answer itself is too large: a single block's logs refused so will be refused again. */
-const RESULT_LIMIT_WORDING = /more than \d+ results|too many (results|logs)|response size/i;
+const RESULT_LIMIT_WORDING = /more than \d+ results|exceeds? max results|too many (results|logs)|response size|response (is )?too (big|large)|response exceeds? (the )?size limit|result set too large/i;
 
 export function isLogResultLimitError(err: unknown): err is GatewayError {
   return err instanceof GatewayError && RESULT_LIMIT_WORDING.test(err.message);

@@ -12,7 +12,7 @@ import { LogSchema } from "../../gen/nodegate/eth/v1/log_pb.js";
 import { GatewayError } from "../../src/errors/gateway-error.js";
 import { pageMessages } from "../../src/grpc/stream-logs.js";
 import { tooManyResults } from "../../src/methods/policies/get-logs-limits.js";
-import { isLogLimitError, logPages } from "../../src/subscriptions/log-pages.js";
+import { isLogLimitError, isLogResultLimitError, logPages } from "../../src/subscriptions/log-pages.js";
 
 /** A chain where block n holds counts[n] logs; a fetch over more than `limit` logs is refused as nodegate refuses it. */
 function fakeChain(counts: number[], limit: number) {
@@ -88,6 +88,31 @@ describe("isLogLimitError", () => {
     [-32000, "header not found"],
     [-32602, "invalid argument 0: hex string without 0x prefix"],
   ])("a smaller page does not avoid %i %j", (code, message) => expect(isLogLimitError(err(code, message))).toBe(false));
+});
+
+describe("isLogResultLimitError", () => {
+  const err = (code: number, message: string) => new GatewayError({ code, message, grpcCode: 8, origin: "upstream" });
+
+  // A single block refused so is refused again: a logs feed ends its subscribers rather than retry it for good. Found
+  // from outside: reth's wording (drpc's and BlastAPI's too) was not among them, and the feed stalled without a word.
+  it.each([
+    [-32005, "query returned more than 10000 results"],
+    [-32602, "query exceeds max results 20000, retry with the range 5-5"],
+    [-32602, "Log response size exceeded. You can make eth_getLogs requests with up to a 2K block range"],
+    [-32020, "backend response too large"],
+    [-32000, "response is too big"],
+    [-32000, "response exceed size limit"],
+  ])("the answer is too large: %i %j", (code, message) => {
+    expect(isLogResultLimitError(err(code, message))).toBe(true);
+    expect(isLogLimitError(err(code, message))).toBe(true);
+  });
+
+  it.each([
+    [-32005, "query timeout exceeded"],
+    [-32005, "daily request count exceeded, request rate limited"],
+    [-32000, "block range is too wide"],
+    [-32603, "request timed out"],
+  ])("not about the answer's size (retried): %i %j", (code, message) => expect(isLogResultLimitError(err(code, message))).toBe(false));
 });
 
 describe("pageMessages", () => {
