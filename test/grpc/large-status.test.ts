@@ -276,4 +276,31 @@ describe("fitStatus", () => {
     expect(detail(tight)?.otherMembers).toBeUndefined();
     expect(detail(tight)?.message).toContain("error data left out");
   });
+
+  it("leaves a node's large other members out before the revert bytes a typed client reads", () => {
+    // Found from outside: a revert with a 20 KB `stack` member lost its RevertError at a C-core client's 8 KiB, though
+    // its 100 bytes fit once the stack had gone.
+    const revert = new Uint8Array(100).fill(7);
+    const message = "execution reverted: nope";
+    const status = create(StatusSchema, {
+      code: Code.FailedPrecondition,
+      message,
+      details: [
+        anyPack(JsonRpcErrorSchema, create(JsonRpcErrorSchema, { code: 3n, message, otherMembers: `{"stack":"${"s".repeat(20_000)}"}` })),
+        anyPack(RevertErrorSchema, create(RevertErrorSchema, { data: revert, reason: "nope" })),
+      ],
+    });
+    const fields: Record<string, unknown> = {
+      "grpc-status": String(Code.FailedPrecondition),
+      "grpc-message": message,
+      "grpc-status-details-bin": Buffer.from(toBinary(StatusSchema, status)).toString("base64"),
+    };
+    fitStatus(fields, 8192);
+    expect(statusListSize(fields)).toBeLessThanOrEqual(8192);
+    const fitted = fromBinary(StatusSchema, Buffer.from(fields["grpc-status-details-bin"] as string, "base64"));
+    const kept = fitted.details.map((d) => anyUnpack(d, RevertErrorSchema)).find((d) => d !== undefined);
+    expect(Buffer.from(kept?.data ?? new Uint8Array()).equals(Buffer.from(revert))).toBe(true);
+    const error = fitted.details.map((d) => anyUnpack(d, JsonRpcErrorSchema)).find((d) => d !== undefined);
+    expect([error?.otherMembers, error?.message]).toEqual([undefined, expect.stringContaining("error data left out")]);
+  });
 });
