@@ -187,7 +187,7 @@ async function destroyedByNode(sessions: ReadonlySet<http2.Http2Session>, deadli
 }
 
 const SHUTTING_DOWN_BODY = "nodegate is shutting down\n";
-/** A WebSocket upgrade that comes during the drain is refused: its connection would be closed (1001) at once. */
+/** A WebSocket upgrade that comes during the drain is refused: its connection would be closed (1012) at once. */
 const SHUTTING_DOWN_UPGRADE_ANSWER =
   "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n" +
   `content-length: ${Buffer.byteLength(SHUTTING_DOWN_BODY)}\r\nconnection: close\r\n\r\n${SHUTTING_DOWN_BODY}`;
@@ -325,8 +325,8 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     if (isRpcPath(req.url ?? "/")) {
       tagRequestId(req.headers, res);
       refusalLog.watch(req, res);
-      if (refuseMalformedGet(req, res)) return;
       if (req.method === "GET") varyOnAcceptEncoding(res);
+      if (refuseMalformedGet(req, res)) return;
     }
     // As on HTTP/2 (dispatchHttp2Stream): a connection closed under a write that never completes (a stream cut for
     // its reader's pace, a client gone with its window shut) emits neither 'drain' nor 'error' on the response, and
@@ -536,7 +536,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       const stopped = new Promise<void>((resolve) => listener.close(() => resolve()));
       // HTTP/2 clients get a GOAWAY: they finish their streams and open no new ones.
       for (const session of sessions) session.close();
-      // WebSocket clients stop being read, get the answers to what they sent, then a 1001 close; their subscriptions notify until then.
+      // WebSocket clients stop being read, get the answers to what they sent, then a 1012 close; their subscriptions notify until then.
       const wsClosed = wsHandler.drain();
       await settledBy(wsClosed, deadline);
       // Subscription streams never finish by themselves: end them now (clients resume elsewhere) rather than at the drain deadline.
@@ -545,7 +545,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       await inFlight.idle(deadline);
       if (inFlight.started > 0 || wsHandler.answering > 0) {
         // At the deadline, calls still waiting on a node are answered -32056 / UNAVAILABLE ("shutting down"), not cut off
-        // with nothing; a WebSocket client's too, then its connection closes (1001) as answered.
+        // with nothing; a WebSocket client's too, then its connection closes (1012) as answered.
         await gateway.closeUpstreams();
         const answeredBy = performance.now() + ANSWER_AT_DEADLINE_MS;
         await settledBy(Promise.all([inFlight.idle(answeredBy), wsClosed]), answeredBy);

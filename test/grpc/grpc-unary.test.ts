@@ -298,7 +298,7 @@ describe("the gRPC contract", () => {
     const get = (message: string) =>
       fetch(`${f.ng.url}/${EthService.typeName}/ChainId?connect=v1&encoding=json&base64=1&message=${encodeURIComponent(message)}`, { headers: { "x-api-key": f.ng.key } });
     const bad = await get("@@@");
-    expect([bad.status, ((await bad.json()) as { code: string }).code]).toEqual([400, "invalid_argument"]);
+    expect([bad.status, ((await bad.json()) as { code: string }).code, bad.headers.get("vary")]).toEqual([400, "invalid_argument", "accept-encoding"]);
     const good = await get(Buffer.from("{}").toString("base64url"));
     expect(good.status).toBe(200);
     expect(((await good.json()) as { chainId?: string }).chainId).toBeDefined();
