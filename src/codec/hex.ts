@@ -52,7 +52,12 @@ function describe(value: unknown): string {
   if (typeof value === "string") {
     return value.length > 80 ? `"${value.slice(0, 77)}..."` : JSON.stringify(value);
   }
-  if (typeof value === "number") return `the number ${String(value)}`;
+  if (typeof value === "number") {
+    // As JSON.parse left it: past 2^53 it is no longer the number that was sent, so it is not named.
+    if (!Number.isFinite(value)) return "a JSON number too large to read";
+    if (Number.isInteger(value) && !Number.isSafeInteger(value)) return "a JSON integer above 9007199254740991 (2^53 - 1), which cannot be read exactly";
+    return `the number ${String(value)}`;
+  }
   return value === null ? "null" : Array.isArray(value) ? "an array" : typeof value;
 }
 
