@@ -351,7 +351,7 @@ export function historyLost(missed: number, max: number): GatewayError {
 export function blockLogsRefused(block: number): GatewayError {
   return new GatewayError({
     code: NODEGATE_CODES.historyLost,
-    message: `subscription ended: the node refuses the logs of block ${block} for this filter as more than its result limit, so they cannot be sent; subscribe again to follow from the next block, or with a narrower filter`,
+    message: `subscription ended: the node refuses the logs of block ${block} for this filter as more than its result limit, so they cannot be sent; subscribe again to follow from the next block (typed callers: from_block ${block + 1}), or with a narrower filter`,
     grpcCode: Code.Aborted,
     httpStatus: 503,
   });
