@@ -18,6 +18,7 @@ import { toConnectError } from "./errors.js";
 import { HELD_FROM_BYTES } from "../upstream/held-answers.js";
 import { answerKey, type HeaderSource, invokeTyped } from "./typed-services.js";
 import { headerSource, type UnaryRoute } from "./unary-routes.js";
+import { leftAtDeadline } from "../http/client-deadline.js";
 
 /** A lane's protocol: how it encodes and frames the request and the answer, and where its deadline is. */
 export interface UnaryProtocol {
@@ -76,6 +77,8 @@ class UnaryCall {
   /** The status the call was answered with (undefined: ok), logged once the exchange closes. */
   #outcome: ConnectError | undefined;
   #deadline: NodeJS.Timeout | undefined;
+  /** The client's deadline, ms from the call's start. */
+  #deadlineMs: number | undefined;
   #chunks: Buffer[] = [];
   #size = 0;
   /** Gives back what the answer holds of the reply budget while it waits for the client to read it. */
@@ -108,6 +111,7 @@ class UnaryCall {
         exchange.body.resume();
         return;
       }
+      this.#deadlineMs = timeout.timeoutMs;
       this.#deadline = setTimeout(this.#onDeadline, timeout.timeoutMs);
     }
     exchange.body.on("data", this.#onData);
@@ -173,6 +177,13 @@ class UnaryCall {
       .catch((err: unknown) => this.#fail(err));
   };
 
+  /** What a client that left before its answer came to: its deadline passing, or a cancel. */
+  #clientLeft(): ConnectError {
+    return leftAtDeadline(this.#started, this.#deadlineMs)
+      ? new ConnectError("the operation timed out", Code.DeadlineExceeded)
+      : new ConnectError("the client cancelled the call", Code.Canceled);
+  }
+
   readonly #onDeadline = (): void => {
     this.#fail(new ConnectError("the operation timed out", Code.DeadlineExceeded));
     this.#cancellation.abort();
@@ -191,11 +202,11 @@ class UnaryCall {
       this.#answered = true;
       if (this.#deadline !== undefined) clearTimeout(this.#deadline);
       this.#cancellation.abort();
-      seen = exchange.answeredElsewhere() ?? new ConnectError("the client cancelled the call", Code.Canceled);
+      seen = exchange.answeredElsewhere() ?? this.#clientLeft();
     } else if (!exchange.delivered()) {
       // Logged as the client saw it: a gRPC client that cancels ends its request body before it resets the stream,
       // so the call ran (or failed to parse) without anyone left to read the answer.
-      seen = exchange.answeredElsewhere() ?? new ConnectError("the client cancelled the call", Code.Canceled);
+      seen = exchange.answeredElsewhere() ?? this.#clientLeft();
     }
     logTypedCall(this.gateway.log, this.gateway.metrics, this.protocol.door, this.route.method, this.#requestId, this.#started, seen);
   };

@@ -24,3 +24,16 @@ export function clientDeadlineMs(grpcTimeout: string | string[] | null | undefin
   if (typeof grpcTimeout === "string") return grpcTimeoutMs(grpcTimeout);
   return typeof connectTimeout === "string" ? connectTimeoutMs(connectTimeout) : undefined;
 }
+
+/**
+ * How close to its deadline a client's leaving counts as the deadline passing. The client times its call from its
+ * send, nodegate from the request's arrival, so a client giving up at its deadline resets the stream about when
+ * nodegate's own timer fires, often a little before (found from outside: grpc-js calls that ran out their deadline
+ * were mostly logged and counted Canceled).
+ */
+export const DEADLINE_RACE_MS = 50;
+
+/** Whether a client that left now, on a call that arrived at `arrivedAt` (performance.now()) with `deadlineMs`, left at its deadline. */
+export function leftAtDeadline(arrivedAt: number, deadlineMs: number | undefined): boolean {
+  return deadlineMs !== undefined && performance.now() >= arrivedAt + deadlineMs - DEADLINE_RACE_MS;
+}

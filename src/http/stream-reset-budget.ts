@@ -26,7 +26,7 @@
  * code 2 and a subscription on it failed INTERNAL).
  */
 import type http2 from "node:http2";
-import { clientDeadlineMs } from "./client-deadline.js";
+import { clientDeadlineMs, DEADLINE_RACE_MS } from "./client-deadline.js";
 
 /** nghttp2's stream reset limit (NGHTTP2_DEFAULT_STREAM_RESET_BURST and _RATE). */
 const NGHTTP2_RESET_BURST = 1000;
@@ -70,11 +70,6 @@ function sentGrpcStatus(stream: http2.ServerHttp2Stream): unknown {
 
 const DEADLINE_EXCEEDED = "4";
 
-/**
- * How close to its client's deadline a call may be answered and still be counted as a reset: the answer's way to the
- * client, and the client's own lag in reading it. Measured from the stream's arrival, later than the client's start.
- */
-const DEADLINE_RACE_MS = 50;
 
 /** Watches a server session's streams and closes it gracefully before its client's resets end it. */
 export function closeBeforeResetFlood(session: http2.ServerHttp2Session): void {
@@ -87,6 +82,8 @@ export function closeBeforeResetFlood(session: http2.ServerHttp2Session): void {
     if (this.aborted || String(sentGrpcStatus(this)) === DEADLINE_EXCEEDED) budget.reset();
     else {
       const givesUpAt = deadlines.get(this);
+      // A call answered within a little of its client's deadline (the answer's way to the client, and the client's
+      // lag in reading it): the client may have given up and reset it.
       if (givesUpAt !== undefined && performance.now() >= givesUpAt - DEADLINE_RACE_MS) budget.reset();
     }
   };

@@ -9,6 +9,7 @@ import type { Logger } from "pino";
 import type { Metrics } from "./metrics.js";
 import { clientCancelled, nodeRequestOf, transportWasCut, whenResponseCloses } from "../grpc/node-request.js";
 import { writeRequestLine } from "./request-line.js";
+import { clientDeadlineMs, leftAtDeadline } from "../http/client-deadline.js";
 
 /** How connect-node words a stream the peer's side closed (connectErrorFromH2ResetCode). */
 const STREAM_CLOSED = "http/2 stream closed with error code ";
@@ -52,12 +53,14 @@ export function logTypedCall(log: Logger, metrics: Metrics, door: string, method
 const CUT_FOR_PACE = { error: "the stream was ended: its client read too slowly" };
 
 /**
- * How a stream whose signal ended was ended: its deadline (Connect aborts the signal with DeadlineExceeded), or its
- * client leaving (found from outside: streams that ran out their grpc-timeout were logged and counted Canceled).
+ * How a stream whose signal ended was ended: its deadline (Connect aborts the signal with DeadlineExceeded, or the
+ * client gave up at it just before: leftAtDeadline), or its client leaving (found from outside: streams that ran out
+ * their grpc-timeout were logged and counted Canceled).
  */
-function endedBy(signal: AbortSignal): string {
+function endedBy(signal: AbortSignal, arrivedAt: number, deadlineMs: number | undefined): string {
   const reason: unknown = signal.reason;
-  return reason instanceof ConnectError && reason.code === Code.DeadlineExceeded ? Code[Code.DeadlineExceeded] : Code[Code.Canceled];
+  const deadline = (reason instanceof ConnectError && reason.code === Code.DeadlineExceeded) || leftAtDeadline(arrivedAt, deadlineMs);
+  return deadline ? Code[Code.DeadlineExceeded] : Code[Code.Canceled];
 }
 
 /** Connect interceptor: logs and counts each typed call and returns its request id in a header. */
@@ -70,6 +73,7 @@ export function requestLogInterceptor(log: Logger, metrics: Metrics): Intercepto
     const door = typedDoor(req.header.get("content-type"));
     const method = `${req.service.typeName}/${req.method.name}`;
     const streaming = req.stream;
+    const deadlineMs = clientDeadlineMs(req.header.get("grpc-timeout"), req.header.get("connect-timeout-ms"));
     if (streaming) metrics.openStreams.inc();
     const done = (status: string, extra: Record<string, unknown> = {}, level: "info" | "warn" = "info") => {
       if (streaming) metrics.openStreams.dec();
@@ -83,7 +87,7 @@ export function requestLogInterceptor(log: Logger, metrics: Metrics): Intercepto
       // Connect fails the call for the request it found cut short before the reset is read (found from outside:
       // cancelled streams logged Unknown "Premature close" at warn, or Unimplemented, InvalidArgument).
       whenResponseCloses(req.contextValues, () => {
-        if (clientCancelled(req.contextValues)) done(Code[Code.Canceled]);
+        if (clientCancelled(req.contextValues)) done(leftAtDeadline(started, deadlineMs) ? Code[Code.DeadlineExceeded] : Code[Code.Canceled]);
         else done(Code[e.code], { error: e.rawMessage.slice(0, 200) }, e.code === Code.Internal || e.code === Code.Unknown ? "warn" : "info");
       });
       return e;
@@ -118,17 +122,17 @@ export function requestLogInterceptor(log: Logger, metrics: Metrics): Intercepto
           // A client gone mid-stream (its connection reset, so Node closes the stream with INTERNAL_ERROR) fails the
           // next write: the client left, nodegate did not fail (found from outside: counted as Internal, at warn).
           if (req.signal.aborted || (err instanceof ConnectError && err.rawMessage.startsWith(STREAM_CLOSED))) {
-            done(endedBy(req.signal));
+            done(endedBy(req.signal, started, deadlineMs));
             throw err;
           }
           throw failed(err);
         } finally {
           // Every message made, but the client had left before they were sent: that is a cancellation too.
-          if (ended === "ok") done(req.signal.aborted ? endedBy(req.signal) : "ok");
+          if (ended === "ok") done(req.signal.aborted ? endedBy(req.signal, started, deadlineMs) : "ok");
           // Returned early: the client went away mid-stream, or nodegate ended the stream for its reader's pace.
           else if (ended === undefined) {
             if (transportWasCut(req.contextValues)) done(Code[Code.ResourceExhausted], CUT_FOR_PACE);
-            else done(endedBy(req.signal));
+            else done(endedBy(req.signal, started, deadlineMs));
           }
         }
       })(),

@@ -620,6 +620,38 @@ describe("typed calls the client cancels before its request is whole", () => {
   });
 });
 
+describe("typed calls whose client deadline passes", () => {
+  it("are logged and counted DeadlineExceeded, on the lean lane and on Connect's, though the client's reset may come first", async () => {
+    // Found from outside: grpc-js resets the stream at its deadline, often just before nodegate's own timer fires, and
+    // such calls were mostly logged Canceled.
+    upstreamAnswer = { delayMs: 2000, then: { result: "0x1" } };
+    const client = new grpc.Client(ng.address, grpc.credentials.createInsecure());
+    const identity = (b: Buffer) => b;
+    const calls = [
+      ["/nodegate.eth.v1.EthService/BlockNumber", Buffer.alloc(0)], // the lean lane
+      ["/nodegate.jsonrpc.v1.JsonRpcService/Call", Buffer.from([0x0a, 0x0f, ...Buffer.from("eth_blockNumber")])], // Connect's
+    ] as const;
+    try {
+      for (const [path, body] of calls) {
+        for (let i = 0; i < 3; i++) {
+          const requestId = `deadline-${path.length}-${i}`;
+          const metadata = new grpc.Metadata();
+          metadata.set("x-api-key", ng.key);
+          metadata.set("x-request-id", requestId);
+          const code = await new Promise<number>((resolve) =>
+            client.makeUnaryRequest(path, identity, identity, body, metadata, { deadline: Date.now() + 300 }, (err) => resolve(err?.code ?? 0)),
+          );
+          expect(code).toBe(grpc.status.DEADLINE_EXCEEDED);
+          await expect.poll(() => ng.logs.find((l) => l.msg === "request" && l.requestId === requestId)?.status, { timeout: 5000 }).toBe("DeadlineExceeded");
+        }
+      }
+    } finally {
+      client.close();
+      upstreamAnswer = { forward: anvil.url };
+    }
+  });
+});
+
 describe("unary calls on the lanes Connect serves, cancelled mid-upload", () => {
   it("are logged Canceled, not as the cut body Connect answered (InvalidArgument, or ok); a cut body sent whole stays InvalidArgument", async () => {
     // Found from outside: a JsonRpcService gRPC call was logged InvalidArgument and a compressed Connect POST ok.
