@@ -114,7 +114,7 @@ const STEPS: Step[] = [
   { textBytes: Number.POSITIVE_INFINITY, revert: true, data: true, notes: true, others: true },
   ...TEXT_STEPS.map((textBytes) => ({ textBytes, revert: true, data: true, notes: true, others: true })),
   // Then the node's other members and non-revert data, before the revert bytes a typed client reads.
-  ...TEXT_STEPS.map((textBytes) => ({ textBytes, revert: true, data: false, notes: true, others: true })),
+  ...[Number.POSITIVE_INFINITY, ...TEXT_STEPS].map((textBytes) => ({ textBytes, revert: true, data: false, notes: true, others: true })),
   ...TEXT_STEPS.map((textBytes) => ({ textBytes, revert: false, data: true, notes: true, others: true })),
   ...TEXT_STEPS.map((textBytes) => ({ textBytes, revert: false, data: false, notes: true, others: true })),
   // For the smallest limits: the code and what of the message fits, without notes.

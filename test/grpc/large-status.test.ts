@@ -302,5 +302,25 @@ describe("fitStatus", () => {
     expect(Buffer.from(kept?.data ?? new Uint8Array()).equals(Buffer.from(revert))).toBe(true);
     const error = fitted.details.map((d) => anyUnpack(d, JsonRpcErrorSchema)).find((d) => d !== undefined);
     expect([error?.otherMembers, error?.message]).toEqual([undefined, expect.stringContaining("error data left out")]);
+    // Nor are the texts shortened when leaving the members out is enough (found from outside: a 600-byte reason that
+    // fits was cut with them).
+    const reason = "R".repeat(600);
+    const long = create(StatusSchema, {
+      code: Code.FailedPrecondition,
+      message: `execution reverted: ${reason}`,
+      details: [
+        anyPack(JsonRpcErrorSchema, create(JsonRpcErrorSchema, { code: 3n, message: `execution reverted: ${reason}`, otherMembers: `{"stack":"${"s".repeat(20_000)}"}` })),
+        anyPack(RevertErrorSchema, create(RevertErrorSchema, { data: revert, reason })),
+      ],
+    });
+    const longFields: Record<string, unknown> = {
+      "grpc-status": String(Code.FailedPrecondition),
+      "grpc-message": `execution reverted: ${reason}`,
+      "grpc-status-details-bin": Buffer.from(toBinary(StatusSchema, long)).toString("base64"),
+    };
+    fitStatus(longFields, 8192);
+    const longFitted = fromBinary(StatusSchema, Buffer.from(longFields["grpc-status-details-bin"] as string, "base64"));
+    expect(longFitted.details.map((d) => anyUnpack(d, RevertErrorSchema)).find((d) => d !== undefined)?.reason).toBe(reason);
+    expect(decodeURIComponent(longFields["grpc-message"] as string)).toBe(`execution reverted: ${reason} [error data left out: over this client's gRPC header limit; the Connect protocol returns it]`);
   });
 });
