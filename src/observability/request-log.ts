@@ -88,6 +88,8 @@ export function requestLogInterceptor(log: Logger, metrics: Metrics): Intercepto
       // cancelled streams logged Unknown "Premature close" at warn, or Unimplemented, InvalidArgument).
       whenResponseCloses(req.contextValues, () => {
         if (clientCancelled(req.contextValues)) done(leftAtDeadline(started, deadlineMs) ? Code[Code.DeadlineExceeded] : Code[Code.Canceled]);
+        // Over HTTP/1.1 a client giving up at its deadline closes the connection: Connect fails the call Canceled.
+        else if (e.code === Code.Canceled && leftAtDeadline(started, deadlineMs)) done(Code[Code.DeadlineExceeded]);
         else done(Code[e.code], { error: e.rawMessage.slice(0, 200) }, e.code === Code.Internal || e.code === Code.Unknown ? "warn" : "info");
       });
       return e;

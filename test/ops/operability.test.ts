@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
-import { createClient } from "@connectrpc/connect";
+import { Code, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { once } from "node:events";
@@ -23,7 +23,9 @@ import * as reflectionV1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import * as reflectionV1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { EthService, type ChainIdResponse, ChainIdRequestSchema } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
-import { grpcJsClient } from "../support/grpc-clients.js";
+import { connectClient, grpcJsClient } from "../support/grpc-clients.js";
+import { connectErrorOf } from "../support/grpc-status.js";
+import { JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { post, rpc } from "../support/http.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { type Answer, type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
@@ -644,6 +646,15 @@ describe("typed calls whose client deadline passes", () => {
           expect(code).toBe(grpc.status.DEADLINE_EXCEEDED);
           await expect.poll(() => ng.logs.find((l) => l.msg === "request" && l.requestId === requestId)?.status, { timeout: 5000 }).toBe("DeadlineExceeded");
         }
+      }
+      // Over HTTP/1.1 the client closes its connection at its deadline, its body whole, and Connect fails the call
+      // Canceled (found from outside: counted so).
+      const overHttp1 = connectClient(ng.url, JsonRpcService, ng.key, "connect");
+      for (let i = 0; i < 3; i++) {
+        const requestId = `deadline-http1-${i}`;
+        const err = await connectErrorOf(overHttp1.call({ method: "eth_blockNumber", paramsJson: "[]" }, { timeoutMs: 300, headers: { "x-request-id": requestId } }));
+        expect(err.code).toBe(Code.DeadlineExceeded);
+        await expect.poll(() => ng.logs.find((l) => l.msg === "request" && l.requestId === requestId)?.status, { timeout: 5000 }).toBe("DeadlineExceeded");
       }
     } finally {
       client.close();
