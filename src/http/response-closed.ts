@@ -20,14 +20,20 @@ export function whenResponseDone(res: NodeResponse, fn: () => void): void {
     else res.once("close", fn);
     return;
   }
-  const socket = res.req.socket;
-  if (res.closed || res.destroyed || socket.destroyed) {
+  if (res.closed || res.destroyed) {
     fn();
     return;
   }
   // The response being written (it has its connection) closes with it; only one queued behind others needs more.
   if (res.socket !== null) {
     res.once("close", fn);
+    return;
+  }
+  // A request Connect destroyed (a stream's envelope over readMaxBytes) has no socket any more (found from outside:
+  // reading it threw, the call's error became "internal error", and it was never logged, its stream gauge left up).
+  const socket = res.req.socket;
+  if (socket === null || socket.destroyed) {
+    fn();
     return;
   }
   let waiting = onConnectionClose.get(socket);

@@ -663,6 +663,27 @@ describe("typed calls whose client deadline passes", () => {
   });
 });
 
+describe("an HTTP/1.1 stream whose envelope announces more than readMaxBytes", () => {
+  it("is refused RESOURCE_EXHAUSTED, logged, and leaves the open-streams gauge as it was", async () => {
+    // Found from outside: Connect destroyed the request, whose socket was then null; reading it threw, the call was
+    // answered "internal error", never logged, and each one left nodegate_open_streams one higher.
+    const openStreams = async () => Number(/^nodegate_open_streams (\d+)/m.exec(await (await fetch(`${ng.url}/metrics`)).text())?.[1]);
+    const before = await openStreams();
+    for (const [contentType, i] of [["application/connect+proto", 0], ["application/grpc-web+proto", 1]] as const) {
+      const requestId = `oversize-envelope-${i}`;
+      const answer = await fetch(`${ng.url}/${EthService.typeName}/SubscribeNewHeads`, {
+        method: "POST",
+        headers: { "content-type": contentType, "x-api-key": ng.key, "x-request-id": requestId },
+        body: "x".repeat(20), // an envelope announcing 0x78787878 bytes
+      });
+      const text = await answer.text();
+      expect(text).toContain(contentType.includes("grpc-web") ? "grpc-status: 8" : "resource_exhausted");
+      await expect.poll(() => ng.logs.find((l) => l.msg === "request" && l.requestId === requestId)?.status, { timeout: 5000 }).toBe("ResourceExhausted");
+    }
+    expect(await openStreams()).toBe(before);
+  });
+});
+
 describe("unary calls on the lanes Connect serves, cancelled mid-upload", () => {
   it("are logged Canceled, not as the cut body Connect answered (InvalidArgument, or ok); a cut body sent whole stays InvalidArgument", async () => {
     // Found from outside: a JsonRpcService gRPC call was logged InvalidArgument and a compressed Connect POST ok.
