@@ -25,10 +25,12 @@ export interface LogPageOptions {
 
 /**
  * Errors a narrower range avoids: the seed's -32005 "more than 10000 results"
- * and "query timeout exceeded", and the ways providers word the same limits.
+ * and "query timeout exceeded", and the ways providers word the same limits;
+ * not a rate limit ("rate limit exceeded"), which more, smaller pages only
+ * make worse.
  */
 const LIMIT_WORDING =
-  /more than \d+ results|query timeout|timeout exceeded|timed out|block range|range (is )?too (large|wide|big)|too many (results|logs|blocks)|response size|response (is )?too (big|large)|response exceeds? (the )?size limit|result set too large|exceeds? (the )?(max|limit)|limit exceeded/i;
+  /more than \d+ results|query timeout|timeout exceeded|timed out|block range|range (is )?too (large|wide|big)|too many (results|logs|blocks)|response size|response (is )?too (big|large)|response exceeds? (the )?size limit|result set too large|exceeds? (the )?(max|limit)|(?<!rate |request |requests |credits? |units? )limit exceeded|limited to a [\d,]+ (block )?range/i;
 
 export function isLogLimitError(err: unknown): err is GatewayError {
   return err instanceof GatewayError && LIMIT_WORDING.test(err.message);

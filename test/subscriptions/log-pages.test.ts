@@ -81,12 +81,17 @@ describe("isLogLimitError", () => {
     [-32602, "range 20000 exceeds limit of 10000"],
     [-32000, "block range is too wide"],
     [-32602, "Log response size exceeded. You can make eth_getLogs requests with up to a 2K block range"],
+    [-32005, "limit exceeded: nodegate holds 1073741824 bytes of node replies"],
+    [-32602, "eth_getLogs is limited to a 10,000 range"],
   ])("a smaller page avoids %i %j", (code, message) => expect(isLogLimitError(err(code, message))).toBe(true));
 
   it.each([
     [-32005, "query has 6000 addresses and topics, more than the limit of 5000"],
     [-32000, "header not found"],
     [-32602, "invalid argument 0: hex string without 0x prefix"],
+    // Found from outside: read as a range problem, so a rate-limited feed asked more often, in halves.
+    [-32005, "rate limit exceeded"],
+    [-32005, "daily request limit exceeded"],
   ])("a smaller page does not avoid %i %j", (code, message) => expect(isLogLimitError(err(code, message))).toBe(false));
 });
 
