@@ -92,6 +92,8 @@ export function blockIdCodec(forms: BlockIdForms): ValueCodec<BlockId> {
     decode(json) {
       if (typeof json === "string") return decodeString(json);
       if (typeof json === "number" && (forms.decimal || forms.integer === true)) {
+        // Past what a double holds, JSON.parse made Infinity of it: not what was sent, so not named.
+        if (!Number.isFinite(json)) fail("a JSON number too large to read: send the block number as hex");
         if (!Number.isInteger(json) || json < 0) fail(`want a non-negative integer block number, got ${json}`);
         if (!Number.isSafeInteger(json)) fail(`${UNSAFE_JSON_INTEGER}: send the block number as hex`);
         return fromDecimal(BigInt(json));

@@ -56,6 +56,9 @@ it("an integer that is not a block number is refused with -32602", async () => {
     expect(reply.json.error?.code, String(value)).toBe(-32602);
     expect(reply.json.error?.message, String(value)).toContain(why);
   }
+  // Past a double's range JSON.parse makes Infinity of it: the refusal does not name a number that was not sent.
+  const huge = await post(ng.rpcUrl, '{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":[1e400,false]}');
+  expect(huge.json.error).toEqual({ code: -32602, message: "invalid argument 0 (block): a JSON number too large to read: send the block number as hex" });
 });
 
 it('hex written "0X" (hashes, addresses, data, an index) goes to the node as "0x", every other byte as sent (found from outside: Anvil answered "invalid string length")', async () => {
