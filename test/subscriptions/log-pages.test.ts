@@ -71,9 +71,10 @@ describe("logPages", () => {
   });
 });
 
-describe("isLogLimitError", () => {
-  const err = (code: number, message: string) => new GatewayError({ code, message, grpcCode: 8, origin: "upstream" });
+/** A node's error as the upstream client hands it on. */
+const nodeError = (code: number, message: string) => new GatewayError({ code, message, grpcCode: 8, origin: "upstream" });
 
+describe("isLogLimitError", () => {
   it.each([
     [-32005, "query returned more than 10000 results"],
     [-32005, "query returned more than 10000 results. Try with this block range [0x1, 0x2]."],
@@ -83,7 +84,7 @@ describe("isLogLimitError", () => {
     [-32602, "Log response size exceeded. You can make eth_getLogs requests with up to a 2K block range"],
     [-32005, "limit exceeded: nodegate holds 1073741824 bytes of node replies"],
     [-32602, "eth_getLogs is limited to a 10,000 range"],
-  ])("a smaller page avoids %i %j", (code, message) => expect(isLogLimitError(err(code, message))).toBe(true));
+  ])("a smaller page avoids %i %j", (code, message) => expect(isLogLimitError(nodeError(code, message))).toBe(true));
 
   it.each([
     [-32005, "query has 6000 addresses and topics, more than the limit of 5000"],
@@ -92,12 +93,10 @@ describe("isLogLimitError", () => {
     // Found from outside: read as a range problem, so a rate-limited feed asked more often, in halves.
     [-32005, "rate limit exceeded"],
     [-32005, "daily request limit exceeded"],
-  ])("a smaller page does not avoid %i %j", (code, message) => expect(isLogLimitError(err(code, message))).toBe(false));
+  ])("a smaller page does not avoid %i %j", (code, message) => expect(isLogLimitError(nodeError(code, message))).toBe(false));
 });
 
 describe("isLogResultLimitError", () => {
-  const err = (code: number, message: string) => new GatewayError({ code, message, grpcCode: 8, origin: "upstream" });
-
   // A single block refused so is refused again: a logs feed ends its subscribers rather than retry it for good. Found
   // from outside: reth's wording (drpc's and BlastAPI's too) was not among them, and the feed stalled without a word.
   it.each([
@@ -108,8 +107,8 @@ describe("isLogResultLimitError", () => {
     [-32000, "response is too big"],
     [-32000, "response exceed size limit"],
   ])("the answer is too large: %i %j", (code, message) => {
-    expect(isLogResultLimitError(err(code, message))).toBe(true);
-    expect(isLogLimitError(err(code, message))).toBe(true);
+    expect(isLogResultLimitError(nodeError(code, message))).toBe(true);
+    expect(isLogLimitError(nodeError(code, message))).toBe(true);
   });
 
   it.each([
@@ -117,7 +116,7 @@ describe("isLogResultLimitError", () => {
     [-32005, "daily request count exceeded, request rate limited"],
     [-32000, "block range is too wide"],
     [-32603, "request timed out"],
-  ])("not about the answer's size (retried): %i %j", (code, message) => expect(isLogResultLimitError(err(code, message))).toBe(false));
+  ])("not about the answer's size (retried): %i %j", (code, message) => expect(isLogResultLimitError(nodeError(code, message))).toBe(false));
 });
 
 describe("pageMessages", () => {
