@@ -10,13 +10,14 @@
 import http2 from "node:http2";
 import { type ContextValues, createContextKey, createContextValues, type HandlerContext } from "@connectrpc/connect";
 import type { NodeRequest, NodeResponse } from "../http/http-types.js";
-import { whenResponseDone } from "../http/response-closed.js";
+import { rememberConnection, whenResponseDone } from "../http/response-closed.js";
 
 const nodeRequestKey = createContextKey<NodeRequest | undefined>(undefined, { description: "the Node request of a typed call" });
 const nodeResponseKey = createContextKey<NodeResponse | undefined>(undefined, { description: "the Node response of a typed call" });
 
 /** Connect's contextValues option: remembers each call's Node request and response. */
 export function nodeRequestContext(req: NodeRequest, res: NodeResponse): ContextValues {
+  rememberConnection(res);
   return createContextValues().set(nodeRequestKey, req).set(nodeResponseKey, res);
 }
 

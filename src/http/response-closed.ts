@@ -12,6 +12,14 @@ import type { NodeResponse } from "./http-types.js";
 /** What to do when each HTTP/1.1 connection closes: one listener per connection, however many responses wait on it. */
 const onConnectionClose = new WeakMap<Socket, Set<() => void>>();
 
+/** Each HTTP/1.1 response's connection, remembered while the request still has it (Connect may destroy the request, nulling it). */
+const connectionOf = new WeakMap<NodeResponse, Socket>();
+
+/** Remembers an HTTP/1.1 response's connection on its arrival, before Connect can destroy its request (nulling req.socket). */
+export function rememberConnection(res: NodeResponse): void {
+  if (!("stream" in res) && res.req.socket !== null) connectionOf.set(res, res.req.socket);
+}
+
 /** Calls `fn` once, when `res` closes or its connection does; at once when either already has. */
 export function whenResponseDone(res: NodeResponse, fn: () => void): void {
   if ("stream" in res) {
@@ -30,8 +38,10 @@ export function whenResponseDone(res: NodeResponse, fn: () => void): void {
     return;
   }
   // A request Connect destroyed (a stream's envelope over readMaxBytes) has no socket any more (found from outside:
-  // reading it threw, the call's error became "internal error", and it was never logged, its stream gauge left up).
-  const socket = res.req.socket;
+  // reading it threw, the call's error became "internal error", and it was never logged, its stream gauge left up);
+  // one queued behind others still waits for its connection, as remembered on arrival (found from outside: taken
+  // for closed, a pipelined refusal was logged Canceled before its answer was written).
+  const socket = res.req.socket ?? connectionOf.get(res) ?? null;
   if (socket === null || socket.destroyed) {
     fn();
     return;

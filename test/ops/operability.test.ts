@@ -682,6 +682,29 @@ describe("an HTTP/1.1 stream whose envelope announces more than readMaxBytes", (
     }
     expect(await openStreams()).toBe(before);
   });
+
+  it("queued behind a slow call on a pipelining connection, is logged with the status it was answered", async () => {
+    // Found from outside: with neither the response nor the destroyed request holding the connection, the call was
+    // taken for closed and logged Canceled before its answer was written.
+    upstreamAnswer = { delayMs: 500, then: { result: "0x1" } };
+    const plain = connect(ng.port, "127.0.0.1");
+    plain.on("error", () => {});
+    let received = "";
+    plain.on("data", (d: Buffer) => (received += d.toString("latin1")));
+    try {
+      await once(plain, "connect");
+      const slow = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_gasPrice", params: [] });
+      plain.write(
+        `POST /v3/${ng.key} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${slow.length}\r\n\r\n${slow}` +
+          `POST /${EthService.typeName}/SubscribeNewHeads HTTP/1.1\r\nHost: x\r\nContent-Type: application/connect+proto\r\nX-Api-Key: ${ng.key}\r\nX-Request-Id: oversize-queued\r\nContent-Length: 20\r\n\r\n${"x".repeat(20)}`,
+      );
+      await expect.poll(() => received.includes("resource_exhausted"), { timeout: 5000 }).toBe(true);
+      await expect.poll(() => ng.logs.find((l) => l.msg === "request" && l.requestId === "oversize-queued")?.status, { timeout: 5000 }).toBe("ResourceExhausted");
+    } finally {
+      plain.destroy();
+      upstreamAnswer = { forward: anvil.url };
+    }
+  });
 });
 
 describe("unary calls on the lanes Connect serves, cancelled mid-upload", () => {
