@@ -30,7 +30,7 @@ export interface LogPageOptions {
  * make worse.
  */
 const LIMIT_WORDING =
-  /more than \d+ results|query timeout|timeout exceeded|timed out|block range|range (is )?too (large|wide|big)|too many (results|logs|blocks)|response size|response (is )?too (big|large)|response exceeds? (the )?size limit|result set too large|exceeds? (the )?(max|limit)|(?<!rate |request |requests |credits? |units? )limit exceeded|limited to a [\d,]+ (block )?range/i;
+  /more than \d+ results|query timeout|timeout exceeded|timed out|block range|range (is )?too (large|wide|big)|too many (results|logs|blocks)|response size|response (is )?too (big|large)|response exceeds? (the )?size limit|result set too large|exceeds? (the )?(max|limit)|(?<!rate[- ]?|request |requests |credits? |units? |cu |capacity |throughput )limit exceeded|limited to a [\d,]+ (block )?range/i;
 
 export function isLogLimitError(err: unknown): err is GatewayError {
   return err instanceof GatewayError && LIMIT_WORDING.test(err.message);

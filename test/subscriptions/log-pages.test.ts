@@ -93,6 +93,11 @@ describe("isLogLimitError", () => {
     // Found from outside: read as a range problem, so a rate-limited feed asked more often, in halves.
     [-32005, "rate limit exceeded"],
     [-32005, "daily request limit exceeded"],
+    [-32005, "rate-limit exceeded"],
+    [-32005, "Ratelimit exceeded"],
+    [-32005, "CU limit exceeded"],
+    [-32005, "capacity limit exceeded"],
+    [-32005, "throughput limit exceeded"],
   ])("a smaller page does not avoid %i %j", (code, message) => expect(isLogLimitError(nodeError(code, message))).toBe(false));
 });
 
