@@ -214,6 +214,10 @@ describe("failover to a partner during a primary outage", () => {
       expect((await post(`${ng.url}/v3/${GROWTH}`, rpc("eth_chainId"))).json.result).toBe("0x7a69");
       // The primary's first answer has it asked for its chain id (the process start asks every upstream too).
       await expect.poll(asked).toBe(before + 2);
+      // And the partners theirs: one not known yet takes failed-over calls unchecked, by design (a call never waits
+      // for the question). Seen in a loaded full run: the outage began before the other chain's answer was read.
+      await expect.poll(() => otherChain.requests.filter((r) => r.method === "eth_chainId").length).toBe(1);
+      await new Promise((r) => setTimeout(r, 200));
       primaryAnswer = { raw: "unavailable", status: 503 };
       for (let i = 0; i < 3; i++) {
         expect((await post(`${ng.url}/v3/${GROWTH}`, rpc("eth_chainId"))).json.result).toBe("0x7a69");
