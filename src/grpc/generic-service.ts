@@ -31,10 +31,10 @@ async function call(gateway: Gateway, request: CallRequest, ctx: HandlerContext)
     } catch {
       throw invalidParams("params_json is not valid JSON");
     }
-    if (typeof params !== "object" || params === null) {
-      throw invalidParams("params_json must be a JSON array or object");
-    }
-    const outcome = await runNativeCall({ id: "0", method: request.method, params, paramsText }, { ...nativeCallContext(gateway, key, network, ctx.signal), reachNetwork: (home) => `set the ${NETWORK_HEADER} header to "${home}"` });
+    if (typeof params !== "object") throw invalidParams("params_json must be a JSON array or object");
+    // "null" reads as no params, as on the native door (envelope.ts) and in geth.
+    const call = params === null ? { id: "0", method: request.method, params: undefined, paramsText: undefined } : { id: "0", method: request.method, params, paramsText };
+    const outcome = await runNativeCall(call, { ...nativeCallContext(gateway, key, network, ctx.signal), reachNetwork: (home) => `set the ${NETWORK_HEADER} header to "${home}"` });
     if (outcome.error !== undefined) throw outcome.error;
     holdConnectAnswer(gateway, ctx, key, outcome.result.end - outcome.result.start);
     return create(CallResponseSchema, { resultJson: resultText(outcome.result) });

@@ -195,6 +195,16 @@ describe("JsonRpcService.Call for typed callers", () => {
     expect(JSON.parse(connect.resultJson).number).toBe("0x0");
   });
 
+  it('reads params_json "null" as no params, as the native path reads "params": null', async () => {
+    const native = await post(ng.rpcUrl, { jsonrpc: "2.0", id: 1, method: "eth_chainId", params: null });
+    expect(native.json.result).toBe("0x7a69");
+    const typed = await connectClient(ng.url, JsonRpcService, ng.key, "grpc").call({ method: "eth_chainId", paramsJson: " null " });
+    expect(JSON.parse(typed.resultJson)).toBe("0x7a69");
+    const scalar = await connectClient(ng.url, JsonRpcService, ng.key, "grpc").call({ method: "eth_chainId", paramsJson: "5" }).then(() => undefined, (e: unknown) => ConnectError.from(e));
+    expect(scalar?.code).toBe(Code.InvalidArgument);
+    expect(scalar?.findDetails(JsonRpcErrorSchema)[0]).toMatchObject({ code: -32602n, message: "params_json must be a JSON array or object" });
+  });
+
   it("validates table methods and maps errors to statuses with details", async () => {
     const client = connectClient(ng.url, JsonRpcService, ng.key, "grpc");
     const bad = await client.call({ method: "eth_getBalance", paramsJson: '["0x12"]' }).then(() => undefined, (e: unknown) => ConnectError.from(e));

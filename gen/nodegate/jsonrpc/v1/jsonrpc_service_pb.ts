@@ -27,7 +27,7 @@ export type CallRequest = Message<"nodegate.jsonrpc.v1.CallRequest"> & {
 
   /**
    * JSON-RPC params as JSON text: an array (positional) or an object (named);
-   * empty means [].
+   * empty means [], and null means no params (as the native path reads it).
    *
    * @generated from field: string params_json = 2;
    */
