@@ -110,11 +110,15 @@ interface Step {
 }
 
 const STEPS: Step[] = [
-  // First only the copy of the revert bytes in JsonRpcError.data goes.
+  // First only the copy of the revert bytes in JsonRpcError.data goes; then the node's other members and non-revert
+  // data, with the texts whole; then, at each shorter text length, with the members and without them, before the
+  // revert bytes a typed client reads.
   { textBytes: Number.POSITIVE_INFINITY, revert: true, data: true, notes: true, others: true },
-  ...TEXT_STEPS.map((textBytes) => ({ textBytes, revert: true, data: true, notes: true, others: true })),
-  // Then the node's other members and non-revert data, before the revert bytes a typed client reads.
-  ...[Number.POSITIVE_INFINITY, ...TEXT_STEPS].map((textBytes) => ({ textBytes, revert: true, data: false, notes: true, others: true })),
+  { textBytes: Number.POSITIVE_INFINITY, revert: true, data: false, notes: true, others: true },
+  ...TEXT_STEPS.flatMap((textBytes) => [
+    { textBytes, revert: true, data: true, notes: true, others: true },
+    { textBytes, revert: true, data: false, notes: true, others: true },
+  ]),
   ...TEXT_STEPS.map((textBytes) => ({ textBytes, revert: false, data: true, notes: true, others: true })),
   ...TEXT_STEPS.map((textBytes) => ({ textBytes, revert: false, data: false, notes: true, others: true })),
   // For the smallest limits: the code and what of the message fits, without notes.

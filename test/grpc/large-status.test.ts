@@ -322,5 +322,20 @@ describe("fitStatus", () => {
     const longFitted = fromBinary(StatusSchema, Buffer.from(longFields["grpc-status-details-bin"] as string, "base64"));
     expect(longFitted.details.map((d) => anyUnpack(d, RevertErrorSchema)).find((d) => d !== undefined)?.reason).toBe(reason);
     expect(decodeURIComponent(longFields["grpc-message"] as string)).toBe(`execution reverted: ${reason} [error data left out: over this client's gRPC header limit; the Connect protocol returns it]`);
+    // Also when the members would fit beside shortened texts (found from outside: a 3-4 KB stack was kept and the reason
+    // cut to 254 bytes).
+    const mid = create(StatusSchema, {
+      ...long,
+      details: [
+        anyPack(JsonRpcErrorSchema, create(JsonRpcErrorSchema, { code: 3n, message: `execution reverted: ${reason}`, otherMembers: `{"stack":"${"s".repeat(4_000)}"}` })),
+        anyPack(RevertErrorSchema, create(RevertErrorSchema, { data: revert, reason })),
+      ],
+    });
+    const midFields: Record<string, unknown> = { ...longFields, "grpc-message": `execution reverted: ${reason}`, "grpc-status-details-bin": Buffer.from(toBinary(StatusSchema, mid)).toString("base64") };
+    fitStatus(midFields, 8192);
+    const midFitted = fromBinary(StatusSchema, Buffer.from(midFields["grpc-status-details-bin"] as string, "base64"));
+    expect(midFitted.details.map((d) => anyUnpack(d, RevertErrorSchema)).find((d) => d !== undefined)?.reason).toBe(reason);
+    expect(midFitted.details.map((d) => anyUnpack(d, JsonRpcErrorSchema)).find((d) => d !== undefined)?.otherMembers).toBeUndefined();
+    expect(decodeURIComponent(midFields["grpc-message"] as string)).toBe(`execution reverted: ${reason} [error data left out: over this client's gRPC header limit; the Connect protocol returns it]`);
   });
 });
