@@ -102,8 +102,12 @@ export function typedRefusalLog(log: Logger, metrics: Metrics, servedPaths: () =
       // it, and the call is logged as the cut body it answered (seen from outside in 5-20% of such cancels).
       let leftBeforeAnswer = false;
       let answeredWholeRequest = false;
+      // Connect destroying a request it refused (a gRPC-Web envelope over readMaxBytes) makes Node say 'aborted' on
+      // HTTP/1.1 too, while the client stays on its connection and gets the whole answer: only a client whose
+      // connection went has left.
+      const connection = "stream" in res ? undefined : req.socket;
       req.once("aborted", () => {
-        if (!res.writableEnded) leftBeforeAnswer = true;
+        if (!res.writableEnded && (connection === undefined || connection === null || connection.destroyed)) leftBeforeAnswer = true;
       });
       const read = (chunk: Uint8Array) =>
         status.body(door, base64 ? Buffer.from(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString("latin1"), "base64") : chunk, streaming);
