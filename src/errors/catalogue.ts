@@ -348,10 +348,12 @@ export function historyLost(missed: number, max: number): GatewayError {
 }
 
 /** The node refuses the logs of one block for a logs feed's filter as too many: they cannot be sent, so its subscribers are ended. */
-export function blockLogsRefused(block: number): GatewayError {
+/** `nodeText`: the node's refusal when it was not its result limit (a query timeout, refused at every try). */
+export function blockLogsRefused(block: number, nodeText?: string): GatewayError {
+  const why = nodeText === undefined ? "as more than its result limit" : `at every try (${JSON.stringify(nodeText.length > 80 ? `${nodeText.slice(0, 80)}…` : nodeText)})`;
   return new GatewayError({
     code: NODEGATE_CODES.historyLost,
-    message: `subscription ended: the node refuses the logs of block ${block} for this filter as more than its result limit, so they cannot be sent; subscribe again to follow from the next block (typed callers: from_block ${block + 1}), or with a narrower filter`,
+    message: `subscription ended: the node refuses the logs of block ${block} for this filter ${why}, so they cannot be sent; subscribe again to follow from the next block (typed callers: from_block ${block + 1}), or with a narrower filter`,
     grpcCode: Code.Aborted,
     httpStatus: 503,
   });

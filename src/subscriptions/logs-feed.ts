@@ -12,11 +12,14 @@ import type { Consumer } from "./consumer.js";
 import { type LogEvent, logKey, readLog } from "./events.js";
 import { type Deliver, Feed, type FeedContext, nodeRefused } from "./feed.js";
 import type { ChainChange, HeadsFeed } from "./heads-feed.js";
-import { isLogResultLimitError, logPages } from "./log-pages.js";
+import { isLogLimitError, isLogResultLimitError, logPages } from "./log-pages.js";
 import { type LogTopicFilter, subscribeParams, type Topic } from "./topic.js";
 import { SentLogs } from "./sent-logs.js";
 import { UpstreamSubscription } from "./upstream-subscription.js";
 import type { CallSignal } from "../call-signal.js";
+
+/** Refusals in a row, under a limit other than the result limit, of one block's logs before its subscribers are ended. */
+const ONE_BLOCK_TRIES = 3;
 
 export class LogsFeed extends Feed {
   readonly #filter: LogTopicFilter;
@@ -61,6 +64,9 @@ export class LogsFeed extends Feed {
   #polling = false;
   /** The drop whose gap a fill was asked for while polling (one fill per drop, however many renewals fail). */
   #fillAskedFor = -1;
+  /** The one block whose logs the node refused last with another limit (a timeout), and how many times in a row. */
+  #refusedBlock = -1;
+  #refusals = 0;
   #subscription: UpstreamSubscription | undefined;
   #stopFollowing: (() => void) | undefined;
 
@@ -321,15 +327,27 @@ export class LogsFeed extends Feed {
    * The logs of a page the feed sends. One block whose logs the node itself refuses as too many (a provider's cap;
    * nodegate's own is not applied to one block) would be refused again at every retry, and the feed would send
    * nothing more, to anyone, without a word (found from outside, with nodegate's cap): its subscribers are ended
-   * saying so, and the feed goes on past it for those who subscribe again.
+   * saying so, and the feed goes on past it for those who subscribe again. A block refused under another limit (a
+   * query timeout) may pass on a retry, so it gets ONE_BLOCK_TRIES before the same end (found from outside: the
+   * feed stalled for good on one block's "query timeout exceeded").
    */
   async #readToSend(from: number, to: number): Promise<LogEvent[]> {
     try {
-      return await this.ctx.reader.logs(this.#filter, from, to, false);
+      const logs = await this.ctx.reader.logs(this.#filter, from, to, false);
+      if (from <= this.#refusedBlock && this.#refusedBlock <= to) this.#refusals = 0;
+      return logs;
     } catch (err) {
-      if (from !== to || !isLogResultLimitError(err)) throw err;
-      this.ctx.log.warn({ network: this.ctx.network.name, block: from, err: err.message }, "the node refuses one block's logs as too many: ending the logs subscribers");
-      this.endAll(blockLogsRefused(from));
+      if (from !== to || !isLogLimitError(err)) throw err;
+      const nodeText = err.message;
+      const resultLimit = isLogResultLimitError(err);
+      if (!resultLimit) {
+        this.#refusals = this.#refusedBlock === from ? this.#refusals + 1 : 1;
+        this.#refusedBlock = from;
+        if (this.#refusals < ONE_BLOCK_TRIES) throw err;
+      }
+      this.#refusals = 0;
+      this.ctx.log.warn({ network: this.ctx.network.name, block: from, err: nodeText }, "the node refuses one block's logs: ending the logs subscribers");
+      this.endAll(blockLogsRefused(from, resultLimit ? undefined : nodeText));
       return [];
     }
   }

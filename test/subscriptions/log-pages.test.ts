@@ -84,7 +84,26 @@ describe("isLogLimitError", () => {
     [-32602, "Log response size exceeded. You can make eth_getLogs requests with up to a 2K block range"],
     [-32005, "limit exceeded: nodegate holds 1073741824 bytes of node replies"],
     [-32602, "eth_getLogs is limited to a 10,000 range"],
+    // Found from outside: not read as range limits, so a feed asked the same too-wide page at every poll, for good.
+    [-32602, "eth_getLogs and eth_newFilter are limited to a 10 blocks range"],
+    [-32000, "ranges over 10000 blocks are not supported on freetier"],
+    [-32000, "can't query more than 1000 blocks"],
+    [-32000, "exceeded maximum range of 2000"],
   ])("a smaller page avoids %i %j", (code, message) => expect(isLogLimitError(nodeError(code, message))).toBe(true));
+
+  // Found from outside: Infura's -32005 "limit exceeded" and other providers' per-second wordings, sent with HTTP 429,
+  // halved a rate-limited feed's pages down to one block: seven calls where one would do.
+  const withStatus = (message: string, httpStatus: number) => new GatewayError({ code: -32005, message, grpcCode: 8, origin: "upstream", httpStatus });
+  it.each(["limit exceeded", "query timeout exceeded", "Requests per second limit exceeded", "RPS limit exceeded"])("an HTTP 429 is a rate limit whatever its wording: %j", (message) => {
+    expect(isLogLimitError(withStatus(message, 429))).toBe(false);
+  });
+
+  it("with HTTP 200, a limit's words still read as one a smaller page avoids, and per-second ones as a rate limit", () => {
+    expect(isLogLimitError(withStatus("limit exceeded", 200))).toBe(true);
+    expect(isLogLimitError(withStatus("query timeout exceeded", 200))).toBe(true);
+    expect(isLogLimitError(withStatus("Requests per second limit exceeded", 200))).toBe(false);
+    expect(isLogLimitError(withStatus("RPS limit exceeded", 200))).toBe(false);
+  });
 
   it.each([
     [-32005, "query has 6000 addresses and topics, more than the limit of 5000"],

@@ -244,6 +244,47 @@ describe("a block with more logs than eth_getLogs answers", () => {
     const [log] = await again.waitFor(id, 1);
     expect(Number(log.blockNumber)).toBe(next);
   });
+
+  // Found from outside: a one-block page refused at every try with "query timeout exceeded" (a limit, not the result
+  // limit) stalled the feed for good, without a word, as a result limit had.
+  const refuseWithTimeout = (block: number, times: number) => {
+    let refusals = 0;
+    upstream.handler = (r) => {
+      const [filter] = r.params as [{ fromBlock?: string; toBlock?: string }];
+      if (r.method === "eth_getLogs" && Number(filter.fromBlock) <= block && Number(filter.toBlock) >= block && refusals < times) {
+        if (filter.fromBlock === filter.toBlock) refusals++;
+        return { error: { code: -32005, message: "query timeout exceeded" } };
+      }
+      return { forward: anvil.url };
+    };
+    return () => refusals;
+  };
+
+  it("refused at every try under another limit (a query timeout) ends the subscribers after a few tries, quoting the node", async () => {
+    const s = await openNativeSubscriber(capped.wsUrl);
+    subscribers.push(s);
+    await s.subscribe("logs", { address: probe.address });
+    const refused = (await chain.blockNumber()) + 1;
+    const tries = refuseWithTimeout(refused, Number.POSITIVE_INFINITY);
+    expect(await probe.store(43n)).toBe(refused);
+    const closed = await s.closed;
+    expect([closed.code, closed.reason]).toEqual([1011, expect.stringContaining(`the node refuses the logs of block ${refused} for this filter at every try ("query timeout`)]);
+    expect(tries()).toBe(3);
+    upstream.handler = () => ({ forward: anvil.url });
+  });
+
+  it("refused under a query timeout, then read, is sent: a timeout may pass on a retry", async () => {
+    const s = await openNativeSubscriber(capped.wsUrl);
+    subscribers.push(s);
+    const id = await s.subscribe("logs", { address: probe.address });
+    const slow = (await chain.blockNumber()) + 1;
+    const tries = refuseWithTimeout(slow, 2);
+    expect(await probe.store(44n)).toBe(slow);
+    const [log] = await s.waitFor(id, 1);
+    expect(Number(log.blockNumber)).toBe(slow);
+    expect(tries()).toBe(2);
+    upstream.handler = () => ({ forward: anvil.url });
+  });
 });
 
 describe("newPendingTransactions by polling", () => {
