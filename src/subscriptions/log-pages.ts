@@ -41,9 +41,12 @@ export function isLogLimitError(err: unknown): err is GatewayError {
 /** Of those, the ones that say the answer itself is too large: a single block's logs refused so will be refused again. */
 const RESULT_LIMIT_WORDING = /more than \d+ results|exceeds? max results|too many (results|logs)|response size|response (is )?too (big|large)|response exceeds? (the )?size limit|result set too large/i;
 
-export function isLogResultLimitError(err: unknown): err is GatewayError {
+export function isLogResultLimitError(err: unknown): boolean {
   return err instanceof GatewayError && RESULT_LIMIT_WORDING.test(err.message);
 }
+
+/** Refusals that depend on how many logs the blocks hold (their size, the time to read them), not on the range alone. */
+const DENSITY_WORDING = /timeout|timed out/i;
 
 /** Pages of from..to in order; throws the limit error when a single block alone exceeds it. */
 export async function* logPages<L>(
@@ -52,8 +55,10 @@ export async function* logPages<L>(
   fetch: (from: number, to: number) => Promise<L[]>,
   options: LogPageOptions,
 ): AsyncGenerator<LogPage<L>> {
-  const widest = Math.max(1, options.pageBlocks);
+  let widest = Math.max(1, options.pageBlocks);
   let size = widest;
+  /** The widest page read since the last refusal. */
+  let widestRead = 0;
   let start = from;
   while (start <= to) {
     if (options.signal?.aborted) throw cancelled();
@@ -63,12 +68,18 @@ export async function* logPages<L>(
       logs = await fetch(start, end);
     } catch (err) {
       if (isLogLimitError(err) && end > start) {
+        // A range limit refuses the same width again whatever the blocks hold: pages stay at the widest read below it
+        // rather than grow back into it after every sparse page (found from outside: against a limit of 10 blocks,
+        // half of the calls were refused, alternating 16 and 8).
+        if (widestRead > 0 && widestRead < end - start + 1 && !isLogResultLimitError(err) && !DENSITY_WORDING.test(err.message)) widest = widestRead;
         size = Math.max(1, Math.floor((end - start + 1) / 2));
+        widestRead = 0;
         continue;
       }
       throw err;
     }
     yield { from: start, to: end, logs };
+    widestRead = Math.max(widestRead, end - start + 1);
     start = end + 1;
     if (logs.length * 4 < options.maxResults) size = Math.min(widest, size * 2);
   }

@@ -51,6 +51,39 @@ describe("logPages", () => {
     expect(last[1] - last[0] + 1).toBeGreaterThan(8);
   });
 
+  it("against a range limit, stays at the widest page read rather than grow back into the limit", async () => {
+    // Found from outside: a node refusing ranges over 10 blocks got pages of 16 (refused), 8, 16 (refused), 8, ...
+    const calls: [number, number][] = [];
+    const rangeLimited = async (from: number, to: number): Promise<number[]> => {
+      calls.push([from, to]);
+      if (to - from + 1 > 10) throw new GatewayError({ code: -32602, message: `range ${to - from + 1} exceeds limit of 10`, grpcCode: 3, origin: "upstream" });
+      return [];
+    };
+    const pages = await collect(logPages(0, 299, rangeLimited, { pageBlocks: 64, maxResults: 10_000 }));
+    expect(pages.at(-1)?.to).toBe(299);
+    pages.slice(1).forEach((p, i) => expect(p.from).toBe((pages[i]?.to ?? 0) + 1));
+    const refused = calls.filter(([a, b]) => b - a + 1 > 10);
+    // 64, 32 and 16 refused before 8 is read; one more try at 16 finds the limit; then 8 to the end.
+    expect(refused.length).toBe(4);
+    expect(calls.length).toBe(4 + Math.ceil(300 / 8));
+  });
+
+  it("after a timeout or a result limit, pages grow back once past the dense blocks", async () => {
+    const calls: [number, number][] = [];
+    let dense = true;
+    const timingOut = async (from: number, to: number): Promise<number[]> => {
+      calls.push([from, to]);
+      if (dense && to - from + 1 > 10) {
+        dense = from < 20;
+        throw new GatewayError({ code: -32005, message: "query timeout exceeded", grpcCode: 8, origin: "upstream" });
+      }
+      return [];
+    };
+    await collect(logPages(0, 299, timingOut, { pageBlocks: 64, maxResults: 10_000 }));
+    const last = calls.at(-1) as [number, number];
+    expect(last[1] - last[0] + 1).toBeGreaterThan(10);
+  });
+
   it("a single block over the limit is the limit error", async () => {
     const chain = fakeChain([0, 0, 11, 0], 10);
     const err = await collect(logPages(0, 3, chain.fetch, { pageBlocks: 4, maxResults: 10 })).catch((e: unknown) => e);
