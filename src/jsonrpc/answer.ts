@@ -6,7 +6,7 @@
  */
 import type { KeyQuotas } from "../auth/key-quotas.js";
 import { Code } from "@connectrpc/connect";
-import { invalidRequest } from "../errors/catalogue.js";
+import { invalidRequest, upstreamBadResponse } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { type Entry, readEnvelope } from "./envelope.js";
 import type { ApiKey } from "../auth/api-keys.js";
@@ -14,7 +14,8 @@ import type { CallSignal } from "../call-signal.js";
 import type { Gateway } from "../gateway.js";
 import type { Network } from "../upstream/network.js";
 import { HELD_FROM_BYTES, type HeldAnswers } from "../upstream/held-answers.js";
-import { resultMemory } from "../upstream/reply.js";
+import { CHECKED_RESULT_BYTES, resultMemory } from "../upstream/reply.js";
+import { isJsonValue } from "./json-check.js";
 import { type NativeCallContext, nativeCallContext, type Outcome, renderResponse, runNativeCall } from "./native-call.js";
 
 export interface AnswerContext extends NativeCallContext {
@@ -24,6 +25,23 @@ export interface AnswerContext extends NativeCallContext {
   quotas?: KeyQuotas | undefined;
   /** What the answers hold of the process's reply memory until their response has left. */
   heldAnswers?: HeldAnswers | undefined;
+  /**
+   * The answers go on a connection they share with other answers (a WebSocket): its large results are checked
+   * to be JSON before they go, as a batch's are.
+   */
+  sharedConnection?: boolean;
+}
+
+/**
+ * A large result is forwarded unparsed when it is the whole response (a malformed one costs its own caller, as a
+ * pass-through proxy's would); one spliced among others, in a batch or on a WebSocket, is checked first: unchecked,
+ * it made the whole text unreadable, its siblings' answers lost with it, and a WebSocket client could not tell
+ * which call it answered, which then waited for its timeout (found from outside).
+ */
+function withCheckedResult(outcome: Outcome): Outcome {
+  const r = outcome.result;
+  if (r === undefined || r.end - r.start <= CHECKED_RESULT_BYTES || isJsonValue(r.body, r.start, r.end)) return outcome;
+  return { error: upstreamBadResponse("the result is not valid JSON") };
 }
 
 /**
@@ -229,9 +247,10 @@ export async function answerJsonRpc(text: Buffer, ctx: AnswerContext): Promise<A
   const parts: Buffer[] = [];
   let status = 200;
   let retryAfterSeconds: number | undefined;
+  const checkResults = envelope.batch || ctx.sharedConnection === true;
   for (let i = 0; i < entries.length; i++) {
     const entry = entries[i] as Entry;
-    const outcome = outcomes[i] as Outcome;
+    const outcome = checkResults ? withCheckedResult(outcomes[i] as Outcome) : (outcomes[i] as Outcome);
     calls.push({ method: entry.call ? entry.call.method.slice(0, 64) : INVALID, outcome: outcomeLabel(outcome.error) });
     const id = entry.error !== undefined ? entry.id : entry.call.id;
     if (id === undefined) continue; // a notification gets no response

@@ -330,7 +330,7 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
       state.answering++;
       // Subscriptions made by this message notify only after its answer has gone out.
       const created = {};
-      const messageCtx: AnswerContext = { ...ctx, connectionMethod: (call) => subscriptions.handle(call, created) };
+      const messageCtx: AnswerContext = { ...ctx, sharedConnection: true, connectionMethod: (call) => subscriptions.handle(call, created) };
       answerJsonRpc(data as Buffer, messageCtx)
         .then(
           (answer) => {

@@ -28,6 +28,7 @@ import { status } from "@grpc/grpc-js";
 import { connectClient, grpcJsClient, type Protocol } from "../support/grpc-clients.js";
 import { grpcErrorOf, jsonRpcErrorOfGrpc } from "../support/grpc-status.js";
 import { post, rpc } from "../support/http.js";
+import { openNativeSubscriber } from "../support/native-subscriber.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { ANVIL_KEY_0 } from "../support/probe.js";
 import { type Answer, type ProgrammableUpstream, startProgrammableUpstream, type UpstreamRequest } from "../support/programmable-upstream.js";
@@ -393,6 +394,26 @@ describe("malformed answers are never stored", () => {
     expect((await via("eth_getBlockByNumber", ["0x14", false])).result.number).toBe("0x14");
     expect((await via("eth_getBlockByNumber", ["0x14", false])).result.number).toBe("0x14");
     expect(sent("eth_getBlockByNumber", ["0x14", false])).toBe(3);
+  });
+
+  // Found from outside: spliced unparsed into a batch, it made the whole batch unreadable, its siblings lost with it;
+  // on a WebSocket the client could not tell which call the frame answered, and that call waited for its timeout.
+  it("a large one among other answers (a batch, a WebSocket) is -32052 for its own call, and the others are answered", async () => {
+    override = malformed("0x16", 8192);
+    const batch = await post(ng.rpcUrl, [rpc("eth_getBlockByNumber", ["0x16", false], 1), rpc("eth_chainId", [], 2)]);
+    expect(batch.status).toBe(200);
+    const [bad, good] = batch.json as { id: number; result?: string; error?: { code: number; message: string } }[];
+    expect(bad).toMatchObject({ id: 1, error: { code: -32052, message: expect.stringMatching(/the result is not valid JSON/) } });
+    expect(good).toMatchObject({ id: 2, result: "0x7a69" });
+    const ws = await openNativeSubscriber(ng.wsUrl);
+    try {
+      const answer = await ws.request("eth_getBlockByNumber", ["0x16", false]);
+      expect(answer.error).toMatchObject({ code: -32052, message: expect.stringMatching(/the result is not valid JSON/) });
+      expect((await ws.request("eth_chainId")).result).toBe("0x7a69");
+    } finally {
+      await ws.close();
+    }
+    override = undefined;
   });
 });
 
