@@ -16,7 +16,7 @@
  * outside: one HTTP/1.1 connection pipelining 260 eth_getLogs held 846 MB of
  * the 1 GiB budget, and another key's large answers were refused meanwhile).
  */
-import { capacityExceeded } from "../errors/catalogue.js";
+import { capacityExceeded, replyTooLarge } from "../errors/catalogue.js";
 import type { GatewayError } from "../errors/gateway-error.js";
 import type { ReplyBudget } from "./reply-budget.js";
 
@@ -27,7 +27,7 @@ export const HELD_FROM_BYTES = 64 * 1024;
 const NOTHING_HELD = (): void => {};
 
 /** Why hold refused an answer: the process's budget is full, or the key holds its share of it. */
-export type HoldRefused = "budget" | "key share";
+export type HoldRefused = "budget" | "key share" | "too large";
 
 /** An answer held: by how many calls, and by how many of each key's. */
 interface Holding {
@@ -53,6 +53,9 @@ export class HeldAnswers {
    * about it.
    */
   refusal(what: string, advice = "", why: HoldRefused = "budget"): GatewayError {
+    // An answer larger than the whole budget can never be held: retrying will not help (a WebSocket node's message is
+    // not bounded by the budget as it is read, unlike an HTTP reply, which fails as it arrives).
+    if (why === "too large") return replyTooLarge(`reply body larger than ${this.#budget.maxBytes} bytes`);
     if (why === "key share") {
       return capacityExceeded(`${what} would pass ${this.#keyMaxBytes} bytes held for this key's clients at once (limits.maxReplyBytesPerKey)${advice || "; read the answers already asked for before asking for more"}`);
     }
@@ -66,6 +69,7 @@ export class HeldAnswers {
    */
   hold(answer: object, bytes: number, key?: object): (() => void) | HoldRefused {
     if (bytes < HELD_FROM_BYTES) return NOTHING_HELD;
+    if (bytes > this.#budget.maxBytes) return "too large";
     let holding = this.#holdings.get(answer);
     const keyHolds = key === undefined ? 0 : (holding?.byKey.get(key) ?? 0);
     const keyTakes = key !== undefined && keyHolds === 0;

@@ -17,6 +17,7 @@ import { EthService, GetCodeRequestSchema } from "../../gen/nodegate/eth/v1/eth_
 import { DEFAULT_CIRCUIT_BREAKER, DEFAULT_LIMITS } from "../../src/config/config.js";
 import { post, rpc } from "../support/http.js";
 import { openWsSession } from "../support/ws-session.js";
+import { startProgrammableWsUpstream } from "../support/programmable-ws-upstream.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { grpcJsCaller, type TypedCaller } from "../support/typed-callers.js";
 
@@ -136,6 +137,28 @@ it("a reply larger than the whole budget fails as too large (-32052), not as 'tr
   const address = Buffer.from(HUGE.slice(2), "hex");
   const err = (await typed.call(EthService.method.getCode, create(GetCodeRequestSchema, { address, block: { kind: { case: "tag", value: 1 } } })).catch((e: unknown) => e)) as ServiceError;
   expect(err.code).toBe(GrpcStatus.RESOURCE_EXHAUSTED);
+});
+
+it("a WebSocket node's reply larger than the whole budget fails as too large (-32052) too, not as 'try again'", async () => {
+  // Found from outside: a WebSocket message is not bounded by the budget as it is read, and its answer, refused a hold
+  // it could never get, said "try again shortly" (-32005, Retry-After): clients that retry -32005 pulled it again.
+  const wsNode = await startProgrammableWsUpstream((request) =>
+    request.method === "eth_getCode" ? { result: `0x${"ab".repeat(BUDGET)}` } : request.method === "eth_chainId" ? { result: "0x7a69" } : { result: "0x1" },
+  );
+  const wsNg = await startNodegate({ upstreamUrl: wsNode.url, config: { limits: { ...DEFAULT_LIMITS, maxReplyBytesInFlight: BUDGET } } });
+  try {
+    const refused = await post(wsNg.rpcUrl, rpc("eth_getCode", [HUGE, "latest"], 1));
+    expect(refused.json.error).toEqual({ code: -32052, message: `upstream reply too large: reply body larger than ${BUDGET} bytes, the most nodegate reads for one call; ask for less` });
+    expect(refused.headers.get("retry-after")).toBeNull();
+    const batch = await post(wsNg.rpcUrl, [rpc("eth_getCode", [HUGE, "latest"], 2), rpc("eth_chainId", [], 3)]);
+    expect(batch.json).toEqual([
+      { jsonrpc: "2.0", id: 2, error: { code: -32052, message: expect.stringMatching(/^upstream reply too large/) } },
+      { jsonrpc: "2.0", id: 3, result: "0x7a69" },
+    ]);
+  } finally {
+    await wsNg.close();
+    await wsNode.close();
+  }
 });
 
 it("a batch's large answers, waiting for the rest of the batch, count in the budget: those past it get -32005, and the bytes come back once the response has left", async () => {
