@@ -103,8 +103,8 @@ interface Step {
   revert: boolean;
   /** Keep JsonRpcError.data that is not a copy of the revert bytes, and JsonRpcError.other_members. */
   data: boolean;
-  /** Say what was left out and where to read it. */
-  notes: boolean;
+  /** Say what was left out and where to read it ("short": in a few words, where the whole note alone is over the limit). */
+  notes: boolean | "short";
   /** Keep the details other than JsonRpcError and RevertError (RetryInfo). */
   others: boolean;
 }
@@ -115,6 +115,9 @@ const STEPS: Step[] = [
   // revert bytes a typed client reads.
   { textBytes: Number.POSITIVE_INFINITY, revert: true, data: true, notes: true, others: true },
   { textBytes: Number.POSITIVE_INFINITY, revert: true, data: false, notes: true, others: true },
+  // The texts whole beside a short note, before cutting them (found from outside: the whole note, written three
+  // times, was what put the texts over the limit, and they were cut with the members kept).
+  { textBytes: Number.POSITIVE_INFINITY, revert: true, data: false, notes: "short", others: true },
   ...TEXT_STEPS.flatMap((textBytes) => [
     { textBytes, revert: true, data: true, notes: true, others: true },
     { textBytes, revert: true, data: false, notes: true, others: true },
@@ -153,7 +156,8 @@ export function fitStatus(fields: Record<string, unknown>, limit: number): void 
     let note = "";
     if (!step.notes) note = "";
     else if (!step.revert && revert !== undefined) note = ` [revert data of ${revert.data.length} bytes left out: over this client's gRPC header limit; the Connect protocol returns it]`;
-    else if (!step.data && (json?.data !== undefined || json?.otherMembers !== undefined)) note = ` [error data left out: over this client's gRPC header limit; the Connect protocol returns it]`;
+    else if (!step.data && (json?.data !== undefined || json?.otherMembers !== undefined))
+      note = step.notes === "short" ? " [error data left out]" : ` [error data left out: over this client's gRPC header limit; the Connect protocol returns it]`;
     const text = (t: string) => shortened(t, step.textBytes, utf8Bytes);
     if (typeof encoded === "string") fields[MESSAGE] = encodeGrpcMessage(shortened(message, step.textBytes, grpcMessageBytes) + note);
     if (status !== undefined) {

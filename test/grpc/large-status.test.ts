@@ -337,5 +337,21 @@ describe("fitStatus", () => {
     expect(midFitted.details.map((d) => anyUnpack(d, RevertErrorSchema)).find((d) => d !== undefined)?.reason).toBe(reason);
     expect(midFitted.details.map((d) => anyUnpack(d, JsonRpcErrorSchema)).find((d) => d !== undefined)?.otherMembers).toBeUndefined();
     expect(decodeURIComponent(midFields["grpc-message"] as string)).toBe(`execution reverted: ${reason} [error data left out: over this client's gRPC header limit; the Connect protocol returns it]`);
+    // And when the whole note, written three times, is what passes the limit, a short one keeps the texts whole (found
+    // from outside: reasons of 1,125-1,175 bytes beside a 300-byte stack were cut at 8 KiB with the headers of a real answer).
+    const near = "N".repeat(1500);
+    const nearStatus = create(StatusSchema, {
+      code: Code.FailedPrecondition,
+      message: `execution reverted: ${near}`,
+      details: [
+        anyPack(JsonRpcErrorSchema, create(JsonRpcErrorSchema, { code: 3n, message: `execution reverted: ${near}`, otherMembers: `{"stack":"${"s".repeat(300)}"}` })),
+        anyPack(RevertErrorSchema, create(RevertErrorSchema, { data: revert, reason: near })),
+      ],
+    });
+    const nearFields: Record<string, unknown> = { ...longFields, "grpc-message": `execution reverted: ${near}`, "grpc-status-details-bin": Buffer.from(toBinary(StatusSchema, nearStatus)).toString("base64") };
+    fitStatus(nearFields, 8192);
+    const nearFitted = fromBinary(StatusSchema, Buffer.from(nearFields["grpc-status-details-bin"] as string, "base64"));
+    expect(nearFitted.details.map((d) => anyUnpack(d, RevertErrorSchema)).find((d) => d !== undefined)?.reason).toBe(near);
+    expect(decodeURIComponent(nearFields["grpc-message"] as string)).toBe(`execution reverted: ${near} [error data left out]`);
   });
 });
