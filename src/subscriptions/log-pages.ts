@@ -30,7 +30,7 @@ export interface LogPageOptions {
  * make worse.
  */
 const LIMIT_WORDING =
-  /more than \d+ results|query timeout|timeout exceeded|timed out|block range|range (is )?too (large|wide|big)|too many (results|logs|blocks)|response size|response (is )?too (big|large)|response exceeds? (the )?size limit|result set too large|exceeds? (the )?(max|limit)|(?<!rate[- ]?|request |requests |credits? |units? |cu |capacity |throughput |rps |second |minute |hour |day )limit exceeded|limited to a [\d,]+ (blocks? )?range|ranges? over [\d,]+ blocks|more than [\d,]+ blocks|max(imum)? (block )?range|range limit/i;
+  /more than \d+ results|query timeout|timeout exceeded|timed out|block range|range (is )?too (large|wide|big)|too many (results|logs|blocks)|response size|response (is )?too (big|large)|response exceeds? (the )?size limit|result set too large|exceeds? (the )?(max|limit)|(?<!rate[- ]?|request |requests |credits? |units? |cu |capacity |throughput |rps |second |minute |hour |day )limit exceeded(?!: no connection)|limited to a [\d,]+ (blocks? )?range|ranges? over [\d,]+ blocks|more than [\d,]+ blocks|max(imum)? (block )?range|range limit/i;
 
 export function isLogLimitError(err: unknown): err is GatewayError {
   // A provider's HTTP 429 is its rate limit whatever its wording ("limit exceeded", "RPS limit exceeded"): smaller

@@ -18,8 +18,13 @@ import { SentLogs } from "./sent-logs.js";
 import { UpstreamSubscription } from "./upstream-subscription.js";
 import type { CallSignal } from "../call-signal.js";
 
-/** Refusals in a row, under a limit other than the result limit, of one block's logs before its subscribers are ended. */
+/**
+ * Refusals in a row, under a limit other than the result limit, of one block's logs before its subscribers are
+ * ended, and the time they must span: the feed's retries come within a second, and a node's moment of load would
+ * have ended everyone (found from outside: three tries in 0.2 s).
+ */
 const ONE_BLOCK_TRIES = 3;
+const ONE_BLOCK_REFUSED_MS = 10_000;
 
 export class LogsFeed extends Feed {
   readonly #filter: LogTopicFilter;
@@ -67,6 +72,7 @@ export class LogsFeed extends Feed {
   /** The one block whose logs the node refused last with another limit (a timeout), and how many times in a row. */
   #refusedBlock = -1;
   #refusals = 0;
+  #firstRefusalAt = 0;
   #subscription: UpstreamSubscription | undefined;
   #stopFollowing: (() => void) | undefined;
 
@@ -328,7 +334,7 @@ export class LogsFeed extends Feed {
    * nodegate's own is not applied to one block) would be refused again at every retry, and the feed would send
    * nothing more, to anyone, without a word (found from outside, with nodegate's cap): its subscribers are ended
    * saying so, and the feed goes on past it for those who subscribe again. A block refused under another limit (a
-   * query timeout) may pass on a retry, so it gets ONE_BLOCK_TRIES before the same end (found from outside: the
+   * query timeout) may pass on a retry, so it gets ONE_BLOCK_TRIES over ONE_BLOCK_REFUSED_MS before the same end (found from outside: the
    * feed stalled for good on one block's "query timeout exceeded").
    */
   async #readToSend(from: number, to: number): Promise<LogEvent[]> {
@@ -342,8 +348,9 @@ export class LogsFeed extends Feed {
       const resultLimit = isLogResultLimitError(err);
       if (!resultLimit) {
         this.#refusals = this.#refusedBlock === from ? this.#refusals + 1 : 1;
+        if (this.#refusals === 1) this.#firstRefusalAt = performance.now();
         this.#refusedBlock = from;
-        if (this.#refusals < ONE_BLOCK_TRIES) throw err;
+        if (this.#refusals < ONE_BLOCK_TRIES || performance.now() - this.#firstRefusalAt < ONE_BLOCK_REFUSED_MS) throw err;
       }
       this.#refusals = 0;
       this.ctx.log.warn({ network: this.ctx.network.name, block: from, err: nodeText }, "the node refuses one block's logs: ending the logs subscribers");

@@ -260,29 +260,32 @@ describe("a block with more logs than eth_getLogs answers", () => {
     return () => refusals;
   };
 
-  it("refused at every try under another limit (a query timeout) ends the subscribers after a few tries, quoting the node", async () => {
+  it("refused at every try under another limit (a query timeout) for 10 s ends the subscribers, quoting the node", async () => {
     const s = await openNativeSubscriber(capped.wsUrl);
     subscribers.push(s);
     await s.subscribe("logs", { address: probe.address });
     const refused = (await chain.blockNumber()) + 1;
     const tries = refuseWithTimeout(refused, Number.POSITIVE_INFINITY);
+    const started = performance.now();
     expect(await probe.store(43n)).toBe(refused);
     const closed = await s.closed;
     expect([closed.code, closed.reason]).toEqual([1011, expect.stringContaining(`the node refuses the logs of block ${refused} for this filter at every try ("query timeout`)]);
-    expect(tries()).toBe(3);
+    expect(tries()).toBeGreaterThanOrEqual(3);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(10_000);
     upstream.handler = () => ({ forward: anvil.url });
-  });
+  }, 30_000);
 
-  it("refused under a query timeout, then read, is sent: a timeout may pass on a retry", async () => {
+  it("refused under a query timeout for a moment, then read, is sent: a timeout may pass on a retry", async () => {
+    // Found from outside: three quick retries ended everyone when the node was loaded for a moment.
     const s = await openNativeSubscriber(capped.wsUrl);
     subscribers.push(s);
     const id = await s.subscribe("logs", { address: probe.address });
     const slow = (await chain.blockNumber()) + 1;
-    const tries = refuseWithTimeout(slow, 2);
+    const tries = refuseWithTimeout(slow, 5);
     expect(await probe.store(44n)).toBe(slow);
     const [log] = await s.waitFor(id, 1);
     expect(Number(log.blockNumber)).toBe(slow);
-    expect(tries()).toBe(2);
+    expect(tries()).toBe(5);
     upstream.handler = () => ({ forward: anvil.url });
   });
 });
