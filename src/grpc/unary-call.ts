@@ -110,6 +110,8 @@ class UnaryCall {
       return;
     }
     if (timeout.timeoutMs !== undefined) {
+      // Known before the "< 1" return below, so that a client resetting at its passed deadline is logged DeadlineExceeded.
+      this.#deadlineMs = timeout.timeoutMs;
       // A deadline under a millisecond has passed on arrival: failed now, the node not asked (found from outside: with
       // "0m" or "1u" the timer raced the call, and 4-8 of 10 were answered OK).
       if (timeout.timeoutMs < 1) {
@@ -117,7 +119,6 @@ class UnaryCall {
         exchange.body.resume();
         return;
       }
-      this.#deadlineMs = timeout.timeoutMs;
       this.#deadline = setTimeout(() => this.#deadlinePassed(), timeout.timeoutMs);
     }
     exchange.body.on("data", this.#onData);
