@@ -211,6 +211,7 @@ export class HeadsFeed extends Feed {
       if (branch.length >= max) throw historyLost(branch.length, max);
       const parent = await this.ctx.reader.headByHash(child.parentHash);
       if (parent === undefined) throw upstreamBadResponse(`the node does not know block ${child.parentHash}, the parent of block ${child.number}`);
+      this.#checkFollows(child, parent);
       branch.unshift(parent);
       child = parent;
     }
@@ -392,6 +393,12 @@ export class HeadsFeed extends Feed {
    * the bottom of the window: a reorganization deeper than it is taken from
    * there, and `forkedBelowWindow` says so).
    */
+  #checkFollows(child: HeadEvent, parent: HeadEvent | undefined): void {
+    if (parent !== undefined && parent.number !== child.number - 1) {
+      throw upstreamBadResponse(`block ${child.hash} says it is number ${child.number}, but its parent ${child.parentHash} is number ${parent.number}`);
+    }
+  }
+
   async #linkToWindow(head: HeadEvent): Promise<{ branch: HeadEvent[]; forkedBelowWindow: boolean }> {
     const branch = [head];
     const highest = this.#window.highest;
@@ -399,6 +406,9 @@ export class HeadsFeed extends Feed {
     if (highest === undefined || lowest === undefined) return { branch, forkedBelowWindow: false };
     const max = this.ctx.settings.maxBackfillBlocks;
     const missed = head.number - highest.number - 1;
+    // A header whose number does not follow its parent's is the node's error, not a gap of that length: taken for one,
+    // it ended every subscriber as history lost, or went out to them (found from outside, with a pushed header).
+    if (missed > max) this.#checkFollows(head, await this.ctx.reader.headByHash(head.parentHash));
     if (missed > max) throw historyLost(missed, max);
     // A long gap is fetched by number up front (in parallel); the walk by parent hash then proves the links.
     const prefetched = missed > 1 ? await this.ctx.reader.headsByNumber(highest.number + 1, head.number - 1) : undefined;
@@ -414,6 +424,7 @@ export class HeadsFeed extends Feed {
       if (branch.length > max) throw historyLost(branch.length, max);
       const parent = prefetched?.get(child.parentHash) ?? (await this.ctx.reader.headByHash(child.parentHash));
       if (parent === undefined) throw upstreamBadResponse(`the node does not know block ${child.parentHash}, the parent of block ${child.number}`);
+      this.#checkFollows(child, parent);
       branch.unshift(parent);
       child = parent;
     }
