@@ -347,8 +347,10 @@ export function historyLost(missed: number, max: number): GatewayError {
   });
 }
 
-/** The node refuses the logs of one block for a logs feed's filter as too many: they cannot be sent, so its subscribers are ended. */
-/** `nodeText`: the node's refusal when it was not its result limit (a query timeout, refused at every try). */
+/**
+ * The node refuses the logs of one block for a logs feed's filter (as too many, or, `nodeText`, under another limit
+ * at every try): they cannot be sent, so its subscribers are ended.
+ */
 export function blockLogsRefused(block: number, nodeText?: string): GatewayError {
   const why = nodeText === undefined ? "as more than its result limit" : `at every try (${JSON.stringify(nodeText.length > 80 ? `${nodeText.slice(0, 80)}…` : nodeText)})`;
   return new GatewayError({

@@ -387,18 +387,19 @@ export class HeadsFeed extends Feed {
     this.#current = head;
   }
 
-  /**
-   * The headers from the first one the feed has not passed up to `head`,
-   * found by walking parent hashes down to a block the window knows (or to
-   * the bottom of the window: a reorganization deeper than it is taken from
-   * there, and `forkedBelowWindow` says so).
-   */
+  /** Throws the node's error when `parent` (the block `child` names as its parent) is not numbered one below it. */
   #checkFollows(child: HeadEvent, parent: HeadEvent | undefined): void {
     if (parent !== undefined && parent.number !== child.number - 1) {
       throw upstreamBadResponse(`block ${child.hash} says it is number ${child.number}, but its parent ${child.parentHash} is number ${parent.number}`);
     }
   }
 
+  /**
+   * The headers from the first one the feed has not passed up to `head`,
+   * found by walking parent hashes down to a block the window knows (or to
+   * the bottom of the window: a reorganization deeper than it is taken from
+   * there, and `forkedBelowWindow` says so).
+   */
   async #linkToWindow(head: HeadEvent): Promise<{ branch: HeadEvent[]; forkedBelowWindow: boolean }> {
     const branch = [head];
     const highest = this.#window.highest;
