@@ -334,8 +334,8 @@ export class LogsFeed extends Feed {
    * nodegate's own is not applied to one block) would be refused again at every retry, and the feed would send
    * nothing more, to anyone, without a word (found from outside, with nodegate's cap): its subscribers are ended
    * saying so, and the feed goes on past it for those who subscribe again. A block refused under another limit (a
-   * query timeout) may pass on a retry, so it gets ONE_BLOCK_TRIES over ONE_BLOCK_REFUSED_MS before the same end (found from outside: the
-   * feed stalled for good on one block's "query timeout exceeded").
+   * query timeout) may pass on a retry, so it gets ONE_BLOCK_TRIES over ONE_BLOCK_REFUSED_MS before the same end
+   * (found from outside: the feed stalled for good on one block's "query timeout exceeded").
    */
   async #readToSend(from: number, to: number): Promise<LogEvent[]> {
     try {

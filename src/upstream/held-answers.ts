@@ -26,7 +26,7 @@ export const HELD_FROM_BYTES = 64 * 1024;
 /** What hold gives for an answer below HELD_FROM_BYTES: nothing to give back. */
 const NOTHING_HELD = (): void => {};
 
-/** Why hold refused an answer: the process's budget is full, or the key holds its share of it. */
+/** Why hold refused an answer: the process's budget is full, the key holds its share of it, or it is larger than the whole budget. */
 export type HoldRefused = "budget" | "key share" | "too large";
 
 /** An answer held: by how many calls, and by how many of each key's. */
