@@ -23,6 +23,7 @@ export function createUpstream(url: string, label: string, websocket: WebSocketS
       pongTimeoutMs: websocket.pongTimeoutMs,
       reconnectMinDelayMs: websocket.reconnectMinDelayMs,
       reconnectMaxDelayMs: websocket.reconnectMaxDelayMs,
+      maxReplyBytes: budget?.maxBytes,
       log,
     });
   }

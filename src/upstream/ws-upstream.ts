@@ -12,7 +12,7 @@
 import { webSocketErrorWords } from "./network-errors.js";
 import type { Logger } from "pino";
 import WebSocket from "ws";
-import { cancelled, capacityExceeded, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamConnectionLost, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
+import { cancelled, capacityExceeded, replyTooLarge, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamConnectionLost, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { backoffDelay } from "./backoff.js";
 import { readSubscriptionNotification, type SubscriptionNotification } from "./notification.js";
@@ -34,6 +34,11 @@ export interface WsUpstreamOptions {
   reconnectMaxDelayMs?: number | undefined;
   /** Largest message accepted from the node, in bytes. Default 256 MiB (providers cap eth_getLogs answers near 150 MB). */
   maxMessageBytes?: number | undefined;
+  /**
+   * Largest reply taken for a call (limits.maxReplyBytesInFlight): a larger one could never be held, and is that
+   * call's -32052, as an HTTP node's is; the connection, and the node's other replies, go on.
+   */
+  maxReplyBytes?: number | undefined;
   log?: Logger | undefined;
 }
 
@@ -115,6 +120,7 @@ export class WsUpstream implements Upstream {
   readonly #pongTimeoutMs: number;
   readonly #reconnect: { minDelayMs: number; maxDelayMs: number };
   readonly #maxMessageBytes: number;
+  readonly #maxReplyBytes: number;
   readonly #log: Logger | undefined;
 
   readonly #pending = new Map<number, Pending>();
@@ -159,6 +165,7 @@ export class WsUpstream implements Upstream {
     this.#pongTimeoutMs = options.pongTimeoutMs ?? 10_000;
     this.#reconnect = { minDelayMs: options.reconnectMinDelayMs ?? 250, maxDelayMs: options.reconnectMaxDelayMs ?? 1000 };
     this.#maxMessageBytes = options.maxMessageBytes ?? 256 * 1024 * 1024;
+    this.#maxReplyBytes = options.maxReplyBytes ?? Number.POSITIVE_INFINITY;
     this.#log = options.log?.child({ upstream: options.label });
   }
 
@@ -424,6 +431,11 @@ export class WsUpstream implements Upstream {
     if (pending === undefined || pending.sentOn !== socket) {
       // A late answer to a call that timed out or was cancelled, or one the node could not attribute (id null).
       this.#log?.debug({ id: idText }, "WebSocket upstream reply matches no waiting request");
+      return;
+    }
+    if (data.length > this.#maxReplyBytes) {
+      // Found from outside: the typed door took such a reply whole (its protobuf answer, half the JSON, fit the budget).
+      this.#fail(id, replyTooLarge(`reply body larger than ${this.#maxReplyBytes} bytes`));
       return;
     }
     let result: UpstreamResult;

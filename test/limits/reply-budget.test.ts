@@ -155,6 +155,17 @@ it("a WebSocket node's reply larger than the whole budget fails as too large (-3
       { jsonrpc: "2.0", id: 2, error: { code: -32052, message: expect.stringMatching(/^upstream reply too large/) } },
       { jsonrpc: "2.0", id: 3, result: "0x7a69" },
     ]);
+    // The typed door too (found from outside: its protobuf answer, half the node's JSON, fit the budget, and the reply
+    // was taken whole).
+    const typedWs = grpcJsCaller(wsNg, EthService, wsNg.key);
+    try {
+      const address = Buffer.from(HUGE.slice(2), "hex");
+      const err = (await typedWs.call(EthService.method.getCode, create(GetCodeRequestSchema, { address, block: { kind: { case: "tag", value: 1 } } })).catch((e: unknown) => e)) as ServiceError;
+      expect(err.code).toBe(GrpcStatus.RESOURCE_EXHAUSTED);
+      expect(err.details).toMatch(/^upstream reply too large/);
+    } finally {
+      typedWs.close();
+    }
   } finally {
     await wsNg.close();
     await wsNode.close();

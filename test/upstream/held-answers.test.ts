@@ -75,7 +75,9 @@ it("a key holding nothing may take one answer larger than its share, as the budg
   expect(held.hold({}, SIZE, key)).toBe("key share");
   large();
   expect(budget.held).toBe(0);
-  expect(held.hold({}, 9 * SIZE, key)).toBe("budget");
+  // An answer larger than the whole budget could never be held: too large, not "try again shortly".
+  expect(held.hold({}, 9 * SIZE, key)).toBe("too large");
+  expect(held.refusal("the answers waiting for their clients", "", "too large").code).toBe(-32052);
   expect(held.refusal("this batch's answers", "; send the large calls in smaller batches", "key share").message).toBe(
     `limit exceeded: this batch's answers would pass ${2 * SIZE} bytes held for this key's clients at once (limits.maxReplyBytesPerKey); send the large calls in smaller batches; try again shortly`,
   );
