@@ -200,8 +200,9 @@ export class CallCache {
   /** A stored answer, served. */
   #hit(stored: Buffer): UpstreamResult {
     this.#stats.hits++;
-    if (stored.length < ENCODED_ONCE_BYTES) return { body: stored, start: 0, end: stored.length };
-    return { body: stored, start: 0, end: stored.length, encodings: this.#encodingsOf(stored) };
+    // Checked to be JSON before it was stored (#storeIfFinal): not checked again before it is spliced among other answers.
+    if (stored.length < ENCODED_ONCE_BYTES) return { body: stored, start: 0, end: stored.length, jsonChecked: true };
+    return { body: stored, start: 0, end: stored.length, encodings: this.#encodingsOf(stored), jsonChecked: true };
   }
 
   /**

@@ -40,7 +40,7 @@ export interface AnswerContext extends NativeCallContext {
  */
 function withCheckedResult(outcome: Outcome): Outcome {
   const r = outcome.result;
-  if (r === undefined || r.end - r.start <= CHECKED_RESULT_BYTES || isJsonValue(r.body, r.start, r.end)) return outcome;
+  if (r === undefined || r.end - r.start <= CHECKED_RESULT_BYTES || r.jsonChecked === true || isJsonValue(r.body, r.start, r.end)) return outcome;
   return { error: upstreamBadResponse("the result is not valid JSON") };
 }
 

@@ -31,6 +31,8 @@ export interface UpstreamResult {
    * under the same chain id), so such an answer is never stored.
    */
   fromPartner?: true;
+  /** Set once the result is known to be one JSON value (checked before it was cached, or read from the cache). */
+  jsonChecked?: true;
 }
 
 /**
@@ -114,10 +116,16 @@ const PARSED_BEFORE_CACHING_BYTES = 256 * 1024;
  * but the contents of strings).
  */
 export function resultIsJson(r: UpstreamResult): boolean {
+  if (r.jsonChecked === true) return true;
   const { body, start, end } = r;
-  if (end - start > PARSED_BEFORE_CACHING_BYTES) return isJsonValue(body, start, end);
+  if (end - start > PARSED_BEFORE_CACHING_BYTES) {
+    if (!isJsonValue(body, start, end)) return false;
+    r.jsonChecked = true;
+    return true;
+  }
   try {
     JSON.parse(body.toString("utf8", start, end));
+    r.jsonChecked = true;
     return true;
   } catch {
     return false;

@@ -231,6 +231,9 @@ describe("typed answers of cached results", () => {
     expect(first.encodings?.get(spec)).toBeInstanceOf(Buffer);
     expect(first.encodings?.size).toBe(2); // the protobuf bytes and the JSON answer
     expect(again.encodings).toBe(first.encodings);
+    // Checked to be JSON before it was stored: not checked again when spliced into a batch or a WebSocket answer (found
+    // from outside: 3.5 ms of CPU per 6.5 MB cached answer, checked at every hit).
+    expect([first.jsonChecked, again.jsonChecked]).toEqual([true, true]);
     // Kept answers, whose compressed copies are kept beside them (the gzip calls above made one).
     for (const kept of first.encodings?.values() ?? []) expect(isKeptAnswer(kept)).toBe(true);
     expect(isKeptAnswer(Buffer.from(json[0] ?? ""))).toBe(false);
