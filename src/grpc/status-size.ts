@@ -103,7 +103,7 @@ interface Step {
   revert: boolean;
   /** Keep JsonRpcError.data that is not a copy of the revert bytes, and JsonRpcError.other_members. */
   data: boolean;
-  /** Say what was left out and where to read it ("short": in a few words, where the whole note alone is over the limit). */
+  /** Say what was left out and where to read it ("short": in a few words, in grpc-message only, where the whole note is over the limit). */
   notes: boolean | "short";
   /** Keep the details other than JsonRpcError and RevertError (RetryInfo). */
   others: boolean;
@@ -121,6 +121,8 @@ const STEPS: Step[] = [
   ...TEXT_STEPS.flatMap((textBytes) => [
     { textBytes, revert: true, data: true, notes: true, others: true },
     { textBytes, revert: true, data: false, notes: true, others: true },
+    // The members out beside a short note before the revert bytes go: the whole note alone outweighed a small member.
+    { textBytes, revert: true, data: false, notes: "short" as const, others: true },
   ]),
   ...TEXT_STEPS.map((textBytes) => ({ textBytes, revert: false, data: true, notes: true, others: true })),
   ...TEXT_STEPS.map((textBytes) => ({ textBytes, revert: false, data: false, notes: true, others: true })),
@@ -160,6 +162,8 @@ export function fitStatus(fields: Record<string, unknown>, limit: number): void 
       note = step.notes === "short" ? " [error data left out]" : ` [error data left out: over this client's gRPC header limit; the Connect protocol returns it]`;
     const text = (t: string) => shortened(t, step.textBytes, utf8Bytes);
     if (typeof encoded === "string") fields[MESSAGE] = encodeGrpcMessage(shortened(message, step.textBytes, grpcMessageBytes) + note);
+    // A short note goes in grpc-message alone: written into the details twice more, it passed limits the texts fit.
+    if (step.notes === "short") note = "";
     if (status !== undefined) {
       const packed: Any[] = [];
       if (json !== undefined) {

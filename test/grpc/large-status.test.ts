@@ -231,6 +231,41 @@ describe("reverts on gRPC over HTTP/2", () => {
 });
 
 describe("fitStatus", () => {
+  // Found from outside, at several limits and sizes: a node's small member (a 100-1,000 byte stack) cost the texts or
+  // even the revert bytes, since the note saying it was left out, written three times, outweighed it.
+  it("a node's other members never cost the texts or the revert bytes what the same error without them keeps", () => {
+    const revert = new Uint8Array(68).fill(7);
+    const fitted = (reason: string, stack: number, limit: number) => {
+      const status = create(StatusSchema, {
+        code: Code.FailedPrecondition,
+        message: `execution reverted: ${reason}`,
+        details: [
+          anyPack(JsonRpcErrorSchema, create(JsonRpcErrorSchema, { code: 3n, message: `execution reverted: ${reason}`, ...(stack > 0 ? { otherMembers: `{"stack":"${"s".repeat(stack)}"}` } : {}) })),
+          anyPack(RevertErrorSchema, create(RevertErrorSchema, { data: revert, reason })),
+        ],
+      });
+      const fields: Record<string, unknown> = {
+        "grpc-status": String(Code.FailedPrecondition),
+        "grpc-message": `execution reverted: ${reason}`,
+        "grpc-status-details-bin": Buffer.from(toBinary(StatusSchema, status)).toString("base64"),
+      };
+      fitStatus(fields, limit);
+      const kept = fromBinary(StatusSchema, Buffer.from(fields["grpc-status-details-bin"] as string, "base64")).details.map((d) => anyUnpack(d, RevertErrorSchema)).find((d) => d !== undefined);
+      return { reasonWhole: kept?.reason === reason, revertKept: kept !== undefined };
+    };
+    for (const limit of [4096, 8192]) {
+      for (let length = 200; length <= limit; length += 25) {
+        const reason = "R".repeat(length);
+        const alone = fitted(reason, 0, limit);
+        for (const stack of [100, 300, 1000]) {
+          const withStack = fitted(reason, stack, limit);
+          if (alone.reasonWhole) expect(withStack.reasonWhole, `limit ${limit}, reason ${length}, stack ${stack}`).toBe(true);
+          if (alone.revertKept) expect(withStack.revertKept, `limit ${limit}, reason ${length}, stack ${stack}`).toBe(true);
+        }
+      }
+    }
+  });
+
   it("never makes a short message longer than it was, and keeps the JsonRpcError code", () => {
     // Found from outside: at a 512-byte limit "invalid project id" came back as "… [shortened from 18 characters]".
     const status = create(StatusSchema, {
