@@ -249,15 +249,17 @@ describe("a block with more logs than eth_getLogs answers", () => {
   // limit) stalled the feed for good, without a word, as a result limit had.
   const refuseWithTimeout = (block: number, times: number) => {
     let refusals = 0;
+    let widerAfterRefusal = 0;
     upstream.handler = (r) => {
       const [filter] = r.params as [{ fromBlock?: string; toBlock?: string }];
       if (r.method === "eth_getLogs" && Number(filter.fromBlock) <= block && Number(filter.toBlock) >= block && refusals < times) {
         if (filter.fromBlock === filter.toBlock) refusals++;
+        else if (refusals > 0) widerAfterRefusal++;
         return { error: { code: -32005, message: "query timeout exceeded" } };
       }
       return { forward: anvil.url };
     };
-    return () => refusals;
+    return { tries: () => refusals, widerAfterRefusal: () => widerAfterRefusal };
   };
 
   it("refused at every try under another limit (a query timeout) for 10 s ends the subscribers, quoting the node", async () => {
@@ -265,13 +267,16 @@ describe("a block with more logs than eth_getLogs answers", () => {
     subscribers.push(s);
     await s.subscribe("logs", { address: probe.address });
     const refused = (await chain.blockNumber()) + 1;
-    const tries = refuseWithTimeout(refused, Number.POSITIVE_INFINITY);
+    const { tries, widerAfterRefusal } = refuseWithTimeout(refused, Number.POSITIVE_INFINITY);
     const started = performance.now();
     expect(await probe.store(43n)).toBe(refused);
+    await chain.mine(2); // blocks after it, so that each try could page from it to the head
     const closed = await s.closed;
     expect([closed.code, closed.reason]).toEqual([1011, expect.stringContaining(`the node refuses the logs of block ${refused} for this filter at every try ("query timeout`)]);
     expect(tries()).toBeGreaterThanOrEqual(3);
     expect(performance.now() - started).toBeGreaterThanOrEqual(10_000);
+    // Once refused alone, the block is asked alone again, not in pages halved down to it at every try.
+    expect(widerAfterRefusal()).toBe(0);
     upstream.handler = () => ({ forward: anvil.url });
   }, 30_000);
 
@@ -281,7 +286,7 @@ describe("a block with more logs than eth_getLogs answers", () => {
     subscribers.push(s);
     const id = await s.subscribe("logs", { address: probe.address });
     const slow = (await chain.blockNumber()) + 1;
-    const tries = refuseWithTimeout(slow, 5);
+    const { tries } = refuseWithTimeout(slow, 5);
     expect(await probe.store(44n)).toBe(slow);
     const [log] = await s.waitFor(id, 1);
     expect(Number(log.blockNumber)).toBe(slow);
