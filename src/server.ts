@@ -28,7 +28,7 @@ import { registerHealth } from "./grpc/health-service.js";
 import { nodeRequestContext } from "./grpc/node-request.js";
 import { registerReflection } from "./grpc/reflection.js";
 import { registerStreamLogs } from "./grpc/stream-logs.js";
-import { registerSubscriptionStreams } from "./grpc/subscription-streams.js";
+import { endTypedStreams, registerSubscriptionStreams } from "./grpc/subscription-streams.js";
 import { createConnectAdapter } from "./grpc/connect-adapter.js";
 import { createConnectUnaryHandler } from "./grpc/connect-unary.js";
 import { refuseMalformedGet, varyOnAcceptEncoding } from "./grpc/connect-get.js";
@@ -538,6 +538,8 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       for (const session of sessions) session.close();
       // WebSocket clients stop being read, get the answers to what they sent, then a 1012 close; their subscriptions notify until then.
       const wsClosed = wsHandler.drain();
+      // Typed subscription streams owe no answer: end them now, not once the WebSocket clients have had theirs.
+      endTypedStreams(gateway);
       await settledBy(wsClosed, deadline);
       // Subscription streams never finish by themselves: end them now (clients resume elsewhere) rather than at the drain deadline.
       const subscriptionsClosed = gateway.subscriptions.close();

@@ -27,7 +27,7 @@ import { acquireSubscription } from "../auth/key-quotas.js";
 import { CodecError } from "../codec/codec-error.js";
 import { decodeData } from "../codec/hex.js";
 import type { CodecRegistry } from "../codec/message-codec.js";
-import { invalidParams, resultNotTypeable } from "../errors/catalogue.js";
+import { invalidParams, resultNotTypeable, shuttingDown } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import type { Gateway } from "../gateway.js";
 import { createCodecRegistry } from "../methods/default-table.js";
@@ -122,10 +122,22 @@ interface StreamSpec<T> {
   decoder: EventDecoder<T>;
 }
 
+/** The typed subscription streams open on each gateway, each with the function that ends it (shutdown). */
+const openTypedStreams = new WeakMap<Gateway, Set<(error: GatewayError) => void>>();
+
+/**
+ * Ends every typed subscription stream now (UNAVAILABLE, "shutting down"): they have no answer owed to anyone,
+ * so a drain need not keep them until native WebSocket clients have had theirs.
+ */
+export function endTypedStreams(gateway: Gateway): void {
+  for (const end of [...(openTypedStreams.get(gateway) ?? [])]) end(shuttingDown());
+}
+
 async function* subscriptionStream<T extends Message>(gateway: Gateway, spec: StreamSpec<T>, ctx: HandlerContext): AsyncGenerator<T> {
   let subscription: Subscription | undefined;
   let finished = false;
   let release: (() => void) | undefined;
+  let leaveOpen: (() => void) | undefined;
   // Leaves the feed and frees the quota once, from whichever comes first: the generator's end, the client going away,
   // or an overflow. A stream cut behind unread writes may never see its generator resumed, so this cannot wait for it.
   const finish = (): void => {
@@ -158,6 +170,14 @@ async function* subscriptionStream<T extends Message>(gateway: Gateway, spec: St
       },
       gateway.limits.maxWsUnreadBytes,
     );
+    let open = openTypedStreams.get(gateway);
+    if (open === undefined) openTypedStreams.set(gateway, (open = new Set()));
+    const end = (error: GatewayError): void => {
+      finish();
+      queue.end(error);
+    };
+    open.add(end);
+    leaveOpen = () => open.delete(end);
     // History (with from_block) flows into the queue while this loop reads it, so subscribe is not awaited here.
     gateway.subscriptions
       .hub(network)
@@ -177,6 +197,7 @@ async function* subscriptionStream<T extends Message>(gateway: Gateway, spec: St
     throw handlerError(err, ctx.signal);
   } finally {
     ctx.signal.removeEventListener("abort", finish);
+    leaveOpen?.();
     finish();
   }
 }

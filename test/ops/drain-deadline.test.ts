@@ -71,3 +71,30 @@ it.each([
   expect(answer).toMatchObject({ id: "slow-ws", error: { code: -32056, message: expect.stringContaining("shutting down") } });
   expect(code).toBe(1012);
 });
+
+// Found from outside: typed subscription streams waited for native WebSocket clients' answers (up to the drain
+// deadline) though they owe no one an answer; they are told to resume elsewhere as the drain starts.
+it("typed subscription streams end UNAVAILABLE as the drain starts, not once a WebSocket client's slow call is answered", async () => {
+  const alone = await startNodegate({ upstreamUrl: upstream.url });
+  const ws = await openWsSession(alone.wsUrl);
+  ws.send(JSON.stringify(rpc("eth_blockNumber", [], "slow-ws")));
+  const abort = new AbortController();
+  const heads = connectClient(alone.url, EthService, alone.key, "grpc").subscribeNewHeads({}, { signal: abort.signal });
+  const ended = (async () => {
+    try {
+      for await (const _ of heads);
+      return { at: performance.now(), error: undefined };
+    } catch (e) {
+      return { at: performance.now(), error: ConnectError.from(e) };
+    }
+  })();
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const started = performance.now();
+  const closed = alone.server.close(3000);
+  const end = await ended;
+  expect(end.error?.code).toBe(Code.Unavailable);
+  expect(end.error?.rawMessage).toContain("shutting down");
+  expect(end.at - started).toBeLessThan(1500);
+  await closed;
+  abort.abort();
+});
