@@ -5,6 +5,7 @@
  * saying so, as nginx does, where the TLS server closed it with no word and
  * curl reported "Empty reply from server".
  */
+import http2 from "node:http2";
 import net, { type Socket } from "node:net";
 import type tls from "node:tls";
 import { ignoreResetBeforeIdentified } from "./client-timeouts.js";
@@ -21,6 +22,23 @@ const PLAIN_HTTP_ANSWER =
   `content-length: ${Buffer.byteLength(PLAIN_HTTP_BODY)}\r\n` +
   "connection: close\r\n\r\n" +
   PLAIN_HTTP_BODY;
+
+/**
+ * Cleartext HTTP/2 on the TLS port (gRPC "insecure"/plaintext channels, h2c prior knowledge): each request is
+ * answered in words, gRPC ones UNAVAILABLE with the plain HTTP answer's text, others 400, and the session is closed.
+ */
+const plainHttp2 = http2.createServer();
+plainHttp2.on("stream", (stream, headers) => {
+  stream.on("error", () => {});
+  const grpc = String(headers["content-type"] ?? "").startsWith("application/grpc");
+  if (grpc) stream.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "14", "grpc-message": PLAIN_HTTP_BODY.trim() }, { endStream: true });
+  else {
+    stream.respond({ ":status": 400, "content-type": "text/plain; charset=utf-8" });
+    stream.end(PLAIN_HTTP_BODY);
+  }
+  stream.session?.close();
+});
+plainHttp2.on("sessionError", () => {});
 
 /** Whether the first bytes begin a plain HTTP/1.x request line (a method in capitals); an HTTP/2 preface is left to TLS. */
 function isPlainHttp1(head: Buffer): boolean {
@@ -68,6 +86,14 @@ export function tlsListener(secure: tls.Server, guard: (socket: Socket) => () =>
       silent.delete(socket);
       socket.off("data", sniff);
       identified();
+      if (head.subarray(0, HTTP2_PREFACE_START.length).equals(HTTP2_PREFACE_START)) {
+        socket.pause();
+        socket.unshift(head);
+        // Bounded as a silent connection is (headersTimeoutMs' default): the answer goes at once, the client may not close.
+        setTimeout(() => socket.destroy(), 10_000).unref();
+        plainHttp2.emit("connection", socket);
+        return;
+      }
       if (head[0] !== TLS_HANDSHAKE_RECORD && isPlainHttp1(head)) {
         socket.end(PLAIN_HTTP_ANSWER);
         setTimeout(() => socket.destroy(), PLAIN_HTTP_LINGER_MS).unref();

@@ -139,6 +139,26 @@ it("a plain HTTP request sent to the TLS port is answered 400 saying so, and TLS
   expect(answer).toEqual({ status: 200, text: '{"jsonrpc":"2.0","id":2,"result":"0x7a69"}' });
 });
 
+it("a plaintext gRPC client (an insecure channel) on the TLS port gets UNAVAILABLE saying the port speaks TLS", async () => {
+  // Found from outside: cleartext HTTP/2 went to the TLS server, which dropped it with no word (grpc-js: "No connection
+  // established").
+  const client = new grpc.Client(`127.0.0.1:${secure.port}`, grpc.credentials.createInsecure());
+  try {
+    const metadata = new grpc.Metadata();
+    metadata.set("x-api-key", secure.key);
+    const err = await new Promise<grpc.ServiceError | null>((resolve) =>
+      client.makeUnaryRequest(`/${EthService.typeName}/ChainId`, (b: Buffer) => b, (b: Buffer) => b, Buffer.alloc(0), metadata, (e) => resolve(e)),
+    );
+    expect(err?.code).toBe(grpc.status.UNAVAILABLE);
+    expect(err?.details).toContain("This port speaks TLS");
+  } finally {
+    client.close();
+  }
+  // TLS callers are served as before.
+  const answer = await postHttps(`/v3/${secure.key}`, '{"jsonrpc":"2.0","id":3,"method":"eth_chainId","params":[]}');
+  expect(answer).toEqual({ status: 200, text: '{"jsonrpc":"2.0","id":3,"result":"0x7a69"}' });
+});
+
 it("an HTTPS request asking for an upgrade other than WebSocket (curl --http2's h2c) is served as a plain request", async () => {
   // Found from outside: on the TLS port it got an empty reply (curl: "Empty reply from server"), where the plain port served it.
   const body = '{"jsonrpc":"2.0","id":3,"method":"eth_chainId","params":[]}';
