@@ -228,8 +228,12 @@ export async function main(argv: string[]): Promise<void> {
     const config = loadOrExit(second);
     const keys = config.keys?.length ?? 0;
     for (const warning of config.warnings) process.stderr.write(`nodegate: warning: ${warning}\n`);
+    // Said as a start would do it (found from outside: "0 upstreams; 0 keys" where a start runs Anvil and makes a key).
+    const upstreams = (n: { upstreams: unknown[] }) =>
+      config.embeddedAnvil && n.upstreams.length === 0 ? "the embedded Anvil" : `${n.upstreams.length} upstream${n.upstreams.length === 1 ? "" : "s"}`;
+    const keyText = config.keys === undefined ? "no keys: a development key is made at start" : `${keys} key${keys === 1 ? "" : "s"}`;
     process.stdout.write(
-      `${second}: valid (${config.networks.length} network${config.networks.length === 1 ? "" : "s"}: ${config.networks.map((n) => `${n.name} [${n.family}, ${n.upstreams.length} upstream${n.upstreams.length === 1 ? "" : "s"}]`).join(", ")}; ${keys} key${keys === 1 ? "" : "s"}; listen ${config.host}:${config.port})\n`,
+      `${second}: valid (${config.networks.length} network${config.networks.length === 1 ? "" : "s"}: ${config.networks.map((n) => `${n.name} [${n.family}, ${upstreams(n)}]`).join(", ")}; ${keyText}; listen ${config.host}:${config.port}${config.tls === undefined ? "" : " (TLS)"})\n`,
     );
     return;
   }

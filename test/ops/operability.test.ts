@@ -891,6 +891,11 @@ describe("the nodegate command", () => {
       env: { ...process.env, PROVIDER_KEY: "p", PARTNER_URL: "https://partner.example/rpc", CLIENT_KEY_1: "client-key-1-xyz", CLIENT_KEY_2: "client-key-2-xyz", CLIENT_SECRET_2: "s" },
     })) as { stdout: string };
     expect(ok.stdout).toContain("valid (1 network: ethereum [eth, 2 upstreams]; 2 keys");
+    // Said as a start would do it: the embedded Anvil and a development key, not "0 upstreams; 0 keys".
+    const bare = join(testTempDir("nodegate-bare-"), "nodegate.yaml");
+    writeFileSync(bare, "listen:\n  port: 64999\n");
+    const bareOut = (await cli("check-config", bare)) as { stdout: string };
+    expect(bareOut.stdout).toContain("valid (1 network: ethereum [eth, the embedded Anvil]; no keys: a development key is made at start; listen");
     const bad = (await cli("check-config", join(ROOT, "test/fixtures/bad-config.yaml"))) as { code: number; stderr: string };
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/bad-config\.yaml:\d+:\d+: keys\[0\]\.plan: want one of core, growth, custom/);
