@@ -180,7 +180,7 @@ export class CallCache {
             // answers (a reorg moved it, and finality passed the new chain) must not be stored as final.
             const finalizedWhenSent = this.#head.lastFinalized;
             const result = await fetch(s, onSent);
-            // Stored before the answer goes, so the next identical call finds it.
+            // Stored (in a shared store: sent) before the answer goes, so the next identical call finds it.
             await this.#storeIfFinal(key, rule, result, finalizedWhenSent);
             return result;
           };
@@ -247,8 +247,12 @@ export class CallCache {
       // A null or an empty list may come from a lagging node (a final block it does not have yet, a log range past its
       // head): never kept, whatever the rule.
       if (isNull(result) || isEmptyList(result) || !resultIsJson(result)) return;
-      await this.#store?.set(key, result.body.subarray(result.start, result.end));
-      this.#stats.stored++;
+      const stored = this.#store?.set(key, result.body.subarray(result.start, result.end));
+      // A shared store's write is not waited for: the answer would wait on Redis again, after its lookup (found from
+      // outside: up to three times stores.timeoutMs on a silent Redis). Sent on the connection the lookups use, it is
+      // still found by the next identical call of this process. Counted once stored (a skipped write is no store).
+      if (stored instanceof Promise) void stored.then((ok) => ok && this.#stats.stored++);
+      else if (stored === true) this.#stats.stored++;
     } catch {
       // An answer that cannot be stored costs a future miss, never this call.
     }

@@ -73,12 +73,12 @@ export class MemoryCacheStore implements CacheStore {
     return entry.value;
   }
 
-  set(key: string, bytes: Buffer, ttlMs?: number): void {
+  set(key: string, bytes: Buffer, ttlMs?: number): boolean {
     this.delete(key);
     const value = keptCopy(bytes);
     const cost = entryCost(key, value);
     // A value larger than its share of the budget would only evict everything else.
-    if (cost > this.#maxEntryBytes) return;
+    if (cost > this.#maxEntryBytes) return false;
     this.#entries.set(key, { value, bytes: cost, expiresAt: ttlMs === undefined ? Number.POSITIVE_INFINITY : this.#now() + ttlMs });
     this.#bytes += cost;
     for (const [oldest, stored] of this.#entries) {
@@ -87,6 +87,7 @@ export class MemoryCacheStore implements CacheStore {
       this.#bytes -= stored.bytes;
       this.evictions++;
     }
+    return true;
   }
 
   delete(key: string): void {

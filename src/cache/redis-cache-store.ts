@@ -47,13 +47,15 @@ export class RedisCacheStore implements CacheStore {
   }
 
   /** Stores `value` for `ttlMs`, by default SHARED_CACHE_TTL_MS. */
-  async set(key: string, value: Buffer, ttlMs = SHARED_CACHE_TTL_MS): Promise<void> {
-    if (this.#client.state !== "ready") return;
+  async set(key: string, value: Buffer, ttlMs = SHARED_CACHE_TTL_MS): Promise<boolean> {
+    if (this.#client.state !== "ready") return false;
     const args = ["SET", this.#prefix + key, value, "PX", Math.max(1, Math.ceil(ttlMs))];
     try {
       await this.#client.command(args);
+      return true;
     } catch (err) {
       this.#report("cache", err);
+      return false;
     }
   }
 

@@ -13,8 +13,8 @@ export interface CacheStore {
   readonly shared?: boolean;
   /** The value stored under `key`, or undefined (absent, expired, or the store is unreachable). */
   get(key: string): Buffer | undefined | Promise<Buffer | undefined>;
-  /** Stores `value` under `key`, for `ttlMs` when given (else until evicted). */
-  set(key: string, value: Buffer, ttlMs?: number): void | Promise<void>;
+  /** Stores `value` under `key`, for `ttlMs` when given (else until evicted); says whether it was stored. */
+  set(key: string, value: Buffer, ttlMs?: number): boolean | Promise<boolean>;
   /** Removes `key` if present. */
   delete(key: string): void | Promise<void>;
   /** Releases connections and memory. */
