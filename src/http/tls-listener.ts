@@ -69,6 +69,8 @@ const peerOf = (socket: Socket): string => `${socket.remoteAddress}:${socket.rem
  */
 export function tlsListener(secure: tls.Server, guard: (socket: Socket) => () => void): TlsListener {
   const silent = new Set<Socket>();
+  /** Cleartext HTTP/2 connections answered in words: nothing is owed to them, so a drain closes them (found from outside: they held it 10 s). */
+  const plain = new Set<Socket>();
   /** Connections handed to TLS whose handshake has not finished, by peer. */
   const handshaking = new Map<string, Socket>();
   secure.on("secureConnection", (tlsSocket: tls.TLSSocket) => handshaking.delete(peerOf(tlsSocket)));
@@ -91,6 +93,8 @@ export function tlsListener(secure: tls.Server, guard: (socket: Socket) => () =>
         socket.unshift(head);
         // Bounded as a silent connection is (headersTimeoutMs' default): the answer goes at once, the client may not close.
         setTimeout(() => socket.destroy(), 10_000).unref();
+        plain.add(socket);
+        socket.once("close", () => plain.delete(socket));
         plainHttp2.emit("connection", socket);
         return;
       }
@@ -115,6 +119,7 @@ export function tlsListener(secure: tls.Server, guard: (socket: Socket) => () =>
     server,
     closeUnestablished() {
       for (const socket of silent) socket.destroy();
+      for (const socket of plain) socket.destroy();
       for (const socket of handshaking.values()) socket.destroy();
     },
   };

@@ -192,6 +192,23 @@ it("a connection to the TLS port that has sent nothing does not hold the drain p
   await own.close();
 });
 
+it("a cleartext HTTP/2 connection to the TLS port (answered in words) does not hold the drain either", async () => {
+  // Found from outside: handed to the server that answers it, it was no longer among those the drain closes, and the
+  // stop waited 10 s for it.
+  const own = await startNodegate({ upstreamUrl: anvil.url, config: { tls: tlsFiles } });
+  const socket = net.connect(own.port, "127.0.0.1");
+  socket.on("error", () => {});
+  await new Promise((resolve) => socket.once("connect", resolve));
+  socket.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+  const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+  // Answered (its SETTINGS) shows the connection was handed on.
+  await new Promise<void>((resolve) => socket.once("data", () => resolve()));
+  const drained = own.server.close(60_000).then(() => "closed");
+  expect(await Promise.race([drained, new Promise((r) => setTimeout(() => r("still draining after 5 s"), 5000))])).toBe("closed");
+  await closed;
+  await own.close();
+});
+
 it("a connection part way through its TLS handshake, or after a lone P, does not hold the drain past the calls in flight", async () => {
   // Seen: one that sent the start of a ClientHello was handed to TLS, and the stop waited for its handshake deadline.
   const own = await startNodegate({ upstreamUrl: anvil.url, config: { tls: tlsFiles } });
