@@ -130,8 +130,12 @@ const openTypedStreams = new WeakMap<Gateway, Set<(error: GatewayError) => void>
  * so a drain need not keep them until native WebSocket clients have had theirs.
  */
 export function endTypedStreams(gateway: Gateway): void {
+  drainingGateways.add(gateway);
   for (const end of [...(openTypedStreams.get(gateway) ?? [])]) end(shuttingDown());
 }
+
+/** Gateways whose drain has begun: a stream opened since (on a connection still open) is refused the same way. */
+const drainingGateways = new WeakSet<Gateway>();
 
 async function* subscriptionStream<T extends Message>(gateway: Gateway, spec: StreamSpec<T>, ctx: HandlerContext): AsyncGenerator<T> {
   let subscription: Subscription | undefined;
@@ -149,6 +153,8 @@ async function* subscriptionStream<T extends Message>(gateway: Gateway, spec: St
   };
   ctx.signal.addEventListener("abort", finish, { once: true });
   try {
+    // Found from outside: one opened on a kept-alive connection during the drain was served until the drain's end.
+    if (drainingGateways.has(gateway)) throw shuttingDown();
     const addresses = spec.topic.kind === "logs" ? [...spec.topic.filter.addresses] : undefined;
     const { key, network } = await admitEthCall(gateway, ctx, "eth_subscribe", addresses);
     if (finished) return;

@@ -12,6 +12,7 @@ import { post, rpc } from "../support/http.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
 import { openWsSession } from "../support/ws-session.js";
+import { endTypedStreams } from "../../src/grpc/subscription-streams.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 
 let anvil: AnvilNode;
@@ -88,6 +89,9 @@ it("typed subscription streams end UNAVAILABLE as the drain starts, not once a W
       return { at: performance.now(), error: ConnectError.from(e) };
     }
   })();
+  // A Connect client over HTTP/1.1 with a kept-alive connection, for a stream opened during the drain.
+  const warm = connectClient(alone.url, EthService, alone.key, "connect");
+  await warm.chainId({});
   await new Promise((resolve) => setTimeout(resolve, 300));
   const started = performance.now();
   const closed = alone.server.close(3000);
@@ -95,6 +99,35 @@ it("typed subscription streams end UNAVAILABLE as the drain starts, not once a W
   expect(end.error?.code).toBe(Code.Unavailable);
   expect(end.error?.rawMessage).toContain("shutting down");
   expect(end.at - started).toBeLessThan(1500);
+  // One opened since, on a kept-alive HTTP/1.1 connection, is refused too (the next test takes the drain's first step
+  // alone, where the connection is surely still served).
+  const late = await (async () => {
+    try {
+      for await (const _ of warm.subscribeNewHeads({}, { signal: abort.signal }));
+      return undefined;
+    } catch (e) {
+      return ConnectError.from(e);
+    }
+  })();
+  expect([late?.code, late?.rawMessage]).toEqual([Code.Unavailable, expect.stringContaining("shutting down")]);
   await closed;
   abort.abort();
+});
+
+it("once the drain has ended the typed streams, a typed stream opened on a connection still served is refused the same way", async () => {
+  // Found from outside: one opened during the drain on a kept-alive connection was served until the drain's end. The
+  // drain's first step is taken alone here, so the connection is surely still served.
+  const alone = await startNodegate({ upstreamUrl: upstream.url });
+  endTypedStreams(alone.gateway);
+  const late = await (async () => {
+    try {
+      for await (const _ of connectClient(alone.url, EthService, alone.key, "grpc").subscribeNewHeads({}));
+      return undefined;
+    } catch (e) {
+      return ConnectError.from(e);
+    }
+  })();
+  expect([late?.code, late?.rawMessage]).toEqual([Code.Unavailable, expect.stringContaining("shutting down")]);
+  expect((await connectClient(alone.url, EthService, alone.key, "grpc").chainId({})).chainId).toBe(0x7a69n);
+  await alone.close();
 });
