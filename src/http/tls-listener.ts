@@ -25,14 +25,20 @@ const PLAIN_HTTP_ANSWER =
 
 /**
  * Cleartext HTTP/2 on the TLS port (gRPC "insecure"/plaintext channels, h2c prior knowledge): each request is
- * answered in words, gRPC ones UNAVAILABLE with the plain HTTP answer's text, others 400, and the session is closed.
+ * answered in words, gRPC and Connect unary ones UNAVAILABLE with the plain HTTP answer's text, others 400, and the
+ * session is closed.
  */
 const plainHttp2 = http2.createServer();
 plainHttp2.on("stream", (stream, headers) => {
   stream.on("error", () => {});
-  const grpc = String(headers["content-type"] ?? "").startsWith("application/grpc");
-  if (grpc) stream.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "14", "grpc-message": PLAIN_HTTP_BODY.trim() }, { endStream: true });
-  else {
+  const contentType = String(headers["content-type"] ?? "");
+  if (contentType.startsWith("application/grpc")) {
+    stream.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "14", "grpc-message": PLAIN_HTTP_BODY.trim() }, { endStream: true });
+  } else if (/^application\/(json|proto)\b/.test(contentType)) {
+    // A Connect unary call reads its error from a JSON body (found from outside: connect-es said only "HTTP 400").
+    stream.respond({ ":status": 503, "content-type": "application/json" });
+    stream.end(JSON.stringify({ code: "unavailable", message: PLAIN_HTTP_BODY.trim() }));
+  } else {
     stream.respond({ ":status": 400, "content-type": "text/plain; charset=utf-8" });
     stream.end(PLAIN_HTTP_BODY);
   }

@@ -13,8 +13,8 @@ import tls from "node:tls";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { fromBinary } from "@bufbuild/protobuf";
-import { createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ChainIdResponseSchema, EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
@@ -154,6 +154,13 @@ it("a plaintext gRPC client (an insecure channel) on the TLS port gets UNAVAILAB
   } finally {
     client.close();
   }
+  // A Connect client over h2c reads the same text (found from outside: connect-es said only "HTTP 400").
+  const connect = createClient(EthService, createConnectTransport({ baseUrl: `http://127.0.0.1:${secure.port}`, httpVersion: "2" }));
+  const connectErr = await connect.chainId({}).then(
+    () => undefined,
+    (e: unknown) => ConnectError.from(e),
+  );
+  expect([connectErr?.code, connectErr?.rawMessage]).toEqual([Code.Unavailable, expect.stringContaining("This port speaks TLS")]);
   // TLS callers are served as before.
   const answer = await postHttps(`/v3/${secure.key}`, '{"jsonrpc":"2.0","id":3,"method":"eth_chainId","params":[]}');
   expect(answer).toEqual({ status: 200, text: '{"jsonrpc":"2.0","id":3,"result":"0x7a69"}' });
