@@ -25,16 +25,25 @@ const PLAIN_HTTP_ANSWER =
 
 /**
  * Cleartext HTTP/2 on the TLS port (gRPC "insecure"/plaintext channels, h2c prior knowledge): each request is
- * answered in words, gRPC and Connect unary ones UNAVAILABLE with the plain HTTP answer's text, others 400, and the
- * session is closed.
+ * answered in words: gRPC and Connect calls UNAVAILABLE with the plain HTTP answer's text, others 400.
  */
+/** An RPC's path, /package.Service/Method (a native JSON-RPC path, /v3/<KEY>, is not one). */
+const RPC_PATH = /^\/[A-Za-z_][\w.]*\.[A-Za-z_]\w*\/[A-Za-z_]\w*$/;
 const plainHttp2 = http2.createServer();
 plainHttp2.on("stream", (stream, headers) => {
   stream.on("error", () => {});
   const contentType = String(headers["content-type"] ?? "");
   if (contentType.startsWith("application/grpc")) {
     stream.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "14", "grpc-message": PLAIN_HTTP_BODY.trim() }, { endStream: true });
-  } else if (/^application\/(json|proto)\b/.test(contentType)) {
+  } else if (/^application\/connect\+/.test(contentType)) {
+    // A Connect streaming call reads its error from the end-stream message (flags 0x02).
+    const json = Buffer.from(JSON.stringify({ error: { code: "unavailable", message: PLAIN_HTTP_BODY.trim() } }));
+    const head = Buffer.alloc(5);
+    head[0] = 0x02;
+    head.writeUInt32BE(json.length, 1);
+    stream.respond({ ":status": 200, "content-type": contentType.split(";")[0] ?? contentType });
+    stream.end(Buffer.concat([head, json]));
+  } else if (/^application\/(json|proto)\b/.test(contentType) && RPC_PATH.test(String(headers[":path"] ?? ""))) {
     // A Connect unary call reads its error from a JSON body (found from outside: connect-es said only "HTTP 400").
     stream.respond({ ":status": 503, "content-type": "application/json" });
     stream.end(JSON.stringify({ code: "unavailable", message: PLAIN_HTTP_BODY.trim() }));
@@ -42,7 +51,8 @@ plainHttp2.on("stream", (stream, headers) => {
     stream.respond({ ":status": 400, "content-type": "text/plain; charset=utf-8" });
     stream.end(PLAIN_HTTP_BODY);
   }
-  stream.session?.close();
+  // The session stays open for the client's next call, which would be refused (REFUSED_STREAM, read as INTERNAL) on a
+  // closing one (found from outside); the per-connection bound and the drain close it.
 });
 plainHttp2.on("sessionError", () => {});
 

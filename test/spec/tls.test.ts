@@ -7,6 +7,7 @@
  */
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
+import http2 from "node:http2";
 import https from "node:https";
 import net from "node:net";
 import tls from "node:tls";
@@ -161,6 +162,41 @@ it("a plaintext gRPC client (an insecure channel) on the TLS port gets UNAVAILAB
     (e: unknown) => ConnectError.from(e),
   );
   expect([connectErr?.code, connectErr?.rawMessage]).toEqual([Code.Unavailable, expect.stringContaining("This port speaks TLS")]);
+  // Every call on a reused connection, and Connect streams (found from outside: the second call on one h2c connection
+  // got INTERNAL, REFUSED_STREAM; a Connect stream "HTTP 400").
+  const grpcOverH2c = createClient(EthService, createGrpcTransport({ baseUrl: `http://127.0.0.1:${secure.port}` }));
+  for (let i = 0; i < 3; i++) {
+    const again = await grpcOverH2c.chainId({}).then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    );
+    expect([again?.code, again?.rawMessage], `call ${i}`).toEqual([Code.Unavailable, expect.stringContaining("This port speaks TLS")]);
+  }
+  const streamErr = await (async () => {
+    try {
+      for await (const _ of connect.subscribeNewHeads({}));
+      return undefined;
+    } catch (e) {
+      return ConnectError.from(e);
+    }
+  })();
+  expect([streamErr?.code, streamErr?.rawMessage]).toEqual([Code.Unavailable, expect.stringContaining("This port speaks TLS")]);
+  // A native JSON-RPC call over h2c gets the plain 400, not a Connect error.
+  const native = await new Promise<{ status: number | undefined; body: string }>((resolve, reject) => {
+    const session = http2.connect(`http://127.0.0.1:${secure.port}`);
+    session.on("error", reject);
+    const req = session.request({ ":method": "POST", ":path": `/v3/${secure.key}`, "content-type": "application/json" });
+    let status: number | undefined;
+    let body = "";
+    req.on("response", (h) => (status = h[":status"]));
+    req.on("data", (d: Buffer) => (body += d.toString()));
+    req.on("end", () => {
+      session.close();
+      resolve({ status, body });
+    });
+    req.end('{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}');
+  });
+  expect(native).toEqual({ status: 400, body: "This port speaks TLS: call it with https:// (wss:// for WebSocket).\n" });
   // TLS callers are served as before.
   const answer = await postHttps(`/v3/${secure.key}`, '{"jsonrpc":"2.0","id":3,"method":"eth_chainId","params":[]}');
   expect(answer).toEqual({ status: 200, text: '{"jsonrpc":"2.0","id":3,"result":"0x7a69"}' });
