@@ -146,6 +146,7 @@ async function* subscriptionStream<T extends Message>(gateway: Gateway, spec: St
   // or an overflow. A stream cut behind unread writes may never see its generator resumed, so this cannot wait for it.
   const finish = (): void => {
     finished = true;
+    leaveOpen?.(); // a stream cut behind unread writes may never reach its generator's finally
     subscription?.close();
     subscription = undefined;
     release?.();
@@ -158,6 +159,8 @@ async function* subscriptionStream<T extends Message>(gateway: Gateway, spec: St
     const addresses = spec.topic.kind === "logs" ? [...spec.topic.filter.addresses] : undefined;
     const { key, network } = await admitEthCall(gateway, ctx, "eth_subscribe", addresses);
     if (finished) return;
+    // The drain may have begun while the call was admitted (a rate-limit count in Redis): found from outside.
+    if (drainingGateways.has(gateway)) throw shuttingDown();
     release = acquireSubscription(gateway.quotas, key);
     if (spec.topic.kind === "logs") {
       const size = filterSize(spec.topic.filter);

@@ -20,7 +20,7 @@ export function throttledStoreErrors(log: Logger, intervalMs = 10_000, now: () =
     last.set(store, { at: t, suppressed: 0 });
     log.warn(
       { store, err: (err as Error)?.message ?? String(err), suppressedSinceLast: seen?.suppressed ?? 0 },
-      `redis command failed; ${store} fall back to this instance`,
+      store === "cache" ? "redis command failed; the cache misses until it answers" : "redis command failed; rate limits are counted in this instance until it answers",
     );
   };
 }
