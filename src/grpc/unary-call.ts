@@ -83,10 +83,6 @@ class UnaryCall {
   #size = 0;
   /** Gives back what the answer holds of the reply budget while it waits for the client to read it. */
   #releaseAnswer: (() => void) | undefined;
-  // Listeners made in the constructor, not as arrow-function fields: tsx (esbuild's keepNames) names each such field's
-  // function with Object.defineProperty on every call, a measurable part of a small call's CPU.
-  readonly #onData: (chunk: Buffer) => void;
-  readonly #onEnd: () => void;
 
   constructor(
     private readonly gateway: Gateway,
@@ -96,13 +92,11 @@ class UnaryCall {
   ) {
     this.#header = headerSource(exchange.headers);
     this.#requestId = requestIdFrom(this.#header.get(REQUEST_ID_HEADER));
-    this.#onData = (chunk) => this.#data(chunk);
-    this.#onEnd = () => this.#end();
   }
 
   start(): void {
     const { exchange } = this;
-    exchange.whenDone(() => this.#close());
+    exchange.whenDone(this.#onClose);
     const timeout = this.protocol.timeout(this.#header);
     if (timeout.error !== undefined) {
       this.#fail(timeout.error);
@@ -115,11 +109,11 @@ class UnaryCall {
       // A deadline under a millisecond has passed on arrival: failed now, the node not asked (found from outside: with
       // "0m" or "1u" the timer raced the call, and 4-8 of 10 were answered OK).
       if (timeout.timeoutMs < 1) {
-        this.#deadlinePassed();
+        this.#onDeadline();
         exchange.body.resume();
         return;
       }
-      this.#deadline = setTimeout(() => this.#deadlinePassed(), timeout.timeoutMs);
+      this.#deadline = setTimeout(this.#onDeadline, timeout.timeoutMs);
     }
     exchange.body.on("data", this.#onData);
     exchange.body.once("end", this.#onEnd);
@@ -140,7 +134,7 @@ class UnaryCall {
     if (this.#settle(error)) this.exchange.answerError(error, this.#requestId);
   }
 
-  #data(chunk: Buffer): void {
+  readonly #onData = (chunk: Buffer): void => {
     if (this.#answered) return;
     this.#size += chunk.length;
     const limit = this.gateway.limits.maxBodyBytes;
@@ -152,9 +146,9 @@ class UnaryCall {
       return;
     }
     this.#chunks.push(chunk);
-  }
+  };
 
-  #end(): void {
+  readonly #onEnd = (): void => {
     if (this.#answered) return;
     const { route, protocol } = this;
     let request;
@@ -182,7 +176,7 @@ class UnaryCall {
         else this.#releaseAnswer?.();
       })
       .catch((err: unknown) => this.#fail(err));
-  }
+  };
 
   /** What a client that left before its answer came to: its deadline passing, or a cancel. */
   #clientLeft(): ConnectError {
@@ -191,12 +185,12 @@ class UnaryCall {
       : new ConnectError("the client cancelled the call", Code.Canceled);
   }
 
-  #deadlinePassed(): void {
+  readonly #onDeadline = (): void => {
     this.#fail(new ConnectError("the operation timed out", Code.DeadlineExceeded));
     this.#cancellation.abort();
-  }
+  };
 
-  #close(): void {
+  readonly #onClose = (): void => {
     // A finished exchange can outlive the call until a full GC (scavenges keep it, and what it
     // references, alive): the call's listeners leave it, so the call's objects die young.
     const { exchange } = this;
@@ -216,5 +210,5 @@ class UnaryCall {
       seen = exchange.answeredElsewhere() ?? this.#clientLeft();
     }
     logTypedCall(this.gateway.log, this.gateway.metrics, this.protocol.door, this.route.method, this.#requestId, this.#started, seen);
-  }
+  };
 }
