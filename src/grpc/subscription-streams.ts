@@ -206,7 +206,6 @@ async function* subscriptionStream<T extends Message>(gateway: Gateway, spec: St
     throw handlerError(err, ctx.signal);
   } finally {
     ctx.signal.removeEventListener("abort", finish);
-    leaveOpen?.();
     finish();
   }
 }

@@ -23,12 +23,13 @@ const PLAIN_HTTP_ANSWER =
   "connection: close\r\n\r\n" +
   PLAIN_HTTP_BODY;
 
+/** An RPC's path, /package.Service/Method (a native JSON-RPC path, /v3/<KEY>, is not one). */
+const RPC_PATH = /^\/[A-Za-z_][\w.]*\.[A-Za-z_]\w*\/[A-Za-z_]\w*$/;
+
 /**
  * Cleartext HTTP/2 on the TLS port (gRPC "insecure"/plaintext channels, h2c prior knowledge): each request is
  * answered in words: gRPC and Connect calls UNAVAILABLE with the plain HTTP answer's text, others 400.
  */
-/** An RPC's path, /package.Service/Method (a native JSON-RPC path, /v3/<KEY>, is not one). */
-const RPC_PATH = /^\/[A-Za-z_][\w.]*\.[A-Za-z_]\w*\/[A-Za-z_]\w*$/;
 const plainHttp2 = http2.createServer();
 plainHttp2.on("stream", (stream, headers) => {
   stream.on("error", () => {});
