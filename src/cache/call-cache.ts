@@ -14,6 +14,7 @@ import type { ChainHead } from "../upstream/chain-head.js";
 import { resultIsJson, type UpstreamResult } from "../upstream/reply.js";
 import type { CacheStore } from "./store.js";
 import { Coalescer } from "./coalescer.js";
+import { SharedEpoch } from "./shared-epoch.js";
 import type { FinalityRule, FinalityRules } from "./finality-rule.js";
 import { type CallSignal, NEVER_CANCELLED } from "../call-signal.js";
 
@@ -29,6 +30,10 @@ export interface CallCacheOptions {
   head: ChainHead;
   /** The chain the network's primary serves (its chain id's hex digits), asked for when not known yet: undefined until it answers. */
   chainId?: (() => string | undefined) | undefined;
+  /** How stale a shared store's rewind token may be (ms): ChainHead's finalizedMaxAgeMs. */
+  epochMaxAgeMs?: number;
+  /** Told when a shared store's recorded final block could not be checked against the node (see SharedEpoch). */
+  onEpochUnchecked?: (err: unknown) => void;
 }
 
 export interface CallCacheStats {
@@ -96,6 +101,8 @@ export class CallCache {
   readonly #chainId: (() => string | undefined) | undefined;
   /** Bumped when finality goes back, so every earlier entry of this network becomes unreachable. */
   #generation = 0;
+  /** What a shared store's keys carry instead, agreed on by every process that uses the store. */
+  readonly #sharedEpoch: SharedEpoch | undefined;
   readonly #stats = { hits: 0, misses: 0, stored: 0, dropped: 0 };
   /** What the typed door made of each stored answer it served (UpstreamResult.encodings), kept as long as the answer. */
   readonly #encodings = new WeakMap<Buffer, Map<object, Buffer>>();
@@ -107,8 +114,11 @@ export class CallCache {
     this.#rules = options.rules;
     this.#head = options.head;
     this.#chainId = options.chainId;
+    const epochs = options.store?.shared === true ? options.store.epochs : undefined;
+    this.#sharedEpoch = epochs && new SharedEpoch(epochs, options.head, options.epochMaxAgeMs ?? 4_000, options.onEpochUnchecked);
     options.head.onFinalityRewind(() => {
       this.#generation++;
+      this.#sharedEpoch?.rewound();
       this.#stats.dropped++;
     });
   }
@@ -156,9 +166,18 @@ export class CallCache {
       // nothing is looked up or stored there before the chain is known (found from outside: two deployments on one
       // Redis with the default prefix, one on chain 31337 and one on chain 5, served each other's blocks as final).
       const chain = store.shared === true ? this.#chainId?.() : "";
-      if (chain === undefined) stance = "pass";
+      // A shared store's answers carry the token every process agrees on (see SharedEpoch), not this process's count
+      // of the rewinds it saw: nothing is looked up or stored there until it is known.
+      let generation = chain === undefined ? undefined : this.#sharedEpoch === undefined ? this.#generation : this.#sharedEpoch.token(`${this.#network}:${chain}`);
+      const firstReading = generation === undefined && chain !== undefined ? this.#sharedEpoch?.firstReading : undefined;
+      if (firstReading !== undefined && stance !== "pass") {
+        // Not waited for longer than a first finality reading is (the store or the node may be slow to say).
+        await Promise.race([firstReading, new Promise<void>((resolve) => setTimeout(resolve, REFRESH_WAIT_MS).unref())]);
+        generation = this.#sharedEpoch?.token(`${this.#network}:${chain}`);
+      }
+      if (generation === undefined) stance = "pass";
       if (stance !== "pass") {
-        storeKey = `${this.#generation}\n${this.#network}\n${chain}\n${method}\n${digest}`;
+        storeKey = `${generation}\n${this.#network}\n${chain}\n${method}\n${digest}`;
         if (stance === "look up") {
           // A shared store is asked once for identical calls under way, with the node call it may save (found from
           // outside: 32 identical reads of a 1.3 MB block made 32 Redis GETs, 41 MiB out of Redis, each transcoded).

@@ -6,7 +6,23 @@
  */
 import type { RedisClient } from "../redis/resp-client.js";
 import type { StoreErrorReporter } from "../stores/store-errors.js";
-import type { CacheStore } from "./store.js";
+import type { CacheStore, EpochStore } from "./store.js";
+
+// KEYS: the token's key; ARGV: a fresh token, the token the caller holds ("" for none), the anchor to record ("" for
+// none). An anchor below the one recorded is not recorded: the highest final block any process stored answers under.
+const READ_EPOCH = `local v = redis.call('GET', KEYS[1])
+if not v then v = ARGV[1]; redis.call('SET', KEYS[1], v) end
+local token = string.match(v, '^%S+')
+if ARGV[3] ~= '' and token == ARGV[2] then
+  local was = string.match(v, '^%S+ (%d+)')
+  if not was or tonumber(string.match(ARGV[3], '^%d+')) >= tonumber(was) then v = token .. ' ' .. ARGV[3]; redis.call('SET', KEYS[1], v) end
+end
+return v`;
+
+// KEYS: the token's key; ARGV: the fresh token, the token the caller holds ("" for none: replaced whatever it is).
+const BUMP_EPOCH = `local v = redis.call('GET', KEYS[1])
+if not v or ARGV[2] == '' or string.match(v, '^%S+') == ARGV[2] then v = ARGV[1]; redis.call('SET', KEYS[1], v) end
+return v`;
 
 export interface RedisCacheStoreOptions {
   /** Prepended to every key ("nodegate:" gives "nodegate:cache:<key>"). */
@@ -23,8 +39,9 @@ export interface RedisCacheStoreOptions {
  */
 export const SHARED_CACHE_TTL_MS = 24 * 60 * 60 * 1000;
 
-export class RedisCacheStore implements CacheStore {
+export class RedisCacheStore implements CacheStore, EpochStore {
   readonly shared = true;
+  readonly epochs: EpochStore = this;
   readonly #client: RedisClient;
   readonly #prefix: string;
   readonly #report: StoreErrorReporter;
@@ -56,6 +73,26 @@ export class RedisCacheStore implements CacheStore {
     } catch (err) {
       this.#report("cache", err);
       return false;
+    }
+  }
+
+  readEpoch(scope: string, fresh: string, mine = "", anchor = ""): Promise<string | undefined> {
+    return this.#epochScript(READ_EPOCH, scope, [fresh, mine, anchor]);
+  }
+
+  bumpEpoch(scope: string, mine: string | undefined, fresh: string): Promise<string | undefined> {
+    return this.#epochScript(BUMP_EPOCH, scope, [fresh, mine ?? ""]);
+  }
+
+  /** The token's key has no expiry: evicted or lost, a fresh token replaces it, which no stored answer carries. */
+  async #epochScript(script: string, scope: string, args: string[]): Promise<string | undefined> {
+    if (this.#client.state !== "ready") return undefined;
+    try {
+      const reply = await this.#client.command(["EVAL", script, 1, `${this.#prefix}epoch:${scope}`, ...args]);
+      return Buffer.isBuffer(reply) || typeof reply === "string" ? String(reply) : undefined;
+    } catch (err) {
+      this.#report("cache", err);
+      return undefined;
     }
   }
 

@@ -40,6 +40,7 @@ export class ChainHead {
    */
   #readingFailed = false;
   readonly #rewindListeners: ((from: bigint, to: bigint) => void)[] = [];
+  readonly #finalizedListeners: (() => void)[] = [];
 
   constructor(network: Network, maxAgeMs = 12_000, finalizedMaxAgeMs = 4_000) {
     this.#network = network;
@@ -84,6 +85,23 @@ export class ChainHead {
   /** The finalized block number as last fetched, without asking again; undefined until it has been learnt. */
   get lastFinalized(): bigint | undefined {
     return this.#readingFailed ? undefined : this.#finalized;
+  }
+
+  /** The finalized block as last fetched, with its hash; undefined until learnt, or while readings fail. */
+  get finalizedBlock(): { number: bigint; hash: string } | undefined {
+    if (this.#readingFailed || this.#finalized === undefined || this.#finalizedHash === undefined) return undefined;
+    return { number: this.#finalized, hash: this.#finalizedHash };
+  }
+
+  /** The hash of block `number` on the node's chain; null when the node has no such block. Throws when it cannot say. */
+  async hashAt(number: bigint): Promise<string | null> {
+    const block = await this.#block(`"0x${number.toString(16)}"`);
+    return block?.hash ?? null;
+  }
+
+  /** Called when a reading names another finalized block than the one before (see finalizedBlock). */
+  onFinalizedMoved(listener: () => void): void {
+    this.#finalizedListeners.push(listener);
   }
 
   /**
@@ -133,6 +151,7 @@ export class ChainHead {
     this.#finalizedHash = hash;
     if (rewound && previous !== undefined) for (const listener of this.#rewindListeners) listener(previous, value);
     this.#readingFailed = false;
+    if (value !== previous || hash !== previousHash) for (const listener of this.#finalizedListeners) listener();
   }
 
   /** A block's number and hash, by tag or number; undefined when the node has no such block. */

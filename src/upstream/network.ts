@@ -245,7 +245,17 @@ export class Network {
       this.#log?.warn({ network: this.name, from: String(from), to: String(to) }, "the node's finalized block went back, or a block it called final left its chain: answers cached before are not served"),
     );
     const chains = this.#chains;
-    const cache = options.cache ? new CallCache({ ...options.cache, network: this.name, head: this.head, chainId: () => chains.primaryChainId() }) : undefined;
+    const cache = options.cache
+      ? new CallCache({
+          ...options.cache,
+          network: this.name,
+          head: this.head,
+          chainId: () => chains.primaryChainId(),
+          epochMaxAgeMs: options.finalizedMaxAgeMs,
+          onEpochUnchecked: (err) =>
+            this.#log?.warn({ network: this.name, err: err instanceof Error ? err.message : String(err) }, "the last final block recorded in the shared cache could not be checked on the node: the shared cache is not used until it can be"),
+        })
+      : undefined;
     this.cache = cache;
     if (cache !== undefined) options.metrics?.watchCache(this.name, () => cache.stats);
   }

@@ -1,0 +1,176 @@
+/**
+ * SharedEpoch's reading and replacing of a shared store's rewind token, over
+ * an in-memory EpochStore that keeps the Redis scripts' rules (see
+ * redis-cache-store.ts; test/cache/shared-store-rewinds.test.ts runs the
+ * scripts themselves): how often it asks the store, and what it does while
+ * the store or the node cannot answer.
+ */
+import { expect, it } from "vitest";
+import { SharedEpoch } from "../../src/cache/shared-epoch.js";
+import type { EpochStore } from "../../src/cache/store.js";
+import type { ChainHead } from "../../src/upstream/chain-head.js";
+
+function memoryEpochs() {
+  const values = new Map<string, string>();
+  let reachable = true;
+  const calls: string[] = [];
+  const store: EpochStore = {
+    async readEpoch(scope, fresh, mine = "", anchor = "") {
+      calls.push(`read ${anchor}`);
+      if (!reachable) return undefined;
+      let v = values.get(scope) ?? fresh;
+      const token = v.split(" ")[0];
+      const was = v.split(" ")[1];
+      if (anchor !== "" && token === mine && (was === undefined || BigInt(anchor.split(" ")[0] as string) >= BigInt(was))) v = `${token} ${anchor}`;
+      values.set(scope, v);
+      return v;
+    },
+    async bumpEpoch(scope, mine, fresh) {
+      calls.push("bump");
+      if (!reachable) return undefined;
+      const v = values.get(scope);
+      if (v === undefined || mine === undefined || v.split(" ")[0] === mine) values.set(scope, fresh);
+      return values.get(scope);
+    },
+  };
+  return { store, values, calls, setReachable: (r: boolean) => (reachable = r) };
+}
+
+function fakeHead(final: { number: bigint; hash: string }, chain: Map<bigint, string>) {
+  const moved: (() => void)[] = [];
+  let failing = false;
+  const head = {
+    get finalizedBlock() {
+      return final;
+    },
+    hashAt: async (n: bigint) => {
+      if (failing) throw new Error("node down");
+      return chain.get(n) ?? null;
+    },
+    onFinalizedMoved: (l: () => void) => moved.push(l),
+  } as unknown as ChainHead;
+  return {
+    head,
+    move(to: { number: bigint; hash: string }) {
+      final = to;
+      for (const l of moved) l();
+    },
+    setFailing: (f: boolean) => (failing = f),
+  };
+}
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
+
+it("a token is read once, this process's finalized block recorded beside it once, then nothing until maxAgeMs", async () => {
+  const { store, values, calls } = memoryEpochs();
+  const { head, move } = fakeHead({ number: 16n, hash: "0xa" }, new Map([[16n, "0xa"]]));
+  const epoch = new SharedEpoch(store, head, 60_000);
+  expect(epoch.token("eth:1")).toBeUndefined();
+  await epoch.firstReading;
+  await settle();
+  const token = epoch.token("eth:1");
+  expect(token).toMatch(/^[\w-]{12}$/);
+  expect(values.get("eth:1")).toBe(`${token} 16 0xa`);
+  expect(calls).toEqual(["read ", "read 16 0xa"]);
+  for (let i = 0; i < 100; i++) epoch.token("eth:1");
+  await settle();
+  expect(calls).toHaveLength(2);
+  // A new finalized block is recorded at once, once.
+  move({ number: 20n, hash: "0xb" });
+  await settle();
+  expect(calls).toEqual(["read ", "read 16 0xa", "read 20 0xb"]);
+  expect(values.get("eth:1")).toBe(`${token} 20 0xb`);
+});
+
+it("the same finalized block read again is not recorded again, and makes one read per maxAgeMs", async () => {
+  const { store, calls } = memoryEpochs();
+  const { head } = fakeHead({ number: 16n, hash: "0xa" }, new Map([[16n, "0xa"]]));
+  const epoch = new SharedEpoch(store, head, 30);
+  epoch.token("eth:1");
+  await epoch.firstReading;
+  await settle();
+  const before = calls.length;
+  for (let i = 0; i < 5; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 35));
+    epoch.token("eth:1");
+    await settle();
+  }
+  expect(calls.slice(before)).toEqual(Array(5).fill("read "));
+});
+
+it("a recorded block no longer on the node's chain replaces the token; one still there keeps it", async () => {
+  const { store, values } = memoryEpochs();
+  values.set("eth:1", "old 16 0xa");
+  const kept = new SharedEpoch(store, fakeHead({ number: 16n, hash: "0xa" }, new Map([[16n, "0xa"]])).head, 60_000);
+  kept.token("eth:1");
+  await kept.firstReading;
+  expect(kept.token("eth:1")).toBe("old");
+
+  const rewound = new SharedEpoch(store, fakeHead({ number: 10n, hash: "0xc" }, new Map([[16n, "0xd"]])).head, 60_000);
+  rewound.token("eth:1");
+  await rewound.firstReading;
+  await settle();
+  const token = rewound.token("eth:1");
+  expect(token).not.toBe("old");
+  expect(token).toBeDefined();
+  expect(values.get("eth:1")?.split(" ")[0]).toBe(token);
+});
+
+it("while the node cannot say whether the recorded block is still there, nothing is shared, and it is said once", async () => {
+  const { store, values } = memoryEpochs();
+  values.set("eth:1", "old 16 0xa");
+  const told: unknown[] = [];
+  const node = fakeHead({ number: 16n, hash: "0xa" }, new Map([[16n, "0xa"]]));
+  node.setFailing(true);
+  const epoch = new SharedEpoch(store, node.head, 10, (err) => told.push(err));
+  for (let i = 0; i < 3; i++) {
+    epoch.token("eth:1");
+    await settle();
+  }
+  expect(epoch.token("eth:1")).toBeUndefined();
+  expect(told).toHaveLength(1);
+  node.setFailing(false);
+  await settle();
+  epoch.token("eth:1");
+  await settle();
+  expect(epoch.token("eth:1")).toBe("old");
+});
+
+it("a rewind replaces the token; while the store is unreachable nothing is shared, without retrying in a loop, and the old token is never taken back", async () => {
+  const { store, values, calls, setReachable } = memoryEpochs();
+  const { head } = fakeHead({ number: 16n, hash: "0xa" }, new Map([[16n, "0xa"]]));
+  const epoch = new SharedEpoch(store, head, 30);
+  epoch.token("eth:1");
+  await epoch.firstReading;
+  await settle();
+  const old = epoch.token("eth:1");
+  setReachable(false);
+  epoch.rewound();
+  expect(epoch.token("eth:1")).toBeUndefined();
+  await settle();
+  const bumps = calls.filter((c) => c === "bump").length;
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  expect(calls.filter((c) => c === "bump").length).toBe(bumps);
+  expect(epoch.token("eth:1")).toBeUndefined();
+  setReachable(true);
+  await new Promise((resolve) => setTimeout(resolve, 35));
+  epoch.token("eth:1");
+  await settle();
+  const token = epoch.token("eth:1");
+  expect(token).toBeDefined();
+  expect(token).not.toBe(old);
+  expect(values.get("eth:1")?.split(" ")[0]).toBe(token);
+});
+
+it("a replacement another process made first is taken, not made again", async () => {
+  const { store, values } = memoryEpochs();
+  const { head } = fakeHead({ number: 16n, hash: "0xa" }, new Map([[16n, "0xa"]]));
+  const epoch = new SharedEpoch(store, head, 60_000);
+  epoch.token("eth:1");
+  await epoch.firstReading;
+  await settle();
+  values.set("eth:1", "theirs");
+  epoch.rewound();
+  await settle();
+  expect(epoch.token("eth:1")).toBe("theirs");
+});
