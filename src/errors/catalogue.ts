@@ -162,6 +162,26 @@ export function upstreamBadResponse(reason: string, cause?: unknown): GatewayErr
   });
 }
 
+/** The most of a malformed error's text passed on to the caller. */
+const MALFORMED_ERROR_SHOWN = 1024;
+
+/**
+ * A reply whose error is not a JSON-RPC error object ({"code":-32000} with no message, a string code, a bare string):
+ * the node answered this call, so it is no outage (found from outside: a node that left out one method's error
+ * message opened the circuit for every caller after five calls, and readiness went with it). The node's error, as
+ * sent, is the data, so the caller still reads what the node said.
+ */
+export function malformedNodeError(reason: string, text: string): GatewayError {
+  return new GatewayError({
+    code: NODEGATE_CODES.upstreamBadResponse,
+    message: `upstream returned an invalid response: ${reason}`,
+    ...(text.length <= MALFORMED_ERROR_SHOWN ? { data: text } : {}),
+    grpcCode: Code.Unavailable,
+    httpStatus: 502,
+    outage: false,
+  });
+}
+
 /** The node's answer is valid JSON-RPC but does not fit the typed schema (typed path only). */
 export function resultNotTypeable(method: string, reason: string): GatewayError {
   return new GatewayError({

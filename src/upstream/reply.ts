@@ -5,7 +5,7 @@
 import { Code } from "@connectrpc/connect";
 import { grpcCodeForNodeError } from "../errors/code-map.js";
 import { revertBytes } from "../errors/revert.js";
-import { upstreamBadResponse } from "../errors/catalogue.js";
+import { malformedNodeError, upstreamBadResponse } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { isJsonValue } from "../jsonrpc/json-check.js";
 import { lastNonWhitespace, RawJsonError, scanObject, skipValue, skipWhitespace } from "../jsonrpc/raw-json.js";
@@ -400,11 +400,12 @@ function isNull(body: Buffer, start: number, end: number): boolean {
 }
 
 function readError(body: Buffer, start: number, end: number): GatewayError {
-  const parsed = JSON.parse(body.toString("utf8", start, end)) as unknown;
-  if (typeof parsed !== "object" || parsed === null) throw new RawJsonError("error is not an object");
+  const text = body.toString("utf8", start, end);
+  const parsed = JSON.parse(text) as unknown;
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return malformedNodeError("the error is not an object", text);
   const e = parsed as Record<string, unknown>;
   if (typeof e.code !== "number" || !Number.isInteger(e.code) || typeof e.message !== "string") {
-    throw new RawJsonError("error lacks an integer code and a string message");
+    return malformedNodeError("the error lacks an integer code and a string message", text);
   }
   let data: string | undefined;
   let otherMembers: string | undefined;
