@@ -6,11 +6,10 @@
  * and no more often than once per `finalizedMaxAgeMs`. No timers: nothing
  * runs after the network closes.
  */
+import { decodeUint64, readingLeniently } from "../codec/hex.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { isOutage, type Network } from "./network.js";
 import { resultText } from "./reply.js";
-
-const QUANTITY = /^0x(0|[1-9a-fA-F][0-9a-fA-F]{0,63})$/;
 
 interface Cached {
   /** Undefined: the node has no gas limit for that tag (see gasLimit). */
@@ -188,7 +187,16 @@ export class ChainHead {
       const result = await this.#network.call("eth_getBlockByNumber", `["${tag}",false]`, { idempotent: true, headReading: true });
       const block = JSON.parse(resultText(result)) as { gasLimit?: unknown } | null;
       const gasLimit = block?.gasLimit;
-      if (typeof gasLimit === "string" && QUANTITY.test(gasLimit) && gasLimit !== "0x0") value = BigInt(gasLimit);
+      // Read as the value it spells, as the typed door reads results (a padded "0x01c9c380", a whole JSON number: found
+      // from outside, the cap was skipped without a word), and only within uint64: a gas param above it no node reads.
+      const spelled = readingLeniently(() => {
+        try {
+          return decodeUint64(gasLimit);
+        } catch {
+          return undefined;
+        }
+      });
+      if (spelled !== undefined && spelled !== 0n) value = spelled;
     } catch (err) {
       if (err instanceof GatewayError && err.outage) throw err;
     }

@@ -286,6 +286,32 @@ describe("gas bounds on a node that gives no gas limit", () => {
     }
   });
 
+  it("a gas limit spelt with leading zeros or as a JSON number is read as its value (found from outside: the cap and the bound were skipped without a word)", async () => {
+    for (const gasLimit of ["0x01c9c380", 30_000_000, "0X1C9C380"]) {
+      const { n, sentParams, close } = await nodeWith({ result: { number: "0x11", gasLimit } }, { result: { number: "0x10", gasLimit } });
+      try {
+        const to = `0x${"11".repeat(20)}`;
+        expect((await post(n.rpcUrl, rpc("eth_estimateGas", [{ to }]))).json.result).toBe("0x5208");
+        expect(sentParams("eth_estimateGas")?.[0].gas).toBe(LATEST_LIMIT);
+        expect((await post(n.rpcUrl, rpc("eth_call", [{ to, gas: "0xffffffffffff" }, "latest"]))).json.result).toBe("0x5208");
+        expect(sentParams("eth_call")?.[0].gas).toBe(`0x${(30_000_000n * 10n).toString(16)}`);
+      } finally {
+        await close();
+      }
+    }
+  });
+
+  it("a gas limit above uint64 is no limit: no node reads such a gas param", async () => {
+    const { n, sentParams, close } = await nodeWith({ result: { number: "0x11", gasLimit: "0x10000000000000000" } }, { result: { number: "0x10", gasLimit: "0x10000000000000000" } });
+    try {
+      const to = `0x${"11".repeat(20)}`;
+      expect((await post(n.rpcUrl, rpc("eth_estimateGas", [{ to }]))).json.result).toBe("0x5208");
+      expect(sentParams("eth_estimateGas")?.[0]).toEqual({ to });
+    } finally {
+      await close();
+    }
+  });
+
   it("no gas limit at all: the call goes as the caller sent it, on both doors", async () => {
     const { n, sentParams, close } = await nodeWith({ result: null }, { result: { number: "0x10" } });
     try {
