@@ -8,7 +8,7 @@ import { Code } from "@connectrpc/connect";
 import type { Limits } from "../config/config.js";
 import { upstreamBadResponse } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
-import { countLogs, queryTimeout, tooManyResults } from "../methods/policies/get-logs-limits.js";
+import { hasMoreLogsThan, queryTimeout, tooManyResults } from "../methods/policies/get-logs-limits.js";
 import type { Network } from "../upstream/network.js";
 import { resultText } from "../upstream/reply.js";
 import { EventShapeError, type HeadEvent, type LogEvent, readHead, readLogs } from "./events.js";
@@ -97,7 +97,7 @@ export class ChainReader {
     }
     // A subscription feed cannot narrow one block further: its logs are what a node's own logs subscription pushes,
     // and refusing them would stall the feed on that block for good (capOneBlock false); StreamLogs keeps the error.
-    if ((capOneBlock || to > from) && countLogs(result) > this.#limits.getLogsMaxResults) throw tooManyResults(this.#limits.getLogsMaxResults, undefined, undefined);
+    if ((capOneBlock || to > from) && hasMoreLogsThan(result, this.#limits.getLogsMaxResults)) throw tooManyResults(this.#limits.getLogsMaxResults, undefined, undefined);
     try {
       return readLogs(result);
     } catch (err) {
