@@ -26,6 +26,13 @@ const PLAIN_HTTP_ANSWER =
 /** An RPC's path, /package.Service/Method (a native JSON-RPC path, /v3/<KEY>, is not one). */
 const RPC_PATH = /^\/[A-Za-z_][\w.]*\.[A-Za-z_]\w*\/[A-Za-z_]\w*$/;
 
+/** A Connect unary call: a POST of JSON or protobuf, or a Connect GET (?connect=v1), to an RPC's path. */
+function isConnectUnary(headers: http2.IncomingHttpHeaders, contentType: string): boolean {
+  const [path = "", query = ""] = String(headers[":path"] ?? "").split("?", 2);
+  if (!RPC_PATH.test(path)) return false;
+  return /^application\/(json|proto)\b/.test(contentType) || (headers[":method"] === "GET" && /(^|&)connect=v1(&|$)/.test(query));
+}
+
 /**
  * Cleartext HTTP/2 on the TLS port (gRPC "insecure"/plaintext channels, h2c prior knowledge): each request is
  * answered in words: gRPC and Connect calls UNAVAILABLE with the plain HTTP answer's text, others 400.
@@ -44,7 +51,7 @@ plainHttp2.on("stream", (stream, headers) => {
     head.writeUInt32BE(json.length, 1);
     stream.respond({ ":status": 200, "content-type": contentType.split(";")[0] ?? contentType });
     stream.end(Buffer.concat([head, json]));
-  } else if (/^application\/(json|proto)\b/.test(contentType) && RPC_PATH.test(String(headers[":path"] ?? ""))) {
+  } else if (isConnectUnary(headers, contentType)) {
     // A Connect unary call reads its error from a JSON body (found from outside: connect-es said only "HTTP 400").
     stream.respond({ ":status": 503, "content-type": "application/json" });
     stream.end(JSON.stringify({ code: "unavailable", message: PLAIN_HTTP_BODY.trim() }));

@@ -162,6 +162,13 @@ it("a plaintext gRPC client (an insecure channel) on the TLS port gets UNAVAILAB
     (e: unknown) => ConnectError.from(e),
   );
   expect([connectErr?.code, connectErr?.rawMessage]).toEqual([Code.Unavailable, expect.stringContaining("This port speaks TLS")]);
+  // And a Connect GET (a read without side effects, ?connect=v1; found from outside: it got "HTTP 400").
+  const connectGet = createClient(EthService, createConnectTransport({ baseUrl: `http://127.0.0.1:${secure.port}`, httpVersion: "2", useHttpGet: true }));
+  const getErr = await connectGet.chainId({}).then(
+    () => undefined,
+    (e: unknown) => ConnectError.from(e),
+  );
+  expect([getErr?.code, getErr?.rawMessage]).toEqual([Code.Unavailable, expect.stringContaining("This port speaks TLS")]);
   // Every call on a reused connection, and Connect streams (found from outside: the second call on one h2c connection
   // got INTERNAL, REFUSED_STREAM; a Connect stream "HTTP 400").
   const grpcOverH2c = createClient(EthService, createGrpcTransport({ baseUrl: `http://127.0.0.1:${secure.port}` }));
