@@ -172,7 +172,10 @@ class GrpcExchange implements UnaryExchange {
   }
 
   answeredElsewhere(): ConnectError | undefined {
-    if (this.#responded || !this.stream.headersSent) return undefined;
+    if (this.#responded) return undefined;
+    // The drain refuses a request still arriving (in-flight.ts): not the client's cancel.
+    if (this.stream.rstCode === constants.NGHTTP2_REFUSED_STREAM) return new ConnectError("refused: nodegate is shutting down", Code.Unavailable);
+    if (!this.stream.headersSent) return undefined;
     // The session's request deadline (client-timeouts.ts) answers a request that never arrived whole, trailers-only.
     const status = this.stream.sentHeaders["grpc-status"];
     if (status === undefined) return undefined;

@@ -4,6 +4,7 @@
  * watches. Each lane adds how it writes an answer and an error.
  */
 import type { IncomingHttpHeaders } from "node:http";
+import { constants as http2constants } from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { NodeRequest, NodeResponse } from "../http/http-types.js";
 import { whenResponseDone } from "../http/response-closed.js";
@@ -42,6 +43,8 @@ export abstract class HttpExchange implements UnaryExchange {
   /** A request that did not arrive whole within limits.requestTimeoutMs, which Node (HTTP/1.1) or the session's sweep (HTTP/2) answered 408. */
   answeredElsewhere(): ConnectError | undefined {
     const res = this.res;
+    // The drain refuses an HTTP/2 request still arriving (in-flight.ts): not the client's cancel.
+    if ("stream" in res && res.stream.rstCode === http2constants.NGHTTP2_REFUSED_STREAM) return new ConnectError("refused: nodegate is shutting down", Code.Unavailable);
     const timedOut =
       "stream" in res ? res.stream.headersSent && res.stream.sentHeaders[":status"] === 408 : (this.req.socket.errored as { code?: string } | null)?.code === "ERR_HTTP_REQUEST_TIMEOUT";
     return timedOut ? new ConnectError("request not received in time", Code.DeadlineExceeded) : undefined;

@@ -248,10 +248,15 @@ it("requests still arriving do not hold the drain: a partial HTTP/1.1 body is cl
     const partialClosed = new Promise<void>((resolve) => partial.once("close", () => resolve()));
     const session = http2.connect(`http://127.0.0.1:${ng.port}`);
     session.on("error", () => {});
-    const stream = session.request({ ":method": "POST", ":path": "/nodegate.eth.v1.EthService/GetBalance", "content-type": "application/grpc", te: "trailers", "x-api-key": KEY });
+    const stream = session.request({ ":method": "POST", ":path": "/nodegate.eth.v1.EthService/GetBalance", "content-type": "application/grpc", te: "trailers", "x-api-key": KEY, "x-request-id": "partial-grpc" });
     stream.write(Buffer.from([0, 0, 0, 0, 40, 10])); // a message of 40 bytes, 1 sent
     stream.on("error", () => {});
     const refused = new Promise<number>((resolve) => stream.once("close", () => resolve(stream.rstCode ?? -1)));
+    // A Connect unary call's body, part sent.
+    const connectStream = session.request({ ":method": "POST", ":path": "/nodegate.eth.v1.EthService/GetBalance", "content-type": "application/proto", "content-length": "40", "x-api-key": KEY, "x-request-id": "partial-connect" });
+    connectStream.write(Buffer.from([10]));
+    connectStream.on("error", () => {});
+    const connectRefused = new Promise<number>((resolve) => connectStream.once("close", () => resolve(connectStream.rstCode ?? -1)));
     // A whole call in flight too: it is answered.
     const answered = post(`${ng.url}/v3/${KEY}`, rpc("eth_getBalance", [`0x${"11".repeat(20)}`, "0x7"]));
     await upstream.arrived("eth_getBalance", JSON.stringify([`0x${"11".repeat(20)}`, "0x7"]));
@@ -259,6 +264,11 @@ it("requests still arriving do not hold the drain: a partial HTTP/1.1 body is cl
     expect(await Promise.race([drained, new Promise((r) => setTimeout(() => r("still draining after 20 s"), 20_000))])).toBe("closed");
     expect((await answered).json.result).toBe("0x7");
     expect(await refused).toBe(http2.constants.NGHTTP2_REFUSED_STREAM);
+    expect(await connectRefused).toBe(http2.constants.NGHTTP2_REFUSED_STREAM);
+    // Logged as the refusal it is, not as the client's cancel (found from outside).
+    for (const requestId of ["partial-grpc", "partial-connect"]) {
+      await expect.poll(() => ng.logs.find((l) => l.msg === "request" && l.requestId === requestId), { timeout: 5000 }).toMatchObject({ status: "Unavailable", error: "refused: nodegate is shutting down" });
+    }
     await partialClosed;
     session.close();
   } finally {
