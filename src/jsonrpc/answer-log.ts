@@ -1,4 +1,5 @@
 /** The request log line and metrics of one native-path answer (an HTTP body or a WebSocket message). */
+import { JSONRPC_TO_GRPC } from "../errors/code-map.js";
 import type { Gateway } from "../gateway.js";
 import { SUBSCRIPTION_METHODS } from "../methods/method-names.js";
 import { observeCall } from "../observability/request-log.js";
@@ -16,11 +17,26 @@ export interface AnswerFields {
   requestId?: string;
 }
 
+/** The JSON-RPC codes counted under their own outcome label besides JSON-RPC's reserved range: the code table's. */
+const LABELLED_CODES = new Set(JSONRPC_TO_GRPC.map((m) => String(m.jsonrpc)));
+
+/**
+ * A call's outcome as a metric label: a node's error code outside JSON-RPC's reserved range (-32768 to -32000) and
+ * the code table is counted as "other_error", since a node may answer any integer (found from outside: each new code
+ * made a new series). The log line keeps the code itself.
+ */
+export function outcomeLabel(outcome: string): string {
+  if (LABELLED_CODES.has(outcome)) return outcome;
+  const code = Number(outcome);
+  if (!Number.isInteger(code) || outcome === "") return outcome;
+  return code >= -32768 && code <= -32000 ? outcome : "other_error";
+}
+
 export function logAnswer(gateway: Gateway, door: string, calls: readonly CallRecord[], started: number, fields: AnswerFields): void {
   const ms = performance.now() - started;
   for (const call of calls) {
     const label = gateway.table.byJsonRpc(call.method) || gateway.passesThrough(call.method) || SUBSCRIPTION_METHODS.has(call.method) ? call.method : "other";
-    observeCall(gateway.metrics, door, label, call.outcome, ms / 1000);
+    observeCall(gateway.metrics, door, label, outcomeLabel(call.outcome), ms / 1000);
   }
   let errors = 0;
   for (const call of calls) if (call.outcome !== "ok") errors++;
