@@ -25,6 +25,8 @@ import type { CallSignal } from "../call-signal.js";
  */
 const ONE_BLOCK_TRIES = 3;
 const ONE_BLOCK_REFUSED_MS = 10_000;
+/** The retried work of reading the logs up to the head after a read failed. */
+const CATCHING_UP = "catching up on logs";
 
 export class LogsFeed extends Feed {
   readonly #filter: LogTopicFilter;
@@ -304,14 +306,17 @@ export class LogsFeed extends Feed {
       if (unreadAt !== undefined && this.#unreadPushDrops === this.#drops && change.head.number > unreadAt) await this.#fillUnreadPush(change.head.number);
       return;
     }
-    if (this.ctx.ws === undefined || this.#polling || change.reorg !== undefined) {
+    if (this.#refusals > 0 && change.reorg === undefined && this.retryPending(CATCHING_UP)) {
+      // A block the node refuses waits for its retry, which reads on to the head then: a new head does not make the
+      // node take it, and trying at every head undid the backoff (found from outside: about 3 calls a second).
+    } else if (this.ctx.ws === undefined || this.#polling || change.reorg !== undefined) {
       // Polling, or a new branch whose logs the node may not push: fetch them.
       try {
         await this.#scan(this.#scannedTo + 1, change.head.number);
       } catch (err) {
         // Not left for the next block to fix: it may be a while coming.
         this.ctx.log.warn({ network: this.ctx.network.name, err: (err as Error).message }, "fetching new logs failed; retrying");
-        this.runUntilDone("catching up on logs", () => this.#scan(this.#scannedTo + 1, this.#heads.position ?? this.#scannedTo));
+        this.runUntilDone(CATCHING_UP, () => this.#scan(this.#scannedTo + 1, this.#heads.position ?? this.#scannedTo));
       }
     } else {
       // The node pushes the head's logs around the head itself; everything before it has arrived.
