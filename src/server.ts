@@ -13,6 +13,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import { JsonRpcService } from "../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { closeUnlessIdentified, guardHttp2Session, http1TimeoutOptions, ignoreResetBeforeIdentified, watchHttp1Writes } from "./http/client-timeouts.js";
+import { whenResponseDone } from "./http/response-closed.js";
 import { InFlight } from "./http/in-flight.js";
 import { handleCors } from "./http/cors.js";
 import { finAcknowledged } from "./http/fin-acknowledged.js";
@@ -311,7 +312,8 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
 
   const inFlight = new InFlight();
   const handle = (req: Req, res: Res): void => {
-    res.once("close", inFlight.begin("stream" in req ? req.stream : (req as http.IncomingMessage)));
+    // Done when its connection goes too: a pipelined response still queued then never closes (response-closed.ts).
+    whenResponseDone(res, inFlight.begin("stream" in req ? req.stream : (req as http.IncomingMessage)));
     // While draining, HTTP/1.1 connections are closed after their current response.
     if (draining && "setHeader" in res && req.httpVersionMajor === 1) res.setHeader("connection", "close");
     // The absolute form (POST http://host/v3/KEY, what a client sends to a proxy) names the same path; RFC 9112 has servers take it.
@@ -332,7 +334,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     // its reader's pace, a client gone with its window shut) emits neither 'drain' nor 'error' on the response, and
     // Connect would wait for one forever, the call's log line, outcome and stream gauge with it.
     if (req.httpVersionMajor === 1) {
-      res.once("close", () => {
+      whenResponseDone(res, () => {
         if (!res.writableFinished) res.emit("drain");
       });
     }

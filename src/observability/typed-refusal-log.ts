@@ -13,6 +13,7 @@ import type { OutgoingHttpHeaders } from "node:http";
 import http2 from "node:http2";
 import type { Logger } from "pino";
 import type { NodeRequest, NodeResponse } from "../http/http-types.js";
+import { whenResponseDone } from "../http/response-closed.js";
 import type { Metrics } from "./metrics.js";
 import { loggedByInterceptor, observeCall, REQUEST_ID_HEADER, typedDoor } from "./request-log.js";
 import { writeRequestLine } from "./request-line.js";
@@ -135,7 +136,7 @@ export function typedRefusalLog(log: Logger, metrics: Metrics, servedPaths: () =
         else if (typeof chunk === "string") read(Buffer.from(chunk));
         return end(chunk, ...rest);
       };
-      res.once("close", () => {
+      whenResponseDone(res, () => {
         if (loggedByInterceptor(req)) return;
         // Written straight to the HTTP/2 stream (an unserved RPC's trailers-only answer) or with end(body).
         if ("stream" in res && status.code === undefined) status.headers(res.stream.sentHeaders as OutgoingHttpHeaders);
