@@ -132,6 +132,8 @@ function inFamily(err: unknown, family: ChainFamily): unknown {
 
 /** How long nodegate's own chain id question waits for its answer before the upstream is judged at least (see #askChainId). */
 const SILENCE_CHECK_TIMEOUT_MS = 5000;
+/** How long calls may be out to an upstream with nothing heard from it before it is asked its chain id (see #watchForSilence). */
+const HANG_WATCH_MS = 2000;
 /** The weight of each answer's time in an upstream's typical answer time (a moving average). */
 const TYPICAL_WEIGHT = 0.1;
 /** The methods whose answer times are kept per upstream (the method table's are fewer). */
@@ -184,6 +186,10 @@ interface Member {
   questionMs: number;
   /** A question is out that waits for its answer up to upstreamTimeoutMs, past its verdict (see #askChainId). */
   listening: boolean;
+  /** Callers' calls out to it now. */
+  callsOut: number;
+  /** Armed while calls are out: looks for a silence patient callers would otherwise wait out (see #watchForSilence). */
+  watchdog: NodeJS.Timeout | undefined;
   /** Chain id questions out now. */
   questionsOut: number;
 }
@@ -223,12 +229,13 @@ export class Network {
   readonly head: ChainHead;
   /** Final answers and in-flight calls, shared by both front doors. */
   readonly cache: CallCache | undefined;
+  #closed = false;
 
   constructor(options: NetworkOptions) {
     if (options.upstreams.length === 0) throw new Error(`network ${options.name} has no upstream`);
     this.name = options.name;
     this.family = options.family;
-    this.#members = options.upstreams.map((upstream) => ({ upstream, breaker: new CircuitBreaker(options.breaker), answeredAt: Number.NEGATIVE_INFINITY, typicalMs: new Map(), askedAt: Number.NEGATIVE_INFINITY, questionMs: 0, listening: false, questionsOut: 0 }));
+    this.#members = options.upstreams.map((upstream) => ({ upstream, breaker: new CircuitBreaker(options.breaker), answeredAt: Number.NEGATIVE_INFINITY, typicalMs: new Map(), askedAt: Number.NEGATIVE_INFINITY, questionMs: 0, listening: false, callsOut: 0, watchdog: undefined, questionsOut: 0 }));
     // A WebSocket node's dropped connection is an outage seen before any call fails: readiness probes from then on,
     // even with no traffic (found from outside: an idle instance reported a dead node SERVING for 30 s).
     for (const { upstream } of this.#members) {
@@ -302,6 +309,8 @@ export class Network {
     const started = performance.now();
     // Let through by the circuit as its probe (a readiness check's call): only then does its release end the probe.
     const probe = member.breaker.state !== "closed" ? member.breaker.probeSerial : undefined;
+    member.callsOut++;
+    if (member.watchdog === undefined) this.#watchForSilence(member);
     try {
       const result = await member.upstream.call(method, paramsText, {
         signal: options.signal,
@@ -331,8 +340,29 @@ export class Network {
       }
       throw err;
     } finally {
+      member.callsOut--;
       this.#metrics?.upstreamSeconds.observe([this.name, member.upstream.label], (performance.now() - started) / 1000);
     }
+  }
+
+  /**
+   * While callers' calls are out to an upstream, looks every HANG_WATCH_MS (or three times its typical answer time
+   * for its fastest method, when longer) whether anything was heard from it meanwhile; if not, it is asked its chain
+   * id (#checkSilence), as when a caller gives up. Patient callers never give up, and a node that hung was only seen
+   * down once their calls timed out, upstreamTimeoutMs later, then the circuit's threshold later again (found from
+   * outside: with 60 s clients, everyone waited 30 s and failover began after 34 s). One timer per upstream, not per
+   * call.
+   */
+  #watchForSilence(member: Member): void {
+    if (this.#closed) return;
+    const windowMs = Math.max(HANG_WATCH_MS, Math.round(3 * fastestTypicalMs(member)));
+    member.watchdog = setTimeout(() => {
+      member.watchdog = undefined;
+      if (member.callsOut === 0) return;
+      this.#checkSilence(member, performance.now() - windowMs);
+      this.#watchForSilence(member);
+    }, windowMs);
+    member.watchdog.unref();
   }
 
   /** When the upstream was last heard from: an answer to a call, or a reply nodegate read for a caller who had left. */
@@ -465,8 +495,12 @@ export class Network {
     else member.breaker.failure(performance.now(), retryAfter === undefined ? undefined : retryAfter * 1000);
     // Once per outage, at warn: with log.level warn an outage would otherwise leave no trace.
     if (wasClosed && member.breaker.state === "open") {
-      const said = silent ? `${err.message} (asked its chain id after a caller gave up on a call it left unanswered)` : err.message;
+      const said = silent ? `${err.message} (its chain id question went unanswered, after calls did)` : err.message;
       this.#log?.warn({ network: this.name, upstream: member.upstream.label, err: said }, "upstream failing: its circuit is open, calls to it are paused");
+      // Opened on its threshold (calls timing out on a hung primary): the calls still out on it that a partner may take
+      // go there now, as when the chain id question finds it silent (found from outside: about 600 calls stayed
+      // parked on the hung primary after its circuit opened, while the partner answered new ones in milliseconds).
+      if (!silent && member === this.#members[0]) this.#handOverPrimaryCalls();
     }
     this.#metrics?.upstreamErrors.inc({ network: this.name, upstream: member.upstream.label, kind: "outage" });
   }
@@ -516,7 +550,8 @@ export class Network {
       try {
         return await this.#try(primary, method, paramsText, handOver === undefined ? options : { ...options, signal: handOver }, waitedMs);
       } catch (err) {
-        if (handOver?.handedOver === true) {
+        // Handed over (its own cancel's error), unless its own outage is what opened the circuit and handed the rest.
+        if (handOver?.handedOver === true && !isOutage(err)) {
           outage = upstreamUnavailable("the primary upstream stopped answering (nodegate's chain id question went unanswered too); calls are paused while it recovers");
         } else {
           if (!isOutage(err) || options.signal?.aborted) throw err;
@@ -595,6 +630,8 @@ export class Network {
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
+    for (const member of this.#members) clearTimeout(member.watchdog);
     await Promise.all(this.#members.map((m) => m.upstream.close()));
   }
 }

@@ -405,6 +405,43 @@ describe("circuit breaker", () => {
     await coreCall.catch(() => undefined);
   }, 30_000);
 
+  it("with only patient callers, a hung primary is found silent while their calls are out, and they go to the partner", async () => {
+    // Found from outside: with clients that wait 60 s, no caller ever gave up, so nothing asked the hung primary its
+    // chain id: everyone waited upstreamTimeoutMs (30 s), and failover began only after the circuit's threshold of
+    // such timeouts. Now calls out with nothing heard for 2 s bring the same question.
+    primaryAnswer = { delayMs: 120_000, then: { result: null } };
+    const ng = await gatewayWith({ breaker: { threshold: 5, cooldownMs: 60_000 }, config: { upstreamTimeoutMs: 60_000 } });
+    const growth = connectClient(ng.url, EthService, GROWTH, "grpc");
+    const patient = [0, 1, 2].map(() => growth.getBlockByHash(request(), { timeoutMs: 25_000 }).then((r) => `block ${r.block?.number}`, (e: unknown) => Code[ConnectError.from(e).code]));
+    expect(await Promise.all(patient)).toEqual(["block 0", "block 0", "block 0"]);
+    expect(ng.gateway.network(undefined).primaryCircuit).toBe("open");
+    expect(primary.count("eth_chainId")).toBeGreaterThanOrEqual(1);
+  }, 30_000);
+
+  it("when the primary's circuit opens on its threshold, the calls still out on it that a partner may take go there at once", async () => {
+    // Found from outside: calls parked on a hung primary were handed over only when its chain id question went
+    // unanswered; when other calls' outages opened the circuit first, about 600 stayed parked until the node woke.
+    const handler = primary.handler;
+    primary.handler = (r) => {
+      if (r.method === "eth_getBlockByHash") return { delayMs: 120_000, then: { result: null } };
+      if (r.method === "eth_chainId") return { forward: anvil.url };
+      return { raw: "unavailable", status: 503 };
+    };
+    try {
+      const ng = await gatewayWith({ breaker: { threshold: 5, cooldownMs: 60_000 }, config: { upstreamTimeoutMs: 60_000 } });
+      const growth = connectClient(ng.url, EthService, GROWTH, "grpc");
+      const parked = growth.getBlockByHash(request(), { timeoutMs: 20_000 }).then((r) => `block ${r.block?.number}`, (e: unknown) => Code[ConnectError.from(e).code]);
+      await primary.arrived("eth_getBlockByHash", JSON.stringify([genesisHash, false]));
+      // Five outages of calls no partner may take (a Core key's) open the circuit.
+      for (let i = 0; i < 5; i++) expect((await post(`${ng.url}/v3/${CORE}`, rpc("eth_getBlockByNumber", ["0x0", false]))).status).toBe(503);
+      expect(ng.gateway.network(undefined).primaryCircuit).toBe("open");
+      expect(await parked).toBe("block 0");
+      expect(ng.gateway.network(undefined).failovers).toBe(1);
+    } finally {
+      primary.handler = handler;
+    }
+  }, 30_000);
+
   it("a partner whose circuit is open is probed with nodegate's chain id question, not with a caller's call", async () => {
     // A caller's call made the probe waited out its deadline on a partner still down, as on the primary.
     const hungPartner = await startProgrammableUpstream(() => ({ delayMs: 120_000, then: { result: null } }));
