@@ -272,7 +272,11 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
         );
         return;
       default:
-        if (answerUnknownRpc(path, req.headers, res)) return;
+        if (answerUnknownRpc(path, req.headers, res)) {
+          // A typed call behind a path prefix (a key or network in the path): logged as unserved, its path cut as for any.
+          if (!isRpcPath(path)) unserved(res.statusCode);
+          return;
+        }
         res.writeHead(404, { "content-type": "text/plain" });
         res.end("not found\n");
         unserved(404);

@@ -31,9 +31,20 @@ export interface HeaderSource {
   get(name: string): string | null;
 }
 
+/**
+ * One metadata value: gRPC allows a key to repeat, and HTTP joins repeats with ", " (an interceptor and the caller's own
+ * code may both add x-api-key). Keys and network names hold no comma, so repeats of one value are that value.
+ */
+export function singleValue(headers: HeaderSource, name: string): string | undefined {
+  const v = headers.get(name);
+  if (v === null || !v.includes(",")) return v ?? undefined;
+  const parts = [...new Set(v.split(",").map((p) => p.trim()))];
+  return parts.length === 1 ? parts[0] : v;
+}
+
 export function credentialsFrom(headers: HeaderSource): Credentials {
   return {
-    key: headers.get(API_KEY_HEADER) ?? undefined,
+    key: singleValue(headers, API_KEY_HEADER),
     keyHeader: API_KEY_HEADER,
     authorization: headers.get("authorization") ?? undefined,
     origin: headers.get("origin") ?? undefined,
@@ -43,7 +54,7 @@ export function credentialsFrom(headers: HeaderSource): Credentials {
 
 /** The network a typed call names (x-nodegate-network, else the default), which must serve `method`'s family. */
 export function typedCallNetwork(gateway: Gateway, headers: HeaderSource, method: string, family: ChainFamily): Network {
-  const network = gateway.network(headers.get(NETWORK_HEADER) ?? undefined);
+  const network = gateway.network(singleValue(headers, NETWORK_HEADER));
   if (network.family === family) return network;
   const home = gateway.homeNetwork(family)?.name;
   throw wrongNetworkFamily({

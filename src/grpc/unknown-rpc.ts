@@ -27,15 +27,39 @@ export function tagRequestId(headers: IncomingHttpHeaders, res: NodeResponse): v
   res.setHeader(REQUEST_ID_HEADER, id);
 }
 
-/** Answers an RPC path no service serves; false when the request is not an RPC at all. */
+/** An RPC path behind a prefix: a client whose base URL carries the native door's /v3/<KEY> or a network name. */
+const PREFIXED_RPC_PATH = /^\/(?:[^/?]+\/)+?([^/?]*\.[^/?]*\/[^/?]+)(?:\?.*)?$/;
+/** The native door's key segment in such a prefix: /v3/<KEY> or /<network>/v3/<KEY>. */
+const NATIVE_KEY_PREFIX = /^\/(?:[^/?]+\/)?v3\//;
+
+/**
+ * Answers an RPC path no service serves, and a typed call to an RPC path behind a prefix (found from outside: a
+ * connect-es client whose base URL was the native door's http://host/v3/<KEY> got only "HTTP 404"); false when the
+ * request is not an RPC at all.
+ */
 export function answerUnknownRpc(url: string, headers: IncomingHttpHeaders, res: NodeResponse): boolean {
-  if (!isRpcPath(url)) return false;
   const contentType = headers["content-type"] ?? "";
-  const message = `unknown method ${url.split("?")[0]}`;
+  let message: string;
+  let grpcStatus = 12;
+  if (isRpcPath(url)) {
+    message = `unknown method ${url.split("?")[0]}`;
+  } else {
+    // Only typed callers (their content types) get a typed answer; anything else keeps the plain 404.
+    const typed = contentType.startsWith("application/grpc") || contentType.startsWith("application/proto") || contentType.startsWith("application/connect+") || headers["connect-protocol-version"] !== undefined;
+    const prefixed = typed ? PREFIXED_RPC_PATH.exec(url) : null;
+    if (prefixed === null) return false;
+    const rpc = `/${prefixed[1]}`;
+    if (NATIVE_KEY_PREFIX.test(url)) {
+      grpcStatus = 16;
+      message = `typed calls take the API key in the x-api-key metadata, not in the path: call ${rpc} at the server's root`;
+    } else {
+      message = `typed calls are served at the server's root (${rpc}); name a network in the x-nodegate-network metadata, not in the path`;
+    }
+  }
   if (contentType.startsWith("application/grpc")) {
     // Trailers-only: the status rides in the headers of an empty answer.
     const answerType = contentType.startsWith("application/grpc-web") ? (contentType.startsWith("application/grpc-web-text") ? "application/grpc-web-text+proto" : "application/grpc-web+proto") : "application/grpc";
-    const status = { "content-type": answerType, "grpc-status": "12", "grpc-message": encodeGrpcMessage(message) };
+    const status = { "content-type": answerType, "grpc-status": String(grpcStatus), "grpc-message": encodeGrpcMessage(message) };
     if ("stream" in res) {
       // One HEADERS frame that ends the stream: grpc-js reads a status only from such a frame or from trailers. The
       // headers set on the response so far (its request id, CORS for a browser's gRPC-Web) go in it too.
@@ -46,7 +70,7 @@ export function answerUnknownRpc(url: string, headers: IncomingHttpHeaders, res:
     res.end();
     return true;
   }
-  res.writeHead(404, { "content-type": "application/json" });
-  res.end(JSON.stringify({ code: "unimplemented", message }));
+  res.writeHead(grpcStatus === 16 ? 401 : 404, { "content-type": "application/json" });
+  res.end(JSON.stringify({ code: grpcStatus === 16 ? "unauthenticated" : "unimplemented", message }));
   return true;
 }

@@ -1,0 +1,86 @@
+/**
+ * How typed callers give their key and network, as polyglot clients do it:
+ * a metadata key sent twice with one value (an interceptor and the caller's
+ * own code both adding x-api-key) counts as that value; a base URL that
+ * carries the native door's /v3/<KEY>, or a network name, is answered in the
+ * caller's protocol with what to do instead, not a bare HTTP 404. Found from
+ * outside (Python grpcio, buf curl, connect-es).
+ */
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import * as grpc from "@grpc/grpc-js";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+
+let anvil: AnvilNode;
+let gate: TestNodegate;
+
+beforeAll(async () => {
+  anvil = await startAnvil();
+  gate = await startNodegate({ upstreamUrl: anvil.url });
+});
+
+afterAll(async () => {
+  await gate?.close();
+  await anvil?.stop();
+});
+
+/** A grpc-js ChainId call with `metadata` as given, repeats and all. */
+function grpcChainId(metadata: [string, string][]): Promise<{ code: number; details: string } | "ok"> {
+  const client = new grpc.Client(gate.address, grpc.credentials.createInsecure());
+  const md = new grpc.Metadata();
+  for (const [k, v] of metadata) md.add(k, v);
+  return new Promise((resolve) => {
+    client.makeUnaryRequest(
+      "/nodegate.eth.v1.EthService/ChainId",
+      () => Buffer.alloc(0),
+      (b: Buffer) => b,
+      {},
+      md,
+      (err) => {
+        client.close();
+        resolve(err ? { code: err.code, details: err.details } : "ok");
+      },
+    );
+  });
+}
+
+it("x-api-key and x-nodegate-network sent twice with one value count as that value", async () => {
+  expect(await grpcChainId([["x-api-key", gate.key], ["x-api-key", gate.key]])).toBe("ok");
+  expect(await grpcChainId([["x-api-key", gate.key], ["x-nodegate-network", "ethereum"], ["x-nodegate-network", "ethereum"]])).toBe("ok");
+  // Two different keys are still no key nodegate knows.
+  expect(await grpcChainId([["x-api-key", gate.key], ["x-api-key", "another-key-0123456789"]])).toMatchObject({ code: grpc.status.UNAUTHENTICATED });
+});
+
+it("a base URL holding the native door's /v3/<KEY> gets UNAUTHENTICATED saying where the key goes, on every protocol", async () => {
+  const base = `${gate.url}/v3/${gate.key}`;
+  const transports = [
+    createConnectTransport({ baseUrl: base, httpVersion: "1.1" }),
+    createConnectTransport({ baseUrl: base, httpVersion: "2" }),
+    createGrpcTransport({ baseUrl: base }),
+    createGrpcWebTransport({ baseUrl: base, httpVersion: "1.1" }),
+  ];
+  for (const transport of transports) {
+    const err = await createClient(EthService, transport).chainId({}).then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    );
+    expect([err?.code, err?.rawMessage]).toEqual([Code.Unauthenticated, "typed calls take the API key in the x-api-key metadata, not in the path: call /nodegate.eth.v1.EthService/ChainId at the server's root"]);
+  }
+  // The key in the path is not logged.
+  await expect.poll(() => gate.logs.filter((l) => l.method === "(unserved)").length).toBeGreaterThanOrEqual(4);
+  expect(JSON.stringify(gate.logs)).not.toContain(`/v3/${gate.key}`);
+});
+
+it("a base URL holding a network name gets UNIMPLEMENTED pointing at x-nodegate-network", async () => {
+  const err = await createClient(EthService, createGrpcTransport({ baseUrl: `${gate.url}/starknet` })).chainId({}).then(
+    () => undefined,
+    (e: unknown) => ConnectError.from(e),
+  );
+  expect(err?.code).toBe(Code.Unimplemented);
+  expect(err?.rawMessage).toMatch(/name a network in the x-nodegate-network metadata, not in the path/);
+  // A plain request to such a path keeps its plain 404.
+  expect((await fetch(`${gate.url}/starknet/nodegate.eth.v1.EthService/ChainId`)).status).toBe(404);
+});
