@@ -32,7 +32,7 @@ import { registerStreamLogs } from "./grpc/stream-logs.js";
 import { endTypedStreams, registerSubscriptionStreams } from "./grpc/subscription-streams.js";
 import { createConnectAdapter } from "./grpc/connect-adapter.js";
 import { createConnectUnaryHandler } from "./grpc/connect-unary.js";
-import { refuseMalformedGet, varyOnAcceptEncoding } from "./grpc/connect-get.js";
+import { refuseMalformedGet, varyForConnectGet } from "./grpc/connect-get.js";
 import { clampDeadlineHeaders } from "./grpc/deadline-headers.js";
 import { answerUnknownRpc, isRpcPath, tagRequestId } from "./grpc/unknown-rpc.js";
 import { createGrpcUnaryHandler } from "./grpc/grpc-unary.js";
@@ -331,7 +331,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     if (isRpcPath(req.url ?? "/")) {
       tagRequestId(req.headers, res);
       refusalLog.watch(req, res);
-      if (req.method === "GET") varyOnAcceptEncoding(res);
+      if (req.method === "GET") varyForConnectGet(res);
       if (refuseMalformedGet(req, res)) return;
     }
     // As on HTTP/2 (dispatchHttp2Stream): a connection closed under a write that never completes (a stream cut for

@@ -28,8 +28,14 @@ export function refuseMalformedGet(req: NodeRequest, res: NodeResponse): boolean
   return true;
 }
 
-/** Adds accept-encoding to the answer's Vary (CORS may have put origin there). */
-export function varyOnAcceptEncoding(res: NodeResponse): void {
+/**
+ * What a Connect GET's answer depends on besides its URL, for HTTP caches: its compression, and the key, secret and
+ * network the caller named (found from outside: a shared cache told only accept-encoding could hand one key's answer
+ * to callers with no key, or another network's). CORS may have put origin there first.
+ */
+const GET_VARY = "accept-encoding, x-api-key, authorization, x-nodegate-network";
+
+export function varyForConnectGet(res: NodeResponse): void {
   const prior = res.getHeader("vary");
-  res.setHeader("vary", prior === undefined ? "accept-encoding" : `${String(prior)}, accept-encoding`);
+  res.setHeader("vary", prior === undefined ? GET_VARY : `${String(prior)}, ${GET_VARY}`);
 }

@@ -308,18 +308,18 @@ describe("the gRPC contract", () => {
     const get = (message: string) =>
       fetch(`${f.ng.url}/${EthService.typeName}/ChainId?connect=v1&encoding=json&base64=1&message=${encodeURIComponent(message)}`, { headers: { "x-api-key": f.ng.key } });
     const bad = await get("@@@");
-    expect([bad.status, ((await bad.json()) as { code: string }).code, bad.headers.get("vary")]).toEqual([400, "invalid_argument", "accept-encoding"]);
+    expect([bad.status, ((await bad.json()) as { code: string }).code, bad.headers.get("vary")]).toEqual([400, "invalid_argument", "accept-encoding, x-api-key, authorization, x-nodegate-network"]);
     const good = await get(Buffer.from("{}").toString("base64url"));
     expect(good.status).toBe(200);
     expect(((await good.json()) as { chainId?: string }).chainId).toBeDefined();
   });
 
-  it("a Connect GET's answer, compressed as its Accept-Encoding asks, says it varies with Accept-Encoding", async () => {
+  it("a Connect GET's answer, compressed as its Accept-Encoding asks, says it varies with Accept-Encoding, and with the key and network (found from outside: a shared cache could serve one key's answer to callers with none)", async () => {
     const url = `${f.ng.url}/${EthService.typeName}/GetBlockByNumber?connect=v1&encoding=json&message=${encodeURIComponent(JSON.stringify({ block: { number: "1" }, fullTransactions: true }))}`;
     const answer = await fetch(url, { headers: { "x-api-key": f.ng.key, "accept-encoding": "gzip" } });
     expect(answer.status).toBe(200);
     expect(answer.headers.get("content-encoding")).toBe("gzip");
-    expect(answer.headers.get("vary")).toBe("accept-encoding");
+    expect(answer.headers.get("vary")).toBe("accept-encoding, x-api-key, authorization, x-nodegate-network");
     await answer.arrayBuffer();
   });
 

@@ -339,7 +339,7 @@ describe("HTTP rules", () => {
     expect((await post(ng.rpcUrl, rpc("eth_chainId"))).headers.get("vary")).toBe("origin");
     // A Connect GET (what a cache keeps) varies with Accept-Encoding too, since Connect compresses its answer by it.
     const get = await fetch(`${ng.url}/nodegate.eth.v1.EthService/ChainId?connect=v1&encoding=json&message=%7B%7D`, { headers: { origin: "https://dapp.example", "x-api-key": ng.key } });
-    expect([get.status, get.headers.get("vary")]).toEqual([200, "origin, accept-encoding"]);
+    expect([get.status, get.headers.get("vary")]).toEqual([200, "origin, accept-encoding, x-api-key, authorization, x-nodegate-network"]);
     const allowed = pre.headers.get("access-control-allow-headers")?.split(", ") ?? [];
     for (const h of ["content-encoding", "connect-content-encoding", "connect-accept-encoding", "grpc-message-type", "traceparent"]) expect(allowed).toContain(h);
     const exposed = ok.headers.get("access-control-expose-headers")?.split(", ") ?? [];
