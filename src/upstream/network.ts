@@ -97,14 +97,19 @@ function saysNothingOfTheNode(err: unknown): boolean {
 }
 
 /**
- * The primary's outage, saying what the partner asked as well answered: the caller learns that both failed, and why
- * (found from outside: a partner's timeout, after a call went to it, was told as the primary's failure alone).
+ * The primary's outage, saying what became of the partners: what the partner asked as well answered, so the caller
+ * learns that both failed, and why (found from outside: a partner's timeout, after a call went to it, was told as the
+ * primary's failure alone); or, none asked, that their circuits are open as well (found from outside: once every
+ * circuit was open, the error no longer mentioned a partner).
  */
-function withPartnerFailure(outage: unknown, partnerError: GatewayError | undefined): unknown {
-  if (partnerError === undefined || !(outage instanceof GatewayError)) return outage;
+function withPartnerFailure(outage: unknown, partnerError: GatewayError | undefined, partnerPaused: boolean): unknown {
+  if ((partnerError === undefined && !partnerPaused) || !(outage instanceof GatewayError)) return outage;
   return new GatewayError({
     code: outage.code,
-    message: `${outage.message}; a partner upstream was asked too: ${partnerError.message}`,
+    message:
+      partnerError === undefined
+        ? `${outage.message}; the partner upstreams are failing too, calls to them paused while they recover`
+        : `${outage.message}; a partner upstream was asked too: ${partnerError.message}`,
     grpcCode: outage.grpcCode,
     httpStatus: outage.httpStatus,
     ...(outage.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: outage.retryAfterSeconds }),
@@ -567,6 +572,7 @@ export class Network {
       outage = upstreamUnavailable("the primary upstream is failing; calls are paused while it recovers", undefined, primary.breaker.retryAfterSeconds());
     }
     let partnerError: GatewayError | undefined;
+    let partnerPaused = false;
     if (this.#mayFailOver(method, options)) {
       for (const [i, partner] of this.#members.entries()) {
         if (i === 0 || !this.#chains.mayTakeCalls(i)) continue;
@@ -574,6 +580,7 @@ export class Network {
           // A partner's circuit is probed with nodegate's own question too, never with a caller's call, which would
           // wait out its deadline on a partner still down.
           if (partner.breaker.allow()) this.#askChainId(partner);
+          partnerPaused = true;
           continue;
         }
         try {
@@ -595,7 +602,7 @@ export class Network {
         }
       }
     }
-    throw withPartnerFailure(outage, partnerError);
+    throw withPartnerFailure(outage, partnerError, partnerPaused);
   }
 
   /** Asks each upstream which chain it serves, in the background (see PartnerChains). */

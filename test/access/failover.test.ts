@@ -463,6 +463,9 @@ describe("circuit breaker", () => {
       }
       expect(partnerCalls()).toBe(1);
       expect(hungPartner.count("eth_chainId")).toBeGreaterThanOrEqual(1);
+      // Told that the partner is paused too (found from outside: the error then named the primary alone).
+      const paused = await post(`${ng.url}/v3/${GROWTH}`, byHash());
+      expect(paused.json.error.message).toMatch(/^upstream unavailable: the primary upstream is failing; calls are paused while it recovers; the partner upstreams are failing too, calls to them paused while they recover$/);
     } finally {
       await hungPartner.close();
     }
