@@ -220,6 +220,12 @@ export class ParamsCodec<M extends Message = Message> {
       }
       try {
         if (plan.list) {
+          // null for a required list is an empty one, as geth decodes it (found from outside: viem's getFeeHistory
+          // sends rewardPercentiles null, which geth-based providers answer); it goes to the node as the caller wrote it.
+          if (json === null) {
+            message[plan.localName] = [];
+            continue;
+          }
           if (!Array.isArray(json)) throw new CodecError("", "want an array");
           message[plan.localName] = json.map((v, i) => decodeItem(plan.codec, v, i));
         } else {

@@ -106,3 +106,18 @@ it("a call nodegate rewrites (eth_estimateGas given its gas bound) keeps each me
   expect((sent?.params as [{ gas?: string; accessList: unknown }])[0].accessList).toEqual(tx.accessList);
   expect((sent?.params as [{ gas?: string }])[0].gas).toMatch(/^0x[1-9a-f]/);
 });
+
+it("null for a required list (eth_feeHistory's rewardPercentiles, as viem's getFeeHistory sends it) goes to the node as written, as geth reads it", async () => {
+  // Found from outside: refused -32602 "want an array", where geth-based providers answer without rewards.
+  const handler = upstream.handler;
+  upstream.handler = (r) => (r.method === "eth_feeHistory" ? { result: { oldestBlock: "0x2", baseFeePerGas: ["0x1", "0x1", "0x1"], gasUsedRatio: [0, 0] } } : { forward: anvil.url });
+  try {
+    const answer = await post(ng.rpcUrl, rpc("eth_feeHistory", ["0x2", "latest", null]));
+    expect(answer.json.result?.oldestBlock).toBe("0x2");
+    expect(upstream.requests.at(-1)?.params).toEqual(["0x2", "latest", null]);
+    // Left off, it is still missing, as geth says.
+    expect((await post(ng.rpcUrl, rpc("eth_feeHistory", ["0x2", "latest"]))).json.error?.message).toBe("missing value for required argument 2 (rewardPercentiles)");
+  } finally {
+    upstream.handler = handler;
+  }
+});
