@@ -19,9 +19,10 @@ if ARGV[3] ~= '' and token == ARGV[2] then
 end
 return v`;
 
-// KEYS: the token's key; ARGV: the fresh token, the token the caller holds ("" for none: replaced whatever it is).
+// KEYS: the token's key; ARGV: the fresh token, the token the caller holds ("" for none: replaced whatever it is), the
+// final block to record beside the fresh one ("" for none).
 const BUMP_EPOCH = `local v = redis.call('GET', KEYS[1])
-if not v or ARGV[2] == '' or string.match(v, '^%S+') == ARGV[2] then v = ARGV[1]; redis.call('SET', KEYS[1], v) end
+if not v or ARGV[2] == '' or string.match(v, '^%S+') == ARGV[2] then v = ARGV[1]; if ARGV[3] ~= '' then v = v .. ' ' .. ARGV[3] end; redis.call('SET', KEYS[1], v) end
 return v`;
 
 export interface RedisCacheStoreOptions {
@@ -80,8 +81,8 @@ export class RedisCacheStore implements CacheStore, EpochStore {
     return this.#epochScript(READ_EPOCH, scope, [fresh, mine, anchor]);
   }
 
-  bumpEpoch(scope: string, mine: string | undefined, fresh: string): Promise<string | undefined> {
-    return this.#epochScript(BUMP_EPOCH, scope, [fresh, mine ?? ""]);
+  bumpEpoch(scope: string, mine: string | undefined, fresh: string, anchor = ""): Promise<string | undefined> {
+    return this.#epochScript(BUMP_EPOCH, scope, [fresh, mine ?? "", anchor]);
   }
 
   /** The token's key has no expiry: evicted or lost, a fresh token replaces it, which no stored answer carries. */

@@ -36,6 +36,8 @@ export class SharedEpoch {
   /** Whether the final block recorded beside the token was checked against the node's chain (once per process). */
   #checked = false;
   #readAt = Number.NEGATIVE_INFINITY;
+  /** When the read (or replacement) that last confirmed #token was sent. */
+  #confirmedAt = Number.NEGATIVE_INFINITY;
   /** The read or replacement under way. */
   #syncing: Promise<void> | undefined;
   /** Whether a token was ever known (before, a first call waits for the reading: firstReading). */
@@ -69,13 +71,17 @@ export class SharedEpoch {
    */
   token(scope: string): string | undefined {
     this.#scope ??= scope;
-    if (performance.now() - this.#readAt >= this.#maxAgeMs) this.#sync();
+    const now = performance.now();
+    if (now - this.#readAt >= this.#maxAgeMs) this.#sync();
+    // After a pause of twice maxAgeMs or more, another process may have replaced the token meanwhile (a rewind of blocks
+    // above this process's last finalized reading, which its own next reading cannot see): not used until read again.
+    if (now - this.#confirmedAt >= 2 * this.#maxAgeMs) return undefined;
     return this.#token;
   }
 
   /** The first reading, while it is under way: the first calls wait for it (a store's answer is not missed at start). */
   get firstReading(): Promise<void> | undefined {
-    return this.#known ? undefined : this.#syncing;
+    return this.#known && performance.now() - this.#confirmedAt < 2 * this.#maxAgeMs ? undefined : this.#syncing;
   }
 
   /** This process saw the chain's finality go back: the token is replaced for every process. */
@@ -110,6 +116,7 @@ export class SharedEpoch {
 
   async #read(scope: string): Promise<void> {
     const rewinds = this.#rewinds;
+    const sentAt = performance.now();
     const mine = this.#token;
     const final = this.#head.finalizedBlock;
     const anchor = final === undefined ? undefined : `${final.number} ${final.hash}`;
@@ -141,6 +148,7 @@ export class SharedEpoch {
     }
     if (token !== mine) this.#recorded = undefined;
     this.#token = token;
+    this.#confirmedAt = sentAt;
     this.#known = true;
     // Recorded only if the token was still this process's (see EpochStore.readEpoch); a token just adopted gets this
     // process's reading recorded beside it at once.
@@ -150,12 +158,22 @@ export class SharedEpoch {
 
   async #replace(scope: string): Promise<void> {
     const rewinds = this.#rewinds;
+    const sentAt = performance.now();
     const owed = this.#owed;
     if (owed === undefined) return;
-    const text = await this.#store.bumpEpoch(scope, owed.mine, freshToken());
+    // The new token is recorded with this process's (post-rewind) final block at once: a token with no block beside it
+    // cannot be checked by a process that starts after the next rewind, which would adopt it and its answers.
+    const final = this.#head.finalizedBlock;
+    const anchor = final === undefined ? "" : `${final.number} ${final.hash}`;
+    const fresh = freshToken();
+    const text = await this.#store.bumpEpoch(scope, owed.mine, fresh, anchor);
     if (text === undefined || rewinds !== this.#rewinds) return;
     this.#owed = undefined;
-    this.#token = parse(text).token;
+    const { token } = parse(text);
+    this.#token = token;
+    this.#confirmedAt = sentAt;
+    this.#recorded = token === fresh && anchor !== "" ? anchor : undefined;
+    if (this.#recorded === undefined && final !== undefined) this.#again = true;
     this.#known = true;
   }
 }

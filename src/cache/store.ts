@@ -16,8 +16,11 @@ export interface EpochStore {
    * the token if the token is still `mine`. Undefined when the store cannot say.
    */
   readEpoch(scope: string, fresh: string, mine?: string, anchor?: string): Promise<string | undefined>;
-  /** Replaces the token by `fresh` if it is still `mine` (always, when `mine` is undefined); the text in force after. */
-  bumpEpoch(scope: string, mine: string | undefined, fresh: string): Promise<string | undefined>;
+  /**
+   * Replaces the token by `fresh` if it is still `mine` (always, when `mine` is undefined), with `anchor` recorded
+   * beside it; the text in force after.
+   */
+  bumpEpoch(scope: string, mine: string | undefined, fresh: string, anchor?: string): Promise<string | undefined>;
 }
 
 export interface CacheStore {

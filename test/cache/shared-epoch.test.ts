@@ -25,11 +25,11 @@ function memoryEpochs() {
       values.set(scope, v);
       return v;
     },
-    async bumpEpoch(scope, mine, fresh) {
+    async bumpEpoch(scope, mine, fresh, anchor = "") {
       calls.push("bump");
       if (!reachable) return undefined;
       const v = values.get(scope);
-      if (v === undefined || mine === undefined || v.split(" ")[0] === mine) values.set(scope, fresh);
+      if (v === undefined || mine === undefined || v.split(" ")[0] === mine) values.set(scope, anchor === "" ? fresh : `${fresh} ${anchor}`);
       return values.get(scope);
     },
   };
@@ -122,7 +122,7 @@ it("while the node cannot say whether the recorded block is still there, nothing
   const told: unknown[] = [];
   const node = fakeHead({ number: 16n, hash: "0xa" }, new Map([[16n, "0xa"]]));
   node.setFailing(true);
-  const epoch = new SharedEpoch(store, node.head, 10, (err) => told.push(err));
+  const epoch = new SharedEpoch(store, node.head, 15, (err) => told.push(err));
   for (let i = 0; i < 3; i++) {
     epoch.token("eth:1");
     await settle();
@@ -132,7 +132,7 @@ it("while the node cannot say whether the recorded block is still there, nothing
   node.setFailing(false);
   await settle();
   epoch.token("eth:1");
-  await settle();
+  await epoch.firstReading;
   expect(epoch.token("eth:1")).toBe("old");
 });
 
@@ -172,5 +172,45 @@ it("a replacement another process made first is taken, not made again", async ()
   values.set("eth:1", "theirs");
   epoch.rewound();
   await settle();
+  expect(epoch.token("eth:1")).toBe("theirs");
+});
+
+it("a token replaced after a rewind has this process's finalized block beside it at once, which a process started after the next rewind checks", async () => {
+  // Found from outside: the replacement wrote the token alone, and a process started after a second rewind (while no
+  // process ran) had nothing to check, took the token, and served the answers stored in between.
+  const { store, values } = memoryEpochs();
+  const { head, move } = fakeHead({ number: 16n, hash: "0xa" }, new Map([[16n, "0xa"]]));
+  const epoch = new SharedEpoch(store, head, 60_000);
+  epoch.token("eth:1");
+  await epoch.firstReading;
+  await settle();
+  move({ number: 12n, hash: "0xe" });
+  epoch.rewound();
+  await settle();
+  const replaced = epoch.token("eth:1");
+  expect(values.get("eth:1")).toBe(`${replaced} 12 0xe`);
+  // Rewound again with no process running: block 12 is no longer 0xe.
+  const later = new SharedEpoch(store, fakeHead({ number: 8n, hash: "0xf" }, new Map([[12n, "0x9"]])).head, 60_000);
+  later.token("eth:1");
+  await later.firstReading;
+  await settle();
+  expect(later.token("eth:1")).toBeDefined();
+  expect(later.token("eth:1")).not.toBe(replaced);
+});
+
+it("after a pause of twice maxAgeMs, the token is read again before it is used: another process may have replaced it meanwhile", async () => {
+  // Found from outside: a process idle for 26 s served, at its first call, an answer another process had set aside
+  // (a rewind of blocks above this process's last finalized reading, which its own reading could not see).
+  const { store, values } = memoryEpochs();
+  const { head } = fakeHead({ number: 16n, hash: "0xa" }, new Map([[16n, "0xa"]]));
+  const epoch = new SharedEpoch(store, head, 30);
+  epoch.token("eth:1");
+  await epoch.firstReading;
+  await settle();
+  expect(epoch.token("eth:1")).toBeDefined();
+  values.set("eth:1", "theirs 20 0xb");
+  await new Promise((resolve) => setTimeout(resolve, 70));
+  expect(epoch.token("eth:1")).toBeUndefined();
+  await epoch.firstReading;
   expect(epoch.token("eth:1")).toBe("theirs");
 });

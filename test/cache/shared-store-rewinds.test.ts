@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { RedisClient } from "../../src/redis/resp-client.js";
 import { post, rpc } from "../support/http.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { redisRequirement, type RedisServer, startRedisServer } from "../support/redis-server.js";
@@ -95,6 +96,15 @@ describeRequiring(redisRequirement, "a dev chain rewound behind a cache shared t
     const after = await block2(anvil.url);
     // A sees the rewind (its finalized block 16 changed hash) and stores block 2 of the new chain.
     await expect.poll(async () => [await block2(a.rpcUrl), (stats(a)?.dropped ?? 0) > dropped, stats(a)?.stored], { timeout: 10_000 }).toEqual([after, true, stored + 1]);
+    // The new token has A's finalized block beside it, for a process started after the next rewind to check (found
+    // from outside: written alone, it left nothing to check).
+    const client = new RedisClient({ url: redis.url });
+    try {
+      const epoch = String(await client.command(["GET", "nodegate:cache:epoch:ethereum:7a69"]));
+      expect(epoch).toMatch(/^\S+ \d+ 0x[0-9a-f]{64}$/);
+    } finally {
+      await client.close();
+    }
 
     const c = await gate(60_000);
     const seen = new Set<string>();
