@@ -7,6 +7,7 @@
 import { Code } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { CallCache, type CallCacheOptions } from "../cache/call-cache.js";
+import { ChainIdentity } from "../cache/chain-identity.js";
 import type { FailoverPolicy, Plan } from "../config/config.js";
 import { ranOutWaitingForConnection, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { grpcCodeForJsonRpc } from "../errors/code-map.js";
@@ -257,12 +258,14 @@ export class Network {
       this.#log?.warn({ network: this.name, from: String(from), to: String(to) }, "the node's finalized block went back, or a block it called final left its chain: answers cached before are not served"),
     );
     const chains = this.#chains;
+    const primary = (this.#members[0] as Member).upstream;
+    const identity = new ChainIdentity(() => chains.primaryChainId(), this.family === "eth" ? (method, paramsText, options) => primary.call(method, paramsText, options) : undefined);
     const cache = options.cache
       ? new CallCache({
           ...options.cache,
           network: this.name,
           head: this.head,
-          chainId: () => chains.primaryChainId(),
+          chainId: () => identity.current(),
           epochMaxAgeMs: options.finalizedMaxAgeMs,
           onEpochUnchecked: (err) =>
             this.#log?.warn({ network: this.name, err: err instanceof Error ? err.message : String(err) }, "the last final block recorded in the shared cache could not be checked on the node: the shared cache is not used until it can be"),

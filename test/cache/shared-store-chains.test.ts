@@ -61,4 +61,37 @@ describeRequiring(redisRequirement, "the cache shared through Redis by deploymen
       await redis?.stop();
     }
   }, 60_000);
+
+  it("two dev chains under one chain id (two Anvils, both 31337) do not serve each other's answers: their genesis blocks differ", async () => {
+    // Found from outside: keyed by the chain id alone, the second Anvil's nodegate served the first's block 2 as final.
+    let anvils: AnvilNode[] = [];
+    let redis: RedisServer | undefined;
+    let gates: TestNodegate[] = [];
+    try {
+      [anvils, redis] = await Promise.all([Promise.all([startAnvil(), startAnvil({ args: ["--timestamp", "1000000"] })]), startRedisServer()]);
+      await Promise.all(anvils.map((a) => post(a.url, rpc("anvil_mine", ["0x50"]))));
+      // Each reads the shared token again every 300 ms, so each would take the other's (see SharedEpoch).
+      const config = { stores: { redisUrl: redis.url }, cache: { maxBytes: 16 * 1024 * 1024, coalesce: true, coalesceWindowMs: 60_000, finalizedMaxAgeMs: 300 } };
+      gates = await Promise.all(anvils.map((a) => startNodegate({ upstreamUrl: a.url, keys: [{ key: "shared-chains-key-0001", plan: "custom" }], config })));
+      const [onA, onB] = gates as [TestNodegate, TestNodegate];
+      const block2 = (url: string) => post(url, rpc("eth_getBlockByNumber", ["0x2", false])).then((r) => r.json.result.hash as string);
+      const [hashA, hashB] = await Promise.all(anvils.map((a) => block2(a.url)));
+      expect(hashA).not.toBe(hashB);
+      await expect.poll(async () => [await block2(onA.rpcUrl), onA.gateway.network(undefined).cache?.stats.stored], { timeout: 10_000 }).toEqual([hashA, 1]);
+      const seen = { a: new Set<string>(), b: new Set<string>() };
+      for (const until = performance.now() + 2500; performance.now() < until; ) {
+        seen.b.add(await block2(onB.rpcUrl));
+        seen.a.add(await block2(onA.rpcUrl));
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect({ a: [...seen.a], b: [...seen.b] }).toEqual({ a: [hashA], b: [hashB] });
+      // Each still shares with itself: answers came from the store.
+      expect(onA.gateway.network(undefined).cache?.stats.hits).toBeGreaterThan(0);
+      expect(onB.gateway.network(undefined).cache?.stats.hits).toBeGreaterThan(0);
+    } finally {
+      await Promise.all(gates.map((g) => g.close()));
+      await Promise.all(anvils.map((a) => a.stop()));
+      await redis?.stop();
+    }
+  }, 60_000);
 });
