@@ -10,6 +10,7 @@ import http from "node:http";
 import http2 from "node:http2";
 import net, { type AddressInfo, type Socket } from "node:net";
 import type { DescService } from "@bufbuild/protobuf";
+import { Code } from "@connectrpc/connect";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import { JsonRpcService } from "../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { closeUnlessIdentified, guardHttp2Session, http1TimeoutOptions, ignoreResetBeforeIdentified, watchHttp1Writes } from "./http/client-timeouts.js";
@@ -44,7 +45,7 @@ import { createJsonRpcHttpHandler } from "./jsonrpc/http-handler.js";
 import { matchNativeRoute } from "./jsonrpc/paths.js";
 import { createJsonRpcWsHandler, isWebSocketUpgrade } from "./jsonrpc/ws-handler.js";
 import { HealthMonitor } from "./observability/health.js";
-import { REQUEST_ID_HEADER, requestLogInterceptor } from "./observability/request-log.js";
+import { REQUEST_ID_HEADER, requestLogInterceptor, typedDoor } from "./observability/request-log.js";
 import { logUnservedPath } from "./jsonrpc/answer-log.js";
 import { typedRefusalLog } from "./observability/typed-refusal-log.js";
 import { serveUpgradeAsPlainRequest } from "./http/plain-upgrade.js";
@@ -272,9 +273,15 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
         );
         return;
       default:
-        if (answerUnknownRpc(path, req.headers, res)) {
-          // A typed call behind a path prefix (a key or network in the path): logged as unserved, its path cut as for any.
-          if (!isRpcPath(path)) unserved(res.statusCode);
+        const answered = answerUnknownRpc(path, req.headers, res);
+        if (answered !== false) {
+          // A typed call behind a path prefix (a key or network in the path): logged as unserved, its path cut as for
+          // any, under its door and with the status it was answered (found from outside: counted as jsonrpc-http
+          // with outcome 200, a trailers-only refusal's HTTP status).
+          if (!isRpcPath(path)) {
+            const door = typedDoor(req.headers["content-type"] ?? null);
+            whenResponseDone(res, () => logUnservedPath(gateway, path, res.statusCode, res.getHeader(REQUEST_ID_HEADER) as string | undefined, started, door, Code[answered]));
+          }
           return;
         }
         res.writeHead(404, { "content-type": "text/plain" });

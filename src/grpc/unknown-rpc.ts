@@ -8,6 +8,7 @@
  * specifies).
  */
 import type { IncomingHttpHeaders } from "node:http";
+import { Code } from "@connectrpc/connect";
 import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
 import { encodeGrpcMessage } from "./grpc-message.js";
 import type { NodeResponse } from "../http/http-types.js";
@@ -28,32 +29,45 @@ export function tagRequestId(headers: IncomingHttpHeaders, res: NodeResponse): v
 }
 
 /** An RPC path behind a prefix: a client whose base URL carries the native door's /v3/<KEY> or a network name. */
-const PREFIXED_RPC_PATH = /^\/(?:[^/?]+\/)+?([^/?]*\.[^/?]*\/[^/?]+)(?:\?.*)?$/;
+/** Its last two segments (service/method), or null: split, not a regex, which backtracked quadratically on a long dotted segment. */
+function prefixedRpcPath(url: string): string | null {
+  const parts = (url.split("?", 1)[0] ?? "").split("/");
+  if (parts.length < 4 || parts.slice(1, -2).some((p) => p === "")) return null;
+  const service = parts[parts.length - 2] as string;
+  const method = parts[parts.length - 1] as string;
+  return service.includes(".") && method !== "" ? `${service}/${method}` : null;
+}
 /** The native door's key segment in such a prefix: /v3/<KEY> or /<network>/v3/<KEY>. */
 const NATIVE_KEY_PREFIX = /^\/(?:[^/?]+\/)?v3\//;
 
 /**
  * Answers an RPC path no service serves, and a typed call to an RPC path behind a prefix (found from outside: a
  * connect-es client whose base URL was the native door's http://host/v3/<KEY> got only "HTTP 404"); false when the
- * request is not an RPC at all.
+ * request is not an RPC at all, else the gRPC status it was answered with.
  */
-export function answerUnknownRpc(url: string, headers: IncomingHttpHeaders, res: NodeResponse): boolean {
+export function answerUnknownRpc(url: string, headers: IncomingHttpHeaders, res: NodeResponse): false | Code {
   const contentType = headers["content-type"] ?? "";
   let message: string;
-  let grpcStatus = 12;
+  let grpcStatus: Code = Code.Unimplemented;
   if (isRpcPath(url)) {
     message = `unknown method ${url.split("?")[0]}`;
   } else {
     // Only typed callers (their content types) get a typed answer; anything else keeps the plain 404.
-    const typed = contentType.startsWith("application/grpc") || contentType.startsWith("application/proto") || contentType.startsWith("application/connect+") || headers["connect-protocol-version"] !== undefined;
-    const prefixed = typed ? PREFIXED_RPC_PATH.exec(url) : null;
+    // A Connect GET has no content type: its query says it (found from outside: it still got a bare "HTTP 404").
+    const typed =
+      contentType.startsWith("application/grpc") ||
+      contentType.startsWith("application/proto") ||
+      contentType.startsWith("application/connect+") ||
+      headers["connect-protocol-version"] !== undefined ||
+      /[?&]connect=v1(&|$)/.test(url);
+    const prefixed = typed ? prefixedRpcPath(url) : null;
     if (prefixed === null) return false;
-    const rpc = `/${prefixed[1]}`;
+    const rpc = `/${prefixed}`;
     if (NATIVE_KEY_PREFIX.test(url)) {
-      grpcStatus = 16;
+      grpcStatus = Code.Unauthenticated;
       message = `typed calls take the API key in the x-api-key metadata, not in the path: call ${rpc} at the server's root`;
     } else {
-      message = `typed calls are served at the server's root (${rpc}); name a network in the x-nodegate-network metadata, not in the path`;
+      message = `typed calls are served at the server's root (${rpc}), not behind a path prefix; a network is named in the x-nodegate-network metadata`;
     }
   }
   if (contentType.startsWith("application/grpc")) {
@@ -64,13 +78,13 @@ export function answerUnknownRpc(url: string, headers: IncomingHttpHeaders, res:
       // One HEADERS frame that ends the stream: grpc-js reads a status only from such a frame or from trailers. The
       // headers set on the response so far (its request id, CORS for a browser's gRPC-Web) go in it too.
       res.stream.respond({ ...res.getHeaders(), ":status": 200, ...status }, { endStream: true });
-      return true;
+      return grpcStatus;
     }
     res.writeHead(200, status);
     res.end();
-    return true;
+    return grpcStatus;
   }
-  res.writeHead(grpcStatus === 16 ? 401 : 404, { "content-type": "application/json" });
-  res.end(JSON.stringify({ code: grpcStatus === 16 ? "unauthenticated" : "unimplemented", message }));
-  return true;
+  res.writeHead(grpcStatus === Code.Unauthenticated ? 401 : 404, { "content-type": "application/json" });
+  res.end(JSON.stringify({ code: grpcStatus === Code.Unauthenticated ? "unauthenticated" : "unimplemented", message }));
+  return grpcStatus;
 }

@@ -62,14 +62,16 @@ export function logAnswer(gateway: Gateway, door: string, calls: readonly CallRe
  * WebSocket address asked over plain HTTP, a WebSocket upgrade to an HTTP address): counted under "(unserved)" with
  * its HTTP status, its path logged only as far as it holds no key. Found from outside: such requests left no trace.
  */
-export function logUnservedPath(gateway: Gateway, url: string, status: number, requestId: string | undefined, started: number, door: "jsonrpc-http" | "jsonrpc-ws" = "jsonrpc-http"): void {
+export function logUnservedPath(gateway: Gateway, url: string, status: number, requestId: string | undefined, started: number, door = "jsonrpc-http", typedStatus?: string): void {
   const ms = performance.now() - started;
-  observeCall(gateway.metrics, door, UNSERVED_RPC, String(status), ms / 1000);
+  // A typed call's outcome is its gRPC status, as for every typed call; its HTTP status is kept beside it.
+  observeCall(gateway.metrics, door, UNSERVED_RPC, typedStatus ?? String(status), ms / 1000);
   writeRequestLine(gateway.log, "info", {
     door,
     method: UNSERVED_RPC,
     path: loggablePath((url.split("?")[0] as string) || "/"),
-    status,
+    status: typedStatus ?? status,
+    httpStatus: typedStatus === undefined ? undefined : status,
     requestId,
     ms: Math.round(ms * 100) / 100,
   });

@@ -69,8 +69,8 @@ it("a base URL holding the native door's /v3/<KEY> gets UNAUTHENTICATED saying w
     );
     expect([err?.code, err?.rawMessage]).toEqual([Code.Unauthenticated, "typed calls take the API key in the x-api-key metadata, not in the path: call /nodegate.eth.v1.EthService/ChainId at the server's root"]);
   }
-  // The key in the path is not logged.
-  await expect.poll(() => gate.logs.filter((l) => l.method === "(unserved)").length).toBeGreaterThanOrEqual(4);
+  // Logged under the typed door with the status answered, and the key in the path is not logged.
+  await expect.poll(() => gate.logs.filter((l) => l.method === "(unserved)" && l.status === "Unauthenticated").map((l) => l.door)).toEqual(["connect", "connect", "grpc", "grpc-web"]);
   expect(JSON.stringify(gate.logs)).not.toContain(`/v3/${gate.key}`);
 });
 
@@ -80,7 +80,18 @@ it("a base URL holding a network name gets UNIMPLEMENTED pointing at x-nodegate-
     (e: unknown) => ConnectError.from(e),
   );
   expect(err?.code).toBe(Code.Unimplemented);
-  expect(err?.rawMessage).toMatch(/name a network in the x-nodegate-network metadata, not in the path/);
+  expect(err?.rawMessage).toMatch(/not behind a path prefix; a network is named in the x-nodegate-network metadata/);
   // A plain request to such a path keeps its plain 404.
   expect((await fetch(`${gate.url}/starknet/nodegate.eth.v1.EthService/ChainId`)).status).toBe(404);
 });
+
+it("a Connect GET behind a prefix is answered in Connect's terms too", async () => {
+  // Found from outside: it has no content type, and still got a bare "HTTP 404".
+  const client = createClient(EthService, createConnectTransport({ baseUrl: `${gate.url}/v3/${gate.key}`, httpVersion: "1.1", useHttpGet: true }));
+  const err = await client.chainId({}).then(
+    () => undefined,
+    (e: unknown) => ConnectError.from(e),
+  );
+  expect(err?.code).toBe(Code.Unauthenticated);
+});
+
