@@ -124,12 +124,12 @@ export abstract class Feed {
     });
   }
 
-  /** Like run, but a failed task is queued again after a backoff until it succeeds or the feed stops. */
   /** Whether `what` failed and waits for its next try (runUntilDone's backoff). */
   protected retryPending(what: string): boolean {
     return this.#retryTimers.has(what);
   }
 
+  /** Like run, but a failed task is queued again after a backoff until it succeeds or the feed stops. */
   protected runUntilDone(what: string, task: () => Promise<void>, attempt = 0): void {
     clearTimeout(this.#retryTimers.get(what));
     this.#retryTimers.delete(what);

@@ -74,6 +74,8 @@ export class LogsFeed extends Feed {
   /** The one block whose logs the node refused last with another limit (a timeout), and how many times in a row. */
   #refusedBlock = -1;
   #refusals = 0;
+  /** Whether the last read of the feed failed as the node's refusal of one block (not a node down). */
+  #lastFailRefusal = false;
   #firstRefusalAt = 0;
   #subscription: UpstreamSubscription | undefined;
   #stopFollowing: (() => void) | undefined;
@@ -306,7 +308,7 @@ export class LogsFeed extends Feed {
       if (unreadAt !== undefined && this.#unreadPushDrops === this.#drops && change.head.number > unreadAt) await this.#fillUnreadPush(change.head.number);
       return;
     }
-    if (this.#refusals > 0 && change.reorg === undefined && this.retryPending(CATCHING_UP)) {
+    if (this.#lastFailRefusal && this.#refusals > 0 && change.reorg === undefined && this.retryPending(CATCHING_UP)) {
       // A block the node refuses waits for its retry, which reads on to the head then: a new head does not make the
       // node take it, and trying at every head undid the backoff (found from outside: about 3 calls a second).
     } else if (this.ctx.ws === undefined || this.#polling || change.reorg !== undefined) {
@@ -345,9 +347,11 @@ export class LogsFeed extends Feed {
   async #readToSend(from: number, to: number): Promise<LogEvent[]> {
     try {
       const logs = await this.ctx.reader.logs(this.#filter, from, to, false);
+      this.#lastFailRefusal = false;
       if (from <= this.#refusedBlock && this.#refusedBlock <= to) this.#refusals = 0;
       return logs;
     } catch (err) {
+      this.#lastFailRefusal = from === to && isLogLimitError(err);
       if (from !== to || !isLogLimitError(err)) throw err;
       const nodeText = err.message;
       const resultLimit = isLogResultLimitError(err);

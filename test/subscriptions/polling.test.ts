@@ -284,6 +284,40 @@ describe("a block with more logs than eth_getLogs answers", () => {
     upstream.handler = () => ({ forward: anvil.url });
   }, 30_000);
 
+  it("refused once, then the node down for a while as heads keep coming: logs resume at the first head after it is back", async () => {
+    // Found from outside (re-check): after one refusal, an outage's failures kept new heads from trying, and the retry's
+    // backoff grew toward 30 s, so logs came 12-13 s after the node was back.
+    const s = await openNativeSubscriber(capped.wsUrl);
+    subscribers.push(s);
+    const id = await s.subscribe("logs", { address: probe.address });
+    const refused = (await chain.blockNumber()) + 1;
+    let refusedOnce = false;
+    let down = false;
+    upstream.handler = (r) => {
+      if (r.method === "eth_getLogs") {
+        const [filter] = r.params as [{ fromBlock?: string; toBlock?: string }];
+        if (!refusedOnce && filter.fromBlock === filter.toBlock && Number(filter.fromBlock) === refused) {
+          refusedOnce = true;
+          down = true;
+          return { error: { code: -32005, message: "query timeout exceeded" } };
+        }
+        if (down) return { raw: "unavailable", status: 503 };
+      }
+      return { forward: anvil.url };
+    };
+    expect(await probe.store(45n)).toBe(refused);
+    const mining = setInterval(() => void chain.mine(1).catch(() => {}), 300);
+    try {
+      await new Promise((r) => setTimeout(r, 8000));
+      down = false;
+      const [log] = await s.waitFor(id, 1, 4000);
+      expect(Number(log.blockNumber)).toBe(refused);
+    } finally {
+      clearInterval(mining);
+      upstream.handler = () => ({ forward: anvil.url });
+    }
+  }, 30_000);
+
   it("refused under a query timeout for a moment, then read, is sent: a timeout may pass on a retry", async () => {
     // Found from outside: three quick retries ended everyone when the node was loaded for a moment.
     const s = await openNativeSubscriber(capped.wsUrl);
