@@ -404,7 +404,7 @@ function readError(body: Buffer, start: number, end: number): GatewayError {
   const parsed = JSON.parse(text) as unknown;
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return malformedNodeError("the error is not an object", text);
   const e = parsed as Record<string, unknown>;
-  if (typeof e.code !== "number" || !Number.isInteger(e.code) || typeof e.message !== "string") {
+  if (typeof e.code !== "number" || !Number.isSafeInteger(e.code) || typeof e.message !== "string") {
     return malformedNodeError("the error lacks an integer code and a string message", text);
   }
   let data: string | undefined;

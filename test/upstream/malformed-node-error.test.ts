@@ -18,7 +18,9 @@ import { post, rpc } from "../support/http.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
 
-const MALFORMED = ['{"code":-32000}', '{"code":"x","message":"execution reverted"}', '{"code":1.5,"message":"m"}', '"something went wrong"', "[1,2]"];
+// Codes past 2^53 too: read into the typed door's int64 code, 1e21 (or max int64, rounded up by JSON.parse) threw, and the
+// process exited (found from outside).
+const MALFORMED = ['{"code":-32000}', '{"code":"x","message":"execution reverted"}', '{"code":1.5,"message":"m"}', '"something went wrong"', "[1,2]", '{"code":1e21,"message":"m"}', '{"code":9223372036854775807,"message":"m"}'];
 
 let node: ProgrammableUpstream;
 let gate: TestNodegate;
@@ -65,6 +67,31 @@ it("typed callers get UNAVAILABLE with the node's error in the JsonRpcError deta
     expect(detail.code).toBe(-32052n);
     expect(JSON.parse(detail.data ?? "null")).toEqual({ code: -32000 });
     expect(gate.gateway.network(undefined).primaryCircuit).toBe("closed");
+  } finally {
+    client.close();
+  }
+});
+
+it("a code past 2^53 reaches typed callers as -32052, on every lane, and the process goes on", async () => {
+  const client = grpcJsClient(gate.address, EthService);
+  try {
+    for (const at of [5, 6]) {
+      next = at;
+      const err: ServiceError = await grpcErrorOf(client.call("getCode", create(GetCodeRequestSchema, { address: new Uint8Array(20).fill(1) }), { "x-api-key": gate.key }));
+      expect(err.code).toBe(Code.Unavailable);
+      expect(jsonRpcErrorOfGrpc(err).code).toBe(-32052n);
+    }
+    for (const at of [5, 6]) {
+      next = at;
+      const res = await fetch(`${gate.url}/nodegate.eth.v1.EthService/GetCode`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-key": gate.key },
+        body: JSON.stringify({ address: Buffer.alloc(20, 1).toString("base64") }),
+      });
+      expect(res.status).toBe(503);
+      expect(((await res.json()) as { code: string }).code).toBe("unavailable");
+    }
+    expect((await post(gate.rpcUrl, rpc("eth_blockNumber", []))).json.result).toBe("0x10");
   } finally {
     client.close();
   }
