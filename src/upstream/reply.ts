@@ -233,7 +233,9 @@ export function readReply(body: Buffer, expectedId: number, options: ReadReplyOp
     throw upstreamBadResponse(`reply id ${id ?? "(none)"} does not match request id ${expectedId}`, ANOTHER_REQUESTS_REPLY);
   }
   if (error !== undefined) throw error;
-  if (result === undefined) throw upstreamBadResponse("reply has neither result nor error");
+  // The node's answer to this call (its id), though it holds neither ("error": null alone): that call's -32052, not an
+  // outage, as a malformed error object is (five such answers to one method opened the circuit for every key).
+  if (result === undefined) throw malformedNodeError("reply has neither result nor error", body.toString("utf8"));
   return { body, start: result.start, end: result.end };
 }
 

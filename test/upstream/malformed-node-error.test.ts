@@ -96,3 +96,20 @@ it("a code past 2^53 reaches typed callers as -32052, on every lane, and the pro
     client.close();
   }
 });
+
+it("a reply with error null and no result is that call's -32052 too, not an outage", async () => {
+  // Found from outside: {"jsonrpc":"2.0","id":N,"error":null} opened the circuit for every key after five calls.
+  const handler = node.handler;
+  node.handler = (request) => (request.method === "eth_getCode" ? { raw: `{"jsonrpc":"2.0","id":${JSON.stringify(request.id)},"error":null}` } : { result: "0x10" });
+  try {
+    for (let i = 0; i < 3 * DEFAULT_CIRCUIT_BREAKER.threshold; i++) {
+      const res = await post(gate.rpcUrl, rpc("eth_getCode", ["0x0000000000000000000000000000000000000001", "latest"]));
+      expect(res.json.error.code).toBe(-32052);
+      expect(res.json.error.message).toBe("upstream returned an invalid response: reply has neither result nor error");
+    }
+    expect(gate.gateway.network(undefined).primaryCircuit).toBe("closed");
+    expect((await post(gate.rpcUrl, rpc("eth_blockNumber", []))).json.result).toBe("0x10");
+  } finally {
+    node.handler = handler;
+  }
+});
