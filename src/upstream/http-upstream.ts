@@ -176,7 +176,7 @@ export class HttpUpstream implements Upstream {
     // request sent next on it, so it is seen as out of step rather than taken for that request's answer.
     const id = 1 + Math.floor(Math.random() * 0x3fffffff);
     if (options.signal?.aborted) throw cancelled();
-    const exchange = this.#pool.request(requestBody(id, method, paramsText), options.idempotent === true, options.flow);
+    const exchange = this.#pool.request(requestBody(id, method, paramsText), options.idempotent === true, options.flow, options.spare === true);
     // Calls waiting when this one joined them, itself included: at its deadline, those of the same deadline have left.
     let waiting = 0;
     if (!exchange.sent) {

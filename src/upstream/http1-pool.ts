@@ -54,6 +54,9 @@ const MIN_TIME_LEFT_MS = 10;
 /** At most this share of a pool's connections may be reading replies nobody waits for (see Http1Call.cancel). */
 const UNWANTED_SHARE = 0.25;
 
+/** Connections a liveness question may open past the cap when every connection is busy (Network asks at most 6 at once). */
+const MAX_SPARE = 8;
+
 export class Http1Pool {
   readonly keepAliveMs: number;
   readonly connectTimeoutMs: number;
@@ -110,9 +113,10 @@ export class Http1Pool {
   }
 
   /** Sends `body` (JSON text) as a POST; `repeatable` when the call is safe to send twice; `flow` says whom it is for. */
-  request(body: string, repeatable: boolean, flow = ""): Http1Call {
+  request(body: string, repeatable: boolean, flow = "", spare = false): Http1Call {
     const call = new Http1Call(this, `${this.#prefix}${Buffer.byteLength(body)}\r\n\r\n${body}`, repeatable, flow);
     if (this.#closed) call.fail(new Http1Error("ECONNREFUSED", "client closed"));
+    else if (spare && this.#idle.length === 0 && this.#open.size >= this.#connections && this.#open.size < this.#connections + MAX_SPARE) this.#openFor(call);
     else this.#send(call);
     return call;
   }
@@ -171,6 +175,11 @@ export class Http1Pool {
 
   /** A connection finished its exchange and may carry the next. */
   release(connection: Connection): void {
+    // A spare connection (a liveness question's, past the cap) ends with its exchange: callers keep to the cap.
+    if (this.#open.size > this.#connections) {
+      connection.destroy();
+      return;
+    }
     const next = this.#nextLive();
     if (next !== undefined) {
       connection.start(next);
@@ -190,7 +199,7 @@ export class Http1Pool {
       again?.fail(new Http1Error("ECONNRESET", "client closed"));
       return;
     }
-    const next = again ?? this.#nextLive();
+    const next = again ?? (this.#open.size < this.#connections ? this.#nextLive() : undefined);
     if (next !== undefined) this.#openFor(next);
   }
 

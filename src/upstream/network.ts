@@ -433,7 +433,7 @@ export class Network {
       verdict.unref();
     }
     member.upstream
-      .call(CHAIN_ID_METHOD[this.family], "[]", { timeoutMs: listens ? this.#timeoutMs : verdictMs, idempotent: true })
+      .call(CHAIN_ID_METHOD[this.family], "[]", { timeoutMs: listens ? this.#timeoutMs : verdictMs, idempotent: true, spare: true })
       .then(
         () => {
           member.questionMs = performance.now() - askedAt;

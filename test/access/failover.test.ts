@@ -418,6 +418,31 @@ describe("circuit breaker", () => {
     expect(primary.count("eth_chainId")).toBeGreaterThanOrEqual(1);
   }, 30_000);
 
+  it("a primary whose every connection is busy with slow calls is not taken for silent: its chain id question gets a connection of its own", async () => {
+    // Found from outside: with the watch for patient callers, 128 patient 10 s calls on a pool of 64 left the question
+    // waiting for a connection; it was judged unanswered, the healthy primary's circuit opened, and every call was
+    // sent again to the partner.
+    const handler = primary.handler;
+    primary.handler = (r) => (r.method === "eth_getBlockByHash" ? { delayMs: 9000, then: { forward: anvil.url } } : { forward: anvil.url });
+    try {
+      const ng = await startNodegate({
+        upstreamUrl: primary.url,
+        keys: [{ key: GROWTH, plan: "growth" }],
+        networks: [{ name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: primary.url, connections: 2 }, { label: "partner", url: anvil.url }] }],
+        config: { circuitBreaker: { threshold: 5, cooldownMs: 60_000 }, upstreamTimeoutMs: 60_000, cache: { maxBytes: 0, coalesce: false, coalesceWindowMs: 0, finalizedMaxAgeMs: 4000 } },
+      });
+      started.push(ng);
+      const growth = connectClient(ng.url, EthService, GROWTH, "grpc");
+      const calls = [0, 1, 2, 3].map(() => growth.getBlockByHash(request(), { timeoutMs: 25_000 }).then((r) => `block ${r.block?.number}`, (e: unknown) => Code[ConnectError.from(e).code]));
+      expect(await Promise.all(calls)).toEqual(["block 0", "block 0", "block 0", "block 0"]);
+      expect(ng.gateway.network(undefined).failovers).toBe(0);
+      expect(ng.gateway.network(undefined).primaryCircuit).toBe("closed");
+      expect(primary.count("eth_chainId")).toBeGreaterThanOrEqual(1);
+    } finally {
+      primary.handler = handler;
+    }
+  }, 40_000);
+
   it("when the primary's circuit opens on its threshold, the calls still out on it that a partner may take go there at once", async () => {
     // Found from outside: calls parked on a hung primary were handed over only when its chain id question went
     // unanswered; when other calls' outages opened the circuit first, about 600 stayed parked until the node woke.
