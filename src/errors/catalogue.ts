@@ -169,7 +169,8 @@ const MALFORMED_ERROR_SHOWN = 1024;
  * A reply whose error is not a JSON-RPC error object ({"code":-32000} with no message, a string code, a bare string):
  * the node answered this call, so it is no outage (found from outside: a node that left out one method's error
  * message opened the circuit for every caller after five calls, and readiness went with it). The node's error, as
- * sent, is the data, so the caller still reads what the node said.
+ * sent, is the data, so the caller still reads what the node said. Answered HTTP 200, as the node's own errors are:
+ * a 502 made viem send the call four times (found from outside).
  */
 export function malformedNodeError(reason: string, text: string): GatewayError {
   return new GatewayError({
@@ -177,7 +178,7 @@ export function malformedNodeError(reason: string, text: string): GatewayError {
     message: `upstream returned an invalid response: ${reason}`,
     ...(text.length <= MALFORMED_ERROR_SHOWN ? { data: text } : {}),
     grpcCode: Code.Unavailable,
-    httpStatus: 502,
+    httpStatus: 200,
     outage: false,
   });
 }

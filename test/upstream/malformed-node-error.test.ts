@@ -45,7 +45,8 @@ it("the caller reads the node's error as the data of -32052, and the circuit sta
   for (let i = 0; i < calls; i++) {
     const sent = MALFORMED[i % MALFORMED.length] as string;
     const res = await post(gate.rpcUrl, rpc("eth_getCode", ["0x0000000000000000000000000000000000000001", "latest"]));
-    expect(res.status).toBe(502);
+    // 200, as the node's own errors: a 502 made viem send the call four times (found from outside).
+    expect(res.status).toBe(200);
     expect(res.json.error.code).toBe(-32052);
     expect(res.json.error.message).toMatch(/^upstream returned an invalid response: the error (lacks an integer code and a string message|is not an object)$/);
     expect(res.json.error.data).toEqual(JSON.parse(sent));
