@@ -18,6 +18,8 @@ export const CHAIN_ID_METHOD = { eth: "eth_chainId", starknet: "starknet_chainId
 const ASK_TIMEOUT_MS = 5000;
 /** A chain id left unanswered is asked again no sooner than this: a partner that never says costs no wait per call. */
 const ASK_AGAIN_AFTER_MS = 30_000;
+/** The primary's, once it answers a call: it names the chain in the shared cache's keys. */
+const PRIMARY_ASK_AGAIN_AFTER_MS = 1000;
 
 interface Known {
   /** The chain id as a number's hex digits (eth_chainId's quantity, starknet_chainId's felt); undefined until answered. */
@@ -61,6 +63,13 @@ export class PartnerChains {
 
   /** The primary answered a call: every chain id still unknown is asked (in the background), so partners are known before an outage. */
   primaryAnswered(): void {
+    // The primary's own, unanswered at start (the node was down), is asked again as soon as the node answers, not
+    // ASK_AGAIN_AFTER_MS later: the shared cache waits for it (found from outside: off for 28 s after the node came up).
+    const primary = this.#known[0] as Known;
+    if (primary.chainId === undefined && primary.asking === undefined && performance.now() - primary.askedAt >= PRIMARY_ASK_AGAIN_AFTER_MS) {
+      primary.askedAt = Number.NEGATIVE_INFINITY;
+      void this.#chainIdOf(0);
+    }
     if (this.#upstreams.length < 2 || this.#known.every((k) => k.chainId !== undefined || k.asking !== undefined)) return;
     for (let i = 0; i < this.#upstreams.length; i++) void this.#chainIdOf(i);
   }
