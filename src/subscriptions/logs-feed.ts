@@ -77,6 +77,8 @@ export class LogsFeed extends Feed {
   /** Whether the last read of the feed failed as the node's refusal of one block (not a node down). */
   #lastFailRefusal = false;
   #firstRefusalAt = 0;
+  /** Whether a read failed otherwise (a node down) since the last refusal: the refusal window starts again at the next. */
+  #failedOtherwiseSinceRefusal = false;
   #subscription: UpstreamSubscription | undefined;
   #stopFollowing: (() => void) | undefined;
 
@@ -352,11 +354,14 @@ export class LogsFeed extends Feed {
       return logs;
     } catch (err) {
       this.#lastFailRefusal = from === to && isLogLimitError(err);
+      if (!isLogLimitError(err) && this.#refusals > 0) this.#failedOtherwiseSinceRefusal = true;
       if (from !== to || !isLogLimitError(err)) throw err;
       const nodeText = err.message;
       const resultLimit = isLogResultLimitError(err);
       if (!resultLimit) {
-        this.#refusals = this.#refusedBlock === from ? this.#refusals + 1 : 1;
+        // An outage between refusals is not the node refusing: the tries and the window start again after it.
+        this.#refusals = this.#refusedBlock === from && !this.#failedOtherwiseSinceRefusal ? this.#refusals + 1 : 1;
+        this.#failedOtherwiseSinceRefusal = false;
         if (this.#refusals === 1) this.#firstRefusalAt = performance.now();
         this.#refusedBlock = from;
         if (this.#refusals < ONE_BLOCK_TRIES || performance.now() - this.#firstRefusalAt < ONE_BLOCK_REFUSED_MS) throw err;

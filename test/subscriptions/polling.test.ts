@@ -284,15 +284,17 @@ describe("a block with more logs than eth_getLogs answers", () => {
     upstream.handler = () => ({ forward: anvil.url });
   }, 30_000);
 
-  it("refused once, then the node down for a while as heads keep coming: logs resume at the first head after it is back", async () => {
+  it("refused once, then the node down for a while as heads keep coming, then refused twice more: logs resume, and no one is ended", async () => {
     // Found from outside (re-check): after one refusal, an outage's failures kept new heads from trying, and the retry's
-    // backoff grew toward 30 s, so logs came 12-13 s after the node was back.
+    // backoff grew toward 30 s, so logs came 12-13 s after the node was back; and the outage's time counted in the
+    // refusals' 10 s, so two refusals after it ended every subscriber.
     const s = await openNativeSubscriber(capped.wsUrl);
     subscribers.push(s);
     const id = await s.subscribe("logs", { address: probe.address });
     const refused = (await chain.blockNumber()) + 1;
     let refusedOnce = false;
     let down = false;
+    let refusalsAfter = 2;
     upstream.handler = (r) => {
       if (r.method === "eth_getLogs") {
         const [filter] = r.params as [{ fromBlock?: string; toBlock?: string }];
@@ -302,21 +304,26 @@ describe("a block with more logs than eth_getLogs answers", () => {
           return { error: { code: -32005, message: "query timeout exceeded" } };
         }
         if (down) return { raw: "unavailable", status: 503 };
+        if (refusalsAfter > 0 && filter.fromBlock === filter.toBlock && Number(filter.fromBlock) === refused) {
+          refusalsAfter--;
+          return { error: { code: -32005, message: "query timeout exceeded" } };
+        }
       }
       return { forward: anvil.url };
     };
     expect(await probe.store(45n)).toBe(refused);
     const mining = setInterval(() => void chain.mine(1).catch(() => {}), 300);
     try {
-      await new Promise((r) => setTimeout(r, 8000));
+      // Longer than the refusals' 10 s, which it must not count toward.
+      await new Promise((r) => setTimeout(r, 11_000));
       down = false;
-      const [log] = await s.waitFor(id, 1, 4000);
+      const [log] = await s.waitFor(id, 1, 8000);
       expect(Number(log.blockNumber)).toBe(refused);
     } finally {
       clearInterval(mining);
       upstream.handler = () => ({ forward: anvil.url });
     }
-  }, 30_000);
+  }, 40_000);
 
   it("refused under a query timeout for a moment, then read, is sent: a timeout may pass on a retry", async () => {
     // Found from outside: three quick retries ended everyone when the node was loaded for a moment.
