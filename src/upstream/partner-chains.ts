@@ -65,8 +65,10 @@ export class PartnerChains {
   primaryAnswered(): void {
     // The primary's own, unanswered at start (the node was down), is asked again as soon as the node answers, not
     // ASK_AGAIN_AFTER_MS later: the shared cache waits for it (found from outside: off for 28 s after the node came up).
+    // Only one asked before and unanswered: one nobody asked for yet is asked when wanted.
     const primary = this.#known[0] as Known;
-    if (primary.chainId === undefined && primary.asking === undefined && performance.now() - primary.askedAt >= PRIMARY_ASK_AGAIN_AFTER_MS) {
+    const unanswered = primary.askedAt > Number.NEGATIVE_INFINITY && performance.now() - primary.askedAt >= PRIMARY_ASK_AGAIN_AFTER_MS;
+    if (primary.chainId === undefined && primary.asking === undefined && unanswered) {
       primary.askedAt = Number.NEGATIVE_INFINITY;
       void this.#chainIdOf(0);
     }
