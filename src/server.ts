@@ -321,6 +321,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   const connectUnary = createConnectUnaryHandler(gateway, unaryRoutes);
   const grpcWebUnary = createGrpcWebUnaryHandler(gateway, unaryRoutes);
 
+  const screensUserAgents = gateway.access.screensUserAgents;
   const inFlight = new InFlight();
   const handle = (req: Req, res: Res): void => {
     // Done when its connection goes too: a pipelined response still queued then never closes (response-closed.ts).
@@ -338,7 +339,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     if (isRpcPath(req.url ?? "/")) {
       tagRequestId(req.headers, res);
       refusalLog.watch(req, res);
-      if (req.method === "GET") varyForConnectGet(res);
+      if (req.method === "GET") varyForConnectGet(res, screensUserAgents);
       if (refuseMalformedGet(req, res)) return;
     }
     // As on HTTP/2 (dispatchHttp2Stream): a connection closed under a write that never completes (a stream cut for

@@ -36,6 +36,11 @@ export class AccessControl {
     this.#limiter = limiter;
   }
 
+  /** Whether some key's allowlist names user agents (see ApiKeyStore.screensUserAgents). */
+  get screensUserAgents(): boolean {
+    return this.#keys.screensUserAgents;
+  }
+
   /** Checks the key, its secret, the request-wide allowlists, and counts `cost` requests. */
   async admit(credentials: Credentials, cost: number): Promise<ApiKey> {
     const key = this.authenticate(credentials);

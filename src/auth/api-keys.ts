@@ -65,4 +65,9 @@ export class ApiKeyStore {
   get size(): number {
     return this.#keys.length;
   }
+
+  /** Whether some key is let in only from certain user agents: an answer may then depend on the User-Agent. */
+  get screensUserAgents(): boolean {
+    return this.#keys.some((entry) => (entry.key.allowlists?.userAgents?.length ?? 0) > 0);
+  }
 }

@@ -29,13 +29,17 @@ export function refuseMalformedGet(req: NodeRequest, res: NodeResponse): boolean
 }
 
 /**
- * What a Connect GET's answer depends on besides its URL, for HTTP caches: its compression, and the key, secret and
- * network the caller named (found from outside: a shared cache told only accept-encoding could hand one key's answer
- * to callers with no key, or another network's). CORS may have put origin there first.
+ * What a Connect GET's answer depends on besides its URL, for HTTP caches: its compression, the key, secret and
+ * network the caller named, and the origin a key's allowlist may screen (found from outside: a shared cache told only
+ * accept-encoding could hand one key's answer to callers with no key, another network's, or another origin's); the
+ * User-Agent too when some key's allowlist screens it (`userAgents`: a Vary on it splits a cache by every browser
+ * version, so only then). CORS may have put origin there first.
  */
-const GET_VARY = "accept-encoding, x-api-key, authorization, x-nodegate-network";
+const GET_VARY = ["accept-encoding", "x-api-key", "authorization", "x-nodegate-network", "origin"];
 
-export function varyForConnectGet(res: NodeResponse): void {
+export function varyForConnectGet(res: NodeResponse, byUserAgent: boolean): void {
   const prior = res.getHeader("vary");
-  res.setHeader("vary", prior === undefined ? GET_VARY : `${String(prior)}, ${GET_VARY}`);
+  const names = prior === undefined ? [] : String(prior).split(",").map((n) => n.trim().toLowerCase());
+  for (const name of byUserAgent ? [...GET_VARY, "user-agent"] : GET_VARY) if (!names.includes(name)) names.push(name);
+  res.setHeader("vary", names.join(", "));
 }

@@ -308,7 +308,7 @@ describe("the gRPC contract", () => {
     const get = (message: string) =>
       fetch(`${f.ng.url}/${EthService.typeName}/ChainId?connect=v1&encoding=json&base64=1&message=${encodeURIComponent(message)}`, { headers: { "x-api-key": f.ng.key } });
     const bad = await get("@@@");
-    expect([bad.status, ((await bad.json()) as { code: string }).code, bad.headers.get("vary")]).toEqual([400, "invalid_argument", "accept-encoding, x-api-key, authorization, x-nodegate-network"]);
+    expect([bad.status, ((await bad.json()) as { code: string }).code, bad.headers.get("vary")]).toEqual([400, "invalid_argument", "accept-encoding, x-api-key, authorization, x-nodegate-network, origin"]);
     const good = await get(Buffer.from("{}").toString("base64url"));
     expect(good.status).toBe(200);
     expect(((await good.json()) as { chainId?: string }).chainId).toBeDefined();
@@ -319,7 +319,7 @@ describe("the gRPC contract", () => {
     const answer = await fetch(url, { headers: { "x-api-key": f.ng.key, "accept-encoding": "gzip" } });
     expect(answer.status).toBe(200);
     expect(answer.headers.get("content-encoding")).toBe("gzip");
-    expect(answer.headers.get("vary")).toBe("accept-encoding, x-api-key, authorization, x-nodegate-network");
+    expect(answer.headers.get("vary")).toBe("accept-encoding, x-api-key, authorization, x-nodegate-network, origin");
     await answer.arrayBuffer();
   });
 
