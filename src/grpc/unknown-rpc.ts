@@ -53,10 +53,12 @@ export function answerUnknownRpc(url: string, headers: IncomingHttpHeaders, res:
     message = `unknown method ${url.split("?")[0]}`;
   } else {
     // Only typed callers (their content types) get a typed answer; anything else keeps the plain 404.
-    // A Connect GET has no content type: its query says it (found from outside: it still got a bare "HTTP 404").
+    // A Connect GET has no content type: its query says it (found from outside: it still got a bare "HTTP 404"). JSON
+    // to a path ending in /package.Service/Method is the README's curl example behind a prefix, not a native call.
     const typed =
       contentType.startsWith("application/grpc") ||
       contentType.startsWith("application/proto") ||
+      contentType.startsWith("application/json") ||
       contentType.startsWith("application/connect+") ||
       headers["connect-protocol-version"] !== undefined ||
       /[?&]connect=v1(&|$)/.test(url);

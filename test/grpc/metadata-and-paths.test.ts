@@ -95,3 +95,12 @@ it("a Connect GET behind a prefix is answered in Connect's terms too", async () 
   expect(err?.code).toBe(Code.Unauthenticated);
 });
 
+
+it("the README's curl example behind a prefix (JSON, no connect-protocol-version) gets the same word", async () => {
+  // Found from outside: it got a plain-text 404.
+  const res = await fetch(`${gate.url}/v3/${gate.key}/nodegate.eth.v1.EthService/ChainId`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+  expect(res.status).toBe(401);
+  expect(((await res.json()) as { message: string }).message).toMatch(/typed calls take the API key in the x-api-key metadata/);
+  // A native call to a mistyped path still gets the plain 404.
+  expect((await fetch(`${gate.url}/v4/${gate.key}`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })).status).toBe(404);
+});
