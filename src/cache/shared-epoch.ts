@@ -51,6 +51,8 @@ export class SharedEpoch {
   /** A replacement still to be made: the token this process held when it saw the rewind (undefined: whatever is there). */
   #owed: { mine: string | undefined } | undefined;
   #toldUnchecked = false;
+  /** The last final block recorded by another process that this process found on its node's chain. */
+  #verified: string | undefined;
 
   /** `maxAgeMs`: how stale the token may be (another process's replacement is seen within it while calls come). */
   constructor(store: EpochStore, head: ChainHead, maxAgeMs: number, onUnchecked: (err: unknown) => void = () => {}) {
@@ -124,28 +126,40 @@ export class SharedEpoch {
     const text = await this.#store.readEpoch(scope, freshToken(), mine, record);
     if (text === undefined || rewinds !== this.#rewinds) return;
     const { token, anchor: recorded } = parse(text);
-    if (!this.#checked) {
-      if (recorded !== undefined) {
-        let hash: string | null;
-        try {
-          hash = await this.#head.hashAt(recorded.number);
-        } catch (err) {
-          // The node cannot say now: nothing is shared until it can (asked again at the next reading).
-          if (!this.#toldUnchecked) this.#onUnchecked(err);
-          this.#toldUnchecked = true;
-          return;
-        }
-        if (rewinds !== this.#rewinds) return;
-        if (hash !== recorded.hash) {
-          // Rewound while no process watched: what was stored before is set aside for every process.
-          this.#checked = true;
-          this.#owed = { mine: token };
-          this.#again = true;
-          return;
-        }
+    // Every final block recorded beside the token by another process is checked on this process's node before the
+    // token is used, not only the one found at start: a process on another chain under the same name (an Anvil forked
+    // from this one, or one without block 0, same chain id) replaces the token with its own block beside it, and taking
+    // its token unchecked served its blocks as this chain's (found from outside).
+    const anchorText = recorded === undefined ? undefined : `${recorded.number} ${recorded.hash}`;
+    if (recorded !== undefined && anchorText !== this.#recorded && anchorText !== anchor && anchorText !== this.#verified) {
+      let hash: string | null;
+      try {
+        hash = await this.#head.hashAt(recorded.number);
+      } catch (err) {
+        // The node cannot say now: nothing is shared until it can (asked again at the next reading).
+        if (!this.#toldUnchecked) this.#onUnchecked(err);
+        this.#toldUnchecked = true;
+        this.#token = undefined;
+        return;
       }
-      this.#checked = true;
+      if (rewinds !== this.#rewinds) return;
+      const final = this.#head.lastFinalized;
+      if (hash === null && this.#checked && (final === undefined || recorded.number > final)) {
+        // Ahead of this process's node (a lagging backend, or another chain): not used until it can be told.
+        this.#token = undefined;
+        return;
+      }
+      if (hash !== recorded.hash) {
+        // Rewound while this process did not watch, or another chain's: what was stored under it is set aside for all.
+        this.#checked = true;
+        this.#token = undefined;
+        this.#owed = { mine: token };
+        this.#again = true;
+        return;
+      }
+      this.#verified = anchorText;
     }
+    this.#checked = true;
     if (token !== mine) this.#recorded = undefined;
     this.#token = token;
     this.#confirmedAt = sentAt;

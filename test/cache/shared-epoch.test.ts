@@ -43,6 +43,9 @@ function fakeHead(final: { number: bigint; hash: string }, chain: Map<bigint, st
     get finalizedBlock() {
       return final;
     },
+    get lastFinalized() {
+      return final.number;
+    },
     hashAt: async (n: bigint) => {
       if (failing) throw new Error("node down");
       return chain.get(n) ?? null;
@@ -120,7 +123,7 @@ it("while the node cannot say whether the recorded block is still there, nothing
   const { store, values } = memoryEpochs();
   values.set("eth:1", "old 16 0xa");
   const told: unknown[] = [];
-  const node = fakeHead({ number: 16n, hash: "0xa" }, new Map([[16n, "0xa"]]));
+  const node = fakeHead({ number: 18n, hash: "0xc" }, new Map([[16n, "0xa"]]));
   node.setFailing(true);
   const epoch = new SharedEpoch(store, node.head, 15, (err) => told.push(err));
   for (let i = 0; i < 3; i++) {
@@ -202,7 +205,7 @@ it("after a pause of twice maxAgeMs, the token is read again before it is used: 
   // Found from outside: a process idle for 26 s served, at its first call, an answer another process had set aside
   // (a rewind of blocks above this process's last finalized reading, which its own reading could not see).
   const { store, values } = memoryEpochs();
-  const { head } = fakeHead({ number: 16n, hash: "0xa" }, new Map([[16n, "0xa"]]));
+  const { head } = fakeHead({ number: 16n, hash: "0xa" }, new Map([[16n, "0xa"], [20n, "0xb"]]));
   const epoch = new SharedEpoch(store, head, 30);
   epoch.token("eth:1");
   await epoch.firstReading;

@@ -94,4 +94,39 @@ describeRequiring(redisRequirement, "the cache shared through Redis by deploymen
       await redis?.stop();
     }
   }, 60_000);
+
+  it("two chains under one chain id and one genesis (Anvils started with one --timestamp, then apart) do not serve each other's answers", async () => {
+    // Found from outside: named alike, each process took the other's rewind token unchecked, with the other's final
+    // block beside it, and served the other's blocks (so did forks of one chain, and nodes without block 0).
+    let anvils: AnvilNode[] = [];
+    let redis: RedisServer | undefined;
+    let gates: TestNodegate[] = [];
+    try {
+      [anvils, redis] = await Promise.all([Promise.all([startAnvil({ args: ["--timestamp", "1800000000"] }), startAnvil({ args: ["--timestamp", "1800000000"] })]), startRedisServer()]);
+      // One genesis; the blocks after it differ by their timestamps.
+      await Promise.all(anvils.map((a, i) => post(a.url, rpc("evm_setNextBlockTimestamp", [1_800_001_000 + i * 1000]))));
+      await Promise.all(anvils.map((a) => post(a.url, rpc("anvil_mine", ["0x50"]))));
+      const genesis = await Promise.all(anvils.map((a) => post(a.url, rpc("eth_getBlockByNumber", ["0x0", false])).then((r) => r.json.result.hash as string)));
+      expect(genesis[0]).toBe(genesis[1]);
+      // Each reads the shared token again every 300 ms, so each would take the other's (see SharedEpoch).
+      const config = { stores: { redisUrl: redis.url }, cache: { maxBytes: 16 * 1024 * 1024, coalesce: true, coalesceWindowMs: 60_000, finalizedMaxAgeMs: 300 } };
+      gates = await Promise.all(anvils.map((a) => startNodegate({ upstreamUrl: a.url, keys: [{ key: "shared-chains-key-0001", plan: "custom" }], config })));
+      const [onA, onB] = gates as [TestNodegate, TestNodegate];
+      const block2 = (url: string) => post(url, rpc("eth_getBlockByNumber", ["0x2", false])).then((r) => r.json.result.hash as string);
+      const [hashA, hashB] = await Promise.all(anvils.map((a) => block2(a.url)));
+      expect(hashA).not.toBe(hashB);
+      await expect.poll(async () => [await block2(onA.rpcUrl), onA.gateway.network(undefined).cache?.stats.stored], { timeout: 10_000 }).toEqual([hashA, 1]);
+      const seen = { a: new Set<string>(), b: new Set<string>() };
+      for (const until = performance.now() + 2500; performance.now() < until; ) {
+        seen.b.add(await block2(onB.rpcUrl));
+        seen.a.add(await block2(onA.rpcUrl));
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect({ a: [...seen.a], b: [...seen.b] }).toEqual({ a: [hashA], b: [hashB] });
+    } finally {
+      await Promise.all(gates.map((g) => g.close()));
+      await Promise.all(anvils.map((a) => a.stop()));
+      await redis?.stop();
+    }
+  }, 60_000);
 });
