@@ -115,6 +115,8 @@ class OutOfStep {
   constructor(readonly error: unknown) {}
 }
 
+const SPARE_REFUSED = "the node's front refused a connection past nodegate's connections to it";
+
 export class HttpUpstream implements Upstream {
   readonly label: string;
   readonly #pool: Http1Pool;
@@ -201,12 +203,15 @@ export class HttpUpstream implements Upstream {
         throw noConnectionInTime(options.timeoutMs, Math.max(waiting, this.#pool.waiting + 1));
       }
       if (err === DEADLINE && exchange.waitedMs > 0) throw upstreamTimeout(options.timeoutMs, exchange.waitedMs);
+      // A connection past the cap refused (a front that caps connections per client): says nothing of the node.
+      if (exchange.spare && err !== DEADLINE && err !== CALLER_LEFT && networkErrorWords(err) !== undefined) throw capacityExceeded(SPARE_REFUSED);
       throw this.#transportError(err, method, options);
     } finally {
       clearTimeout(deadline);
       options.signal?.removeEventListener("abort", onAbort);
     }
     const { statusCode } = reply;
+    if (exchange.spare && (statusCode === 429 || statusCode === 503)) throw capacityExceeded(`${SPARE_REFUSED} (HTTP ${statusCode})`);
     try {
       return this.#read(reply, id);
     } catch (err) {

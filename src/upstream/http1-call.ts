@@ -101,6 +101,8 @@ export class Http1Call {
   connection: Connection | undefined;
   settled = false;
   repeated = false;
+  /** Sent on a connection opened past the pool's cap for a liveness question (Http1Pool.request's spare). */
+  spare = false;
 
   constructor(pool: Http1Pool, text: string, repeatable: boolean, flow: string) {
     this.#pool = pool;

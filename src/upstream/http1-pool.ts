@@ -116,7 +116,10 @@ export class Http1Pool {
   request(body: string, repeatable: boolean, flow = "", spare = false): Http1Call {
     const call = new Http1Call(this, `${this.#prefix}${Buffer.byteLength(body)}\r\n\r\n${body}`, repeatable, flow);
     if (this.#closed) call.fail(new Http1Error("ECONNREFUSED", "client closed"));
-    else if (spare && this.#idle.length === 0 && this.#open.size >= this.#connections && this.#open.size < this.#connections + MAX_SPARE) this.#openFor(call);
+    else if (spare && this.#idle.length === 0 && this.#open.size >= this.#connections && this.#open.size < this.#connections + MAX_SPARE) {
+      call.spare = true;
+      this.#openFor(call);
+    }
     else this.#send(call);
     return call;
   }

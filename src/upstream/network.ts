@@ -109,7 +109,7 @@ function withPartnerFailure(outage: unknown, partnerError: GatewayError | undefi
     code: outage.code,
     message:
       partnerError === undefined
-        ? `${outage.message}; the partner upstreams are failing too, calls to them paused while they recover`
+        ? `${outage.message}; every partner upstream is failing too (its circuit open)`
         : `${outage.message}; a partner upstream was asked too: ${partnerError.message}`,
     grpcCode: outage.grpcCode,
     httpStatus: outage.httpStatus,

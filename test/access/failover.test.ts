@@ -4,6 +4,7 @@
  * error. The policy is configurable; a circuit breaker keeps a dead primary
  * from being hammered; node errors (not outages) never fail over.
  */
+import net from "node:net";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
@@ -443,6 +444,57 @@ describe("circuit breaker", () => {
     }
   }, 40_000);
 
+  it("behind a front that refuses connections past nodegate's cap, the question's spare connection being refused says nothing of the node", async () => {
+    // Found from outside: with connections set to the front's cap (as the README advises), the refused spare counted as
+    // an outage: the healthy primary's circuit opened, and its calls were sent again to the partner.
+    const handler = primary.handler;
+    primary.handler = (r) => (r.method === "eth_getBlockByHash" ? { delayMs: 6000, then: { forward: anvil.url } } : { forward: anvil.url });
+    const target = new URL(primary.url);
+    let open = 0;
+    let refused = 0;
+    const front = net.createServer((socket) => {
+      if (open >= 2) {
+        refused++;
+        socket.resetAndDestroy();
+        return;
+      }
+      open++;
+      const back = net.connect(Number(target.port), target.hostname);
+      socket.pipe(back).pipe(socket);
+      const done = () => {
+        socket.destroy();
+        back.destroy();
+      };
+      socket.once("close", () => {
+        open--;
+        done();
+      });
+      back.once("close", done);
+      socket.on("error", () => {});
+      back.on("error", () => {});
+    });
+    await new Promise<void>((resolve) => front.listen(0, "127.0.0.1", resolve));
+    const frontUrl = `http://127.0.0.1:${(front.address() as net.AddressInfo).port}/`;
+    try {
+      const ng = await startNodegate({
+        upstreamUrl: frontUrl,
+        keys: [{ key: GROWTH, plan: "growth" }],
+        networks: [{ name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: frontUrl, connections: 2 }, { label: "partner", url: anvil.url }] }],
+        config: { circuitBreaker: { threshold: 1, cooldownMs: 60_000 }, upstreamTimeoutMs: 60_000, cache: { maxBytes: 0, coalesce: false, coalesceWindowMs: 0, finalizedMaxAgeMs: 4000 } },
+      });
+      started.push(ng);
+      const growth = connectClient(ng.url, EthService, GROWTH, "grpc");
+      const calls = [0, 1].map(() => growth.getBlockByHash(request(), { timeoutMs: 25_000 }).then((r) => `block ${r.block?.number}`, (e: unknown) => Code[ConnectError.from(e).code]));
+      expect(await Promise.all(calls)).toEqual(["block 0", "block 0"]);
+      expect(refused).toBeGreaterThanOrEqual(1);
+      expect(ng.gateway.network(undefined).failovers).toBe(0);
+      expect(ng.gateway.network(undefined).primaryCircuit).toBe("closed");
+    } finally {
+      primary.handler = handler;
+      await new Promise<void>((resolve) => front.close(() => resolve()));
+    }
+  }, 40_000);
+
   it("when the primary's circuit opens on its threshold, the calls still out on it that a partner may take go there at once", async () => {
     // Found from outside: calls parked on a hung primary were handed over only when its chain id question went
     // unanswered; when other calls' outages opened the circuit first, about 600 stayed parked until the node woke.
@@ -490,7 +542,7 @@ describe("circuit breaker", () => {
       expect(hungPartner.count("eth_chainId")).toBeGreaterThanOrEqual(1);
       // Told that the partner is paused too (found from outside: the error then named the primary alone).
       const paused = await post(`${ng.url}/v3/${GROWTH}`, byHash());
-      expect(paused.json.error.message).toMatch(/^upstream unavailable: the primary upstream is failing; calls are paused while it recovers; the partner upstreams are failing too, calls to them paused while they recover$/);
+      expect(paused.json.error.message).toMatch(/^upstream unavailable: the primary upstream is failing; calls are paused while it recovers; every partner upstream is failing too \(its circuit open\)$/);
     } finally {
       await hungPartner.close();
     }
