@@ -389,7 +389,7 @@ export function blockLogsRefused(block: number, nodeText?: string): GatewayError
  */
 export function reorgTooDeep(forkBelow: number, window: number): GatewayError {
   // Forked below block 0: the genesis block itself differs (a dev node restarted afresh, or another chain).
-  const replaced = forkBelow <= 0 ? "every block, the genesis block too (a node restarted afresh, or another chain)" : `blocks from below ${forkBelow}`;
+  const replaced = forkBelow <= 0 ? "every block, the genesis block too (a node restarted afresh, or another chain)" : `blocks from ${forkBelow} down`;
   return new GatewayError({
     code: NODEGATE_CODES.historyLost,
     message: `subscription ended: a chain reorganization replaced ${replaced}, deeper than the ${window} blocks nodegate remembers (subscriptions.reorgWindowBlocks), so what it removed cannot be taken back; subscribe again (typed callers: with from_block)`,

@@ -102,7 +102,7 @@ it("ends the subscribers of both doors with a clear error, and the next subscrib
 
     const closed = await native.closed;
     expect(closed.code).toBe(1011);
-    expect(closed.reason).toMatch(/^subscription ended: a chain reorganization replaced blocks from below \d+, deeper than the 8 blocks/);
+    expect(closed.reason).toMatch(/^subscription ended: a chain reorganization replaced blocks from \d+ down, deeper than the 8 blocks/);
     for (const stream of [typedHeads, typedLogs]) {
       const err = await stream.ended;
       expect(err?.code).toBe(10); // ABORTED
@@ -154,5 +154,5 @@ it("a rollback to a shorter chain deeper than the window ends the subscribers at
 it("a fork below the genesis block (a dev node restarted afresh) is worded as such, not as a fork below block 0", () => {
   // Found from outside: "replaced blocks from below 0".
   expect(reorgTooDeep(0, 64).message).toMatch(/^subscription ended: a chain reorganization replaced every block, the genesis block too \(a node restarted afresh, or another chain\), deeper than the 64 blocks/);
-  expect(reorgTooDeep(120, 64).message).toMatch(/replaced blocks from below 120, deeper than the 64 blocks/);
+  expect(reorgTooDeep(120, 64).message).toMatch(/replaced blocks from 120 down, deeper than the 64 blocks/);
 });
