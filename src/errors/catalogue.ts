@@ -125,6 +125,20 @@ export function keptAliveConnectionClosed(method: string): GatewayError {
   });
 }
 
+/**
+ * A call that waited for a connection to the node (all busy) when the node's circuit opened: failed unsent, so its
+ * caller knows it did not take effect (a write may be sent again). Not an outage of its own: the circuit has opened.
+ */
+export function notSentCircuitOpened(method: string): GatewayError {
+  return new GatewayError({
+    code: NODEGATE_CODES.upstreamUnavailable,
+    message: `upstream unavailable: the node stopped answering while ${method} waited for a connection to it; ${method} was not sent`,
+    grpcCode: Code.Unavailable,
+    httpStatus: 503,
+    outage: false,
+  });
+}
+
 /** Errors of calls whose deadline ran out while they waited for one of nodegate's connections to the node. */
 const waitedForConnection = new WeakSet<GatewayError>();
 

@@ -8,11 +8,11 @@
 import { networkErrorWords } from "./network-errors.js";
 import type { ConnectionOptions } from "node:tls";
 import { Code } from "@connectrpc/connect";
-import { cancelled, keptAliveConnectionClosed, noConnectionInTime, capacityExceeded, replyTooLarge, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
+import { cancelled, keptAliveConnectionClosed, noConnectionInTime, notSentCircuitOpened, capacityExceeded, replyTooLarge, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { MAX_RETRY_AFTER_PAUSE_MS } from "./circuit-breaker.js";
 import { ANOTHER_REQUESTS_REPLY, sentWithIdNull, readChunkedReply, readReply, requestBody, type UpstreamResult } from "./reply.js";
-import { BODY_TOO_LARGE, Http1Error, type Http1Reply, KEPT_ALIVE_CLOSED, LARGE_REQUEST_UNANSWERED, OVER_REPLY_BUDGET, QUEUED_PAST_DEADLINE } from "./http1-call.js";
+import { BODY_TOO_LARGE, CIRCUIT_OPENED_UNSENT, Http1Error, type Http1Reply, KEPT_ALIVE_CLOSED, LARGE_REQUEST_UNANSWERED, OVER_REPLY_BUDGET, QUEUED_PAST_DEADLINE } from "./http1-call.js";
 import { Http1Pool } from "./http1-pool.js";
 import type { ReplyBudget } from "./reply-budget.js";
 import type { CallOptions, Upstream } from "./upstream.js";
@@ -203,6 +203,7 @@ export class HttpUpstream implements Upstream {
         throw noConnectionInTime(options.timeoutMs, Math.max(waiting, this.#pool.waiting + 1));
       }
       if (err === DEADLINE && exchange.waitedMs > 0) throw upstreamTimeout(options.timeoutMs, exchange.waitedMs);
+      if (err instanceof Http1Error && err.code === CIRCUIT_OPENED_UNSENT && !exchange.sent) throw notSentCircuitOpened(method);
       // A connection past the cap refused (a front that caps connections per client): says nothing of the node.
       if (exchange.spare && err !== DEADLINE && err !== CALLER_LEFT && networkErrorWords(err) !== undefined) throw capacityExceeded(SPARE_REFUSED);
       throw this.#transportError(err, method, options);
@@ -291,6 +292,10 @@ export class HttpUpstream implements Upstream {
     if (words !== undefined) return upstreamUnavailable(words, err);
     if (err instanceof Http1Error) return upstreamBadResponse(`invalid HTTP reply: ${err.message}`, err);
     return upstreamUnavailable("request failed", err);
+  }
+
+  dropUnsent(): void {
+    this.#pool.failQueued();
   }
 
   async close(): Promise<void> {

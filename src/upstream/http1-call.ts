@@ -62,6 +62,9 @@ export function bodyTooLarge(max: number): Http1Error {
 /** The code of the error a queued call fails with when its deadline came before a connection did: it was never sent. */
 export const QUEUED_PAST_DEADLINE = "EQUEUEDEADLINE";
 
+/** The code of the error a queued call fails with when the node's circuit opened before a connection came free: never sent. */
+export const CIRCUIT_OPENED_UNSENT = "ECIRCUITOPENUNSENT";
+
 /** The code of the error a large request fails with when the node took its connection and closed it before any reply. */
 export const LARGE_REQUEST_UNANSWERED = "ELARGEUNANSWERED";
 

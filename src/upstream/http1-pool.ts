@@ -19,7 +19,7 @@
 import net from "node:net";
 import tls from "node:tls";
 import { FairQueue } from "./fair-queue.js";
-import { Http1Call, Http1Error, QUEUED_PAST_DEADLINE } from "./http1-call.js";
+import { CIRCUIT_OPENED_UNSENT, Http1Call, Http1Error, QUEUED_PAST_DEADLINE } from "./http1-call.js";
 import { Connection, type OnRead } from "./http1-connection.js";
 import type { ReplyBudget } from "./reply-budget.js";
 
@@ -170,6 +170,15 @@ export class Http1Pool {
    */
   mayFinishUnwanted(): boolean {
     return !this.#closed && this.unwanted < Math.max(1, Math.floor(this.#connections * UNWANTED_SHARE));
+  }
+
+  /**
+   * Fails every call still waiting for a connection, unsent: the node's circuit opened, and they would go to it as
+   * connections came free, writes among them, long after (found from outside: writes sent to a hung node 17 s after
+   * its circuit opened, their callers told "timeout" with no way to know whether they took effect).
+   */
+  failQueued(): void {
+    for (const call of this.#queue.drain()) call.fail(new Http1Error(CIRCUIT_OPENED_UNSENT, "the node's circuit opened before a connection came free"));
   }
 
   unqueue(call: Http1Call): void {

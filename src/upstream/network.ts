@@ -425,6 +425,7 @@ export class Network {
       if (this.#heardAt(member) >= askedAt) return;
       this.#failed(member, err, true);
       if (member === this.#members[0]) this.#handOverPrimaryCalls();
+      member.upstream.dropUnsent?.();
     };
     let verdict: NodeJS.Timeout | undefined;
     if (listens) {
@@ -509,6 +510,9 @@ export class Network {
       // go there now, as when the chain id question finds it silent (found from outside: about 600 calls stayed
       // parked on the hung primary after its circuit opened, while the partner answered new ones in milliseconds).
       if (!silent && member === this.#members[0]) this.#handOverPrimaryCalls();
+      // The rest still waiting for a connection to it fail unsent (see Http1Pool.failQueued); a silent one's, once
+      // its calls are handed over (judge, in #askChainId).
+      if (!silent) member.upstream.dropUnsent?.();
     }
     this.#metrics?.upstreamErrors.inc({ network: this.name, upstream: member.upstream.label, kind: "outage" });
   }

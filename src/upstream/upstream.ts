@@ -38,6 +38,8 @@ export interface Upstream {
   readonly lastHeardAt?: number | undefined;
   /** Calls `listener` when the node is seen down before any call fails (a WebSocket node's dropped connection); returns the function that stops it. */
   onOutage?(listener: () => void): () => void;
+  /** The node's circuit opened: calls still waiting to be sent (all connections busy) fail now, unsent (see Http1Pool). */
+  dropUnsent?(): void;
 }
 
 /** A URL as it may be shown (the start banner): scheme, host and port, with every path segment that could be a key, credentials and query left out. */

@@ -495,6 +495,38 @@ describe("circuit breaker", () => {
     }
   }, 40_000);
 
+  it("calls no partner may take, still waiting for a connection when the circuit opens, fail then, unsent, rather than go to the hung node later", async () => {
+    // Found from outside: writes queued behind a hung node's busy connections were sent to it 17 s after its circuit
+    // opened, and their callers told "timeout", not knowing whether they took effect.
+    const handler = primary.handler;
+    primary.handler = () => ({ delayMs: 120_000, then: { forward: anvil.url } });
+    try {
+      const ng = await startNodegate({
+        upstreamUrl: primary.url,
+        keys: [{ key: CORE, plan: "core" }],
+        networks: [{ name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: primary.url, connections: 1 }, { label: "partner", url: anvil.url }] }],
+        config: { circuitBreaker: { threshold: 5, cooldownMs: 60_000 }, upstreamTimeoutMs: 60_000, cache: { maxBytes: 0, coalesce: false, coalesceWindowMs: 0, finalizedMaxAgeMs: 4000 } },
+      });
+      started.push(ng);
+      const sentBefore = primary.count("eth_getBlockByNumber");
+      const core = connectClient(ng.url, EthService, CORE, "grpc");
+      const first = core.getBlockByHash(request(), { timeoutMs: 30_000 }).catch((e: unknown) => ConnectError.from(e));
+      await primary.arrived("eth_getBlockByHash", JSON.stringify([genesisHash, false]));
+      const queued = await core.getBlockByNumber({ block: { kind: { case: "number", value: 0n } } }, { timeoutMs: 25_000 }).then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
+      expect(queued?.code).toBe(Code.Unavailable);
+      expect(queued?.rawMessage).toMatch(/waited for a connection to it; eth_getBlockByNumber was not sent$/);
+      expect(ng.gateway.network(undefined).primaryCircuit).toBe("open");
+      expect(primary.count("eth_getBlockByNumber")).toBe(sentBefore);
+      await ng.close();
+      await first;
+    } finally {
+      primary.handler = handler;
+    }
+  }, 40_000);
+
   it("when the primary's circuit opens on its threshold, the calls still out on it that a partner may take go there at once", async () => {
     // Found from outside: calls parked on a hung primary were handed over only when its chain id question went
     // unanswered; when other calls' outages opened the circuit first, about 600 stayed parked until the node woke.
