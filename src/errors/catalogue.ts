@@ -279,6 +279,23 @@ export function overRateLimit(window: "second" | "day", cost: number, limit: num
  * the node's fault, so not an outage (RESOURCE_EXHAUSTED), and worth a retry
  * soon.
  */
+/** Errors of liveness questions whose spare connection the node's front refused (see spareRefused). */
+const spareRefusals = new WeakSet<GatewayError>();
+
+/**
+ * The node's front refused the connection a liveness question opened past nodegate's cap (a front capping connections
+ * per client): nodegate's own capacity, which says nothing of the node; the question then waits its turn (Network).
+ */
+export function spareRefused(detail: string): GatewayError {
+  const err = capacityExceeded(detail);
+  spareRefusals.add(err);
+  return err;
+}
+
+export function isSpareRefused(err: unknown): boolean {
+  return err instanceof GatewayError && spareRefusals.has(err);
+}
+
 export function capacityExceeded(detail: string): GatewayError {
   return new GatewayError({
     code: -32005,

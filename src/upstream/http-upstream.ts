@@ -8,7 +8,7 @@
 import { networkErrorWords } from "./network-errors.js";
 import type { ConnectionOptions } from "node:tls";
 import { Code } from "@connectrpc/connect";
-import { cancelled, keptAliveConnectionClosed, noConnectionInTime, notSentCircuitOpened, capacityExceeded, replyTooLarge, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
+import { cancelled, keptAliveConnectionClosed, noConnectionInTime, notSentCircuitOpened, capacityExceeded, spareRefused, replyTooLarge, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { MAX_RETRY_AFTER_PAUSE_MS } from "./circuit-breaker.js";
 import { ANOTHER_REQUESTS_REPLY, sentWithIdNull, readChunkedReply, readReply, requestBody, type UpstreamResult } from "./reply.js";
@@ -205,14 +205,14 @@ export class HttpUpstream implements Upstream {
       if (err === DEADLINE && exchange.waitedMs > 0) throw upstreamTimeout(options.timeoutMs, exchange.waitedMs);
       if (err instanceof Http1Error && err.code === CIRCUIT_OPENED_UNSENT && !exchange.sent) throw notSentCircuitOpened(method);
       // A connection past the cap refused (a front that caps connections per client): says nothing of the node.
-      if (exchange.spare && err !== DEADLINE && err !== CALLER_LEFT && networkErrorWords(err) !== undefined) throw capacityExceeded(SPARE_REFUSED);
+      if (exchange.spare && err !== DEADLINE && err !== CALLER_LEFT && networkErrorWords(err) !== undefined) throw spareRefused(SPARE_REFUSED);
       throw this.#transportError(err, method, options);
     } finally {
       clearTimeout(deadline);
       options.signal?.removeEventListener("abort", onAbort);
     }
     const { statusCode } = reply;
-    if (exchange.spare && (statusCode === 429 || statusCode === 503)) throw capacityExceeded(`${SPARE_REFUSED} (HTTP ${statusCode})`);
+    if (exchange.spare && (statusCode === 429 || statusCode === 503)) throw spareRefused(`${SPARE_REFUSED} (HTTP ${statusCode})`);
     try {
       return this.#read(reply, id);
     } catch (err) {

@@ -9,7 +9,7 @@ import type { Logger } from "pino";
 import { CallCache, type CallCacheOptions } from "../cache/call-cache.js";
 import { ChainIdentity } from "../cache/chain-identity.js";
 import type { FailoverPolicy, Plan } from "../config/config.js";
-import { ranOutWaitingForConnection, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
+import { isSpareRefused, ranOutWaitingForConnection, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { grpcCodeForJsonRpc } from "../errors/code-map.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import type { ChainFamily } from "../methods/method-table.js";
@@ -209,6 +209,13 @@ function fastestTypicalMs(member: Member): number {
   let fastest = Number.POSITIVE_INFINITY;
   for (const ms of member.typicalMs.values()) if (ms < fastest) fastest = ms;
   return fastest === Number.POSITIVE_INFINITY ? 0 : fastest;
+}
+
+/** The upstream's typical answer time for the method it answers slowest (0 before any answer). */
+function slowestTypicalMs(member: Member): number {
+  let slowest = 0;
+  for (const ms of member.typicalMs.values()) if (ms > slowest) slowest = ms;
+  return slowest;
 }
 
 export class Network {
@@ -433,8 +440,23 @@ export class Network {
       verdict = setTimeout(() => judge(upstreamTimeout(verdictMs)), verdictMs);
       verdict.unref();
     }
-    member.upstream
-      .call(CHAIN_ID_METHOD[this.family], "[]", { timeoutMs: listens ? this.#timeoutMs : verdictMs, idempotent: true, spare: true })
+    const ask = (spare: boolean, timeoutMs: number) => member.upstream.call(CHAIN_ID_METHOD[this.family], "[]", { timeoutMs, idempotent: true, spare });
+    ask(true, listens ? this.#timeoutMs : verdictMs)
+      .catch((err: unknown) => {
+        if (!isSpareRefused(err)) throw err;
+        // A front capping connections per client refused the spare connection: the question waits its turn among the
+        // callers' calls (found from outside: dropped, a node that hung behind such a front was never judged), and the
+        // verdict waits as long as their slowest typical answer too, so a node that is only busy with slow calls is
+        // heard from first (found from outside: judged at 5 s, 12 s calls opened a healthy node's circuit).
+        const longerMs = Math.min(this.#timeoutMs, Math.max(verdictMs, Math.round(1.5 * slowestTypicalMs(member))));
+        const leftMs = Math.max(1, longerMs - (performance.now() - askedAt));
+        if (verdict !== undefined) {
+          clearTimeout(verdict);
+          verdict = setTimeout(() => judge(upstreamTimeout(longerMs)), leftMs);
+          verdict.unref();
+        }
+        return ask(false, listens ? this.#timeoutMs : leftMs);
+      })
       .then(
         () => {
           member.questionMs = performance.now() - askedAt;

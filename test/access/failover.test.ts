@@ -339,6 +339,49 @@ describe("failover to a partner during a primary outage", () => {
   });
 });
 
+/** A TCP front that lets `cap` connections through to `target` and resets the others (a provider capping connections per client). */
+async function cappingFront(target: string, cap: number): Promise<{ url: string; refused: () => number; close: () => Promise<void> }> {
+  const to = new URL(target);
+  let open = 0;
+  let refused = 0;
+  const sockets = new Set<net.Socket>();
+  const front = net.createServer((socket) => {
+    if (open >= cap) {
+      refused++;
+      socket.resetAndDestroy();
+      return;
+    }
+    open++;
+    const back = net.connect(Number(to.port), to.hostname);
+    sockets.add(socket).add(back);
+    socket.pipe(back).pipe(socket);
+    const done = () => {
+      socket.destroy();
+      back.destroy();
+    };
+    socket.once("close", () => {
+      open--;
+      sockets.delete(socket);
+      done();
+    });
+    back.once("close", () => {
+      sockets.delete(back);
+      done();
+    });
+    socket.on("error", () => {});
+    back.on("error", () => {});
+  });
+  await new Promise<void>((resolve) => front.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(front.address() as net.AddressInfo).port}/`,
+    refused: () => refused,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => front.close(() => resolve()));
+    },
+  };
+}
+
 describe("circuit breaker", () => {
   const request = () => ({ blockHash: Buffer.from(genesisHash.slice(2), "hex") });
   const giveUp = (client: ReturnType<typeof connectClient<typeof EthService>>, timeoutMs: number) =>
@@ -449,32 +492,8 @@ describe("circuit breaker", () => {
     // an outage: the healthy primary's circuit opened, and its calls were sent again to the partner.
     const handler = primary.handler;
     primary.handler = (r) => (r.method === "eth_getBlockByHash" ? { delayMs: 6000, then: { forward: anvil.url } } : { forward: anvil.url });
-    const target = new URL(primary.url);
-    let open = 0;
-    let refused = 0;
-    const front = net.createServer((socket) => {
-      if (open >= 2) {
-        refused++;
-        socket.resetAndDestroy();
-        return;
-      }
-      open++;
-      const back = net.connect(Number(target.port), target.hostname);
-      socket.pipe(back).pipe(socket);
-      const done = () => {
-        socket.destroy();
-        back.destroy();
-      };
-      socket.once("close", () => {
-        open--;
-        done();
-      });
-      back.once("close", done);
-      socket.on("error", () => {});
-      back.on("error", () => {});
-    });
-    await new Promise<void>((resolve) => front.listen(0, "127.0.0.1", resolve));
-    const frontUrl = `http://127.0.0.1:${(front.address() as net.AddressInfo).port}/`;
+    const front = await cappingFront(primary.url, 2);
+    const frontUrl = front.url;
     try {
       const ng = await startNodegate({
         upstreamUrl: frontUrl,
@@ -486,12 +505,36 @@ describe("circuit breaker", () => {
       const growth = connectClient(ng.url, EthService, GROWTH, "grpc");
       const calls = [0, 1].map(() => growth.getBlockByHash(request(), { timeoutMs: 25_000 }).then((r) => `block ${r.block?.number}`, (e: unknown) => Code[ConnectError.from(e).code]));
       expect(await Promise.all(calls)).toEqual(["block 0", "block 0"]);
-      expect(refused).toBeGreaterThanOrEqual(1);
+      expect(front.refused()).toBeGreaterThanOrEqual(1);
       expect(ng.gateway.network(undefined).failovers).toBe(0);
       expect(ng.gateway.network(undefined).primaryCircuit).toBe("closed");
     } finally {
       primary.handler = handler;
-      await new Promise<void>((resolve) => front.close(() => resolve()));
+      await front.close();
+    }
+  }, 40_000);
+
+  it("a node that hung behind such a front is still found silent: the refused question waits its turn, and is judged", async () => {
+    // Found from outside: the refused spare dropped the question, and a hung node behind a capping front was never
+    // judged; every caller waited upstreamTimeoutMs.
+    const handler = primary.handler;
+    primary.handler = () => ({ delayMs: 120_000, then: { forward: anvil.url } });
+    const front = await cappingFront(primary.url, 2);
+    try {
+      const ng = await startNodegate({
+        upstreamUrl: front.url,
+        keys: [{ key: GROWTH, plan: "growth" }],
+        networks: [{ name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: front.url, connections: 2 }, { label: "partner", url: anvil.url }] }],
+        config: { circuitBreaker: { threshold: 5, cooldownMs: 60_000 }, upstreamTimeoutMs: 60_000, cache: { maxBytes: 0, coalesce: false, coalesceWindowMs: 0, finalizedMaxAgeMs: 4000 } },
+      });
+      started.push(ng);
+      const growth = connectClient(ng.url, EthService, GROWTH, "grpc");
+      const calls = [0, 1, 2].map(() => growth.getBlockByHash(request(), { timeoutMs: 25_000 }).then((r) => `block ${r.block?.number}`, (e: unknown) => Code[ConnectError.from(e).code]));
+      expect(await Promise.all(calls)).toEqual(["block 0", "block 0", "block 0"]);
+      expect(ng.gateway.network(undefined).primaryCircuit).toBe("open");
+    } finally {
+      primary.handler = handler;
+      await front.close();
     }
   }, 40_000);
 
