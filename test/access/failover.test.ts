@@ -61,6 +61,21 @@ async function gatewayWith(setup: Setup) {
   return ng;
 }
 
+/**
+ * nodegate with one key, a primary at `primaryUrl` with `connections` to it, and Anvil as the partner: no cache, no
+ * coalescing, upstreamTimeoutMs 60 s (patient), the circuit opening after `threshold` outages.
+ */
+async function cappedGateway(primaryUrl: string, connections: number, key: { key: string; plan: "core" | "growth" | "custom" }, threshold: number): Promise<TestNodegate> {
+  const ng = await startNodegate({
+    upstreamUrl: primaryUrl,
+    keys: [key],
+    networks: [{ name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: primaryUrl, connections }, { label: "partner", url: anvil.url }] }],
+    config: { circuitBreaker: { threshold, cooldownMs: 60_000 }, upstreamTimeoutMs: 60_000, cache: { maxBytes: 0, coalesce: false, coalesceWindowMs: 0, finalizedMaxAgeMs: 4000 } },
+  });
+  started.push(ng);
+  return ng;
+}
+
 const gateway = (failover?: Failover, breaker?: { threshold: number; cooldownMs: number }) => gatewayWith({ failover, ...(breaker ? { breaker } : {}) });
 
 beforeAll(async () => {
@@ -469,13 +484,7 @@ describe("circuit breaker", () => {
     const handler = primary.handler;
     primary.handler = (r) => (r.method === "eth_getBlockByHash" ? { delayMs: 9000, then: { forward: anvil.url } } : { forward: anvil.url });
     try {
-      const ng = await startNodegate({
-        upstreamUrl: primary.url,
-        keys: [{ key: GROWTH, plan: "growth" }],
-        networks: [{ name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: primary.url, connections: 2 }, { label: "partner", url: anvil.url }] }],
-        config: { circuitBreaker: { threshold: 5, cooldownMs: 60_000 }, upstreamTimeoutMs: 60_000, cache: { maxBytes: 0, coalesce: false, coalesceWindowMs: 0, finalizedMaxAgeMs: 4000 } },
-      });
-      started.push(ng);
+      const ng = await cappedGateway(primary.url, 2, { key: GROWTH, plan: "growth" }, 5);
       const growth = connectClient(ng.url, EthService, GROWTH, "grpc");
       const calls = [0, 1, 2, 3].map(() => growth.getBlockByHash(request(), { timeoutMs: 25_000 }).then((r) => `block ${r.block?.number}`, (e: unknown) => Code[ConnectError.from(e).code]));
       expect(await Promise.all(calls)).toEqual(["block 0", "block 0", "block 0", "block 0"]);
@@ -495,13 +504,7 @@ describe("circuit breaker", () => {
     const front = await cappingFront(primary.url, 2);
     const frontUrl = front.url;
     try {
-      const ng = await startNodegate({
-        upstreamUrl: frontUrl,
-        keys: [{ key: GROWTH, plan: "growth" }],
-        networks: [{ name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: frontUrl, connections: 2 }, { label: "partner", url: anvil.url }] }],
-        config: { circuitBreaker: { threshold: 1, cooldownMs: 60_000 }, upstreamTimeoutMs: 60_000, cache: { maxBytes: 0, coalesce: false, coalesceWindowMs: 0, finalizedMaxAgeMs: 4000 } },
-      });
-      started.push(ng);
+      const ng = await cappedGateway(frontUrl, 2, { key: GROWTH, plan: "growth" }, 1);
       const growth = connectClient(ng.url, EthService, GROWTH, "grpc");
       const calls = [0, 1].map(() => growth.getBlockByHash(request(), { timeoutMs: 25_000 }).then((r) => `block ${r.block?.number}`, (e: unknown) => Code[ConnectError.from(e).code]));
       expect(await Promise.all(calls)).toEqual(["block 0", "block 0"]);
@@ -521,13 +524,7 @@ describe("circuit breaker", () => {
     primary.handler = () => ({ delayMs: 120_000, then: { forward: anvil.url } });
     const front = await cappingFront(primary.url, 2);
     try {
-      const ng = await startNodegate({
-        upstreamUrl: front.url,
-        keys: [{ key: GROWTH, plan: "growth" }],
-        networks: [{ name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: front.url, connections: 2 }, { label: "partner", url: anvil.url }] }],
-        config: { circuitBreaker: { threshold: 5, cooldownMs: 60_000 }, upstreamTimeoutMs: 60_000, cache: { maxBytes: 0, coalesce: false, coalesceWindowMs: 0, finalizedMaxAgeMs: 4000 } },
-      });
-      started.push(ng);
+      const ng = await cappedGateway(front.url, 2, { key: GROWTH, plan: "growth" }, 5);
       const growth = connectClient(ng.url, EthService, GROWTH, "grpc");
       const calls = [0, 1, 2].map(() => growth.getBlockByHash(request(), { timeoutMs: 25_000 }).then((r) => `block ${r.block?.number}`, (e: unknown) => Code[ConnectError.from(e).code]));
       expect(await Promise.all(calls)).toEqual(["block 0", "block 0", "block 0"]);
@@ -544,13 +541,7 @@ describe("circuit breaker", () => {
     const handler = primary.handler;
     primary.handler = () => ({ delayMs: 120_000, then: { forward: anvil.url } });
     try {
-      const ng = await startNodegate({
-        upstreamUrl: primary.url,
-        keys: [{ key: CORE, plan: "core" }],
-        networks: [{ name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: primary.url, connections: 1 }, { label: "partner", url: anvil.url }] }],
-        config: { circuitBreaker: { threshold: 5, cooldownMs: 60_000 }, upstreamTimeoutMs: 60_000, cache: { maxBytes: 0, coalesce: false, coalesceWindowMs: 0, finalizedMaxAgeMs: 4000 } },
-      });
-      started.push(ng);
+      const ng = await cappedGateway(primary.url, 1, { key: CORE, plan: "core" }, 5);
       const sentBefore = primary.count("eth_getBlockByNumber");
       const core = connectClient(ng.url, EthService, CORE, "grpc");
       const first = core.getBlockByHash(request(), { timeoutMs: 30_000 }).catch((e: unknown) => ConnectError.from(e));
