@@ -92,6 +92,17 @@ function isEmptyList(result: UpstreamResult): boolean {
   return result.end - result.start <= 64 && /^\[\s*\]$/.test(result.body.toString("latin1", result.start, result.end));
 }
 
+/**
+ * Whether a shared store's answer is about a block the process vouched for under the token (`upTo`, see
+ * SharedEpoch.vouchedUpTo; undefined for a store of its own). A lookup by hash is judged on the answer: the same
+ * transaction sits in other blocks on two chains that split.
+ */
+function vouchedFor(stored: Buffer, rule: FinalityRule, upTo: bigint | undefined): boolean {
+  if (upTo === undefined || rule.kind === "block") return true;
+  const block = rule.blockOf({ body: stored, start: 0, end: stored.length });
+  return block !== undefined && block <= upTo;
+}
+
 export class CallCache {
   readonly #network: string;
   readonly #store: CacheStore | undefined;
@@ -150,6 +161,8 @@ export class CallCache {
     const store = this.#store;
     let storeKey: string | undefined;
     let lookUpShared = false;
+    /** A shared store's highest block this process vouched for under the token (see SharedEpoch.vouchedUpTo). */
+    let upTo: bigint | undefined;
     if (rule !== undefined && store !== undefined) {
       let stance = this.#stance(rule);
       if (stance === "wait") {
@@ -176,6 +189,10 @@ export class CallCache {
         generation = this.#sharedEpoch?.token(`${this.#network}:${chain}`);
       }
       if (generation === undefined) stance = "pass";
+      if (this.#sharedEpoch !== undefined) {
+        upTo = this.#sharedEpoch.vouchedUpTo;
+        if (rule.kind === "block" && rule.number > upTo) stance = "pass";
+      }
       if (stance !== "pass") {
         storeKey = `${generation}\n${this.#network}\n${chain}\n${method}\n${digest}`;
         if (stance === "look up") {
@@ -184,7 +201,7 @@ export class CallCache {
           if (store.shared === true && this.#coalescer !== undefined) lookUpShared = true;
           else {
             const stored = await store.get(storeKey);
-            if (stored !== undefined) return this.#hit(stored);
+            if (stored !== undefined && vouchedFor(stored, rule, upTo)) return this.#hit(stored);
             this.#stats.misses++;
           }
         }
@@ -200,15 +217,15 @@ export class CallCache {
             const finalizedWhenSent = this.#head.lastFinalized;
             const result = await fetch(s, onSent);
             // Stored (in a shared store: sent) before the answer goes, so the next identical call finds it.
-            await this.#storeIfFinal(key, rule, result, finalizedWhenSent);
+            await this.#storeIfFinal(key, rule, result, finalizedWhenSent, upTo);
             return result;
           };
     if (this.#coalescer === undefined) return fetchAndStore(signal ?? NEVER_CANCELLED);
     const answer: Fetch =
-      lookUpShared && key !== undefined && store !== undefined
+      lookUpShared && key !== undefined && store !== undefined && rule !== undefined
         ? async (s, onSent) => {
             const stored = await store.get(key);
-            if (stored !== undefined) return this.#hit(stored);
+            if (stored !== undefined && vouchedFor(stored, rule, upTo)) return this.#hit(stored);
             this.#stats.misses++;
             return fetchAndStore(s, onSent);
           }
@@ -258,11 +275,12 @@ export class CallCache {
    * to come back was taken after a reorg had replaced the block and finality
    * had passed it, and the block as it was before was stored as final).
    */
-  async #storeIfFinal(key: string, rule: FinalityRule, result: UpstreamResult, finalizedWhenSent: bigint | undefined): Promise<void> {
+  async #storeIfFinal(key: string, rule: FinalityRule, result: UpstreamResult, finalizedWhenSent: bigint | undefined, upTo: bigint | undefined): Promise<void> {
     try {
       const block = rule.kind === "result" ? rule.blockOf(result) : rule.number;
       const finalized = finalizedWhenSent;
       if (block === undefined || finalized === undefined || block > finalized || result.fromPartner === true) return;
+      if (upTo !== undefined && block > upTo) return;
       // A null or an empty list may come from a lagging node (a final block it does not have yet, a log range past its
       // head): never kept, whatever the rule.
       if (isNull(result) || isEmptyList(result) || !resultIsJson(result)) return;

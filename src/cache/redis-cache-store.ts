@@ -9,13 +9,19 @@ import type { StoreErrorReporter } from "../stores/store-errors.js";
 import type { CacheStore, EpochStore } from "./store.js";
 
 // KEYS: the token's key; ARGV: a fresh token, the token the caller holds ("" for none), the anchor to record ("" for
-// none). An anchor below the one recorded is not recorded: the highest final block any process stored answers under.
+// none), what the caller last saw beside its token. An anchor is recorded only over the one the caller saw (and checked
+// on its node's chain), and only above it: every anchor recorded beside a token is on the chain of the one before.
 const READ_EPOCH = `local v = redis.call('GET', KEYS[1])
-if not v then v = ARGV[1]; redis.call('SET', KEYS[1], v) end
-local token = string.match(v, '^%S+')
-if ARGV[3] ~= '' and token == ARGV[2] then
-  local was = string.match(v, '^%S+ (%d+)')
-  if not was or tonumber(string.match(ARGV[3], '^%d+')) >= tonumber(was) then v = token .. ' ' .. ARGV[3]; redis.call('SET', KEYS[1], v) end
+if not v then
+  v = ARGV[1]
+  if ARGV[3] ~= '' then v = v .. ' ' .. ARGV[3] end
+  redis.call('SET', KEYS[1], v)
+  return v
+end
+local token, was = string.match(v, '^(%S+) ?(.*)$')
+if ARGV[3] ~= '' and token == ARGV[2] and was == ARGV[4] then
+  local n = string.match(was, '^(%d+) ')
+  if not n or tonumber(string.match(ARGV[3], '^%d+')) > tonumber(n) then v = token .. ' ' .. ARGV[3]; redis.call('SET', KEYS[1], v) end
 end
 return v`;
 
@@ -77,8 +83,8 @@ export class RedisCacheStore implements CacheStore, EpochStore {
     }
   }
 
-  readEpoch(scope: string, fresh: string, mine = "", anchor = ""): Promise<string | undefined> {
-    return this.#epochScript(READ_EPOCH, scope, [fresh, mine, anchor]);
+  readEpoch(scope: string, fresh: string, mine = "", anchor = "", seen = ""): Promise<string | undefined> {
+    return this.#epochScript(READ_EPOCH, scope, [fresh, mine, anchor, seen]);
   }
 
   bumpEpoch(scope: string, mine: string | undefined, fresh: string, anchor = ""): Promise<string | undefined> {

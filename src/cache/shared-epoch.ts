@@ -18,11 +18,14 @@ function freshToken(): string {
   return randomBytes(9).toString("base64url");
 }
 
-/** "<token>" or "<token> <number> <hash>": the token, and the final block recorded beside it. */
-function parse(text: string): { token: string; anchor: { number: bigint; hash: string } | undefined } {
-  const [token = "", number, hash] = text.split(" ");
-  if (number === undefined || hash === undefined || !/^\d+$/.test(number)) return { token, anchor: undefined };
-  return { token, anchor: { number: BigInt(number), hash } };
+/** "<token>" or "<token> <number> <hash>": the token, what follows it as written, and the final block it names. */
+function parse(text: string): { token: string; rest: string; anchor: { number: bigint; hash: string } | undefined } {
+  const space = text.indexOf(" ");
+  const token = space < 0 ? text : text.slice(0, space);
+  const rest = space < 0 ? "" : text.slice(space + 1);
+  const [number, hash, extra] = rest.split(" ");
+  if (number === undefined || hash === undefined || extra !== undefined || !/^\d+$/.test(number)) return { token, rest, anchor: undefined };
+  return { token, rest, anchor: { number: BigInt(number), hash } };
 }
 
 export class SharedEpoch {
@@ -33,7 +36,14 @@ export class SharedEpoch {
   #scope: string | undefined;
   /** Undefined until read (and, the first time, checked), and while a rewind's replacement is under way. */
   #token: string | undefined;
-  /** Whether the final block recorded beside the token was checked against the node's chain (once per process). */
+  /** The highest block whose answers this process may look up or store under #token (see vouchedUpTo); -1: none. */
+  #vouched = -1n;
+  /**
+   * What the store had beside #token when last read, as written ("" for nothing), once this process vouched for it
+   * (its own final block, or one found on its node's chain); undefined before. Its own block is recorded only over it.
+   */
+  #seen: string | undefined;
+  /** Whether a final block recorded beside the token was checked against the node's chain (once per process). */
   #checked = false;
   #readAt = Number.NEGATIVE_INFINITY;
   /** When the read (or replacement) that last confirmed #token was sent. */
@@ -46,13 +56,9 @@ export class SharedEpoch {
   #again = false;
   /** Rewinds seen: a reading that began before the last one is not used. */
   #rewinds = 0;
-  /** The final block this process last recorded ("<number> <hash>"). */
-  #recorded: string | undefined;
   /** A replacement still to be made: the token this process held when it saw the rewind (undefined: whatever is there). */
   #owed: { mine: string | undefined } | undefined;
   #toldUnchecked = false;
-  /** The last final block recorded by another process that this process found on its node's chain. */
-  #verified: string | undefined;
 
   /** `maxAgeMs`: how stale the token may be (another process's replacement is seen within it while calls come). */
   constructor(store: EpochStore, head: ChainHead, maxAgeMs: number, onUnchecked: (err: unknown) => void = () => {}) {
@@ -60,8 +66,8 @@ export class SharedEpoch {
     this.#head = head;
     this.#maxAgeMs = maxAgeMs;
     this.#onUnchecked = onUnchecked;
-    // Recorded as soon as read, not at the next sync: answers are stored as final up to the latest reading, and the
-    // recorded block is what a process started after a rewind checks.
+    // Recorded as soon as read, not at the next sync: answers of a newly final block are neither looked up nor stored
+    // until it is recorded, and the recorded block is what a process started after a rewind checks.
     head.onFinalizedMoved(() => {
       if (this.#scope !== undefined && this.#token !== undefined) this.#sync();
     });
@@ -81,6 +87,18 @@ export class SharedEpoch {
     return this.#token;
   }
 
+  /**
+   * The highest block whose answers may be looked up or stored under the token (-1: none): one recorded beside it
+   * that this process found on its node's chain, or recorded itself over one it had found there. Every process
+   * vouches so for each block it records, so any two processes using the token agree on every block up to the lower
+   * of their two: two chains that share a name and a past (a fork, or nodes started with one genesis) never read each
+   * other's blocks after they split. Found from outside: a process recorded its newer final block over the other
+   * chain's unchecked, and each served the other's newest final blocks until its next reading.
+   */
+  get vouchedUpTo(): bigint {
+    return this.#vouched;
+  }
+
   /** The first reading, while it is under way: the first calls wait for it (a store's answer is not missed at start). */
   get firstReading(): Promise<void> | undefined {
     return this.#known && performance.now() - this.#confirmedAt < 2 * this.#maxAgeMs ? undefined : this.#syncing;
@@ -92,7 +110,8 @@ export class SharedEpoch {
     // Not known yet (a first reading under way): replaced whatever it is, since it may predate what was seen.
     this.#owed = { mine: this.#token };
     this.#token = undefined;
-    this.#recorded = undefined;
+    this.#vouched = -1n;
+    this.#seen = undefined;
     if (this.#scope !== undefined) this.#sync();
   }
 
@@ -120,54 +139,63 @@ export class SharedEpoch {
     const rewinds = this.#rewinds;
     const sentAt = performance.now();
     const mine = this.#token;
+    const seen = this.#seen;
     const final = this.#head.finalizedBlock;
-    const anchor = final === undefined ? undefined : `${final.number} ${final.hash}`;
-    const record = mine !== undefined && anchor !== this.#recorded ? anchor : undefined;
-    const text = await this.#store.readEpoch(scope, freshToken(), mine, record);
+    const own = final === undefined ? undefined : `${final.number} ${final.hash}`;
+    // This process's final block is recorded (beside a token just made, or over the block it vouched for, when higher).
+    const record = own !== undefined && (mine === undefined || (seen !== undefined && (final as { number: bigint }).number > this.#vouched)) ? own : undefined;
+    const text = await this.#store.readEpoch(scope, freshToken(), mine, record, seen);
     if (text === undefined || rewinds !== this.#rewinds) return;
-    const { token, anchor: recorded } = parse(text);
-    // Every final block recorded beside the token by another process is checked on this process's node before the
-    // token is used, not only the one found at start: a process on another chain under the same name (an Anvil forked
-    // from this one, or one without block 0, same chain id) replaces the token with its own block beside it, and taking
-    // its token unchecked served its blocks as this chain's (found from outside).
-    const anchorText = recorded === undefined ? undefined : `${recorded.number} ${recorded.hash}`;
-    if (recorded !== undefined && anchorText !== this.#recorded && anchorText !== anchor && anchorText !== this.#verified) {
-      let hash: string | null;
-      try {
-        hash = await this.#head.hashAt(recorded.number);
-      } catch (err) {
-        // The node cannot say now: nothing is shared until it can (asked again at the next reading).
-        if (!this.#toldUnchecked) this.#onUnchecked(err);
-        this.#toldUnchecked = true;
-        this.#token = undefined;
-        return;
+    const { token, rest, anchor: recorded } = parse(text);
+    const sameToken = token === mine && mine !== undefined;
+    let vouched = -1n;
+    if (recorded !== undefined) {
+      if (rest === own || (sameToken && rest === seen)) vouched = recorded.number;
+      else {
+        // Every final block recorded beside the token by another process is checked on this process's node before
+        // the token is used: a process on another chain under the same name (an Anvil forked from this one, or one
+        // without block 0, same chain id) replaces the token with its own block beside it (found from outside).
+        let hash: string | null;
+        try {
+          hash = await this.#head.hashAt(recorded.number);
+        } catch (err) {
+          // The node cannot say now: nothing is shared until it can (asked again at the next reading).
+          if (!this.#toldUnchecked) this.#onUnchecked(err);
+          this.#toldUnchecked = true;
+          this.#token = undefined;
+          return;
+        }
+        if (rewinds !== this.#rewinds) return;
+        const lastFinal = this.#head.lastFinalized;
+        if (hash === null && this.#checked && (lastFinal === undefined || recorded.number > lastFinal)) {
+          // Ahead of this process's node (a lagging backend, or another chain): what it vouched for under the same
+          // token still holds; another token is not used until it can be told.
+          if (sameToken) this.#confirmedAt = sentAt;
+          else this.#token = undefined;
+          return;
+        }
+        if (hash !== recorded.hash) {
+          // Rewound while this process did not watch, or another chain's: what was stored under it is set aside for all.
+          this.#checked = true;
+          this.#token = undefined;
+          this.#owed = { mine: token };
+          this.#again = true;
+          return;
+        }
+        vouched = recorded.number;
       }
-      if (rewinds !== this.#rewinds) return;
-      const final = this.#head.lastFinalized;
-      if (hash === null && this.#checked && (final === undefined || recorded.number > final)) {
-        // Ahead of this process's node (a lagging backend, or another chain): not used until it can be told.
-        this.#token = undefined;
-        return;
-      }
-      if (hash !== recorded.hash) {
-        // Rewound while this process did not watch, or another chain's: what was stored under it is set aside for all.
-        this.#checked = true;
-        this.#token = undefined;
-        this.#owed = { mine: token };
-        this.#again = true;
-        return;
-      }
-      this.#verified = anchorText;
     }
     this.#checked = true;
-    if (token !== mine) this.#recorded = undefined;
     this.#token = token;
+    this.#vouched = sameToken && this.#vouched > vouched ? this.#vouched : vouched;
+    this.#seen = rest;
     this.#confirmedAt = sentAt;
     this.#known = true;
-    // Recorded only if the token was still this process's (see EpochStore.readEpoch); a token just adopted gets this
-    // process's reading recorded beside it at once.
-    if (record !== undefined && token === mine) this.#recorded = record;
-    if (anchor !== undefined && anchor !== this.#recorded) this.#again = true;
+    // This process's newer final block is recorded next, over what was just vouched for; not again after the store
+    // kept what it had although it was as expected (a block number past what the store's script can compare).
+    const latest = this.#head.finalizedBlock;
+    const refused = record !== undefined && sameToken && rest === seen && rest !== record;
+    if (latest !== undefined && latest.number > this.#vouched && !refused) this.#again = true;
   }
 
   async #replace(scope: string): Promise<void> {
@@ -186,8 +214,15 @@ export class SharedEpoch {
     const { token } = parse(text);
     this.#token = token;
     this.#confirmedAt = sentAt;
-    this.#recorded = token === fresh && anchor !== "" ? anchor : undefined;
-    if (this.#recorded === undefined && final !== undefined) this.#again = true;
     this.#known = true;
+    if (token === fresh) {
+      this.#vouched = final?.number ?? -1n;
+      this.#seen = anchor;
+    } else {
+      // Another process's replacement: nothing under it is used before what it recorded is checked (read at once).
+      this.#vouched = -1n;
+      this.#seen = undefined;
+      this.#again = true;
+    }
   }
 }

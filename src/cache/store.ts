@@ -12,10 +12,11 @@
  */
 export interface EpochStore {
   /**
-   * The text in force for `scope`, made `fresh` if there is none; `anchor` ("<number> <hash>") is recorded beside
-   * the token if the token is still `mine`. Undefined when the store cannot say.
+   * The text in force for `scope`, made `fresh` (with `anchor` beside it) if there is none. `anchor` ("<number>
+   * <hash>") is recorded beside the token if the token is still `mine`, what is beside it is still `seen` (as written,
+   * "" for nothing) and `anchor` names a higher block. Undefined when the store cannot say.
    */
-  readEpoch(scope: string, fresh: string, mine?: string, anchor?: string): Promise<string | undefined>;
+  readEpoch(scope: string, fresh: string, mine?: string, anchor?: string, seen?: string): Promise<string | undefined>;
   /**
    * Replaces the token by `fresh` if it is still `mine` (always, when `mine` is undefined), with `anchor` recorded
    * beside it; the text in force after.

@@ -15,13 +15,14 @@ function memoryEpochs() {
   let reachable = true;
   const calls: string[] = [];
   const store: EpochStore = {
-    async readEpoch(scope, fresh, mine = "", anchor = "") {
+    async readEpoch(scope, fresh, mine = "", anchor = "", seen = "") {
       calls.push(`read ${anchor}`);
       if (!reachable) return undefined;
-      let v = values.get(scope) ?? fresh;
-      const token = v.split(" ")[0];
-      const was = v.split(" ")[1];
-      if (anchor !== "" && token === mine && (was === undefined || BigInt(anchor.split(" ")[0] as string) >= BigInt(was))) v = `${token} ${anchor}`;
+      let v = values.get(scope);
+      if (v === undefined) v = anchor === "" ? fresh : `${fresh} ${anchor}`;
+      const [token = ""] = v.split(" ");
+      const was = v.slice(token.length + 1);
+      if (anchor !== "" && token === mine && was === seen && (was === "" || BigInt(anchor.split(" ")[0] as string) > BigInt(was.split(" ")[0] as string))) v = `${token} ${anchor}`;
       values.set(scope, v);
       return v;
     },
@@ -74,14 +75,16 @@ it("a token is read once, this process's finalized block recorded beside it once
   const token = epoch.token("eth:1");
   expect(token).toMatch(/^[\w-]{12}$/);
   expect(values.get("eth:1")).toBe(`${token} 16 0xa`);
-  expect(calls).toEqual(["read ", "read 16 0xa"]);
+  expect(calls).toEqual(["read 16 0xa"]);
+  expect(epoch.vouchedUpTo).toBe(16n);
   for (let i = 0; i < 100; i++) epoch.token("eth:1");
   await settle();
-  expect(calls).toHaveLength(2);
+  expect(calls).toHaveLength(1);
   // A new finalized block is recorded at once, once.
   move({ number: 20n, hash: "0xb" });
   await settle();
-  expect(calls).toEqual(["read ", "read 16 0xa", "read 20 0xb"]);
+  expect(calls).toEqual(["read 16 0xa", "read 20 0xb"]);
+  expect(epoch.vouchedUpTo).toBe(20n);
   expect(values.get("eth:1")).toBe(`${token} 20 0xb`);
 });
 
@@ -216,4 +219,54 @@ it("after a pause of twice maxAgeMs, the token is read again before it is used: 
   expect(epoch.token("eth:1")).toBeUndefined();
   await epoch.firstReading;
   expect(epoch.token("eth:1")).toBe("theirs");
+});
+
+it("two chains with one past: the second to record a final block after they split checks the first's and replaces the token; they never both use one token past the split", async () => {
+  // Found from outside: the second recorded its block over the first's unchecked (a fork of one chain, same chain id and
+  // genesis), and each served the other's newest final blocks until its next reading.
+  const { store, values } = memoryEpochs();
+  const past = new Map([[16n, "0xa"]]);
+  const a = fakeHead({ number: 16n, hash: "0xa" }, new Map([...past, [20n, "0xa20"]]));
+  const b = fakeHead({ number: 16n, hash: "0xa" }, new Map([...past, [20n, "0xb20"]]));
+  const [onA, onB] = [new SharedEpoch(store, a.head, 60_000), new SharedEpoch(store, b.head, 60_000)];
+  for (const epoch of [onA, onB]) {
+    epoch.token("eth:1");
+    await epoch.firstReading;
+  }
+  await settle();
+  expect(onB.token("eth:1")).toBe(onA.token("eth:1"));
+  expect([onA.vouchedUpTo, onB.vouchedUpTo]).toEqual([16n, 16n]);
+  a.move({ number: 20n, hash: "0xa20" });
+  await settle();
+  expect(onA.vouchedUpTo).toBe(20n);
+  // B's own block 20 is not recorded over A's: A's is checked on B's chain, where it is not.
+  b.move({ number: 20n, hash: "0xb20" });
+  expect(onB.vouchedUpTo).toBe(16n);
+  await settle();
+  const tokenB = onB.token("eth:1");
+  expect(tokenB).toBeDefined();
+  expect(tokenB).not.toBe(onA.token("eth:1"));
+  expect(values.get("eth:1")).toBe(`${tokenB} 20 0xb20`);
+  expect(onB.vouchedUpTo).toBe(20n);
+});
+
+it("a final block recorded by another process that this process's node does not have yet keeps the token, used only up to the block it checked", async () => {
+  const { store, values } = memoryEpochs();
+  const past = new Map([[16n, "0xa"]]);
+  const ahead = fakeHead({ number: 16n, hash: "0xa" }, new Map([...past, [20n, "0xa20"]]));
+  const behind = fakeHead({ number: 16n, hash: "0xa" }, past);
+  const [onAhead, onBehind] = [new SharedEpoch(store, ahead.head, 60_000), new SharedEpoch(store, behind.head, 30)];
+  for (const epoch of [onAhead, onBehind]) {
+    epoch.token("eth:1");
+    await epoch.firstReading;
+  }
+  ahead.move({ number: 20n, hash: "0xa20" });
+  await settle();
+  const token = onAhead.token("eth:1");
+  expect(values.get("eth:1")).toBe(`${token} 20 0xa20`);
+  await new Promise((resolve) => setTimeout(resolve, 35));
+  onBehind.token("eth:1");
+  await settle();
+  expect(onBehind.token("eth:1")).toBe(token);
+  expect(onBehind.vouchedUpTo).toBe(16n);
 });
