@@ -564,7 +564,8 @@ export class Connection {
   #finish(framed: boolean): void {
     const call = this.call as Http1Call;
     this.call = undefined;
-    this.#pool.lastReplyAt = performance.now();
+    // A front refusing a spare connection (429/503, a cap per client) is not the node speaking (found from outside).
+    if (!(call.spare && (this.#statusCode === 429 || this.#statusCode === 503))) this.#pool.lastReplyAt = performance.now();
     if (this.#piece !== undefined && this.#filled > 0) this.#chunks.push(this.#filled === this.#piece.length ? this.#piece : this.#piece.subarray(0, this.#filled));
     const reply: Http1Reply = new Reply(this, this.#statusCode, this.#headText, this.#headersAt, this.#chunks, this.#length, framed);
     this.#chunks = [];

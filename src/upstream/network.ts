@@ -103,13 +103,13 @@ function saysNothingOfTheNode(err: unknown): boolean {
  * primary's failure alone); or, none asked, that their circuits are open as well (found from outside: once every
  * circuit was open, the error no longer mentioned a partner).
  */
-function withPartnerFailure(outage: unknown, partnerError: GatewayError | undefined, partnerPaused: boolean): unknown {
-  if ((partnerError === undefined && !partnerPaused) || !(outage instanceof GatewayError)) return outage;
+function withPartnerFailure(outage: unknown, partnerError: GatewayError | undefined, partnersPaused: number): unknown {
+  if ((partnerError === undefined && partnersPaused === 0) || !(outage instanceof GatewayError)) return outage;
   return new GatewayError({
     code: outage.code,
     message:
       partnerError === undefined
-        ? `${outage.message}; every partner upstream is failing too (its circuit open)`
+        ? `${outage.message}; ${partnersPaused === 1 ? "the partner upstream is failing too (its circuit open)" : "every partner upstream is failing too (their circuits open)"}`
         : `${outage.message}; a partner upstream was asked too: ${partnerError.message}`,
     grpcCode: outage.grpcCode,
     httpStatus: outage.httpStatus,
@@ -472,8 +472,9 @@ export class Network {
             if (this.#heardAt(member) >= askedAt && probe !== undefined) member.breaker.release(probe); // heard from meanwhile: no verdict
           } else if (isOutage(err)) {
             if (!this.#answeredSince(member, askedAt, err as GatewayError)) this.#failed(member, err as Error);
-          } else if (isOwnCapacity(err)) {
-            if (probe !== undefined) member.breaker.release(probe); // nodegate's own limits: no verdict
+          } else if (isOwnCapacity(err) || saysNothingOfTheNode(err)) {
+            // nodegate's own limits, or the question itself dropped unsent as the circuit opened (dropUnsent): no verdict
+            if (probe !== undefined) member.breaker.release(probe);
           } else {
             this.#answered(member, askedAt, CHAIN_ID_METHOD[this.family]); // a node error is an answer
           }
@@ -601,7 +602,7 @@ export class Network {
       outage = upstreamUnavailable("the primary upstream is failing; calls are paused while it recovers", undefined, primary.breaker.retryAfterSeconds());
     }
     let partnerError: GatewayError | undefined;
-    let partnerPaused = false;
+    let partnersPaused = 0;
     if (this.#mayFailOver(method, options)) {
       for (const [i, partner] of this.#members.entries()) {
         if (i === 0 || !this.#chains.mayTakeCalls(i)) continue;
@@ -609,7 +610,7 @@ export class Network {
           // A partner's circuit is probed with nodegate's own question too, never with a caller's call, which would
           // wait out its deadline on a partner still down.
           if (partner.breaker.allow()) this.#askChainId(partner);
-          partnerPaused = true;
+          partnersPaused++;
           continue;
         }
         try {
@@ -631,7 +632,7 @@ export class Network {
         }
       }
     }
-    throw withPartnerFailure(outage, partnerError, partnerPaused);
+    throw withPartnerFailure(outage, partnerError, partnersPaused);
   }
 
   /** Asks each upstream which chain it serves, in the background (see PartnerChains). */

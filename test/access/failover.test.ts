@@ -9,7 +9,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
-import { DEFAULT_LIMITS, DEFAULT_PASS_THROUGH } from "../../src/config/config.js";
+import { DEFAULT_LIMITS, DEFAULT_PASS_THROUGH, type KeyConfig } from "../../src/config/config.js";
 import { NODEGATE_CODES } from "../../src/errors/catalogue.js";
 import { connectClient } from "../support/grpc-clients.js";
 import { post, rpc } from "../support/http.js";
@@ -62,13 +62,13 @@ async function gatewayWith(setup: Setup) {
 }
 
 /**
- * nodegate with one key, a primary at `primaryUrl` with `connections` to it, and Anvil as the partner: no cache, no
+ * nodegate with `key` (or keys), a primary at `primaryUrl` with `connections` to it, and Anvil as the partner: no cache, no
  * coalescing, upstreamTimeoutMs 60 s (patient), the circuit opening after `threshold` outages.
  */
-async function cappedGateway(primaryUrl: string, connections: number, key: { key: string; plan: "core" | "growth" | "custom" }, threshold: number): Promise<TestNodegate> {
+async function cappedGateway(primaryUrl: string, connections: number, key: KeyConfig | KeyConfig[], threshold: number): Promise<TestNodegate> {
   const ng = await startNodegate({
     upstreamUrl: primaryUrl,
-    keys: [key],
+    keys: Array.isArray(key) ? key : [key],
     networks: [{ name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: primaryUrl, connections }, { label: "partner", url: anvil.url }] }],
     config: { circuitBreaker: { threshold, cooldownMs: 60_000 }, upstreamTimeoutMs: 60_000, cache: { maxBytes: 0, coalesce: false, coalesceWindowMs: 0, finalizedMaxAgeMs: 4000 } },
   });
@@ -354,8 +354,11 @@ describe("failover to a partner during a primary outage", () => {
   });
 });
 
-/** A TCP front that lets `cap` connections through to `target` and resets the others (a provider capping connections per client). */
-async function cappingFront(target: string, cap: number): Promise<{ url: string; refused: () => number; close: () => Promise<void> }> {
+/**
+ * A TCP front that lets `cap` connections through to `target` and refuses the others (a provider capping connections
+ * per client): by a reset, or by answering HTTP 429 and closing.
+ */
+async function cappingFront(target: string, cap: number, refusal: "reset" | "429" = "reset"): Promise<{ url: string; refused: () => number; close: () => Promise<void> }> {
   const to = new URL(target);
   let open = 0;
   let refused = 0;
@@ -363,7 +366,11 @@ async function cappingFront(target: string, cap: number): Promise<{ url: string;
   const front = net.createServer((socket) => {
     if (open >= cap) {
       refused++;
-      socket.resetAndDestroy();
+      if (refusal === "reset") socket.resetAndDestroy();
+      else {
+        socket.on("error", () => {});
+        socket.once("data", () => socket.end("HTTP/1.1 429 Too Many Requests\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"));
+      }
       return;
     }
     open++;
@@ -517,18 +524,37 @@ describe("circuit breaker", () => {
     }
   }, 40_000);
 
-  it("a node that hung behind such a front is still found silent: the refused question waits its turn, and is judged", async () => {
+  it.each(["reset", "429"] as const)("a node that hung behind such a front (refusing by %s) is still found silent: the refused question waits its turn, is judged, and the circuit stays open", async (refusal) => {
     // Found from outside: the refused spare dropped the question, and a hung node behind a capping front was never
-    // judged; every caller waited upstreamTimeoutMs.
+    // judged; every caller waited upstreamTimeoutMs. Then (re-checks): the question, queued, was dropped unsent as the
+    // circuit opened, and that counted as the node's answer, closing the circuit 2 ms later; and a front's 429 to the
+    // spare counted as hearing from the node, so no verdict ever came, and a queued write went to the node at its end.
     const handler = primary.handler;
     primary.handler = () => ({ delayMs: 120_000, then: { forward: anvil.url } });
-    const front = await cappingFront(primary.url, 2);
+    const front = await cappingFront(primary.url, 2, refusal);
     try {
-      const ng = await cappedGateway(front.url, 2, { key: GROWTH, plan: "growth" }, 5);
+      const ng = await cappedGateway(front.url, 2, [{ key: GROWTH, plan: "growth" }, { key: CORE, plan: "core" }], 5);
+      const network = ng.gateway.network(undefined);
+      // Calls no partner may take hold both connections to the end; the growth calls wait behind them, then the question.
+      const core = connectClient(ng.url, EthService, CORE, "grpc");
+      const held = [0, 1].map(() => core.getBlockByHash(request(), { timeoutMs: 25_000 }).catch(() => undefined));
+      await new Promise((resolve) => setTimeout(resolve, 100));
       const growth = connectClient(ng.url, EthService, GROWTH, "grpc");
       const calls = [0, 1, 2].map(() => growth.getBlockByHash(request(), { timeoutMs: 25_000 }).then((r) => `block ${r.block?.number}`, (e: unknown) => Code[ConnectError.from(e).code]));
       expect(await Promise.all(calls)).toEqual(["block 0", "block 0", "block 0"]);
-      expect(ng.gateway.network(undefined).primaryCircuit).toBe("open");
+      void held;
+      expect(front.refused()).toBeGreaterThanOrEqual(1);
+      const seen = new Set<string>();
+      for (let i = 0; i < 10; i++) {
+        seen.add(network.primaryCircuit);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect([...seen]).toEqual(["open"]);
+      // New calls go to the partner at once, the circuit still open.
+      const failovers = network.failovers;
+      expect(await growth.getBlockByHash(request(), { timeoutMs: 25_000 }).then((r) => `block ${r.block?.number}`)).toBe("block 0");
+      expect(network.failovers).toBe(failovers + 1);
+      expect(network.primaryCircuit).toBe("open");
     } finally {
       primary.handler = handler;
       await front.close();
@@ -608,7 +634,7 @@ describe("circuit breaker", () => {
       expect(hungPartner.count("eth_chainId")).toBeGreaterThanOrEqual(1);
       // Told that the partner is paused too (found from outside: the error then named the primary alone).
       const paused = await post(`${ng.url}/v3/${GROWTH}`, byHash());
-      expect(paused.json.error.message).toMatch(/^upstream unavailable: the primary upstream is failing; calls are paused while it recovers; every partner upstream is failing too \(its circuit open\)$/);
+      expect(paused.json.error.message).toMatch(/^upstream unavailable: the primary upstream is failing; calls are paused while it recovers; the partner upstream is failing too \(its circuit open\)$/);
     } finally {
       await hungPartner.close();
     }
