@@ -86,13 +86,19 @@ export class ChainReader {
   /** One eth_getLogs over from..to, under the seed's result and time limits (errors -32005 otherwise). */
   async logs(filter: LogTopicFilter, from: number, to: number, capOneBlock = true): Promise<LogEvent[]> {
     let result;
+    const sentAt = performance.now();
     try {
       result = await this.#network.call("eth_getLogs", `[${logFilterJson(filter, { from, to })}]`, {
         idempotent: true,
         timeoutMs: this.#limits.getLogsTimeoutMs,
       });
     } catch (err) {
-      if (err instanceof GatewayError && err.origin === "nodegate" && err.grpcCode === Code.DeadlineExceeded) throw queryTimeout();
+      // A node that answered other calls (or nodegate's liveness question) meanwhile, and was never seen down, took too
+      // long over these logs, as a provider's own query timeout says; one silent, or seen down, had an outage, which
+      // is not these logs refused (found from outside: a node that hung for a while after refusing a block's logs, the
+      // retry sent into the hang ran out, and that ended every logs subscriber as the block refused again).
+      const network = this.#network;
+      if (err instanceof GatewayError && err.origin === "nodegate" && err.grpcCode === Code.DeadlineExceeded && network.heardFromSince(sentAt) && network.lastOutageAt < sentAt) throw queryTimeout();
       throw err;
     }
     // A subscription feed cannot narrow one block further: its logs are what a node's own logs subscription pushes,

@@ -298,6 +298,11 @@ export class Network {
   }
 
   /** The primary's circuit state (readiness and tests). */
+  /** Whether any upstream of this network answered, or sent anything, since `t` (performance.now()). */
+  heardFromSince(t: number): boolean {
+    return this.#members.some((member) => this.#heardAt(member) >= t);
+  }
+
   get primaryCircuit(): string {
     return (this.#members[0] as Member).breaker.state;
   }

@@ -284,23 +284,28 @@ describe("a block with more logs than eth_getLogs answers", () => {
     upstream.handler = () => ({ forward: anvil.url });
   }, 30_000);
 
-  it("refused once, then the node down for a while as heads keep coming, then refused twice more: logs resume, and no one is ended", async () => {
+  it.each(["answering 503 to eth_getLogs", "hung, answering nothing"] as const)("refused once, then the node down (%s) for a while as heads keep coming, then refused twice more: logs resume, and no one is ended", async (outage) => {
     // Found from outside (re-check): after one refusal, an outage's failures kept new heads from trying, and the retry's
     // backoff grew toward 30 s, so logs came 12-13 s after the node was back; and the outage's time counted in the
-    // refusals' 10 s, so two refusals after it ended every subscriber.
+    // refusals' 10 s, so two refusals after it ended every subscriber. Then: a hung node's silence, which nodegate's
+    // own deadline ends, counted as the block refused again ("query timeout exceeded"), and ended every subscriber.
     const s = await openNativeSubscriber(capped.wsUrl);
     subscribers.push(s);
     const id = await s.subscribe("logs", { address: probe.address });
     const refused = (await chain.blockNumber()) + 1;
     let refusedOnce = false;
+    let refusalsBefore = outage === "hung, answering nothing" ? 2 : 1;
     let down = false;
     let refusalsAfter = 2;
     upstream.handler = (r) => {
+      if (down && outage === "hung, answering nothing") return { delayMs: 60_000, then: { forward: anvil.url } };
       if (r.method === "eth_getLogs") {
         const [filter] = r.params as [{ fromBlock?: string; toBlock?: string }];
         if (!refusedOnce && filter.fromBlock === filter.toBlock && Number(filter.fromBlock) === refused) {
-          refusedOnce = true;
-          down = true;
+          // Refused twice before a hang: the third try goes into it, and runs out after the node is back.
+          refusalsBefore--;
+          refusedOnce = refusalsBefore === 0;
+          down = refusedOnce;
           return { error: { code: -32005, message: "query timeout exceeded" } };
         }
         if (down) return { raw: "unavailable", status: 503 };
