@@ -28,15 +28,23 @@ export function tagRequestId(headers: IncomingHttpHeaders, res: NodeResponse): v
   res.setHeader(REQUEST_ID_HEADER, id);
 }
 
-/** An RPC path behind a prefix: a client whose base URL carries the native door's /v3/<KEY> or a network name. */
-/** Its last two segments (service/method), or null: split, not a regex, which backtracked quadratically on a long dotted segment. */
+/**
+ * An RPC path behind a prefix: a client whose base URL carries the native door's /v3/<KEY> or a network name, or
+ * ends in a slash (//package.Service/Method, as Google's gRPC-Web client joins a base URL ending in "/": found from
+ * outside, a plain 404). Its last two segments (service/method), or null: split, not a regex, which backtracked
+ * quadratically on a long dotted segment.
+ */
 function prefixedRpcPath(url: string): string | null {
   const parts = (url.split("?", 1)[0] ?? "").split("/");
-  if (parts.length < 4 || parts.slice(1, -2).some((p) => p === "")) return null;
+  if (parts.length < 4) return null;
   const service = parts[parts.length - 2] as string;
   const method = parts[parts.length - 1] as string;
   return service.includes(".") && method !== "" ? `${service}/${method}` : null;
 }
+
+/** Paths quoted in an answer's message are cut: a 60 KB path echoed in grpc-message passed clients' metadata limits (found from outside). */
+const QUOTED_PATH_CHARS = 200;
+const quoted = (path: string): string => (path.length > QUOTED_PATH_CHARS ? `${path.slice(0, QUOTED_PATH_CHARS)}…` : path);
 /** The native door's key segment in such a prefix: /v3/<KEY> or /<network>/v3/<KEY>. */
 const NATIVE_KEY_PREFIX = /^\/(?:[^/?]+\/)?v3\//;
 
@@ -50,7 +58,7 @@ export function answerUnknownRpc(url: string, headers: IncomingHttpHeaders, res:
   let message: string;
   let grpcStatus: Code = Code.Unimplemented;
   if (isRpcPath(url)) {
-    message = `unknown method ${url.split("?")[0]}`;
+    message = `unknown method ${quoted(url.split("?")[0] ?? "")}`;
   } else {
     // Only typed callers (their content types) get a typed answer; anything else keeps the plain 404.
     // A Connect GET has no content type: its query says it (found from outside: it still got a bare "HTTP 404"). JSON
@@ -64,7 +72,7 @@ export function answerUnknownRpc(url: string, headers: IncomingHttpHeaders, res:
       /[?&]connect=v1(&|$)/.test(url);
     const prefixed = typed ? prefixedRpcPath(url) : null;
     if (prefixed === null) return false;
-    const rpc = `/${prefixed}`;
+    const rpc = quoted(`/${prefixed}`);
     if (NATIVE_KEY_PREFIX.test(url)) {
       grpcStatus = Code.Unauthenticated;
       message = `typed calls take the API key in the x-api-key metadata, not in the path: call ${rpc} at the server's root`;
@@ -78,8 +86,21 @@ export function answerUnknownRpc(url: string, headers: IncomingHttpHeaders, res:
     const status = { "content-type": answerType, "grpc-status": String(grpcStatus), "grpc-message": encodeGrpcMessage(message) };
     if ("stream" in res) {
       // One HEADERS frame that ends the stream: grpc-js reads a status only from such a frame or from trailers. The
-      // headers set on the response so far (its request id, CORS for a browser's gRPC-Web) go in it too.
-      res.stream.respond({ ...res.getHeaders(), ":status": 200, ...status }, { endStream: true });
+      // headers set on the response so far (its request id, CORS for a browser's gRPC-Web) go in it too. Sent once
+      // the request has arrived (at most a second later), as the served lanes answer: curl, answered while still
+      // sending, waited for the idle timeout (found from outside: 65 s, on 5 to 11 in 20 calls).
+      const stream = res.stream;
+      const head = { ...res.getHeaders(), ":status": 200, ...status };
+      const send = (): void => {
+        clearTimeout(timer);
+        if (!stream.destroyed && !stream.headersSent) stream.respond(head, { endStream: true });
+      };
+      const timer = setTimeout(send, 1000);
+      if (stream.readableEnded) send();
+      else {
+        stream.once("end", send);
+        stream.resume();
+      }
       return grpcStatus;
     }
     res.writeHead(200, status);

@@ -8,6 +8,7 @@
  */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import http2 from "node:http2";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
@@ -103,4 +104,48 @@ it("the README's curl example behind a prefix (JSON, no connect-protocol-version
   expect(((await res.json()) as { message: string }).message).toMatch(/typed calls take the API key in the x-api-key metadata/);
   // A native call to a mistyped path still gets the plain 404.
   expect((await fetch(`${gate.url}/v4/${gate.key}`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })).status).toBe(404);
+});
+
+/** A grpc-js call to `path` with an empty message: its status code and details. */
+function grpcCall(path: string): Promise<{ code: number; details: string }> {
+  const client = new grpc.Client(gate.address, grpc.credentials.createInsecure());
+  return new Promise((resolve) => {
+    client.makeUnaryRequest(path, () => Buffer.alloc(0), (b: Buffer) => b, {}, new grpc.Metadata(), (err) => {
+      client.close();
+      resolve({ code: err?.code ?? 0, details: err?.details ?? "" });
+    });
+  });
+}
+
+it("a base URL ending in a slash (//package.Service/Method, as Google's gRPC-Web client joins it) gets UNIMPLEMENTED saying where RPCs are, not a plain 404", async () => {
+  expect(await grpcCall("//nodegate.eth.v1.EthService/ChainId")).toEqual({
+    code: grpc.status.UNIMPLEMENTED,
+    details: "typed calls are served at the server's root (/nodegate.eth.v1.EthService/ChainId), not behind a path prefix; a network is named in the x-nodegate-network metadata",
+  });
+});
+
+it("a long RPC path is quoted cut in the answer's message: echoed whole, it passed clients' metadata limits", async () => {
+  const long = `/${"a.".repeat(2000)}b/Method`;
+  const { code, details } = await grpcCall(long);
+  expect(code).toBe(grpc.status.UNIMPLEMENTED);
+  expect(details).toBe(`unknown method ${long.slice(0, 200)}…`);
+  const prefixed = await grpcCall(`/v3/x/${"c.".repeat(2000)}d/Method`);
+  expect(prefixed.code).toBe(grpc.status.UNAUTHENTICATED);
+  expect(prefixed.details.length).toBeLessThan(400);
+});
+
+it("an unknown RPC is answered once its request has arrived, as served RPCs are: curl, answered while still sending, waited for its idle timeout", async () => {
+  const session = http2.connect(gate.url);
+  try {
+    const req = session.request({ ":method": "POST", ":path": "/nodegate.eth.v1.NoSuchService/Method", "content-type": "application/grpc" }, { endStream: false });
+    let status: string | undefined;
+    const answered = new Promise<void>((resolve) => req.on("response", (headers) => resolve(void (status = String(headers["grpc-status"])))));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(status).toBeUndefined();
+    req.end(Buffer.alloc(5));
+    await answered;
+    expect(status).toBe(String(grpc.status.UNIMPLEMENTED));
+  } finally {
+    session.close();
+  }
 });
