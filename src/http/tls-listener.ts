@@ -5,6 +5,7 @@
  * saying so, as nginx does, where the TLS server closed it with no word and
  * curl reported "Empty reply from server".
  */
+import http from "node:http";
 import http2 from "node:http2";
 import net, { type Socket } from "node:net";
 import type tls from "node:tls";
@@ -26,43 +27,80 @@ const PLAIN_HTTP_ANSWER =
 /** An RPC's path, /package.Service/Method (a native JSON-RPC path, /v3/<KEY>, is not one). */
 const RPC_PATH = /^\/[A-Za-z_][\w.]*\.[A-Za-z_]\w*\/[A-Za-z_]\w*$/;
 
-/** A Connect unary call: a POST of JSON or protobuf, or a Connect GET (?connect=v1), to an RPC's path. */
-function isConnectUnary(headers: http2.IncomingHttpHeaders, contentType: string): boolean {
-  const [path = "", query = ""] = String(headers[":path"] ?? "").split("?", 2);
-  if (!RPC_PATH.test(path)) return false;
-  return /^application\/(json|proto)\b/.test(contentType) || (headers[":method"] === "GET" && /(^|&)connect=v1(&|$)/.test(query));
+/** What a request in cleartext on the TLS port is answered: typed calls in their protocol's terms, others 400 in words. */
+interface PlainAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer | string;
 }
 
-/**
- * Cleartext HTTP/2 on the TLS port (gRPC "insecure"/plaintext channels, h2c prior knowledge): each request is
- * answered in words: gRPC and Connect calls UNAVAILABLE with the plain HTTP answer's text, others 400.
- */
-const plainHttp2 = http2.createServer();
-plainHttp2.on("stream", (stream, headers) => {
-  stream.on("error", () => {});
-  const contentType = String(headers["content-type"] ?? "");
+function plainAnswer(method: string, path: string, contentType: string, http2: boolean): PlainAnswer {
   if (contentType.startsWith("application/grpc")) {
-    stream.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "14", "grpc-message": PLAIN_HTTP_BODY.trim() }, { endStream: true });
-  } else if (/^application\/connect\+/.test(contentType)) {
+    // Trailers-only: the status rides in the headers of an empty answer (gRPC-Web over HTTP/1.1 reads it there too).
+    const type = http2 || !contentType.startsWith("application/grpc-web") ? "application/grpc" : (contentType.split(";")[0] ?? contentType);
+    return { status: 200, headers: { "content-type": type, "grpc-status": "14", "grpc-message": PLAIN_HTTP_BODY.trim() }, body: "" };
+  }
+  if (/^application\/connect\+/.test(contentType)) {
     // A Connect streaming call reads its error from the end-stream message (flags 0x02).
     const json = Buffer.from(JSON.stringify({ error: { code: "unavailable", message: PLAIN_HTTP_BODY.trim() } }));
     const head = Buffer.alloc(5);
     head[0] = 0x02;
     head.writeUInt32BE(json.length, 1);
-    stream.respond({ ":status": 200, "content-type": contentType.split(";")[0] ?? contentType });
-    stream.end(Buffer.concat([head, json]));
-  } else if (isConnectUnary(headers, contentType)) {
+    return { status: 200, headers: { "content-type": contentType.split(";")[0] ?? contentType }, body: Buffer.concat([head, json]) };
+  }
+  if (isConnectUnary(method, path, contentType)) {
     // A Connect unary call reads its error from a JSON body (found from outside: connect-es said only "HTTP 400").
-    stream.respond({ ":status": 503, "content-type": "application/json" });
-    stream.end(JSON.stringify({ code: "unavailable", message: PLAIN_HTTP_BODY.trim() }));
-  } else {
-    stream.respond({ ":status": 400, "content-type": "text/plain; charset=utf-8" });
-    stream.end(PLAIN_HTTP_BODY);
+    return { status: 503, headers: { "content-type": "application/json" }, body: JSON.stringify({ code: "unavailable", message: PLAIN_HTTP_BODY.trim() }) };
+  }
+  return { status: 400, headers: { "content-type": "text/plain; charset=utf-8" }, body: PLAIN_HTTP_BODY };
+}
+
+/** A Connect unary call: a POST of JSON or protobuf, or a Connect GET (?connect=v1), to an RPC's path. */
+function isConnectUnary(method: string, url: string, contentType: string): boolean {
+  const [path = "", query = ""] = url.split("?", 2);
+  if (!RPC_PATH.test(path)) return false;
+  return /^application\/(json|proto)\b/.test(contentType) || (method === "GET" && /(^|&)connect=v1(&|$)/.test(query));
+}
+
+/**
+ * Cleartext HTTP/2 on the TLS port (gRPC "insecure"/plaintext channels, h2c prior knowledge): each request is
+ * answered in words (plainAnswer).
+ */
+const plainHttp2 = http2.createServer();
+plainHttp2.on("stream", (stream, headers) => {
+  stream.on("error", () => {});
+  const answer = plainAnswer(String(headers[":method"] ?? ""), String(headers[":path"] ?? ""), String(headers["content-type"] ?? ""), true);
+  if (answer.body.length === 0) stream.respond({ ":status": answer.status, ...answer.headers }, { endStream: true });
+  else {
+    stream.respond({ ":status": answer.status, ...answer.headers });
+    stream.end(answer.body);
   }
   // The session stays open for the client's next call, which would be refused (REFUSED_STREAM, read as INTERNAL) on a
   // closing one (found from outside); the per-connection bound and the drain close it.
 });
 plainHttp2.on("sessionError", () => {});
+
+/**
+ * Cleartext HTTP/1.1 on the TLS port: one request read and answered in words (plainAnswer), then the connection
+ * closed. Connect and gRPC-Web clients over HTTP/1.1 (connect-web's transport in browsers) read their error from it
+ * (found from outside: they said only "HTTP 400"); a WebSocket upgrade gets the plain 400.
+ */
+const plainHttp1 = http.createServer({ headersTimeout: PLAIN_HTTP_LINGER_MS * 5, requestTimeout: PLAIN_HTTP_LINGER_MS * 5 }, (req, res) => {
+  req.on("error", () => {});
+  res.on("error", () => {});
+  const answer = plainAnswer(req.method ?? "", req.url ?? "", req.headers["content-type"] ?? "", false);
+  res.writeHead(answer.status, { ...answer.headers, "content-length": String(Buffer.byteLength(answer.body)), connection: "close" });
+  res.end(answer.body);
+  req.resume();
+});
+plainHttp1.on("upgrade", (_req, socket: Socket) => {
+  socket.on("error", () => {});
+  socket.end(PLAIN_HTTP_ANSWER);
+});
+plainHttp1.on("clientError", (_err, socket: Socket) => {
+  if (socket.writable) socket.end(PLAIN_HTTP_ANSWER);
+  else socket.destroy();
+});
 
 /** Whether the first bytes begin a plain HTTP/1.x request line (a method in capitals); an HTTP/2 preface is left to TLS. */
 function isPlainHttp1(head: Buffer): boolean {
@@ -123,8 +161,15 @@ export function tlsListener(secure: tls.Server, guard: (socket: Socket) => () =>
         return;
       }
       if (head[0] !== TLS_HANDSHAKE_RECORD && isPlainHttp1(head)) {
-        socket.end(PLAIN_HTTP_ANSWER);
-        setTimeout(() => socket.destroy(), PLAIN_HTTP_LINGER_MS).unref();
+        // Bounded: answered at once, the connection closes after; one still sending is cut.
+        setTimeout(() => socket.destroy(), PLAIN_HTTP_LINGER_MS * 5).unref();
+        socket.once("finish", () => setTimeout(() => socket.destroy(), PLAIN_HTTP_LINGER_MS).unref());
+        plain.add(socket);
+        socket.once("close", () => plain.delete(socket));
+        plainHttp1.emit("connection", socket);
+        // Node's HTTP server may read the socket's handle directly, past what is buffered: the bytes read so far are
+        // handed to it as they came.
+        socket.emit("data", head);
         return;
       }
       // The TLS socket reads what is already buffered before its handle's data.

@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ChainIdResponseSchema, EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
@@ -207,6 +207,45 @@ it("a plaintext gRPC client (an insecure channel) on the TLS port gets UNAVAILAB
   // TLS callers are served as before.
   const answer = await postHttps(`/v3/${secure.key}`, '{"jsonrpc":"2.0","id":3,"method":"eth_chainId","params":[]}');
   expect(answer).toEqual({ status: 200, text: '{"jsonrpc":"2.0","id":3,"result":"0x7a69"}' });
+});
+
+it("Connect and gRPC-Web clients over cleartext HTTP/1.1 on the TLS port (connect-web's transport in browsers) get UNAVAILABLE saying the port speaks TLS", async () => {
+  // Found from outside: over HTTP/1.1 they said only "HTTP 400" (h2c was answered in words already).
+  const base = `http://127.0.0.1:${secure.port}`;
+  const transports = {
+    "Connect POST": createConnectTransport({ baseUrl: base, httpVersion: "1.1" }),
+    "Connect GET": createConnectTransport({ baseUrl: base, httpVersion: "1.1", useHttpGet: true }),
+    "gRPC-Web": createGrpcWebTransport({ baseUrl: base, httpVersion: "1.1" }),
+  };
+  for (const [name, transport] of Object.entries(transports)) {
+    const err = await createClient(EthService, transport)
+      .chainId({})
+      .then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
+    expect([err?.code, err?.rawMessage], name).toEqual([Code.Unavailable, "This port speaks TLS: call it with https:// (wss:// for WebSocket)."]);
+  }
+  const streamErr = await (async () => {
+    try {
+      for await (const _ of createClient(EthService, transports["Connect POST"]).subscribeNewHeads({}));
+      return undefined;
+    } catch (e) {
+      return ConnectError.from(e);
+    }
+  })();
+  expect([streamErr?.code, streamErr?.rawMessage]).toEqual([Code.Unavailable, expect.stringContaining("This port speaks TLS")]);
+  // A WebSocket upgrade gets the plain 400.
+  const socket = net.connect(secure.port, "127.0.0.1");
+  socket.on("error", () => {});
+  let reply = "";
+  socket.on("data", (d: Buffer) => (reply += d.toString()));
+  const ended = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+  socket.write(`GET /ws/v3/${secure.key} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: Upgrade\r\nupgrade: websocket\r\nsec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`);
+  await ended;
+  expect(reply).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n[\s\S]*This port speaks TLS/);
+  const answer = await postHttps(`/v3/${secure.key}`, '{"jsonrpc":"2.0","id":4,"method":"eth_chainId","params":[]}');
+  expect(answer).toEqual({ status: 200, text: '{"jsonrpc":"2.0","id":4,"result":"0x7a69"}' });
 });
 
 it("an HTTPS request asking for an upgrade other than WebSocket (curl --http2's h2c) is served as a plain request", async () => {
