@@ -81,6 +81,15 @@ export class LogsFeed extends Feed {
   #failedOtherwiseSinceRefusal = false;
   #subscription: UpstreamSubscription | undefined;
   #stopFollowing: (() => void) | undefined;
+  /**
+   * The lowest block of a pushed log held back because its block replaced one the heads feed (or a sent log) knows
+   * at its height: a new branch the heads feed has not switched to yet, whose start it alone knows. Pushes from here
+   * on are left to the scan that follows the switch, which takes back every replaced block's logs first (found from
+   * outside: on a node that pushes no removals itself, a removal of a block below came after the new branch's log).
+   */
+  #heldFrom: number | undefined;
+  /** The highest block of a held push: one above the head the switch brings is held on, for the next head's scan. */
+  #heldTo = -1;
 
   constructor(topic: Topic & { kind: "logs" }, ctx: FeedContext, heads: HeadsFeed) {
     super(topic, ctx);
@@ -297,6 +306,8 @@ export class LogsFeed extends Feed {
       this.#notSentTo.clear();
       this.#removed.clear();
       this.#scannedTo = change.head.number;
+      this.#heldFrom = undefined;
+      this.#heldTo = -1;
       return;
     }
     for (const sent of this.#ledgers()) {
@@ -304,6 +315,15 @@ export class LogsFeed extends Feed {
       sent.takeBackDropped(change.dropped ?? []);
     }
     if (change.reorg !== undefined) this.#scannedTo = Math.min(this.#scannedTo, change.reorg.ancestor);
+    // Held pushes are read by the scan below, now that the replaced blocks' logs are taken back.
+    const held = this.#heldFrom;
+    this.#heldFrom = undefined;
+    if (held !== undefined) {
+      this.#scannedTo = Math.min(this.#scannedTo, held - 1);
+      // Pushes of blocks above this head are not read by this scan: held on, and read at the next head's.
+      if (this.#heldTo > change.head.number) this.#heldFrom = change.head.number + 1;
+      else this.#heldTo = -1;
+    }
     if (this.#stale) {
       // A reconnect's gap is filled by its own fill; an unread push's, once a head above it comes, if no drop since.
       const unreadAt = this.#unreadPushAt;
@@ -313,7 +333,7 @@ export class LogsFeed extends Feed {
     if (this.#lastFailRefusal && this.#refusals > 0 && change.reorg === undefined && this.retryPending(CATCHING_UP)) {
       // A block the node refuses waits for its retry, which reads on to the head then: a new head does not make the
       // node take it, and trying at every head undid the backoff (found from outside: about 3 calls a second).
-    } else if (this.ctx.ws === undefined || this.#polling || change.reorg !== undefined) {
+    } else if (this.ctx.ws === undefined || this.#polling || change.reorg !== undefined || held !== undefined) {
       // Polling, or a new branch whose logs the node may not push: fetch them.
       try {
         await this.#scan(this.#scannedTo + 1, change.head.number);
@@ -331,6 +351,11 @@ export class LogsFeed extends Feed {
 
   #onPushed(log: LogEvent): void {
     if (!this.#stale) {
+      if (!log.removed && (this.#heldFrom !== undefined || this.#replacesKnownBlock(log))) {
+        this.#heldFrom = Math.min(this.#heldFrom ?? log.blockNumber, log.blockNumber);
+        this.#heldTo = Math.max(this.#heldTo, log.blockNumber);
+        return;
+      }
       this.#accept(log);
       return;
     }
@@ -409,6 +434,16 @@ export class LogsFeed extends Feed {
   #onFollowedBranch(log: LogEvent): boolean {
     const canonical = this.#heads.canonicalHash(log.blockNumber);
     return canonical === undefined || canonical === log.blockHash;
+  }
+
+  /** Whether a log's block replaced one known at its height (to the heads feed, or by logs sent from it). */
+  #replacesKnownBlock(log: LogEvent): boolean {
+    if (!this.#onFollowedBranch(log)) return true;
+    for (const sent of this.#ledgers()) {
+      const hash = sent.hashAt(log.blockNumber);
+      if (hash !== undefined && hash !== log.blockHash) return true;
+    }
+    return false;
   }
 
   #accept(log: LogEvent): void {
