@@ -376,7 +376,9 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
       const idHeader = [`${REQUEST_ID_HEADER}: ${requestId}`];
       const route = matchNativeRoute(req.url ?? "/");
       if (route === undefined || route.transport !== "ws") {
-        refuse(socket, 404, "text/plain", "not found\n", idHeader);
+        // The HTTP path is the likeliest wrong URL for a WebSocket client (found from outside: a bare "not found").
+        const hint = route === undefined ? "" : `: WebSocket connections go to ${route.network === undefined ? "" : `/${route.network}`}/ws/v3/<KEY>`;
+        refuse(socket, 404, "text/plain", `not found${hint}\n`, idHeader);
         logUnservedPath(gateway, req.url ?? "/", 404, requestId, performance.now(), "jsonrpc-ws");
         return;
       }

@@ -261,8 +261,10 @@ describe("native WebSocket: connection handling", () => {
     const network = await tryUpgrade(`/nonet/ws/v3/${ng.key}`);
     expect(network.status).toBe(404);
     expect(network).toEqual(await httpPost(`/nonet/v3/${ng.key}`, JSON.stringify({ jsonrpc: "2.0", method: "eth_chainId", params: [] })));
-    expect((await tryUpgrade(`/v3/${ng.key}`)).status).toBe(404);
-    expect((await tryUpgrade("/elsewhere")).status).toBe(404);
+    // The HTTP path, the likeliest wrong URL, says where WebSocket connections go.
+    expect(await tryUpgrade(`/v3/${ng.key}`)).toMatchObject({ status: 404, body: "not found: WebSocket connections go to /ws/v3/<KEY>\n" });
+    expect(await tryUpgrade(`/ethereum/v3/${ng.key}`)).toMatchObject({ status: 404, body: "not found: WebSocket connections go to /ethereum/ws/v3/<KEY>\n" });
+    expect(await tryUpgrade("/elsewhere")).toMatchObject({ status: 404, body: "not found\n" });
   });
 
   it("serves a named network's WebSocket address", async () => {
