@@ -17,19 +17,20 @@ export interface AnswerFields {
   requestId?: string;
 }
 
-/** The JSON-RPC codes counted under their own outcome label besides JSON-RPC's reserved range: the code table's. */
-const LABELLED_CODES = new Set(JSONRPC_TO_GRPC.map((m) => String(m.jsonrpc)));
+/** The JSON-RPC codes counted under their own outcome label besides the server-error range: the spec's and the code table's. */
+const LABELLED_CODES = new Set(["-32700", "-32600", "-32601", "-32602", "-32603", ...JSONRPC_TO_GRPC.map((m) => String(m.jsonrpc))]);
 
 /**
- * A call's outcome as a metric label: a node's error code outside JSON-RPC's reserved range (-32768 to -32000) and
- * the code table is counted as "other_error", since a node may answer any integer (found from outside: each new code
- * made a new series). The log line keeps the code itself.
+ * A call's outcome as a metric label: a node's error code outside JSON-RPC's server-error range (-32099 to -32000),
+ * the spec's own codes and the code table is counted as "other_error", since a node may answer any integer (found
+ * from outside: each new code made a new series; the rest of the reserved range still allowed 700 per method). The
+ * log line keeps the code itself.
  */
 export function outcomeLabel(outcome: string): string {
   if (LABELLED_CODES.has(outcome)) return outcome;
   const code = Number(outcome);
   if (!Number.isInteger(code) || outcome === "") return outcome;
-  return code >= -32768 && code <= -32000 ? outcome : "other_error";
+  return code >= -32099 && code <= -32000 ? outcome : "other_error";
 }
 
 export function logAnswer(gateway: Gateway, door: string, calls: readonly CallRecord[], started: number, fields: AnswerFields): void {
