@@ -259,7 +259,9 @@ export class Network {
     this.#log = options.log;
     this.#metrics = options.metrics;
     this.#chains = new PartnerChains(this.name, this.family, options.upstreams, options.log);
-    this.head = new ChainHead(this, undefined, options.finalizedMaxAgeMs);
+    this.head = new ChainHead(this, undefined, options.finalizedMaxAgeMs, (tag, gasLimit) =>
+      this.#log?.warn({ network: this.name, block: tag, gasLimit }, "the node's block has no gas limit nodegate can read: eth_call's gas cap and eth_estimateGas's bound are skipped (said once)"),
+    );
     // Said where operators look: the cache's hit rate falls to nothing at once (found from outside: nothing said why).
     this.head.onFinalityRewind((from, to) =>
       this.#log?.warn({ network: this.name, from: String(from), to: String(to) }, "the node's finalized block went back, or a block it called final left its chain: answers cached before are not served"),

@@ -307,6 +307,11 @@ describe("gas bounds on a node that gives no gas limit", () => {
       const to = `0x${"11".repeat(20)}`;
       expect((await post(n.rpcUrl, rpc("eth_estimateGas", [{ to }]))).json.result).toBe("0x5208");
       expect(sentParams("eth_estimateGas")?.[0]).toEqual({ to });
+      // Said once, where operators look (found from outside: skipped without a word).
+      expect((await post(n.rpcUrl, rpc("eth_call", [{ to, gas: "0xffffffffffff" }, "latest"]))).json.result).toBe("0x5208");
+      const told = n.logs.filter((l) => String(l.msg).startsWith("the node's block has no gas limit nodegate can read"));
+      expect(told).toHaveLength(1);
+      expect(told[0]).toMatchObject({ level: 40, gasLimit: '"0x10000000000000000"' });
     } finally {
       await close();
     }
