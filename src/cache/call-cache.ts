@@ -191,7 +191,8 @@ export class CallCache {
       if (generation === undefined) stance = "pass";
       if (this.#sharedEpoch !== undefined) {
         upTo = this.#sharedEpoch.vouchedUpTo;
-        if (rule.kind === "block" && rule.number > upTo) stance = "pass";
+        // Nothing vouched for yet: no stored answer could be used, and none is stored (a lookup by hash is judged on the answer).
+        if (rule.kind === "block" ? rule.number > upTo : upTo < 0n) stance = "pass";
       }
       if (stance !== "pass") {
         storeKey = `${generation}\n${this.#network}\n${chain}\n${method}\n${digest}`;
