@@ -89,8 +89,18 @@ const plainHttp1 = http.createServer({ headersTimeout: PLAIN_HTTP_LINGER_MS * 5,
   req.on("error", () => {});
   res.on("error", () => {});
   const answer = plainAnswer(req.method ?? "", req.url ?? "", req.headers["content-type"] ?? "", false);
-  res.writeHead(answer.status, { ...answer.headers, "content-length": String(Buffer.byteLength(answer.body)), connection: "close" });
-  res.end(answer.body);
+  // Answered once the request has arrived (at most a second later): a client still writing its body when the
+  // connection closes reads EPIPE, not the answer (found from outside: connect-node and gRPC-Web over HTTP/1.1 with a
+  // 1 MiB body).
+  const send = (): void => {
+    clearTimeout(timer);
+    if (res.headersSent || res.destroyed) return;
+    res.writeHead(answer.status, { ...answer.headers, "content-length": String(Buffer.byteLength(answer.body)), connection: "close" });
+    res.end(answer.body);
+  };
+  const timer = setTimeout(send, PLAIN_HTTP_LINGER_MS);
+  if (req.complete) send();
+  else req.once("end", send);
   req.resume();
 });
 plainHttp1.on("upgrade", (_req, socket: Socket) => {
