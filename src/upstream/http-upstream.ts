@@ -191,7 +191,7 @@ export class HttpUpstream implements Upstream {
     // Not AbortSignal.any: on Node 20 it leaves an entry on the caller's signal per call, and a native
     // WebSocket connection's signal lives as long as the connection (one entry per call it makes).
     const startedAt = performance.now();
-    const deadline = setTimeout(() => exchange.cancel(DEADLINE), timeoutMs).unref();
+    const deadline = setTimeout(() => exchange.cancel(DEADLINE, options.finishAtDeadlineMs ?? 0), timeoutMs).unref();
     const onAbort = () => exchange.cancel(CALLER_LEFT, Math.min(CALLER_LEFT_FINISH_MS, timeoutMs - (performance.now() - startedAt)));
     options.signal?.addEventListener("abort", onAbort, { once: true });
     let reply;

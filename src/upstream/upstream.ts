@@ -22,6 +22,12 @@ export interface CallOptions {
    * for want of a free connection (found from outside: 128 patient 10 s calls opened a healthy primary's circuit).
    */
   spare?: boolean | undefined;
+  /**
+   * At its deadline, the connection the call was sent on reads the reply to its end (within this long) rather than
+   * close: a front capping connections per client may refuse the connection that would replace it, failing the next
+   * caller's call (found from outside: the liveness question's 5 s deadline on a busy node behind such a front).
+   */
+  finishAtDeadlineMs?: number | undefined;
 }
 
 /** One JSON-RPC node nodegate forwards to (HTTP pool or WebSocket multiplexer). */
