@@ -19,6 +19,7 @@ import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } f
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ChainIdResponseSchema, EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { BlockTag } from "../../gen/nodegate/eth/v1/primitives_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { recordSeen } from "../support/secret-scan.js";
@@ -225,6 +226,19 @@ it("Connect and gRPC-Web clients over cleartext HTTP/1.1 on the TLS port (connec
         (e: unknown) => ConnectError.from(e),
       );
     expect([err?.code, err?.rawMessage], name).toEqual([Code.Unavailable, "This port speaks TLS: call it with https:// (wss:// for WebSocket)."]);
+  }
+  // A large request is read before the answer: answered while still sending, the client read EPIPE (found from outside).
+  const input = new Uint8Array(1 << 20);
+  for (const [name, transport] of Object.entries({ "Connect POST": transports["Connect POST"], "gRPC-Web": transports["gRPC-Web"] })) {
+    for (let i = 0; i < 5; i++) {
+      const err = await createClient(EthService, transport)
+        .call({ transaction: { input }, block: { kind: { case: "tag", value: BlockTag.LATEST } } })
+        .then(
+          () => undefined,
+          (e: unknown) => ConnectError.from(e),
+        );
+      expect([err?.code, err?.rawMessage], `${name}, 1 MiB, call ${i}`).toEqual([Code.Unavailable, "This port speaks TLS: call it with https:// (wss:// for WebSocket)."]);
+    }
   }
   const streamErr = await (async () => {
     try {
