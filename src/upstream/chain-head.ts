@@ -203,7 +203,8 @@ export class ChainHead {
         }
       });
       if (spelled !== undefined && spelled !== 0n) value = spelled;
-      else if (spelled === undefined && block !== null && typeof block === "object" && this.#onUnreadableGasLimit !== undefined) {
+      // Only the latest block's: an unreadable pending block falls back to the latest one, which then decides.
+      else if (tag === "latest" && spelled === undefined && block !== null && typeof block === "object" && this.#onUnreadableGasLimit !== undefined) {
         const tell = this.#onUnreadableGasLimit;
         this.#onUnreadableGasLimit = undefined;
         tell(tag, gasLimit === undefined ? "(none)" : JSON.stringify(gasLimit).slice(0, 80));
