@@ -377,7 +377,9 @@ export function createJsonRpcWsHandler(gateway: Gateway, options: WsHandlerOptio
       const route = matchNativeRoute(req.url ?? "/");
       if (route === undefined || route.transport !== "ws") {
         // The HTTP path is the likeliest wrong URL for a WebSocket client (found from outside: a bare "not found").
-        const hint = route === undefined ? "" : `: WebSocket connections go to ${route.network === undefined ? "" : `/${route.network}`}/ws/v3/<KEY>`;
+        // Only for a network nodegate serves: another is refused as unknown at its WebSocket path too.
+        const served = route !== undefined && (route.network === undefined || gateway.hasNetwork(route.network));
+        const hint = served ? `: WebSocket connections go to ${route.network === undefined ? "" : `/${route.network}`}/ws/v3/<KEY>` : "";
         refuse(socket, 404, "text/plain", `not found${hint}\n`, idHeader);
         logUnservedPath(gateway, req.url ?? "/", 404, requestId, performance.now(), "jsonrpc-ws");
         return;

@@ -265,6 +265,8 @@ describe("native WebSocket: connection handling", () => {
     expect(await tryUpgrade(`/v3/${ng.key}`)).toMatchObject({ status: 404, body: "not found: WebSocket connections go to /ws/v3/<KEY>\n" });
     expect(await tryUpgrade(`/ethereum/v3/${ng.key}`)).toMatchObject({ status: 404, body: "not found: WebSocket connections go to /ethereum/ws/v3/<KEY>\n" });
     expect(await tryUpgrade("/elsewhere")).toMatchObject({ status: 404, body: "not found\n" });
+    // Not for a network nodegate does not serve (its WebSocket path would be refused too), whatever its length.
+    expect(await tryUpgrade(`/${"n".repeat(6000)}/v3/${ng.key}`)).toMatchObject({ status: 404, body: "not found\n" });
   });
 
   it("serves a named network's WebSocket address", async () => {
