@@ -198,8 +198,6 @@ interface Member {
   watchdog: NodeJS.Timeout | undefined;
   /** Chain id questions out now. */
   questionsOut: number;
-  /** When its circuit last opened (performance.now()); -Infinity before. */
-  openedAt: number;
 }
 
 /**
@@ -250,7 +248,7 @@ export class Network {
     if (options.upstreams.length === 0) throw new Error(`network ${options.name} has no upstream`);
     this.name = options.name;
     this.family = options.family;
-    this.#members = options.upstreams.map((upstream) => ({ upstream, breaker: new CircuitBreaker(options.breaker), answeredAt: Number.NEGATIVE_INFINITY, typicalMs: new Map(), askedAt: Number.NEGATIVE_INFINITY, questionMs: 0, listening: false, callsOut: 0, watchdog: undefined, questionsOut: 0, openedAt: Number.NEGATIVE_INFINITY }));
+    this.#members = options.upstreams.map((upstream) => ({ upstream, breaker: new CircuitBreaker(options.breaker), answeredAt: Number.NEGATIVE_INFINITY, typicalMs: new Map(), askedAt: Number.NEGATIVE_INFINITY, questionMs: 0, listening: false, callsOut: 0, watchdog: undefined, questionsOut: 0 }));
     // A WebSocket node's dropped connection is an outage seen before any call fails: readiness probes from then on,
     // even with no traffic (found from outside: an idle instance reported a dead node SERVING for 30 s).
     for (const { upstream } of this.#members) {
@@ -513,13 +511,9 @@ export class Network {
     // A node that answers everything slowly must not be taken for silent by a question shorter than its pace (found
     // from outside: one answering every call in 7.5 s had its circuit opened by the 5 s question).
     const tookMs = now - sentAt;
-    // An answer to a call that was out when the circuit opened says how long the outage lasted, not how long the node
-    // takes: learnt, a 13 s hang's held answers made the next hang's verdict wait 20 s, then longer (found from outside).
-    if (sentAt >= member.openedAt) {
-      const typical = member.typicalMs.get(method);
-      if (typical !== undefined) member.typicalMs.set(method, typical + (tookMs - typical) * TYPICAL_WEIGHT);
-      else if (member.typicalMs.size < MAX_TIMED_METHODS) member.typicalMs.set(method, tookMs);
-    }
+    const typical = member.typicalMs.get(method);
+    if (typical !== undefined) member.typicalMs.set(method, typical + (tookMs - typical) * TYPICAL_WEIGHT);
+    else if (member.typicalMs.size < MAX_TIMED_METHODS) member.typicalMs.set(method, tookMs);
     // A slow spell's question time fades as the node answers faster again: else every later hang would be judged by
     // it (found from outside: after 20 s of 11 s answers, then 30 s of fast ones, a hang was failed over after 30 s).
     if (tookMs < member.questionMs) member.questionMs = Math.max(tookMs, member.questionMs * QUESTION_DECAY);
@@ -541,7 +535,6 @@ export class Network {
     else member.breaker.failure(performance.now(), retryAfter === undefined ? undefined : retryAfter * 1000);
     // Once per outage, at warn: with log.level warn an outage would otherwise leave no trace.
     if (wasClosed && member.breaker.state === "open") {
-      member.openedAt = performance.now();
       const said = silent ? `${err.message} (its chain id question went unanswered, after calls did)` : err.message;
       this.#log?.warn({ network: this.name, upstream: member.upstream.label, err: said }, "upstream failing: its circuit is open, calls to it are paused");
       // Opened on its threshold (calls timing out on a hung primary): the calls still out on it that a partner may take
