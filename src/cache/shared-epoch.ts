@@ -143,7 +143,7 @@ export class SharedEpoch {
     const final = this.#head.finalizedBlock;
     const own = final === undefined ? undefined : `${final.number} ${final.hash}`;
     // This process's final block is recorded (beside a token just made, or over the block it vouched for, when higher).
-    const record = own !== undefined && (mine === undefined || (seen !== undefined && (final as { number: bigint }).number > this.#vouched)) ? own : undefined;
+    const record = final !== undefined && (mine === undefined || (seen !== undefined && final.number > this.#vouched)) ? own : undefined;
     const text = await this.#store.readEpoch(scope, freshToken(), mine, record, seen);
     if (text === undefined || rewinds !== this.#rewinds) return;
     const { token, rest, anchor: recorded } = parse(text);

@@ -34,10 +34,10 @@ interface PlainAnswer {
   body: Buffer | string;
 }
 
-function plainAnswer(method: string, path: string, contentType: string, http2: boolean): PlainAnswer {
+function plainAnswer(method: string, path: string, contentType: string, overHttp2: boolean): PlainAnswer {
   if (contentType.startsWith("application/grpc")) {
     // Trailers-only: the status rides in the headers of an empty answer (gRPC-Web over HTTP/1.1 reads it there too).
-    const type = http2 || !contentType.startsWith("application/grpc-web") ? "application/grpc" : (contentType.split(";")[0] ?? contentType);
+    const type = overHttp2 || !contentType.startsWith("application/grpc-web") ? "application/grpc" : (contentType.split(";")[0] ?? contentType);
     return { status: 200, headers: { "content-type": type, "grpc-status": "14", "grpc-message": PLAIN_HTTP_BODY.trim() }, body: "" };
   }
   if (/^application\/connect\+/.test(contentType)) {
