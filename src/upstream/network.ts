@@ -14,6 +14,7 @@ import { grpcCodeForJsonRpc } from "../errors/code-map.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import type { ChainFamily } from "../methods/method-table.js";
 import type { Metrics } from "../observability/metrics.js";
+import { AnswerPace } from "./answer-pace.js";
 import { ChainHead } from "./chain-head.js";
 import { CircuitBreaker, type CircuitBreakerOptions } from "./circuit-breaker.js";
 import { CHAIN_ID_METHOD, PartnerChains } from "./partner-chains.js";
@@ -140,10 +141,6 @@ function inFamily(err: unknown, family: ChainFamily): unknown {
 const SILENCE_CHECK_TIMEOUT_MS = 5000;
 /** How long calls may be out to an upstream with nothing heard from it before it is asked its chain id (see #watchForSilence). */
 const HANG_WATCH_MS = 2000;
-/** The weight of each answer's time in an upstream's typical answer time (a moving average). */
-const TYPICAL_WEIGHT = 0.1;
-/** The methods whose answer times are kept per upstream (the method table's are fewer). */
-const MAX_TIMED_METHODS = 256;
 /** How much each faster answer takes off the last chain id question's time (see #answered). */
 const QUESTION_DECAY = 0.9;
 /** The most chain id questions out to one upstream at once (one waiting past its verdict, and one a cooldown for 5 s): a hung node holds no more of its connections. */
@@ -181,11 +178,8 @@ interface Member {
   breaker: CircuitBreaker;
   /** When the upstream last answered anything (performance.now()). */
   answeredAt: number;
-  /**
-   * How long its answers to each method typically take, ms: a moving average of each answer's time, by method (at
-   * most MAX_TIMED_METHODS methods).
-   */
-  typicalMs: Map<string, number>;
+  /** How long its answers to each method typically take. */
+  pace: AnswerPace;
   /** When nodegate's own chain id question to this upstream was last asked (#askChainId); -Infinity before the first. */
   askedAt: number;
   /** How long the last answered chain id question took, ms (0 until one is answered). */
@@ -198,24 +192,8 @@ interface Member {
   watchdog: NodeJS.Timeout | undefined;
   /** Chain id questions out now. */
   questionsOut: number;
-}
-
-/**
- * The upstream's typical answer time for the method it answers fastest (0 before any answer): what its silence is
- * judged by. Every method's together would let heavy calls stretch it (found from outside: on a node whose traffic
- * was mostly 6-10 s eth_getLogs, a hang was failed over after 23 s, not 5 s).
- */
-function fastestTypicalMs(member: Member): number {
-  let fastest = Number.POSITIVE_INFINITY;
-  for (const ms of member.typicalMs.values()) if (ms < fastest) fastest = ms;
-  return fastest === Number.POSITIVE_INFINITY ? 0 : fastest;
-}
-
-/** The upstream's typical answer time for the method it answers slowest (0 before any answer). */
-function slowestTypicalMs(member: Member): number {
-  let slowest = 0;
-  for (const ms of member.typicalMs.values()) if (ms > slowest) slowest = ms;
-  return slowest;
+  /** When its circuit last opened (performance.now()); -Infinity before. */
+  openedAt: number;
 }
 
 export class Network {
@@ -248,7 +226,7 @@ export class Network {
     if (options.upstreams.length === 0) throw new Error(`network ${options.name} has no upstream`);
     this.name = options.name;
     this.family = options.family;
-    this.#members = options.upstreams.map((upstream) => ({ upstream, breaker: new CircuitBreaker(options.breaker), answeredAt: Number.NEGATIVE_INFINITY, typicalMs: new Map(), askedAt: Number.NEGATIVE_INFINITY, questionMs: 0, listening: false, callsOut: 0, watchdog: undefined, questionsOut: 0 }));
+    this.#members = options.upstreams.map((upstream) => ({ upstream, breaker: new CircuitBreaker(options.breaker), answeredAt: Number.NEGATIVE_INFINITY, pace: new AnswerPace(), askedAt: Number.NEGATIVE_INFINITY, questionMs: 0, listening: false, callsOut: 0, watchdog: undefined, questionsOut: 0, openedAt: Number.NEGATIVE_INFINITY }));
     // A WebSocket node's dropped connection is an outage seen before any call fails: readiness probes from then on,
     // even with no traffic (found from outside: an idle instance reported a dead node SERVING for 30 s).
     for (const { upstream } of this.#members) {
@@ -377,7 +355,7 @@ export class Network {
    */
   #watchForSilence(member: Member): void {
     if (this.#closed) return;
-    const windowMs = Math.max(HANG_WATCH_MS, Math.round(3 * fastestTypicalMs(member)));
+    const windowMs = Math.max(HANG_WATCH_MS, Math.round(3 * member.pace.fastestMs(performance.now())));
     member.watchdog = setTimeout(() => {
       member.watchdog = undefined;
       if (member.callsOut === 0) return;
@@ -431,7 +409,7 @@ export class Network {
     member.questionsOut++;
     // The circuit's probe, when it let this question through: only that probe's end without a verdict releases it.
     const probe = member.breaker.state !== "closed" ? member.breaker.probeSerial : undefined;
-    const verdictMs = Math.min(this.#timeoutMs, Math.max(SILENCE_CHECK_TIMEOUT_MS, Math.round(3 * Math.max(fastestTypicalMs(member), member.questionMs))));
+    const verdictMs = Math.min(this.#timeoutMs, Math.max(SILENCE_CHECK_TIMEOUT_MS, Math.round(3 * Math.max(member.pace.fastestMs(askedAt), member.questionMs))));
     const listens = !member.listening && verdictMs < this.#timeoutMs;
     let judged = false;
     const judge = (err: GatewayError): void => {
@@ -456,7 +434,7 @@ export class Network {
         // callers' calls (found from outside: dropped, a node that hung behind such a front was never judged), and the
         // verdict waits as long as their slowest typical answer too, so a node that is only busy with slow calls is
         // heard from first (found from outside: judged at 5 s, 12 s calls opened a healthy node's circuit).
-        const longerMs = Math.min(this.#timeoutMs, Math.max(verdictMs, Math.round(1.5 * slowestTypicalMs(member))));
+        const longerMs = Math.min(this.#timeoutMs, Math.max(verdictMs, Math.round(1.5 * member.pace.slowestMs(performance.now()))));
         const leftMs = Math.max(1, Math.round(longerMs - (performance.now() - askedAt)));
         if (verdict !== undefined) {
           clearTimeout(verdict);
@@ -468,7 +446,7 @@ export class Network {
       .then(
         () => {
           member.questionMs = performance.now() - askedAt;
-          this.#answered(member, askedAt, CHAIN_ID_METHOD[this.family]);
+          this.#answered(member, askedAt, CHAIN_ID_METHOD[this.family], true);
         },
         (err: unknown) => {
           // Unanswered, or never sent because every connection stayed busy (found from outside: with the pool full of
@@ -484,7 +462,7 @@ export class Network {
             // nodegate's own limits, or the question itself dropped unsent as the circuit opened (dropUnsent): no verdict
             if (probe !== undefined) member.breaker.release(probe);
           } else {
-            this.#answered(member, askedAt, CHAIN_ID_METHOD[this.family]); // a node error is an answer
+            this.#answered(member, askedAt, CHAIN_ID_METHOD[this.family], true); // a node error is an answer
           }
         },
       )
@@ -505,15 +483,19 @@ export class Network {
     return member.answeredAt > sentAt && err.retryAfterSeconds === undefined;
   }
 
-  /** The upstream answered (a result or a node error): it is up. `sentAt`: when the call was sent, for its typical answer time. */
-  #answered(member: Member, sentAt: number, method: string): void {
+  /**
+   * The upstream answered (a result or a node error): it is up. `sentAt`: when the call was sent, for its typical answer
+   * time. `question`: the answer is to nodegate's own chain id question.
+   */
+  #answered(member: Member, sentAt: number, method: string, question = false): void {
     const now = performance.now();
     // A node that answers everything slowly must not be taken for silent by a question shorter than its pace (found
     // from outside: one answering every call in 7.5 s had its circuit opened by the 5 s question).
     const tookMs = now - sentAt;
-    const typical = member.typicalMs.get(method);
-    if (typical !== undefined) member.typicalMs.set(method, typical + (tookMs - typical) * TYPICAL_WEIGHT);
-    else if (member.typicalMs.size < MAX_TIMED_METHODS) member.typicalMs.set(method, tookMs);
+    const held = sentAt < member.openedAt;
+    // A question the hang held is the question time's to learn (below): as a held pace it would stay until it expired,
+    // since questions are asked only when the node is silent.
+    if (!(question && held)) member.pace.learn(method, tookMs, held, now);
     // A slow spell's question time fades as the node answers faster again: else every later hang would be judged by
     // it (found from outside: after 20 s of 11 s answers, then 30 s of fast ones, a hang was failed over after 30 s).
     if (tookMs < member.questionMs) member.questionMs = Math.max(tookMs, member.questionMs * QUESTION_DECAY);
@@ -535,6 +517,7 @@ export class Network {
     else member.breaker.failure(performance.now(), retryAfter === undefined ? undefined : retryAfter * 1000);
     // Once per outage, at warn: with log.level warn an outage would otherwise leave no trace.
     if (wasClosed && member.breaker.state === "open") {
+      member.openedAt = performance.now();
       const said = silent ? `${err.message} (its chain id question went unanswered, after calls did)` : err.message;
       this.#log?.warn({ network: this.name, upstream: member.upstream.label, err: said }, "upstream failing: its circuit is open, calls to it are paused");
       // Opened on its threshold (calls timing out on a hung primary): the calls still out on it that a partner may take

@@ -63,14 +63,14 @@ async function gatewayWith(setup: Setup) {
 
 /**
  * nodegate with `key` (or keys), a primary at `primaryUrl` with `connections` to it, and Anvil as the partner: no cache, no
- * coalescing, upstreamTimeoutMs 60 s (patient), the circuit opening after `threshold` outages.
+ * coalescing, upstreamTimeoutMs 60 s (patient), the circuit opening after `threshold` outages (cooldown 60 s unless given).
  */
-async function cappedGateway(primaryUrl: string, connections: number, key: KeyConfig | KeyConfig[], threshold: number): Promise<TestNodegate> {
+async function cappedGateway(primaryUrl: string, connections: number, key: KeyConfig | KeyConfig[], threshold: number, cooldownMs = 60_000): Promise<TestNodegate> {
   const ng = await startNodegate({
     upstreamUrl: primaryUrl,
     keys: Array.isArray(key) ? key : [key],
     networks: [{ name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: primaryUrl, connections }, { label: "partner", url: anvil.url }] }],
-    config: { circuitBreaker: { threshold, cooldownMs: 60_000 }, upstreamTimeoutMs: 60_000, cache: { maxBytes: 0, coalesce: false, coalesceWindowMs: 0, finalizedMaxAgeMs: 4000 } },
+    config: { circuitBreaker: { threshold, cooldownMs }, upstreamTimeoutMs: 60_000, cache: { maxBytes: 0, coalesce: false, coalesceWindowMs: 0, finalizedMaxAgeMs: 4000 } },
   });
   started.push(ng);
   return ng;
@@ -560,6 +560,86 @@ describe("circuit breaker", () => {
       await front.close();
     }
   }, 40_000);
+
+  /** The "no answer within N ms" of the last opening of the circuit the logs show, or what they show instead. */
+  const lastVerdict = (ng: TestNodegate): string => {
+    const opened = ng.logs.filter((l) => l.msg === "upstream failing: its circuit is open, calls to it are paused").map((l) => String(l.err));
+    return /no answer within (\d+) ms/.exec(opened.at(-1) ?? "")?.[1] ?? `none: ${opened.join("; ")}`;
+  };
+
+  it("a second hang behind such a front is judged as the first was: answers the first held back are set aside once the node answers that method fast", async () => {
+    // Found from outside: the first hang's held answers (13 s) were learnt as the node's typical time for a method it
+    // was asked rarely, and the next hang's verdict waited 1.5 times that (19.5 s), the one after longer still, until
+    // it was never judged.
+    let released: Promise<void> = Promise.resolve();
+    let release = () => {};
+    const hang = () => (released = new Promise<void>((resolve) => (release = resolve)));
+    const handler = primary.handler;
+    primary.handler = async () => {
+      await released;
+      return { forward: anvil.url };
+    };
+    const front = await cappingFront(primary.url, 2);
+    try {
+      const ng = await cappedGateway(front.url, 2, [{ key: GROWTH, plan: "growth" }, { key: CORE, plan: "core" }], 5, 1000);
+      const network = ng.gateway.network(undefined);
+      const core = connectClient(ng.url, EthService, CORE, "grpc");
+      const growth = connectClient(ng.url, EthService, GROWTH, "grpc");
+      const verdicts: string[] = [];
+      for (let round = 0; round < 2; round++) {
+        hang();
+        // A method the node is asked rarely (writes, say): its answers held by the hang are all it knows of its pace.
+        const held = [0, 1].map(() => core.blockNumber({}, { timeoutMs: 25_000 }).then(() => "answered", (e: unknown) => Code[ConnectError.from(e).code]));
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        const calls = [0, 1].map(() => growth.getBlockByHash(request(), { timeoutMs: 25_000 }).then((r) => `block ${r.block?.number}`, (e: unknown) => Code[ConnectError.from(e).code]));
+        expect(await Promise.all(calls)).toEqual(["block 0", "block 0"]);
+        expect(network.primaryCircuit).toBe("open");
+        // Healed: the held calls are answered, late, and the circuit closes.
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        release();
+        expect(await Promise.all(held)).toEqual(["answered", "answered"]);
+        await expect.poll(() => network.primaryCircuit, { timeout: 10_000 }).toBe("closed");
+        // Traffic as usual after it: fast answers, the rare method's once.
+        await core.blockNumber({});
+        for (let i = 0; i < 30; i++) expect((await growth.getBlockByHash(request())).block?.number).toBe(0n);
+        verdicts.push(lastVerdict(ng));
+      }
+      expect(verdicts[0]).toBe("5000");
+      expect(verdicts[1]).toBe(verdicts[0]);
+    } finally {
+      release();
+      primary.handler = handler;
+      await front.close();
+    }
+  }, 60_000);
+
+  it("a busy node behind such a front, judged down once before its pace was known, is not judged down again: the answers that round held are learnt", async () => {
+    // Found from outside: with held answers left out of the node's pace, a healthy node answering every call in
+    // 5-20 s was judged down at every round, and its callers' calls were refused meanwhile.
+    const handler = primary.handler;
+    primary.handler = (r) => (r.method === "eth_getBlockByHash" ? { delayMs: 10_000, then: { forward: anvil.url } } : { forward: anvil.url });
+    const front = await cappingFront(primary.url, 2);
+    try {
+      const ng = await cappedGateway(front.url, 2, { key: CORE, plan: "core" }, 5, 1000);
+      const core = connectClient(ng.url, EthService, CORE, "grpc");
+      const caller = async () => {
+        const got: string[] = [];
+        for (let round = 0; round < 2; round++) got.push(await core.getBlockByHash(request(), { timeoutMs: 25_000 }).then((r) => `block ${r.block?.number}`, (e: unknown) => Code[ConnectError.from(e).code]));
+        return got;
+      };
+      expect(await Promise.all([caller(), caller()])).toEqual([
+        ["block 0", "block 0"],
+        ["block 0", "block 0"],
+      ]);
+      // The first round's verdict, before any slow answer was known, and no other.
+      expect(ng.logs.filter((l) => l.msg === "upstream failing: its circuit is open, calls to it are paused")).toHaveLength(1);
+      expect(lastVerdict(ng)).toBe("5000");
+      expect(front.refused()).toBeGreaterThanOrEqual(1);
+    } finally {
+      primary.handler = handler;
+      await front.close();
+    }
+  }, 60_000);
 
   it("calls no partner may take, still waiting for a connection when the circuit opens, fail then, unsent, rather than go to the hung node later", async () => {
     // Found from outside: writes queued behind a hung node's busy connections were sent to it 17 s after its circuit
