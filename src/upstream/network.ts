@@ -454,7 +454,9 @@ export class Network {
           const unanswered = err instanceof GatewayError && ((err.outage && err.grpcCode === Code.DeadlineExceeded) || ranOutWaitingForConnection(err));
           if (unanswered) {
             if (judged) return; // the verdict was given at its time
-            judge(err as GatewayError);
+            // Never sent, the question waited on calls the node held: the node's silence, not nodegate's limit, is what
+            // the warn line must give (found from outside: it quoted "no connection to the node came free").
+            judge(ranOutWaitingForConnection(err as GatewayError) ? upstreamTimeout(Math.round(performance.now() - askedAt)) : (err as GatewayError));
             if (this.#heardAt(member) >= askedAt && probe !== undefined) member.breaker.release(probe); // heard from meanwhile: no verdict
           } else if (isOutage(err)) {
             if (!this.#answeredSince(member, askedAt, err as GatewayError)) this.#failed(member, err as Error);

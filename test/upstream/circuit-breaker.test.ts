@@ -7,7 +7,8 @@
  * had healed).
  */
 import { describe, expect, it, vi } from "vitest";
-import { keptAliveConnectionClosed, upstreamUnavailable } from "../../src/errors/catalogue.js";
+import type { Logger } from "pino";
+import { keptAliveConnectionClosed, noConnectionInTime, spareRefused, upstreamUnavailable } from "../../src/errors/catalogue.js";
 import { CallCancellation } from "../../src/call-signal.js";
 import { CircuitBreaker } from "../../src/upstream/circuit-breaker.js";
 import { Network } from "../../src/upstream/network.js";
@@ -347,6 +348,52 @@ describe("waiting on a probe", () => {
     await expect(fresh).rejects.toMatchObject({ code: -32050 });
     expect(network.primaryCircuit).toBe("open");
   });
+});
+
+describe("the warn line of a silent node", () => {
+  it("a queued question that never got a connection opens the circuit as the node's silence, not as nodegate's own limit", async () => {
+    // Found from outside: behind a front capping connections, the warn line quoted "limit exceeded: no connection to the
+    // node came free ... try again shortly" as the reason a hung node's circuit opened.
+    const warned: string[] = [];
+    const log = { warn: (fields: { err?: string }) => warned.push(String(fields.err)), info: () => {}, debug: () => {} } as unknown as Logger;
+    let release = () => {};
+    const hangs = () => new Promise<void>((resolve) => (release = resolve));
+    let hang: Promise<void> | undefined;
+    const upstream: Upstream = {
+      label: "capped",
+      async call(method, _params, options) {
+        if (options.spare === true) throw spareRefused("the node's front refused the spare connection");
+        if (method === "eth_chainId") {
+          // Queued behind the callers' calls the node holds: never sent.
+          await sleep(options.timeoutMs ?? 0);
+          throw noConnectionInTime(options.timeoutMs ?? 0, 1);
+        }
+        if (hang !== undefined) await hang;
+        return result('"0x1"');
+      },
+      async close() {},
+    };
+    const network = new Network({ name: "ethereum", family: "eth", upstreams: [upstream], timeoutMs: 30_000, breaker: { threshold: 5, cooldownMs: 50 }, log });
+    await network.call("eth_getBalance", "[]"); // a fast pace known
+    // A first hang: the first question waits on, past its verdict, for the rest of the network's deadline.
+    hang = hangs();
+    const first = network.call("eth_blockNumber", "[]");
+    await vi.waitFor(() => expect(network.primaryCircuit).toBe("open"), { timeout: 10_000, interval: 100 });
+    release();
+    await first;
+    hang = undefined;
+    await network.call("eth_blockNumber", "[]");
+    expect(network.primaryCircuit).toBe("closed");
+    // A second hang: its question, the first still out, has no verdict timer of its own and runs out queued.
+    hang = hangs();
+    const second = network.call("eth_blockNumber", "[]");
+    await vi.waitFor(() => expect(network.primaryCircuit).toBe("open"), { timeout: 10_000, interval: 100 });
+    release();
+    await second;
+    expect(warned).toHaveLength(2);
+    for (const line of warned) expect(line).toMatch(/^upstream timeout: no answer within \d+ ms \(its chain id question went unanswered, after calls did\)$/);
+    await network.close();
+  }, 25_000);
 });
 
 describe("waiting on a probe, with a partner", () => {
