@@ -98,7 +98,10 @@ export class ChainReader {
       // is not these logs refused (found from outside: a node that hung for a while after refusing a block's logs, the
       // retry sent into the hang ran out, and that ended every logs subscriber as the block refused again).
       const network = this.#network;
-      if (err instanceof GatewayError && err.origin === "nodegate" && err.grpcCode === Code.DeadlineExceeded && network.heardFromSince(sentAt) && network.lastOutageAt < sentAt) throw queryTimeout();
+      if (err instanceof GatewayError && err.origin === "nodegate" && err.grpcCode === Code.DeadlineExceeded && network.heardFromSince(sentAt) && network.lastOutageAt < sentAt) {
+        // Said as nodegate's limit: a subscriber ended for it read the node's own words otherwise (found from outside).
+        throw queryTimeout(`nodegate's getLogsTimeoutMs, ${this.#limits.getLogsTimeoutMs} ms`);
+      }
       throw err;
     }
     // A subscription feed cannot narrow one block further: its logs are what a node's own logs subscription pushes,

@@ -23,8 +23,9 @@ export function tooManyResults(limit: number, from: bigint | undefined, to: bigi
   });
 }
 
-export function queryTimeout(): GatewayError {
-  return new GatewayError({ code: -32005, message: "query timeout exceeded", grpcCode: Code.ResourceExhausted });
+/** The provider's words for a query that ran too long; `detail` says whose limit it was when not the node's own. */
+export function queryTimeout(detail?: string): GatewayError {
+  return new GatewayError({ code: -32005, message: detail === undefined ? "query timeout exceeded" : `query timeout exceeded (${detail})`, grpcCode: Code.ResourceExhausted });
 }
 
 export function tooManyParams(count: number, limit: number): GatewayError {
