@@ -8,6 +8,10 @@
  * Found from outside: each process numbered the rewinds it had seen itself,
  * so one started after a dev chain's rewind (or one that had seen another
  * number of them) read the answers stored before it, for up to 24 hours.
+ * A recorded block its node does not have yet (a node that lags, or one
+ * rewound to fewer blocks: they cannot be told apart until it has the block)
+ * keeps the process out of the store, the token left in place, until its
+ * node has that block: then it joins (same hash) or replaces the token.
  */
 import { randomBytes } from "node:crypto";
 import type { ChainHead } from "../upstream/chain-head.js";
@@ -43,8 +47,14 @@ export class SharedEpoch {
    * (its own final block, or one found on its node's chain); undefined before. Its own block is recorded only over it.
    */
   #seen: string | undefined;
-  /** Whether a final block recorded beside the token was checked against the node's chain (once per process). */
-  #checked = false;
+  /**
+   * A final block recorded beside the token (held or not) that this process's node did not have (it lags the others,
+   * or was rewound to fewer blocks): the first such block seen, the lowest, which the node reaches first. Checked once
+   * the node has it, even after another process recorded a newer block beside the token (every block recorded beside a
+   * token is on the chain of the one before it). Found from outside: a process whose node lagged by more than
+   * head - finalized replaced the token as it started, and every process's stored answers were set aside.
+   */
+  #pending: { token: string; rest: string; anchor: { number: bigint; hash: string } } | undefined;
   #readAt = Number.NEGATIVE_INFINITY;
   /** When the read (or replacement) that last confirmed #token was sent. */
   #confirmedAt = Number.NEGATIVE_INFINITY;
@@ -101,6 +111,8 @@ export class SharedEpoch {
 
   /** The first reading, while it is under way: the first calls wait for it (a store's answer is not missed at start). */
   get firstReading(): Promise<void> | undefined {
+    // Kept out until its node has the block recorded beside the token: a reading would not let calls use the store.
+    if (this.#pending !== undefined && this.#token === undefined) return undefined;
     return this.#known && performance.now() - this.#confirmedAt < 2 * this.#maxAgeMs ? undefined : this.#syncing;
   }
 
@@ -112,6 +124,7 @@ export class SharedEpoch {
     this.#token = undefined;
     this.#vouched = -1n;
     this.#seen = undefined;
+    this.#pending = undefined;
     if (this.#scope !== undefined) this.#sync();
   }
 
@@ -146,7 +159,9 @@ export class SharedEpoch {
     const record = final !== undefined && (mine === undefined || (seen !== undefined && final.number > this.#vouched)) ? own : undefined;
     const text = await this.#store.readEpoch(scope, freshToken(), mine, record, seen);
     if (text === undefined || rewinds !== this.#rewinds) return;
-    const { token, rest, anchor: recorded } = parse(text);
+    const read = parse(text);
+    const token = read.token;
+    let { rest, anchor: recorded } = read;
     const sameToken = token === mine && mine !== undefined;
     let vouched = -1n;
     if (recorded !== undefined) {
@@ -167,16 +182,32 @@ export class SharedEpoch {
         }
         if (rewinds !== this.#rewinds) return;
         const lastFinal = this.#head.lastFinalized;
-        if (hash === null && this.#checked && (lastFinal === undefined || recorded.number > lastFinal)) {
-          // Ahead of this process's node (a lagging backend, or another chain): what it vouched for under the same
-          // token still holds; another token is not used until it can be told.
-          if (sameToken) this.#confirmedAt = sentAt;
-          else this.#token = undefined;
-          return;
+        if (hash === null && (lastFinal === undefined || recorded.number > lastFinal)) {
+          // Ahead of this process's node: what it vouched for under the same token still holds. Another token is neither
+          // used nor replaced until the node has a block recorded beside it: a node that lags the others cannot be told
+          // from one rewound to fewer blocks (a dev chain restarted from its genesis) before then. The first such block
+          // is checked once the node has it, whatever was recorded since (a node that always lags still moves on).
+          if (this.#pending?.token !== token) this.#pending = { token, rest, anchor: recorded };
+          const pending = this.#pending;
+          if (pending.anchor !== recorded) {
+            try {
+              hash = await this.#head.hashAt(pending.anchor.number);
+            } catch {
+              hash = null;
+            }
+            if (rewinds !== this.#rewinds) return;
+          }
+          if (hash === null) {
+            if (sameToken) this.#confirmedAt = sentAt;
+            else this.#token = undefined;
+            return;
+          }
+          // Its node has the earlier block: judged on it, and (kept) used up to it only.
+          ({ rest, anchor: recorded } = pending);
         }
+        this.#pending = undefined;
         if (hash !== recorded.hash) {
           // Rewound while this process did not watch, or another chain's: what was stored under it is set aside for all.
-          this.#checked = true;
           this.#token = undefined;
           this.#owed = { mine: token };
           this.#again = true;
@@ -185,7 +216,7 @@ export class SharedEpoch {
         vouched = recorded.number;
       }
     }
-    this.#checked = true;
+    this.#pending = undefined;
     this.#token = token;
     this.#vouched = sameToken && this.#vouched > vouched ? this.#vouched : vouched;
     this.#seen = rest;

@@ -270,3 +270,72 @@ it("a final block recorded by another process that this process's node does not 
   expect(onBehind.token("eth:1")).toBe(token);
   expect(onBehind.vouchedUpTo).toBe(16n);
 });
+
+it("a process whose node lags the final block recorded beside the token keeps out of the store without replacing the token, and joins once its node has that block, even after the record moved on", async () => {
+  // Found from outside: a process whose node lagged the others by more than head - finalized replaced the token as it
+  // started (the recorded block was not on its node's chain yet), and every process's stored answers were set aside.
+  const { store, values, calls } = memoryEpochs();
+  values.set("eth:1", "old 136 0xa136");
+  const chain = new Map([[36n, "0xa36"]]);
+  const lagging = fakeHead({ number: 36n, hash: "0xa36" }, chain);
+  const epoch = new SharedEpoch(store, lagging.head, 30);
+  for (let i = 0; i < 3; i++) {
+    epoch.token("eth:1");
+    await new Promise((resolve) => setTimeout(resolve, 35));
+  }
+  expect(epoch.token("eth:1")).toBeUndefined();
+  expect(epoch.vouchedUpTo).toBe(-1n);
+  expect(epoch.firstReading).toBeUndefined();
+  expect(calls).not.toContain("bump");
+  expect(values.get("eth:1")).toBe("old 136 0xa136");
+  // The others move on; its node reaches block 136 (the same block), not 196.
+  values.set("eth:1", "old 196 0xa196");
+  chain.set(136n, "0xa136");
+  lagging.move({ number: 72n, hash: "0xa72" });
+  await new Promise((resolve) => setTimeout(resolve, 35));
+  epoch.token("eth:1");
+  await settle();
+  expect(epoch.token("eth:1")).toBe("old");
+  expect(epoch.vouchedUpTo).toBe(136n);
+  expect(calls).not.toContain("bump");
+  expect(values.get("eth:1")).toBe("old 196 0xa196");
+  // Its own newer final block is not recorded over 196, which it has not checked; 196 is checked once its node has it,
+  // though the others recorded 256 meanwhile (a node that always lags still moves on).
+  values.set("eth:1", "old 256 0xa256");
+  await new Promise((resolve) => setTimeout(resolve, 35));
+  epoch.token("eth:1");
+  await settle();
+  chain.set(196n, "0xa196");
+  lagging.move({ number: 150n, hash: "0xa150" });
+  await settle();
+  await new Promise((resolve) => setTimeout(resolve, 35));
+  epoch.token("eth:1");
+  await settle();
+  expect(epoch.token("eth:1")).toBe("old");
+  expect(epoch.vouchedUpTo).toBe(196n);
+  expect(values.get("eth:1")).toBe("old 256 0xa256");
+  expect(calls).not.toContain("bump");
+});
+
+it("a node rewound to fewer blocks (same genesis) keeps out of the store until it has the recorded block, then replaces the token, seeing another hash there", async () => {
+  const { store, values, calls } = memoryEpochs();
+  values.set("eth:1", "old 136 0xa136");
+  const chain = new Map([[36n, "0xb36"]]);
+  const rewound = fakeHead({ number: 36n, hash: "0xb36" }, chain);
+  const epoch = new SharedEpoch(store, rewound.head, 30);
+  epoch.token("eth:1");
+  await settle();
+  expect(epoch.token("eth:1")).toBeUndefined();
+  expect(values.get("eth:1")).toBe("old 136 0xa136");
+  chain.set(136n, "0xb136");
+  rewound.move({ number: 72n, hash: "0xb72" });
+  await new Promise((resolve) => setTimeout(resolve, 35));
+  epoch.token("eth:1");
+  await settle();
+  const token = epoch.token("eth:1");
+  expect(token).toBeDefined();
+  expect(token).not.toBe("old");
+  expect(calls).toContain("bump");
+  expect(values.get("eth:1")).toBe(`${token} 72 0xb72`);
+  expect(epoch.vouchedUpTo).toBe(72n);
+});
