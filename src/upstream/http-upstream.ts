@@ -181,8 +181,9 @@ export class HttpUpstream implements Upstream {
     const exchange = this.#pool.request(requestBody(id, method, paramsText), options.idempotent === true, options.flow, options.spare === true);
     // Calls waiting when this one joined them, itself included: at its deadline, those of the same deadline have left.
     let waiting = 0;
+    // Also for a call sent at once: the pool may put it back in line (a new connection the node's front refused).
+    exchange.deadlineAt = performance.now() + timeoutMs;
     if (!exchange.sent) {
-      exchange.deadlineAt = performance.now() + timeoutMs;
       waiting = this.#pool.waiting;
       exchange.onSent = options.onSent;
     } else {

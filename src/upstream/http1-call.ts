@@ -106,6 +106,8 @@ export class Http1Call {
   repeated = false;
   /** Sent on a connection opened past the pool's cap for a liveness question (Http1Pool.request's spare). */
   spare = false;
+  /** Times a new connection carrying it was refused by the node's front and it went back in line (Http1Pool.requeueRefused). */
+  refusals = 0;
 
   constructor(pool: Http1Pool, text: string, repeatable: boolean, flow: string) {
     this.#pool = pool;

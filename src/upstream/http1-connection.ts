@@ -249,15 +249,18 @@ export class Connection {
     this.#settleUnwanted();
     this.#giveBack();
     this.call = undefined;
-    this.#retire();
+    this.#retire(undefined, true);
   }
 
   /**
-   * Closes the socket, if not yet, and gives the connection's place in the pool to `again` (a call to send once
-   * more) on a new connection, else to the next waiting call (found from outside: a call sent again as a waiting
-   * one, with every place taken, was handed a reused connection the server was closing too, and failed).
+   * Closes the socket, if not yet (`own`: for reasons of nodegate's own, not the node's), and gives the connection's
+   * place in the pool to `again` (a call to send once more) on a new connection, else to the next waiting call
+   * (found from outside: a call sent again as a waiting one, with every place taken, was handed a reused connection
+   * the server was closing too, and failed).
    */
-  #retire(again?: Http1Call): void {
+  #retire(again?: Http1Call, own = false): void {
+    // nodegate's own close: the node's front may count this connection a while yet (see Http1Pool.takesBackRefused).
+    if (own && this.#connected && !this.#closed) this.#pool.noteOwnClose();
     if (again !== undefined) {
       again.repeated = true;
       again.connection = undefined;
@@ -286,7 +289,8 @@ export class Connection {
     // The server closed a kept-alive connection as the request went out: nothing was answered, and a call safe to
     // repeat is sent once more, on a new connection.
     const again = call !== undefined && !call.settled && this.#used && !this.#received && call.repeatable && !call.repeated ? call : undefined;
-    this.#retire(again);
+    if (call !== undefined && again === undefined && this.#refusedByFront(call, err)) return;
+    this.#retire(again, !byServer);
     if (call === undefined || call.settled || again !== undefined) return;
     if (this.#connected && !this.#received && call.text.length >= LARGE_REQUEST_CHARS) {
       // A node closes on a request over its size limit (Anvil's is about 2 MiB) and its answer, if it sent one,
@@ -299,6 +303,20 @@ export class Connection {
       return;
     }
     call.fail(err);
+  }
+
+  /**
+   * A new connection that ended before any reply, right after nodegate closed one of its own: the node's front
+   * refusing it (a cap per client that still counts the closed one). The call goes back in line (Http1Pool
+   * requeueRefused) when it is safe to send again: it never left (the connection was never made), or it is
+   * idempotent; never a large request (which a node closes on for its size), nor a connect timeout.
+   */
+  #refusedByFront(call: Http1Call, err: Error): boolean {
+    if (call.settled || this.#used || this.#received || (err as { code?: string }).code === "ETIMEDOUT") return false;
+    if (!(call.repeatable || !this.#connected) || call.text.length >= LARGE_REQUEST_CHARS || !this.#pool.takesBackRefused(call)) return false;
+    this.#pool.requeueRefused(call);
+    this.#retire();
+    return true;
   }
 
   #ended(): void {
@@ -553,6 +571,18 @@ export class Connection {
     }
   }
 
+  /** Whether the reply's body (read so far) starts as JSON would: `{` or `[` after any white space. */
+  #jsonBody(): boolean {
+    const pieces = this.#piece === undefined ? this.#chunks : [...this.#chunks, this.#piece.subarray(0, this.#filled)];
+    for (const piece of pieces) {
+      for (const byte of piece) {
+        if (byte === 0x7b || byte === 0x5b) return true;
+        if (byte !== 0x20 && byte !== 0x09 && byte !== 0x0a && byte !== 0x0d) return false;
+      }
+    }
+    return false;
+  }
+
   /** The reply ended at `at` of `data`; returns data.length (nothing more is read from this data). */
   #finishAt(data: Buffer, at: number): number {
     // Bytes after the reply: the server is out of step, so the connection is not reused.
@@ -564,6 +594,21 @@ export class Connection {
   #finish(framed: boolean): void {
     const call = this.call as Http1Call;
     this.call = undefined;
+    if (!this.#used) {
+      // The front's own 429 or 503 (no JSON-RPC body: not the provider's answer) to a new connection, right after
+      // nodegate closed one of its own: a cap per client refusing it (see #refusedByFront). An idempotent call goes
+      // back in line; others are not sent again.
+      const status = this.#statusCode;
+      if ((status === 429 || status === 503) && call.repeatable && !call.settled && !this.#jsonBody() && this.#pool.takesBackRefused(call)) {
+        this.#settleUnwanted();
+        this.#giveBack();
+        this.#chunks = [];
+        this.#piece = undefined;
+        this.#pool.requeueRefused(call);
+        this.#retire();
+        return;
+      }
+    }
     // A front refusing a spare connection (429/503, a cap per client) is not the node speaking (found from outside).
     if (!(call.spare && (this.#statusCode === 429 || this.#statusCode === 503))) this.#pool.lastReplyAt = performance.now();
     if (this.#piece !== undefined && this.#filled > 0) this.#chunks.push(this.#filled === this.#piece.length ? this.#piece : this.#piece.subarray(0, this.#filled));
@@ -583,7 +628,8 @@ export class Connection {
       this.#used = true;
       this.#pool.release(this);
     } else {
-      this.destroy();
+      // The node's close (`connection: close`, a body ended by the close), not nodegate's own: its front knows it.
+      this.#retire();
     }
     call.succeed(reply);
   }

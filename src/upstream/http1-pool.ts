@@ -57,6 +57,19 @@ const UNWANTED_SHARE = 0.25;
 /** Connections a liveness question may open past the cap when every connection is busy (Network asks at most 6 at once). */
 const MAX_SPARE = 8;
 
+/**
+ * A new connection the node's front refuses this soon after nodegate closed one of its own (a caller that left, an
+ * idle one swept) is taken as the front still counting the closed one (a cap per client, which `connections` meets):
+ * its call goes back in line rather than failing with the refusal (found from outside: a queued call failed with -32050
+ * as callers left, and each refusal handed its place to the next queued call, refused in turn). Past it, a refusal is
+ * the node's answer, passed on at once.
+ */
+const OWN_CLOSE_LAG_MS = 2000;
+/** Times one call may be refused so before the refusal is its answer. */
+const MAX_REFUSALS = 4;
+/** After a call's first such refusal no new connection is opened for this long (doubling with each next one): waiting calls take connections that free meanwhile. */
+const REFUSED_HOLD_FIRST_MS = 50;
+
 export class Http1Pool {
   readonly keepAliveMs: number;
   readonly connectTimeoutMs: number;
@@ -77,6 +90,15 @@ export class Http1Pool {
   unwanted = 0;
   /** When a reply last ended (performance.now()), wanted or not. */
   lastReplyAt: number | undefined;
+  /** When nodegate last closed one of its connections to the node, for reasons of its own (noteOwnClose). */
+  ownCloseAt = Number.NEGATIVE_INFINITY;
+  /** When nodegate closed its connections of the last OWN_CLOSE_LAG_MS, oldest first: the front may count them yet. */
+  readonly #ownCloses: number[] = [];
+  /** No new connection is opened before this (performance.now()) after the front refused one (requeueRefused). */
+  #holdUntil = 0;
+  #holdTimer: NodeJS.Timeout | undefined;
+  /** Ends the wait of calls kept off new connections (see #keepsOffNew). */
+  #lagTimer: NodeJS.Timeout | undefined;
 
   constructor(options: Http1PoolOptions) {
     const { url } = options;
@@ -134,7 +156,7 @@ export class Http1Pool {
       }
       connection.destroy();
     }
-    if (this.#open.size < this.#connections) {
+    if (this.#open.size < this.#connections && now >= this.#holdUntil && !this.#keepsOffNew(call)) {
       this.#openFor(call);
       return;
     }
@@ -154,13 +176,42 @@ export class Http1Pool {
    * connections they free would otherwise carry queued calls whose own
    * deadlines fire in the same moment, to a node nobody waits for.
    */
-  #nextLive(): Http1Call | undefined {
+  #nextLive(fresh = false): Http1Call | undefined {
     let now: number | undefined;
+    let skipped: Http1Call[] | undefined;
+    let next: Http1Call | undefined;
     for (let call = this.#queue.shift(); call !== undefined; call = this.#queue.shift()) {
-      if (call.deadlineAt === Number.POSITIVE_INFINITY || call.deadlineAt - (now ??= performance.now()) >= MIN_TIME_LEFT_MS) return call;
+      if (call.deadlineAt === Number.POSITIVE_INFINITY || call.deadlineAt - (now ??= performance.now()) >= MIN_TIME_LEFT_MS) {
+        if (fresh && this.#keepsOffNew(call)) {
+          (skipped ??= []).push(call);
+          continue;
+        }
+        next = call;
+        break;
+      }
       call.fail(new Http1Error(QUEUED_PAST_DEADLINE, "no connection came free before the call's deadline"));
     }
-    return undefined;
+    if (skipped !== undefined) for (let i = skipped.length - 1; i >= 0; i--) this.#queue.pushFirst(skipped[i] as Http1Call);
+    return next;
+  }
+
+  /**
+   * Whether `call`, not safe to send twice, is to wait for a connection already open rather than take a new one
+   * (`fresh`): with the connections nodegate closed just before, which the node's front may still count, a new one
+   * would pass `connections` there, and a refusal of it after it was made would fail the call, which is not sent
+   * again; another connection is open, and carries it when it frees.
+   */
+  #keepsOffNew(call: Http1Call): boolean {
+    if (call.repeatable || this.#open.size === 0) return false;
+    const now = performance.now();
+    if (this.#open.size + this.#recentOwnCloses(now) < this.#connections) return false;
+    const left = this.ownCloseAt + OWN_CLOSE_LAG_MS - now;
+    // Once that time is over, it may take a new connection after all, if none has freed by then.
+    this.#lagTimer ??= setTimeout(() => {
+      this.#lagTimer = undefined;
+      if (performance.now() >= this.#holdUntil) this.#fill();
+    }, Math.ceil(left)).unref();
+    return true;
   }
 
   /**
@@ -179,6 +230,62 @@ export class Http1Pool {
    */
   failQueued(): void {
     for (const call of this.#queue.drain()) call.fail(new Http1Error(CIRCUIT_OPENED_UNSENT, "the node's circuit opened before a connection came free"));
+  }
+
+  /** A connection closed for reasons of nodegate's own (a caller that left, an idle one): see OWN_CLOSE_LAG_MS. */
+  noteOwnClose(): void {
+    const now = performance.now();
+    this.ownCloseAt = now;
+    this.#ownCloses.push(now);
+    if (this.#ownCloses.length > this.#connections + MAX_SPARE) this.#ownCloses.shift();
+  }
+
+  /** Connections nodegate closed in the last OWN_CLOSE_LAG_MS. */
+  #recentOwnCloses(now: number): number {
+    while (this.#ownCloses.length > 0 && now - (this.#ownCloses[0] as number) >= OWN_CLOSE_LAG_MS) this.#ownCloses.shift();
+    return this.#ownCloses.length;
+  }
+
+  /**
+   * Whether `call`, whose new connection the node's front refused before any reply (a reset, or its own 429 or 503),
+   * is to go back in line: nodegate closed a connection of its own just before, which the front may still count
+   * (see OWN_CLOSE_LAG_MS), and the call was refused fewer than MAX_REFUSALS times. The caller (Connection) sees
+   * to it that the call is safe to send again: it never reached the node, or it is idempotent.
+   */
+  takesBackRefused(call: Http1Call): boolean {
+    return !this.#closed && !call.spare && !call.settled && call.refusals < MAX_REFUSALS && performance.now() - this.ownCloseAt < OWN_CLOSE_LAG_MS;
+  }
+
+  /**
+   * Puts `call` first in line again, unsent, after the front refused its new connection (takesBackRefused), and opens
+   * no new connection for a while (doubling with each refusal): connections that free meanwhile carry the waiting
+   * calls, and then new ones are opened for those still waiting.
+   */
+  requeueRefused(call: Http1Call): void {
+    const now = performance.now();
+    call.refusals++;
+    call.sent = false;
+    call.connection = undefined;
+    call.queuedAt ??= now;
+    this.#queue.pushFirst(call);
+    // 50, 100, 200, 400 ms: a call is refused at most MAX_REFUSALS times, so its refusal comes within 750 ms at most.
+    const holdUntil = now + REFUSED_HOLD_FIRST_MS * 2 ** (call.refusals - 1);
+    if (holdUntil <= this.#holdUntil) return;
+    this.#holdUntil = holdUntil;
+    if (this.#holdTimer !== undefined) clearTimeout(this.#holdTimer);
+    this.#holdTimer = setTimeout(() => this.#fill(), holdUntil - now).unref();
+  }
+
+  /** The hold on new connections ended: waiting calls get new connections, up to the cap. */
+  #fill(): void {
+    this.#holdTimer = undefined;
+    // Timers may fire a little before performance.now() says their time has come: the hold ends here, whatever it says.
+    this.#holdUntil = 0;
+    while (!this.#closed && this.#open.size < this.#connections) {
+      const next = this.#nextLive(true);
+      if (next === undefined) return;
+      this.#openFor(next);
+    }
   }
 
   unqueue(call: Http1Call): void {
@@ -211,7 +318,7 @@ export class Http1Pool {
       again?.fail(new Http1Error("ECONNRESET", "client closed"));
       return;
     }
-    const next = again ?? (this.#open.size < this.#connections ? this.#nextLive() : undefined);
+    const next = again ?? (this.#open.size < this.#connections && performance.now() >= this.#holdUntil ? this.#nextLive(true) : undefined);
     if (next !== undefined) this.#openFor(next);
   }
 
@@ -230,6 +337,10 @@ export class Http1Pool {
     this.#closed = true;
     if (this.#sweeper !== undefined) clearInterval(this.#sweeper);
     this.#sweeper = undefined;
+    if (this.#holdTimer !== undefined) clearTimeout(this.#holdTimer);
+    this.#holdTimer = undefined;
+    if (this.#lagTimer !== undefined) clearTimeout(this.#lagTimer);
+    this.#lagTimer = undefined;
     for (const call of this.#queue.drain()) call.fail(new Http1Error("ECONNRESET", "client closed"));
     for (const connection of [...this.#open]) {
       const call = connection.call;
