@@ -171,6 +171,8 @@ export class SharedEpoch {
         // the token is used: a process on another chain under the same name (an Anvil forked from this one, or one
         // without block 0, same chain id) replaces the token with its own block beside it (found from outside).
         let hash: string | null;
+        // Read before the hash is asked for: a block final then is final in the hash the node gives.
+        const lastFinal = this.#head.lastFinalized;
         try {
           hash = await this.#head.hashAt(recorded.number);
         } catch (err) {
@@ -181,29 +183,49 @@ export class SharedEpoch {
           return;
         }
         if (rewinds !== this.#rewinds) return;
-        const lastFinal = this.#head.lastFinalized;
-        if (hash === null && (lastFinal === undefined || recorded.number > lastFinal)) {
+        // A recorded block its node has under the same hash, but not as final yet, is not vouched for either: a dev node
+        // may still replace it (evm_revert or anvil_rollback above its final block, another node behind the same URL),
+        // which is never seen as a rewind; vouched for, the other chain's answers stored about it were served (found
+        // from outside). Its node's own final blocks, under it, are vouched for. Under another hash, the token is
+        // replaced at once (a replacement is never wrong, only costly).
+        const above = (n: bigint) => lastFinal === undefined || n > lastFinal;
+        if (hash === null ? above(recorded.number) : above(recorded.number) && hash === recorded.hash) {
           // Ahead of this process's node: what it vouched for under the same token still holds. Another token is neither
           // used nor replaced until the node has a block recorded beside it: a node that lags the others cannot be told
-          // from one rewound to fewer blocks (a dev chain restarted from its genesis) before then. The first such block
-          // is checked once the node has it, whatever was recorded since (a node that always lags still moves on).
-          if (this.#pending?.token !== token) this.#pending = { token, rest, anchor: recorded };
-          const pending = this.#pending;
-          if (pending.anchor !== recorded) {
+          // from one rewound to fewer blocks (a dev chain restarted from its genesis) before then. The lowest such block
+          // its node lacked is checked once the node has it, whatever was recorded since (a node that always lags still
+          // moves on).
+          let anchor = recorded;
+          const pending = this.#pending?.token === token ? this.#pending : undefined;
+          if (hash === null && pending !== undefined && pending.anchor.number < recorded.number) {
+            anchor = pending.anchor;
             try {
-              hash = await this.#head.hashAt(pending.anchor.number);
+              hash = await this.#head.hashAt(anchor.number);
             } catch {
               hash = null;
             }
             if (rewinds !== this.#rewinds) return;
           }
-          if (hash === null) {
+          if (hash === null || lastFinal === undefined) {
+            if (pending === undefined) this.#pending = { token, rest, anchor: recorded };
             if (sameToken) this.#confirmedAt = sentAt;
             else this.#token = undefined;
             return;
           }
-          // Its node has the earlier block: judged on it, and (kept) used up to it only.
-          ({ rest, anchor: recorded } = pending);
+          if (hash === anchor.hash) {
+            // Used up to that block or its node's final block, the lower; its own block is not recorded over the token's
+            // (seen unset) until the block recorded there is final on its node. Next, the record its node lacks, if any.
+            this.#pending = anchor === recorded ? undefined : { token, rest, anchor: recorded };
+            const upTo = anchor.number < lastFinal ? anchor.number : lastFinal;
+            this.#token = token;
+            this.#vouched = sameToken && this.#vouched > upTo ? this.#vouched : upTo;
+            this.#seen = undefined;
+            this.#confirmedAt = sentAt;
+            this.#known = true;
+            return;
+          }
+          // Its node has that block under another hash.
+          recorded = anchor;
         }
         this.#pending = undefined;
         if (hash !== recorded.hash) {

@@ -296,7 +296,8 @@ it("a process whose node lags the final block recorded beside the token keeps ou
   epoch.token("eth:1");
   await settle();
   expect(epoch.token("eth:1")).toBe("old");
-  expect(epoch.vouchedUpTo).toBe(136n);
+  // Block 136 is not final on its node (72): its own final blocks are vouched for, not 136 (see the next test).
+  expect(epoch.vouchedUpTo).toBe(72n);
   expect(calls).not.toContain("bump");
   expect(values.get("eth:1")).toBe("old 196 0xa196");
   // Its own newer final block is not recorded over 196, which it has not checked; 196 is checked once its node has it,
@@ -312,7 +313,8 @@ it("a process whose node lags the final block recorded beside the token keeps ou
   epoch.token("eth:1");
   await settle();
   expect(epoch.token("eth:1")).toBe("old");
-  expect(epoch.vouchedUpTo).toBe(196n);
+  // 196 is on its node's chain but not final there (150): used up to 150.
+  expect(epoch.vouchedUpTo).toBe(150n);
   expect(values.get("eth:1")).toBe("old 256 0xa256");
   expect(calls).not.toContain("bump");
 });
@@ -338,4 +340,32 @@ it("a node rewound to fewer blocks (same genesis) keeps out of the store until i
   expect(calls).toContain("bump");
   expect(values.get("eth:1")).toBe(`${token} 72 0xb72`);
   expect(epoch.vouchedUpTo).toBe(72n);
+});
+
+it("a recorded block its node has but not as final is not vouched for: the node may still replace it, unseen as a rewind", async () => {
+  // Found from outside: a process vouched for another's final block 136 that its node had above its own final block
+  // (116); its dev node was then reverted to 125 and built other blocks, and it served the other's blocks 126..136.
+  const { store, values, calls } = memoryEpochs();
+  values.set("eth:1", "old 136 0xa136");
+  const chain = new Map([[116n, "0xa116"], [136n, "0xa136"]]);
+  const b = fakeHead({ number: 116n, hash: "0xa116" }, chain);
+  const epoch = new SharedEpoch(store, b.head, 30);
+  epoch.token("eth:1");
+  await settle();
+  expect(epoch.token("eth:1")).toBe("old");
+  expect(epoch.vouchedUpTo).toBe(116n);
+  expect(values.get("eth:1")).toBe("old 136 0xa136");
+  // Reverted above its final block, other blocks built: 136 is now another block, final on its node.
+  chain.set(136n, "0xb136");
+  chain.set(146n, "0xb146");
+  b.move({ number: 146n, hash: "0xb146" });
+  await settle();
+  await new Promise((resolve) => setTimeout(resolve, 35));
+  epoch.token("eth:1");
+  await settle();
+  // 136 is checked again now final on its node, under another hash: the token is replaced, its own block beside it.
+  expect(calls).toContain("bump");
+  const token = epoch.token("eth:1");
+  expect(token).not.toBe("old");
+  expect(values.get("eth:1")).toBe(`${token} 146 0xb146`);
 });
