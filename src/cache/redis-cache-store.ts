@@ -9,26 +9,29 @@ import type { StoreErrorReporter } from "../stores/store-errors.js";
 import type { CacheStore, EpochStore } from "./store.js";
 
 // KEYS: the token's key; ARGV: a fresh token, the token the caller holds ("" for none), the anchor to record ("" for
-// none), what the caller last saw beside its token. An anchor is recorded only over the one the caller saw (and checked
-// on its node's chain), and only above it: every anchor recorded beside a token is on the chain of the one before.
+// none), what the caller last saw beside its token, the key's time to live (ms). An anchor is recorded only over the one
+// the caller saw (and checked on its node's chain), and only above it: every anchor recorded beside a token is on the
+// chain of the one before.
 const READ_EPOCH = `local v = redis.call('GET', KEYS[1])
 if not v then
   v = ARGV[1]
   if ARGV[3] ~= '' then v = v .. ' ' .. ARGV[3] end
-  redis.call('SET', KEYS[1], v)
+  redis.call('SET', KEYS[1], v, 'PX', ARGV[5])
   return v
 end
 local token, was = string.match(v, '^(%S+) ?(.*)$')
 if ARGV[3] ~= '' and token == ARGV[2] and was == ARGV[4] then
   local n = string.match(was, '^(%d+) ')
-  if not n or tonumber(string.match(ARGV[3], '^%d+')) > tonumber(n) then v = token .. ' ' .. ARGV[3]; redis.call('SET', KEYS[1], v) end
+  if not n or tonumber(string.match(ARGV[3], '^%d+')) > tonumber(n) then v = token .. ' ' .. ARGV[3] end
 end
+redis.call('SET', KEYS[1], v, 'PX', ARGV[5])
 return v`;
 
 // KEYS: the token's key; ARGV: the fresh token, the token the caller holds ("" for none: replaced whatever it is), the
-// final block to record beside the fresh one ("" for none).
+// final block to record beside the fresh one ("" for none), the key's time to live (ms).
 const BUMP_EPOCH = `local v = redis.call('GET', KEYS[1])
-if not v or ARGV[2] == '' or string.match(v, '^%S+') == ARGV[2] then v = ARGV[1]; if ARGV[3] ~= '' then v = v .. ' ' .. ARGV[3] end; redis.call('SET', KEYS[1], v) end
+if not v or ARGV[2] == '' or string.match(v, '^%S+') == ARGV[2] then v = ARGV[1]; if ARGV[3] ~= '' then v = v .. ' ' .. ARGV[3] end end
+redis.call('SET', KEYS[1], v, 'PX', ARGV[4])
 return v`;
 
 export interface RedisCacheStoreOptions {
@@ -84,14 +87,19 @@ export class RedisCacheStore implements CacheStore, EpochStore {
   }
 
   readEpoch(scope: string, fresh: string, mine = "", anchor = "", seen = ""): Promise<string | undefined> {
-    return this.#epochScript(READ_EPOCH, scope, [fresh, mine, anchor, seen]);
+    return this.#epochScript(READ_EPOCH, scope, [fresh, mine, anchor, seen, String(SHARED_CACHE_TTL_MS)]);
   }
 
   bumpEpoch(scope: string, mine: string | undefined, fresh: string, anchor = ""): Promise<string | undefined> {
-    return this.#epochScript(BUMP_EPOCH, scope, [fresh, mine ?? "", anchor]);
+    return this.#epochScript(BUMP_EPOCH, scope, [fresh, mine ?? "", anchor, String(SHARED_CACHE_TTL_MS)]);
   }
 
-  /** The token's key has no expiry: evicted or lost, a fresh token replaces it, which no stored answer carries. */
+  /**
+   * The token's key lives as long as an answer, from each reading or record: one no process read for that long names
+   * only answers gone too, and a fresh token replaces it. Without an expiry, the final block a dev chain long gone
+   * recorded there kept every later chain of its genesis off the store until it reached that block (found from
+   * outside). Evicted or lost, a fresh token replaces it too, which no stored answer carries.
+   */
   async #epochScript(script: string, scope: string, args: string[]): Promise<string | undefined> {
     if (this.#client.state !== "ready") return undefined;
     try {

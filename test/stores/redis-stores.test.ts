@@ -131,6 +131,25 @@ describeRequiring(redisRequirement, "Redis stores", () => {
       expect(defaultTtl).toBeLessThanOrEqual(SHARED_CACHE_TTL_MS);
     });
 
+    it("the shared token's key lives as long as an answer, from each reading and each replacement", async () => {
+      // Found from outside: without an expiry, the final block a dev chain long gone recorded beside the token kept every
+      // later chain of its genesis off the shared store until it reached that block.
+      const ttl = async () => (await inspect.command(["PTTL", "t1:cache:epoch:eth:1"])) as number;
+      const read = await cache.readEpoch("eth:1", "tok1", "", "10 0xa");
+      expect(read).toBe("tok1 10 0xa");
+      expect(await ttl()).toBeGreaterThan(SHARED_CACHE_TTL_MS - 60_000);
+      await inspect.command(["PEXPIRE", "t1:cache:epoch:eth:1", 5000]);
+      expect(await cache.readEpoch("eth:1", "tok2", "tok1", "20 0xb", "10 0xa")).toBe("tok1 20 0xb");
+      expect(await ttl()).toBeGreaterThan(SHARED_CACHE_TTL_MS - 60_000);
+      await inspect.command(["PEXPIRE", "t1:cache:epoch:eth:1", 5000]);
+      expect(await cache.readEpoch("eth:1", "tok2", "tok1")).toBe("tok1 20 0xb"); // a reading that records nothing
+      expect(await ttl()).toBeGreaterThan(SHARED_CACHE_TTL_MS - 60_000);
+      await inspect.command(["PEXPIRE", "t1:cache:epoch:eth:1", 5000]);
+      expect(await cache.bumpEpoch("eth:1", "tok1", "tok3", "30 0xc")).toBe("tok3 30 0xc");
+      expect(await ttl()).toBeGreaterThan(SHARED_CACHE_TTL_MS - 60_000);
+      expect(await ttl()).toBeLessThanOrEqual(SHARED_CACHE_TTL_MS);
+    });
+
     it("misses an absent key and deletes", async () => {
       expect(await cache.get("absent")).toBeUndefined();
       await cache.set("gone", Buffer.from("1"));
