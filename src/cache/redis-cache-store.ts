@@ -11,7 +11,8 @@ import type { CacheStore, EpochStore } from "./store.js";
 // KEYS: the token's key; ARGV: a fresh token, the token the caller holds ("" for none), the anchor to record ("" for
 // none), what the caller last saw beside its token, the key's time to live (ms). An anchor is recorded only over the one
 // the caller saw (and checked on its node's chain), and only above it: every anchor recorded beside a token is on the
-// chain of the one before.
+// chain of the one before. The key's life is renewed only by a caller that holds the token (uses it): a process kept
+// off it (its node lacks the block recorded there, e.g. a chain of the same genesis restarted) must not keep it alive.
 const READ_EPOCH = `local v = redis.call('GET', KEYS[1])
 if not v then
   v = ARGV[1]
@@ -24,7 +25,7 @@ if ARGV[3] ~= '' and token == ARGV[2] and was == ARGV[4] then
   local n = string.match(was, '^(%d+) ')
   if not n or tonumber(string.match(ARGV[3], '^%d+')) > tonumber(n) then v = token .. ' ' .. ARGV[3] end
 end
-redis.call('SET', KEYS[1], v, 'PX', ARGV[5])
+if token == ARGV[2] then redis.call('SET', KEYS[1], v, 'PX', ARGV[5]) end
 return v`;
 
 // KEYS: the token's key; ARGV: the fresh token, the token the caller holds ("" for none: replaced whatever it is), the

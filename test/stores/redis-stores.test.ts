@@ -131,7 +131,7 @@ describeRequiring(redisRequirement, "Redis stores", () => {
       expect(defaultTtl).toBeLessThanOrEqual(SHARED_CACHE_TTL_MS);
     });
 
-    it("the shared token's key lives as long as an answer, from each reading and each replacement", async () => {
+    it("the shared token's key lives as long as an answer, from each reading by a holder and each replacement", async () => {
       // Found from outside: without an expiry, the final block a dev chain long gone recorded beside the token kept every
       // later chain of its genesis off the shared store until it reached that block.
       const ttl = async () => (await inspect.command(["PTTL", "t1:cache:epoch:eth:1"])) as number;
@@ -144,7 +144,11 @@ describeRequiring(redisRequirement, "Redis stores", () => {
       await inspect.command(["PEXPIRE", "t1:cache:epoch:eth:1", 5000]);
       expect(await cache.readEpoch("eth:1", "tok2", "tok1")).toBe("tok1 20 0xb"); // a reading that records nothing
       expect(await ttl()).toBeGreaterThan(SHARED_CACHE_TTL_MS - 60_000);
+      // A reader that does not hold the token (kept off it: its node lacks the block recorded there) does not renew it.
       await inspect.command(["PEXPIRE", "t1:cache:epoch:eth:1", 5000]);
+      expect(await cache.readEpoch("eth:1", "tok2", "")).toBe("tok1 20 0xb");
+      expect(await cache.readEpoch("eth:1", "tok2", "tok0")).toBe("tok1 20 0xb");
+      expect(await ttl()).toBeLessThanOrEqual(5000);
       expect(await cache.bumpEpoch("eth:1", "tok1", "tok3", "30 0xc")).toBe("tok3 30 0xc");
       expect(await ttl()).toBeGreaterThan(SHARED_CACHE_TTL_MS - 60_000);
       expect(await ttl()).toBeLessThanOrEqual(SHARED_CACHE_TTL_MS);
