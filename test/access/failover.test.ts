@@ -4,7 +4,6 @@
  * error. The policy is configurable; a circuit breaker keeps a dead primary
  * from being hammered; node errors (not outages) never fail over.
  */
-import net from "node:net";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
@@ -13,6 +12,7 @@ import { DEFAULT_LIMITS, DEFAULT_PASS_THROUGH, type KeyConfig } from "../../src/
 import { NODEGATE_CODES } from "../../src/errors/catalogue.js";
 import { connectClient } from "../support/grpc-clients.js";
 import { post, rpc } from "../support/http.js";
+import { startCappingFront } from "../support/capping-front.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { type Answer, type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
 
@@ -354,56 +354,6 @@ describe("failover to a partner during a primary outage", () => {
   });
 });
 
-/**
- * A TCP front that lets `cap` connections through to `target` and refuses the others (a provider capping connections
- * per client): by a reset, or by answering HTTP 429 and closing.
- */
-async function cappingFront(target: string, cap: number, refusal: "reset" | "429" = "reset"): Promise<{ url: string; refused: () => number; close: () => Promise<void> }> {
-  const to = new URL(target);
-  let open = 0;
-  let refused = 0;
-  const sockets = new Set<net.Socket>();
-  const front = net.createServer((socket) => {
-    if (open >= cap) {
-      refused++;
-      if (refusal === "reset") socket.resetAndDestroy();
-      else {
-        socket.on("error", () => {});
-        socket.once("data", () => socket.end("HTTP/1.1 429 Too Many Requests\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"));
-      }
-      return;
-    }
-    open++;
-    const back = net.connect(Number(to.port), to.hostname);
-    sockets.add(socket).add(back);
-    socket.pipe(back).pipe(socket);
-    const done = () => {
-      socket.destroy();
-      back.destroy();
-    };
-    socket.once("close", () => {
-      open--;
-      sockets.delete(socket);
-      done();
-    });
-    back.once("close", () => {
-      sockets.delete(back);
-      done();
-    });
-    socket.on("error", () => {});
-    back.on("error", () => {});
-  });
-  await new Promise<void>((resolve) => front.listen(0, "127.0.0.1", resolve));
-  return {
-    url: `http://127.0.0.1:${(front.address() as net.AddressInfo).port}/`,
-    refused: () => refused,
-    close: async () => {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => front.close(() => resolve()));
-    },
-  };
-}
-
 describe("circuit breaker", () => {
   const request = () => ({ blockHash: Buffer.from(genesisHash.slice(2), "hex") });
   const giveUp = (client: ReturnType<typeof connectClient<typeof EthService>>, timeoutMs: number) =>
@@ -508,7 +458,7 @@ describe("circuit breaker", () => {
     // an outage: the healthy primary's circuit opened, and its calls were sent again to the partner.
     const handler = primary.handler;
     primary.handler = (r) => (r.method === "eth_getBlockByHash" ? { delayMs: 6000, then: { forward: anvil.url } } : { forward: anvil.url });
-    const front = await cappingFront(primary.url, 2);
+    const front = await startCappingFront(primary.url, 2);
     const frontUrl = front.url;
     try {
       const ng = await cappedGateway(frontUrl, 2, { key: GROWTH, plan: "growth" }, 1);
@@ -531,7 +481,7 @@ describe("circuit breaker", () => {
     // spare counted as hearing from the node, so no verdict ever came, and a queued write went to the node at its end.
     const handler = primary.handler;
     primary.handler = () => ({ delayMs: 120_000, then: { forward: anvil.url } });
-    const front = await cappingFront(primary.url, 2, refusal);
+    const front = await startCappingFront(primary.url, 2, refusal);
     try {
       const ng = await cappedGateway(front.url, 2, [{ key: GROWTH, plan: "growth" }, { key: CORE, plan: "core" }], 5);
       const network = ng.gateway.network(undefined);
@@ -579,7 +529,7 @@ describe("circuit breaker", () => {
       await released;
       return { forward: anvil.url };
     };
-    const front = await cappingFront(primary.url, 2);
+    const front = await startCappingFront(primary.url, 2);
     try {
       const ng = await cappedGateway(front.url, 2, [{ key: GROWTH, plan: "growth" }, { key: CORE, plan: "core" }], 5, 1000);
       const network = ng.gateway.network(undefined);
@@ -618,7 +568,7 @@ describe("circuit breaker", () => {
     // 5-20 s was judged down at every round, and its callers' calls were refused meanwhile.
     const handler = primary.handler;
     primary.handler = (r) => (r.method === "eth_getBlockByHash" ? { delayMs: 10_000, then: { forward: anvil.url } } : { forward: anvil.url });
-    const front = await cappingFront(primary.url, 2);
+    const front = await startCappingFront(primary.url, 2);
     try {
       const ng = await cappedGateway(front.url, 2, { key: CORE, plan: "core" }, 5, 1000);
       const core = connectClient(ng.url, EthService, CORE, "grpc");

@@ -10,6 +10,7 @@ import http from "node:http";
 import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { Http1Pool } from "../../src/upstream/http1-pool.js";
+import { type CappingFront, type FrontRefusal, startCappingFront } from "../support/capping-front.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const closers: (() => Promise<void> | void)[] = [];
@@ -38,49 +39,11 @@ async function node(slowMs: number): Promise<{ port: number; seen: Record<string
   return { port: (server.address() as net.AddressInfo).port, seen };
 }
 
-/** A TCP front letting `cap` connections through, counting a closed one gone `lagMs` later; refuses all when `refuseAll`. */
-async function front(target: number, cap: number, refusal: "reset" | "429" | "429json", lagMs: number) {
-  const state = { refused: 0, refuseAll: false };
-  let open = 0;
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((socket) => {
-    if (state.refuseAll || open >= cap) {
-      state.refused++;
-      if (refusal === "reset") socket.resetAndDestroy();
-      else {
-        socket.on("error", () => {});
-        const json = '{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"project ID request rate exceeded"}}';
-        const page = refusal === "429json" ? `content-type: application/json\r\ncontent-length: ${json.length}\r\n\r\n${json}` : "content-length: 0\r\nconnection: close\r\n\r\n";
-        socket.once("data", () => socket.end(`HTTP/1.1 429 Too Many Requests\r\n${page}`));
-      }
-      return;
-    }
-    open++;
-    const back = net.connect(target, "127.0.0.1");
-    sockets.add(socket).add(back);
-    socket.pipe(back).pipe(socket);
-    const done = () => {
-      socket.destroy();
-      back.destroy();
-    };
-    socket.once("close", () => {
-      setTimeout(() => open--, lagMs);
-      sockets.delete(socket);
-      done();
-    });
-    back.once("close", () => {
-      sockets.delete(back);
-      done();
-    });
-    socket.on("error", () => {});
-    back.on("error", () => {});
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  closers.push(() => {
-    for (const s of sockets) s.destroy();
-    return new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  return { url: new URL(`http://127.0.0.1:${(server.address() as net.AddressInfo).port}/`), state };
+/** The front, closed after the test. */
+async function front(nodePort: number, cap: number, refusal: FrontRefusal, lagMs: number): Promise<CappingFront> {
+  const f = await startCappingFront(`http://127.0.0.1:${nodePort}/`, cap, refusal, lagMs);
+  closers.push(() => f.close());
+  return f;
 }
 
 function pool(url: URL, connections: number): Http1Pool {
@@ -101,7 +64,7 @@ describe("Http1Pool behind a front capping connections per client", () => {
   it.each(["reset", "429"] as const)("callers leaving cut their connections; the queued calls wait for connections the front takes (refusing by %s), and are answered", async (refusal) => {
     const n = await node(800);
     const f = await front(n.port, 2, refusal, 60);
-    const p = pool(f.url, 2);
+    const p = pool(new URL(f.url), 2);
     // Two slow calls hold both connections; their callers leave: one connection reads its reply to the end, the other closes.
     const slow = [p.request(body("slow"), true), p.request(body("slow"), true)];
     for (const s of slow) s.reply.catch(() => {});
@@ -111,7 +74,7 @@ describe("Http1Pool behind a front capping connections per client", () => {
     slow[0]?.cancel(new Error("caller left"), 2000);
     slow[1]?.cancel(new Error("caller left"), 2000);
     expect(await Promise.all(queued)).toEqual(["fast", "fast", "fast", "fast", "fast"]);
-    expect(f.state.refused).toBeGreaterThanOrEqual(1);
+    expect(f.refused()).toBeGreaterThanOrEqual(1);
     // Each call reached the node once.
     expect(n.seen).toEqual({ slow: 2, fast: 5 });
   });
@@ -119,7 +82,7 @@ describe("Http1Pool behind a front capping connections per client", () => {
   it.each(["reset", "429"] as const)("a write queued there (refused by %s) waits for a connection already open rather than take the replacement, and reaches the node once", async (refusal) => {
     const n = await node(800);
     const f = await front(n.port, 2, refusal, 60);
-    const p = pool(f.url, 2);
+    const p = pool(new URL(f.url), 2);
     const slow = [p.request(body("slow"), true), p.request(body("slow"), true)];
     for (const s of slow) s.reply.catch(() => {});
     await sleep(50);
@@ -134,7 +97,7 @@ describe("Http1Pool behind a front capping connections per client", () => {
   it("a write kept off new connections while the front may count a closed one takes a new one once that time is over, if none freed", async () => {
     const n = await node(5000);
     const f = await front(n.port, 2, "reset", 0);
-    const p = pool(f.url, 2);
+    const p = pool(new URL(f.url), 2);
     const held = outcome(p, "slow");
     const cut = p.request(body("slow"), true);
     cut.reply.catch(() => {});
@@ -145,15 +108,15 @@ describe("Http1Pool behind a front capping connections per client", () => {
     const ms = performance.now() - started;
     expect(ms).toBeGreaterThan(1500);
     expect(ms).toBeLessThan(3000);
-    expect(f.state.refused).toBe(0);
+    expect(f.refused()).toBe(0);
     void held;
   });
 
   it.each(["reset", "429"] as const)("a front refusing every connection (by %s) still fails a call at once when nodegate closed none of its own", async (refusal) => {
     const n = await node(0);
     const f = await front(n.port, 2, refusal, 0);
-    f.state.refuseAll = true;
-    const p = pool(f.url, 2);
+    f.refuseAll(true);
+    const p = pool(new URL(f.url), 2);
     const started = performance.now();
     expect(await outcome(p, "fast")).toBe(refusal === "reset" ? "ECONNRESET" : "HTTP 429");
     expect(performance.now() - started).toBeLessThan(100);
@@ -162,28 +125,28 @@ describe("Http1Pool behind a front capping connections per client", () => {
   it("the provider's own 429 (a JSON-RPC error) on a new connection right after nodegate closed one is its answer, at once", async () => {
     const n = await node(1000);
     const f = await front(n.port, 2, "429json", 0);
-    const p = pool(f.url, 2);
+    const p = pool(new URL(f.url), 2);
     const cut = p.request(body("slow"), true);
     cut.reply.catch(() => {});
     await sleep(50);
     cut.cancel(new Error("caller left"));
-    f.state.refuseAll = true;
+    f.refuseAll(true);
     const started = performance.now();
     expect(await outcome(p, "fast")).toBe("HTTP 429");
     expect(performance.now() - started).toBeLessThan(100);
-    expect(f.state.refused).toBe(1);
+    expect(f.refused()).toBe(1);
   });
 
   it("a front refusing every connection right after nodegate closed one: a read is tried again briefly, then fails with the refusal; a write is not sent again", async () => {
     const n = await node(1000);
     const f = await front(n.port, 2, "429", 0);
-    const p = pool(f.url, 2);
+    const p = pool(new URL(f.url), 2);
     expect(await outcome(p, "fast")).toBe("fast");
     const cut = p.request(body("slow"), true);
     cut.reply.catch(() => {});
     await sleep(20);
     cut.cancel(new Error("caller left"));
-    f.state.refuseAll = true;
+    f.refuseAll(true);
     const started = performance.now();
     const timed = (call: Promise<string>) => call.then((result) => [result, performance.now() - started] as const);
     const [[read, readMs], [write, writeMs]] = await Promise.all([timed(outcome(p, "fast")), timed(outcome(p, "write", false))]);
@@ -194,7 +157,7 @@ describe("Http1Pool behind a front capping connections per client", () => {
     expect(readMs).toBeGreaterThan(100);
     expect(readMs).toBeLessThan(1500);
     expect(writeMs).toBeLessThan(1500);
-    expect(f.state.refused).toBe(6);
+    expect(f.refused()).toBe(6);
     // Those refusals, whose connections the front closed, are not nodegate's own closes: 2 s after its own, a refused call fails at once again.
     await sleep(2100 - (performance.now() - started));
     const again = performance.now();
