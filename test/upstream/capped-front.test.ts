@@ -61,37 +61,36 @@ const outcome = (p: Http1Pool, method: string, repeatable = true) =>
   );
 
 describe("Http1Pool behind a front capping connections per client", () => {
-  it.each(["reset", "429"] as const)("callers leaving cut their connections; the queued calls wait for connections the front takes (refusing by %s), and are answered", async (refusal) => {
+  /**
+   * Two slow calls hold both connections of a pool behind a lagging front; `queue` queues calls behind them, and the slow
+   * calls' callers leave: one connection reads its reply to the end, the other closes. The queued calls' outcomes.
+   */
+  async function queuedAsCallersLeave(refusal: FrontRefusal, queue: (p: Http1Pool) => Promise<string>[]) {
     const n = await node(800);
     const f = await front(n.port, 2, refusal, 60);
     const p = pool(new URL(f.url), 2);
-    // Two slow calls hold both connections; their callers leave: one connection reads its reply to the end, the other closes.
     const slow = [p.request(body("slow"), true), p.request(body("slow"), true)];
     for (const s of slow) s.reply.catch(() => {});
     await sleep(50);
-    const queued = [0, 1, 2, 3, 4].map(() => outcome(p, "fast"));
+    const queued = queue(p);
     await sleep(100);
     slow[0]?.cancel(new Error("caller left"), 2000);
     slow[1]?.cancel(new Error("caller left"), 2000);
-    expect(await Promise.all(queued)).toEqual(["fast", "fast", "fast", "fast", "fast"]);
-    expect(f.refused()).toBeGreaterThanOrEqual(1);
+    return { outcomes: await Promise.all(queued), seen: n.seen, refused: f.refused() };
+  }
+
+  it.each(["reset", "429"] as const)("callers leaving cut their connections; the queued calls wait for connections the front takes (refusing by %s), and are answered", async (refusal) => {
+    const { outcomes, seen, refused } = await queuedAsCallersLeave(refusal, (p) => [0, 1, 2, 3, 4].map(() => outcome(p, "fast")));
+    expect(outcomes).toEqual(["fast", "fast", "fast", "fast", "fast"]);
+    expect(refused).toBeGreaterThanOrEqual(1);
     // Each call reached the node once.
-    expect(n.seen).toEqual({ slow: 2, fast: 5 });
+    expect(seen).toEqual({ slow: 2, fast: 5 });
   });
 
   it.each(["reset", "429"] as const)("a write queued there (refused by %s) waits for a connection already open rather than take the replacement, and reaches the node once", async (refusal) => {
-    const n = await node(800);
-    const f = await front(n.port, 2, refusal, 60);
-    const p = pool(new URL(f.url), 2);
-    const slow = [p.request(body("slow"), true), p.request(body("slow"), true)];
-    for (const s of slow) s.reply.catch(() => {});
-    await sleep(50);
-    const queued = [outcome(p, "write", false), outcome(p, "fast"), outcome(p, "write", false), outcome(p, "fast")];
-    await sleep(100);
-    slow[0]?.cancel(new Error("caller left"), 2000);
-    slow[1]?.cancel(new Error("caller left"), 2000);
-    expect(await Promise.all(queued)).toEqual(["write", "fast", "write", "fast"]);
-    expect(n.seen).toEqual({ slow: 2, fast: 2, write: 2 });
+    const { outcomes, seen } = await queuedAsCallersLeave(refusal, (p) => [outcome(p, "write", false), outcome(p, "fast"), outcome(p, "write", false), outcome(p, "fast")]);
+    expect(outcomes).toEqual(["write", "fast", "write", "fast"]);
+    expect(seen).toEqual({ slow: 2, fast: 2, write: 2 });
   });
 
   it("a write kept off new connections while the front may count a closed one takes a new one once that time is over, if none freed", async () => {
