@@ -41,21 +41,26 @@ export class AnswerPace {
    * Learns an answer that took `tookMs`; `held`: its call was out when the circuit opened. `now`: performance.now().
    */
   learn(method: string, tookMs: number, held: boolean, now: number): void {
-    const typical = this.#typicalMs.get(method);
-    const heldPace = this.#held.get(method);
     if (held) {
-      if (typical === undefined && this.#typicalMs.size >= MAX_TIMED_METHODS) return;
-      const ms = Math.max(tookMs, heldPace !== undefined ? (typical as number) : 0);
-      this.#typicalMs.set(method, ms);
-      this.#held.set(method, { until: now + HELD_LIFETIMES * ms, before: heldPace !== undefined ? heldPace.before : typical });
+      this.#learnHeld(method, tookMs, now);
       return;
     }
+    const heldPace = this.#held.size === 0 ? undefined : this.#held.get(method);
     if (heldPace !== undefined) {
       this.#held.delete(method);
       // The held answers' time was the hang's: the method's pace is as it was before them.
-      if (tookMs * HANG_FASTER < (typical as number)) this.#restore(method, heldPace.before);
+      if (tookMs * HANG_FASTER < (this.#typicalMs.get(method) as number)) this.#restore(method, heldPace.before);
     }
     this.#fold(method, tookMs);
+  }
+
+  #learnHeld(method: string, tookMs: number, now: number): void {
+    const typical = this.#typicalMs.get(method);
+    const heldPace = this.#held.get(method);
+    if (typical === undefined && this.#typicalMs.size >= MAX_TIMED_METHODS) return;
+    const ms = Math.max(tookMs, heldPace !== undefined ? (typical as number) : 0);
+    this.#typicalMs.set(method, ms);
+    this.#held.set(method, { until: now + HELD_LIFETIMES * ms, before: heldPace !== undefined ? heldPace.before : typical });
   }
 
   /**
