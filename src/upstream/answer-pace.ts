@@ -5,12 +5,13 @@
  * An answer to a call that was out when the upstream's circuit opened may
  * say how long the node takes (a busy node judged down before its pace was
  * known) or only how long it hung. Both are learnt, but as a held pace: the
- * next answer to a call sent after the opening decides which it was (much
- * faster: the hang's, and it is set aside; else the node's), and a held pace
- * no later answer confirmed is forgotten after twice its own length. Learnt
- * outright, a hang's held answers made the next hang's verdict wait 1.5 times
- * their time, 19.5 s, then 22.5 s, then no verdict within 30 s, for methods
- * the node is asked rarely, writes say (found from outside); left out, a busy
+ * next answer to a call sent after the opening decides which it was (10
+ * times faster: the hang's, and it is set aside; at least half as slow: the
+ * node's; in between it says nothing), and a held pace no later answer
+ * confirmed is forgotten after twice its own length. Learnt outright, a
+ * hang's held answers made the next hang's verdict wait 1.5 times their
+ * time, 19.5 s, then 22.5 s, then no verdict within 30 s, for methods the
+ * node is asked rarely, writes say (found from outside); left out, a busy
  * node behind a front capping its connections was judged down again at every
  * round, since its slow answers were never learnt (found from outside).
  */
@@ -21,6 +22,8 @@ const TYPICAL_WEIGHT = 0.1;
 const MAX_TIMED_METHODS = 256;
 /** An answer this many times faster than a held pace says the held answers waited out a hang. */
 const HANG_FASTER = 10;
+/** An answer at least 1/this of a held pace confirms it: the node's own pace, a busy node's. */
+const CONFIRMS_WITHIN = 2;
 /** A held pace no later answer confirmed counts for this many times its own length. */
 const HELD_LIFETIMES = 2;
 
@@ -47,9 +50,17 @@ export class AnswerPace {
     }
     const heldPace = this.#held.size === 0 ? undefined : this.#held.get(method);
     if (heldPace !== undefined) {
+      const typical = this.#typicalMs.get(method) as number;
+      // Neither much faster nor about as slow (a shorter hang no verdict caught, say): it says nothing either way, and
+      // the held pace goes on expiring (found from outside: taken as confirming, an 8 s hang made a 20 s held pace of a
+      // write for good, and later hangs were judged after 18 s, or never).
+      if (tookMs * HANG_FASTER >= typical && tookMs * CONFIRMS_WITHIN < typical) {
+        this.#fold(method, tookMs);
+        return;
+      }
       this.#held.delete(method);
       // The held answers' time was the hang's: the method's pace is as it was before them.
-      if (tookMs * HANG_FASTER < (this.#typicalMs.get(method) as number)) this.#restore(method, heldPace.before);
+      if (tookMs * HANG_FASTER < typical) this.#restore(method, heldPace.before);
     }
     this.#fold(method, tookMs);
   }
