@@ -245,6 +245,11 @@ export class Connection {
     this.#pool.unwanted--;
   }
 
+  /** Made, and not closed: the node (or its front) holds it open. */
+  get live(): boolean {
+    return this.#connected && !this.#closed;
+  }
+
   destroy(): void {
     this.#settleUnwanted();
     this.#giveBack();
@@ -313,7 +318,7 @@ export class Connection {
    */
   #refusedByFront(call: Http1Call, err: Error): boolean {
     if (call.settled || this.#used || this.#received || (err as { code?: string }).code === "ETIMEDOUT") return false;
-    if (!(call.repeatable || !this.#connected) || call.text.length >= LARGE_REQUEST_CHARS || !this.#pool.takesBackRefused(call)) return false;
+    if (!(call.repeatable || !this.#connected) || call.text.length >= LARGE_REQUEST_CHARS || !this.#pool.takesBackRefused(call, this)) return false;
     this.#pool.requeueRefused(call);
     this.#retire();
     return true;
@@ -599,7 +604,7 @@ export class Connection {
       // nodegate closed one of its own: a cap per client refusing it (see #refusedByFront). An idempotent call goes
       // back in line; others are not sent again.
       const status = this.#statusCode;
-      if ((status === 429 || status === 503) && call.repeatable && !call.settled && !this.#jsonBody() && this.#pool.takesBackRefused(call)) {
+      if ((status === 429 || status === 503) && call.repeatable && !call.settled && !this.#jsonBody() && this.#pool.takesBackRefused(call, this)) {
         this.#settleUnwanted();
         this.#giveBack();
         this.#chunks = [];

@@ -202,7 +202,7 @@ export class Http1Pool {
    * again; another connection is open, and carries it when it frees.
    */
   #keepsOffNew(call: Http1Call): boolean {
-    if (call.repeatable || this.#open.size === 0) return false;
+    if (call.repeatable) return false;
     const now = performance.now();
     if (this.#open.size + this.#recentOwnCloses(now) < this.#connections) return false;
     const left = this.ownCloseAt + OWN_CLOSE_LAG_MS - now;
@@ -252,8 +252,19 @@ export class Http1Pool {
    * (see OWN_CLOSE_LAG_MS), and the call was refused fewer than MAX_REFUSALS times. The caller (Connection) sees
    * to it that the call is safe to send again: it never reached the node, or it is idempotent.
    */
-  takesBackRefused(call: Http1Call): boolean {
-    return !this.#closed && !call.spare && !call.settled && call.refusals < MAX_REFUSALS && performance.now() - this.ownCloseAt < OWN_CLOSE_LAG_MS;
+  takesBackRefused(call: Http1Call, by?: Connection): boolean {
+    if (this.#closed || call.spare || call.settled || performance.now() - this.ownCloseAt >= OWN_CLOSE_LAG_MS) return false;
+    // With no other connection to the node open, the refusal may as well be a node gone down just after nodegate's own
+    // close (killed, restarted): one try more only (found from outside: its callers were told 1-2 s late, and calls a
+    // partner may take waited ~2 s for failover).
+    let otherLive = false;
+    for (const c of this.#open) {
+      if (c !== by && c.live) {
+        otherLive = true;
+        break;
+      }
+    }
+    return call.refusals < (otherLive ? MAX_REFUSALS : 1);
   }
 
   /**

@@ -136,7 +136,24 @@ describe("Http1Pool behind a front capping connections per client", () => {
     expect(f.refused()).toBe(1);
   });
 
-  it("a front refusing every connection right after nodegate closed one: a read is tried again briefly, then fails with the refusal; a write is not sent again", async () => {
+  it("a write right after nodegate closed every connection of its own waits for the front's count rather than take a connection it refuses, and reaches the node once", async () => {
+    // Found from outside: after the idle sweep (or callers leaving) closed both connections, a write took a new one at
+    // once, the front still counting the closed ones refused it, and the write failed, never sent.
+    const n = await node(5000);
+    const f = await front(n.port, 2, "reset", 300);
+    const p = pool(new URL(f.url), 2);
+    const cut = [p.request(body("slow"), true), p.request(body("slow"), true)];
+    for (const c of cut) c.reply.catch(() => {});
+    await sleep(50);
+    for (const c of cut) c.cancel(new Error("caller left"));
+    const started = performance.now();
+    expect(await outcome(p, "write", false)).toBe("write");
+    expect(performance.now() - started).toBeGreaterThan(300);
+    expect(f.refused()).toBe(0);
+    expect(n.seen.write).toBe(1);
+  });
+
+  it("a front refusing every connection right after nodegate closed one, none left open: a read is tried once more, then fails with the refusal; a write is not sent again", async () => {
     const n = await node(1000);
     const f = await front(n.port, 2, "429", 0);
     const p = pool(new URL(f.url), 2);
@@ -150,13 +167,13 @@ describe("Http1Pool behind a front capping connections per client", () => {
     const timed = (call: Promise<string>) => call.then((result) => [result, performance.now() - started] as const);
     const [[read, readMs], [write, writeMs]] = await Promise.all([timed(outcome(p, "fast")), timed(outcome(p, "write", false))]);
     expect([read, write]).toEqual(["HTTP 429", "HTTP 429"]);
-    // The read was asked again for a while (not past a second); the write waited for the read's connection (kept off
-    // a new one while another was open), then was sent once: the read refused 4 times, then a fifth, whose refusal is
-    // its answer; the write once.
-    expect(readMs).toBeGreaterThan(100);
-    expect(readMs).toBeLessThan(1500);
-    expect(writeMs).toBeLessThan(1500);
-    expect(f.refused()).toBe(6);
+    // With no other connection to the node open, a refusal may be a node gone down just after nodegate's own close: the
+    // read is asked once more only, after a 50 ms hold (not for ~2 s, which held back its caller and failover); the
+    // write, not kept off a new connection (nodegate closed one of its two), is refused once and not sent again.
+    expect(readMs).toBeGreaterThan(40);
+    expect(readMs).toBeLessThan(500);
+    expect(writeMs).toBeLessThan(500);
+    expect(f.refused()).toBe(3);
     // Those refusals, whose connections the front closed, are not nodegate's own closes: 2 s after its own, a refused call fails at once again.
     await sleep(2100 - (performance.now() - started));
     const again = performance.now();
