@@ -582,7 +582,9 @@ export class Network {
         if (handOver?.handedOver === true && !isOutage(err)) {
           outage = upstreamUnavailable("the primary upstream stopped answering (nodegate's chain id question went unanswered too); calls are paused while it recovers");
         } else {
-          if (!isOutage(err) || options.signal?.aborted) throw err;
+          // The call's own deadline (eth_getLogs' query timeout) ran out on the primary: nothing is left for a partner,
+          // and the primary is not in an outage.
+          if (!isOutage(err) || options.signal?.aborted || (err instanceof GatewayError && ranOutOfOwnDeadline(err))) throw err;
           outage = err;
         }
       } finally {

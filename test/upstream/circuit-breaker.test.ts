@@ -8,7 +8,7 @@
  */
 import { describe, expect, it, vi } from "vitest";
 import type { Logger } from "pino";
-import { keptAliveConnectionClosed, noConnectionInTime, spareRefused, upstreamUnavailable } from "../../src/errors/catalogue.js";
+import { keptAliveConnectionClosed, noConnectionInTime, spareRefused, upstreamTimeout, upstreamUnavailable } from "../../src/errors/catalogue.js";
 import { CallCancellation } from "../../src/call-signal.js";
 import { CircuitBreaker } from "../../src/upstream/circuit-breaker.js";
 import { Network } from "../../src/upstream/network.js";
@@ -421,5 +421,37 @@ describe("waiting on a probe, with a partner", () => {
     expect(probeSettled).toBe(false);
     expect(partner.state.calls).toBe(callsBefore + 1);
     await probe.catch(() => {});
+  });
+});
+
+describe("a call's own deadline", () => {
+  it("run out on a primary that answers other calls is the caller's limit: the call does not go to a partner with nothing left of it", async () => {
+    // Found from outside: an eth_getLogs whose 10 s query deadline ran out on a slow primary was tried on the partner
+    // with about 1 ms left; now and then the partner won, logged and counted as a failover with no outage.
+    const primary = scriptedUpstream();
+    primary.state.down = false;
+    primary.upstream.call = async (method, _params, options) => {
+      if (method !== "eth_getLogs") return result('"0x1"');
+      await sleep(options.timeoutMs ?? 0);
+      throw upstreamTimeout(options.timeoutMs ?? 0);
+    };
+    const partner = scriptedUpstream();
+    const partnerAsked: string[] = [];
+    partner.upstream.call = async (method) => {
+      partnerAsked.push(method);
+      return result(method === "eth_getLogs" ? "[]" : '"0x1"');
+    };
+    const network = new Network({
+      name: "ethereum",
+      family: "eth",
+      upstreams: [primary.upstream, { ...partner.upstream, label: "partner" }],
+      timeoutMs: 10_000,
+      breaker: { threshold: 1, cooldownMs: 50 },
+      failover: { methods: ["eth_getLogs"], plans: ["growth"] },
+    });
+    await expect(network.call("eth_getLogs", "[{}]", { idempotent: true, plan: "growth", timeoutMs: 100 })).rejects.toMatchObject({ message: "upstream timeout: no answer within 100 ms" });
+    expect(partnerAsked).not.toContain("eth_getLogs");
+    expect(network.failovers).toBe(0);
+    expect(network.primaryCircuit).toBe("closed");
   });
 });
