@@ -249,11 +249,16 @@ export class Http1Pool {
   /**
    * Whether `call`, whose new connection the node's front refused before any reply (a reset, or its own 429 or 503),
    * is to go back in line: nodegate closed a connection of its own just before, which the front may still count
-   * (see OWN_CLOSE_LAG_MS), and the call was refused fewer than MAX_REFUSALS times. The caller (Connection) sees
-   * to it that the call is safe to send again: it never reached the node, or it is idempotent.
+   * (see OWN_CLOSE_LAG_MS), so that with the connections open (the refused one among them) they pass `connections`,
+   * where such a front caps them, and the call was refused fewer than MAX_REFUSALS times. The caller (Connection)
+   * sees to it that the call is safe to send again: it never reached the node, or it is idempotent.
    */
   takesBackRefused(call: Http1Call, by?: Connection): boolean {
-    if (this.#closed || call.spare || call.settled || performance.now() - this.ownCloseAt >= OWN_CLOSE_LAG_MS) return false;
+    const now = performance.now();
+    if (this.#closed || call.spare || call.settled || now - this.ownCloseAt >= OWN_CLOSE_LAG_MS) return false;
+    // Below the cap, a front capping at `connections` would have taken it: the refusal is the node's (found on review:
+    // a node resetting connections on a request was retried, and its callers never saw UNAVAILABLE).
+    if (this.#open.size + this.#recentOwnCloses(now) <= this.#connections) return false;
     // With no other connection to the node open, the refusal may as well be a node gone down just after nodegate's own
     // close (killed, restarted): one try more only (found from outside: its callers were told 1-2 s late, and calls a
     // partner may take waited ~2 s for failover).
