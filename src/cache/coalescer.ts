@@ -70,22 +70,27 @@ export class Coalescer<T> {
     return this.#inFlight.size;
   }
 
+  /** What a caller leaving does (made here, not as a named arrow function in #wait: tsx names those as they are made, per call). */
+  #leaver(key: string, flight: InFlight<T>, reject: (err: unknown) => void): () => void {
+    return () => {
+      flight.waiters--;
+      if (flight.waiters === 0) {
+        // Nobody wants the answer any more: cancel the upstream call, and let
+        // a newcomer start afresh rather than join a cancelled fetch.
+        if (this.#inFlight.get(key) === flight) this.#inFlight.delete(key);
+        flight.controller.abort();
+      }
+      reject(this.#onCancel());
+    };
+  }
+
   #wait(key: string, flight: InFlight<T>, signal: CallSignal | undefined): Promise<T> {
     flight.waiters++;
     if (signal === undefined) {
       return flight.promise.finally(() => flight.waiters--);
     }
     return new Promise<T>((resolve, reject) => {
-      const leave = () => {
-        flight.waiters--;
-        if (flight.waiters === 0) {
-          // Nobody wants the answer any more: cancel the upstream call, and let
-          // a newcomer start afresh rather than join a cancelled fetch.
-          if (this.#inFlight.get(key) === flight) this.#inFlight.delete(key);
-          flight.controller.abort();
-        }
-        reject(this.#onCancel());
-      };
+      const leave = this.#leaver(key, flight, reject);
       signal.addEventListener("abort", leave, { once: true });
       flight.promise.then(
         (value) => {

@@ -36,6 +36,33 @@ function restate(err: unknown, policy: MethodPolicy | undefined, ctx: InvokeCont
 }
 
 /**
+ * The call to the node of one invoke; callers sharing one upstream call share its policy's check too. Made here rather
+ * than as a named arrow function in the invoke: tsx (esbuild's keepNames) names each such function with
+ * Object.defineProperty as it is made, once per call.
+ */
+function nodeFetch(
+  ctx: InvokeContext,
+  method: string,
+  paramsText: string,
+  idempotent: boolean,
+  policy: MethodPolicy | undefined,
+  policyCtx: { limits: Limits; head: Network["head"] },
+): (signal: CallSignal, onSent?: () => void) => Promise<UpstreamResult> {
+  return async (signal, onSent) => {
+    const result = await ctx.network.call(method, paramsText, {
+      signal,
+      timeoutMs: policy?.timeoutMs?.(ctx.limits),
+      idempotent,
+      plan: ctx.key.plan,
+      flow: ctx.key.label,
+      onSent,
+    });
+    policy?.after?.(result, policyCtx);
+    return result;
+  };
+}
+
+/**
  * Calls a table method. `callerParams` is the caller's own params text (native
  * path), forwarded as sent unless a policy changed the request; then params
  * the caller left to the node (`leftToNode`) stay as it left them.
@@ -61,19 +88,7 @@ export async function invokeMethod(
   } catch (err) {
     throw restate(err, undefined, ctx);
   }
-  const fetch = async (signal: CallSignal, onSent?: () => void): Promise<UpstreamResult> => {
-    const result = await ctx.network.call(spec.jsonrpcMethod, sent, {
-      signal,
-      timeoutMs: policy?.timeoutMs?.(ctx.limits),
-      idempotent: spec.idempotent,
-      plan: ctx.key.plan,
-      flow: ctx.key.label,
-      onSent,
-    });
-    // Inside the fetch, so callers sharing one upstream call share the check too.
-    policy?.after?.(result, policyCtx);
-    return result;
-  };
+  const fetch = nodeFetch(ctx, spec.jsonrpcMethod, sent, spec.idempotent, policy, policyCtx);
   const cache = ctx.network.cache;
   try {
     if (cache === undefined || !spec.idempotent || sent.length > MAX_KEYED_PARAMS) return await fetch(ctx.signal);
@@ -95,11 +110,7 @@ export async function invokePassThrough(method: string, params: unknown, paramsT
   const policy = ctx.policies.get(method);
   const policyCtx = { limits: ctx.limits, head: ctx.network.head };
   policy?.checkParams?.(params, policyCtx);
-  const fetch = async (signal: CallSignal, onSent?: () => void): Promise<UpstreamResult> => {
-    const result = await ctx.network.call(method, paramsText, { signal, timeoutMs: policy?.timeoutMs?.(ctx.limits), idempotent, plan: ctx.key.plan, flow: ctx.key.label, onSent });
-    policy?.after?.(result, policyCtx);
-    return result;
-  };
+  const fetch = nodeFetch(ctx, method, paramsText, idempotent, policy, policyCtx);
   const cache = ctx.network.cache;
   try {
     if (cache === undefined || !idempotent) return await fetch(ctx.signal);

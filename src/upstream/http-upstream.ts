@@ -97,6 +97,14 @@ const CALLER_LEFT = new Error("caller left");
  */
 const CALLER_LEFT_FINISH_MS = 2000;
 
+/**
+ * What a call's caller leaving does to its exchange. Made here rather than as a named arrow function in the call:
+ * tsx (esbuild's keepNames) names each such function with Object.defineProperty as it is made, once per call.
+ */
+function callerLeft(exchange: { cancel(reason: Error, finishMs: number): void }, timeoutMs: number, startedAt: number): () => void {
+  return () => exchange.cancel(CALLER_LEFT, Math.min(CALLER_LEFT_FINISH_MS, timeoutMs - (performance.now() - startedAt)));
+}
+
 /** Replies at least this large stay in the pieces the pool read them into (see ChunkedResult): a chunked one, or one past 16 MiB. */
 const KEEP_CHUNKS_FROM = 16 * 1024;
 
@@ -193,7 +201,7 @@ export class HttpUpstream implements Upstream {
     // WebSocket connection's signal lives as long as the connection (one entry per call it makes).
     const startedAt = performance.now();
     const deadline = setTimeout(() => exchange.cancel(DEADLINE, options.finishAtDeadlineMs ?? 0), timeoutMs).unref();
-    const onAbort = () => exchange.cancel(CALLER_LEFT, Math.min(CALLER_LEFT_FINISH_MS, timeoutMs - (performance.now() - startedAt)));
+    const onAbort = callerLeft(exchange, timeoutMs, startedAt);
     options.signal?.addEventListener("abort", onAbort, { once: true });
     let reply;
     try {
