@@ -155,9 +155,24 @@ export class CallCache {
    * policy tells them apart: found from outside, keys of plans with the same rights did not share calls);
    * `flow` says whose line a call waits in (see Coalescer).
    */
-  async call(method: string, params: string, rule: FinalityRule | undefined, mayFailOver: boolean, fetch: Fetch, signal: CallSignal | undefined, flow = ""): Promise<UpstreamResult> {
+  call(method: string, params: string, rule: FinalityRule | undefined, mayFailOver: boolean, fetch: Fetch, signal: CallSignal | undefined, flow = ""): Promise<UpstreamResult> {
     if (params.length > MAX_KEYED_PARAMS) return fetch(signal ?? NEVER_CANCELLED);
     const digest = params.length > LONG_PARAMS ? createHash("sha256").update(params).digest("base64") : params;
+    // An answer that cannot be final (a call at "latest") is only shared: straight to the coalescer, without the
+    // store's async path (its promise, and the turns taken to hand over the coalescer's).
+    if (rule === undefined || this.#store === undefined) {
+      if (this.#coalescer === undefined) return fetch(signal ?? NEVER_CANCELLED);
+      return this.#share(method, mayFailOver, digest, fetch, signal, flow);
+    }
+    return this.#callFinal(method, params, digest, rule, mayFailOver, fetch, signal, flow);
+  }
+
+  #share(method: string, mayFailOver: boolean, digest: string, answer: Fetch, signal: CallSignal | undefined, flow: string): Promise<UpstreamResult> {
+    return (this.#coalescer as Coalescer<UpstreamResult>).run(`${this.#network}\n${method}\n${mayFailOver ? "failover" : ""}\n${digest}`, (s, onSent) => answer(s, onSent).then(shareable), signal, flow);
+  }
+
+  /** A call whose answer may be final: looked up, and stored once final (see call). */
+  async #callFinal(method: string, params: string, digest: string, rule: FinalityRule | undefined, mayFailOver: boolean, fetch: Fetch, signal: CallSignal | undefined, flow: string): Promise<UpstreamResult> {
     const store = this.#store;
     let storeKey: string | undefined;
     let lookUpShared = false;
@@ -231,7 +246,7 @@ export class CallCache {
             return fetchAndStore(s, onSent);
           }
         : fetchAndStore;
-    return this.#coalescer.run(`${this.#network}\n${method}\n${mayFailOver ? "failover" : ""}\n${digest}`, (s, onSent) => answer(s, onSent).then(shareable), signal, flow);
+    return this.#share(method, mayFailOver, digest, answer, signal, flow);
   }
 
   /** A stored answer, served. */
