@@ -199,7 +199,8 @@ export class Http1Pool {
    * Whether `call`, not safe to send twice, is to wait for a connection already open rather than take a new one
    * (`fresh`): with the connections nodegate closed just before, which the node's front may still count, a new one
    * would pass `connections` there, and a refusal of it after it was made would fail the call, which is not sent
-   * again; another connection is open, and carries it when it frees.
+   * again. It waits for an open connection to free, or (none freeing, or none open) until the front's count has
+   * caught up, OWN_CLOSE_LAG_MS after the last own close.
    */
   #keepsOffNew(call: Http1Call): boolean {
     if (call.repeatable) return false;
