@@ -160,11 +160,12 @@ export class CallCache {
     const digest = params.length > LONG_PARAMS ? createHash("sha256").update(params).digest("base64") : params;
     // An answer that cannot be final (a call at "latest") is only shared: straight to the coalescer, without the
     // store's async path (its promise, and the turns taken to hand over the coalescer's).
-    if (rule === undefined || this.#store === undefined) {
+    const store = this.#store;
+    if (rule === undefined || store === undefined) {
       if (this.#coalescer === undefined) return fetch(signal ?? NEVER_CANCELLED);
       return this.#share(method, mayFailOver, digest, fetch, signal, flow);
     }
-    return this.#callFinal(method, params, digest, rule, mayFailOver, fetch, signal, flow);
+    return this.#callFinal(store, method, digest, rule, mayFailOver, fetch, signal, flow);
   }
 
   #share(method: string, mayFailOver: boolean, digest: string, answer: Fetch, signal: CallSignal | undefined, flow: string): Promise<UpstreamResult> {
@@ -172,60 +173,57 @@ export class CallCache {
   }
 
   /** A call whose answer may be final: looked up, and stored once final (see call). */
-  async #callFinal(method: string, params: string, digest: string, rule: FinalityRule | undefined, mayFailOver: boolean, fetch: Fetch, signal: CallSignal | undefined, flow: string): Promise<UpstreamResult> {
-    const store = this.#store;
+  async #callFinal(store: CacheStore, method: string, digest: string, rule: FinalityRule, mayFailOver: boolean, fetch: Fetch, signal: CallSignal | undefined, flow: string): Promise<UpstreamResult> {
     let storeKey: string | undefined;
     let lookUpShared = false;
     /** A shared store's highest block this process vouched for under the token (see SharedEpoch.vouchedUpTo). */
     let upTo: bigint | undefined;
-    if (rule !== undefined && store !== undefined) {
-      let stance = this.#stance(rule);
-      if (stance === "wait") {
-        // After a long pause: what is stored may predate a rewind, so the fresh reading comes first (one small call;
-        // not waited for longer than an answer would wait to be stored, in case the primary is failing). The wait
-        // counts from the reading's start, not each call's: on a hung primary, the reading waits out its deadline,
-        // and every call meanwhile waited 200 ms more (found from outside: for 28 s after a 2 s stall).
-        const waitMs = REFRESH_WAIT_MS - this.#head.refreshOutForMs;
-        if (waitMs > 0) await Promise.race([this.#head.finalized(), new Promise<void>((resolve) => setTimeout(resolve, waitMs).unref())]);
-        stance = this.#stance(rule);
-        if (stance === "wait") stance = "store later";
-      }
-      // A shared store may hold other deployments' answers under the same network name: its keys name the chain, and
-      // nothing is looked up or stored there before the chain is known (found from outside: two deployments on one
-      // Redis with the default prefix, one on chain 31337 and one on chain 5, served each other's blocks as final).
-      const chain = store.shared === true ? this.#chainId?.() : "";
-      // A shared store's answers carry the token every process agrees on (see SharedEpoch), not this process's count
-      // of the rewinds it saw: nothing is looked up or stored there until it is known.
-      let generation = chain === undefined ? undefined : this.#sharedEpoch === undefined ? this.#generation : this.#sharedEpoch.token(`${this.#network}:${chain}`);
-      const firstReading = generation === undefined && chain !== undefined ? this.#sharedEpoch?.firstReading : undefined;
-      if (firstReading !== undefined && stance !== "pass") {
-        // Not waited for longer than a first finality reading is (the store or the node may be slow to say).
-        await Promise.race([firstReading, new Promise<void>((resolve) => setTimeout(resolve, REFRESH_WAIT_MS).unref())]);
-        generation = this.#sharedEpoch?.token(`${this.#network}:${chain}`);
-      }
-      if (generation === undefined) stance = "pass";
-      if (this.#sharedEpoch !== undefined) {
-        upTo = this.#sharedEpoch.vouchedUpTo;
-        // Nothing vouched for yet: no stored answer could be used, and none is stored (a lookup by hash is judged on the answer).
-        if (rule.kind === "block" ? rule.number > upTo : upTo < 0n) stance = "pass";
-      }
-      if (stance !== "pass") {
-        storeKey = `${generation}\n${this.#network}\n${chain}\n${method}\n${digest}`;
-        if (stance === "look up") {
-          // A shared store is asked once for identical calls under way, with the node call it may save (found from
-          // outside: 32 identical reads of a 1.3 MB block made 32 Redis GETs, 41 MiB out of Redis, each transcoded).
-          if (store.shared === true && this.#coalescer !== undefined) lookUpShared = true;
-          else {
-            const stored = await store.get(storeKey);
-            if (stored !== undefined && vouchedFor(stored, rule, upTo)) return this.#hit(stored);
-            this.#stats.misses++;
-          }
+    let stance = this.#stance(rule);
+    if (stance === "wait") {
+      // After a long pause: what is stored may predate a rewind, so the fresh reading comes first (one small call;
+      // not waited for longer than an answer would wait to be stored, in case the primary is failing). The wait
+      // counts from the reading's start, not each call's: on a hung primary, the reading waits out its deadline,
+      // and every call meanwhile waited 200 ms more (found from outside: for 28 s after a 2 s stall).
+      const waitMs = REFRESH_WAIT_MS - this.#head.refreshOutForMs;
+      if (waitMs > 0) await Promise.race([this.#head.finalized(), new Promise<void>((resolve) => setTimeout(resolve, waitMs).unref())]);
+      stance = this.#stance(rule);
+      if (stance === "wait") stance = "store later";
+    }
+    // A shared store may hold other deployments' answers under the same network name: its keys name the chain, and
+    // nothing is looked up or stored there before the chain is known (found from outside: two deployments on one
+    // Redis with the default prefix, one on chain 31337 and one on chain 5, served each other's blocks as final).
+    const chain = store.shared === true ? this.#chainId?.() : "";
+    // A shared store's answers carry the token every process agrees on (see SharedEpoch), not this process's count
+    // of the rewinds it saw: nothing is looked up or stored there until it is known.
+    let generation = chain === undefined ? undefined : this.#sharedEpoch === undefined ? this.#generation : this.#sharedEpoch.token(`${this.#network}:${chain}`);
+    const firstReading = generation === undefined && chain !== undefined ? this.#sharedEpoch?.firstReading : undefined;
+    if (firstReading !== undefined && stance !== "pass") {
+      // Not waited for longer than a first finality reading is (the store or the node may be slow to say).
+      await Promise.race([firstReading, new Promise<void>((resolve) => setTimeout(resolve, REFRESH_WAIT_MS).unref())]);
+      generation = this.#sharedEpoch?.token(`${this.#network}:${chain}`);
+    }
+    if (generation === undefined) stance = "pass";
+    if (this.#sharedEpoch !== undefined) {
+      upTo = this.#sharedEpoch.vouchedUpTo;
+      // Nothing vouched for yet: no stored answer could be used, and none is stored (a lookup by hash is judged on the answer).
+      if (rule.kind === "block" ? rule.number > upTo : upTo < 0n) stance = "pass";
+    }
+    if (stance !== "pass") {
+      storeKey = `${generation}\n${this.#network}\n${chain}\n${method}\n${digest}`;
+      if (stance === "look up") {
+        // A shared store is asked once for identical calls under way, with the node call it may save (found from
+        // outside: 32 identical reads of a 1.3 MB block made 32 Redis GETs, 41 MiB out of Redis, each transcoded).
+        if (store.shared === true && this.#coalescer !== undefined) lookUpShared = true;
+        else {
+          const stored = await store.get(storeKey);
+          if (stored !== undefined && vouchedFor(stored, rule, upTo)) return this.#hit(stored);
+          this.#stats.misses++;
         }
       }
     }
     const key = storeKey;
     const fetchAndStore: Fetch =
-      key === undefined || rule === undefined
+      key === undefined
         ? fetch
         : async (s, onSent) => {
             // Finality as known when the request goes: an answer about a block that becomes final only while the node
@@ -238,7 +236,7 @@ export class CallCache {
           };
     if (this.#coalescer === undefined) return fetchAndStore(signal ?? NEVER_CANCELLED);
     const answer: Fetch =
-      lookUpShared && key !== undefined && store !== undefined && rule !== undefined
+      lookUpShared && key !== undefined
         ? async (s, onSent) => {
             const stored = await store.get(key);
             if (stored !== undefined && vouchedFor(stored, rule, upTo)) return this.#hit(stored);
