@@ -84,12 +84,24 @@ export function decodeRevertReason(data: Uint8Array): string | undefined {
   return undefined;
 }
 
-/** The reason a revert error carries: decoded from its data (`data`, when the caller has it already), else taken from "execution reverted: <reason>". */
+/**
+ * The reason a revert error carries: decoded from its data (`data`, when the
+ * caller has it already), else taken from "execution reverted: <reason>" up to
+ * the first control character. Anvil writes a custom error as "custom error
+ * 0x<selector>: " and then its argument bytes as text (found from outside: a
+ * Python client printed NUL bytes); the selector is the part a person reads,
+ * and the bytes are in RevertError.data whole.
+ */
 export function revertReason(err: GatewayError, data = revertData(err)): string | undefined {
   const decoded = data ? decodeRevertReason(data) : undefined;
   if (decoded !== undefined) return decoded;
   const m = /^execution reverted: (.*)$/s.exec(err.message);
-  return m ? m[1] : undefined;
+  if (m === null) return undefined;
+  const text = m[1] as string;
+  const binary = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/.exec(text);
+  if (binary === null) return text;
+  const readable = text.slice(0, binary.index).replace(/[\s:]+$/, "");
+  return readable === "" ? undefined : readable;
 }
 
 /**

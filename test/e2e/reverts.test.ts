@@ -20,6 +20,7 @@ import {
 } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CallRequestSchema, EstimateGasRequestSchema, EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { RevertErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { connectErrorOf, grpcErrorOf, jsonRpcErrorOfConnect, jsonRpcErrorOfGrpc } from "../support/grpc-status.js";
 import { type JsonRpcReply, postJson, rpcReply } from "../support/json-rpc.js";
@@ -177,5 +178,19 @@ describe("the gRPC status message on grpc-js", () => {
     const { rpc, request } = typedRequest("eth_call", reverts[0]?.input() as Hex);
     const err = await grpcErrorOf(grpcJs.call(rpc, request));
     expect(err.details).toBe("execution reverted: boom");
+  });
+});
+
+describe("RevertError on the typed door", () => {
+  it("a custom error's reason is Anvil's text up to the argument bytes, which RevertError.data holds whole", async () => {
+    // Found from outside: a Python client printed the reason as "custom error 0xf988f737: " and then NUL bytes.
+    const custom = reverts.find((r) => r.title.startsWith("failCustom")) as RevertCase;
+    const { rpc, request } = typedRequest("eth_call", custom.input());
+    const err = await connectErrorOf(connect.call(rpc, request));
+    const [revert] = err.findDetails(RevertErrorSchema);
+    const data = custom.data();
+    expect(Buffer.from(revert?.data ?? []).toString("hex")).toBe(data.slice(2));
+    expect(revert?.reason).toBe(`custom error ${data.slice(0, 10)}`);
+    expect((await nodeError("eth_call", custom.input())).message).toContain(`custom error ${data.slice(0, 10)}: \u0000`);
   });
 });

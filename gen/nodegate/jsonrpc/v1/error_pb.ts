@@ -79,7 +79,9 @@ export type RevertError = Message<"nodegate.jsonrpc.v1.RevertError"> & {
 
   /**
    * The reason: the Error(string) text, the Panic description, or the text
-   * after "execution reverted: " in the node's message; unset when unknown.
+   * after "execution reverted: " in the node's message, up to its first
+   * control character (Anvil writes a custom error's argument bytes there as
+   * text: "custom error 0x<selector>" is kept); unset when unknown.
    *
    * @generated from field: optional string reason = 2;
    */
