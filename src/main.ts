@@ -218,7 +218,9 @@ async function runPrimary(config: Config, configText: string | undefined, early:
 }
 
 export async function main(argv: string[]): Promise<void> {
-  const [first, second] = argv;
+  const [first, second, extra] = argv;
+  // Found from outside: "--config f.yaml --port 9999" started on the file's port, saying nothing of --port.
+  if (extra !== undefined && (first === "check-config" || first === "--config")) fail(`unknown argument ${extra}; see nodegate --help`);
   if (first === "--help" || first === "-h" || first === "help") {
     process.stdout.write(HELP);
     return;

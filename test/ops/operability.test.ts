@@ -901,6 +901,22 @@ describe("the nodegate command", () => {
     expect(bad.stderr).toMatch(/bad-config\.yaml:\d+:\d+: keys\[0\]\.plan: want one of core, growth, custom/);
   });
 
+  it("an argument after the file, or a file whose top level is no mapping: exit 2 with one clear line", async () => {
+    // Found from outside: both passed silently, and "--config FILE --port 9999" started on the file's port.
+    const file = join(testTempDir("nodegate-extra-"), "nodegate.yaml");
+    writeFileSync(file, "listen:\n  port: 64999\n");
+    for (const args of [["check-config", file, "--bogus"], ["--config", file, "--port", "9999"]]) {
+      const extra = (await cli(...args)) as { code: number; stderr: string };
+      expect(extra.code).toBe(2);
+      expect(extra.stderr.trim()).toBe(`nodegate: unknown argument ${args[2]}; see nodegate --help`);
+    }
+    const list = join(testTempDir("nodegate-list-"), "nodegate.yaml");
+    writeFileSync(list, "- listen\n- port\n");
+    const notMapping = (await cli("check-config", list)) as { code: number; stderr: string };
+    expect(notMapping.code).toBe(2);
+    expect(notMapping.stderr.trim()).toBe(`nodegate: ${list}:1:1: the file must be a mapping of settings`);
+  });
+
   it("a port already in use: exit 1 with one clear line, not a stack trace", async () => {
     const busy = (await run(process.execPath, [join(ROOT, "bin/nodegate.mjs")], {
       env: { ...process.env, NODEGATE_UPSTREAM_URL: anvil.url, NODEGATE_HOST: "127.0.0.1", NODEGATE_PORT: String(ng.port) },
