@@ -58,6 +58,8 @@ function describe(value: unknown): string {
     if (Number.isInteger(value) && !Number.isSafeInteger(value)) return "a JSON integer above 9007199254740991 (2^53 - 1), which cannot be read exactly";
     return `the number ${String(value)}`;
   }
+  // Found from outside: a Starknet transaction without its required "version" read "got undefined".
+  if (value === undefined) return "nothing (the key is missing)";
   return value === null ? "null" : Array.isArray(value) ? "an array" : typeof value;
 }
 

@@ -195,6 +195,8 @@ describe("answers the typed path cannot represent are CodecErrors naming the key
     ["a felt of 65 digits, however many are leading zeros", { ...invokeV1, nonce: `0x${"2f".padStart(65, "0")}` }, "result.nonce", /invalid felt/],
     ["a felt of 64 digits", { ...invokeV1, sender_address: `0x${"f".repeat(64)}` }, "result.sender_address", /invalid felt/],
     ["a missing transaction_hash", { ...invokeV1, transaction_hash: undefined }, "result.transaction_hash", /felt/],
+    // Found from outside: this read "want a felt hex string, got undefined".
+    ["a missing version", { ...invokeV1, version: undefined }, "result.version", /^want a felt hex string, got nothing \(the key is missing\)$/],
     ["a u64 tip above 64 bits", { ...invokeV3Fixture(), tip: "0x10000000000000000" }, "result.tip", /64 bits/],
     [
       "a u128 price above 128 bits",
