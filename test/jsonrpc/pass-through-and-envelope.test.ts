@@ -333,6 +333,9 @@ describe("HTTP rules", () => {
     expect(ok.headers.get("access-control-allow-origin")).toBe("https://dapp.example");
     const other = await post(ng.rpcUrl, rpc("eth_chainId"), { origin: "https://evil.example" });
     expect(other.headers.get("access-control-allow-origin")).toBeNull();
+    // Found from outside: another origin's preflight fell through to the native door's 405 "use POST".
+    const otherPre = await fetch(ng.rpcUrl, { method: "OPTIONS", headers: { origin: "https://evil.example", "access-control-request-method": "POST" } });
+    expect([otherPre.status, otherPre.headers.get("access-control-allow-origin"), await otherPre.text()]).toEqual([403, null, "CORS: this origin is not in cors.origins\n"]);
     // Found from outside: answers without an allowed Origin had no Vary, so a shared cache could hand them to an allowed
     // origin; connect-es's own headers (compressed bodies) and a browser's trace context were refused at preflight.
     expect(other.headers.get("vary")).toBe("origin");

@@ -113,6 +113,9 @@ specRule("transport.http-post", async () => {
   expect(get.status).toBe(405);
   expect(get.headers.get("allow")).toBe("POST");
   expect(get.json.error.code).toBe(-32600);
+  // With CORS off, a browser's preflight is told so, not "use POST" (found from outside).
+  const preflight = await g.http.post(undefined, { method: "OPTIONS", headers: { origin: "https://dapp.example", "access-control-request-method": "POST" } });
+  expect([preflight.status, preflight.headers.get("access-control-allow-origin"), preflight.text]).toEqual([403, null, "CORS is off: no origin may call from a browser (cors.origins)\n"]);
   const text = await g.http.post('{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}', { headers: { "content-type": "text/plain" } });
   expect(text.status).toBe(415);
   // The media type counts whole (found from outside: a prefix match took these), its case and parameters aside.
