@@ -24,6 +24,11 @@ function fail(reason: string): never {
   throw new CodecError("", reason);
 }
 
+/** A 32-byte word (topic, hash) of another length, at `path` within the field. */
+function wrongLength(path: string, length: number): never {
+  throw new CodecError(path, `want 32 bytes, got ${length}`);
+}
+
 export const uint256Codec: ValueCodec<Uint256> = {
   decode: (json) => ({ $typeName: "nodegate.eth.v1.Uint256", value: decodeQuantityBytes(json) }),
   encode: (value) => {
@@ -170,7 +175,7 @@ function blockTransactionsCodec(registry: CodecRegistry): ValueCodec<BlockTransa
     encode(value) {
       if (value.hashes.length && value.full.length) fail("set either hashes or full transactions, not both");
       if (value.hashes.length) {
-        return `[${value.hashes.map((h) => (h.length === 32 ? `"${encodeData(h)}"` : fail("transaction hash: want 32 bytes"))).join(",")}]`;
+        return `[${value.hashes.map((h, i) => (h.length === 32 ? `"${encodeData(h)}"` : wrongLength(`hashes[${i}]`, h.length))).join(",")}]`;
       }
       return `[${value.full.map((t) => transaction.encode(t)).join(",")}]`;
     },
@@ -197,7 +202,8 @@ const topicFilterCodec: ValueCodec<TopicFilter> = {
     return fail("want null, a 32-byte topic or an array of topics");
   },
   encode(value) {
-    const topics = value.anyOf.map((t) => (t.length === 32 ? `"${encodeData(t)}"` : fail("topic: want 32 bytes")));
+    // Named as the other fields are, with the alternative and its length (found from outside: "topic: want 32 bytes").
+    const topics = value.anyOf.map((t, i) => (t.length === 32 ? `"${encodeData(t)}"` : wrongLength(`any_of[${i}]`, t.length)));
     if (topics.length === 0) return "null";
     return topics.length === 1 ? (topics[0] as string) : `[${topics.join(",")}]`;
   },

@@ -238,6 +238,13 @@ const typedCases: TypedCase[] = [
     names: ["blockHash", "want 32 bytes, got 0"],
   },
   {
+    // Found from outside: this read "filter.topics[0]: topic: want 32 bytes", without which alternative or its length.
+    title: "a log filter's topic alternative of 31 bytes",
+    rpc: EthService.method.getLogs,
+    request: () => create(GetLogsRequestSchema, { filter: { topics: [{ anyOf: [new Uint8Array(32), new Uint8Array(31)] }] } }),
+    names: ["filter.topics[0].any_of[1]", "want 32 bytes, got 31"],
+  },
+  {
     title: "block_hash together with from_block in a log filter",
     rpc: EthService.method.getLogs,
     request: () =>
