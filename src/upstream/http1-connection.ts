@@ -245,9 +245,17 @@ export class Connection {
     this.#pool.unwanted--;
   }
 
-  /** Made, and not closed: the node (or its front) holds it open. */
-  get live(): boolean {
-    return this.#connected && !this.#closed;
+  /** When this connection was opened (performance.now()). */
+  readonly openedAt = performance.now();
+
+  /**
+   * Made, not closed, and taken by the node's front: it was opened before `since` (nodegate's last own close, which
+   * a front capping per client counts a while yet), or something came back on it. A new connection made but not yet
+   * answered says nothing: the front may refuse it next (found from outside: a read's sibling new connection, about
+   * to be refused by a node gone down, counted as another connection open, and the read was tried four times, ~750 ms).
+   */
+  heldSince(since: number): boolean {
+    return this.#connected && !this.#closed && (this.#received || this.#used || this.openedAt < since);
   }
 
   destroy(): void {
@@ -318,7 +326,7 @@ export class Connection {
    */
   #refusedByFront(call: Http1Call, err: Error): boolean {
     if (call.settled || this.#used || this.#received || (err as { code?: string }).code === "ETIMEDOUT") return false;
-    if (!(call.repeatable || !this.#connected) || call.text.length >= LARGE_REQUEST_CHARS || !this.#pool.takesBackRefused(call, this)) return false;
+    if (!(call.repeatable || !this.#connected) || call.text.length >= LARGE_REQUEST_CHARS || !this.#pool.takesBackRefused(call, this, !this.#connected && (err as { code?: string }).code === "ECONNREFUSED")) return false;
     this.#pool.requeueRefused(call);
     this.#retire();
     return true;

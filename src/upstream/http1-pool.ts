@@ -67,6 +67,13 @@ const MAX_SPARE = 8;
 const OWN_CLOSE_LAG_MS = 2000;
 /** Times one call may be refused so before the refusal is its answer. */
 const MAX_REFUSALS = 4;
+/**
+ * With no other connection to the node open, a refused call is tried again only while its next try comes within this
+ * long of nodegate's last own close (its first refusal is always tried once more): a front counting connections
+ * nodegate closed (the idle sweep closes them all at once) takes a new one within a few hundred ms, while a node
+ * that went down just then must be reported about as soon (its callers told, calls a partner may take failed over).
+ */
+const ALONE_LAG_MS = 500;
 /** After a call's first such refusal no new connection is opened for this long (doubling with each next one): waiting calls take connections that free meanwhile. */
 const REFUSED_HOLD_FIRST_MS = 50;
 
@@ -254,7 +261,7 @@ export class Http1Pool {
    * where such a front caps them, and the call was refused fewer than MAX_REFUSALS times. The caller (Connection)
    * sees to it that the call is safe to send again: it never reached the node, or it is idempotent.
    */
-  takesBackRefused(call: Http1Call, by?: Connection): boolean {
+  takesBackRefused(call: Http1Call, by?: Connection, connectRefused = false): boolean {
     const now = performance.now();
     if (this.#closed || call.spare || call.settled || now - this.ownCloseAt >= OWN_CLOSE_LAG_MS) return false;
     // Below the cap, a front capping at `connections` would have taken it: the refusal is the node's (found on review:
@@ -265,12 +272,20 @@ export class Http1Pool {
     // partner may take waited ~2 s for failover).
     let otherLive = false;
     for (const c of this.#open) {
-      if (c !== by && c.live) {
+      if (c !== by && c.heldSince(this.ownCloseAt)) {
         otherLive = true;
         break;
       }
     }
-    return call.refusals < (otherLive ? MAX_REFUSALS : 1);
+    if (otherLive) return call.refusals < MAX_REFUSALS;
+    // Alone, the connection itself refused (ECONNREFUSED: nothing listens there): a front capping per client takes the
+    // connection and then refuses it (a reset, its 429 or 503); a port nothing listens on is a node (or front) down.
+    if (connectRefused) return false;
+    if (call.refusals === 0) return true;
+    // Alone: tried again while the next try (after the hold requeueRefused sets) comes within ALONE_LAG_MS of the last
+    // own close. Found from outside: a read right after the idle sweep closed every connection, refused by a front
+    // still counting them (for more than 50 ms), had one more try 50 ms later and failed, though the node was fine.
+    return call.refusals < MAX_REFUSALS && now + REFUSED_HOLD_FIRST_MS * 2 ** call.refusals - this.ownCloseAt <= ALONE_LAG_MS;
   }
 
   /**

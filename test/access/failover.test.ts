@@ -856,6 +856,54 @@ describe("circuit breaker", () => {
     }
   });
 
+  it.each(["up", "killed for good", "restarted in 300 ms"] as const)("right after the idle sweep closed every connection to a primary behind a front counting them 250 ms yet, a node %s: its callers are answered, or told and failed over within a few hundred ms", async (fate) => {
+    // Found from outside: a read right after the sweep, refused by the front still counting the closed connections, was
+    // tried once more after 50 ms only, refused again, and failed (or went to the partner), though the node was fine.
+    const node = await startProgrammableUpstream(async (r) => {
+      const res = await fetch(anvil.url, { method: "POST", headers: { "content-type": "application/json" }, body: r.body });
+      // timeout=2: nodegate keeps its connections idle for 1 s at most, and the sweep closes them within 2 s.
+      return { raw: await res.text(), headers: { "keep-alive": "timeout=2" } };
+    });
+    const front = await startCappingFront(node.url, 2, "reset", 250);
+    try {
+      const ng = await cappedGateway(front.url, 2, [{ key: GROWTH, plan: "growth" }, { key: CORE, plan: "core" }], 5);
+      const network = ng.gateway.network(undefined);
+      const core = connectClient(ng.url, EthService, CORE, "grpc");
+      const growth = connectClient(ng.url, EthService, GROWTH, "grpc");
+      const outcome = (client: typeof core) => client.getBlockByHash(request(), { timeoutMs: 10_000 }).then((r) => `block ${r.block?.number}`, (e: unknown) => Code[ConnectError.from(e).code]);
+      expect(await Promise.all([outcome(core), outcome(core)])).toEqual(["block 0", "block 0"]);
+      const closedBefore = node.closedConnections;
+      const byHashBefore = node.count("eth_getBlockByHash");
+      for (let i = 0; i < 2000 && node.closedConnections < closedBefore + 2; i++) await new Promise((r) => setTimeout(r, 2));
+      expect(node.closedConnections).toBeGreaterThanOrEqual(closedBefore + 2);
+      if (fate !== "up") await node.refuseConnections(true);
+      if (fate === "restarted in 300 ms") setTimeout(() => void node.refuseConnections(false), 300);
+      const started = performance.now();
+      const timed = (call: Promise<string>) => call.then((result) => [result, Math.round(performance.now() - started)] as const);
+      const told = await Promise.all([timed(outcome(core)), timed(outcome(growth))]);
+      for (const [, ms] of told) expect(ms).toBeLessThan(700);
+      if (fate === "up") {
+        expect(told.map(([r]) => r)).toEqual(["block 0", "block 0"]);
+        expect(front.refused()).toBeGreaterThanOrEqual(1);
+        expect(network.failovers).toBe(0);
+        expect(node.count("eth_getBlockByHash") - byHashBefore).toBe(2);
+      } else if (fate === "killed for good") {
+        expect(told.map(([r]) => r)).toEqual(["Unavailable", "block 0"]);
+        expect(network.failovers).toBe(1);
+      } else {
+        // Back within the tries: answered by the node itself; else told as for a node down.
+        expect([["block 0", "block 0"], ["Unavailable", "block 0"]]).toContainEqual(told.map(([r]) => r));
+        await new Promise((r) => setTimeout(r, 450 - (performance.now() - started)));
+        const after = performance.now();
+        expect(await outcome(core)).toBe("block 0");
+        expect(performance.now() - after).toBeLessThan(300);
+      }
+    } finally {
+      await front.close();
+      await node.close();
+    }
+  }, 30_000);
+
   it("stops sending to a dead primary after the threshold, then probes it after the cooldown", async () => {
     primaryAnswer = { raw: "unavailable", status: 503 };
     const ng = await gateway(undefined, { threshold: 3, cooldownMs: 300 });
