@@ -234,40 +234,42 @@ describe("Http1Pool after its idle sweep closed every connection, behind a front
     expect(n.seen.fast).toBe(2);
   });
 
-  it.each([true, false])("a node killed for good just after (behind the front: %s): reads are told within a few hundred ms, and later ones at once", async (behindFront) => {
+  /** A pool whose idle sweep closed its connections to a node (behind a front counting them 250 ms yet, or not), then the node killed. */
+  async function killedAfterSweep(behindFront: boolean) {
     const n = await node(0);
     const f = behindFront ? await front(n.port, 2, "reset", 250) : undefined;
     const p = idlePool(f?.url ?? `http://127.0.0.1:${n.port}/`);
     await idleClosed(p, true);
     await n.kill();
-    const started = performance.now();
+    return { n, p, started: performance.now() };
+  }
+
+  // The bounds below tell a call tried again for a front's lag (hundreds of ms) from one answered at once; they leave
+  // room for a loaded machine, so the no-front bounds do not tell apart the one 50 ms retry this change removed.
+  it.each([true, false])("a node killed for good just after (behind the front: %s): reads are told within a few hundred ms, and later ones at once", async (behindFront) => {
+    const { p, started } = await killedAfterSweep(behindFront);
     const timed = (call: Promise<string>) => call.then((result) => [result, Math.round(performance.now() - started)] as const);
     const told = await Promise.all([0, 1, 2, 3].map(() => timed(outcome(p, "fast"))));
     for (const [result, ms] of told) {
       // Behind the front, a refusal like its cap's, tried again within 500 ms of the sweep; else refused outright, at once.
       expect(result).toBe(behindFront ? "ECONNRESET" : "ECONNREFUSED");
-      expect(ms).toBeLessThan(behindFront ? 600 : 50);
+      expect(ms).toBeLessThan(behindFront ? 600 : 200);
     }
     await sleep(2100 - (performance.now() - started));
     const again = performance.now();
     expect(await outcome(p, "fast")).toMatch(/^E/);
-    expect(performance.now() - again).toBeLessThan(100);
+    expect(performance.now() - again).toBeLessThan(200);
   });
 
   it.each([true, false])("a node restarted 300 ms after (behind the front: %s): a read sent as it went down is answered once it is back (behind the front, whose refusals are tried again), or told at once (its port refusing the connection); reads after it are answered at once", async (behindFront) => {
-    const n = await node(0);
-    const f = behindFront ? await front(n.port, 2, "reset", 250) : undefined;
-    const p = idlePool(f?.url ?? `http://127.0.0.1:${n.port}/`);
-    await idleClosed(p, true);
-    await n.kill();
-    const started = performance.now();
+    const { n, p, started } = await killedAfterSweep(behindFront);
     setTimeout(() => void n.start(), 300);
     const [result, ms] = await outcome(p, "fast").then((r) => [r, performance.now() - started] as const);
     expect(result).toBe(behindFront ? "fast" : "ECONNREFUSED");
-    expect(ms).toBeLessThan(behindFront ? 600 : 50);
+    expect(ms).toBeLessThan(behindFront ? 600 : 200);
     await sleep(400 - (performance.now() - started));
     const after = performance.now();
     expect(await outcome(p, "fast")).toBe("fast");
-    expect(performance.now() - after).toBeLessThan(100);
+    expect(performance.now() - after).toBeLessThan(200);
   });
 });
