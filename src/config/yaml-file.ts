@@ -59,7 +59,7 @@ class FileReader {
 
   fail(path: Path, message: string): never {
     // The file's top level has no name of its own (found from outside: "list.yaml:1:1: : want a mapping").
-    if (path.length === 0) throw new ConfigError(`${this.where(path).replace(/: $/, "")}: the file ${message.replace(/^want /, "must be ")} of settings`);
+    if (path.length === 0) throw new ConfigError(`${this.where(path).replace(/: $/, "")}: the file: ${message === "want a mapping" ? "want a mapping of settings" : message}`);
     throw new ConfigError(`${this.where(path)}: ${message}`);
   }
 

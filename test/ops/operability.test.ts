@@ -914,7 +914,7 @@ describe("the nodegate command", () => {
     writeFileSync(list, "- listen\n- port\n");
     const notMapping = (await cli("check-config", list)) as { code: number; stderr: string };
     expect(notMapping.code).toBe(2);
-    expect(notMapping.stderr.trim()).toBe(`nodegate: ${list}:1:1: the file must be a mapping of settings`);
+    expect(notMapping.stderr.trim()).toBe(`nodegate: ${list}:1:1: the file: want a mapping of settings`);
   });
 
   it("a port already in use: exit 1 with one clear line, not a stack trace", async () => {
