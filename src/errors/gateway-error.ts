@@ -5,7 +5,7 @@
  * errors both become a GatewayError; the front doors only render it.
  */
 import { Code } from "@connectrpc/connect";
-import { withoutSecrets } from "./secret-texts.js";
+import { withoutSecrets, withoutSecretsInJson, withoutSecretsInJsonMembers } from "./secret-texts.js";
 
 export interface JsonRpcErrorObject {
   code: number;
@@ -57,13 +57,13 @@ export class GatewayError extends Error {
       Error.stackTraceLimit = stackTraceLimit;
     }
     this.code = init.code;
-    this.data = init.data === undefined ? undefined : withoutSecrets(init.data);
+    this.data = init.data === undefined ? undefined : withoutSecretsInJson(init.data);
     this.grpcCode = init.grpcCode;
     this.httpStatus = init.httpStatus ?? 200;
     this.retryAfterSeconds = init.retryAfterSeconds;
     this.origin = init.origin ?? "nodegate";
     this.outage = init.outage ?? (this.origin === "nodegate" && (init.grpcCode === Code.Unavailable || init.grpcCode === Code.DeadlineExceeded));
-    this.otherMembers = init.otherMembers === undefined ? undefined : withoutSecrets(init.otherMembers);
+    this.otherMembers = init.otherMembers === undefined ? undefined : withoutSecretsInJsonMembers(init.otherMembers);
   }
 
   /** The JSON-RPC error object as JSON text. */

@@ -80,3 +80,28 @@ export function keepSecretsOf(url: string): void {
 export function withoutSecrets(text: string): string {
   return secretPattern === undefined ? text : text.replace(secretPattern, REDACTED);
 }
+
+/**
+ * `withoutSecrets` for JSON text a node wrote (an error's `data`, its other members): a node's JSON encoder may escape
+ * characters inside a secret (`\u002B` for `+` in .NET's default encoder, `\/` in PHP's, or any `\uXXXX`), which the
+ * caller's parser decodes back into the secret. When the text holds an escape, the secrets are also looked for in its
+ * re-serialised form (JSON.stringify writes no such escapes), and that form, redacted, is used when one is found.
+ */
+export function withoutSecretsInJson(text: string): string {
+  const redacted = withoutSecrets(text);
+  if (secretPattern === undefined || !redacted.includes("\\")) return redacted;
+  let normal: string;
+  try {
+    normal = JSON.stringify(JSON.parse(redacted));
+  } catch {
+    return redacted;
+  }
+  const normalRedacted = withoutSecrets(normal);
+  return normalRedacted === normal ? redacted : normalRedacted;
+}
+
+/** `withoutSecretsInJson` for an error's other members, `,"k":v` each: judged as the object they make. */
+export function withoutSecretsInJsonMembers(members: string): string {
+  if (!members.startsWith(",")) return withoutSecrets(members);
+  return `,${withoutSecretsInJson(`{${members.slice(1)}}`).slice(1, -1)}`;
+}

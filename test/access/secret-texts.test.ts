@@ -1,6 +1,8 @@
 /** What of an upstream URL counts as secret, and how it leaves a text (src/errors/secret-texts.ts). */
 import { describe, expect, it } from "vitest";
-import { keepSecretsOf, secretPartsOfUrl, withoutSecrets } from "../../src/errors/secret-texts.js";
+import { Code } from "@connectrpc/connect";
+import { GatewayError } from "../../src/errors/gateway-error.js";
+import { keepSecretsOf, secretPartsOfUrl, withoutSecrets, withoutSecretsInJson } from "../../src/errors/secret-texts.js";
 
 describe("secretPartsOfUrl", () => {
   it.each([
@@ -45,5 +47,26 @@ describe("withoutSecrets", () => {
     // Found from outside: the error data quoted them escaped, and reached callers in clear.
     expect(withoutSecrets(String.raw`"echo: GET /?apikey=ab\"cdefgh&k2=caf\u00e9-s3cret"`)).toBe(String.raw`"echo: GET /?apikey=<redacted>&k2=<redacted>"`);
     expect(withoutSecrets(String.raw`"k2=caf\u00E9-s3cret, raw café-s3cret"`)).toBe(String.raw`"k2=<redacted>, raw <redacted>"`);
+  });
+});
+
+describe("withoutSecretsInJson", () => {
+  it("cuts secrets out of a node's JSON whose encoder escaped characters inside them (.NET's \\u002B, PHP's \\/, any \\uXXXX)", () => {
+    keepSecretsOf("http://node.example/v3/UPSTREAMKEYabc123def456?token=Tok+en/Secret99x");
+    // Found from outside: the caller's JSON parser decoded these back into the upstream's key and token.
+    const escaped = String.raw`{"request":"/v3/\u0055PSTREAMKEYabc123def456?token=Tok\u002Ben\/Secret99x"}`;
+    expect(withoutSecrets(escaped)).toBe(escaped);
+    const cut = withoutSecretsInJson(escaped);
+    expect(JSON.parse(cut)).toEqual({ request: "/v3/<redacted>?token=<redacted>" });
+    // Every node error's data and other members go through it.
+    const err = new GatewayError({ code: -32000, message: "bad", data: escaped, otherMembers: String.raw`,"echo":"Tok\u002Ben\/Secret99x","n":1`, grpcCode: Code.Unknown, origin: "upstream" });
+    expect(JSON.parse(err.data as string)).toEqual({ request: "/v3/<redacted>?token=<redacted>" });
+    expect(err.otherMembers).toBe(`,"echo":"<redacted>","n":1`);
+  });
+
+  it("leaves JSON without a secret as the node wrote it, escapes and all", () => {
+    const text = String.raw`{"note":"caf\u00e9 \/ ok","n":123456789012345678901234567890}`;
+    expect(withoutSecretsInJson(text)).toBe(text);
+    expect(withoutSecretsInJson(`"0xdeadbeef"`)).toBe(`"0xdeadbeef"`);
   });
 });
