@@ -437,6 +437,8 @@ export function shuttingDown(): GatewayError {
     message: "nodegate is shutting down; call again (subscriptions: subscribe again, typed streams with from_block after the last block received)",
     grpcCode: Code.Unavailable,
     httpStatus: 503,
+    // nodegate's own stop, not the node's: no outage (found by h41: the drain deadline opened the circuit, "upstream failing").
+    outage: false,
   });
 }
 

@@ -48,6 +48,11 @@ it("native and typed calls cut short by the drain deadline get a shutting-down a
   const err = await typed;
   expect(err?.code).toBe(Code.Unavailable);
   expect(err?.rawMessage).toContain("shutting down");
+  // nodegate's own stop says nothing of the node (found from outside: every deploy that caught a slow call logged the
+  // upstream as failing, with nodegate's "shutting down" as the cause, and counted it against the circuit).
+  const outages = (await ng.gateway.metrics.registry.getSingleMetricAsString("nodegate_upstream_errors_total")).split("\n").filter((l) => l.includes('kind="outage"'));
+  expect(outages).toEqual([]);
+  expect(ng.logs.filter((l) => String(l.msg).startsWith("upstream failing"))).toEqual([]);
 });
 
 // Found from outside: with a subscription open, the subscriptions' end at the deadline closed the connection (1011)
