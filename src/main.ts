@@ -135,7 +135,7 @@ async function start(configPathArg: string | undefined): Promise<void> {
   if (cluster.isPrimary) process.stdout.write(banner(config, config.host, address.port, shownKey, generatedKey, anvil));
 
   let stopping = false;
-  const stop = async (signal: string) => {
+  const stop = async (signal: string, exitCode = 0) => {
     if (stopping) return;
     stopping = true;
     log.info({ signal, inFlight: server.inFlight, drainMs: config.drainMs }, "shutting down: draining in-flight requests");
@@ -145,8 +145,14 @@ async function start(configPathArg: string | undefined): Promise<void> {
     await sendFinalTotals();
     log.info("stopped");
     await flushLogs(log);
-    process.exit(0);
+    process.exit(exitCode);
   };
+  // The embedded node is this service's only node, and a new one would be another chain: with it gone nodegate says
+  // so and stops (found from outside: it went on answering "calls are paused" with nothing naming the cause).
+  anvil?.onUnexpectedExit((how) => {
+    log.error({ how }, "the embedded Anvil exited: stopping, as there is no node to serve; start nodegate again");
+    void stop("embedded Anvil exited", 1);
+  });
   // Handlers first: a signal still pending when the last listener goes is lost (Node closes the signal's handle), and
   // one may have come during the synchronous start above (found from outside: a SIGTERM as the port opened, 12 of 12).
   for (const signal of STOP_SIGNALS) process.on(signal, () => void stop(signal));
@@ -198,15 +204,20 @@ async function runPrimary(config: Config, configText: string | undefined, early:
     fail(`${(err as Error).message} (its own message is above)`, 1);
   }
   let stopping = false;
-  const stop = async () => {
+  const stop = async (exitCode = 0) => {
     if (stopping) return;
     stopping = true;
     // Each worker drains for up to drainMs, as a single process does; the margin covers closing after the drain.
     const clean = await pool.stop(config.drainMs + WORKER_EXIT_MARGIN_MS);
     if (!clean) process.stderr.write(`nodegate: a worker still running ${config.drainMs + WORKER_EXIT_MARGIN_MS} ms after SIGTERM was killed\n`);
     await anvil?.stop();
-    process.exit(clean ? 0 : 1);
+    process.exit(clean ? exitCode : 1);
   };
+  // As in a single process: with the embedded node gone there is nothing to serve.
+  anvil?.onUnexpectedExit((how) => {
+    process.stderr.write(`nodegate: the embedded Anvil exited (${how}): stopping, as there is no node to serve; start nodegate again\n`);
+    void stop(1);
+  });
   // Handlers before the others go, as in a single process: a signal pending as the last listener goes is lost.
   for (const signal of STOP_SIGNALS) process.on(signal, () => void stop());
   for (const signal of STOP_SIGNALS) process.off(signal, stopStarting);

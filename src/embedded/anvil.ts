@@ -33,6 +33,8 @@ export interface AnvilNode {
   port: number;
   /** The node's process id (for measuring it). */
   pid: number | undefined;
+  /** Calls `listener` with how the node ended ("exit code 1", "signal SIGKILL") if it ends other than by stop(). */
+  onUnexpectedExit(listener: (how: string) => void): void;
   stop(): Promise<void>;
 }
 
@@ -124,13 +126,20 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilNode>
     child.kill("SIGKILL");
     throw new Error(`${(err as Error).message}${stderr ? `: ${stderr.trim()}` : ""}`);
   }
+  let stopping = false;
   return {
     url,
     wsUrl: `ws://127.0.0.1:${port}`,
     port,
     pid: child.pid,
+    onUnexpectedExit(listener) {
+      child.once("exit", (code, signal) => {
+        if (!stopping) listener(signal === null ? `exit code ${code}` : `signal ${signal}`);
+      });
+    },
     stop: () =>
       new Promise<void>((resolve) => {
+        stopping = true;
         if (child.exitCode !== null || child.signalCode !== null) return resolve();
         child.once("exit", () => resolve());
         child.kill("SIGTERM");

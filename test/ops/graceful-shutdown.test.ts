@@ -328,6 +328,26 @@ it.runIf(process.platform === "linux").each(["SIGKILL", "SIGQUIT"] as const)("%s
   }
 }, 60_000);
 
+it.runIf(process.platform === "linux")("the embedded Anvil ending on its own: nodegate says so, drains and exits 1", async () => {
+  // Found from outside: nodegate went on answering "calls are paused" and /readyz 503 with nothing naming the cause.
+  const { child: ng, port, output, exited } = await spawnNodegate({ NODEGATE_UPSTREAM_URL: "", NODEGATE_API_KEYS: `${KEY}:growth` }, { detached: true });
+  const anvilPid = Number(readFileSync(`/proc/${ng.pid}/task/${ng.pid}/children`, "utf8").trim().split(/\s+/)[0]);
+  try {
+    expect(readFileSync(`/proc/${anvilPid}/comm`, "utf8").trim()).toBe("anvil");
+    expect((await post(`http://127.0.0.1:${port}/v3/${KEY}`, rpc("eth_chainId"))).json.result).toBe("0x7a69");
+    process.kill(anvilPid, "SIGKILL");
+    expect(await exited).toBe(1);
+    const line = output().split("\n").find((l) => l.includes("the embedded Anvil exited"));
+    expect(JSON.parse(line ?? "{}")).toMatchObject({ level: 50, how: "signal SIGKILL" });
+  } finally {
+    try {
+      process.kill(-(ng.pid as number), "SIGKILL");
+    } catch {
+      // gone, as it should be
+    }
+  }
+}, 60_000);
+
 function processGone(pid: number): boolean {
   try {
     process.kill(pid, 0);
