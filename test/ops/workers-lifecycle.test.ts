@@ -199,12 +199,22 @@ describe.runIf(process.platform === "linux")("NODEGATE_WORKERS: the embedded Anv
     try {
       expect(primary.stdout).toMatch(/embedded Anvil at ws:\/\//);
       expect(await post(primary.port, { jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] })).toMatchObject({ result: "0x7a69" });
-      const node = childrenOf(primary.primary.pid as number).find((pid) => commOf(pid) === "anvil");
-      process.kill(node as number, "SIGKILL");
-      await sleep(300);
-      // With the node gone, the error is the WebSocket upstream's (the HTTP pool says "upstream unavailable: connection refused").
-      const reply = (await post(primary.port, { jsonrpc: "2.0", id: 2, method: "eth_blockNumber", params: [] })) as { error?: { message: string } };
-      expect(reply.error?.message).toMatch(/no connection to the node/);
+      const children = childrenOf(primary.primary.pid as number);
+      const node = children.find((pid) => commOf(pid) === "anvil") as number;
+      // Each worker was given the node's WebSocket address and no HTTP one: what it answered, it asked over the WebSocket.
+      const workers = children.filter((pid) => commOf(pid) === "node");
+      expect(workers).toHaveLength(2);
+      for (const pid of workers) {
+        const env = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+        expect(env).toContain(`NODEGATE_UPSTREAM_WS_URL=ws://127.0.0.1:${readFileSync(`/proc/${node}/cmdline`, "utf8").split("\0")[4]}`);
+        expect(env.filter((e) => e.startsWith("NODEGATE_UPSTREAM_URL="))).toEqual(["NODEGATE_UPSTREAM_URL="]);
+      }
+      // With the node gone there is nothing to serve: the group says so, drains and exits 1 (found from outside: it went
+      // on answering "calls are paused" with nothing naming the cause).
+      const exited = new Promise((resolve) => primary.primary.once("exit", resolve));
+      process.kill(node, "SIGKILL");
+      expect(await Promise.race([exited, sleep(30_000).then(() => "still running after 30 s")])).toBe(1);
+      expect(primary.stderr()).toContain("nodegate: the embedded Anvil exited (signal SIGKILL): stopping");
     } finally {
       primary.kill();
     }
