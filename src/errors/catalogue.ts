@@ -420,10 +420,15 @@ export function blockLogsRefused(block: number, nodeText?: string): GatewayError
  */
 export function reorgTooDeep(forkBelow: number, window: number): GatewayError {
   // Forked below block 0: the genesis block itself differs (a dev node restarted afresh, or another chain).
-  const replaced = forkBelow <= 0 ? "every block, the genesis block too (a node restarted afresh, or another chain)" : `blocks from ${forkBelow} down`;
+  const freshChain = forkBelow <= 0;
+  const replaced = freshChain ? "every block, the genesis block too (a node restarted afresh, or another chain)" : `blocks from ${forkBelow} down`;
+  // A typed caller resuming at its last block would ask the new chain for blocks it may not have yet (found from outside).
+  const resume = freshChain
+    ? "subscribe again, typed callers without from_block (what was received belongs to the old chain)"
+    : `subscribe again (typed callers: from_block ${forkBelow} gets the blocks that replaced them)`;
   return new GatewayError({
     code: NODEGATE_CODES.historyLost,
-    message: `subscription ended: a chain reorganization replaced ${replaced}, deeper than the ${window} blocks nodegate remembers (subscriptions.reorgWindowBlocks), so what it removed cannot be taken back; subscribe again (typed callers: with from_block)`,
+    message: `subscription ended: a chain reorganization replaced ${replaced}, deeper than the ${window} blocks nodegate remembers (subscriptions.reorgWindowBlocks), so what it removed cannot be taken back; ${resume}`,
     grpcCode: Code.Aborted,
     httpStatus: 503,
   });
