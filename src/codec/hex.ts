@@ -19,6 +19,8 @@ const QUANTITY = /^0[xX](?:0|[1-9a-fA-F][0-9a-fA-F]*)$/;
 // Leading zeros up to 64 digits, as Starknet nodes read a felt: explorers show hashes and addresses padded to 64.
 const FELT = /^0x(?=[0-9a-fA-F]{1,64}$)0*(?:0|[1-9a-fA-F][0-9a-fA-F]{0,62})$/;
 const HEX_DIGITS = /^0[xX][0-9a-fA-F]*$/;
+/** A storage slot's digits without 0x (one at least: an empty string is no slot). */
+const BARE_HEX_DIGITS = /^[0-9a-fA-F]+$/;
 
 /** The longest fixed-size data read leniently when a node writes it short (a block nonce: 8 bytes). */
 const MAX_PADDED_BYTES = 8;
@@ -213,24 +215,25 @@ export function encodeFelt(bytes: Uint8Array): string {
 }
 
 /**
- * Decodes a storage slot as nodes accept it: 0x and up to 64 hex digits, any
- * case, leading zeros allowed; an odd digit count is padded. 64 digits give
- * 32 bytes, fewer give the minimal value (geth's decodeHash).
+ * Decodes a storage slot as nodes accept it: up to 64 hex digits, with or
+ * without 0x, any case, leading zeros allowed; an odd digit count is padded.
+ * 64 digits give 32 bytes, fewer give the minimal value (geth's decodeHash).
  */
 export function decodeStorageSlot(value: unknown): Uint8Array {
   if (typeof value !== "string") {
     throw new HexError(`want a hex storage slot string, got ${describe(value)}`);
   }
-  // "0x" alone is slot 0, as geth's decodeHash (and Anvil) read it.
-  if (!HEX_DIGITS.test(value)) {
+  // "0x" alone is slot 0, and bare digits ("2") a slot, as geth's decodeHash (and Anvil) read them (found from outside).
+  const prefixed = value.startsWith("0x") || value.startsWith("0X");
+  if (!(prefixed ? HEX_DIGITS.test(value) : BARE_HEX_DIGITS.test(value))) {
     throw new HexError(`invalid hex in storage slot ${describe(value)}`);
   }
-  const digits = value.length - 2;
-  if (digits > 64) {
+  const hex = prefixed ? value.slice(2) : value;
+  if (hex.length > 64) {
     throw new HexError(`storage slot too long (want at most 32 bytes): ${describe(value)}`);
   }
-  if (digits === 64) return Buffer.from(value.slice(2), "hex");
-  return trimLeadingZeros(Buffer.from(digits % 2 ? `0${value.slice(2)}` : value.slice(2), "hex"));
+  if (hex.length === 64) return Buffer.from(hex, "hex");
+  return trimLeadingZeros(Buffer.from(hex.length % 2 ? `0${hex}` : hex, "hex"));
 }
 
 /** Encodes a storage slot: 32 bytes as 64 digits, shorter values as a QUANTITY. */

@@ -350,6 +350,23 @@ describe("STORAGE_SLOT", () => {
     );
   });
 
+  it("reads bare digits (no 0x) as geth's decodeHash and Anvil do; an empty string is no slot", () => {
+    fc.assert(
+      fc.property(
+        u256.chain((n) => fc.tuple(fc.constant(n), fc.integer({ min: Math.max(digits(n).length, 1), max: 64 }), mixedCaseDigits(n))),
+        ([n, width, d]) => {
+          const text = d.padStart(width, "0");
+          expect(plain(decodeStorageSlot(text))).toEqual(plain(decodeStorageSlot(`0x${text}`)));
+        },
+      ),
+      RUNS,
+    );
+    expect(bytesToBigint(decodeStorageSlot("2"))).toBe(2n);
+    expect(() => decodeStorageSlot("")).toThrow(/invalid hex in storage slot/);
+    expect(() => decodeStorageSlot("x2")).toThrow(/invalid hex in storage slot/);
+    expect(() => decodeStorageSlot("1".repeat(65))).toThrow(/too long/);
+  });
+
   it("rejects more than 64 digits and non-hex characters; no digits is slot 0, as geth (and Anvil) read it", () => {
     fc.assert(
       fc.property(u256, fc.integer({ min: 1, max: 8 }), (n, extra) => {
