@@ -101,7 +101,7 @@ export async function runNativeCall(call: Call, ctx: NativeCallContext): Promise
         throw err;
       }
       const sent =
-        decoded.rewritten ??
+        (decoded.rewritten === undefined ? undefined : asSent(decoded.rewritten)) ??
         (decoded.appended === undefined ? asSent(call.paramsText) : withAppended(asSent(call.paramsText), Array.isArray(call.params), decoded.appended));
       const result = await invokeMethod(spec, decoded.request, ctx, sent, decoded.leftToNode);
       return { result };

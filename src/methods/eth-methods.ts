@@ -38,6 +38,12 @@ const receiptsBlock: ParamRules = {
 
 const callObject: ParamRules = { whenUnset: "{}" };
 
+/**
+ * eth_feeHistory's percentiles: geth requires them, Anvil, reth and Nethermind answer without (found from outside:
+ * nodegate refused what the node answers), so a native caller's omission is the node's to judge; typed callers send [].
+ */
+const rewardPercentiles: ParamRules = { optional: true, nodeDefault: true, whenUnset: "[]" };
+
 /** geth's optional third param of eth_call and eth_estimateGas; nodes without it never see it unless a caller sends one. */
 const stateOverride: ParamRules = { optional: true, whenSkipped: "{}" };
 
@@ -160,5 +166,5 @@ export const ethMethods: readonly MethodEntry[] = [
   { rpc: m.getTransactionByBlockHashAndIndex },
   { rpc: m.getBlockTransactionCountByNumber, params: { block: numberOrTag } },
   { rpc: m.getBlockTransactionCountByHash },
-  { rpc: m.feeHistory, params: { block_count: { codec: blockCountCodec }, newest_block: numberOrTag } },
+  { rpc: m.feeHistory, params: { block_count: { codec: blockCountCodec }, newest_block: numberOrTag, reward_percentiles: rewardPercentiles } },
 ];

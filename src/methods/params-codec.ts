@@ -133,13 +133,24 @@ export class ParamsCodec<M extends Message = Message> {
    * DecodedParams.leftToNode).
    */
   encode(request: M, leftToNode?: ReadonlySet<number>): string {
+    return this.#encode(request, leftToNode, undefined);
+  }
+
+  /** encode, with the params in `asSent` (by index: the caller's parsed JSON) written as the caller wrote them. */
+  #encode(request: M, leftToNode: ReadonlySet<number> | undefined, asSent: ReadonlyMap<number, unknown> | undefined): string {
     const message = request as unknown as Record<string, unknown>;
     const texts: (string | undefined)[] = [];
     for (const plan of this.#plans) {
       const value = message[plan.localName];
       let text: string | undefined;
+      if (asSent?.has(plan.index)) {
+        texts.push(JSON.stringify(asSent.get(plan.index)));
+        continue;
+      }
       try {
-        if (plan.list) {
+        if (plan.list && plan.rules.nodeDefault && leftToNode?.has(plan.index)) {
+          text = undefined;
+        } else if (plan.list) {
           const list = value as unknown[];
           text =
             list.length === 0 && plan.rules.optional && plan.rules.whenUnset === undefined
@@ -198,6 +209,9 @@ export class ParamsCodec<M extends Message = Message> {
     let appended: string | undefined;
     let appendable = this.#style === "positional";
     let leftToNode: Set<number> | undefined;
+    // Params that need no rewriting, kept as the caller wrote them when another one does (eth_getProof echoes its
+    // storage keys as sent; found from outside: a null block re-encoded "0x0" as 32 bytes).
+    const asSent = new Map<number, unknown>();
     for (const plan of this.#plans) {
       const json = values[plan.index];
       if (json === undefined || (json === null && plan.rules.optional)) {
@@ -209,6 +223,8 @@ export class ParamsCodec<M extends Message = Message> {
           // Left to the node, off the end or as null in place (found from outside: [call, null] was sent with "latest").
           (leftToNode ??= new Set()).add(plan.index);
           if (offTheEnd) appendable = false;
+          // A null stays a null (geth reads eth_feeHistory's null percentiles as none, and refuses them left off).
+          else asSent.set(plan.index, null);
         } else if (plan.rules.whenUnset === undefined) {
           if (offTheEnd) appendable = false;
         } else if (offTheEnd && appendable) {
@@ -224,6 +240,7 @@ export class ParamsCodec<M extends Message = Message> {
           // sends rewardPercentiles null, which geth-based providers answer); it goes to the node as the caller wrote it.
           if (json === null) {
             message[plan.localName] = [];
+            asSent.set(plan.index, json);
             continue;
           }
           if (!Array.isArray(json)) throw new CodecError("", "want an array");
@@ -238,9 +255,10 @@ export class ParamsCodec<M extends Message = Message> {
         throw new InvalidParamsError(`invalid argument ${plan.index} (${where}): ${err.reason}`);
       }
       if (plan.rules.needsRewrite?.(json)) rewrite = true;
+      else asSent.set(plan.index, json);
     }
     const request = message as unknown as M;
-    if (rewrite) return { request, rewritten: this.encode(request, leftToNode), leftToNode };
+    if (rewrite) return { request, rewritten: this.#encode(request, leftToNode, asSent), leftToNode };
     if (leftToNode !== undefined) return appended === undefined ? { request, leftToNode } : { request, appended, leftToNode };
     return appended === undefined ? { request } : { request, appended };
   }
