@@ -52,11 +52,42 @@ export function configTextFromPrimary(): Promise<string> {
   });
 }
 
+/** ForkOptions.graceMs when none is given: the default drainMs (10 s) and the 3 s src/main.ts allows past it. */
+const DEFAULT_GRACE_MS = 13_000;
+
+/**
+ * How forkWorkers ends the start early. `graceMs`: how long a worker may take to exit after SIGTERM before it is
+ * killed, as in Workers.stop. `signal`: aborted (a stop signal while the workers start), the start is given up.
+ */
+export interface ForkOptions {
+  graceMs: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * forkWorkers' rejection: a worker exited before every worker listened, or the start was aborted. It comes once every
+ * worker forked has exited (found from outside: the primary exited while a worker that had started listening still
+ * drained its calls, left to itself; under a supervisor that ends the group when its main process ends, its calls were
+ * cut). `clean`: every worker exited on its own, none had to be killed after the grace.
+ */
+export class WorkersNotStarted extends Error {
+  readonly aborted: boolean;
+  readonly clean: boolean;
+  constructor(message: string, aborted: boolean, clean: boolean) {
+    super(message);
+    this.name = "WorkersNotStarted";
+    this.aborted = aborted;
+    this.clean = clean;
+  }
+}
+
 /**
  * In the primary: forks `count` workers with `env` added, and resolves once all listen. `configText`: the
- * configuration file's text, handed to each worker that asks (configTextFromPrimary), replacements included.
+ * configuration file's text, handed to each worker that asks (configTextFromPrimary), replacements included. A worker
+ * that exits before all listen, or `options.signal` aborted before they do, stops the others (SIGTERM, then SIGKILL
+ * after `options.graceMs`) and rejects with WorkersNotStarted once none is left.
  */
-export function forkWorkers(count: number, env: Record<string, string> = {}, configText?: string): Promise<Workers> {
+export function forkWorkers(count: number, env: Record<string, string> = {}, configText?: string, options: ForkOptions = { graceMs: DEFAULT_GRACE_MS }): Promise<Workers> {
   if (!cluster.isPrimary) throw new Error("forkWorkers runs in the cluster primary");
   serveClusterMetrics();
   let stopping = false;
@@ -93,47 +124,63 @@ export function forkWorkers(count: number, env: Record<string, string> = {}, con
     });
     return worker;
   };
+  /** SIGTERM to every worker (each drains), SIGKILL to one still running after `graceMs`; true when none was killed. */
+  const stopAll = (graceMs: number): Promise<boolean> => {
+    stopping = true;
+    return Promise.all(
+      [...live].map(
+        (w) =>
+          new Promise<boolean>((done) => {
+            if (w.isDead()) return done(true);
+            let killed = false;
+            const timer = setTimeout(() => {
+              killed = true;
+              w.process.kill("SIGKILL");
+            }, graceMs);
+            timer.unref();
+            w.once("exit", () => {
+              clearTimeout(timer);
+              done(!killed);
+            });
+            w.process.kill("SIGTERM");
+          }),
+      ),
+    ).then((clean) => clean.every(Boolean));
+  };
   return new Promise((resolve, reject) => {
     let listening = 0;
     let address: AddressInfo | undefined;
+    let failing = false;
+    // Every worker forked so far is stopped and waited for, whether it listens already (it drains what it was handed)
+    // or is still starting; only then does the start fail, so the primary never exits ahead of its workers.
+    const giveUp = (message: string, aborted: boolean) => {
+      if (started || failing) return;
+      failing = true;
+      cluster.off("listening", onListening);
+      options.signal?.removeEventListener("abort", onAbort);
+      void stopAll(options.graceMs).then((clean) => reject(new WorkersNotStarted(message, aborted, clean)));
+    };
+    const onAbort = () => giveUp("stopped while starting", true);
     const onListening = (_worker: Worker, at: { address: string; port: number }) => {
+      if (failing) return;
       address ??= { address: at.address, port: at.port, family: at.address.includes(":") ? "IPv6" : "IPv4" };
       if (++listening === count) {
         started = true;
         cluster.off("listening", onListening);
+        options.signal?.removeEventListener("abort", onAbort);
         resolve({
           address,
           pids: () => [...live].map((w) => w.process.pid).filter((p): p is number => p !== undefined),
-          stop: (graceMs) => {
-            stopping = true;
-            return Promise.all(
-              [...live].map(
-                (w) =>
-                  new Promise<boolean>((done) => {
-                    if (w.isDead()) return done(true);
-                    let killed = false;
-                    w.once("exit", () => done(!killed));
-                    w.process.kill("SIGTERM");
-                    setTimeout(() => {
-                      killed = true;
-                      w.process.kill("SIGKILL");
-                    }, graceMs).unref();
-                  }),
-              ),
-            ).then((clean) => clean.every(Boolean));
-          },
+          stop: stopAll,
         });
       }
     };
     cluster.on("listening", onListening);
+    if (options.signal?.aborted) return onAbort();
+    options.signal?.addEventListener("abort", onAbort, { once: true });
     for (let i = 0; i < count; i++) {
-      fork().once("exit", (code) => {
-        if (listening < count) {
-          stopping = true; // a worker that cannot start (bad config) would fail again: give up
-          for (const other of live) other.process.kill("SIGTERM");
-          reject(new Error(`a worker exited with code ${code} before listening`));
-        }
-      });
+      // A worker that cannot start (bad config, a port in use) would fail again: give up.
+      fork().once("exit", (code, signal) => giveUp(`a worker exited ${signal === null ? `with code ${code}` : `on ${signal}`} before listening`, false));
     }
   });
 }

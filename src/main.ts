@@ -6,7 +6,7 @@ import cluster from "node:cluster";
 import { randomBytes } from "node:crypto";
 import { createApp } from "./app.js";
 import { banner } from "./banner.js";
-import { configTextFromPrimary, forkWorkers } from "./cluster.js";
+import { configTextFromPrimary, forkWorkers, WorkersNotStarted } from "./cluster.js";
 import { type Config, ConfigError } from "./config/config.js";
 import { loadConfig, readConfigText } from "./config/load.js";
 import { type AnvilNode, startAnvil } from "./embedded/anvil.js";
@@ -186,20 +186,26 @@ async function runPrimary(config: Config, configText: string | undefined, early:
   if (anvil !== undefined && config.embeddedTransport === "ws") env.NODEGATE_UPSTREAM_WS_URL = anvil.wsUrl;
   else if (anvil !== undefined) env.NODEGATE_UPSTREAM_URL = anvil.url;
   if (generatedKey) env.NODEGATE_API_KEYS = `${key}:growth`;
-  // A signal while the workers start stops those started so far: the start then fails, and is not an error.
-  const stopStarting = () => {
-    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill("SIGTERM");
-  };
+  // Each worker drains for up to drainMs, as a single process does; the margin covers closing after the drain.
+  const graceMs = config.drainMs + WORKER_EXIT_MARGIN_MS;
+  const killedMessage = `nodegate: a worker still running ${graceMs} ms after SIGTERM was killed\n`;
+  // A signal while the workers start stops those started so far, as a signal once they all listen does: each drains
+  // what it was handed (or, still starting, ends at once), and the primary exits after the last, 0 or 1 as stop() below.
+  const starting = new AbortController();
+  const stopStarting = () => starting.abort();
   if (early.received === undefined) {
     for (const signal of STOP_SIGNALS) process.once(signal, stopStarting);
+  } else {
+    starting.abort();
   }
   let pool;
   try {
-    if (early.received !== undefined) throw new Error("stopped while starting");
-    pool = await forkWorkers(workers, env, configText);
+    pool = await forkWorkers(workers, env, configText, { graceMs, signal: starting.signal });
   } catch (err) {
+    const clean = !(err instanceof WorkersNotStarted) || err.clean;
+    if (!clean) process.stderr.write(killedMessage);
     await anvil?.stop();
-    if (early.received !== undefined) process.exit(0);
+    if (err instanceof WorkersNotStarted && err.aborted) process.exit(clean ? 0 : 1);
     // As in a single process: say why in one line, and leave no embedded node behind.
     fail(`${(err as Error).message} (its own message is above)`, 1);
   }
@@ -207,9 +213,8 @@ async function runPrimary(config: Config, configText: string | undefined, early:
   const stop = async (exitCode = 0) => {
     if (stopping) return;
     stopping = true;
-    // Each worker drains for up to drainMs, as a single process does; the margin covers closing after the drain.
-    const clean = await pool.stop(config.drainMs + WORKER_EXIT_MARGIN_MS);
-    if (!clean) process.stderr.write(`nodegate: a worker still running ${config.drainMs + WORKER_EXIT_MARGIN_MS} ms after SIGTERM was killed\n`);
+    const clean = await pool.stop(graceMs);
+    if (!clean) process.stderr.write(killedMessage);
     await anvil?.stop();
     process.exit(clean ? exitCode : 1);
   };

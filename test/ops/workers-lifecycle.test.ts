@@ -288,3 +288,92 @@ describe.runIf(process.platform === "linux")("NODEGATE_WORKERS: a worker whose p
     }
   }, 60_000);
 });
+
+describe.runIf(process.platform === "linux")("NODEGATE_WORKERS: a stop while the workers start", () => {
+  // Found from outside: a signal between the first and the last worker listening made the primary exit 0 at once, while
+  // the worker already listening still drained the calls it had been handed, left to itself (under a supervisor that
+  // ends the group with its main process, those calls were cut). Worker 2 is held before it listens by a preloaded
+  // module (test/support/hold-worker-start.mjs), so the window is as long as the test needs; worker 1 holds a call.
+  type Trigger = { signals: NodeJS.Signals[] } | { worker2Exits: number } | { hung: true };
+  const cases: [string, Trigger, number][] = [
+    ["SIGTERM", { signals: ["SIGTERM"] }, 0],
+    ["SIGINT", { signals: ["SIGINT"] }, 0],
+    ["SIGHUP", { signals: ["SIGHUP"] }, 0],
+    ["SIGTERM, then SIGINT during the drain", { signals: ["SIGTERM", "SIGINT"] }, 0],
+    ["worker 2 failing to start (exit 3)", { worker2Exits: 3 }, 1],
+    ["SIGTERM with a worker that never exits (killed after drainMs + 3 s)", { hung: true }, 1],
+  ];
+  it.each(cases)("%s: every worker drains and exits, then the primary, with the code a stop once all listen gives", async (_name, trigger, expectedCode) => {
+    const slow = await startProgrammableUpstream((r) => (r.method === "eth_getBalance" ? { delayMs: 1500, then: { result: "0x2a" } } : { result: "0x7a69" }));
+    const dir = mkdtempSync(join(tmpdir(), "nodegate-workers-"));
+    const release = join(dir, "release");
+    const config = join(dir, "nodegate.yaml");
+    writeFileSync(config, "drainMs: 500\n");
+    const port = await freePort();
+    const child = spawn(process.execPath, ["--import", "tsx", "--import", "./test/support/hold-worker-start.mjs", "src/main.ts"], {
+      env: {
+        ...process.env,
+        NODEGATE_PORT: String(port),
+        NODEGATE_UPSTREAM_URL: slow.url,
+        NODEGATE_API_KEYS: `${KEY}:custom`,
+        NODEGATE_WORKERS: "2",
+        NODEGATE_LOG_LEVEL: "warn",
+        NODEGATE_TEST_HOLD_WORKER: "2",
+        NODEGATE_TEST_HOLD_FILE: release,
+        NODEGATE_TEST_HOLD_EXIT: "worker2Exits" in trigger ? String(trigger.worker2Exits) : "",
+        ...("hung" in trigger ? { NODEGATE_CONFIG: config } : {}),
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout?.on("data", (c: Buffer) => (stdout += c.toString()));
+    child.stderr?.on("data", (c: Buffer) => (stderr += c.toString()));
+    const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? `signal ${signal}`)));
+    let workers: number[] = [];
+    try {
+      // Worker 1 listens; worker 2 is held, so the banner (printed once all listen) has not come.
+      await expect
+        .poll(() => request(`http://127.0.0.1:${port}/healthz`, { headers: { connection: "close" } }).then((r) => r.body.text().then(() => r.statusCode), () => 0), { timeout: 20_000, interval: 50 })
+        .toBe(200);
+      workers = childrenOf(child.pid as number);
+      expect(workers).toHaveLength(2);
+      // Settled either way at once, so a call cut (the hung case, or a failure) is no unhandled rejection.
+      const call = post(port, { jsonrpc: "2.0", id: 7, method: "eth_getBalance", params: [`0x${"aa".repeat(20)}`, "latest"] }).catch((err: unknown) => err);
+      for (let i = 0; i < 250 && slow.count("eth_getBalance") < 1; i++) await sleep(20);
+      expect(slow.count("eth_getBalance")).toBe(1);
+      expect(stdout).not.toContain("workers:");
+      if ("signals" in trigger) {
+        for (const [i, signal] of trigger.signals.entries()) {
+          if (i > 0) await sleep(100);
+          child.kill(signal);
+        }
+      } else if ("worker2Exits" in trigger) {
+        writeFileSync(release, "");
+      } else {
+        for (const pid of workers) process.kill(pid, "SIGSTOP");
+        child.kill("SIGTERM");
+      }
+      const code = await Promise.race([exited, sleep(20_000).then(() => "still running 20 s after the stop")]);
+      // Checked as the primary exits: none of its workers outlives it.
+      const outlived = workers.filter(alive);
+      expect({ code, outlived }).toEqual({ code: expectedCode, outlived: [] });
+      if ("hung" in trigger) {
+        expect(stderr).toContain("nodegate: a worker still running 3500 ms after SIGTERM was killed\n");
+      } else {
+        // The call the listening worker was handed got its answer before the group was gone.
+        expect(await call).toMatchObject({ id: 7, result: "0x2a" });
+      }
+      if ("worker2Exits" in trigger) expect(stderr).toMatch(/nodegate: a worker exited with code 3 before listening \(its own message is above\)\n$/);
+      else expect(stderr).not.toContain("before listening");
+    } finally {
+      for (const pid of workers) {
+        if (!alive(pid)) continue;
+        process.kill(pid, "SIGKILL");
+        process.kill(pid, "SIGCONT");
+      }
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      await slow.close();
+    }
+  }, 40_000);
+});
