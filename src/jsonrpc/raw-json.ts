@@ -177,3 +177,71 @@ export function lastNonWhitespace(buf: Uint8Array, i: number): number {
   while (i >= 0 && isWhitespace(buf[i])) i--;
   return i;
 }
+
+/** Where a member name first comes twice in one object: the path to that object (array indexes and member names) and the name. */
+export interface DuplicateMember {
+  path: (string | number)[];
+  key: string;
+}
+
+/** Index just after the closing quote of the string starting at `text[i]` (a quote), in a string (no UTF-8 copy). */
+function skipStringText(text: string, i: number): number {
+  let j = i + 1;
+  for (;;) {
+    const q = text.indexOf('"', j);
+    if (q < 0) throw new RawJsonError("unterminated string");
+    let k = q - 1;
+    while (k > i && text.charCodeAt(k) === BACKSLASH) k--;
+    if ((q - 1 - k) % 2 === 0) return q + 1;
+    j = q + 1;
+  }
+}
+
+/**
+ * The first object member name that `text` (JSON that JSON.parse accepted) holds twice in one object, at any depth,
+ * or undefined. JSON.parse keeps the last of duplicates and so do geth and Anvil, but JSON libraries differ (some keep
+ * the first, some refuse), so a node may read the other one. Names are compared as decoded ("t\u006f" is "to").
+ * Iterative (nesting is bounded only by the container count); strings are skipped at indexOf speed.
+ */
+export function duplicateMember(text: string): DuplicateMember | undefined {
+  // One frame per open container: an object's names seen so far (null for an array), and the member or index now open.
+  const seen: (Set<string> | null)[] = [];
+  const at: (string | number)[] = [];
+  let expectKey = false;
+  let i = 0;
+  const n = text.length;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      const end = skipStringText(text, i);
+      const names = seen[seen.length - 1];
+      if (expectKey && names) {
+        // Names with escapes are rare; let JSON.parse read them exactly.
+        const raw = text.slice(i, end);
+        const key = raw.includes("\\") ? (JSON.parse(raw) as string) : raw.slice(1, -1);
+        if (names.has(key)) return { path: at.slice(0, -1), key };
+        names.add(key);
+        at[at.length - 1] = key;
+        expectKey = false;
+      }
+      i = end;
+      continue;
+    }
+    if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      const object = c === OPEN_BRACE;
+      seen.push(object ? new Set() : null);
+      at.push(object ? "" : 0);
+      expectKey = object;
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+      seen.pop();
+      at.pop();
+      expectKey = false;
+    } else if (c === COMMA) {
+      const top = at.length - 1;
+      if (seen[top]) expectKey = true;
+      else if (top >= 0) at[top] = (at[top] as number) + 1;
+    }
+    i++;
+  }
+  return undefined;
+}

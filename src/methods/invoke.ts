@@ -8,8 +8,10 @@ import type { Message } from "@bufbuild/protobuf";
 import type { ApiKey } from "../auth/api-keys.js";
 import type { AccessControl } from "../auth/access-control.js";
 import type { Limits } from "../config/config.js";
+import { invalidParams } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { asSpecRevert } from "../errors/revert.js";
+import { duplicateMember } from "../jsonrpc/raw-json.js";
 import type { Network } from "../upstream/network.js";
 import type { UpstreamResult } from "../upstream/reply.js";
 import { ADDRESS_FREE_PASS_THROUGH } from "./eth-methods.js";
@@ -62,6 +64,18 @@ function nodeFetch(
   };
 }
 
+/** -32602 naming the first key a params text holds twice in one object, and where: "invalid argument 0 (transaction)". */
+function refuseDuplicateKeys(spec: MethodSpec, paramsText: string): void {
+  const duplicate = duplicateMember(paramsText);
+  if (duplicate === undefined) return;
+  const [first, ...rest] = duplicate.path;
+  const param = typeof first === "number" ? spec.params.names[first] : first;
+  const where = [param ?? "params", ...rest.map((p) => (typeof p === "number" ? `[${p}]` : `.${p}`))].join("");
+  throw invalidParams(
+    `invalid argument ${typeof first === "number" ? `${first} ` : ""}(${where}): duplicate key "${duplicate.key}": nodes differ on which of the two they read, so a key with a contract allowlist must send each key once`,
+  );
+}
+
 /**
  * Calls a table method. `callerParams` is the caller's own params text (native
  * path), forwarded as sent unless a policy changed the request; then params
@@ -78,6 +92,10 @@ export async function invokeMethod(
   const addresses = ctx.key.allowlists?.contractAddresses?.length
     ? spec.addresses?.(request).map((a) => `0x${Buffer.from(a).toString("hex")}`)
     : undefined;
+  // The contracts were read from the params as JSON.parse reads them, keeping the last of duplicate keys; the caller's
+  // text goes on as sent, and a node whose JSON library keeps the first would run what was not checked. Refused, to such
+  // a key only: one scan of the text, for the calls a contract allowlist judges.
+  if (addresses !== undefined && callerParams !== undefined) refuseDuplicateKeys(spec, callerParams);
   ctx.access.checkCall(ctx.key, spec.jsonrpcMethod, addresses);
   const policy = ctx.policies.get(spec.jsonrpcMethod);
   const policyCtx = { limits: ctx.limits, head: ctx.network.head };
