@@ -40,6 +40,7 @@ import { createGrpcUnaryHandler } from "./grpc/grpc-unary.js";
 import { createGrpcWebUnaryHandler } from "./grpc/grpc-web-unary.js";
 import { compileUnaryRoutes } from "./grpc/unary-routes.js";
 import { registerTypedServices } from "./grpc/typed-services.js";
+import { holdWhileArriving } from "./grpc/arrival-hold.js";
 import type { NodeRequest, NodeResponse } from "./http/http-types.js";
 import { createJsonRpcHttpHandler } from "./jsonrpc/http-handler.js";
 import { matchNativeRoute } from "./jsonrpc/paths.js";
@@ -341,6 +342,8 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       refusalLog.watch(req, res);
       if (req.method === "GET") varyForConnectGet(res, screensUserAgents);
       if (refuseMalformedGet(req, res)) return;
+      // A served RPC's request holds one of its key's requests while its body arrives (arrival-hold.ts).
+      if (connect.servedPaths.has(req.url ?? "") && !holdWhileArriving(gateway, req, res)) return;
     }
     // As on HTTP/2 (dispatchHttp2Stream): a connection closed under a write that never completes (a stream cut for
     // its reader's pace, a client gone with its window shut) emits neither 'drain' nor 'error' on the response, and

@@ -80,9 +80,13 @@ export function answerKey(gateway: Gateway, headers: HeaderSource): ApiKey {
   return gateway.access.authenticate(credentialsFrom(headers));
 }
 
-export async function invokeTyped(gateway: Gateway, spec: MethodSpec, request: Message, headers: HeaderSource, signal: CallSignal): Promise<UpstreamResult> {
-  const key = gateway.access.authenticate(credentialsFrom(headers));
-  const release = gateway.quotas.acquire(key, "requests");
+/**
+ * `heldFor`: the key the caller already holds one of the key's requests for, taken when the call's headers came
+ * (unary-call.ts): the call neither authenticates again nor takes another.
+ */
+export async function invokeTyped(gateway: Gateway, spec: MethodSpec, request: Message, headers: HeaderSource, signal: CallSignal, heldFor?: ApiKey): Promise<UpstreamResult> {
+  const key = heldFor ?? gateway.access.authenticate(credentialsFrom(headers));
+  const release = heldFor === undefined ? gateway.quotas.acquire(key, "requests") : undefined;
   try {
     await gateway.access.count(key, 1);
     const network = typedCallNetwork(gateway, headers, spec.jsonrpcMethod, spec.family);
@@ -91,7 +95,7 @@ export async function invokeTyped(gateway: Gateway, spec: MethodSpec, request: M
       throw err;
     });
   } finally {
-    release();
+    release?.();
   }
 }
 

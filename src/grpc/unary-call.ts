@@ -16,7 +16,9 @@ import { logTypedCall, REQUEST_ID_HEADER, requestIdFrom } from "../observability
 import type { UpstreamResult } from "../upstream/reply.js";
 import { toConnectError } from "./errors.js";
 import { HELD_FROM_BYTES } from "../upstream/held-answers.js";
-import { answerKey, type HeaderSource, invokeTyped } from "./typed-services.js";
+import { answerKey, credentialsFrom, type HeaderSource, invokeTyped } from "./typed-services.js";
+import type { ApiKey } from "../auth/api-keys.js";
+import type { Release } from "../auth/key-quotas.js";
 import { headerSource, type UnaryRoute } from "./unary-routes.js";
 import { leftAtDeadline } from "../http/client-deadline.js";
 
@@ -83,6 +85,9 @@ class UnaryCall {
   #size = 0;
   /** Gives back what the answer holds of the reply budget while it waits for the client to read it. */
   #releaseAnswer: (() => void) | undefined;
+  /** The key whose request the call holds from its headers on (#holdRequest), and how it gives it back. */
+  #heldKey: ApiKey | undefined;
+  #releaseRequest: Release | undefined;
 
   // The listeners are bound methods, not arrow functions in fields: tsx (esbuild's keepNames) names each arrow function
   // a field holds with Object.defineProperty (__name) as it is made, four times per call. With the other per-call
@@ -123,14 +128,43 @@ class UnaryCall {
       }
       this.#deadline = setTimeout(this.#onDeadline, timeout.timeoutMs);
     }
+    if (!this.#holdRequest()) {
+      exchange.body.resume();
+      return;
+    }
     exchange.body.on("data", this.#onData);
     exchange.body.once("end", this.#onEnd);
+  }
+
+  /**
+   * Takes one of the key's requests (limits.maxConcurrentRequestsPerKey) as the call's headers come, not once its body
+   * has: a client that sends headers and never a body held none, so one key pinned any number of streams, 5-10 KB
+   * each until the request deadline (found from outside: 20,000 on a limit of 50). Held until the call is answered or
+   * its exchange closes, whichever comes first. False, the call answered RESOURCE_EXHAUSTED at once, when the key
+   * holds its maximum; a key its headers do not pass is refused as before, once the body has come (invokeTyped).
+   */
+  #holdRequest(): boolean {
+    let key: ApiKey;
+    try {
+      key = this.gateway.access.authenticate(credentialsFrom(this.#header));
+    } catch {
+      return true;
+    }
+    try {
+      this.#releaseRequest = this.gateway.quotas.acquire(key, "requests");
+    } catch (err) {
+      this.#fail(err);
+      return false;
+    }
+    this.#heldKey = key;
+    return true;
   }
 
   /** Marks the call answered (once) and stops its deadline; false when it was answered already or the exchange is gone. */
   #settle(error: ConnectError | undefined): boolean {
     if (this.#answered) return false;
     this.#answered = true;
+    this.#releaseRequest?.();
     this.#outcome = error;
     if (this.#deadline !== undefined) clearTimeout(this.#deadline);
     return this.exchange.open();
@@ -169,14 +203,14 @@ class UnaryCall {
       setImmediate(() => this.#fail(err));
       return;
     }
-    invokeTyped(this.gateway, route.spec, request, this.#header, this.#cancellation.signal)
+    invokeTyped(this.gateway, route.spec, request, this.#header, this.#cancellation.signal, this.#heldKey)
       .then((result) => {
         if (this.#answered) return;
         const body = protocol.answer(route, result);
         // A client that reads slowly (or not at all: a zero HTTP/2 window) keeps the answer in memory until the exchange closes.
         const held = this.gateway.heldAnswers;
         if (held !== undefined && body.length >= HELD_FROM_BYTES) {
-          const release = held.hold(body, body.length, answerKey(this.gateway, this.#header));
+          const release = held.hold(body, body.length, this.#heldKey ?? answerKey(this.gateway, this.#header));
           if (typeof release === "string") throw held.refusal("the answers waiting for their clients", "", release);
           this.#releaseAnswer = release;
         }
@@ -206,6 +240,7 @@ class UnaryCall {
     exchange.body.removeListener("end", this.#onEnd);
     exchange.release();
     this.#releaseAnswer?.();
+    this.#releaseRequest?.();
     let seen = this.#outcome;
     if (!this.#answered) {
       this.#answered = true;

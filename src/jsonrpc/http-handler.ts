@@ -16,6 +16,8 @@ import type { NativeRoute } from "./paths.js";
 import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.js";
 import { endWithParts } from "../http/response-body.js";
 import { whenResponseDone } from "../http/response-closed.js";
+import { stillReceiving } from "../http/client-timeouts.js";
+import type { Release } from "../auth/key-quotas.js";
 
 type Req = NodeRequest;
 type Res = NodeResponse;
@@ -117,6 +119,15 @@ function readBody(req: Req, limit: number): Promise<Buffer | undefined> {
   });
 }
 
+/**
+ * Whether a request's body has come whole, once what arrived with its head has been read in (a client's body nearly
+ * always comes in the same packet as its head, but is read after the head is handed over).
+ */
+async function arrivedWhole(req: Req): Promise<boolean> {
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  return "stream" in req ? !stillReceiving(req.stream) : req.complete;
+}
+
 export function createJsonRpcHttpHandler(gateway: Gateway) {
   return async function handleJsonRpcHttp(req: Req, res: Res, route: NativeRoute): Promise<void> {
     const started = performance.now();
@@ -179,48 +190,72 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       else calls = refuseEach(res, requestId, err, refusalAnswer(text, err));
       return;
     }
-    let body: Buffer | undefined;
+    // One of the key's requests is held from its head on, not from its body's end: a client that sent heads and never
+    // a body held none, so one key pinned any number of streams or connections until the request deadline (found from
+    // outside: 10,000 HTTP/2 streams, 8 KB each, on a limit of 50). Given back once the request is answered or its
+    // response closes (a client that left), whichever comes first.
+    let releaseRequest: Release | undefined;
     try {
-      body = await readDecodedBody();
+      releaseRequest = gateway.quotas.acquire(key, "requests");
     } catch (err) {
-      if (err instanceof UndecodableBody) {
-        calls = refuse(res, requestId, invalidRequest(err.message), 400);
+      if (!(err instanceof GatewayError)) throw err;
+      // Over the key's maximum: a body that came with its head is read, and each call hears why under its own id
+      // (answerJsonRpc refuses it, as before); one still to come is not waited for.
+      if (!(await arrivedWhole(req))) {
+        calls = refuse(res, requestId, err);
         return;
       }
-      // The client went away (or was cut off by a deadline) before its body arrived: nobody to answer, nothing wrong here.
-      gateway.log.debug({ err: (err as Error).message }, "native request body not received");
-      const unread = unreadRecord(req);
-      calls = unread.calls;
-      log(unread.status);
-      return;
     }
-    if (body === undefined) {
-      calls = refuse(res, requestId, invalidRequest(`request body exceeds ${gateway.limits.maxBodyBytes} bytes`), 413);
-      return;
+    if (releaseRequest !== undefined) whenResponseDone(res, releaseRequest);
+    try {
+      let body: Buffer | undefined;
+      try {
+        body = await readDecodedBody();
+      } catch (err) {
+        if (err instanceof UndecodableBody) {
+          calls = refuse(res, requestId, invalidRequest(err.message), 400);
+          return;
+        }
+        // The client went away (or was cut off by a deadline) before its body arrived: nobody to answer, nothing wrong here.
+        gateway.log.debug({ err: (err as Error).message }, "native request body not received");
+        const unread = unreadRecord(req);
+        calls = unread.calls;
+        log(unread.status);
+        return;
+      }
+      if (body === undefined) {
+        calls = refuse(res, requestId, invalidRequest(`request body exceeds ${gateway.limits.maxBodyBytes} bytes`), 413);
+        return;
+      }
+      const cancellation = new CallCancellation();
+      let answered = false;
+      whenResponseDone(res, () => {
+        if (res.writableFinished) return;
+        cancellation.abort();
+        // Left while the answer was going out; one that left before it was ready is logged when its calls end.
+        if (answered) log(CLIENT_CLOSED);
+      });
+      const ctx = answerContext(gateway, key, network, cancellation.signal);
+      // The request taken above is the one the text holds while it is answered.
+      if (releaseRequest !== undefined) ctx.quotas = undefined;
+      const answer = await answerJsonRpc(body, ctx);
+      calls = answer.calls;
+      answered = true;
+      if (cancellation.aborted) {
+        answer.release?.();
+        log(CLIENT_CLOSED);
+        return;
+      }
+      if (answer.release !== undefined) whenResponseDone(res, answer.release);
+      if (answer.body === undefined) {
+        res.writeHead(204, { [REQUEST_ID_HEADER]: requestId });
+        res.end();
+        return;
+      }
+      sendAnswer(res, requestId, answer.status, answer.body, answer.retryAfterSeconds);
+    } finally {
+      releaseRequest?.();
     }
-    const cancellation = new CallCancellation();
-    let answered = false;
-    whenResponseDone(res, () => {
-      if (res.writableFinished) return;
-      cancellation.abort();
-      // Left while the answer was going out; one that left before it was ready is logged when its calls end.
-      if (answered) log(CLIENT_CLOSED);
-    });
-    const answer = await answerJsonRpc(body, answerContext(gateway, key, network, cancellation.signal));
-    calls = answer.calls;
-    answered = true;
-    if (cancellation.aborted) {
-      answer.release?.();
-      log(CLIENT_CLOSED);
-      return;
-    }
-    if (answer.release !== undefined) whenResponseDone(res, answer.release);
-    if (answer.body === undefined) {
-      res.writeHead(204, { [REQUEST_ID_HEADER]: requestId });
-      res.end();
-      return;
-    }
-    sendAnswer(res, requestId, answer.status, answer.body, answer.retryAfterSeconds);
   };
 }
 
