@@ -197,7 +197,17 @@ const SHUTTING_DOWN_UPGRADE_ANSWER =
 
 /** The services the typed door offers (the method table's, the generic one, health). */
 function servedServices(gateway: Gateway): DescService[] {
-  return [...gateway.table.services(), JsonRpcService, Health];
+  return [...keyedServices(gateway), Health];
+}
+
+/** The typed door's services that take an API key (health and reflection take none). */
+function keyedServices(gateway: Gateway): DescService[] {
+  return [...gateway.table.services(), JsonRpcService];
+}
+
+/** `/package.Service/Method` of every RPC of `services`. */
+function rpcPaths(services: readonly DescService[]): Set<string> {
+  return new Set(services.flatMap((service) => service.methods.map((method) => `/${service.typeName}/${method.name}`)));
 }
 
 export function createNodegateServer(gateway: Gateway, options: NodegateServerOptions = {}): NodegateServer {
@@ -291,6 +301,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     }
   };
 
+  const keyedPaths = rpcPaths(keyedServices(gateway));
   const connect = createConnectAdapter({
     routes: (router) => {
       registerTypedServices(router, gateway);
@@ -342,8 +353,8 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       refusalLog.watch(req, res);
       if (req.method === "GET") varyForConnectGet(res, screensUserAgents);
       if (refuseMalformedGet(req, res)) return;
-      // A served RPC's request holds one of its key's requests while its body arrives (arrival-hold.ts).
-      if (connect.servedPaths.has(req.url ?? "") && !holdWhileArriving(gateway, req, res)) return;
+      // A keyed RPC's request holds one of its key's requests while its body arrives (arrival-hold.ts).
+      if (keyedPaths.has(req.url ?? "") && !holdWhileArriving(gateway, req, res)) return;
     }
     // As on HTTP/2 (dispatchHttp2Stream): a connection closed under a write that never completes (a stream cut for
     // its reader's pace, a client gone with its window shut) emits neither 'drain' nor 'error' on the response, and

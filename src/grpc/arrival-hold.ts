@@ -23,19 +23,14 @@ import { FRAME_HEADER, headerSource, plainHeaders } from "./unary-routes.js";
 
 /**
  * Takes one of the key's requests for a typed request whose body is still to come; false when the key holds its
- * maximum already, and the request has been answered so. A request whose headers do not pass (no key, an unknown
- * one) takes none: it is refused as before, once its body has come.
+ * maximum already, or its headers do not pass (no key, an unknown one: such a request holds nothing to count it
+ * against), and the request has been answered so.
  */
 export function holdWhileArriving(gateway: Gateway, req: NodeRequest, res: NodeResponse): boolean {
   if (req.method !== "POST" || ("stream" in req ? !stillReceiving(req.stream) : req.complete)) return true;
-  let key;
-  try {
-    key = gateway.access.authenticate(credentialsFrom(headerSource(req.headers)));
-  } catch {
-    return true;
-  }
   let release;
   try {
+    const key = gateway.access.authenticate(credentialsFrom(headerSource(req.headers)));
     release = gateway.quotas.acquire(key, "requests");
   } catch (err) {
     refuse(req, res, toConnectError(err));

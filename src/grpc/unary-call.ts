@@ -140,15 +140,18 @@ class UnaryCall {
    * Takes one of the key's requests (limits.maxConcurrentRequestsPerKey) as the call's headers come, not once its body
    * has: a client that sends headers and never a body held none, so one key pinned any number of streams, 5-10 KB
    * each until the request deadline (found from outside: 20,000 on a limit of 50). Held until the call is answered or
-   * its exchange closes, whichever comes first. False, the call answered RESOURCE_EXHAUSTED at once, when the key
-   * holds its maximum; a key its headers do not pass is refused as before, once the body has come (invokeTyped).
+   * its exchange closes, whichever comes first. False, the call answered at once, when the key holds its maximum
+   * (RESOURCE_EXHAUSTED) or the headers name no key it knows (UNAUTHENTICATED: not waiting for a body, since nothing
+   * would count such streams; found from outside, 5,000 of them stayed until the request deadline), as the native
+   * door refuses a key in its path before reading the body.
    */
   #holdRequest(): boolean {
     let key: ApiKey;
     try {
       key = this.gateway.access.authenticate(credentialsFrom(this.#header));
-    } catch {
-      return true;
+    } catch (err) {
+      this.#fail(err);
+      return false;
     }
     try {
       this.#releaseRequest = this.gateway.quotas.acquire(key, "requests");

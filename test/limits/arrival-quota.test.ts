@@ -238,6 +238,44 @@ describe("a request whose body never comes holds one of its key's requests", () 
   });
 });
 
+describe("a typed request whose headers name no key it knows", () => {
+  // Found from outside: such requests held nothing to count them against, so 5,000 bodiless streams with an unknown
+  // key stayed until the request deadline. Refused at their headers now, as the native door refuses a key in its path.
+  for (const [name, headers, refused] of [
+    ["gRPC (the method table's lean lane), no key", { ":path": "/nodegate.eth.v1.EthService/ChainId", ...GRPC, "x-api-key": undefined }, "grpc"],
+    ["gRPC (the method table's lean lane), an unknown key", { ":path": "/nodegate.eth.v1.EthService/ChainId", ...GRPC, "x-api-key": "no-such-key-123456" }, "grpc"],
+    ["gRPC to a service Connect's handlers serve (JsonRpcService)", { ":path": "/nodegate.jsonrpc.v1.JsonRpcService/Call", ...GRPC, "x-api-key": "no-such-key-123456" }, "grpc"],
+    ["the Connect protocol, unary", { ":path": "/nodegate.eth.v1.EthService/ChainId", "content-type": "application/proto", "x-api-key": "no-such-key-123456" }, "connect"],
+  ] as const) {
+    it(`${name}: refused UNAUTHENTICATED at once, not at the request deadline`, async () => {
+      const session = h2Session();
+      try {
+        const ended = await bodiless(session, Object.fromEntries(Object.entries(headers).filter(([, v]) => v !== undefined))).ended;
+        expect(ended.ms).toBeLessThan(REQUEST_MS / 2);
+        if (refused === "grpc") expect(ended).toMatchObject({ status: 200, grpcStatus: String(Code.Unauthenticated), trailersOnly: true });
+        else expect(ended.status).toBe(401);
+      } finally {
+        session.destroy();
+      }
+    });
+  }
+
+  it("health and reflection take no key: a health check whose body comes later is answered, not refused at its headers", async () => {
+    const session = h2Session();
+    try {
+      const { stream, ended } = bodiless(session, { ":path": "/grpc.health.v1.Health/Check", "content-type": "application/grpc", te: "trailers" });
+      await sleep(200);
+      // An empty HealthCheckRequest: the whole server's status.
+      stream.end(Buffer.from([0, 0, 0, 0, 0]));
+      const answer = await ended;
+      expect(answer.grpcStatus).toBe("0");
+      expect([...answer.body]).toEqual([0, 0, 0, 0, 2, 8, 1]);
+    } finally {
+      session.destroy();
+    }
+  });
+});
+
 describe("a request whose body comes holds one, not two", () => {
   it("on every door, as many calls as the limit run at once and are answered, and the key holds none after", async () => {
     slowMs = 300;
