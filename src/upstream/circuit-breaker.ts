@@ -112,8 +112,11 @@ export class CircuitBreaker {
     });
   }
 
-  success(): void {
+  success(now = performance.now()): void {
     this.#failures = 0;
+    // The provider's Retry-After pause holds: an answer to a call sent before it (in flight when the 429/503 came)
+    // does not end it early.
+    if (this.#state === "open" && this.#paused && now - this.#openedAt < this.#openForMs) return;
     this.#state = "closed";
     this.#settle();
   }

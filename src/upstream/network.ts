@@ -501,12 +501,13 @@ export class Network {
     // A slow spell's question time fades as the node answers faster again: else every later hang would be judged by
     // it (found from outside: after 20 s of 11 s answers, then 30 s of fast ones, a hang was failed over after 30 s).
     if (tookMs < member.questionMs) member.questionMs = Math.max(tookMs, member.questionMs * QUESTION_DECAY);
-    if (member.breaker.state !== "closed") this.#log?.info({ network: this.name, upstream: member.upstream.label }, "upstream answering again: its circuit is closed");
+    const wasClosed = member.breaker.state === "closed";
+    member.breaker.success();
+    if (!wasClosed && member.breaker.state === "closed") this.#log?.info({ network: this.name, upstream: member.upstream.label }, "upstream answering again: its circuit is closed");
     if (member === this.#members[0]) {
       this.#failingOver = false;
       this.#chains.primaryAnswered();
     }
-    member.breaker.success();
     member.answeredAt = this.lastAnswerAt = now;
   }
 

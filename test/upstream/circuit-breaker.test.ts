@@ -55,6 +55,40 @@ describe("CircuitBreaker", () => {
     expect(breaker.allow(60_000)).toBe(true);
   });
 
+  it("the provider's pause holds when a call sent before it is answered meanwhile", async () => {
+    // Found from outside: a slow call answered after a 503 with Retry-After: 5 closed the circuit within a second,
+    // and the next calls went straight back to the provider that had asked for the pause.
+    const { upstream, state } = scriptedUpstream();
+    let answerSlow!: () => void;
+    const slowAnswered = new Promise<void>((resolve) => {
+      answerSlow = resolve;
+    });
+    upstream.call = async (method) => {
+      state.calls++;
+      if (method === "eth_getBalance") {
+        await slowAnswered;
+        return result('"0x1"');
+      }
+      throw upstreamUnavailable("HTTP 503", undefined, 5);
+    };
+    const network = new Network({ name: "ethereum", family: "eth", upstreams: [upstream], timeoutMs: 10_000, breaker: { threshold: 5, cooldownMs: 50 } });
+    const slow = network.call("eth_getBalance", "[]");
+    await expect(network.call("eth_blockNumber", "[]")).rejects.toMatchObject({ retryAfterSeconds: 5 });
+    answerSlow();
+    await expect(slow).resolves.toBeDefined();
+    expect(network.primaryCircuit).toBe("open");
+    await sleep(120);
+    await expect(network.call("eth_chainId", "[]")).rejects.toMatchObject({ message: expect.stringMatching(/calls are paused/), retryAfterSeconds: 5 });
+    expect(state.calls).toBe(2);
+    // Once the pause is over, an answer closes the circuit as any does.
+    const breaker = new CircuitBreaker({ cooldownMs: 50 });
+    breaker.failure(0, 1000);
+    breaker.success(500);
+    expect(breaker.state).toBe("open");
+    breaker.success(1000);
+    expect(breaker.state).toBe("closed");
+  });
+
   it("counts consecutive outages only: an answer between them starts the count again", () => {
     // README: "After circuitBreaker.threshold consecutive outages (5) the primary's circuit opens".
     const breaker = new CircuitBreaker({ threshold: 3, cooldownMs: 60_000 });
