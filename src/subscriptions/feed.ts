@@ -31,6 +31,8 @@ export interface FeedContext {
 export type Deliver = (event: FeedEvent) => Promise<void>;
 
 const RETRY = { minDelayMs: 250, maxDelayMs: 30_000 };
+/** What a runUntilDone task that failed, and is tried again later, resolves to. */
+const RETRYING = Symbol("retrying");
 
 export abstract class Feed {
   readonly topic: Topic;
@@ -110,17 +112,21 @@ export abstract class Feed {
     return next;
   }
 
-  /** Queues `task`; its failure is logged, and ends the consumers when history was lost. */
-  protected run(what: string, task: () => Promise<void>): Promise<void> {
+  /**
+   * Queues `task`; its failure is logged, and ends the consumers when history was lost. A task that resolves
+   * RETRYING failed and is tried again later (runUntilDone): it has not worked again yet.
+   */
+  protected run(what: string, task: () => Promise<void | typeof RETRYING>): Promise<void> {
     return this.queue(async () => {
       if (this.#stopped) return;
+      let outcome;
       try {
-        await task();
+        outcome = await task();
       } catch (err) {
         this.#failed(what, err);
         return;
       }
-      if (this.#failing.delete(what)) this.ctx.log.info({ network: this.ctx.network.name, feed: this.topic.kind }, `${what} works again`);
+      if (outcome !== RETRYING && this.#failing.delete(what)) this.ctx.log.info({ network: this.ctx.network.name, feed: this.topic.kind }, `${what} works again`);
     });
   }
 
@@ -136,14 +142,21 @@ export abstract class Feed {
     void this.run(what, async () => {
       try {
         await task();
+        return undefined;
       } catch (err) {
         if (this.#stopped || isHistoryLost(err)) throw err;
         const delay = backoffDelay(attempt, RETRY);
-        this.ctx.log.warn({ network: this.ctx.network.name, feed: this.topic.kind, err: (err as Error).message, retryMs: delay }, `${what} failed; retrying`);
+        // Said at warn once until it works again, as #failed says a failing poll (found from outside: a WebSocket
+        // upstream that kept dropping wrote 116 of these in 50 s).
+        const fields = { network: this.ctx.network.name, feed: this.topic.kind, err: (err as Error).message, retryMs: delay };
+        if (this.#failing.has(what)) this.ctx.log.debug(fields, `${what} failed again; retrying (said at warn once, until it works again)`);
+        else this.ctx.log.warn(fields, `${what} failed; retrying`);
+        this.#failing.add(what);
         this.#retryTimers.set(
           what,
           setTimeout(() => this.runUntilDone(what, task, attempt + 1), delay),
         );
+        return RETRYING;
       }
     });
   }
