@@ -224,13 +224,14 @@ export function decodeStorageSlot(value: unknown): Uint8Array {
     throw new HexError(`want a hex storage slot string, got ${describe(value)}`);
   }
   // "0x" alone is slot 0, and bare digits ("2") a slot, as geth's decodeHash (and Anvil) read them (found from outside).
+  // Refusals in geth's words (execution-apis records them for eth_getStorageAt).
   const prefixed = value.startsWith("0x") || value.startsWith("0X");
   if (!(prefixed ? HEX_DIGITS.test(value) : BARE_HEX_DIGITS.test(value))) {
-    throw new HexError(`invalid hex in storage slot ${describe(value)}`);
+    throw new HexError(`invalid hex in storage key: ${describe(value)}`);
   }
   const hex = prefixed ? value.slice(2) : value;
   if (hex.length > 64) {
-    throw new HexError(`storage slot too long (want at most 32 bytes): ${describe(value)}`);
+    throw new HexError(`storage key too long (want at most 32 bytes): ${describe(value)}`);
   }
   if (hex.length === 64) return Buffer.from(hex, "hex");
   return trimLeadingZeros(Buffer.from(hex.length % 2 ? `0${hex}` : hex, "hex"));

@@ -362,8 +362,8 @@ describe("STORAGE_SLOT", () => {
       RUNS,
     );
     expect(bytesToBigint(decodeStorageSlot("2"))).toBe(2n);
-    expect(() => decodeStorageSlot("")).toThrow(/invalid hex in storage slot/);
-    expect(() => decodeStorageSlot("x2")).toThrow(/invalid hex in storage slot/);
+    expect(() => decodeStorageSlot("")).toThrow(/invalid hex in storage key: /);
+    expect(() => decodeStorageSlot("x2")).toThrow(/invalid hex in storage key: /);
     expect(() => decodeStorageSlot("1".repeat(65))).toThrow(/too long/);
   });
 

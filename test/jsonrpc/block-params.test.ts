@@ -150,7 +150,7 @@ it("a param nodegate rewrites leaves the others as the caller wrote them: eth_ge
 });
 
 it("a storage slot without 0x is read as geth and Anvil read it, and goes as written", async () => {
-  // Found from outside: refused "invalid hex in storage slot", which both nodes answer.
+  // Found from outside: refused "invalid hex in storage slot" (now "storage key", as geth says it), which both nodes answer.
   const viaNodegate = await post(ng.rpcUrl, rpc("eth_getStorageAt", [ACCOUNT, "2", "latest"]));
   const direct = await post(anvil.url, rpc("eth_getStorageAt", [ACCOUNT, "2", "latest"]));
   expect(viaNodegate.json.error).toBeUndefined();

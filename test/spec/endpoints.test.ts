@@ -14,6 +14,7 @@ import { BlockTag } from "../../gen/nodegate/eth/v1/primitives_pb.js";
 import { StarknetService } from "../../gen/nodegate/starknet/v1/starknet_service_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { createMethodTable } from "../../src/methods/default-table.js";
+import { conformanceCases } from "../support/conformance.js";
 import { type FixtureUpstream, loadFixture, startFixtureUpstream } from "../support/fixture-upstream.js";
 import { deployProbeScenario, type ProbeScenario, STORED_SLOT } from "../support/probe-scenario.js";
 import { type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
@@ -250,6 +251,14 @@ specRule("endpoints.eth_getStorageAt", async () => {
   expect((await g.http.call("eth_getStorageAt", ["0x0", s.address, at])).error?.message).toMatch(/^invalid argument 0 \(address\)/);
   expect((await g.http.call("eth_getStorageAt", [s.address])).error).toEqual(missing(1, "position"));
   expect((await g.http.call("eth_getStorageAt", [])).error).toEqual(missing(0, "address"));
+  // The keys execution-apis records geth refusing: the same code, and geth's words after where nodegate found it.
+  const refused = conformanceCases().filter((c) => c.method === "eth_getStorageAt" && c.response.error !== undefined);
+  expect(refused).toHaveLength(2);
+  for (const c of refused) {
+    const error = (await g.http.call("eth_getStorageAt", c.request.params as unknown[])).error;
+    expect(error?.code, c.file).toBe(c.response.error?.code);
+    expect(error?.message, c.file).toBe(`invalid argument 1 (position): ${c.response.error?.message}`);
+  }
 });
 
 specRule("endpoints.eth_getLogs", async () => {
@@ -407,7 +416,7 @@ specRule("endpoints.eth_getProof", async () => {
     expect(proof.address).toBe(s.address);
     expect(BigInt(proof.storageProof[0].value)).toBe(s.firstStore.value);
     const longKey = await door.call("eth_getProof", [s.address, [`0x${"00".repeat(33)}`], "latest"]);
-    expect(longKey.error?.message).toMatch(/^invalid argument 1 \(storageKeys\[0\]\): storage slot too long/);
+    expect(longKey.error?.message).toMatch(/^invalid argument 1 \(storageKeys\[0\]\): storage key too long/);
   }
   const typed = await g.eth.call(m.getProof, { address: hexToBytes(s.address), storageKeys: [hexToBytes(STORED_SLOT)], block: firstStoreBlock() });
   expect(hex(typed.proof?.address)).toBe(s.address);
