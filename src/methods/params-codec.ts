@@ -109,6 +109,8 @@ export class ParamsCodec<M extends Message = Message> {
     for (const name of Object.keys(rules)) {
       if (!schema.fields.some((f) => f.name === name)) throw new Error(`${schema.typeName} has no field ${name}`);
     }
+    // decode marks the params it keeps as sent in a 32-bit mask.
+    if (schema.fields.length > 31) throw new Error(`${schema.typeName} has more params than a method may have (31)`);
     this.#plans = schema.fields.map((field: DescField, index) => ({
       index,
       displayName: jsonKeyOf(field),
@@ -133,18 +135,22 @@ export class ParamsCodec<M extends Message = Message> {
    * DecodedParams.leftToNode).
    */
   encode(request: M, leftToNode?: ReadonlySet<number>): string {
-    return this.#encode(request, leftToNode, undefined);
+    return this.#encode(request, leftToNode, 0, []);
   }
 
-  /** encode, with the params in `asSent` (by index: the caller's parsed JSON) written as the caller wrote them. */
-  #encode(request: M, leftToNode: ReadonlySet<number> | undefined, asSent: ReadonlyMap<number, unknown> | undefined): string {
+  /**
+   * encode, with the params whose bit is set in `asSent` (1 << index) written as the caller wrote them: `values`,
+   * the caller's parsed JSON, by index. A bit mask, as a method has a handful of params: decoding a call allocates
+   * nothing for it.
+   */
+  #encode(request: M, leftToNode: ReadonlySet<number> | undefined, asSent: number, values: readonly unknown[]): string {
     const message = request as unknown as Record<string, unknown>;
     const texts: (string | undefined)[] = [];
     for (const plan of this.#plans) {
       const value = message[plan.localName];
       let text: string | undefined;
-      if (asSent?.has(plan.index)) {
-        texts.push(JSON.stringify(asSent.get(plan.index)));
+      if ((asSent & (1 << plan.index)) !== 0) {
+        texts.push(JSON.stringify(values[plan.index]));
         continue;
       }
       try {
@@ -211,7 +217,7 @@ export class ParamsCodec<M extends Message = Message> {
     let leftToNode: Set<number> | undefined;
     // Params that need no rewriting, kept as the caller wrote them when another one does (eth_getProof echoes its
     // storage keys as sent; found from outside: a null block re-encoded "0x0" as 32 bytes).
-    const asSent = new Map<number, unknown>();
+    let asSent = 0;
     for (const plan of this.#plans) {
       const json = values[plan.index];
       if (json === undefined || (json === null && plan.rules.optional)) {
@@ -224,7 +230,7 @@ export class ParamsCodec<M extends Message = Message> {
           (leftToNode ??= new Set()).add(plan.index);
           if (offTheEnd) appendable = false;
           // A null stays a null (geth reads eth_feeHistory's null percentiles as none, and refuses them left off).
-          else asSent.set(plan.index, null);
+          else asSent |= 1 << plan.index;
         } else if (plan.rules.whenUnset === undefined) {
           if (offTheEnd) appendable = false;
         } else if (offTheEnd && appendable) {
@@ -240,7 +246,7 @@ export class ParamsCodec<M extends Message = Message> {
           // sends rewardPercentiles null, which geth-based providers answer); it goes to the node as the caller wrote it.
           if (json === null) {
             message[plan.localName] = [];
-            asSent.set(plan.index, json);
+            asSent |= 1 << plan.index;
             continue;
           }
           if (!Array.isArray(json)) throw new CodecError("", "want an array");
@@ -255,10 +261,10 @@ export class ParamsCodec<M extends Message = Message> {
         throw new InvalidParamsError(`invalid argument ${plan.index} (${where}): ${err.reason}`);
       }
       if (plan.rules.needsRewrite?.(json)) rewrite = true;
-      else asSent.set(plan.index, json);
+      else asSent |= 1 << plan.index;
     }
     const request = message as unknown as M;
-    if (rewrite) return { request, rewritten: this.#encode(request, leftToNode, asSent), leftToNode };
+    if (rewrite) return { request, rewritten: this.#encode(request, leftToNode, asSent, values), leftToNode };
     if (leftToNode !== undefined) return appended === undefined ? { request, leftToNode } : { request, appended, leftToNode };
     return appended === undefined ? { request } : { request, appended };
   }
