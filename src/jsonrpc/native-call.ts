@@ -95,7 +95,7 @@ export async function runNativeCall(call: Call, ctx: NativeCallContext): Promise
       if (spec.family !== ctx.network.family) return { error: wrongFamily(call.method, spec.family, ctx) };
       let decoded;
       try {
-        decoded = spec.params.decode(call.params);
+        decoded = spec.params.decode(call.params, call.paramsText);
       } catch (err) {
         if (err instanceof InvalidParamsError) return { error: invalidParams(err.message) };
         throw err;

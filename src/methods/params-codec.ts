@@ -7,6 +7,7 @@ import { create, type DescField, type DescMessage, type Message } from "@bufbuil
 import { CodecError, locate } from "../codec/codec-error.js";
 import type { CodecRegistry, ValueCodec } from "../codec/message-codec.js";
 import { jsonKeyOf } from "../codec/json-naming.js";
+import { scanArray, type Span } from "../jsonrpc/raw-json.js";
 
 /** How one param is read and written, beyond its field's codec. */
 export interface ParamRules {
@@ -135,22 +136,19 @@ export class ParamsCodec<M extends Message = Message> {
    * DecodedParams.leftToNode).
    */
   encode(request: M, leftToNode?: ReadonlySet<number>): string {
-    return this.#encode(request, leftToNode, 0, []);
+    return this.#encode(request, leftToNode, undefined);
   }
 
-  /**
-   * encode, with the params whose bit is set in `asSent` (1 << index) written as the caller wrote them: `values`,
-   * the caller's parsed JSON, by index. A bit mask, as a method has a handful of params: decoding a call allocates
-   * nothing for it.
-   */
-  #encode(request: M, leftToNode: ReadonlySet<number> | undefined, asSent: number, values: readonly unknown[]): string {
+  /** encode, with the params `kept` names (by index: the caller's own text of each) written as the caller wrote them. */
+  #encode(request: M, leftToNode: ReadonlySet<number> | undefined, kept: readonly (string | undefined)[] | undefined): string {
     const message = request as unknown as Record<string, unknown>;
     const texts: (string | undefined)[] = [];
     for (const plan of this.#plans) {
       const value = message[plan.localName];
       let text: string | undefined;
-      if ((asSent & (1 << plan.index)) !== 0) {
-        texts.push(JSON.stringify(values[plan.index]));
+      const keptText = kept?.[plan.index];
+      if (keptText !== undefined) {
+        texts.push(keptText);
         continue;
       }
       try {
@@ -186,8 +184,11 @@ export class ParamsCodec<M extends Message = Message> {
     return `[${texts.join(",")}]`;
   }
 
-  /** JSON params (as parsed from the caller's text) -> typed request. Throws InvalidParamsError. */
-  decode(params: unknown): DecodedParams<M> {
+  /**
+   * JSON params (as parsed from the caller's text, `paramsText`) -> typed request. Throws InvalidParamsError.
+   * When one param must be rewritten, the others go in the caller's own text.
+   */
+  decode(params: unknown, paramsText?: string): DecodedParams<M> {
     let values: unknown[];
     if (params === undefined || params === null) {
       values = [];
@@ -233,6 +234,8 @@ export class ParamsCodec<M extends Message = Message> {
           else asSent |= 1 << plan.index;
         } else if (plan.rules.whenUnset === undefined) {
           if (offTheEnd) appendable = false;
+          // A null in place stays a null when another param is rewritten (a state override's null is not made {}).
+          else if (json === null) asSent |= 1 << plan.index;
         } else if (offTheEnd && appendable) {
           appended = appended === undefined ? plan.rules.whenUnset : `${appended},${plan.rules.whenUnset}`;
         } else {
@@ -264,10 +267,36 @@ export class ParamsCodec<M extends Message = Message> {
       else asSent |= 1 << plan.index;
     }
     const request = message as unknown as M;
-    if (rewrite) return { request, rewritten: this.#encode(request, leftToNode, asSent, values), leftToNode };
+    if (rewrite) return { request, rewritten: this.#encode(request, leftToNode, callerTexts(asSent, values, paramsText)), leftToNode };
     if (leftToNode !== undefined) return appended === undefined ? { request, leftToNode } : { request, appended, leftToNode };
     return appended === undefined ? { request } : { request, appended };
   }
+}
+
+/**
+ * The caller's own text of each param whose bit is set in `asSent` (1 << index): its slice of the params text when
+ * that is the positional array `values` was parsed from, since JSON.stringify of the parsed value would change
+ * numbers past 2^53, 1e0 and 1e400, key order and duplicate keys (found from outside); else JSON.stringify.
+ */
+function callerTexts(asSent: number, values: readonly unknown[], paramsText: string | undefined): (string | undefined)[] {
+  const texts: (string | undefined)[] = [];
+  let spans: Span[] | undefined;
+  let buf: Buffer | undefined;
+  if (paramsText !== undefined) {
+    buf = Buffer.from(paramsText, "utf8");
+    try {
+      const scanned = scanArray(buf, 0).elements;
+      if (scanned.length === values.length) spans = scanned;
+    } catch {
+      // Not an array (named params): each value as JSON.stringify writes it.
+    }
+  }
+  for (let i = 0; i < values.length; i++) {
+    if ((asSent & (1 << i)) === 0) continue;
+    const span = spans?.[i];
+    texts[i] = span !== undefined && buf !== undefined ? buf.toString("utf8", span.start, span.end) : JSON.stringify(values[i]);
+  }
+  return texts;
 }
 
 /** {"block_id":...,"index":...}: an optional param left unset is not sent, as nodes that predate it reject it. */
