@@ -131,6 +131,8 @@ export class CircuitBreaker {
   failure(now = performance.now(), retryAfterMs?: number): void {
     this.#failures++;
     const pause = retryAfterMs === undefined ? undefined : Math.min(retryAfterMs, MAX_RETRY_AFTER_PAUSE_MS);
+    // A provider's Retry-After pause holds against an outage that ends sooner (a call sent before it failing meanwhile).
+    if (this.#state === "open" && this.#paused && this.#openedAt + this.#openForMs > now + Math.max(this.#cooldownMs, pause ?? 0)) return;
     if (this.#state === "half-open" || this.#failures >= this.#threshold || (pause !== undefined && pause > 0)) {
       this.#state = "open";
       this.#openedAt = now;

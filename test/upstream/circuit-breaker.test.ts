@@ -89,6 +89,23 @@ describe("CircuitBreaker", () => {
     expect(breaker.state).toBe("closed");
   });
 
+  it("the provider's pause holds when calls sent before it fail meanwhile, even past the threshold", () => {
+    // Found from outside: six slow calls failing (plain 503s) after a 503 with Retry-After: 6 reopened the circuit
+    // for a cooldown, and the provider was asked again after 4 s.
+    const breaker = new CircuitBreaker({ threshold: 3, cooldownMs: 1000 });
+    breaker.failure(0, 6000);
+    for (const at of [2000, 2100, 2200, 2300, 2400, 2500]) breaker.failure(at);
+    expect(breaker.allow(3500)).toBe(false);
+    expect(breaker.allow(5999)).toBe(false);
+    expect(breaker.allow(6000)).toBe(true);
+    // A longer pause asked for meanwhile replaces the shorter one.
+    const longer = new CircuitBreaker({ threshold: 3, cooldownMs: 1000 });
+    longer.failure(0, 2000);
+    longer.failure(1000, 5000);
+    expect(longer.allow(5999)).toBe(false);
+    expect(longer.allow(6000)).toBe(true);
+  });
+
   it("counts consecutive outages only: an answer between them starts the count again", () => {
     // README: "After circuitBreaker.threshold consecutive outages (5) the primary's circuit opens".
     const breaker = new CircuitBreaker({ threshold: 3, cooldownMs: 60_000 });
