@@ -422,10 +422,12 @@ export function reorgTooDeep(forkBelow: number, window: number): GatewayError {
   // Forked below block 0: the genesis block itself differs (a dev node restarted afresh, or another chain).
   const freshChain = forkBelow <= 0;
   const replaced = freshChain ? "every block, the genesis block too (a node restarted afresh, or another chain)" : `blocks from ${forkBelow} down`;
-  // A typed caller resuming at its last block would ask the new chain for blocks it may not have yet (found from outside).
+  // Where the chain forked is below what nodegate remembers, so it cannot name the block to resume at; the caller can,
+  // by hash (found from outside: resuming at the window's bottom left the replaced blocks below it unsent). After a
+  // fresh chain nothing received is on it.
   const resume = freshChain
     ? "subscribe again, typed callers without from_block (what was received belongs to the old chain)"
-    : `subscribe again (typed callers: from_block ${forkBelow} gets the blocks that replaced them)`;
+    : `subscribe again (typed callers: with from_block one past the last block received whose hash is still on the node's chain; it forked at block ${forkBelow} or below)`;
   return new GatewayError({
     code: NODEGATE_CODES.historyLost,
     message: `subscription ended: a chain reorganization replaced ${replaced}, deeper than the ${window} blocks nodegate remembers (subscriptions.reorgWindowBlocks), so what it removed cannot be taken back; ${resume}`,

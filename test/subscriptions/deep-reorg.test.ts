@@ -157,9 +157,9 @@ it("a fork below the genesis block (a dev node restarted afresh) is worded as su
   expect(reorgTooDeep(120, 64).message).toMatch(/replaced blocks from 120 down, deeper than the 64 blocks/);
 });
 
-it("says where a typed caller resumes: at the fork for a deep reorganization, from the new head for a fresh chain", () => {
+it("says where a typed caller resumes: past its last block still on the chain for a deep reorganization, from the new head for a fresh chain", () => {
   // Found from outside: after a fresh chain the text told typed callers to resume with from_block, which asks the new chain for blocks it may not have.
-  expect(reorgTooDeep(120, 64).message).toMatch(/; subscribe again \(typed callers: from_block 120 gets the blocks that replaced them\)$/);
+  expect(reorgTooDeep(120, 64).message).toMatch(/; subscribe again \(typed callers: with from_block one past the last block received whose hash is still on the node's chain; it forked at block 120 or below\)$/);
   expect(reorgTooDeep(0, 64).message).toMatch(/; subscribe again, typed callers without from_block \(what was received belongs to the old chain\)$/);
   expect(reorgTooDeep(0, 64).message).not.toMatch(/with from_block/);
 });
