@@ -354,7 +354,10 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       if (req.method === "GET") varyForConnectGet(res, screensUserAgents);
       if (refuseMalformedGet(req, res)) return;
       // A keyed RPC's request holds one of its key's requests while its body arrives (arrival-hold.ts).
-      if (keyedPaths.has(req.url ?? "") && !holdWhileArriving(gateway, req, res)) return;
+      // By its path alone: Connect serves "/pkg.Service/Rpc?anything" as the RPC, so a query must not skip the hold.
+      const url = req.url ?? "";
+      const query = url.indexOf("?");
+      if (keyedPaths.has(query < 0 ? url : url.slice(0, query)) && !holdWhileArriving(gateway, req, res)) return;
     }
     // As on HTTP/2 (dispatchHttp2Stream): a connection closed under a write that never completes (a stream cut for
     // its reader's pace, a client gone with its window shut) emits neither 'drain' nor 'error' on the response, and

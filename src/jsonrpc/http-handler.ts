@@ -172,7 +172,12 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       network = gateway.network(route.network);
     } catch (err) {
       if (!(err instanceof GatewayError)) throw err;
-      // The body is read (within the same limit) so each call hears why under its own id.
+      // A body still to come is not waited for (nothing counts a request no key was found for: bodiless ones would
+      // stay until the request deadline); one that came with its head is read, so each call hears why under its own id.
+      if (!(await arrivedWhole(req))) {
+        calls = refuse(res, requestId, err);
+        return;
+      }
       let text: Buffer | undefined;
       try {
         text = await readDecodedBody();

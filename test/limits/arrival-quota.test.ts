@@ -238,7 +238,7 @@ describe("a request whose body never comes holds one of its key's requests", () 
   });
 });
 
-describe("a typed request whose headers name no key it knows", () => {
+describe("a request whose headers name no key nodegate knows", () => {
   // Found from outside: such requests held nothing to count them against, so 5,000 bodiless streams with an unknown
   // key stayed until the request deadline. Refused at their headers now, as the native door refuses a key in its path.
   for (const [name, headers, refused] of [
@@ -246,6 +246,9 @@ describe("a typed request whose headers name no key it knows", () => {
     ["gRPC (the method table's lean lane), an unknown key", { ":path": "/nodegate.eth.v1.EthService/ChainId", ...GRPC, "x-api-key": "no-such-key-123456" }, "grpc"],
     ["gRPC to a service Connect's handlers serve (JsonRpcService)", { ":path": "/nodegate.jsonrpc.v1.JsonRpcService/Call", ...GRPC, "x-api-key": "no-such-key-123456" }, "grpc"],
     ["the Connect protocol, unary", { ":path": "/nodegate.eth.v1.EthService/ChainId", "content-type": "application/proto", "x-api-key": "no-such-key-123456" }, "connect"],
+    // Found from outside: Connect serves the RPC with a query string too, which skipped the check.
+    ["JsonRpcService with a query string", { ":path": "/nodegate.jsonrpc.v1.JsonRpcService/Call?x=1", ...GRPC, "x-api-key": "no-such-key-123456" }, "grpc"],
+    ["the native door (a key in its path it does not know)", { ":path": "/v3/no-such-key-123456", "content-type": "application/json" }, "native"],
   ] as const) {
     it(`${name}: refused UNAUTHENTICATED at once, not at the request deadline`, async () => {
       const session = h2Session();
@@ -254,6 +257,7 @@ describe("a typed request whose headers name no key it knows", () => {
         expect(ended.ms).toBeLessThan(REQUEST_MS / 2);
         if (refused === "grpc") expect(ended).toMatchObject({ status: 200, grpcStatus: String(Code.Unauthenticated), trailersOnly: true });
         else expect(ended.status).toBe(401);
+        if (refused === "native") expect(JSON.parse(ended.body.toString())).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "invalid project id" } });
       } finally {
         session.destroy();
       }
