@@ -504,7 +504,8 @@ export class Network {
     const wasClosed = member.breaker.state === "closed";
     member.breaker.success();
     if (!wasClosed && member.breaker.state === "closed") this.#log?.info({ network: this.name, upstream: member.upstream.label }, "upstream answering again: its circuit is closed");
-    if (member === this.#members[0]) {
+    // Held open for the provider's Retry-After, the primary is not back yet: nothing is asked of it, and failover goes on.
+    if (member === this.#members[0] && member.breaker.state === "closed") {
       this.#failingOver = false;
       this.#chains.primaryAnswered();
     }

@@ -475,6 +475,51 @@ describe("waiting on a probe, with a partner", () => {
   });
 });
 
+describe("a provider's pause, with a partner", () => {
+  it("a call sent before the pause and answered in it does not bring the primary back: nothing is asked of it, and failover goes on", async () => {
+    // Found from outside: the late answer ran the primary's "answering again" steps, and its chain id question
+    // reached the provider that had asked for the pause.
+    const asked: string[] = [];
+    let answerSlow!: () => void;
+    const slowAnswered = new Promise<void>((resolve) => {
+      answerSlow = resolve;
+    });
+    const primary: Upstream = {
+      label: "primary",
+      async call(method) {
+        asked.push(method);
+        if (method === "eth_getBalance") {
+          await slowAnswered;
+          return result('"0x1"');
+        }
+        throw upstreamUnavailable("HTTP 503", undefined, 5);
+      },
+      async close() {},
+    };
+    const partner = scriptedUpstream();
+    partner.state.down = false;
+    const network = new Network({
+      name: "ethereum",
+      family: "eth",
+      upstreams: [primary, { ...partner.upstream, label: "partner" }],
+      timeoutMs: 10_000,
+      breaker: { threshold: 5, cooldownMs: 50 },
+      failover: { methods: ["eth_blockNumber"], plans: ["growth"] },
+    });
+    const mayFailOver = { idempotent: true, plan: "growth" as const };
+    const slow = network.call("eth_getBalance", "[]");
+    await expect(network.call("eth_chainId", "[]")).rejects.toMatchObject({ retryAfterSeconds: 5 });
+    const askedBeforeAnswer = asked.length;
+    answerSlow();
+    await expect(slow).resolves.toBeDefined();
+    await sleep(100);
+    expect(network.primaryCircuit).toBe("open");
+    await expect(network.call("eth_blockNumber", "[]", mayFailOver)).resolves.toBeDefined();
+    expect(asked.slice(askedBeforeAnswer)).toEqual([]);
+    await network.close();
+  });
+});
+
 describe("a call's own deadline", () => {
   it("run out on a primary that answers other calls is the caller's limit: the call does not go to a partner with nothing left of it", async () => {
     // Found from outside: an eth_getLogs whose 10 s query deadline ran out on a slow primary was tried on the partner
