@@ -10,16 +10,15 @@
  */
 import { ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, endStreamFlag, errorToJson, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
-import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import type { Gateway } from "../gateway.js";
 import { stillReceiving } from "../http/client-timeouts.js";
 import type { NodeRequest, NodeResponse } from "../http/http-types.js";
 import { whenResponseDone } from "../http/response-closed.js";
 import { toConnectError } from "./errors.js";
-import { reencodeGrpcMessageIn } from "./grpc-message.js";
+import { errorStatus } from "./grpc-unary.js";
 import { GRPC_WEB_BINARY_CONTENT_TYPE, GRPC_WEB_TEXT_CONTENT_TYPE, trailerFrame } from "./grpc-web-unary.js";
 import { credentialsFrom } from "./typed-services.js";
-import { FRAME_HEADER, headerSource, plainHeaders } from "./unary-routes.js";
+import { FRAME_HEADER, headerSource } from "./unary-routes.js";
 
 /**
  * Takes one of the key's requests for a typed request whose body is still to come; false when the key holds its
@@ -53,9 +52,7 @@ function refuse(req: NodeRequest, res: NodeResponse, error: ConnectError): void 
     return;
   }
   if (/^application\/grpc/i.test(contentType)) {
-    const status = plainHeaders(setTrailerStatus(new Headers(), error));
-    reencodeGrpcMessageIn(status);
-    const head = { "content-type": contentType, ...status };
+    const head = { "content-type": contentType, ...errorStatus(error) };
     // One HEADERS frame that ends the stream (Trailers-Only): grpc-js reads a status only from such a frame or from
     // trailers, and Node's response object would send an empty DATA frame after the head.
     if ("stream" in res) res.stream.respond({ ...res.getHeaders(), ":status": 200, ...head }, { endStream: true });

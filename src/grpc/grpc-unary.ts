@@ -82,7 +82,7 @@ function decompressed(payload: Uint8Array, inflate: (data: Uint8Array, options: 
 export const ACCEPTED_ENCODINGS = "gzip,deflate,br";
 
 /** A failed call's status fields, grpc-message encoded as the gRPC spec says. */
-function errorStatus(error: ConnectError): Record<string, string> {
+export function errorStatus(error: ConnectError): Record<string, string> {
   const fields = plainHeaders(setTrailerStatus(new Headers(), error));
   reencodeGrpcMessageIn(fields);
   return fields;

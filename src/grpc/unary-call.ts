@@ -146,21 +146,15 @@ class UnaryCall {
    * door refuses a key in its path before reading the body.
    */
   #holdRequest(): boolean {
-    let key: ApiKey;
     try {
-      key = this.gateway.access.authenticate(credentialsFrom(this.#header));
-    } catch (err) {
-      this.#fail(err);
-      return false;
-    }
-    try {
+      const key = this.gateway.access.authenticate(credentialsFrom(this.#header));
       this.#releaseRequest = this.gateway.quotas.acquire(key, "requests");
+      this.#heldKey = key;
+      return true;
     } catch (err) {
       this.#fail(err);
       return false;
     }
-    this.#heldKey = key;
-    return true;
   }
 
   /** Marks the call answered (once) and stops its deadline; false when it was answered already or the exchange is gone. */
