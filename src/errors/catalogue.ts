@@ -126,6 +126,15 @@ export function keptAliveConnectionClosed(method: string): GatewayError {
 }
 
 /**
+ * A call safe to repeat whose kept-alive connection the node closed as it went out, before any reply, while the
+ * node's circuit was open (its provider's Retry-After pause, or a cooldown): not sent again to a node asked to rest.
+ * An outage, as a reset is: a partner may answer it.
+ */
+export function keptAliveClosedWhileResting(method: string): GatewayError {
+  return upstreamUnavailable(`the node closed a kept-alive connection as ${method} went out on it, before any reply, while calls to it are paused (its circuit is open); ${method} was not sent again`);
+}
+
+/**
  * A call that waited for a connection to the node (all busy) when the node's circuit opened: failed unsent, so its
  * caller knows it did not take effect (a write may be sent again). Not an outage of its own: the circuit has opened.
  */

@@ -74,6 +74,11 @@ export class CircuitBreaker {
     return this.#probeSerial;
   }
 
+  /** Open, and not yet due for a probe: nothing is to be sent to the upstream, not even a call sent once more. */
+  resting(now = performance.now()): boolean {
+    return this.#state === "open" && now - this.#openedAt < this.#openForMs;
+  }
+
   /** While open for a provider's Retry-After: the whole seconds left (to pass on to callers). */
   retryAfterSeconds(now = performance.now()): number | undefined {
     if (this.#state !== "open" || !this.#paused) return undefined;

@@ -8,11 +8,11 @@
 import { networkErrorWords } from "./network-errors.js";
 import type { ConnectionOptions } from "node:tls";
 import { Code } from "@connectrpc/connect";
-import { cancelled, keptAliveConnectionClosed, noConnectionInTime, notSentCircuitOpened, capacityExceeded, spareRefused, replyTooLarge, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
+import { cancelled, keptAliveClosedWhileResting, keptAliveConnectionClosed, noConnectionInTime, notSentCircuitOpened, capacityExceeded, spareRefused, replyTooLarge, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { MAX_RETRY_AFTER_PAUSE_MS } from "./circuit-breaker.js";
 import { ANOTHER_REQUESTS_REPLY, sentWithIdNull, readChunkedReply, readReply, requestBody, type UpstreamResult } from "./reply.js";
-import { BODY_TOO_LARGE, CIRCUIT_OPENED_UNSENT, Http1Error, type Http1Reply, KEPT_ALIVE_CLOSED, LARGE_REQUEST_UNANSWERED, OVER_REPLY_BUDGET, QUEUED_PAST_DEADLINE } from "./http1-call.js";
+import { BODY_TOO_LARGE, CIRCUIT_OPENED_UNSENT, Http1Error, type Http1Reply, KEPT_ALIVE_CLOSED, KEPT_ALIVE_CLOSED_RESTING, LARGE_REQUEST_UNANSWERED, OVER_REPLY_BUDGET, QUEUED_PAST_DEADLINE } from "./http1-call.js";
 import { Http1Pool } from "./http1-pool.js";
 import type { ReplyBudget } from "./reply-budget.js";
 import type { CallOptions, Upstream } from "./upstream.js";
@@ -296,6 +296,7 @@ export class HttpUpstream implements Upstream {
     if (err instanceof Http1Error && err.code === OVER_REPLY_BUDGET) return capacityExceeded(err.message);
     if (err instanceof Http1Error && err.code === LARGE_REQUEST_UNANSWERED) return requestTooLargeForNode(err.message);
     if (err instanceof Http1Error && err.code === KEPT_ALIVE_CLOSED) return keptAliveConnectionClosed(method);
+    if (err instanceof Http1Error && err.code === KEPT_ALIVE_CLOSED_RESTING) return keptAliveClosedWhileResting(method);
     if (err instanceof Http1Error && err.code === BODY_TOO_LARGE) return replyTooLarge(err.message);
     const words = networkErrorWords(err);
     if (words !== undefined) return upstreamUnavailable(words, err);
@@ -305,6 +306,10 @@ export class HttpUpstream implements Upstream {
 
   dropUnsent(): void {
     this.#pool.failQueued();
+  }
+
+  restsWhile(resting: () => boolean): void {
+    this.#pool.resting = resting;
   }
 
   async close(): Promise<void> {

@@ -75,6 +75,13 @@ export const LARGE_REQUEST_UNANSWERED = "ELARGEUNANSWERED";
  */
 export const KEPT_ALIVE_CLOSED = "EKEPTALIVECLOSED";
 
+/**
+ * The code of the error a call safe to repeat fails with when the server closed its kept-alive connection as the
+ * request went out, before any reply, while the node's circuit rests (open, its provider's Retry-After or a
+ * cooldown): it would be sent again otherwise, to a node that asked not to be called.
+ */
+export const KEPT_ALIVE_CLOSED_RESTING = "EKEPTALIVERESTING";
+
 /** The code of the error a reply fails with when the shared ReplyBudget has no room for it. */
 export const OVER_REPLY_BUDGET = "EREPLYBUDGET";
 

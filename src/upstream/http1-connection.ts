@@ -4,7 +4,7 @@
  * by content-length, chunked encoding or the connection's end.
  */
 import type net from "node:net";
-import { bodyTooLarge, type Http1Call, Http1Error, type Http1Reply, KEPT_ALIVE_CLOSED, LARGE_REQUEST_UNANSWERED, OVER_REPLY_BUDGET } from "./http1-call.js";
+import { bodyTooLarge, type Http1Call, Http1Error, type Http1Reply, KEPT_ALIVE_CLOSED, KEPT_ALIVE_CLOSED_RESTING, LARGE_REQUEST_UNANSWERED, OVER_REPLY_BUDGET } from "./http1-call.js";
 import type { Http1Pool } from "./http1-pool.js";
 
 /** Node's `onread` option: reads go into `buffer`, and `callback` gets how many bytes came (tls.connect takes it too, since Node 15.1). */
@@ -300,8 +300,11 @@ export class Connection {
     const call = this.call;
     this.call = undefined;
     // The server closed a kept-alive connection as the request went out: nothing was answered, and a call safe to
-    // repeat is sent once more, on a new connection.
-    const again = call !== undefined && !call.settled && this.#used && !this.#received && call.repeatable && !call.repeated ? call : undefined;
+    // repeat is sent once more, on a new connection; not while the node's circuit rests (found from outside: sent
+    // again during its provider's Retry-After pause, to a node that then held it, its caller waited out the deadline).
+    const resend = call !== undefined && !call.settled && this.#used && !this.#received && call.repeatable && !call.repeated;
+    const resting = resend && this.#pool.resting();
+    const again = resend && !resting ? call : undefined;
     if (call !== undefined && again === undefined && this.#refusedByFront(call, err)) return;
     this.#retire(again, !byServer);
     if (call === undefined || call.settled || again !== undefined) return;
@@ -309,6 +312,10 @@ export class Connection {
       // A node closes on a request over its size limit (Anvil's is about 2 MiB) and its answer, if it sent one,
       // is often lost in the reset: the node is up, and a caller sending such requests must not open its circuit.
       call.fail(new Http1Error(LARGE_REQUEST_UNANSWERED, `the node closed the connection without answering a ${Buffer.byteLength(call.text)}-byte request`));
+      return;
+    }
+    if (resting) {
+      call.fail(new Http1Error(KEPT_ALIVE_CLOSED_RESTING, `the node closed a kept-alive connection as the request went out (${err.message}), and its circuit is open`));
       return;
     }
     if (byServer && this.#used && !this.#received && !call.repeatable) {
@@ -633,8 +640,13 @@ export class Connection {
     if (this.#statusCode === 408 && this.#used && !call.repeated && !call.settled) {
       // A front closing a kept-alive connection answers the request it did not wait for with 408 (HAProxy does): the
       // request was never taken, and any call may be sent again (RFC 9110, 15.5.9), on a new connection (found from
-      // outside: the 408 was read as the node's invalid answer and counted as an outage).
-      this.#retire(call);
+      // outside: the 408 was read as the node's invalid answer and counted as an outage). Not while its circuit rests.
+      if (this.#pool.resting()) {
+        this.#retire();
+        call.fail(new Http1Error(KEPT_ALIVE_CLOSED_RESTING, "the node's front closed a kept-alive connection as the request went out (HTTP 408), and its circuit is open"));
+      } else {
+        this.#retire(call);
+      }
       return;
     }
     if (framed && this.#keepAlive) {

@@ -77,6 +77,8 @@ const ALONE_LAG_MS = 500;
 /** After a call's first such refusal no new connection is opened for this long (doubling with each next one): waiting calls take connections that free meanwhile. */
 const REFUSED_HOLD_FIRST_MS = 50;
 
+const NEVER_RESTING = (): boolean => false;
+
 export class Http1Pool {
   readonly keepAliveMs: number;
   readonly connectTimeoutMs: number;
@@ -106,6 +108,8 @@ export class Http1Pool {
   #holdTimer: NodeJS.Timeout | undefined;
   /** Ends the wait of calls kept off new connections (see #keepsOffNew). */
   #lagTimer: NodeJS.Timeout | undefined;
+  /** Whether the node's circuit rests now (set by its owner): a call its kept-alive connection dropped is not sent again then. */
+  resting: () => boolean = NEVER_RESTING;
 
   constructor(options: Http1PoolOptions) {
     const { url } = options;

@@ -227,6 +227,7 @@ export class Network {
     this.name = options.name;
     this.family = options.family;
     this.#members = options.upstreams.map((upstream) => ({ upstream, breaker: new CircuitBreaker(options.breaker), answeredAt: Number.NEGATIVE_INFINITY, pace: new AnswerPace(), askedAt: Number.NEGATIVE_INFINITY, questionMs: 0, listening: false, callsOut: 0, watchdog: undefined, questionsOut: 0, openedAt: Number.NEGATIVE_INFINITY }));
+    for (const member of this.#members) member.upstream.restsWhile?.(() => member.breaker.resting());
     // A WebSocket node's dropped connection is an outage seen before any call fails: readiness probes from then on,
     // even with no traffic (found from outside: an idle instance reported a dead node SERVING for 30 s).
     for (const { upstream } of this.#members) {

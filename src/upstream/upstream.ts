@@ -46,6 +46,8 @@ export interface Upstream {
   onOutage?(listener: () => void): () => void;
   /** The node's circuit opened: calls still waiting to be sent (all connections busy) fail now, unsent (see Http1Pool). */
   dropUnsent?(): void;
+  /** Tells the upstream how to learn that its circuit rests: a call the node dropped unanswered is not sent again then. */
+  restsWhile?(resting: () => boolean): void;
 }
 
 /** A URL as it may be shown (the start banner): scheme, host and port, with every path segment that could be a key, credentials and query left out. */

@@ -4,7 +4,7 @@
  * must neither open the circuit nor, for a call sent once more, land it on another connection being closed.
  */
 import type net from "node:net";
-import { afterEach, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { GatewayError } from "../../src/errors/gateway-error.js";
 import { HttpUpstream } from "../../src/upstream/http-upstream.js";
 import { Network } from "../../src/upstream/network.js";
@@ -137,4 +137,55 @@ it("a hung node whose every connection is held is seen down: nodegate's chain id
   expect(await call).toBe("error -32603: request cancelled by the caller");
   for (let waited = 0; network.primaryCircuit === "closed" && waited < 8000; waited += 50) await new Promise((r) => setTimeout(r, 50));
   expect(network.primaryCircuit).toBe("open");
+});
+
+describe("while the node's circuit rests, a call its kept-alive connection dropped is not sent again", () => {
+  const TOO_MANY = 'HTTP/1.1 429 Too Many Requests\r\nretry-after: 30\r\ncontent-type: application/json\r\ncontent-length: 0\r\n\r\n';
+  /**
+   * A node that answers eth_blockNumber, answers eth_chainId with a 429 asking for 30 s, and meets eth_getBalance on a
+   * kept-alive connection (its second request there) as `drop` says, once `dropNow` resolves: a reset, or HAProxy's 408.
+   */
+  async function pausingNode(drop: "reset" | "408", dropNow: Promise<void>): Promise<RawNode & { requests: string[] }> {
+    const requests: string[] = [];
+    const node = await rawNode((socket: net.Socket, connection: number) => {
+      onRequests(socket, (request) => {
+        requests.push(`${request.method}@${connection}`);
+        if (request.method === "eth_chainId") socket.write(TOO_MANY);
+        else if (request.method === "eth_getBalance") void dropNow.then(() => (drop === "reset" ? socket.resetAndDestroy() : socket.end(REQUEST_TIMEOUT_408)));
+        else socket.write(resultReply(request.id, `0x${connection}`));
+      });
+    });
+    cleanups.push(() => node.close());
+    return Object.assign(node, { requests });
+  }
+
+  for (const drop of ["reset", "408"] as const) {
+    it(`a ${drop}: the caller is told at once (-32050), and the paused node is not asked again`, async () => {
+      // Found from outside: a read in flight when a provider's 429 paused its circuit for 6 s was reset on its kept-alive
+      // connection, sent once more to the paused node, held there, and its caller waited out upstreamTimeoutMs.
+      let dropNow!: () => void;
+      const node = await pausingNode(drop, new Promise<void>((r) => (dropNow = r)));
+      const network = new Network({ name: "ethereum", family: "eth", upstreams: [upstreamFor(node, 2)], timeoutMs: 5000, breaker: { threshold: 5, cooldownMs: 1000 } });
+      expect(await outcome(network.call("eth_blockNumber", "[]", { idempotent: true }))).toBe('"0x0"');
+      const read = outcome(network.call("eth_getBalance", "[]", { idempotent: true }));
+      while (!node.requests.includes("eth_getBalance@0")) await new Promise((r) => setTimeout(r, 5));
+      expect(await outcome(network.call("eth_chainId", "[]", { idempotent: true }))).toBe("error -32050: upstream unavailable: HTTP 429");
+      expect(network.primaryCircuit).toBe("open");
+      dropNow();
+      expect(await read).toBe(
+        "error -32050: upstream unavailable: the node closed a kept-alive connection as eth_getBalance went out on it, before any reply, while calls to it are paused (its circuit is open); eth_getBalance was not sent again",
+      );
+      expect(node.requests).toEqual(["eth_blockNumber@0", "eth_getBalance@0", "eth_chainId@1"]);
+    });
+  }
+
+  it("with the circuit closed, the same drop is sent once more as before", async () => {
+    const node = await pausingNode("reset", Promise.resolve());
+    const upstream = upstreamFor(node, 1);
+    const network = new Network({ name: "ethereum", family: "eth", upstreams: [upstream], timeoutMs: 5000, breaker: { threshold: 5, cooldownMs: 1000 } });
+    expect(await outcome(network.call("eth_blockNumber", "[]", { idempotent: true }))).toBe('"0x0"');
+    // Sent again on connection 1, where it is its first request, which the node drops too, as a fresh reset.
+    expect(await outcome(network.call("eth_getBalance", "[]", { idempotent: true }))).toMatch(/^error -32050: upstream unavailable: connection reset/);
+    expect(node.requests).toEqual(["eth_blockNumber@0", "eth_getBalance@0", "eth_getBalance@1"]);
+  });
 });
