@@ -151,6 +151,32 @@ export function withMember(text: string, key: string, valueText: string | undefi
   return last === undefined ? `${head(close)}${entry}${tail(close)}` : `${head(last.valueEnd)},${entry}${tail(last.valueEnd)}`;
 }
 
+/**
+ * The JSON text `buf` with every member named `key` of the object starting at `i` given `valueText`, where it stands,
+ * so a node that reads the first of duplicate keys reads it too (JSON.parse, geth and Anvil read the last); added last
+ * when there is none. Everything else stays as written, as withMember keeps it.
+ */
+export function withEveryMember(buf: Uint8Array, i: number, key: string, valueText: string): string {
+  const text = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
+  let out = "";
+  // Where the text not yet in `out` starts: past the last member given the value, 0 while there is none.
+  let at = 0;
+  let lastEnd = -1;
+  const close =
+    scanObject(buf, i, (name, valueStart) => {
+      lastEnd = skipValue(buf, valueStart);
+      if (name === key) {
+        out += text.toString("utf8", at, valueStart) + valueText;
+        at = lastEnd;
+      }
+      return lastEnd;
+    }) - 1;
+  if (at > 0) return out + text.toString("utf8", at);
+  const entry = `${JSON.stringify(key)}:${valueText}`;
+  const insert = lastEnd < 0 ? close : lastEnd;
+  return `${text.toString("utf8", 0, insert)}${lastEnd < 0 ? "" : ","}${entry}${text.toString("utf8", insert)}`;
+}
+
 /** The spans of the elements of the array starting at `i`. */
 export function scanArray(buf: Uint8Array, i: number): { elements: Span[]; end: number } {
   i = skipWhitespace(buf, i);

@@ -78,8 +78,10 @@ function refuseDuplicateKeys(spec: MethodSpec, paramsText: string): void {
 
 /**
  * Calls a table method. `callerParams` is the caller's own params text (native
- * path), forwarded as sent unless a policy changed the request; then params
- * the caller left to the node (`leftToNode`) stay as it left them.
+ * path), forwarded as sent unless a policy changed the request; then the
+ * policy makes its change in that text (MethodPolicy.inText), or, when it
+ * cannot, the request is encoded again, params the caller left to the node
+ * (`leftToNode`) staying as it left them.
  */
 export async function invokeMethod(
   spec: MethodSpec,
@@ -102,7 +104,9 @@ export async function invokeMethod(
   // Encoding validates a typed request; do it before a policy may call the upstream.
   let sent = callerParams ?? spec.params.encode(request);
   try {
-    if (policy?.before && (await policy.before(request, policyCtx))) sent = spec.params.encode(request, leftToNode);
+    if (policy?.before && (await policy.before(request, policyCtx))) {
+      sent = (callerParams === undefined ? undefined : policy.inText?.(request, callerParams)) ?? spec.params.encode(request, leftToNode);
+    }
   } catch (err) {
     throw restate(err, undefined, ctx);
   }

@@ -17,6 +17,12 @@ export interface PolicyContext {
 export interface MethodPolicy {
   /** Checks or adjusts the typed request; resolves true when it changed it. Throws GatewayError to refuse. */
   before?(request: Message, ctx: PolicyContext): boolean | Promise<boolean>;
+  /**
+   * The native caller's params text with before's change made in it, every other byte as the caller wrote it (nodes
+   * answer by the text: key order, duplicates, nulls in place, numbers past 2^53); undefined to send the request encoded
+   * again. Without it, a changed request is encoded again.
+   */
+  inText?(request: Message, paramsText: string): string | undefined;
   /** For a method outside the typed table (forwarded as sent): checks its params as JSON. Throws GatewayError to refuse. */
   checkParams?(params: unknown, ctx: PolicyContext): void;
   /** The deadline of the upstream call, when the method has its own. */

@@ -173,3 +173,28 @@ it("a storage slot without 0x is read as geth and Anvil read it, and goes as wri
   expect(viaNodegate.json).toEqual(direct.json);
   expect(upstream.requests.at(-1)?.params).toEqual([ACCOUNT, "2", "latest"]);
 });
+
+it("a call whose gas nodegate caps goes in the caller's own text, only its gas changed: a null override, key order, the block's spelling and big numbers stay", async () => {
+  // Found from outside: the capped call was encoded again from the typed request, so its state override's null was
+  // dropped, the call object's keys reordered and the EIP-1898 block object re-spelled as a bare number.
+  const latest = (await post(anvil.url, rpc("eth_getBlockByNumber", ["latest", false]))).json.result as { gasLimit: string };
+  const cap = `0x${(BigInt(latest.gasLimit) * 10n).toString(16)}`;
+  const call = (gas: string) => `{ "value" :"0x0", "to":"${ACCOUNT}","gas": "${gas}", "extra": 9007199254740993, "n": 1e0 }`;
+  const paramsText = (gas: string) => `[${call(gas)} , { "blockNumber" : "0x2" } , null ]`;
+  const viaNodegate = await post(ng.rpcUrl, `{"jsonrpc":"2.0","id":1,"method":"eth_call","params":${paramsText(`0x${"f".repeat(15)}`)}}`);
+  expect(viaNodegate.json.error).toBeUndefined();
+  const sent = upstream.requests.filter((r) => r.method === "eth_call").at(-1)?.body ?? "";
+  expect(sent.slice(sent.indexOf('"params":') + 9, sent.lastIndexOf("]") + 1)).toBe(paramsText(cap));
+  // The node answers as it does the caller's call with the capped gas written in.
+  const direct = await post(anvil.url, `{"jsonrpc":"2.0","id":1,"method":"eth_call","params":${paramsText(cap)}}`);
+  expect(viaNodegate.json).toEqual(direct.json);
+
+  // eth_estimateGas's bound is added last in the caller's call object; the block left to the node stays null.
+  const estimate = `[{ "from":"${ACCOUNT}", "to":"${ACCOUNT}", "n": 1e0 } , null , null ]`;
+  const estimated = await post(ng.rpcUrl, `{"jsonrpc":"2.0","id":1,"method":"eth_estimateGas","params":${estimate}}`);
+  expect(estimated.json.error).toBeUndefined();
+  const sentEstimate = upstream.requests.filter((r) => r.method === "eth_estimateGas").at(-1)?.body ?? "";
+  const bound = (JSON.parse(sentEstimate) as { params: [{ gas: string }] }).params[0].gas;
+  expect(bound).toMatch(/^0x[1-9a-f][0-9a-f]*$/);
+  expect(sentEstimate.slice(sentEstimate.indexOf('"params":') + 9, sentEstimate.lastIndexOf("]") + 1)).toBe(estimate.replace(' "n": 1e0 }', ` "n": 1e0,"gas":"${bound}" }`));
+});

@@ -9,7 +9,10 @@
  * (block_overrides.gas_limit): the node bounds the estimate by that limit,
  * and a gas param would take its place.
  */
+import type { Message } from "@bufbuild/protobuf";
 import type { CallRequest, EstimateGasRequest } from "../../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { encodeQuantity } from "../../codec/hex.js";
+import { OPEN_BRACKET, skipWhitespace, withEveryMember } from "../../jsonrpc/raw-json.js";
 import type { MethodPolicy, PolicyContext } from "../policy.js";
 
 async function capGas(request: CallRequest | EstimateGasRequest, ctx: PolicyContext): Promise<boolean> {
@@ -23,8 +26,24 @@ async function capGas(request: CallRequest | EstimateGasRequest, ctx: PolicyCont
   return true;
 }
 
+/**
+ * The native caller's params text with the gas the policy set: in the transaction (the first param), each "gas" member
+ * given it, or one added last; every other member and param as the caller wrote it (encoded again, a state override's
+ * null was dropped, the call object's keys reordered, an EIP-1898 block re-spelled and numbers past 2^53 changed).
+ */
+function gasInText(request: Message, paramsText: string): string | undefined {
+  const gas = (request as CallRequest | EstimateGasRequest).transaction?.gas;
+  if (gas === undefined) return undefined;
+  const buf = Buffer.from(paramsText, "utf8");
+  const open = skipWhitespace(buf, 0);
+  // Params decoded have a call object first, in an array (the eth methods take no named params).
+  if (buf[open] !== OPEN_BRACKET) return undefined;
+  return withEveryMember(buf, skipWhitespace(buf, open + 1), "gas", `"${encodeQuantity(gas)}"`);
+}
+
 export const callGasCap: MethodPolicy = {
   before: (request, ctx) => capGas(request as CallRequest, ctx),
+  inText: gasInText,
 };
 
 export const estimateGasBounds: MethodPolicy = {
@@ -40,4 +59,5 @@ export const estimateGasBounds: MethodPolicy = {
     }
     return capGas(r, ctx);
   },
+  inText: gasInText,
 };
