@@ -136,8 +136,12 @@ export class CircuitBreaker {
   failure(now = performance.now(), retryAfterMs?: number): void {
     this.#failures++;
     const pause = retryAfterMs === undefined ? undefined : Math.min(retryAfterMs, MAX_RETRY_AFTER_PAUSE_MS);
-    // A provider's Retry-After pause holds against an outage that ends sooner (a call sent before it failing meanwhile).
-    if (this.#state === "open" && this.#paused && this.#openedAt + this.#openForMs > now + Math.max(this.#cooldownMs, pause ?? 0)) return;
+    // A provider's Retry-After pause holds, to its end and still said to callers, against calls sent before it failing
+    // meanwhile (found from outside: failures in its last cooldown replaced it with a cooldown, which ran past its end
+    // and told callers no Retry-After); only a longer Retry-After asked for meanwhile extends it.
+    if (this.#state === "open" && this.#paused && now - this.#openedAt < this.#openForMs) {
+      if (pause === undefined || pause <= 0 || now + pause <= this.#openedAt + this.#openForMs) return;
+    }
     if (this.#state === "half-open" || this.#failures >= this.#threshold || (pause !== undefined && pause > 0)) {
       this.#state = "open";
       this.#openedAt = now;

@@ -98,6 +98,14 @@ describe("CircuitBreaker", () => {
     expect(breaker.allow(3500)).toBe(false);
     expect(breaker.allow(5999)).toBe(false);
     expect(breaker.allow(6000)).toBe(true);
+    // Nor do failures in its last cooldown stretch it, or end what callers are told of it (found from outside: calls
+    // dropped 0.7 s before a 2 s pause ended made it a cooldown, 0.3 s longer, with no Retry-After for callers).
+    const late = new CircuitBreaker({ threshold: 3, cooldownMs: 1000 });
+    late.failure(0, 2000);
+    for (const at of [1300, 1301, 1302, 1303]) late.failure(at);
+    expect(late.retryAfterSeconds(1500)).toBe(1);
+    expect(late.allow(1999)).toBe(false);
+    expect(late.allow(2000)).toBe(true);
     // A longer pause asked for meanwhile replaces the shorter one.
     const longer = new CircuitBreaker({ threshold: 3, cooldownMs: 1000 });
     longer.failure(0, 2000);
