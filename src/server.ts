@@ -462,6 +462,9 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   // A body declared larger than the limit is refused before the client sends it: no 100 Continue, and the connection
   // closes after the refusal (found from outside: a client was told to go on, sent 100 MB, and was then refused).
   const continueUnlessTooLarge = (req: Req, res: Res): void => {
+    // The native door asks for the body itself, once the key has passed (see http-handler.ts).
+    const url = req.url ?? "/";
+    if (matchNativeRoute(ABSOLUTE_FORM.test(url) ? originForm(url) : url)?.transport === "http") return;
     const declared = Number(req.headers["content-length"]);
     if (!(declared > gateway.limits.maxBodyBytes)) res.writeContinue();
     else if (req.httpVersionMajor === 1) res.setHeader("connection", "close");

@@ -128,6 +128,20 @@ async function arrivedWhole(req: Req): Promise<boolean> {
   return "stream" in req ? !stillReceiving(req.stream) : req.complete;
 }
 
+/** The client waits for a 100 Continue before it sends its body (the server left that to this door: see server.ts). */
+function awaitsContinue(req: Req): boolean {
+  return req.headers.expect === "100-continue";
+}
+
+/**
+ * A refusal made before the body has come: an HTTP/1.1 connection closes after it, rather than read on a body the
+ * client may still trickle, after which Node's own 408 followed the refusal on the same connection (found from
+ * outside), or wait for one the client was never asked for (Expect: 100-continue).
+ */
+function closeAfterRefusal(req: Req, res: Res): void {
+  if (req.httpVersionMajor === 1) res.setHeader("connection", "close");
+}
+
 export function createJsonRpcHttpHandler(gateway: Gateway) {
   return async function handleJsonRpcHttp(req: Req, res: Res, route: NativeRoute): Promise<void> {
     const started = performance.now();
@@ -142,16 +156,19 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
     };
     res.on("finish", () => log(res.statusCode));
     if (req.method !== "POST") {
+      if (awaitsContinue(req)) closeAfterRefusal(req, res);
       calls = refuse(res, requestId, invalidRequest("use POST"), 405, { allow: "POST" });
       return;
     }
     const contentType = req.headers["content-type"] ?? "";
     if (!isJsonMediaType(contentType)) {
+      if (awaitsContinue(req)) closeAfterRefusal(req, res);
       calls = refuse(res, requestId, invalidRequest("content-type must be application/json"), 415);
       return;
     }
     const encoding = contentEncoding(header(req, "content-encoding"));
     if (!isSupportedEncoding(encoding)) {
+      if (awaitsContinue(req)) closeAfterRefusal(req, res);
       calls = refuse(res, requestId, invalidRequest(`content-encoding ${encoding} is not supported (send ${SUPPORTED_ENCODINGS}, or none)`), 415);
       return;
     }
@@ -175,6 +192,7 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       // A body still to come is not waited for (nothing counts a request no key was found for: bodiless ones would
       // stay until the request deadline); one that came with its head is read, so each call hears why under its own id.
       if (!(await arrivedWhole(req))) {
+        closeAfterRefusal(req, res);
         calls = refuse(res, requestId, err);
         return;
       }
@@ -207,11 +225,19 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
       // Over the key's maximum: a body that came with its head is read, and each call hears why under its own id
       // (answerJsonRpc refuses it, as before); one still to come is not waited for.
       if (!(await arrivedWhole(req))) {
+        closeAfterRefusal(req, res);
         calls = refuse(res, requestId, err);
         return;
       }
     }
     if (releaseRequest !== undefined) whenResponseDone(res, releaseRequest);
+    // Asked for only now, once the key and its quota have passed: a client is not told to send a body that is refused
+    // whatever it holds (found from outside: 100 Continue went out before the 401). One declared over the limit is
+    // refused (413, below) without being asked for.
+    if (awaitsContinue(req) && !res.headersSent) {
+      if (Number(req.headers["content-length"]) > gateway.limits.maxBodyBytes) closeAfterRefusal(req, res);
+      else res.writeContinue();
+    }
     try {
       let body: Buffer | undefined;
       try {

@@ -23,8 +23,8 @@ afterAll(async () => {
 
 const CALL = '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}';
 
-/** Sends the head, then the body once told to continue; resolves with everything read until an answer, the server's close, or 2 s. */
-function http1(contentLength: number, body: string): Promise<{ text: string; closedByServer: boolean; sentBody: boolean }> {
+/** Sends the head, then the body once told to continue (at once, without Expect); resolves with everything read until an answer, the server's close, or 2 s. */
+function http1(contentLength: number, body: string, key = ng.key, head = "expect: 100-continue\r\n"): Promise<{ text: string; closedByServer: boolean; sentBody: boolean }> {
   return new Promise((resolve) => {
     const socket = net.connect(ng.port, "127.0.0.1");
     let text = "";
@@ -44,7 +44,9 @@ function http1(contentLength: number, body: string): Promise<{ text: string; clo
       if (text.includes('"result"')) done(false); // answered; the connection is kept alive
     });
     socket.on("end", () => done(true));
-    socket.write(`POST /v3/${ng.key} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${contentLength}\r\nexpect: 100-continue\r\n\r\n`);
+    socket.write(`POST /v3/${key} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${contentLength}\r\n${head}\r\n`);
+    // Without Expect, what there is of the body follows the head at once.
+    if (!head.includes("expect")) socket.write(body);
   });
 }
 
@@ -78,5 +80,68 @@ describe("Expect: 100-continue on the native door", () => {
     } finally {
       session.destroy();
     }
+  });
+
+  it("HTTP/1.1, an unknown key: 401 without a 100 Continue, and the connection closes", async () => {
+    // Found from outside: Node's own 100 Continue went out before the refusal, asking for a body refused whatever it held.
+    const reply = await http1(CALL.length, CALL, "not-a-key-of-this-gate");
+    expect(reply.sentBody).toBe(false);
+    expect(reply.text).toMatch(/^HTTP\/1\.1 401 /);
+    expect(reply.text.toLowerCase()).toContain("connection: close");
+    expect(reply.closedByServer).toBe(true);
+  });
+
+  it("HTTP/1.1, an absolute-form URL and a known key: one 100 Continue, then the answer", async () => {
+    const reply = await new Promise<string>((resolve) => {
+      const socket = net.connect(ng.port, "127.0.0.1");
+      let text = "";
+      const timer = setTimeout(() => (socket.destroy(), resolve(text)), 2000);
+      socket.on("data", (chunk) => {
+        text += chunk.toString("latin1");
+        if (text === "HTTP/1.1 100 Continue\r\n\r\n") socket.write(CALL);
+        if (text.includes('"result"')) (clearTimeout(timer), socket.destroy(), resolve(text));
+      });
+      socket.write(`POST http://127.0.0.1:${ng.port}/v3/${ng.key} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${CALL.length}\r\nexpect: 100-continue\r\n\r\n`);
+    });
+    expect(reply).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
+  });
+
+  it("HTTP/2, an unknown key: 401 without a 100 Continue", async () => {
+    const session = http2.connect(ng.url);
+    try {
+      const stream = session.request({ ":method": "POST", ":path": "/v3/not-a-key-of-this-gate", "content-type": "application/json", "content-length": String(CALL.length), expect: "100-continue" });
+      let continued = false;
+      stream.on("continue", () => (continued = true));
+      const status = await new Promise<number>((resolve) => stream.once("response", (headers) => resolve(Number(headers[":status"]))));
+      expect(status).toBe(401);
+      expect(continued).toBe(false);
+      stream.destroy();
+    } finally {
+      session.destroy();
+    }
+  });
+});
+
+describe("a native refusal before the body has come", () => {
+  it("HTTP/1.1, an unknown key and a body still trickling in: the 401, then the connection closes (no later 408 on it)", async () => {
+    // Found from outside: the connection read on the trickled body after the 401, and Node's own 408 followed it.
+    const reply = await http1(CALL.length + 100, CALL.slice(0, 5), "not-a-key-of-this-gate", "");
+    expect(reply.text).toMatch(/^HTTP\/1\.1 401 /);
+    expect(reply.text.match(/HTTP\/1\.1 /g)).toHaveLength(1);
+    expect(reply.closedByServer).toBe(true);
+  });
+
+  it("HTTP/1.1, an unknown key whose body came with its head: each call is answered, and the connection stays open", async () => {
+    const reply = await new Promise<{ text: string; closedByServer: boolean }>((resolve) => {
+      const socket = net.connect(ng.port, "127.0.0.1");
+      let text = "";
+      const timer = setTimeout(() => (socket.destroy(), resolve({ text, closedByServer: false })), 500);
+      socket.on("data", (chunk) => (text += chunk.toString("latin1")));
+      socket.on("end", () => (clearTimeout(timer), resolve({ text, closedByServer: true })));
+      socket.write(`POST /v3/not-a-key-of-this-gate HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${CALL.length}\r\n\r\n${CALL}`);
+    });
+    expect(reply.text).toMatch(/^HTTP\/1\.1 401 /);
+    expect(reply.text).toContain('"id":1');
+    expect(reply.closedByServer).toBe(false);
   });
 });
