@@ -58,6 +58,16 @@ export class ChainReader {
     return this.#header("eth_getBlockByNumber", `["0x${number.toString(16)}",false]`);
   }
 
+  /**
+   * The hash of the node's genesis block (block 0), which names its chain: another one than before is a fresh chain
+   * (a dev node restarted afresh, or another chain behind the URL), not a reorganization. Undefined when the node has
+   * no block 0 to give, or answers one not numbered 0.
+   */
+  async genesisHash(): Promise<string | undefined> {
+    const genesis = await this.headByNumber(0);
+    return genesis?.number === 0 ? genesis.hash.toLowerCase() : undefined;
+  }
+
   headByHash(hash: string): Promise<HeadEvent | undefined> {
     return this.#header("eth_getBlockByHash", `["${hash}",false]`);
   }

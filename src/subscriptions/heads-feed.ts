@@ -8,8 +8,9 @@
  * a reorganization, and the new branch is sent from the fork point. Logs
  * feeds follow this chain to take back logs of blocks it dropped.
  */
-import { backfillTooLong, historyLost, reorgTooDeep, upstreamBadResponse } from "../errors/catalogue.js";
-import type { GatewayError } from "../errors/gateway-error.js";
+import { backfillTooLong, historyLost, NODEGATE_CODES, reorgTooDeep, upstreamBadResponse } from "../errors/catalogue.js";
+import { GatewayError } from "../errors/gateway-error.js";
+import { isOutage } from "../upstream/network.js";
 import type { WsUpstream } from "../upstream/ws-upstream.js";
 import { BlockWindow } from "./block-window.js";
 import { type HeadEvent, readHead } from "./events.js";
@@ -50,6 +51,13 @@ export class HeadsFeed extends Feed {
   #poller: Poller | undefined;
   /** Called once the next catch-up asked for by resync() is done. */
   readonly #resyncWaiters: (() => void)[] = [];
+  /**
+   * The hash of the node's genesis block, learnt when the feed starts: a chain that no longer links to the window is
+   * a fresh chain when its genesis block is another (#isFreshChain). "" when the node gives none (never compared);
+   * undefined until it answered.
+   */
+  #genesis: string | undefined;
+  #learningGenesis = false;
 
   constructor(ctx: FeedContext) {
     super({ kind: "newHeads" }, ctx);
@@ -100,6 +108,8 @@ export class HeadsFeed extends Feed {
     return this.queue(async () => {
       // The starting point comes first: anything the node pushes after it links to it, or is a gap that gets filled.
       this.#accept(await this.ctx.reader.latestHead());
+      // Beside the starting point, not before it: the first subscriber does not wait for it.
+      this.#learnGenesis();
       if (this.ctx.ws === undefined) {
         this.#startPolling();
         return;
@@ -307,6 +317,7 @@ export class HeadsFeed extends Feed {
 
   async #onHead(head: HeadEvent): Promise<void> {
     if (this.#window.hash(head.number) === head.hash) return; // already passed
+    this.#learnGenesis(); // when the start's question went unanswered (the node out of reach)
     const previous = this.#window.highest;
     if (previous !== undefined && head.number < previous.number && !(await this.#isShorterBranch(previous.number))) return;
     const dropped = previous !== undefined && head.number < previous.number ? this.#window.above(head.number) : undefined;
@@ -315,10 +326,19 @@ export class HeadsFeed extends Feed {
       linked = await this.#linkToWindow(head);
     } catch (err) {
       if (!isHistoryLost(err)) throw err;
-      this.#startOver(head, err);
+      if (await this.#isFreshChain()) this.#startAfresh(head);
+      else this.#startOver(head, err, "more blocks went by than subscriptions fetch from history: ending the subscribers");
       return;
     }
     const { branch, forkedBelowWindow } = linked;
+    // A chain that does not link to the window may be another chain altogether (a dev node restarted afresh that
+    // already has blocks, another chain behind the URL): nothing the subscribers hold is on it, whatever its height
+    // (found from outside: told as a reorganization "from block N down", N the new chain's height, and not told at
+    // all when the subscribers had been sent no more blocks than the window holds).
+    if (forkedBelowWindow && (await this.#isFreshChain())) {
+      this.#startAfresh(head);
+      return;
+    }
     const ancestor = (branch[0] as HeadEvent).number - 1;
     const reorged = previous !== undefined && ancestor < previous.number;
     if (reorged) this.ctx.log.info({ network: this.ctx.network.name, ancestor, from: previous.number, to: head.number }, "chain reorganization");
@@ -339,19 +359,60 @@ export class HeadsFeed extends Feed {
   }
 
   /**
-   * More blocks went by than the feed fetches from history: every subscriber, of heads and of logs alike, is ended
-   * with `lost` (they may resume from a block of their choosing), and the feed goes on from `head`, so subscribing
-   * again works (found from outside: the window was left behind, so every later head was another such gap, new
-   * subscribers were ended at once, and logs subscribers were never told, and sent nothing).
+   * More blocks went by than the feed fetches from history, or the node's chain is another (#startAfresh): every
+   * subscriber, of heads and of logs alike, is ended with `lost` (they may resume from a block of their choosing),
+   * and the feed goes on from `head`, so subscribing again works (found from outside: the window was left behind, so
+   * every later head was another such gap, new subscribers were ended at once, and logs subscribers were never told,
+   * and sent nothing). `why` is logged.
    */
-  #startOver(head: HeadEvent, lost: GatewayError): void {
-    this.ctx.log.warn({ network: this.ctx.network.name, from: this.#current?.number, to: head.number, err: lost.message }, "more blocks went by than subscriptions fetch from history: ending the subscribers");
+  #startOver(head: HeadEvent, lost: GatewayError, why: string): void {
+    this.ctx.log.warn({ network: this.ctx.network.name, from: this.#current?.number, to: head.number, err: lost.message }, why);
     this.endAll(lost);
     this.#window.clear();
     this.#firstPassed = undefined;
     this.#accept(head);
     const change: ChainChange = { head, branch: [head], startedOver: lost };
     for (const listener of this.#chainListeners) listener(change);
+  }
+
+  /** The node's chain is another (a fresh chain): every subscriber is ended, and the feed goes on from `head`. */
+  #startAfresh(head: HeadEvent): void {
+    this.#startOver(head, reorgTooDeep(0, this.ctx.settings.reorgWindowBlocks), "the node's genesis block changed (a node restarted afresh, or another chain): ending the subscribers");
+  }
+
+  /** Asks the node for its genesis block, once it has not answered (see #genesis). */
+  #learnGenesis(): void {
+    if (this.#genesis !== undefined || this.#learningGenesis) return;
+    this.#learningGenesis = true;
+    this.ctx.reader
+      .genesisHash()
+      .then(
+        (hash) => {
+          this.#genesis ??= hash ?? "";
+        },
+        (err: unknown) => {
+          // Out of reach: asked again at the next head. Any other answer: the node has no genesis block to compare.
+          const unreadable = err instanceof GatewayError && err.code === NODEGATE_CODES.upstreamBadResponse;
+          if (unreadable || !isOutage(err)) this.#genesis ??= "";
+        },
+      )
+      .finally(() => {
+        this.#learningGenesis = false;
+      });
+  }
+
+  /**
+   * Whether the node's genesis block is another than the one learnt before: asked only when a head does not link to
+   * the window (one round trip, on that rare path). The new one is remembered, to compare the next such head with.
+   * Throws when the node cannot be asked: the head is followed again later, as for any read that failed.
+   */
+  async #isFreshChain(): Promise<boolean> {
+    const before = this.#genesis;
+    if (before === undefined || before === "") return false;
+    const now = await this.ctx.reader.genesisHash();
+    if (now === undefined || now === before) return false;
+    this.#genesis = now;
+    return true;
   }
 
   /**
