@@ -374,6 +374,7 @@ export function subscriberTooSlow(buffered: number, bytes?: number): GatewayErro
   return new GatewayError({
     code: NODEGATE_CODES.subscriberTooSlow,
     message: `subscriber too slow: ${waiting}; read faster or subscribe to fewer events`,
+    closeReason: `subscriber too slow: ${bytes === undefined ? `${buffered} events` : `${bytes} bytes`} were waiting to be read; read faster or subscribe to fewer events`,
     grpcCode: Code.ResourceExhausted,
     httpStatus: 429,
   });
@@ -398,11 +399,28 @@ export function backfillTooLong(fromBlock: number, head: number, max: number): G
   });
 }
 
+/** The most bytes a WebSocket close reason holds (RFC 6455 5.5: a control frame's 125, less the code's 2). */
+export const MAX_CLOSE_REASON_BYTES = 123;
+
+/**
+ * A native close reason (GatewayError.closeReason): what happened (`head`), then `detail` as far as it fits, then
+ * what to do (`advice`), which always stays. A detail that does not fit is left out, or with `cut` shortened (with
+ * "…") to what fits.
+ */
+function closeText(head: string, detail: string, advice: string, cut = false): string {
+  const room = MAX_CLOSE_REASON_BYTES - Buffer.byteLength(head) - Buffer.byteLength(advice);
+  if (Buffer.byteLength(detail) <= room) return `${head}${detail}${advice}`;
+  // "…" takes 3 bytes; a character split at the cut decodes as U+FFFD, which is dropped.
+  if (!cut || room < 12) return `${head}${advice}`;
+  return `${head}${Buffer.from(detail).subarray(0, room - 3).toString("utf8").replace(/\uFFFD+$/, "")}…${advice}`;
+}
+
 /** More blocks went by unseen than a gap nodegate fills (the node was out of reach, or its head jumped); the subscriber must resubscribe. */
 export function historyLost(missed: number, max: number): GatewayError {
   return new GatewayError({
     code: NODEGATE_CODES.historyLost,
     message: `subscription ended: ${missed} blocks went by unseen, more than the ${max} nodegate fetches from history (subscriptions.maxBackfillBlocks; the node was out of reach, or its head jumped); subscribe again (typed callers: with from_block)`,
+    closeReason: closeText(`subscription ended: ${missed} blocks went by unseen`, `, more than the ${max} fetched from history`, "; subscribe again"),
     grpcCode: Code.Aborted,
     httpStatus: 503,
   });
@@ -417,6 +435,12 @@ export function blockLogsRefused(block: number, nodeText?: string): GatewayError
   return new GatewayError({
     code: NODEGATE_CODES.historyLost,
     message: `subscription ended: the node refuses the logs of block ${block} for this filter ${why}, so they cannot be sent; subscribe again to follow from the next block (typed callers: from_block ${block + 1}), or with a narrower filter`,
+    closeReason: closeText(
+      `subscription ended: the node refuses the logs of block ${block} for this filter`,
+      nodeText === undefined ? " as too many" : ` at every try (${JSON.stringify(nodeText)})`,
+      "; subscribe again",
+      true,
+    ),
     grpcCode: Code.Aborted,
     httpStatus: 503,
   });
@@ -440,6 +464,10 @@ export function reorgTooDeep(forkBelow: number, window: number): GatewayError {
   return new GatewayError({
     code: NODEGATE_CODES.historyLost,
     message: `subscription ended: a chain reorganization replaced ${replaced}, deeper than the ${window} blocks nodegate remembers (subscriptions.reorgWindowBlocks), so what it removed cannot be taken back; ${resume}`,
+    // The native door's close reason, within 123 bytes: what happened and what to do (a native caller has no from_block).
+    closeReason: freshChain
+      ? "subscription ended: a fresh chain (another genesis block: a node restarted afresh, or another chain); subscribe again"
+      : closeText(`subscription ended: a reorg deeper than the ${window} blocks remembered`, ` (forked at or below block ${forkBelow})`, "; subscribe again"),
     grpcCode: Code.Aborted,
     httpStatus: 503,
   });

@@ -32,6 +32,12 @@ export interface GatewayErrorInit extends JsonRpcErrorObject {
   otherMembers?: string;
   /** Kept for logs only, never sent. */
   cause?: unknown;
+  /**
+   * For errors that end a native WebSocket connection: the close frame's reason, which the WebSocket protocol caps at
+   * 123 bytes (RFC 6455 5.5: a control frame's payload is at most 125 bytes, 2 of them the code), so the message is
+   * said shorter there, what to do kept. The message, whole, is logged.
+   */
+  closeReason?: string;
 }
 
 export class GatewayError extends Error {
@@ -44,6 +50,7 @@ export class GatewayError extends Error {
   readonly origin: "upstream" | "nodegate";
   readonly outage: boolean;
   readonly otherMembers: string | undefined;
+  readonly closeReason: string | undefined;
 
   constructor(init: GatewayErrorInit) {
     // An answer, not a bug: no stack is captured (found from outside: 120,000 calls timing out at once spent 1.6 s of
@@ -64,6 +71,7 @@ export class GatewayError extends Error {
     this.origin = init.origin ?? "nodegate";
     this.outage = init.outage ?? (this.origin === "nodegate" && (init.grpcCode === Code.Unavailable || init.grpcCode === Code.DeadlineExceeded));
     this.otherMembers = init.otherMembers === undefined ? undefined : withoutSecretsInJsonMembers(init.otherMembers);
+    this.closeReason = init.closeReason === undefined ? undefined : withoutSecrets(init.closeReason);
   }
 
   /** The JSON-RPC error object as JSON text. */

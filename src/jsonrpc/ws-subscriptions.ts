@@ -14,7 +14,7 @@ import type { AccessControl } from "../auth/access-control.js";
 import type { ApiKey } from "../auth/api-keys.js";
 import { acquireSubscription, type KeyQuotas } from "../auth/key-quotas.js";
 import type { Limits } from "../config/config.js";
-import { cancelled, invalidParams, invalidRequest, subscriberTooSlow } from "../errors/catalogue.js";
+import { cancelled, invalidParams, invalidRequest, MAX_CLOSE_REASON_BYTES, subscriberTooSlow } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { tooManyParams } from "../methods/policies/get-logs-limits.js";
 import type { Consumer } from "../subscriptions/consumer.js";
@@ -67,9 +67,10 @@ export interface WsSubscriptionSession {
   readonly count: number;
 }
 
-function closeReason(text: string): string {
-  // A close reason is at most 123 bytes.
-  return Buffer.byteLength(text) <= 123 ? text : `${Buffer.from(text).subarray(0, 120).toString("utf8").replace(/\uFFFD+$/, "")}...`;
+/** A close reason is at most 123 bytes: the error's own short form (GatewayError.closeReason), cut only past that. */
+function closeReason(error: GatewayError): string {
+  const text = error.closeReason ?? error.message;
+  return Buffer.byteLength(text) <= MAX_CLOSE_REASON_BYTES ? text : `${Buffer.from(text).subarray(0, 120).toString("utf8").replace(/\uFFFD+$/, "")}...`;
 }
 
 function result(text: string): Outcome {
@@ -91,7 +92,7 @@ export function createWsSubscriptionSession(options: WsSubscriptionOptions): WsS
     if (closed) return;
     options.log.warn({ network: options.network.name, reason: error.message }, "closing a native WebSocket subscriber");
     session.close();
-    if (ws.readyState === WebSocket.OPEN) ws.close(code, closeReason(error.message));
+    if (ws.readyState === WebSocket.OPEN) ws.close(code, closeReason(error));
   };
 
   class NotificationConsumer implements Consumer {

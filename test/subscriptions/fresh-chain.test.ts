@@ -27,7 +27,7 @@ import { startWsRelay, type WsRelay } from "../support/ws-relay.js";
 const WINDOW = 8;
 const FRESH = /^subscription ended: a chain reorganization replaced every block, the genesis block too \(a node restarted afresh, or another chain\)/;
 /** The native door's close reason: at most 123 bytes (the WebSocket protocol's limit), so the text is shorter there. */
-const FRESH_CLOSE = /^subscription ended: .*the genesis block/;
+const FRESH_CLOSE = /^subscription ended: a fresh chain \(another genesis block: a node restarted afresh, or another chain\); subscribe again$/;
 
 let anvil: AnvilNode;
 let chain: ChainDriver;
