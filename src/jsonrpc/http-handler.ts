@@ -128,9 +128,19 @@ async function arrivedWhole(req: Req): Promise<boolean> {
   return "stream" in req ? !stillReceiving(req.stream) : req.complete;
 }
 
-/** The client waits for a 100 Continue before it sends its body (the server left that to this door: see server.ts). */
+/** Node's own test of an Expect value (lib/_http_server.js): in any case (RFC 9110 10.1.1), also within a list. */
+const CONTINUE_EXPECTATION = /(?:^|\W)100-continue(?:$|\W)/i;
+
+/**
+ * The client waits for a 100 Continue before it sends its body (the server left that to this door: see server.ts).
+ * Read as Node reads it, which left it to this door: Java's HttpClient sends `Expect: 100-Continue`. An HTTP/1.0
+ * request's expectation is ignored (RFC 9110 10.1.1), as Node ignores it: no 100 goes to an HTTP/1.0 client.
+ */
 function awaitsContinue(req: Req): boolean {
-  return req.headers.expect === "100-continue";
+  const expect = req.headers.expect;
+  if (expect === undefined) return false;
+  if (req.httpVersionMajor === 1 && req.httpVersionMinor !== 1) return false;
+  return CONTINUE_EXPECTATION.test(expect);
 }
 
 /**
