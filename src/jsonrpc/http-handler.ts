@@ -152,6 +152,11 @@ function closeAfterRefusal(req: Req, res: Res): void {
   if (req.httpVersionMajor === 1) res.setHeader("connection", "close");
 }
 
+/** Before a refusal of a request whose body nothing reads: closeAfterRefusal when that body has not all come, or was never asked for. */
+async function closeUnlessBodyCame(req: Req, res: Res): Promise<void> {
+  if (awaitsContinue(req) || !(await arrivedWhole(req))) closeAfterRefusal(req, res);
+}
+
 export function createJsonRpcHttpHandler(gateway: Gateway) {
   return async function handleJsonRpcHttp(req: Req, res: Res, route: NativeRoute): Promise<void> {
     const started = performance.now();
@@ -166,19 +171,19 @@ export function createJsonRpcHttpHandler(gateway: Gateway) {
     };
     res.on("finish", () => log(res.statusCode));
     if (req.method !== "POST") {
-      if (awaitsContinue(req)) closeAfterRefusal(req, res);
+      await closeUnlessBodyCame(req, res);
       calls = refuse(res, requestId, invalidRequest("use POST"), 405, { allow: "POST" });
       return;
     }
     const contentType = req.headers["content-type"] ?? "";
     if (!isJsonMediaType(contentType)) {
-      if (awaitsContinue(req)) closeAfterRefusal(req, res);
+      await closeUnlessBodyCame(req, res);
       calls = refuse(res, requestId, invalidRequest("content-type must be application/json"), 415);
       return;
     }
     const encoding = contentEncoding(header(req, "content-encoding"));
     if (!isSupportedEncoding(encoding)) {
-      if (awaitsContinue(req)) closeAfterRefusal(req, res);
+      await closeUnlessBodyCame(req, res);
       calls = refuse(res, requestId, invalidRequest(`content-encoding ${encoding} is not supported (send ${SUPPORTED_ENCODINGS}, or none)`), 415);
       return;
     }

@@ -152,6 +152,35 @@ describe("a native refusal before the body has come", () => {
     expect(reply.closedByServer).toBe(true);
   });
 
+  it("HTTP/1.1, a wrong content type and a body still trickling in: the 415, then the connection closes (no later 408 on it)", async () => {
+    const reply = await new Promise<{ text: string; closedByServer: boolean }>((resolve) => {
+      const socket = net.connect(ng.port, "127.0.0.1");
+      let text = "";
+      const timer = setTimeout(() => (socket.destroy(), resolve({ text, closedByServer: false })), 2000);
+      socket.on("data", (chunk) => (text += chunk.toString("latin1")));
+      socket.on("end", () => (clearTimeout(timer), resolve({ text, closedByServer: true })));
+      socket.write(`POST /v3/${ng.key} HTTP/1.1\r\nhost: x\r\ncontent-type: text/plain\r\ncontent-length: ${CALL.length + 100}\r\n\r\n${CALL.slice(0, 5)}`);
+    });
+    expect(reply.text).toMatch(/^HTTP\/1\.1 415 /);
+    expect(reply.text.match(/HTTP\/1\.1 /g)).toHaveLength(1);
+    expect(reply.closedByServer).toBe(true);
+  });
+
+  it("HTTP/1.1, a wrong content type whose body came with its head: the 415, and the connection stays open for the next request", async () => {
+    const text = await new Promise<string>((resolve) => {
+      const socket = net.connect(ng.port, "127.0.0.1");
+      let got = "";
+      const timer = setTimeout(() => (socket.destroy(), resolve(got)), 2000);
+      socket.on("data", (chunk) => {
+        got += chunk.toString("latin1");
+        if (got.includes('"result"')) (clearTimeout(timer), socket.destroy(), resolve(got));
+      });
+      socket.write(`POST /v3/${ng.key} HTTP/1.1\r\nhost: x\r\ncontent-type: text/plain\r\ncontent-length: ${CALL.length}\r\n\r\n${CALL}`);
+      socket.write(`POST /v3/${ng.key} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${CALL.length}\r\n\r\n${CALL}`);
+    });
+    expect(text).toMatch(/^HTTP\/1\.1 415 [^]*HTTP\/1\.1 200 [^]*"result":"0x7a69"/);
+  });
+
   it("HTTP/1.1, an unknown key whose body came with its head: each call is answered, and the connection stays open", async () => {
     const reply = await new Promise<{ text: string; closedByServer: boolean }>((resolve) => {
       const socket = net.connect(ng.port, "127.0.0.1");
