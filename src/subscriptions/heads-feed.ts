@@ -345,7 +345,11 @@ export class HeadsFeed extends Feed {
     let tooDeep: GatewayError | undefined;
     if (forkedBelowWindow && this.#sentBelowWindow()) {
       // Blocks the subscribers were sent below the window may be gone too: they start over instead.
-      tooDeep = reorgTooDeep(ancestor + 1, this.ctx.settings.reorgWindowBlocks);
+      // A branch that starts at block 0 on a chain whose genesis block is the one learnt (the node rolled back to it,
+      // or restarted with the same genesis and caught before its first block) kept block 0: it forked at block 1, not
+      // below the genesis block (reorgTooDeep(0) says a fresh chain).
+      const keptGenesis = ancestor < 0 && this.#genesis !== undefined && this.#genesis !== "" && (branch[0] as HeadEvent).hash.toLowerCase() === this.#genesis;
+      tooDeep = reorgTooDeep(keptGenesis ? 1 : ancestor + 1, this.ctx.settings.reorgWindowBlocks);
       this.ctx.log.warn({ network: this.ctx.network.name, ancestor, to: head.number }, "chain reorganization deeper than the window: ending the subscribers");
       this.endAll(tooDeep);
     }

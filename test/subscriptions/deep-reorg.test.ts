@@ -170,3 +170,33 @@ it("says where a typed caller resumes: past its last block still on the chain fo
   expect(reorgTooDeep(0, 64).message).toMatch(/; subscribe again, typed callers without from_block \(what was received belongs to the old chain\)$/);
   expect(reorgTooDeep(0, 64).message).not.toMatch(/with from_block/);
 });
+
+it("a rollback to the genesis block itself, seen by an HTTP node's poll at block 0, is a deep reorganization, not a fresh chain (last: it empties the chain)", async () => {
+  // Found from outside: the poll saw the head back at block 0, a branch starting below block 1, and the subscribers
+  // were told of another genesis block, though block 0 was the one they knew.
+  const overHttp = await startNodegate({ upstreamUrl: anvil.url, config: { subscriptions: { ...DEFAULT_SUBSCRIPTIONS, reorgWindowBlocks: WINDOW, pollIntervalMs: 100 } } });
+  const client = grpcJsStreamClient(overHttp.address);
+  const native = await openNativeSubscriber(overHttp.wsUrl);
+  const headsId = await native.subscribe("newHeads");
+  const typedHeads = openGrpcJsStream(client, EthService.method.subscribeNewHeads, create(SubscribeNewHeadsRequestSchema), { "x-api-key": overHttp.key });
+  try {
+    await waitForLiveSubscriptions(overHttp.gateway, "newHeads", 2);
+    await chain.mine(WINDOW + 4);
+    await native.waitFor(headsId, WINDOW + 4);
+    await typedHeads.waitFor(WINDOW + 4);
+    const head = Number(await chain.rpc("eth_blockNumber", []));
+    await chain.rpc("anvil_rollback", [head]);
+    expect(Number(await chain.rpc("eth_blockNumber", []))).toBe(0);
+    const closed = await native.closed;
+    expect(closed.code).toBe(1011);
+    expect(closed.reason).toBe("subscription ended: a reorg deeper than the 8 blocks remembered (forked at or below block 1); subscribe again");
+    const ended = await typedHeads.ended;
+    expect(ended?.code).toBe(10);
+    expect(ended?.details).toMatch(/replaced blocks from 1 down/);
+  } finally {
+    typedHeads.cancel();
+    await Promise.all([typedHeads.ended, native.close()]);
+    client.close();
+    await overHttp.close();
+  }
+});
