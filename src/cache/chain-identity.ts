@@ -5,6 +5,11 @@
  * 31337, sharing one Redis) differ in their genesis blocks; found from
  * outside, they served each other's blocks as final, as did an Anvil
  * restarted afresh and the process that had cached the one before.
+ * Asked again when the node's finality went back (forget): a dev node
+ * restarted afresh behind the same URL is another chain, whose answers a
+ * process started after the restart names by its own genesis (found from
+ * outside: the process that lived through the restart kept the old genesis in
+ * its keys, so it never shared with one started after, on the same node).
  */
 import { resultText, type UpstreamResult } from "../upstream/reply.js";
 
@@ -24,6 +29,8 @@ export class ChainIdentity {
   #genesis: string | undefined;
   #asking = false;
   #askedAt = Number.NEGATIVE_INFINITY;
+  /** Bumped by forget: an answer to a question asked before is not used. */
+  #forgets = 0;
 
   /** `ask`: how to ask the primary for block 0 (Ethereum networks); undefined where the chain id alone names the chain. */
   constructor(chainId: () => string | undefined, ask: AskNode | undefined) {
@@ -41,13 +48,28 @@ export class ChainIdentity {
     return this.#genesis === "" ? id : `${id}:${this.#genesis}`;
   }
 
+  /**
+   * The node's finality went back (see ChainHead.onFinalityRewind): it may serve another chain now (a dev node
+   * restarted afresh), so the genesis is asked again; the chain has no name until it answers (nothing is looked up or
+   * stored meanwhile).
+   */
+  forget(): void {
+    if (this.#ask === undefined) return;
+    this.#forgets++;
+    this.#genesis = undefined;
+    this.#asking = false;
+    this.#askedAt = Number.NEGATIVE_INFINITY;
+  }
+
   #learn(): void {
     if (this.#asking || performance.now() - this.#askedAt < ASK_AGAIN_AFTER_MS || this.#ask === undefined) return;
     this.#asking = true;
     this.#askedAt = performance.now();
+    const forgets = this.#forgets;
     this.#ask("eth_getBlockByNumber", '["0x0",false]', { timeoutMs: ASK_TIMEOUT_MS, idempotent: true })
       .then(
         (result) => {
+          if (forgets !== this.#forgets) return;
           let hash: unknown;
           try {
             hash = (JSON.parse(resultText(result)) as { hash?: unknown } | null)?.hash;
@@ -58,11 +80,11 @@ export class ChainIdentity {
         },
         (err: unknown) => {
           // A node's error (no block 0 kept) is an answer: the chain id alone then. Unreachable: asked again later.
-          if ((err as { origin?: string }).origin === "upstream") this.#genesis = "";
+          if (forgets === this.#forgets && (err as { origin?: string }).origin === "upstream") this.#genesis = "";
         },
       )
       .finally(() => {
-        this.#asking = false;
+        if (forgets === this.#forgets) this.#asking = false;
       });
   }
 }

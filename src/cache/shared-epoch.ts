@@ -84,11 +84,13 @@ export class SharedEpoch {
   }
 
   /**
-   * The token keys carry for `scope` (the network and its chain, which do not change once known); undefined while
-   * it is not known, when nothing may be looked up or stored. Read again in the background when older than maxAgeMs.
+   * The token keys carry for `scope` (the network and its chain); undefined while it is not known, when nothing may be
+   * looked up or stored. Read again in the background when older than maxAgeMs. Another scope than before (the node
+   * serves another chain: a dev node restarted afresh, see ChainIdentity.forget) is taken up as a process that starts
+   * takes it up: its token read and checked, nothing held for the chain before used under it.
    */
   token(scope: string): string | undefined {
-    this.#scope ??= scope;
+    if (scope !== this.#scope) this.#rescope(scope);
     const now = performance.now();
     if (now - this.#readAt >= this.#maxAgeMs) this.#sync();
     // After a pause of twice maxAgeMs or more, another process may have replaced the token meanwhile (a rewind of blocks
@@ -114,6 +116,22 @@ export class SharedEpoch {
     // Kept out until its node has the block recorded beside the token: a reading would not let calls use the store.
     if (this.#pending !== undefined && this.#token === undefined) return undefined;
     return this.#known && performance.now() - this.#confirmedAt < 2 * this.#maxAgeMs ? undefined : this.#syncing;
+  }
+
+  #rescope(scope: string): void {
+    const before = this.#scope;
+    this.#scope = scope;
+    if (before === undefined) return;
+    // What is under way for the chain before is not used (a replacement of its token still lands, and is harmless).
+    this.#rewinds++;
+    this.#owed = undefined;
+    this.#token = undefined;
+    this.#vouched = -1n;
+    this.#seen = undefined;
+    this.#pending = undefined;
+    this.#known = false;
+    this.#readAt = Number.NEGATIVE_INFINITY;
+    this.#confirmedAt = Number.NEGATIVE_INFINITY;
   }
 
   /** This process saw the chain's finality go back: the token is replaced for every process. */

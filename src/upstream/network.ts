@@ -248,6 +248,9 @@ export class Network {
     const chains = this.#chains;
     const primary = (this.#members[0] as Member).upstream;
     const identity = new ChainIdentity(() => chains.primaryChainId(), this.family === "eth" ? (method, paramsText, options) => primary.call(method, paramsText, options) : undefined);
+    // A rewind may be another chain behind the URL (a dev node restarted afresh): its genesis is asked again, so a
+    // shared store's keys name the chain the node serves now (see ChainIdentity.forget).
+    this.head.onFinalityRewind(() => identity.forget());
     const cache = options.cache
       ? new CallCache({
           ...options.cache,
