@@ -44,6 +44,7 @@ import { holdWhileArriving } from "./grpc/arrival-hold.js";
 import type { NodeRequest, NodeResponse } from "./http/http-types.js";
 import { createJsonRpcHttpHandler } from "./jsonrpc/http-handler.js";
 import { matchNativeRoute } from "./jsonrpc/paths.js";
+import { isContinueExpectation } from "./http/expect.js";
 import { createJsonRpcWsHandler, isWebSocketUpgrade } from "./jsonrpc/ws-handler.js";
 import { HealthMonitor } from "./observability/health.js";
 import { REQUEST_ID_HEADER, requestLogInterceptor, typedDoor } from "./observability/request-log.js";
@@ -450,7 +451,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       return;
     }
     if (headers.expect !== undefined) {
-      if (headers.expect !== "100-continue") {
+      if (!isContinueExpectation(String(headers.expect))) {
         res.statusCode = 417;
         res.end();
         return;

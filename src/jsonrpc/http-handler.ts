@@ -17,6 +17,7 @@ import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.j
 import { endWithParts } from "../http/response-body.js";
 import { whenResponseDone } from "../http/response-closed.js";
 import { stillReceiving } from "../http/client-timeouts.js";
+import { isContinueExpectation } from "../http/expect.js";
 import type { Release } from "../auth/key-quotas.js";
 
 type Req = NodeRequest;
@@ -128,9 +129,6 @@ async function arrivedWhole(req: Req): Promise<boolean> {
   return "stream" in req ? !stillReceiving(req.stream) : req.complete;
 }
 
-/** Node's own test of an Expect value (lib/_http_server.js): in any case (RFC 9110 10.1.1), also within a list. */
-const CONTINUE_EXPECTATION = /(?:^|\W)100-continue(?:$|\W)/i;
-
 /**
  * The client waits for a 100 Continue before it sends its body (the server left that to this door: see server.ts).
  * Read as Node reads it, which left it to this door: Java's HttpClient sends `Expect: 100-Continue`. An HTTP/1.0
@@ -140,7 +138,7 @@ function awaitsContinue(req: Req): boolean {
   const expect = req.headers.expect;
   if (expect === undefined) return false;
   if (req.httpVersionMajor === 1 && req.httpVersionMinor !== 1) return false;
-  return CONTINUE_EXPECTATION.test(expect);
+  return isContinueExpectation(expect);
 }
 
 /**

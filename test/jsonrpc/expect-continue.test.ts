@@ -127,6 +127,24 @@ describe("Expect: 100-continue on the native door", () => {
     expect(reply).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
   });
 
+  it("HTTP/2, 'expect: 100-Continue' (Java's HttpClient over h2 keeps the value's case): 100 Continue, then the answer, not 417", async () => {
+    const session = http2.connect(ng.url);
+    try {
+      const stream = session.request({ ":method": "POST", ":path": `/v3/${ng.key}`, "content-type": "application/json", "content-length": String(CALL.length), expect: "100-Continue" });
+      const continued = new Promise<void>((resolve) => stream.once("continue", resolve));
+      const status = new Promise<number>((resolve) => stream.once("response", (headers) => resolve(Number(headers[":status"]))));
+      expect(await Promise.race([continued.then(() => "continue"), status.then((code) => `final ${code}`)])).toBe("continue");
+      stream.end(CALL);
+      let body = "";
+      stream.on("data", (chunk: Buffer) => (body += chunk.toString()));
+      expect(await status).toBe(200);
+      await new Promise((resolve) => stream.once("end", resolve));
+      expect(body).toContain('"result":"0x7a69"');
+    } finally {
+      session.destroy();
+    }
+  });
+
   it("HTTP/2, an unknown key: 401 without a 100 Continue", async () => {
     const session = http2.connect(ng.url);
     try {
