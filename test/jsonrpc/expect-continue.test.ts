@@ -50,6 +50,31 @@ function http1(contentLength: number, body: string, key = ng.key, head = "expect
   });
 }
 
+/**
+ * Writes `request` on a new connection; `onRead` sees all read so far (and may write more). Resolves with everything
+ * read until `onRead` returns true, the server's close, or `waitMs`.
+ */
+function exchange(request: string, onRead: (read: string, socket: net.Socket) => boolean = () => false, waitMs = 2000): Promise<{ text: string; closedByServer: boolean }> {
+  return new Promise((resolve) => {
+    const socket = net.connect(ng.port, "127.0.0.1");
+    let text = "";
+    const done = (closedByServer: boolean) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ text, closedByServer });
+    };
+    const timer = setTimeout(() => done(false), waitMs);
+    socket.on("data", (chunk) => {
+      text += chunk.toString("latin1");
+      if (onRead(text, socket)) done(false);
+    });
+    socket.on("end", () => done(true));
+    socket.write(request);
+  });
+}
+
+const answered = (read: string) => read.includes('"result"');
+
 describe("Expect: 100-continue on the native door", () => {
   it("HTTP/1.1, a body over the limit: 413 at once, no 100 Continue, and the connection closes", async () => {
     const reply = await http1(100 * 1024 * 1024, "");
@@ -76,14 +101,7 @@ describe("Expect: 100-continue on the native door", () => {
   });
 
   it("HTTP/1.0 with Expect and its body: no 100 Continue (RFC 9110 10.1.1: ignored), just the answer", async () => {
-    const text = await new Promise<string>((resolve) => {
-      const socket = net.connect(ng.port, "127.0.0.1");
-      let got = "";
-      const timer = setTimeout(() => (socket.destroy(), resolve(got)), 2000);
-      socket.on("data", (chunk) => (got += chunk.toString("latin1")));
-      socket.on("end", () => (clearTimeout(timer), resolve(got)));
-      socket.write(`POST /v3/${ng.key} HTTP/1.0\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${CALL.length}\r\nexpect: 100-continue\r\n\r\n${CALL}`);
-    });
+    const { text } = await exchange(`POST /v3/${ng.key} HTTP/1.0\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${CALL.length}\r\nexpect: 100-continue\r\n\r\n${CALL}`);
     expect(text).toMatch(/^HTTP\/1\.1 200 /);
     expect(text).not.toContain(" 100 Continue");
   });
@@ -113,17 +131,13 @@ describe("Expect: 100-continue on the native door", () => {
   });
 
   it("HTTP/1.1, an absolute-form URL and a known key: one 100 Continue, then the answer", async () => {
-    const reply = await new Promise<string>((resolve) => {
-      const socket = net.connect(ng.port, "127.0.0.1");
-      let text = "";
-      const timer = setTimeout(() => (socket.destroy(), resolve(text)), 2000);
-      socket.on("data", (chunk) => {
-        text += chunk.toString("latin1");
-        if (text === "HTTP/1.1 100 Continue\r\n\r\n") socket.write(CALL);
-        if (text.includes('"result"')) (clearTimeout(timer), socket.destroy(), resolve(text));
-      });
-      socket.write(`POST http://127.0.0.1:${ng.port}/v3/${ng.key} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${CALL.length}\r\nexpect: 100-continue\r\n\r\n`);
-    });
+    const { text: reply } = await exchange(
+      `POST http://127.0.0.1:${ng.port}/v3/${ng.key} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${CALL.length}\r\nexpect: 100-continue\r\n\r\n`,
+      (read, socket) => {
+        if (read === "HTTP/1.1 100 Continue\r\n\r\n") socket.write(CALL);
+        return answered(read);
+      },
+    );
     expect(reply).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
   });
 
@@ -171,43 +185,24 @@ describe("a native refusal before the body has come", () => {
   });
 
   it("HTTP/1.1, a wrong content type and a body still trickling in: the 415, then the connection closes (no later 408 on it)", async () => {
-    const reply = await new Promise<{ text: string; closedByServer: boolean }>((resolve) => {
-      const socket = net.connect(ng.port, "127.0.0.1");
-      let text = "";
-      const timer = setTimeout(() => (socket.destroy(), resolve({ text, closedByServer: false })), 2000);
-      socket.on("data", (chunk) => (text += chunk.toString("latin1")));
-      socket.on("end", () => (clearTimeout(timer), resolve({ text, closedByServer: true })));
-      socket.write(`POST /v3/${ng.key} HTTP/1.1\r\nhost: x\r\ncontent-type: text/plain\r\ncontent-length: ${CALL.length + 100}\r\n\r\n${CALL.slice(0, 5)}`);
-    });
+    const reply = await exchange(`POST /v3/${ng.key} HTTP/1.1\r\nhost: x\r\ncontent-type: text/plain\r\ncontent-length: ${CALL.length + 100}\r\n\r\n${CALL.slice(0, 5)}`);
     expect(reply.text).toMatch(/^HTTP\/1\.1 415 /);
     expect(reply.text.match(/HTTP\/1\.1 /g)).toHaveLength(1);
     expect(reply.closedByServer).toBe(true);
   });
 
   it("HTTP/1.1, a wrong content type whose body came with its head: the 415, and the connection stays open for the next request", async () => {
-    const text = await new Promise<string>((resolve) => {
-      const socket = net.connect(ng.port, "127.0.0.1");
-      let got = "";
-      const timer = setTimeout(() => (socket.destroy(), resolve(got)), 2000);
-      socket.on("data", (chunk) => {
-        got += chunk.toString("latin1");
-        if (got.includes('"result"')) (clearTimeout(timer), socket.destroy(), resolve(got));
-      });
-      socket.write(`POST /v3/${ng.key} HTTP/1.1\r\nhost: x\r\ncontent-type: text/plain\r\ncontent-length: ${CALL.length}\r\n\r\n${CALL}`);
-      socket.write(`POST /v3/${ng.key} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${CALL.length}\r\n\r\n${CALL}`);
-    });
+    const { text } = await exchange(
+      `POST /v3/${ng.key} HTTP/1.1\r\nhost: x\r\ncontent-type: text/plain\r\ncontent-length: ${CALL.length}\r\n\r\n${CALL}` +
+        `POST /v3/${ng.key} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${CALL.length}\r\n\r\n${CALL}`,
+      answered,
+    );
     expect(text).toMatch(/^HTTP\/1\.1 415 [^]*HTTP\/1\.1 200 [^]*"result":"0x7a69"/);
   });
 
   it("HTTP/1.1, an unknown key whose body came with its head: each call is answered, and the connection stays open", async () => {
-    const reply = await new Promise<{ text: string; closedByServer: boolean }>((resolve) => {
-      const socket = net.connect(ng.port, "127.0.0.1");
-      let text = "";
-      const timer = setTimeout(() => (socket.destroy(), resolve({ text, closedByServer: false })), 500);
-      socket.on("data", (chunk) => (text += chunk.toString("latin1")));
-      socket.on("end", () => (clearTimeout(timer), resolve({ text, closedByServer: true })));
-      socket.write(`POST /v3/not-a-key-of-this-gate HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${CALL.length}\r\n\r\n${CALL}`);
-    });
+    // Still open half a second after the answer.
+    const reply = await exchange(`POST /v3/not-a-key-of-this-gate HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${CALL.length}\r\n\r\n${CALL}`, () => false, 500);
     expect(reply.text).toMatch(/^HTTP\/1\.1 401 /);
     expect(reply.text).toContain('"id":1');
     expect(reply.closedByServer).toBe(false);

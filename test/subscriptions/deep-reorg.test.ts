@@ -19,6 +19,7 @@ import { type ChainDriver, chainDriver, type Probe } from "../support/chain-driv
 import { grpcJsStreamClient, openGrpcJsStream } from "../support/grpc-streams.js";
 import { waitForLiveSubscriptions, waitForNoLiveSubscriptions } from "../support/live-subscriptions.js";
 import { openNativeSubscriber } from "../support/native-subscriber.js";
+import { expectNextSubscriberFollows } from "../support/next-subscriber.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 
 const WINDOW = 8;
@@ -118,17 +119,8 @@ it("ends the subscribers of both doors with a clear error, and the next subscrib
     expect(nodegate.logs.some((l) => l.msg === "chain reorganization deeper than the window: ending the subscribers")).toBe(true);
     await waitForNoLiveSubscriptions(nodegate.gateway);
 
-    // Whoever subscribes next follows the new branch.
-    const next = await openNativeSubscriber(nodegate.wsUrl);
-    try {
-      const id = await next.subscribe("newHeads");
-      await chain.mine(1);
-      const [header] = await next.waitFor(id, 1);
-      expect(header.number).toBe(`0x${(head + 1).toString(16)}`);
-      expect(header.parentHash).toBe((await chain.hashes(head, head))[0]);
-    } finally {
-      await next.close();
-    }
+    // Whoever subscribes next follows the node's chain as it is now.
+    await expectNextSubscriberFollows(nodegate.wsUrl, nodegate.gateway, chain);
   } finally {
     typedHeads.cancel();
     typedLogs.cancel();

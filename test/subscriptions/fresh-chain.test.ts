@@ -20,6 +20,7 @@ import { type ChainDriver, chainDriver, type Probe } from "../support/chain-driv
 import { grpcJsStreamClient, openGrpcJsStream } from "../support/grpc-streams.js";
 import { waitForLiveSubscriptions, waitForNoLiveSubscriptions } from "../support/live-subscriptions.js";
 import { openNativeSubscriber } from "../support/native-subscriber.js";
+import { expectNextSubscriberFollows } from "../support/next-subscriber.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
 import { startWsRelay, type WsRelay } from "../support/ws-relay.js";
@@ -127,20 +128,8 @@ for (const door of ["WebSocket", "HTTP"] as const) {
         }
         await waitForNoLiveSubscriptions(nodegate.gateway);
 
-        // Whoever subscribes next follows the new chain.
-        const next = await openNativeSubscriber(nodegate.wsUrl);
-        try {
-          const id = await next.subscribe("newHeads");
-          await waitForLiveSubscriptions(nodegate.gateway, "newHeads", 1);
-          const newHead = await chain.blockNumber();
-          await chain.mine(1);
-          const headers = await next.waitFor(id, 1);
-          const last = headers[headers.length - 1];
-          expect(last.number).toBe(`0x${(newHead + 1).toString(16)}`);
-          expect(last.parentHash).toBe((await chain.hashes(newHead, newHead))[0]);
-        } finally {
-          await next.close();
-        }
+        // Whoever subscribes next follows the node's chain as it is now.
+        await expectNextSubscriberFollows(nodegate.wsUrl, nodegate.gateway, chain);
       } finally {
         typedHeads.cancel();
         typedLogs.cancel();
