@@ -308,14 +308,16 @@ export class Connection {
     if (call !== undefined && again === undefined && this.#refusedByFront(call, err)) return;
     this.#retire(again, !byServer);
     if (call === undefined || call.settled || again !== undefined) return;
+    // Said as what nodegate did (it did not send it again), whatever the call's size: a kept-alive close is not told
+    // from a refusal of a large request before the call is sent again.
+    if (resting) {
+      call.fail(new Http1Error(KEPT_ALIVE_CLOSED_RESTING, `the node closed a kept-alive connection as the request went out (${err.message}), and its circuit is open`));
+      return;
+    }
     if (this.#connected && !this.#received && call.text.length >= LARGE_REQUEST_CHARS) {
       // A node closes on a request over its size limit (Anvil's is about 2 MiB) and its answer, if it sent one,
       // is often lost in the reset: the node is up, and a caller sending such requests must not open its circuit.
       call.fail(new Http1Error(LARGE_REQUEST_UNANSWERED, `the node closed the connection without answering a ${Buffer.byteLength(call.text)}-byte request`));
-      return;
-    }
-    if (resting) {
-      call.fail(new Http1Error(KEPT_ALIVE_CLOSED_RESTING, `the node closed a kept-alive connection as the request went out (${err.message}), and its circuit is open`));
       return;
     }
     if (byServer && this.#used && !this.#received && !call.repeatable) {
