@@ -195,7 +195,7 @@ export const SPEC_RULES: readonly SpecRule[] = [
       q(STATES, "Block tags: latest, earliest, pending, safe, finalized."),
     ],
     doors: NATIVE_AND_TYPED,
-    decision: "Where a method takes a block hash too (EIP-1898: eth_getStorageAt, eth_call, eth_estimateGas, eth_getProof, eth_getBlockReceipts) nodegate accepts it.",
+    decision: "Where a method takes a block hash too (EIP-1898: eth_getBalance, eth_getCode, eth_getTransactionCount, eth_getStorageAt, eth_call, eth_estimateGas, eth_getProof, eth_getBlockReceipts) nodegate accepts it.",
   },
   {
     id: "encoding.block-parameter-required",
@@ -203,7 +203,7 @@ export const SPEC_RULES: readonly SpecRule[] = [
     quotes: [q(SERVICE, "Where a method says so, it is required.")],
     doors: NATIVE_AND_TYPED,
     decision:
-      "Enforced for eth_getBlockByNumber, eth_getUncleByBlockNumberAndIndex, eth_getTransactionByBlockNumberAndIndex and eth_getBlockReceipts. eth_getStorageAt, eth_call, eth_estimateGas and eth_getProof accept it absent on the native path, because callers rely on geth defaulting it (execution-apis records that), and nodegate sends latest in its place, since not every node has the default (Anvil refuses eth_getStorageAt without it); except eth_estimateGas, whose default nodes disagree on (Anvil, Erigon and older geth estimate at pending; geth now at latest): left out, it stays out, so the caller gets its node's own. A typed request cannot leave a param out, so unset means latest.",
+      "Enforced for eth_getBlockByNumber, eth_getUncleByBlockNumberAndIndex, eth_getTransactionByBlockNumberAndIndex and eth_getBlockReceipts. eth_getBalance, eth_getCode, eth_getTransactionCount, eth_getStorageAt, eth_call, eth_estimateGas and eth_getProof accept it absent on the native path, because callers rely on geth defaulting it (execution-apis records that), and nodegate sends latest in its place, since not every node has the default (Anvil refuses eth_getBalance, eth_getCode, eth_getTransactionCount and eth_getStorageAt without it); except eth_estimateGas, whose default nodes disagree on (Anvil, Erigon and older geth estimate at pending; geth now at latest): left out, it stays out, so the caller gets its node's own. A typed request cannot leave a param out, so unset means latest.",
     deviation: true,
   },
 
