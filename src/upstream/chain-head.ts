@@ -155,7 +155,9 @@ export class ChainHead {
           // failed (see above): the next one checks that block again. Taken as there, the old chain's stored answers
           // were served for good (found from outside, after one failed check: the chain's old hash was forgotten).
           if (!back) {
-            if (!isOutage(err)) this.#readingFailed = true;
+            // The node has just answered the reading: an outage of this one call does not make the stored answers
+            // any safer to serve (a 503 or 429 of a front, a reset). Nothing is served until that block is checked.
+            this.#readingFailed = true;
             return;
           }
           then = undefined;

@@ -67,3 +67,36 @@ for (const [what, failure] of [
     expect(nodegate.gateway.network(undefined).head.lastFinalized).toBe(32n);
   }, 60_000);
 }
+
+it("while the check of the block final before keeps failing with a 503, nothing stored is served: the node answers", async () => {
+  // Found from outside: an outage of that one question (a front's 503 or 429, a reset) left the old chain's stored
+  // answers served for as long as it lasted, though the node had just answered the reading itself.
+  anvil = await startAnvil({ args: ["--timestamp", "1700000000"] });
+  await post(anvil.url, rpc("anvil_mine", ["0x50"]));
+  const node = anvil.url;
+  let failing = false;
+  front = await startProgrammableUpstream((r) =>
+    failing && r.method === "eth_getBlockByNumber" && JSON.stringify(r.params) === '["0x10",false]' ? { raw: "service unavailable", status: 503 } : { forward: node },
+  );
+  nodegate = await startNodegate({ upstreamUrl: front.url, config: { cache: { maxBytes: 1 << 20, coalesce: true, coalesceWindowMs: 60_000, finalizedMaxAgeMs: 300 } } });
+  const cache = nodegate.gateway.network(undefined).cache;
+  const oldHash = await block2(anvil.url);
+  await expect.poll(async () => [await block2(nodegate!.rpcUrl), cache?.stats.stored], { timeout: 10_000 }).toEqual([oldHash, 1]);
+
+  const port = anvil.port;
+  await anvil.stop();
+  failing = true;
+  anvil = await startAnvil({ port, args: ["--timestamp", "1800000000"] });
+  await post(anvil.url, rpc("anvil_mine", ["0x60"]));
+  const newHash = await block2(anvil.url);
+
+  await expect.poll(() => block2(nodegate!.rpcUrl), { timeout: 10_000 }).toBe(newHash);
+  // Past several readings (every 300 ms), each checking that block again and failing: still the node's answer.
+  for (let i = 0; i < 8; i++) {
+    expect(await block2(nodegate.rpcUrl)).toBe(newHash);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  // No reading is taken meanwhile (none is known, so nothing is stored or served), and no rewind is told.
+  expect(nodegate.gateway.network(undefined).head.lastFinalized).toBeUndefined();
+  expect(cache?.stats.dropped).toBe(0);
+}, 60_000);
