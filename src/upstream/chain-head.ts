@@ -151,12 +151,12 @@ export class ChainHead {
           then = (await this.#block(`"0x${previous.toString(16)}"`))?.hash;
         } catch (err) {
           // Moved on, and the block final before could not be read: whether it is still there is not known (a dev node
-          // restarted afresh with more blocks has another block at that height). The reading is not taken, as one that
-          // failed (see above): the next one checks that block again. Taken as there, the old chain's stored answers
-          // were served for good (found from outside, after one failed check: the chain's old hash was forgotten).
+          // restarted afresh with more blocks has another block at that height). The reading is not taken, and nothing
+          // is served until a reading checks that block again, whatever the failure: the node has just answered the
+          // reading, so an outage of this one call (a front's 503 or 429, a reset) makes the stored answers no safer.
+          // Taken as there, the old chain's stored answers were served for good (found from outside: after one failed
+          // check, the chain's old hash was forgotten), and, kept as an outage, for as long as the check failed.
           if (!back) {
-            // The node has just answered the reading: an outage of this one call does not make the stored answers
-            // any safer to serve (a 503 or 429 of a front, a reset). Nothing is served until that block is checked.
             this.#readingFailed = true;
             return;
           }
