@@ -15,6 +15,7 @@ import { type DescField, type DescMessage, getOption, ScalarType } from "@bufbui
 import { Encoding, field as fieldRulesExt, message as messageRulesExt } from "../../gen/nodegate/jsonrpc/v1/options_pb.js";
 import { type BodyWriter, boolWriter, dataWriter, doubleWriter, jsonNumberU64, quantityU64, stringEnd, stringValue, stringWriter, type ValueWriter } from "./binary-scalars.js";
 import { BACKSLASH, CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, expectNull, GIVE_UP, giveUp, OPEN_BRACE, OPEN_BRACKET, parseSpan, QUOTE, readFrom, spanEnd, srcView, utf8, ws } from "./json-scan.js";
+import { exactSpanText } from "./exact-numbers.js";
 import type { CodecRegistry } from "./message-codec.js";
 import { LEN, ProtoWriter, VARINT } from "./proto-writer.js";
 import { EXTRAS_FIELD, familyOf, jsonKeyOf } from "./json-naming.js";
@@ -209,7 +210,7 @@ function objectBody(fields: FieldPlan[], hasExtras: boolean): BodyWriter {
           const end = spanEnd(src, pos);
           unknown ??= [];
           for (let i = 0; i < unknown.length; i += 2) if (unknown[i] === key) giveUp(); // a duplicate key: JSON.parse keeps the last
-          unknown.push(key, JSON.stringify(parseSpan(src, pos, end)));
+          unknown.push(key, exactSpanText(parseSpan(src, pos, end), () => utf8(src, pos, end)));
           pos = end;
         } else {
           if (seenWide !== undefined) {

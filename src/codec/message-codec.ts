@@ -22,6 +22,7 @@ import {
   encodeQuantity,
   encodeStorageSlot,
 } from "./hex.js";
+import { unknownMemberText } from "./exact-numbers.js";
 import { EXTRAS_FIELD, familyOf, jsonKeyOf } from "./json-naming.js";
 
 /** Converts one JSON value to its proto form and back to JSON text. */
@@ -312,16 +313,6 @@ function isJsonText(raw: string): boolean {
   }
 }
 
-/** An unknown member's value as JSON text; one nested too deeply to write out is the caller's error, not ours. */
-function unknownFieldText(value: unknown): string {
-  try {
-    return JSON.stringify(value);
-  } catch (err) {
-    if (err instanceof RangeError) fail("nested too deeply");
-    throw err;
-  }
-}
-
 function newExtras(): JsonExtras {
   return create(JsonExtrasSchema);
 }
@@ -346,7 +337,7 @@ function objectMessageCodec(schema: DescMessage, fields: FieldPlan[], hasExtras:
             if (!hasExtras) fail(`unknown field`);
             extras ??= newExtras();
             // Defined, not assigned: assigning "__proto__" would set the map's prototype, and the key would be lost.
-            Object.defineProperty(extras.unknownFields, key, { value: unknownFieldText(value), enumerable: true, writable: true, configurable: true });
+            Object.defineProperty(extras.unknownFields, key, { value: unknownMemberText(value, source, key), enumerable: true, writable: true, configurable: true });
             continue;
           }
           if (value === null) {

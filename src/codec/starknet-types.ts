@@ -23,6 +23,7 @@ import {
   TransactionWithHashSchema,
 } from "../../gen/nodegate/starknet/v1/transaction_pb.js";
 import { CodecError, locate, UNSAFE_JSON_INTEGER } from "./codec-error.js";
+import { carryNumberTexts } from "./exact-numbers.js";
 import { bytesToBigint, decodeFelt, decodeQuantityBytes, encodeFelt, encodeQuantity, encodeQuantityBytes, readsLeniently, trimLeadingZeros } from "./hex.js";
 import type { CodecRegistry, SpecialCodecFactory, ValueCodec } from "./message-codec.js";
 
@@ -229,6 +230,7 @@ function transactionWithHashCodec(registry: CodecRegistry): ValueCodec<Transacti
       // No prototype: a "__proto__" key the node sent is a key like any other, not the object's prototype.
       const rest: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
       for (const key in json) if (key !== "type" && key !== "transaction_hash") rest[key] = json[key];
+      carryNumberTexts(json, rest);
       const value = (codecs.get(variant.case) as ValueCodec).decode(rest);
       return create(TransactionWithHashSchema, { transactionHash, variant: { case: variant.case, value } as TransactionWithHash["variant"] });
     },

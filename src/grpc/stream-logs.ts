@@ -20,6 +20,7 @@ import {
 import { type Log, type LogFilter, LogFilterSchema } from "../../gen/nodegate/eth/v1/log_pb.js";
 import { type BlockId, BlockIdSchema, BlockTag } from "../../gen/nodegate/eth/v1/primitives_pb.js";
 import { CodecError } from "../codec/codec-error.js";
+import { decodeKeepingNumbers } from "../codec/exact-numbers.js";
 import { TAG_NAMES } from "../codec/eth-types.js";
 import { invalidParams, methodNotFound } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
@@ -27,7 +28,7 @@ import type { Gateway } from "../gateway.js";
 import { type InvokeContext, invokeMethod } from "../methods/invoke.js";
 import { ChainReader } from "../subscriptions/chain-reader.js";
 import { type LogPage, logPages } from "../subscriptions/log-pages.js";
-import { resultJson } from "../upstream/reply.js";
+import { resultJson, resultText } from "../upstream/reply.js";
 import { handlerError } from "./errors.js";
 import { admitEthCall } from "./subscription-streams.js";
 
@@ -113,7 +114,7 @@ async function* streamLogs(gateway: Gateway, request: StreamLogsRequest, ctx: Ha
         if (err instanceof CodecError) throw invalidParams(`invalid filter: ${err.message}`);
         throw err;
       });
-      return (spec.result.decode(resultJson(result)) as GetLogsResponse).logs;
+      return (decodeKeepingNumbers(resultJson(result), () => resultText(result), (json) => spec.result.decode(json)) as GetLogsResponse).logs;
     };
 
     if (filter.blockHash !== undefined) {

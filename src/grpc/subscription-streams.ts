@@ -25,6 +25,7 @@ import { type Log, type LogFilter, LogSchema } from "../../gen/nodegate/eth/v1/l
 import type { ApiKey } from "../auth/api-keys.js";
 import { acquireSubscription } from "../auth/key-quotas.js";
 import { CodecError } from "../codec/codec-error.js";
+import { decodeKeepingNumbers } from "../codec/exact-numbers.js";
 import { decodeData } from "../codec/hex.js";
 import type { CodecRegistry } from "../codec/message-codec.js";
 import { invalidParams, resultNotTypeable, shuttingDown } from "../errors/catalogue.js";
@@ -210,16 +211,21 @@ async function* subscriptionStream<T extends Message>(gateway: Gateway, spec: St
   }
 }
 
+/** A notification's value as its message, read as a typed result is (lenient hex, exact numbers in unknown members). */
+function decodeEvent<T>(text: string, decode: (json: unknown) => T): T {
+  return decodeKeepingNumbers(JSON.parse(text), () => text, (json) => decodeRespelling(decode, json));
+}
+
 export function registerSubscriptionStreams(router: ConnectRouter, gateway: Gateway, registry: CodecRegistry = createCodecRegistry()): void {
   const blockCodec = registry.message<Block>(BlockSchema);
   const logCodec = registry.message<Log>(LogSchema);
   const heads = new EventDecoder<SubscribeNewHeadsResponse>("newHeads", (event) => {
-    const header = decodeRespelling((json) => blockCodec.decode(json), JSON.parse(event.text));
+    const header = decodeEvent(event.text, (json) => blockCodec.decode(json));
     header.transactions = undefined;
     return create(SubscribeNewHeadsResponseSchema, { header });
   });
   const logs = new EventDecoder<SubscribeLogsResponse>("logs", (event) =>
-    create(SubscribeLogsResponseSchema, { log: decodeRespelling((json) => logCodec.decode(json), JSON.parse(event.text)) }),
+    create(SubscribeLogsResponseSchema, { log: decodeEvent(event.text, (json) => logCodec.decode(json)) }),
   );
   const pending = new EventDecoder<SubscribeNewPendingTransactionsResponse>("newPendingTransactions", (event) =>
     create(SubscribeNewPendingTransactionsResponseSchema, { transactionHash: decodeData(JSON.parse(event.text), { length: 32 }) }),

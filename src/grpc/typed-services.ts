@@ -9,6 +9,7 @@ import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import type { Credentials } from "../auth/access-control.js";
 import type { ApiKey } from "../auth/api-keys.js";
 import { CodecError } from "../codec/codec-error.js";
+import { decodeKeepingNumbers } from "../codec/exact-numbers.js";
 import { decodeRespelling } from "../codec/lenient-result.js";
 import { invalidParams, noNetworkOfFamily, resultNotTypeable, upstreamBadResponse, wrongNetworkFamily } from "../errors/catalogue.js";
 import type { Gateway } from "../gateway.js";
@@ -16,7 +17,7 @@ import { invokeMethod } from "../methods/invoke.js";
 import type { ChainFamily, MethodSpec } from "../methods/method-table.js";
 import { HELD_FROM_BYTES } from "../upstream/held-answers.js";
 import type { Network } from "../upstream/network.js";
-import { rescannedResult, resultJson, type UpstreamResult } from "../upstream/reply.js";
+import { rescannedResult, resultJson, resultText, type UpstreamResult } from "../upstream/reply.js";
 import { holdConnectAnswer } from "./connect-answer-hold.js";
 import { handlerError } from "./errors.js";
 import type { CallSignal } from "../call-signal.js";
@@ -116,7 +117,7 @@ export function decodeResult(spec: MethodSpec, result: UpstreamResult): Message 
     return decodeResult(spec, rescanned);
   }
   try {
-    return decodeRespelling((value) => spec.result.decode(value), json);
+    return decodeKeepingNumbers(json, () => resultText(result), (parsed) => decodeRespelling((value) => spec.result.decode(value), parsed));
   } catch (err) {
     if (err instanceof CodecError) throw resultNotTypeable(spec.jsonrpcMethod, err.message);
     throw err;

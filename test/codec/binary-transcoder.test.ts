@@ -10,6 +10,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { BinaryCompiler, ResultTranscoder } from "../../src/codec/binary-transcoder.js";
 import { ethBinarySpecials } from "../../src/codec/eth-binary.js";
+import { decodeKeepingNumbers } from "../../src/codec/exact-numbers.js";
 import { createMethodTable } from "../../src/methods/default-table.js";
 import type { MethodSpec } from "../../src/methods/method-table.js";
 import { type ConformanceCase, conformanceCases } from "../support/conformance.js";
@@ -29,7 +30,7 @@ function transcoder(method: string): { spec: MethodSpec; fast: ResultTranscoder 
 /** The object path's message, or undefined when it rejects the text. */
 function objectPath(spec: MethodSpec, text: string): Message | undefined {
   try {
-    return spec.result.decode(JSON.parse(text));
+    return decodeKeepingNumbers(JSON.parse(text), () => text, (json) => spec.result.decode(json));
   } catch {
     return undefined;
   }
@@ -111,6 +112,27 @@ describe("edge values", () => {
     expect(got.block.jsonExtras?.nullKeys).toEqual(["hash"]);
     expect(got.block.jsonExtras?.emptyKeys).toEqual(["withdrawals"]);
     expect(got.block.jsonExtras?.unknownFields).toEqual({ "x-provider": '{"nested":[1,2.5,"é"]}', "0": "true" });
+  });
+
+  it("numbers a double does not hold, in unknown members, come back as the node wrote them on both paths", () => {
+    // Found from outside (h57): 2^64 - 1 came back 18446744073709552000 on the typed door.
+    const text =
+      '{"number":"0x1","l1Nonce":18446744073709551615,"x":{"a":[1,123456789012345678901234567890,0.1,1.5e3,-0],"b":1e400},' +
+      '"plain":{"n":[1,2.5,1.5e3]},"fraction":0.30000000000000000001}';
+    const got = both("eth_getBlockByNumber", text) as unknown as { block: { jsonExtras?: { unknownFields: Record<string, string> } } };
+    expect(got.block.jsonExtras?.unknownFields).toEqual({
+      l1Nonce: "18446744073709551615",
+      // Numbers a double holds are written as JSON.stringify writes them, beside the kept ones.
+      x: '{"a":[1,123456789012345678901234567890,0.1,1500,0],"b":1e400}',
+      plain: '{"n":[1,2.5,1500]}',
+      fraction: "0.30000000000000000001",
+    });
+    // The object path alone (a Connect caller's), also when it is the one to read the answer: a duplicate key makes the fast path give up.
+    const duplicated = '{"number":"0x1","number":"0x2","big":[18446744073709551615]}';
+    expect(both("eth_getBlockByNumber", duplicated)).toBe("gave up");
+    const { spec } = transcoder("eth_getBlockByNumber");
+    const object = objectPath(spec, duplicated) as unknown as { block: { jsonExtras?: { unknownFields: Record<string, string> } } };
+    expect(object.block.jsonExtras?.unknownFields).toEqual({ big: "[18446744073709551615]" });
   });
 
   it("\"0x\" where a hash, root or bloom goes (Tron's stateRoot, OKExChain's roots, early Hedera's logsBloom) is read and written back as \"0x\"", () => {

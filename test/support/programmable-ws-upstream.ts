@@ -16,7 +16,8 @@ export interface WsNodeRequest {
   params: unknown[];
 }
 
-export type WsNodeAnswer = { result: unknown } | { error: { code: number; message: string } };
+/** `resultText`: the result as written, for what JSON.stringify cannot write (a number past 2^53). */
+export type WsNodeAnswer = { result: unknown } | { resultText: string } | { error: { code: number; message: string } };
 
 export type WsNodeHandler = (request: WsNodeRequest) => WsNodeAnswer | Promise<WsNodeAnswer>;
 
@@ -29,6 +30,8 @@ export interface ProgrammableWsUpstream {
   subscriptions(kind: string): number;
   /** Sends `result` to every open subscription of `kind`. */
   push(kind: string, result: unknown): void;
+  /** Sends the result written as `resultText` to every open subscription of `kind`. */
+  pushText(kind: string, resultText: string): void;
   close(): Promise<void>;
 }
 
@@ -51,7 +54,8 @@ export async function startProgrammableWsUpstream(handler: WsNodeHandler): Promi
     } else {
       reply = await handler(request);
     }
-    const payload = "result" in reply ? `"result":${JSON.stringify(reply.result)}` : `"error":${JSON.stringify(reply.error)}`;
+    const payload =
+      "resultText" in reply ? `"result":${reply.resultText}` : "result" in reply ? `"result":${JSON.stringify(reply.result)}` : `"error":${JSON.stringify(reply.error)}`;
     return `{"jsonrpc":"2.0","id":${JSON.stringify(call.id ?? null)},${payload}}`;
   };
 
@@ -74,6 +78,12 @@ export async function startProgrammableWsUpstream(handler: WsNodeHandler): Promi
       for (const [id, s] of subscriptions) if (s.socket === socket) subscriptions.delete(id);
     });
   });
+  const pushText = (kind: string, resultText: string): void => {
+    for (const [id, s] of subscriptions) {
+      if (s.kind !== kind || s.socket.readyState !== s.socket.OPEN) continue;
+      s.socket.send(`{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":"${id}","result":${resultText}}}`);
+    }
+  };
   await new Promise<void>((resolve) => server.once("listening", () => resolve()));
   const { port } = server.address() as AddressInfo;
   return {
@@ -83,12 +93,8 @@ export async function startProgrammableWsUpstream(handler: WsNodeHandler): Promi
     },
     count: (method) => requests.filter((r) => r.method === method).length,
     subscriptions: (kind) => [...subscriptions.values()].filter((s) => s.kind === kind).length,
-    push(kind, result) {
-      for (const [id, s] of subscriptions) {
-        if (s.kind !== kind || s.socket.readyState !== s.socket.OPEN) continue;
-        s.socket.send(JSON.stringify({ jsonrpc: "2.0", method: "eth_subscription", params: { subscription: id, result } }));
-      }
-    },
+    push: (kind, result) => pushText(kind, JSON.stringify(result)),
+    pushText,
     close: () =>
       new Promise<void>((resolve) => {
         for (const client of server.clients) client.terminate();

@@ -49,9 +49,11 @@ export type JsonExtras = Message<"nodegate.jsonrpc.v1.JsonExtras"> & {
    * Keys the proto does not model yet (vendor or L2 extensions, new forks),
    * mapped to the JSON text of their value, written back as it is. The text
    * is the value as JSON.stringify writes it once parsed: the same value,
-   * though not always the same spelling (1.5e3 is 1500, "\u00e9" is "é"),
-   * and numbers above 2^53 may lose precision. In a request, a key that names
-   * a field of the message is refused (INVALID_ARGUMENT): set the field.
+   * though not always the same spelling (1.5e3 is 1500, "\u00e9" is "é").
+   * A number a double does not hold is written as the node wrote it
+   * (18446744073709551615, 1e400), unless a double rounds it to a whole
+   * number (1e-400 comes back 0). In a request, a key that names a field of
+   * the message is refused (INVALID_ARGUMENT): set the field.
    *
    * @generated from field: map<string, string> unknown_fields = 4;
    */
