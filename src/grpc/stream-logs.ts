@@ -20,7 +20,6 @@ import {
 import { type Log, type LogFilter, LogFilterSchema } from "../../gen/nodegate/eth/v1/log_pb.js";
 import { type BlockId, BlockIdSchema, BlockTag } from "../../gen/nodegate/eth/v1/primitives_pb.js";
 import { CodecError } from "../codec/codec-error.js";
-import { decodeKeepingNumbers } from "../codec/exact-numbers.js";
 import { TAG_NAMES } from "../codec/eth-types.js";
 import { invalidParams, methodNotFound } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
@@ -28,9 +27,9 @@ import type { Gateway } from "../gateway.js";
 import { type InvokeContext, invokeMethod } from "../methods/invoke.js";
 import { ChainReader } from "../subscriptions/chain-reader.js";
 import { type LogPage, logPages } from "../subscriptions/log-pages.js";
-import { resultJson, resultText } from "../upstream/reply.js";
 import { handlerError } from "./errors.js";
 import { admitEthCall } from "./subscription-streams.js";
+import { decodeResult } from "./typed-services.js";
 
 /**
  * Logs, and encoded bytes, per message above which a page is sent as several
@@ -114,7 +113,7 @@ async function* streamLogs(gateway: Gateway, request: StreamLogsRequest, ctx: Ha
         if (err instanceof CodecError) throw invalidParams(`invalid filter: ${err.message}`);
         throw err;
       });
-      return (decodeKeepingNumbers(resultJson(result), () => resultText(result), (json) => spec.result.decode(json)) as GetLogsResponse).logs;
+      return (decodeResult(spec, result) as GetLogsResponse).logs;
     };
 
     if (filter.blockHash !== undefined) {

@@ -10,7 +10,7 @@ import { upstreamBadResponse } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { hasMoreLogsThan, queryTimeout, tooManyResults } from "../methods/policies/get-logs-limits.js";
 import type { Network } from "../upstream/network.js";
-import { resultText } from "../upstream/reply.js";
+import { readResult, resultText } from "../upstream/reply.js";
 import { EventShapeError, type HeadEvent, type LogEvent, readHead, readLogs } from "./events.js";
 import { type LogTopicFilter, logFilterJson } from "./topic.js";
 
@@ -32,10 +32,8 @@ export class ChainReader {
 
   async #header(method: string, params: string): Promise<HeadEvent | undefined> {
     const result = await this.#network.call(method, params, { idempotent: true });
-    const text = resultText(result);
-    if (text === "null") return undefined;
     try {
-      return readHead(text);
+      return readResult(result, (text) => (text === "null" ? undefined : readHead(text)));
     } catch (err) {
       throw shapeError(method, err);
     }

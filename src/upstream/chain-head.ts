@@ -9,7 +9,7 @@
 import { decodeUint64, readingLeniently } from "../codec/hex.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { isOutage, type Network } from "./network.js";
-import { resultText } from "./reply.js";
+import { readResult } from "./reply.js";
 
 interface Cached {
   /** Undefined: the node has no gas limit for that tag (see gasLimit). */
@@ -179,7 +179,7 @@ export class ChainHead {
   /** A block's number and hash, by tag or number; undefined when the node has no such block. */
   async #block(id: string): Promise<{ value: bigint; hash: string | undefined } | undefined> {
     const result = await this.#network.call("eth_getBlockByNumber", `[${id},false]`, { idempotent: true });
-    const block = JSON.parse(resultText(result)) as { number?: unknown; hash?: unknown } | null;
+    const block = readResult(result, JSON.parse) as { number?: unknown; hash?: unknown } | null;
     if (block === null || typeof block.number !== "string") return undefined;
     return { value: BigInt(block.number), hash: typeof block.hash === "string" ? block.hash : undefined };
   }
@@ -208,7 +208,7 @@ export class ChainHead {
     let value: bigint | undefined;
     try {
       const result = await this.#network.call("eth_getBlockByNumber", `["${tag}",false]`, { idempotent: true, headReading: true });
-      const block = JSON.parse(resultText(result)) as { gasLimit?: unknown } | null;
+      const block = readResult(result, JSON.parse) as { gasLimit?: unknown } | null;
       const gasLimit = block?.gasLimit;
       // Read as the value it spells, as the typed door reads results (a padded "0x01c9c380", a whole JSON number: found
       // from outside, the cap was skipped without a word), and only within uint64: a gas param above it no node reads.

@@ -373,6 +373,21 @@ function tailAcross(chunks: readonly Buffer[], total: number, end: number, n: nu
 }
 
 /**
+ * `read` of the result's text, for nodegate's own readers (heads, finality, the gas limit). A large result that a
+ * member under a name of the node's own follows is taken with that member (readReply's fast path, which the native
+ * door forwards as written): when `read` fails, the reply is read member by member and its result read again.
+ */
+export function readResult<T>(r: UpstreamResult, read: (text: string) => T): T {
+  try {
+    return read(resultText(r));
+  } catch (err) {
+    const rescanned = rescannedResult(r);
+    if (rescanned === undefined) throw err;
+    return read(resultText(rescanned));
+  }
+}
+
+/**
  * The result of a reply read member by member, for a result whose text did
  * not parse: a large result is taken to the reply's closing brace unscanned,
  * which a member after it under an unexpected name joins. Throws the node's
