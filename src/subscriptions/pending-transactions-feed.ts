@@ -4,8 +4,10 @@
  * transaction filter polled over HTTP (made again when the node forgets it),
  * and over WebSocket while the node refuses to subscribe again after a
  * reconnect. A mempool has no history, so nothing is backfilled after a
- * reconnect; a hash seen twice (a resubscription overlapping the old one, a
- * filter overlapping the subscription) is sent once.
+ * reconnect; a hash seen twice while two sources overlap (a resubscription
+ * overlapping the old one, a filter overlapping the subscription: up to
+ * OVERLAP_MS after the switch) is sent once. Later, a hash seen again is the
+ * transaction entering the pool again, and is sent again, as the node sends it.
  */
 import { upstreamBadResponse } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
@@ -18,12 +20,16 @@ import { UpstreamSubscription } from "./upstream-subscription.js";
 
 /** How many recent hashes are remembered to drop repeats. */
 const RECENT = 10_000;
+/** How long after a switch of source (a resubscription, a filter started or dropped) repeats are dropped. */
+const OVERLAP_MS = 30_000;
 
 export class PendingTransactionsFeed extends Feed {
   readonly #recent = new Set<string>();
   #subscription: UpstreamSubscription | undefined;
   #poller: Poller | undefined;
   #filterId: string | undefined;
+  /** Until when a hash seen before is a repeat of an overlapping source, not the transaction entering the pool again. */
+  #overlapUntil = 0;
 
   constructor(ctx: FeedContext) {
     super({ kind: "newPendingTransactions" }, ctx);
@@ -45,6 +51,7 @@ export class PendingTransactionsFeed extends Feed {
   }
 
   #startPolling(): void {
+    this.#overlapUntil = Date.now() + OVERLAP_MS;
     this.#poller = new Poller(this.ctx.settings.pollIntervalMs, () => this.run("polling the pending transaction filter", () => this.#poll()));
     this.#poller.start();
   }
@@ -66,7 +73,8 @@ export class PendingTransactionsFeed extends Feed {
       {
         notification: (text) => void this.run("a pushed pending transaction", async () => this.#accept(readPendingTransaction(text))),
         disconnected: () => {},
-        reconnected: () =>
+        reconnected: () => {
+          this.#overlapUntil = Date.now() + OVERLAP_MS;
           this.runUntilDone("resubscribing to newPendingTransactions after a reconnect", async () => {
             try {
               await this.#subscription?.renew();
@@ -80,7 +88,9 @@ export class PendingTransactionsFeed extends Feed {
               throw err;
             }
             await this.#stopPolling();
-          }),
+            this.#overlapUntil = Date.now() + OVERLAP_MS;
+          });
+        },
       },
       this.ctx.log,
     );
@@ -127,7 +137,12 @@ export class PendingTransactionsFeed extends Feed {
   }
 
   #accept(event: PendingTransactionEvent): void {
-    if (this.#recent.has(event.hash)) return;
+    if (this.#recent.has(event.hash)) {
+      // A repeat while two sources overlap is dropped; otherwise the transaction entered the pool again (put back by
+      // a reorganization, or sent again after it was dropped), which the node announces again, and so do we.
+      if (Date.now() < this.#overlapUntil) return;
+      this.#recent.delete(event.hash);
+    }
     this.#recent.add(event.hash);
     if (this.#recent.size > RECENT) this.#recent.delete(this.#recent.values().next().value as string);
     this.emit(event);
