@@ -107,7 +107,11 @@ function rangeEnd(value: unknown, key: string): number | "latest" {
   // geth's error texts, here and in readBlockRange.
   if (value === "pending") throw bad("pending logs are not supported");
   if (typeof value === "string" && /^0x(?:0|[1-9a-fA-F][0-9a-fA-F]{0,12})$/.test(value)) return Number.parseInt(value.slice(2), 16);
-  throw bad(`logs filter ${key} must be a block number, "earliest" or "latest"`);
+  const got = JSON.stringify(value).slice(0, 40);
+  // geth refuses these in a subscription with its range text; the caller is told what a range takes.
+  if (value === "safe" || value === "finalized") throw bad(`invalid from and to block combination: ${key} ${got} (a subscription's range takes a hex block number, "earliest" or "latest")`);
+  // web3.js sends a whole JSON number here (found from outside): say it must be hex, not that it must be a number.
+  throw bad(`logs filter ${key} must be a hex block number such as "0x1b4", "earliest" or "latest", got ${got}`);
 }
 
 /** A logs filter's fromBlock and toBlock, with geth's rules for eth_subscribe; undefined when they bound nothing. */

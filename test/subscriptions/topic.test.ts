@@ -63,8 +63,12 @@ describe("a logs subscription's block range, read as geth reads it", () => {
     [{ toBlock: "pending" }, /pending logs are not supported/],
     [{ fromBlock: "0x1f", toBlock: "0x10" }, /invalid from and to block combination/],
     [{ fromBlock: "latest", toBlock: "0x10" }, /invalid from and to block combination/],
-    [{ fromBlock: "finalized" }, /fromBlock must be a block number, "earliest" or "latest"/],
-    [{ fromBlock: "0x010" }, /fromBlock must be a block number/],
+    [{ fromBlock: "finalized" }, /invalid from and to block combination: fromBlock "finalized" \(a subscription's range takes a hex block number, "earliest" or "latest"\)/],
+    [{ toBlock: "safe" }, /invalid from and to block combination: toBlock "safe"/],
+    [{ fromBlock: "0x010" }, /fromBlock must be a hex block number such as "0x1b4", "earliest" or "latest", got "0x010"/],
+    // web3.js v4 sends a range end as a JSON number.
+    [{ fromBlock: 3 }, /fromBlock must be a hex block number such as "0x1b4", "earliest" or "latest", got 3$/],
+    [{ toBlock: "3" }, /toBlock must be a hex block number such as "0x1b4", "earliest" or "latest", got "3"$/],
     [{ blockHash: `0x${"11".repeat(32)}` }, /takes no blockHash/],
   ])("%j is refused: %s", (filter, message) => expect(() => blocks(filter)).toThrow(message));
 
