@@ -32,7 +32,7 @@ import { endWithParts } from "../http/response-body.js";
 import { toConnectError } from "./errors.js";
 import { decodeResult } from "./typed-services.js";
 import { HttpExchange } from "./http-exchange.js";
-import { unknownEnumName } from "./json-enum-names.js";
+import { misreadJson } from "./json-misreadings.js";
 import { parseBinary, serveUnary, type UnaryProtocol } from "./unary-call.js";
 import { encodeAnswer, isKeptAnswer, plainHeaders, sharedAnswer, type UnaryRoute } from "./unary-routes.js";
 
@@ -66,10 +66,17 @@ const jsonProtocol: UnaryProtocol = {
     try {
       message = fromJsonString(route.spec.rpc.input, text, { ignoreUnknownFields: true });
     } catch (err) {
-      throw ConnectError.from(err, Code.InvalidArgument);
+      // Odd hex ("0x123") is not base64 at all: say it is hex rather than "invalid base64 string".
+      let misread: string | undefined;
+      try {
+        misread = misreadJson(route.spec.rpc.input, JSON.parse(text));
+      } catch {
+        misread = undefined;
+      }
+      throw misread === undefined ? ConnectError.from(err, Code.InvalidArgument) : new ConnectError(misread, Code.InvalidArgument);
     }
-    const misnamed = unknownEnumName(route.spec.rpc.input, JSON.parse(text));
-    if (misnamed !== undefined) throw new ConnectError(misnamed, Code.InvalidArgument);
+    const misread = misreadJson(route.spec.rpc.input, JSON.parse(text));
+    if (misread !== undefined) throw new ConnectError(misread, Code.InvalidArgument);
     return message;
   },
   answer: (route, result) =>

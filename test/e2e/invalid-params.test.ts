@@ -386,6 +386,33 @@ describe("after all the bad input", () => {
 });
 
 describe("a proto JSON caller", () => {
+  const connectJson = (rpc: string, body: unknown) =>
+    fetch(`${ng.url}/${EthService.typeName}/${rpc}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-key": ng.key },
+      body: JSON.stringify(body),
+    });
+
+  it("writing bytes as 0x hex is told they are base64, where base64 would read other bytes (found from outside)", async () => {
+    // "0x6d4ce63c" read as base64 is d31e9de1c7badd: a call to another selector, answered without a word.
+    const cases: [string, unknown, string][] = [
+      ["Call", { transaction: { to: Buffer.alloc(20, 0x44).toString("base64"), data: "0x6d4ce63c" } }, 'transaction.data: "0x6d4ce63c" is 0x hex; in JSON, bytes are base64 (these bytes are "bUzmPA==")'],
+      ["Call", { transaction: { data: "0x" } }, 'transaction.data: "0x" is 0x hex; in JSON, bytes are base64 (these bytes are "")'],
+      ["GetBalance", { address: `0x${"44".repeat(20)}` }, 'address: "0x4444444444444444…" is 0x hex; in JSON, bytes are base64 (these bytes are "RERERERERERERERERERERE…")'],
+      ["GetLogs", { filter: { topics: [{ anyOf: [`0X${"ab".repeat(32)}`] }] } }, 'filter.topics[0].anyOf[0]: "0Xabababababababab…" is 0x hex; in JSON, bytes are base64 (these bytes are "q6urq6urq6urq6urq6urq6…")'],
+      ["Call", { transaction: { data: "0x123" } }, 'transaction.data: "0x123" is 0x hex; in JSON, bytes are base64'],
+    ];
+    for (const [rpc, body, message] of cases) {
+      const res = await connectJson(rpc, body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(((await res.json()) as { message: string }).message).toBe(message);
+    }
+    // The same bytes in base64 are read; so is base64 that only looks like hex, as a proto JSON writer pads it.
+    expect((await connectJson("Call", { transaction: { to: Buffer.alloc(20, 0x44).toString("base64"), data: "bUzmPA==" } })).status).toBe(200);
+    expect(Buffer.from("0x12", "base64")).toHaveLength(3);
+    expect((await connectJson("Call", { transaction: { to: Buffer.alloc(20, 0x44).toString("base64"), data: "0x12" } })).status).toBe(200);
+  });
+
   it('writing a block tag as the node spells it ("latest") is told how the enum is named (found from outside)', async () => {
     const res = await fetch(`${ng.url}/${EthService.typeName}/GetBlockByNumber`, {
       method: "POST",
