@@ -154,6 +154,10 @@ describe("rate limits", () => {
     expect(native.status).toBe(429);
     const retryAfter = Number(native.headers.get("retry-after"));
     expect(Math.abs(retryAfter - Number(retry?.retryDelay?.seconds)), `Retry-After ${retryAfter}`).toBeLessThanOrEqual(1);
+    // A Connect caller's 429 carries the header too, for HTTP clients and proxies that read only that (found from outside).
+    const connect = await fetch(`${ng.url}/${EthService.typeName}/ChainId`, { method: "POST", headers: { "content-type": "application/json", "x-api-key": DAILY_ONE }, body: "{}" });
+    expect(connect.status).toBe(429);
+    expect(Math.abs(Number(connect.headers.get("retry-after")) - retryAfter), `Retry-After ${connect.headers.get("retry-after")}`).toBeLessThanOrEqual(1);
   });
 });
 
