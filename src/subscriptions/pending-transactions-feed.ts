@@ -11,7 +11,7 @@
  */
 import { upstreamBadResponse } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
-import { resultText } from "../upstream/reply.js";
+import { readResult, resultText, type UpstreamResult } from "../upstream/reply.js";
 import type { WsUpstream } from "../upstream/ws-upstream.js";
 import { type PendingTransactionEvent, readPendingTransaction } from "./events.js";
 import { Feed, type FeedContext, nodeRefused } from "./feed.js";
@@ -123,15 +123,15 @@ export class PendingTransactionsFeed extends Feed {
 
   async #poll(): Promise<void> {
     this.#filterId ??= await this.#newFilter();
-    let text: string;
+    let result: UpstreamResult;
     try {
-      text = resultText(await this.ctx.network.call("eth_getFilterChanges", `[${JSON.stringify(this.#filterId)}]`, { idempotent: true }));
+      result = await this.ctx.network.call("eth_getFilterChanges", `[${JSON.stringify(this.#filterId)}]`, { idempotent: true });
     } catch (err) {
       // Nodes drop filters nobody polled for a while (and restarted nodes know none): make a new one next time.
       if (err instanceof GatewayError && err.origin === "upstream") this.#filterId = undefined;
       throw err;
     }
-    const hashes = JSON.parse(text) as unknown;
+    const hashes = readResult(result, JSON.parse) as unknown;
     if (!Array.isArray(hashes)) throw upstreamBadResponse("eth_getFilterChanges did not answer a list");
     for (const hash of hashes) this.#accept(readPendingTransaction(JSON.stringify(hash)));
   }
