@@ -353,7 +353,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       tagRequestId(req.headers, res);
       refusalLog.watch(req, res);
       if (req.method === "GET") varyForConnectGet(res, screensUserAgents);
-      if (refuseMalformedGet(req, res)) return;
+      if (refuseMalformedGet(req, res, unaryRoutes)) return;
       // A keyed RPC's request holds one of its key's requests while its body arrives (arrival-hold.ts).
       // By its path alone: Connect serves "/pkg.Service/Rpc?anything" as the RPC, so a query must not skip the hold.
       const url = req.url ?? "";

@@ -314,6 +314,26 @@ describe("the gRPC contract", () => {
     expect(((await good.json()) as { chainId?: string }).chainId).toBeDefined();
   });
 
+  it("a Connect GET whose JSON message Connect would misread (0x hex bytes, an enum not named in full) is refused as a POST is", async () => {
+    const get = (message: unknown, base64 = false) => {
+      const text = JSON.stringify(message);
+      const query = base64 ? `base64=1&message=${Buffer.from(text).toString("base64url")}` : `message=${encodeURIComponent(text)}`;
+      return fetch(`${f.ng.url}/${EthService.typeName}/GetBalance?connect=v1&encoding=json&${query}`, { headers: { "x-api-key": f.ng.key } });
+    };
+    const address = `0x${"44".repeat(20)}`;
+    for (const base64 of [false, true]) {
+      const hex = await get({ address }, base64);
+      expect([hex.status, await hex.json()]).toEqual([
+        400,
+        { code: "invalid_argument", message: 'address: "0x4444444444444444…" is 0x hex; in JSON, bytes are base64 (these bytes are "RERERERERERERERERERERE…")' },
+      ]);
+      const tag = await get({ address: Buffer.alloc(20, 0x44).toString("base64"), block: { tag: "latest" } }, base64);
+      expect([tag.status, ((await tag.json()) as { message: string }).message]).toEqual([400, 'block.tag: "latest" is not a BlockTag value (in JSON, an enum value is named in full, as "BLOCK_TAG_LATEST")']);
+      const good = await get({ address: Buffer.alloc(20, 0x44).toString("base64"), block: { tag: "BLOCK_TAG_LATEST" } }, base64);
+      expect(good.status).toBe(200);
+    }
+  });
+
   it("a Connect GET's answer, compressed as its Accept-Encoding asks, says it varies with Accept-Encoding, and with the key and network (found from outside: a shared cache could serve one key's answer to callers with none)", async () => {
     const url = `${f.ng.url}/${EthService.typeName}/GetBlockByNumber?connect=v1&encoding=json&message=${encodeURIComponent(JSON.stringify({ block: { number: "1" }, fullTransactions: true }))}`;
     const answer = await fetch(url, { headers: { "x-api-key": f.ng.key, "accept-encoding": "gzip" } });
