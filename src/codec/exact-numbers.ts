@@ -17,10 +17,9 @@
  *   JSON.stringify writes them, as before.
  *
  * What stays as before in both: a number a double holds exactly is written
- * as JSON.stringify writes it (`1.5e3` as `1500`), and a member with no
- * number past a safe integer is not looked at again (a fraction of more
- * than 17 digits that rounds to a whole number, `1.000000000000000001`,
- * comes back `1`).
+ * as JSON.stringify writes it (`1.5e3` as `1500`), and so is one the double
+ * rounds to a whole number, wherever it is (JSON.parse leaves nothing to
+ * tell it by: `1.000000000000000001` comes back `1`, `1e-400` `0`).
  */
 import { CodecError } from "./codec-error.js";
 
@@ -133,9 +132,16 @@ function mayBeRounded(value: unknown): boolean {
   return false;
 }
 
-/** JSON.stringify's text of `value`, but with each rounded number written as the node wrote it. */
+/**
+ * JSON.stringify's text of `value`, but with each rounded number written as the node wrote it. Only a number that
+ * is not a safe integer: one a double rounds to a whole number (1e-400 to 0) is written as that number wherever it
+ * is, whatever else the member holds.
+ */
 function writeExact(value: unknown, texts: NumberTexts, container: object | undefined, key: string): string {
-  if (typeof value === "number") return (container === undefined ? texts.top : texts.get(container, key)) ?? JSON.stringify(value);
+  if (typeof value === "number") {
+    if (Number.isSafeInteger(value)) return JSON.stringify(value);
+    return (container === undefined ? texts.top : texts.get(container, key)) ?? JSON.stringify(value);
+  }
   if (value === null || typeof value !== "object") return JSON.stringify(value);
   if (Array.isArray(value)) {
     let out = "[";
