@@ -4,10 +4,12 @@
  * transaction filter polled over HTTP (made again when the node forgets it),
  * and over WebSocket while the node refuses to subscribe again after a
  * reconnect. A mempool has no history, so nothing is backfilled after a
- * reconnect; a hash seen twice while two sources overlap (a resubscription
- * overlapping the old one, a filter overlapping the subscription: up to
- * OVERLAP_MS after the switch) is sent once. Later, a hash seen again is the
- * transaction entering the pool again, and is sent again, as the node sends it.
+ * reconnect; a hash two sources send while they overlap (a resubscription
+ * overlapping the old one, a filter overlapping the subscription) is sent
+ * once. A hash the same source sends again, or one sent long before, is the
+ * transaction entering the pool again, and is sent again, as the node sends it
+ * (from the filter: once an answer came without it, as a node that answers
+ * with its whole pool each time repeats every hash).
  */
 import { upstreamBadResponse } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
@@ -20,16 +22,24 @@ import { UpstreamSubscription } from "./upstream-subscription.js";
 
 /** How many recent hashes are remembered to drop repeats. */
 const RECENT = 10_000;
-/** How long after a switch of source (a resubscription, a filter started or dropped) repeats are dropped. */
+/** How long a hash one source sent is a repeat when another source sends it (the overlap of a switch). */
 const OVERLAP_MS = 30_000;
 
 export class PendingTransactionsFeed extends Feed {
-  readonly #recent = new Set<string>();
+  /** Recent hashes: which source sent each, and when. */
+  readonly #recent = new Map<string, { source: number; at: number }>();
   #subscription: UpstreamSubscription | undefined;
   #poller: Poller | undefined;
   #filterId: string | undefined;
-  /** Until when a hash seen before is a repeat of an overlapping source, not the transaction entering the pool again. */
-  #overlapUntil = 0;
+  /**
+   * Sources of hashes: each subscription (a renewed one is another), each run of the filter. A hash one source sends
+   * again is the transaction entering the pool again; one another source sent within OVERLAP_MS is the overlap.
+   */
+  #sources = 0;
+  #subscriptionSource = 0;
+  #filterSource = 0;
+  /** The hashes of the filter's last answer. */
+  #lastPoll = new Set<string>();
 
   constructor(ctx: FeedContext) {
     super({ kind: "newPendingTransactions" }, ctx);
@@ -51,7 +61,8 @@ export class PendingTransactionsFeed extends Feed {
   }
 
   #startPolling(): void {
-    this.#overlapUntil = Date.now() + OVERLAP_MS;
+    this.#filterSource = ++this.#sources;
+    this.#lastPoll = new Set();
     this.#poller = new Poller(this.ctx.settings.pollIntervalMs, () => this.run("polling the pending transaction filter", () => this.#poll()));
     this.#poller.start();
   }
@@ -71,10 +82,13 @@ export class PendingTransactionsFeed extends Feed {
       ws,
       '["newPendingTransactions"]',
       {
-        notification: (text) => void this.run("a pushed pending transaction", async () => this.#accept(readPendingTransaction(text))),
+        notification: (text) => {
+          const source = this.#subscriptionSource; // as it arrived: the run may come after a renewal
+          void this.run("a pushed pending transaction", async () => this.#accept(readPendingTransaction(text), source));
+        },
         disconnected: () => {},
         reconnected: () => {
-          this.#overlapUntil = Date.now() + OVERLAP_MS;
+          this.#subscriptionSource = ++this.#sources;
           this.runUntilDone("resubscribing to newPendingTransactions after a reconnect", async () => {
             try {
               await this.#subscription?.renew();
@@ -88,7 +102,6 @@ export class PendingTransactionsFeed extends Feed {
               throw err;
             }
             await this.#stopPolling();
-            this.#overlapUntil = Date.now() + OVERLAP_MS;
           });
         },
       },
@@ -133,18 +146,28 @@ export class PendingTransactionsFeed extends Feed {
     }
     const hashes = readResult(result, JSON.parse) as unknown;
     if (!Array.isArray(hashes)) throw upstreamBadResponse("eth_getFilterChanges did not answer a list");
-    for (const hash of hashes) this.#accept(readPendingTransaction(JSON.stringify(hash)));
+    // A hash also in the previous answer is the same entry (a node that answers with its whole pool each time); one
+    // that comes back after an answer without it entered the pool again.
+    const previous = this.#lastPoll;
+    const current = new Set<string>();
+    for (const hash of hashes) {
+      const event = readPendingTransaction(JSON.stringify(hash));
+      if (!current.has(event.hash) && !previous.has(event.hash)) this.#accept(event, this.#filterSource);
+      current.add(event.hash);
+    }
+    this.#lastPoll = current;
   }
 
-  #accept(event: PendingTransactionEvent): void {
-    if (this.#recent.has(event.hash)) {
-      // A repeat while two sources overlap is dropped; otherwise the transaction entered the pool again (put back by
-      // a reorganization, or sent again after it was dropped), which the node announces again, and so do we.
-      if (Date.now() < this.#overlapUntil) return;
-      this.#recent.delete(event.hash);
-    }
-    this.#recent.add(event.hash);
-    if (this.#recent.size > RECENT) this.#recent.delete(this.#recent.values().next().value as string);
+  #accept(event: PendingTransactionEvent, source: number): void {
+    const now = Date.now();
+    const seen = this.#recent.get(event.hash);
+    // Sent by another source just before: the overlap. Sent by this source before, or long ago: the transaction
+    // entered the pool again (put back by a reorganization, or sent again after it was dropped), which the node
+    // announces again, and so do we.
+    if (seen !== undefined && seen.source !== source && now - seen.at < OVERLAP_MS) return;
+    this.#recent.delete(event.hash);
+    this.#recent.set(event.hash, { source, at: now });
+    if (this.#recent.size > RECENT) this.#recent.delete(this.#recent.keys().next().value as string);
     this.emit(event);
   }
 }

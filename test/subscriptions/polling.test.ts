@@ -355,7 +355,7 @@ describe("newPendingTransactions by polling", () => {
     expect(await s.waitFor(id, 3)).toEqual(sent);
   });
 
-  it("a hash the filter reports again is sent once", async () => {
+  it("a hash the filter reports in answer after answer (a node answering with its whole pool) is sent once", async () => {
     const s = await subscriber();
     const id = await s.subscribe("newPendingTransactions");
     const repeated = `0x${"ab".repeat(32)}`;
@@ -366,6 +366,18 @@ describe("newPendingTransactions by polling", () => {
     upstream.handler = forwardAll;
     const hash = await chain.rpc<string>("eth_sendTransaction", [{ from: SENDER, to: probe.address, value: "0x7" }]);
     expect(await s.waitFor(id, 2)).toEqual([repeated, hash]);
+  });
+
+  it("a hash the filter reports again after an answer without it (the transaction entered the pool again) is sent again", async () => {
+    const s = await subscriber();
+    const id = await s.subscribe("newPendingTransactions");
+    const reentered = `0x${"cd".repeat(32)}`;
+    const answers = [[reentered], [], [reentered]];
+    upstream.handler = (r) => (r.method === "eth_getFilterChanges" ? { result: answers.shift() ?? [] } : { forward: anvil.url });
+    for (let i = 0; i < 200 && answers.length > 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(answers).toHaveLength(0);
+    upstream.handler = forwardAll;
+    expect(await s.waitFor(id, 2)).toEqual([reentered, reentered]);
   });
 
   it("makes a new filter when the node forgot the old one", async () => {
