@@ -11,7 +11,7 @@ import { createHash } from "node:crypto";
 import type { Message } from "@bufbuild/protobuf";
 import { cancelled } from "../errors/catalogue.js";
 import type { ChainHead } from "../upstream/chain-head.js";
-import { resultIsJson, type UpstreamResult } from "../upstream/reply.js";
+import { resultAlone, type UpstreamResult } from "../upstream/reply.js";
 import type { CacheStore } from "./store.js";
 import { Coalescer } from "./coalescer.js";
 import { SharedEpoch } from "./shared-epoch.js";
@@ -297,8 +297,10 @@ export class CallCache {
       if (upTo !== undefined && block > upTo) return;
       // A null or an empty list may come from a lagging node (a final block it does not have yet, a log range past its
       // head): never kept, whatever the rule.
-      if (isNull(result) || isEmptyList(result) || !resultIsJson(result)) return;
-      const stored = this.#store?.set(key, result.body.subarray(result.start, result.end));
+      if (isNull(result) || isEmptyList(result)) return;
+      const alone = resultAlone(result);
+      if (alone === undefined) return;
+      const stored = this.#store?.set(key, alone.body.subarray(alone.start, alone.end));
       // A shared store's write is not waited for: the answer would wait on Redis again, after its lookup (found from
       // outside: up to three times stores.timeoutMs on a silent Redis). Sent on the connection the lookups use, it is
       // still found by the next identical call of this process. Counted once stored (a skipped write is no store).

@@ -7,10 +7,10 @@ import { create } from "@bufbuild/protobuf";
 import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import { type CallRequest, type CallResponse, CallResponseSchema, JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { holdsMoreJsonContainers, MAX_JSON_CONTAINERS } from "../codec/json-weight.js";
-import { invalidParams, tooManyJsonContainers } from "../errors/catalogue.js";
+import { invalidParams, tooManyJsonContainers, upstreamBadResponse } from "../errors/catalogue.js";
 import type { Gateway } from "../gateway.js";
 import { nativeCallContext, runNativeCall } from "../jsonrpc/native-call.js";
-import { resultText } from "../upstream/reply.js";
+import { resultAlone, resultText } from "../upstream/reply.js";
 import { holdConnectAnswer } from "./connect-answer-hold.js";
 import { handlerError } from "./errors.js";
 import { credentialsFrom, NETWORK_HEADER, singleValue } from "./typed-services.js";
@@ -37,7 +37,9 @@ async function call(gateway: Gateway, request: CallRequest, ctx: HandlerContext)
     const outcome = await runNativeCall(call, { ...nativeCallContext(gateway, key, network, ctx.signal), reachNetwork: (home) => `set the ${NETWORK_HEADER} header to "${home}"` });
     if (outcome.error !== undefined) throw outcome.error;
     holdConnectAnswer(gateway, ctx, key, outcome.result.end - outcome.result.start);
-    return create(CallResponseSchema, { resultJson: resultText(outcome.result) });
+    const result = resultAlone(outcome.result);
+    if (result === undefined) throw upstreamBadResponse("the result is not valid JSON");
+    return create(CallResponseSchema, { resultJson: resultText(result) });
   } catch (err) {
     throw handlerError(err, ctx.signal);
   } finally {

@@ -388,6 +388,17 @@ export function readResult<T>(r: UpstreamResult, read: (text: string) => T): T {
 }
 
 /**
+ * The result alone, as one JSON value: `r`, or its reply read member by member when a member of the node's own joined
+ * it (readReply's fast path); undefined when neither is JSON. For what keeps or hands on the result's text by itself
+ * (the cache, JsonRpcService's result_json), where the native door's envelope would have held that member.
+ */
+export function resultAlone(r: UpstreamResult): UpstreamResult | undefined {
+  if (resultIsJson(r)) return r;
+  const rescanned = rescannedResult(r);
+  return rescanned !== undefined && resultIsJson(rescanned) ? rescanned : undefined;
+}
+
+/**
  * The result of a reply read member by member, for a result whose text did
  * not parse: a large result is taken to the reply's closing brace unscanned,
  * which a member after it under an unexpected name joins. Throws the node's
