@@ -32,7 +32,6 @@ import { endWithParts } from "../http/response-body.js";
 import { toConnectError } from "./errors.js";
 import { decodeResult } from "./typed-services.js";
 import { HttpExchange } from "./http-exchange.js";
-import { RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { misreadJson } from "./json-misreadings.js";
 import { parseBinary, serveUnary, type UnaryProtocol } from "./unary-call.js";
 import { encodeAnswer, isKeptAnswer, plainHeaders, sharedAnswer, type UnaryRoute } from "./unary-routes.js";
@@ -172,9 +171,6 @@ class ConnectExchange extends HttpExchange {
   answerError(error: ConnectError): void {
     const headers: OutgoingHttpHeaders = plainHeaders(error.metadata);
     headers["content-type"] = "application/json";
-    // A 429 or 503 says when to come back in the header HTTP clients and proxies read, as the native door's does.
-    const [retry] = error.findDetails(RetryInfoSchema);
-    if (retry?.retryDelay !== undefined) headers["retry-after"] = String(Math.ceil(Number(retry.retryDelay.seconds) + retry.retryDelay.nanos / 1e9));
     this.#send(codeToHttpStatus(error.code), headers, Buffer.from(errorToJsonBytes(error, undefined)));
   }
 

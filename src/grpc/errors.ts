@@ -40,10 +40,11 @@ export function toConnectError(err: unknown): ConnectError {
       const reason = revertReason(err, data);
       details.push({ desc: RevertErrorSchema, value: create(RevertErrorSchema, { data, ...(reason === undefined ? {} : { reason }) }) });
     }
-    if (err.retryAfterSeconds !== undefined) {
-      details.push({ desc: RetryInfoSchema, value: create(RetryInfoSchema, { retryDelay: durationFromMs(err.retryAfterSeconds * 1000) }) });
-    }
-    return new ConnectError(err.message, err.grpcCode, undefined, details, err);
+    if (err.retryAfterSeconds === undefined) return new ConnectError(err.message, err.grpcCode, undefined, details, err);
+    details.push({ desc: RetryInfoSchema, value: create(RetryInfoSchema, { retryDelay: durationFromMs(err.retryAfterSeconds * 1000) }) });
+    // Also in the header HTTP clients and proxies read, where the protocol answers errors in HTTP terms (Connect's
+    // 429 and 503, GET and compressed POST included); a gRPC status carries it as metadata beside RetryInfo.
+    return new ConnectError(err.message, err.grpcCode, { "retry-after": String(Math.ceil(err.retryAfterSeconds)) }, details, err);
   }
   return new ConnectError("internal error", Code.Internal, undefined, undefined, err);
 }

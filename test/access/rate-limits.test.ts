@@ -4,6 +4,7 @@
  * Each limit is tripped by a single request, so no test depends on timing.
  */
 import { once } from "node:events";
+import { gzipSync } from "node:zlib";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { JsonRpcProvider } from "ethers";
 import WebSocket from "ws";
@@ -155,9 +156,17 @@ describe("rate limits", () => {
     const retryAfter = Number(native.headers.get("retry-after"));
     expect(Math.abs(retryAfter - Number(retry?.retryDelay?.seconds)), `Retry-After ${retryAfter}`).toBeLessThanOrEqual(1);
     // A Connect caller's 429 carries the header too, for HTTP clients and proxies that read only that (found from outside).
-    const connect = await fetch(`${ng.url}/${EthService.typeName}/ChainId`, { method: "POST", headers: { "content-type": "application/json", "x-api-key": DAILY_ONE }, body: "{}" });
-    expect(connect.status).toBe(429);
-    expect(Math.abs(Number(connect.headers.get("retry-after")) - retryAfter), `Retry-After ${connect.headers.get("retry-after")}`).toBeLessThanOrEqual(1);
+    // Whichever way Connect serves it: a POST, a compressed POST, a GET.
+    const path = `${ng.url}/${EthService.typeName}/ChainId`;
+    const connects = [
+      fetch(path, { method: "POST", headers: { "content-type": "application/json", "x-api-key": DAILY_ONE }, body: "{}" }),
+      fetch(path, { method: "POST", headers: { "content-type": "application/json", "content-encoding": "gzip", "x-api-key": DAILY_ONE }, body: gzipSync("{}") }),
+      fetch(`${path}?connect=v1&encoding=json&message=%7B%7D`, { headers: { "x-api-key": DAILY_ONE } }),
+    ];
+    for (const connect of await Promise.all(connects)) {
+      expect(connect.status).toBe(429);
+      expect(Math.abs(Number(connect.headers.get("retry-after")) - retryAfter), `Retry-After ${connect.headers.get("retry-after")}`).toBeLessThanOrEqual(1);
+    }
   });
 });
 
