@@ -56,6 +56,9 @@ describe("a logs subscription's block range, read as geth reads it", () => {
     [{ fromBlock: "0x10" }, { from: 16, to: Number.POSITIVE_INFINITY }],
     [{ fromBlock: "0x10", toBlock: "0x1f" }, { from: 16, to: 31 }],
     [{ fromBlock: "earliest", toBlock: "0x5" }, { from: 0, to: 5 }],
+    // geth's hexutil reads 0X and any uint64 (found from outside: refused as "must be a hex block number").
+    [{ fromBlock: "0X1b4" }, { from: 436, to: Number.POSITIVE_INFINITY }],
+    [{ fromBlock: "0x10", toBlock: "0xffffffffffffffff" }, { from: 16, to: Number.MAX_SAFE_INTEGER }],
   ])("%j bounds the blocks delivered to %j", (filter, want) => expect(blocks(filter)).toEqual(want));
 
   it.each([
@@ -69,6 +72,7 @@ describe("a logs subscription's block range, read as geth reads it", () => {
     // web3.js v4 sends a range end as a JSON number.
     [{ fromBlock: 3 }, /fromBlock must be a hex block number such as "0x1b4", "earliest" or "latest", got 3$/],
     [{ toBlock: "3" }, /toBlock must be a hex block number such as "0x1b4", "earliest" or "latest", got "3"$/],
+    [{ fromBlock: "0x10000000000000000" }, /fromBlock "0x10000000000000000" is a hex number > 64 bits/],
     [{ blockHash: `0x${"11".repeat(32)}` }, /takes no blockHash/],
   ])("%j is refused: %s", (filter, message) => expect(() => blocks(filter)).toThrow(message));
 
