@@ -6,7 +6,17 @@
  */
 import { describe, expect, it } from "vitest";
 import { GatewayError } from "../../src/errors/gateway-error.js";
-import { CHECKED_RESULT_BYTES, readChunkedReply, readReply, rescannedResult, resultIsJson, resultText, type UpstreamResult } from "../../src/upstream/reply.js";
+import {
+  CHECKED_RESULT_BYTES,
+  readChunkedReply,
+  readReply,
+  readResult,
+  rescannedResult,
+  resultAlone,
+  resultIsJson,
+  resultText,
+  type UpstreamResult,
+} from "../../src/upstream/reply.js";
 
 const reply = (resultText: string, id = 7) => Buffer.from(`{"jsonrpc":"2.0","id":${id},"result":${resultText}}`);
 
@@ -124,6 +134,20 @@ describe("members beside the result", () => {
     const read = readReply(Buffer.from(`{"jsonrpc":"2.0","id":7,"result":${result},"meta":{"a":1}}`), 7);
     expect(resultText(read)).toBe(`${result},"meta":{"a":1}`);
     expect(resultText(rescannedResult(read) as UpstreamResult)).toBe(result);
+  });
+
+  it("nodegate's own readers and what keeps the result alone (the cache, JsonRpcService) read it without that member", () => {
+    const result = block(CHECKED_RESULT_BYTES);
+    const read = readReply(Buffer.from(`{"jsonrpc":"2.0","id":7,"result":${result},"meta":{"a":1}}`), 7);
+    expect(readResult(read, (text) => JSON.parse(text) as unknown)).toEqual(JSON.parse(result));
+    expect(resultText(resultAlone(read) as UpstreamResult)).toBe(result);
+    // A result that is not JSON as the node sent it stays refused, with the reader's own error.
+    const broken = readReply(Buffer.from(`{"jsonrpc":"2.0","id":7,"result":${result.replace('"hash":"', '"hash":"\u0001')}}`), 7);
+    expect(() => readResult(broken, (text) => JSON.parse(text) as unknown)).toThrow(SyntaxError);
+    expect(resultAlone(broken)).toBeUndefined();
+    // A result with no member after it is read as it is.
+    const plain = readReply(reply(result), 7);
+    expect(resultAlone(plain)).toBe(plain);
   });
 
   it("result: null beside an error object is the node's error", () => {
