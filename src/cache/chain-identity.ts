@@ -11,7 +11,7 @@
  * outside: the process that lived through the restart kept the old genesis in
  * its keys, so it never shared with one started after, on the same node).
  */
-import { resultText, type UpstreamResult } from "../upstream/reply.js";
+import { readResult, type UpstreamResult } from "../upstream/reply.js";
 
 /** The longest the genesis question waits. */
 const ASK_TIMEOUT_MS = 5000;
@@ -72,7 +72,7 @@ export class ChainIdentity {
           if (forgets !== this.#forgets) return;
           let hash: unknown;
           try {
-            hash = (JSON.parse(resultText(result)) as { hash?: unknown } | null)?.hash;
+            hash = (readResult(result, JSON.parse) as { hash?: unknown } | null)?.hash;
           } catch {
             hash = undefined;
           }
