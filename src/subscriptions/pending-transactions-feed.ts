@@ -4,12 +4,15 @@
  * transaction filter polled over HTTP (made again when the node forgets it),
  * and over WebSocket while the node refuses to subscribe again after a
  * reconnect. A mempool has no history, so nothing is backfilled after a
- * reconnect; a hash two sources send while they overlap (a resubscription
- * overlapping the old one, a filter overlapping the subscription) is sent
- * once. A hash the same source sends again, or one sent long before, is the
+ * reconnect; a hash two sources send while both are live (a filter read
+ * once more after the subscription is back) is sent once. A hash the same
+ * source sends again, one another source sent before this one started (a
+ * subscription on a connection now closed), or one sent long before, is the
  * transaction entering the pool again, and is sent again, as the node sends it
  * (from the filter: once an answer came without it, as a node that answers
- * with its whole pool each time repeats every hash).
+ * with its whole pool each time repeats every hash; and a filter's first
+ * answer, which may be such a whole pool, repeats nothing sent in the 30 s
+ * before).
  */
 import { upstreamBadResponse } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
@@ -33,13 +36,18 @@ export class PendingTransactionsFeed extends Feed {
   #filterId: string | undefined;
   /**
    * Sources of hashes: each subscription (a renewed one is another), each run of the filter. A hash one source sends
-   * again is the transaction entering the pool again; one another source sent within OVERLAP_MS is the overlap.
+   * again is the transaction entering the pool again; one another source sent within OVERLAP_MS, after this one
+   * started, is the overlap.
    */
   #sources = 0;
+  /** When each live source started: a hash another source sent before it started cannot be an overlap with it. */
+  readonly #startedAt = new Map<number, number>([[0, 0]]);
   #subscriptionSource = 0;
   #filterSource = 0;
   /** The hashes of the filter's last answer. */
   #lastPoll = new Set<string>();
+  /** Whether this run of the filter has answered: a first answer may be a whole pool another source announced. */
+  #filterAnswered = false;
 
   constructor(ctx: FeedContext) {
     super({ kind: "newPendingTransactions" }, ctx);
@@ -61,8 +69,11 @@ export class PendingTransactionsFeed extends Feed {
   }
 
   #startPolling(): void {
+    this.#startedAt.delete(this.#filterSource);
     this.#filterSource = ++this.#sources;
+    this.#startedAt.set(this.#filterSource, Date.now());
     this.#lastPoll = new Set();
+    this.#filterAnswered = false;
     this.#poller = new Poller(this.ctx.settings.pollIntervalMs, () => this.run("polling the pending transaction filter", () => this.#poll()));
     this.#poller.start();
   }
@@ -88,7 +99,9 @@ export class PendingTransactionsFeed extends Feed {
         },
         disconnected: () => {},
         reconnected: () => {
+          this.#startedAt.delete(this.#subscriptionSource);
           this.#subscriptionSource = ++this.#sources;
+          this.#startedAt.set(this.#subscriptionSource, Date.now());
           this.runUntilDone("resubscribing to newPendingTransactions after a reconnect", async () => {
             try {
               await this.#subscription?.renew();
@@ -150,21 +163,26 @@ export class PendingTransactionsFeed extends Feed {
     // that comes back after an answer without it entered the pool again.
     const previous = this.#lastPoll;
     const current = new Set<string>();
-    for (const hash of hashes) {
-      const event = readPendingTransaction(JSON.stringify(hash));
-      if (!current.has(event.hash) && !previous.has(event.hash)) this.#accept(event, this.#filterSource);
+    // Every entry read before any is sent: a malformed one fails the poll with nothing sent, not after some were
+    // (the next answer, the last one not having been kept, would send them again).
+    const events = hashes.map((hash) => readPendingTransaction(JSON.stringify(hash)));
+    for (const event of events) {
+      if (!current.has(event.hash) && !previous.has(event.hash)) this.#accept(event, this.#filterSource, !this.#filterAnswered);
       current.add(event.hash);
     }
     this.#lastPoll = current;
+    this.#filterAnswered = true;
   }
 
-  #accept(event: PendingTransactionEvent, source: number): void {
+  #accept(event: PendingTransactionEvent, source: number, wholePoolMaybe = false): void {
     const now = Date.now();
     const seen = this.#recent.get(event.hash);
     // Sent by another source just before: the overlap. Sent by this source before, or long ago: the transaction
     // entered the pool again (put back by a reorganization, or sent again after it was dropped), which the node
     // announces again, and so do we.
-    if (seen !== undefined && seen.source !== source && now - seen.at < OVERLAP_MS) return;
+    // An overlap only while both were live: what another source sent before this one started is the transaction
+    // entering the pool again (a subscription on a connection now closed, a filter that reports only what came after).
+    if (seen !== undefined && seen.source !== source && now - seen.at < OVERLAP_MS && (wholePoolMaybe || seen.at >= (this.#startedAt.get(source) ?? 0))) return;
     this.#recent.delete(event.hash);
     this.#recent.set(event.hash, { source, at: now });
     if (this.#recent.size > RECENT) this.#recent.delete(this.#recent.keys().next().value as string);

@@ -35,10 +35,12 @@ afterAll(async () => {
 });
 
 it.each([
-  ["", false],
+  ["", "never" as const],
   // Found from outside (h67): within 30 s of a resubscription, a transaction first seen after it was dropped when it
   // entered the pool again, taken for the overlap of the two subscriptions.
-  [" just after nodegate subscribed again", true],
+  [" just after nodegate subscribed again", "before the first send" as const],
+  // Found from outside (h69): the same, for a transaction first seen by the subscription before.
+  [" when nodegate subscribed again between the two", "between the sends" as const],
 ])("the same signed transaction sent again after a revert is announced again%s, as the node announces it", async (_when, resubscribe) => {
   const viaNodegate = await openNativeSubscriber(nodegate.wsUrl);
   const direct = await openNativeSubscriber(anvil.wsUrl);
@@ -51,21 +53,24 @@ it.each([
     const nonce = Number(BigInt(await chain.rpc<string>("eth_getTransactionCount", [account.address, "latest"])));
     const signed = await account.signTransaction({ to: account.address, value: 1n, gas: 21_000n, gasPrice: 10n ** 10n, nonce, chainId: 31337 });
     const snapshot = await chain.rpc<string>("evm_snapshot");
-    if (resubscribe) {
+    const subscribeAgain = async () => {
       const subscribes = relay.count("eth_subscribe");
+      const seen = viaNodegate.results(gateId).length;
       relay.sever();
       await expect.poll(() => relay.count("eth_subscribe"), { timeout: 10_000 }).toBeGreaterThan(subscribes);
       // Subscribed again once a transaction sent now reaches the subscriber (nothing is backfilled before).
       const from = (await chain.rpc<string[]>("eth_accounts"))[1];
-      for (let value = 1; viaNodegate.results(gateId).length === 0 && value < 50; value++) {
+      for (let value = 1; viaNodegate.results(gateId).length === seen && value < 50; value++) {
         await chain.rpc("eth_sendTransaction", [{ from, to: from, value: `0x${value.toString(16)}` }]);
-        await viaNodegate.waitFor(gateId, 1, 200).catch(() => undefined);
+        await viaNodegate.waitFor(gateId, seen + 1, 200).catch(() => undefined);
       }
-      expect(viaNodegate.results(gateId).length).toBeGreaterThan(0);
-    }
+      expect(viaNodegate.results(gateId).length).toBeGreaterThan(seen);
+    };
+    if (resubscribe === "before the first send") await subscribeAgain();
     const hash = await chain.rpc<string>("eth_sendRawTransaction", [signed]);
     const announced = (s: typeof direct, id: string) => s.results(id).filter((h) => h === hash).length;
     await expect.poll(() => [announced(viaNodegate, gateId), announced(direct, directId)], { timeout: 10_000 }).toEqual([1, 1]);
+    if (resubscribe === "between the sends") await subscribeAgain();
     expect(await chain.rpc<boolean>("evm_revert", [snapshot])).toBe(true);
     expect(await chain.rpc<string>("eth_sendRawTransaction", [signed])).toBe(hash);
     await expect.poll(() => announced(direct, directId), { timeout: 10_000 }).toBe(2);

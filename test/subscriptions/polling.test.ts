@@ -380,6 +380,19 @@ describe("newPendingTransactions by polling", () => {
     expect(await s.waitFor(id, 2)).toEqual([reentered, reentered]);
   });
 
+  it("an answer with one malformed entry sends none of it, and the next answers send each hash once (found from outside, h69)", async () => {
+    const s = await subscriber();
+    const id = await s.subscribe("newPendingTransactions");
+    const [a, b] = [`0x${"a1".repeat(32)}`, `0x${"b2".repeat(32)}`];
+    const answers = [[a, b, "0xbad"], [a, b], [a, b]];
+    upstream.handler = (r) => (r.method === "eth_getFilterChanges" ? { result: answers.shift() ?? [] } : { forward: anvil.url });
+    for (let i = 0; i < 200 && answers.length > 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(answers).toHaveLength(0);
+    upstream.handler = forwardAll;
+    const hash = await chain.rpc<string>("eth_sendTransaction", [{ from: SENDER, to: probe.address, value: "0x9" }]);
+    expect(await s.waitFor(id, 3)).toEqual([a, b, hash]);
+  });
+
   it("makes a new filter when the node forgot the old one", async () => {
     const s = await subscriber();
     const id = await s.subscribe("newPendingTransactions");
