@@ -106,10 +106,14 @@ function rangeEnd(value: unknown, key: string): number | "latest" {
   if (value === "earliest") return 0;
   // geth's error texts, here and in readBlockRange.
   if (value === "pending") throw bad("pending logs are not supported");
-  // A uint64, as geth reads it (0X too); past 2^53 no chain has come, so it is read as that far.
-  if (typeof value === "string" && /^0[xX](?:0|[1-9a-fA-F][0-9a-fA-F]{0,15})$/.test(value)) return Math.min(Number.parseInt(value.slice(2), 16), Number.MAX_SAFE_INTEGER);
   const got = JSON.stringify(value).slice(0, 40);
-  if (typeof value === "string" && /^0[xX][0-9a-fA-F]{17,}$/.test(value)) throw bad(`logs filter ${key} ${got} is a hex number > 64 bits`);
+  // Hex as geth's hexutil reads it (0X too), with its texts, up to int64; past 2^53 no chain has come, so it is read
+  // as that far.
+  if (typeof value === "string" && /^0[xX][0-9a-fA-F]+$/.test(value)) {
+    if (/^0[xX]0./.test(value)) throw bad(`logs filter ${key} ${got}: hex number with leading zero digits`);
+    if (value.length > 18 || BigInt(value) > 0x7fffffffffffffffn) throw bad(`logs filter ${key} ${got}: block number larger than int64`);
+    return Math.min(Number.parseInt(value.slice(2), 16), Number.MAX_SAFE_INTEGER);
+  }
   // geth refuses these in a subscription with its range text; the caller is told what a range takes.
   if (value === "safe" || value === "finalized") throw bad(`invalid from and to block combination: ${key} ${got} (a subscription's range takes a hex block number, "earliest" or "latest")`);
   // web3.js sends a whole JSON number here (found from outside): say it must be hex, not that it must be a number.
