@@ -19,14 +19,15 @@ import { CodecError, locate, UNSAFE_JSON_INTEGER } from "./codec-error.js";
 import { decodeData, decodeQuantityBytes, decodeUint64, encodeData, encodeQuantity, encodeQuantityBytes, hasHexPrefix, trimLeadingZeros } from "./hex.js";
 import type { CodecRegistry, SpecialCodecFactory, ValueCodec } from "./message-codec.js";
 import { stateOverrideCodec, storageOverrideCodec } from "./state-override.js";
+import { wrongByteCount } from "./byte-count.js";
 
 function fail(reason: string): never {
   throw new CodecError("", reason);
 }
 
 /** A 32-byte word (topic, hash) of another length, at `path` within the field. */
-function wrongLength(path: string, length: number): never {
-  throw new CodecError(path, `want 32 bytes, got ${length}`);
+function wrongLength(path: string, bytes: Uint8Array): never {
+  throw new CodecError(path, wrongByteCount("32 bytes", bytes));
 }
 
 export const uint256Codec: ValueCodec<Uint256> = {
@@ -141,7 +142,7 @@ export function blockIdCodec(forms: BlockIdForms): ValueCodec<BlockId> {
         }
         case "hash":
           if (!forms.hash) fail(`want ${want}, got a hash`);
-          if (kind.value.length !== 32) fail(`block hash: want 32 bytes, got ${kind.value.length}`);
+          if (kind.value.length !== 32) fail(`block hash: ${wrongByteCount("32 bytes", kind.value)}`);
           return value.requireCanonical
             ? `{"blockHash":"${encodeData(kind.value)}","requireCanonical":true}`
             : `"${encodeData(kind.value)}"`;
@@ -175,7 +176,7 @@ function blockTransactionsCodec(registry: CodecRegistry): ValueCodec<BlockTransa
     encode(value) {
       if (value.hashes.length && value.full.length) fail("set either hashes or full transactions, not both");
       if (value.hashes.length) {
-        return `[${value.hashes.map((h, i) => (h.length === 32 ? `"${encodeData(h)}"` : wrongLength(`hashes[${i}]`, h.length))).join(",")}]`;
+        return `[${value.hashes.map((h, i) => (h.length === 32 ? `"${encodeData(h)}"` : wrongLength(`hashes[${i}]`, h))).join(",")}]`;
       }
       return `[${value.full.map((t) => transaction.encode(t)).join(",")}]`;
     },
@@ -203,7 +204,7 @@ const topicFilterCodec: ValueCodec<TopicFilter> = {
   },
   encode(value) {
     // Named as the other fields are, with the alternative and its length (found from outside: "topic: want 32 bytes").
-    const topics = value.anyOf.map((t, i) => (t.length === 32 ? `"${encodeData(t)}"` : wrongLength(`any_of[${i}]`, t.length)));
+    const topics = value.anyOf.map((t, i) => (t.length === 32 ? `"${encodeData(t)}"` : wrongLength(`any_of[${i}]`, t)));
     if (topics.length === 0) return "null";
     return topics.length === 1 ? (topics[0] as string) : `[${topics.join(",")}]`;
   },

@@ -23,6 +23,7 @@ import {
   encodeStorageSlot,
 } from "./hex.js";
 import { unknownMemberText } from "./exact-numbers.js";
+import { wrongByteCount } from "./byte-count.js";
 import { EXTRAS_FIELD, familyOf, jsonKeyOf } from "./json-naming.js";
 
 /** Converts one JSON value to its proto form and back to JSON text. */
@@ -92,7 +93,7 @@ function dataCodec(length: number, maxLength: number, emptyAllowed: boolean): Va
   return {
     decode: (json) => decodeData(json, rules),
     encode: (value) => {
-      if (length && value.length !== length && !(value.length === 0 && emptyAllowed)) fail(`want ${length} bytes, got ${value.length}`);
+      if (length && value.length !== length && !(value.length === 0 && emptyAllowed)) fail(wrongByteCount(`${length} bytes`, value));
       if (maxLength && value.length > maxLength) fail(`want at most ${maxLength} bytes, got ${value.length}`);
       return `"${encodeData(value)}"`;
     },

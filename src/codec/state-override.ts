@@ -14,6 +14,7 @@ import {
   StorageOverrideSchema,
   StorageSlotValueSchema,
 } from "../../gen/nodegate/eth/v1/transaction_pb.js";
+import { wrongByteCount } from "./byte-count.js";
 import { CodecError, locate } from "./codec-error.js";
 import { decodeData, encodeData } from "./hex.js";
 import type { CodecRegistry, ValueCodec } from "./message-codec.js";
@@ -40,7 +41,7 @@ function uniqueKeys<E>(entries: readonly E[], field: string, keyOf: (entry: E) =
   const seen = new Set<string>();
   return entries.map((entry, i) => {
     const bytes = keyOf(entry);
-    if (bytes.length !== length) throw new CodecError(`${field}[${i}]`, `want ${length} bytes, got ${bytes.length}`);
+    if (bytes.length !== length) throw new CodecError(`${field}[${i}]`, wrongByteCount(`${length} bytes`, bytes));
     const key = encodeData(bytes);
     if (seen.has(key)) throw new CodecError(`${field}[${i}]`, `${key} is set twice`);
     seen.add(key);
@@ -81,7 +82,7 @@ export const storageOverrideCodec: ValueCodec<StorageOverride> = {
   encode(value) {
     const keys = uniqueKeys(value.slots, "slots", (s) => s.slot, WORD.length);
     const members = value.slots.map((s, i) => {
-      if (s.value.length !== WORD.length) throw new CodecError(`slots[${i}].value`, `want ${WORD.length} bytes, got ${s.value.length}`);
+      if (s.value.length !== WORD.length) throw new CodecError(`slots[${i}].value`, wrongByteCount(`${WORD.length} bytes`, s.value));
       return `"${keys[i]}":"${encodeData(s.value)}"`;
     });
     return `{${members.join(",")}}`;

@@ -15,6 +15,7 @@ import {
   EthService,
   GetBlockByHashRequestSchema,
   GetBlockByNumberRequestSchema,
+  GetBalanceRequestSchema,
   GetLogsRequestSchema,
   GetProofRequestSchema,
   GetStorageAtRequestSchema,
@@ -348,6 +349,18 @@ const typedCases: TypedCase[] = [
     rpc: EthService.method.getLogs,
     request: () => create(GetLogsRequestSchema, { filter: { topics: [{ anyOf: [new Uint8Array(31)] }] } }),
     names: ["filter.topics[0]", "want 32 bytes"],
+  },  // What grpcurl and buf curl send for JSON bytes written as 0x hex: the base64 reading of the text (found from outside).
+  {
+    title: "an address written as 0x hex in a tool's JSON (read as base64: 31 bytes)",
+    rpc: EthService.method.getBalance,
+    request: () => create(GetBalanceRequestSchema, { address: Buffer.from(`0x${"70997970c51812dc3a010c7d01b50e0d17dc79c8"}`, "base64") }),
+    names: ['address: want 20 bytes, got 31: these bytes are base64 of "0x70997970c51812dc…"; in JSON, bytes are base64, not 0x hex'],
+  },
+  {
+    title: "a topic written as 0X hex in a tool's JSON",
+    rpc: EthService.method.getLogs,
+    request: () => create(GetLogsRequestSchema, { filter: { topics: [{ anyOf: [Buffer.from(`0X${"ab".repeat(32)}`, "base64")] }] } }),
+    names: ['filter.topics[0]', 'want 32 bytes, got 49: these bytes are base64 of "0Xabababababababab…"'],
   },
 ];
 
