@@ -15,7 +15,7 @@ import { parseTimeout as parseGrpcTimeout } from "@connectrpc/connect/protocol-g
 import type { NodeRequest, NodeResponse } from "../http/http-types.js";
 import { isGrpcWebText } from "./grpc-web-unary.js";
 import { serveTextMode } from "./grpc-web-text-transcoder.js";
-import { withWeighedJsonBody } from "./weighed-json-body.js";
+import { withCheckedJsonBody } from "./checked-json-body.js";
 import { inPieces } from "./answer-pieces.js";
 
 export interface ConnectAdapterOptions extends ConnectRouterOptions {
@@ -46,7 +46,7 @@ export function createConnectAdapter(options: ConnectAdapterOptions): ConnectAda
         options.fallback(req, res);
         return;
       }
-      const request = withWeighedJsonBody(withBodyDeadline(universalRequestFromNodeRequest(req, res, undefined, options.contextValues(req, res)), res), readMaxBytes);
+      const request = withCheckedJsonBody(withBodyDeadline(universalRequestFromNodeRequest(req, res, undefined, options.contextValues(req, res)), res), handler.method.input, readMaxBytes);
       const answer = req.method === "POST" && isGrpcWebText(req.headers["content-type"]) ? serveTextMode(handler, request, readMaxBytes) : handler(request);
       answer
         .then((universal) => universalResponseToNodeResponse("stream" in res && universal.body !== undefined ? { ...universal, body: inPieces(universal.body) } : universal, res))

@@ -5,8 +5,11 @@
  * move. A valid call before and after shows the counter counts and the
  * process keeps serving.
  */
+import http2 from "node:http2";
+import { gzipSync } from "node:zlib";
 import { create, type DescMethod, type Message } from "@bufbuild/protobuf";
-import { Code } from "@connectrpc/connect";
+import { Code, createClient } from "@connectrpc/connect";
+import { createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { status as GrpcStatus } from "@grpc/grpc-js";
 import { BaseError, createPublicClient, http, type PublicClient, RpcRequestError } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -424,6 +427,99 @@ describe("a proto JSON caller", () => {
     expect((await connectJson("Call", { transaction: { to: Buffer.alloc(20, 0x44).toString("base64"), data: "bUzmPA==" } })).status).toBe(200);
     expect(Buffer.from("0x12", "base64")).toHaveLength(3);
     expect((await connectJson("Call", { transaction: { to: Buffer.alloc(20, 0x44).toString("base64"), data: "0x12" } })).status).toBe(200);
+  });
+
+  /** One length-prefixed message: flag byte, big-endian length, the bytes. */
+  const envelope = (json: unknown, compressed = false): Buffer => {
+    const bytes = compressed ? gzipSync(JSON.stringify(json)) : Buffer.from(JSON.stringify(json));
+    const head = Buffer.alloc(5);
+    head[0] = compressed ? 1 : 0;
+    head.writeUInt32BE(bytes.length, 1);
+    return Buffer.concat([head, bytes]);
+  };
+  const HEX_ADDRESS = `0x${"44".repeat(20)}`;
+  const ADDRESS_REFUSAL = 'address: "0x4444444444444444…" is 0x hex; in JSON, bytes are base64 (these bytes are "RERERERERERERERERERERE…")';
+
+  it("the same checks hold where Connect's own handler reads the JSON: a compressed POST, gRPC-Web and gRPC with the JSON codec, and streams (found from outside)", async () => {
+    await withoutUpstreamTraffic(async () => {
+      const compressed = await fetch(`${ng.url}/${EthService.typeName}/GetBalance`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "content-encoding": "gzip", "x-api-key": ng.key },
+        body: gzipSync(JSON.stringify({ address: HEX_ADDRESS })),
+      });
+      expect(compressed.status).toBe(400);
+      expect(await compressed.json()).toEqual({ code: "invalid_argument", message: ADDRESS_REFUSAL });
+
+      const enumInCompressed = await fetch(`${ng.url}/${EthService.typeName}/GetBlockByNumber`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "content-encoding": "gzip", "x-api-key": ng.key },
+        body: gzipSync(JSON.stringify({ block: { tag: "latest" } })),
+      });
+      expect(enumInCompressed.status).toBe(400);
+      expect(((await enumInCompressed.json()) as { message: string }).message).toContain('as "BLOCK_TAG_LATEST"');
+
+      for (const compressedMessage of [false, true]) {
+        const grpcWeb = await fetch(`${ng.url}/${EthService.typeName}/GetBalance`, {
+          method: "POST",
+          headers: { "content-type": "application/grpc-web+json", "x-api-key": ng.key, ...(compressedMessage ? { "grpc-encoding": "gzip" } : {}) },
+          body: envelope({ address: HEX_ADDRESS }, compressedMessage),
+        });
+        const trailer = Buffer.from(await grpcWeb.arrayBuffer()).toString("latin1");
+        expect(trailer).toContain("grpc-status: 3");
+        expect(decodeURIComponent(/grpc-message: (.*)\r\n/.exec(trailer)?.[1] ?? "")).toBe(ADDRESS_REFUSAL);
+      }
+
+      const grpcJson = await new Promise<http2.IncomingHttpHeaders>((resolve, reject) => {
+        const session = http2.connect(ng.url);
+        const stream = session.request({ ":method": "POST", ":path": `/${EthService.typeName}/GetBalance`, "content-type": "application/grpc+json", te: "trailers", "x-api-key": ng.key });
+        let head: http2.IncomingHttpHeaders = {};
+        stream.on("response", (h) => (head = h));
+        stream.on("trailers", (t) => (head = { ...head, ...t }));
+        stream.on("error", reject);
+        stream.resume();
+        stream.on("close", () => (session.close(), resolve(head)));
+        stream.end(envelope({ address: HEX_ADDRESS }));
+      });
+      expect(grpcJson["grpc-status"]).toBe("3");
+      expect(decodeURIComponent(String(grpcJson["grpc-message"]))).toBe(ADDRESS_REFUSAL);
+
+      // A server stream's one request: a log filter's address, and a range's tag.
+      const streams: [string, unknown, string][] = [
+        ["SubscribeLogs", { filter: { address: [HEX_ADDRESS] } }, ADDRESS_REFUSAL.replace("address:", "filter.address[0]:")],
+        ["StreamLogs", { filter: { fromBlock: { tag: "earliest" } } }, 'filter.fromBlock.tag: "earliest" is not a BlockTag value (in JSON, an enum value is named in full, as "BLOCK_TAG_EARLIEST")'],
+      ];
+      for (const [rpc, request, message] of streams) {
+        const res = await fetch(`${ng.url}/${EthService.typeName}/${rpc}`, {
+          method: "POST",
+          headers: { "content-type": "application/connect+json", "x-api-key": ng.key },
+          body: envelope(request),
+        });
+        const bytes = Buffer.from(await res.arrayBuffer());
+        expect(bytes[0], rpc).toBe(2); // the end-of-stream message, and nothing before it
+        expect(JSON.parse(bytes.subarray(5).toString("utf8"))).toEqual({ error: { code: "invalid_argument", message } });
+      }
+    });
+  });
+
+  it("what a proto JSON writer sends on those paths is read as before: connect-es with the JSON codec, and base64 that looks like hex", async () => {
+    for (const transportOf of [createGrpcWebTransport, createGrpcTransport]) {
+      const transport = transportOf({
+        baseUrl: ng.url,
+        httpVersion: transportOf === createGrpcTransport ? "2" : "1.1",
+        useBinaryFormat: false,
+        interceptors: [(next) => (req) => (req.header.set("x-api-key", ng.key), next(req))],
+      });
+      const client = createClient(EthService, transport);
+      const balance = await client.getBalance(create(GetBalanceRequestSchema, { address: Buffer.from(ADDRESS.slice(2), "hex"), block: { kind: { case: "tag", value: BlockTag.LATEST } } }));
+      expect(balance.balance).toBeDefined();
+    }
+    // "0x12" is padded base64 (3 bytes): read as base64 on a compressed POST too.
+    const padded = await fetch(`${ng.url}/${EthService.typeName}/Call`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "content-encoding": "gzip", "x-api-key": ng.key },
+      body: gzipSync(JSON.stringify({ transaction: { to: Buffer.alloc(20, 0x44).toString("base64"), data: "0x12" } })),
+    });
+    expect(padded.status).toBe(200);
   });
 
   it('writing a block tag as the node spells it ("latest") is told how the enum is named (found from outside)', async () => {

@@ -149,6 +149,17 @@ describe("typed door (JSON in length-prefixed messages: gRPC, gRPC-Web and Conne
     expect(reply).toEqual({ status: "8", message: REFUSAL });
   });
 
+  it("a compressed Connect POST (left to Connect's handler) is weighed once inflated", async () => {
+    const before = recorder.requests.length;
+    const res = await fetch(`${ng.url}${blockNumberPath}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "content-encoding": "gzip", "x-api-key": ng.key },
+      body: gzipSync(Buffer.from(`{"unknown":${WIDE}}`)),
+    });
+    expect(await res.json()).toMatchObject({ code: "resource_exhausted", message: REFUSAL });
+    expect(recorder.requests.length).toBe(before);
+  });
+
   it("gRPC-Web with the JSON codec (a route Connect serves: health): the status in the trailer frame", async () => {
     const res = await fetch(`${ng.url}/grpc.health.v1.Health/Check`, {
       method: "POST",

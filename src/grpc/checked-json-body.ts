@@ -1,0 +1,106 @@
+/**
+ * Request bodies in JSON that Connect's handlers parse are checked first, as the lean lanes check theirs:
+ * - weighed (codec/json-weight.ts): one holding more arrays and objects than MAX_JSON_CONTAINERS fails
+ *   RESOURCE_EXHAUSTED before JSON.parse can hold the process;
+ * - read for what Connect would misread without an error (json-misreadings.ts: 0x hex in a bytes field, an enum
+ *   value not named in full), refused INVALID_ARGUMENT with what was likely meant. Without this, a compressed
+ *   Connect POST, gRPC-Web JSON and every stream's request were read as other bytes or with a field dropped,
+ *   where the same JSON sent uncompressed to a unary RPC was refused (found from outside).
+ * Plain Connect JSON (what reaches Connect of it: compressed POSTs) is checked whole, once inflated; gRPC,
+ * gRPC-Web and Connect streams with a JSON codec carry length-prefixed messages, each checked on its own, once
+ * inflated when the message is compressed.
+ */
+import type { DescMessage } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { Compression, UniversalServerRequest } from "@connectrpc/connect/protocol";
+import { holdsMoreJsonContainers, MAX_JSON_CONTAINERS } from "../codec/json-weight.js";
+import { tooManyJsonContainers } from "../errors/catalogue.js";
+import { compressionBrotli, compressionDeflate, compressionGzip } from "./compressions.js";
+import { toConnectError } from "./errors.js";
+import { misreadJson } from "./json-misreadings.js";
+import { FRAME_HEADER } from "./unary-routes.js";
+
+const PLAIN_JSON = /^application\/json/i;
+const ENVELOPED_JSON = /^application\/(grpc|grpc-web|connect)\+json(?:;|$)/i;
+const COMPRESSIONS = new Map<string, Compression>([compressionGzip, compressionBrotli, compressionDeflate].map((c) => [c.name, c]));
+const utf8 = new TextDecoder();
+
+/**
+ * The request with its body checked before Connect reads it, when it is JSON for messages of type `input`.
+ * Connect reads a unary body (and a server stream's one request) whole before parsing it, so holding it here costs
+ * nothing more; past `readMaxBytes` it is passed on for Connect to refuse, as is a body Connect would refuse for
+ * its JSON, framing or compression.
+ */
+export function withCheckedJsonBody(request: UniversalServerRequest, input: DescMessage, readMaxBytes: number): UniversalServerRequest {
+  const contentType = request.header.get("content-type") ?? "";
+  const enveloped = ENVELOPED_JSON.exec(contentType);
+  if (enveloped === null && !PLAIN_JSON.test(contentType)) return request;
+  const encoding = request.header.get(
+    enveloped === null ? "content-encoding" : enveloped[1]?.toLowerCase() === "connect" ? "connect-content-encoding" : "grpc-encoding",
+  );
+  const body = request.body as AsyncIterable<Uint8Array>;
+  async function* checked(): AsyncIterable<Uint8Array> {
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    const source = body[Symbol.asyncIterator]();
+    for (;;) {
+      const next = await source.next();
+      if (next.done === true) break;
+      chunks.push(next.value);
+      size += next.value.length;
+      if (size > readMaxBytes) {
+        yield* chunks;
+        yield* { [Symbol.asyncIterator]: () => source };
+        return;
+      }
+    }
+    const whole = chunks.length === 1 ? (chunks[0] as Uint8Array) : Buffer.concat(chunks, size);
+    const refusal =
+      enveloped === null
+        ? refusalOf(await inflated(whole, encoding ?? "identity", readMaxBytes), input)
+        : await refusalOfMessages(whole, encoding, input, readMaxBytes);
+    if (refusal !== undefined) throw refusal;
+    yield whole;
+  }
+  return { ...request, body: checked() };
+}
+
+/** The first refusal among the length-prefixed messages of `body`; framing or data Connect refuses is left to it. */
+async function refusalOfMessages(body: Uint8Array, encoding: string | null, input: DescMessage, readMaxBytes: number): Promise<ConnectError | undefined> {
+  const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
+  for (let at = 0; at + FRAME_HEADER <= body.length; ) {
+    const end = at + FRAME_HEADER + view.getUint32(at + 1);
+    if (end > body.length) return undefined;
+    const message = body.subarray(at + FRAME_HEADER, end);
+    const refusal = refusalOf(((body[at] as number) & 1) === 0 ? message : await inflated(message, encoding ?? "", readMaxBytes), input);
+    if (refusal !== undefined) return refusal;
+    at = end;
+  }
+  return undefined;
+}
+
+/** `message` inflated per `encoding`; undefined when Connect will refuse it (an unknown encoding, corrupt data, too large). */
+async function inflated(message: Uint8Array, encoding: string, readMaxBytes: number): Promise<Uint8Array | undefined> {
+  if (encoding === "identity") return message;
+  const compression = COMPRESSIONS.get(encoding);
+  if (compression === undefined) return undefined;
+  try {
+    return await compression.decompress(message, readMaxBytes);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Why one JSON message of type `input` is refused before Connect reads it; undefined for JSON it can read as meant, or JSON it refuses itself. */
+function refusalOf(message: Uint8Array | undefined, input: DescMessage): ConnectError | undefined {
+  if (message === undefined) return undefined;
+  if (holdsMoreJsonContainers(message)) return toConnectError(tooManyJsonContainers(MAX_JSON_CONTAINERS));
+  let json: unknown;
+  try {
+    json = JSON.parse(utf8.decode(message));
+  } catch {
+    return undefined;
+  }
+  const misread = misreadJson(input, json);
+  return misread === undefined ? undefined : new ConnectError(misread, Code.InvalidArgument);
+}
