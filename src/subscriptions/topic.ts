@@ -101,18 +101,18 @@ export interface LogBlockRange {
 }
 
 /** One end of a subscription filter's range: a block number, or "latest" (also for absent). */
-function rangeEnd(value: unknown, key: string): number | "latest" {
+function rangeEnd(value: unknown, key: string): bigint | "latest" {
   if (value === undefined || value === null || value === "latest") return "latest";
-  if (value === "earliest") return 0;
+  if (value === "earliest") return 0n;
   // geth's error texts, here and in readBlockRange.
   if (value === "pending") throw bad("pending logs are not supported");
   const got = JSON.stringify(value).slice(0, 40);
-  // Hex as geth's hexutil reads it (0X too), with its texts, up to int64; past 2^53 no chain has come, so it is read
-  // as that far.
+  // Hex as geth's hexutil reads it (0X too), with its texts, up to int64.
   if (typeof value === "string" && /^0[xX][0-9a-fA-F]+$/.test(value)) {
     if (/^0[xX]0./.test(value)) throw bad(`logs filter ${key} ${got}: hex number with leading zero digits`);
-    if (value.length > 18 || BigInt(value) > 0x7fffffffffffffffn) throw bad(`logs filter ${key} ${got}: block number larger than int64`);
-    return Math.min(Number.parseInt(value.slice(2), 16), Number.MAX_SAFE_INTEGER);
+    const number = value.length > 18 ? undefined : BigInt(`0x${value.slice(2)}`);
+    if (number === undefined || number > 0x7fffffffffffffffn) throw bad(`logs filter ${key} ${got}: block number larger than int64`);
+    return number;
   }
   // geth refuses these in a subscription with its range text; the caller is told what a range takes.
   if (value === "safe" || value === "finalized") throw bad(`invalid from and to block combination: ${key} ${got} (a subscription's range takes a hex block number, "earliest" or "latest")`);
@@ -125,10 +125,14 @@ function readBlockRange(filter: Record<string, unknown>): LogBlockRange | undefi
   const from = rangeEnd(filter.fromBlock, "fromBlock");
   const to = rangeEnd(filter.toBlock, "toBlock");
   if (from === "latest" && to === "latest") return undefined;
+  // Compared exact: two ends past 2^53 are told apart, as geth tells them.
   if (from === "latest" || (to !== "latest" && to < from)) throw bad("invalid from and to block combination");
-  if (from === 0 && to === "latest") return undefined;
-  return { from, to: to === "latest" ? Number.POSITIVE_INFINITY : to };
+  if (from === 0n && to === "latest") return undefined;
+  return { from: blockNumberOf(from), to: to === "latest" ? Number.POSITIVE_INFINITY : blockNumberOf(to) };
 }
+
+/** Past 2^53, where no chain has come, a range end is read as that far. */
+const blockNumberOf = (end: bigint): number => (end > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(end));
 
 /** Whether a log of block `blockNumber` is one a subscription with `range` delivers. */
 export function inBlockRange(range: LogBlockRange | undefined, blockNumber: number): boolean {
