@@ -139,6 +139,8 @@ export const SERVER_ERROR_RULES: readonly ServerErrorRule[] = [
     prefixes: [
       "invalid sender",
       "intrinsic gas too low",
+      // Anvil's (revm's) words for a gas limit below the call's intrinsic cost, or below EIP-7623's floor.
+      "intrinsic gas too high -- callgascostmorethangaslimit",
       "oversized data",
       "transaction type not supported",
       "max priority fee per gas higher than max fee per gas",
@@ -164,6 +166,8 @@ export const SERVER_ERROR_RULES: readonly ServerErrorRule[] = [
       "transaction underpriced",
       "max fee per gas less than block base fee",
       "exceeds block gas limit",
+      // Anvil's and reth's words for it (any detail but the one above).
+      "intrinsic gas too high",
       "gas required exceeds allowance",
       "account limit exceeded",
       "future transaction tries to replace pending",
