@@ -182,8 +182,12 @@ export function fitStatus(fields: Record<string, unknown>, limit: number): void 
     else if (!step.data && (json?.data !== undefined || json?.otherMembers !== undefined))
       note = step.notes === "short" ? " [error data left out]" : ` [error data left out: over this client's gRPC header limit; the Connect protocol returns it]`;
     const text = (t: string) => shortened(t, step.textBytes, utf8Bytes);
-    if (typeof encoded === "string") fields[MESSAGE] = encodeGrpcMessage(shortened(message, step.textBytes, grpcMessageBytes) + note);
-    // A short note goes in grpc-message alone: written into the details twice more, it passed limits the texts fit.
+    // grpc-message and google.rpc.Status.message carry one text: grpcio-status's rpc_status.from_call raises on a
+    // status whose two differ (found from outside, h72: cut by encoded and by UTF-8 size, they differed by the mark).
+    const messageText = shortened(message, step.textBytes, grpcMessageBytes) + note;
+    if (typeof encoded === "string") fields[MESSAGE] = encodeGrpcMessage(messageText);
+    const statusText = (t: string) => (typeof encoded === "string" && t === message ? messageText : text(t) + note);
+    // A short note goes in no other detail: written into them too, it passed limits the texts fit.
     if (step.notes === "short") note = "";
     if (status !== undefined) {
       const packed: Any[] = [];
@@ -205,7 +209,7 @@ export function fitStatus(fields: Record<string, unknown>, limit: number): void 
       if (revert !== undefined && step.revert) {
         packed.push(anyPack(RevertErrorSchema, create(RevertErrorSchema, { data: revert.data, ...(revert.reason === undefined ? {} : { reason: text(revert.reason) }) })));
       }
-      const smaller = create(StatusSchema, { code: status.code, message: text(status.message) + note, details: step.others ? [...packed, ...others] : packed });
+      const smaller = create(StatusSchema, { code: status.code, message: statusText(status.message), details: step.others ? [...packed, ...others] : packed });
       fields[DETAILS] = Buffer.from(toBinary(StatusSchema, smaller)).toString("base64");
     }
     if (listSize(fields) <= limit) return;

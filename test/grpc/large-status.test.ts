@@ -19,6 +19,7 @@ import { CallRequestSchema, EthService, GetBalanceRequestSchema } from "../../ge
 import { JsonRpcErrorSchema, RevertErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
 import { JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { decodeGrpcMessage, encodeGrpcMessage } from "../../src/grpc/grpc-message.js";
 import { fitStatus, listSize as statusListSize, takenEveryTime } from "../../src/grpc/status-size.js";
 import { connectClient, grpcJsClient } from "../support/grpc-clients.js";
 import { post } from "../support/http.js";
@@ -278,6 +279,32 @@ describe("fitStatus", () => {
           if (alone.reasonWhole) expect(withStack.reasonWhole, `limit ${limit}, reason ${length}, stack ${stack}`).toBe(true);
           if (alone.revertKept) expect(withStack.revertKept, `limit ${limit}, reason ${length}, stack ${stack}`).toBe(true);
         }
+      }
+    }
+  });
+
+  it("keeps grpc-message and google.rpc.Status.message one text when it shortens them (grpcio-status's from_call refuses two)", () => {
+    // Found from outside (h72): a 3,000-byte reason came back with grpc-message cut by its encoded size and
+    // Status.message by its UTF-8 size, so Python's rpc_status.from_call() raised ValueError instead of giving the details.
+    for (const reason of ["R".repeat(3000), "100% sure ".repeat(300), "残高不足です。".repeat(300), "y".repeat(9000)]) {
+      for (const limit of [2048, 8192]) {
+        const message = `execution reverted: ${reason}`;
+        const status = create(StatusSchema, {
+          code: Code.FailedPrecondition,
+          message,
+          details: [
+            anyPack(JsonRpcErrorSchema, create(JsonRpcErrorSchema, { code: 3n, message })),
+            anyPack(RevertErrorSchema, create(RevertErrorSchema, { data: new TextEncoder().encode(reason), reason })),
+          ],
+        });
+        const fields: Record<string, unknown> = {
+          "grpc-status": String(Code.FailedPrecondition),
+          "grpc-message": encodeGrpcMessage(message),
+          "grpc-status-details-bin": Buffer.from(toBinary(StatusSchema, status)).toString("base64"),
+        };
+        fitStatus(fields, limit);
+        const fitted = fromBinary(StatusSchema, Buffer.from(fields["grpc-status-details-bin"] as string, "base64"));
+        expect(fitted.message, `${reason.slice(0, 12)}… at ${limit}`).toBe(decodeGrpcMessage(fields["grpc-message"] as string));
       }
     }
   });
