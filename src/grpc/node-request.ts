@@ -26,6 +26,11 @@ export function nodeRequestOf(values: ContextValues): NodeRequest | undefined {
   return values.get(nodeRequestKey);
 }
 
+/** The Node response under a typed call (undefined for calls that did not come through the Node adapter). */
+export function nodeResponseOf(values: ContextValues): NodeResponse | undefined {
+  return values.get(nodeResponseKey);
+}
+
 /** Calls `fn` once the typed call's response has closed (whole or cut short); at once when it has, or when the call came through no Node response. */
 export function whenResponseCloses(values: ContextValues, fn: () => void): void {
   const res = values.get(nodeResponseKey);

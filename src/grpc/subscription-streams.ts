@@ -40,6 +40,7 @@ import { canonicalLogFilter, filterSize, type Topic } from "../subscriptions/top
 import type { Network } from "../upstream/network.js";
 import { handlerError, toConnectError } from "./errors.js";
 import { cutTransportUnlessClosed } from "./node-request.js";
+import { announceLive } from "./stream-head.js";
 import { READER_GRACE_MS } from "../subscriptions/reader-pace.js";
 import { credentialsFrom, typedCallNetwork } from "./typed-services.js";
 
@@ -195,7 +196,10 @@ async function* subscriptionStream<T extends Message>(gateway: Gateway, spec: St
       .then(
         (s) => {
           if (finished) s.close();
-          else subscription = s;
+          else {
+            subscription = s;
+            announceLive(ctx);
+          }
         },
         (err: unknown) => {
           if (!(err instanceof GatewayError)) gateway.log.error({ err, method: spec.method }, "subscribing failed");
