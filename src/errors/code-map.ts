@@ -141,6 +141,9 @@ export const SERVER_ERROR_RULES: readonly ServerErrorRule[] = [
       "intrinsic gas too low",
       // Anvil's (revm's) words for a gas limit below the call's intrinsic cost, or below EIP-7623's floor.
       "intrinsic gas too high -- callgascostmorethangaslimit",
+      "intrinsic gas too high -- gasfloormorethangaslimit",
+      // geth's words for a gas limit below EIP-7623's floor (core.ErrFloorDataGas).
+      "insufficient gas for floor data gas cost",
       "oversized data",
       "transaction type not supported",
       "max priority fee per gas higher than max fee per gas",

@@ -8,6 +8,7 @@ import { create } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { CallRequestSchema, EthService } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { BlockTag } from "../../gen/nodegate/eth/v1/primitives_pb.js";
 import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { connectErrorOf } from "../support/grpc-status.js";
@@ -47,4 +48,18 @@ it("a call with a gas limit below its intrinsic cost is INVALID_ARGUMENT, with A
 
   const native = await post(ng.rpcUrl, rpc("eth_call", [{ from: FROM, to: FROM, gas: "0x4e20" }, "latest"]));
   expect(native.json.error).toEqual(nodeError);
+});
+
+it("a call with a gas limit below EIP-7623's floor for its data is INVALID_ARGUMENT too (found from outside, h74)", async () => {
+  const data = `0x${"ff".repeat(200)}`;
+  const direct = await post(anvil.url, rpc("eth_call", [{ from: FROM, to: FROM, gas: "0x61a8", data }, "latest"]));
+  const nodeError = direct.json.error as { code: number; message: string };
+  expect(nodeError).toEqual({ code: -32000, message: expect.stringMatching(/^intrinsic gas too high -- GasFloorMoreThanGasLimit/) });
+  const request = create(CallRequestSchema, {
+    transaction: { from: Buffer.from(FROM.slice(2), "hex"), to: Buffer.from(FROM.slice(2), "hex"), gas: 25_000n, input: Buffer.from(data.slice(2), "hex") },
+    block: { kind: { case: "tag", value: BlockTag.LATEST } },
+  });
+  const err = await connectErrorOf(typed.call(EthService.method.call, request));
+  expect(err.code).toBe(Code.InvalidArgument);
+  expect(err.findDetails(JsonRpcErrorSchema)[0]?.message).toBe(nodeError.message);
 });
