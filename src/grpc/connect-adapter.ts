@@ -46,7 +46,7 @@ export function createConnectAdapter(options: ConnectAdapterOptions): ConnectAda
         options.fallback(req, res);
         return;
       }
-      const request = withCheckedJsonBody(withBodyDeadline(universalRequestFromNodeRequest(req, res, undefined, options.contextValues(req, res)), res), handler.method.input, readMaxBytes);
+      const request = withCheckedJsonBody(withBodyDeadline(universalRequestFromNodeRequest(req, res, undefined, options.contextValues(req, res)), res), handler.method, readMaxBytes);
       const answer = req.method === "POST" && isGrpcWebText(req.headers["content-type"]) ? serveTextMode(handler, request, readMaxBytes) : handler(request);
       answer
         .then((universal) => universalResponseToNodeResponse("stream" in res && universal.body !== undefined ? { ...universal, body: inPieces(universal.body) } : universal, res))
