@@ -79,6 +79,9 @@ export class LogsFeed extends Feed {
   #firstRefusalAt = 0;
   /** Whether a read failed otherwise (a node down) since the last refusal: the refusal window starts again at the next. */
   #failedOtherwiseSinceRefusal = false;
+  /** When the last refusal came, and the head then: whether the node served anything between two refusals. */
+  #lastRefusalAt = Number.NEGATIVE_INFINITY;
+  #headAtLastRefusal = -1;
   #subscription: UpstreamSubscription | undefined;
   #stopFollowing: (() => void) | undefined;
   /**
@@ -384,8 +387,16 @@ export class LogsFeed extends Feed {
       const nodeText = err.message;
       const resultLimit = isLogResultLimitError(err);
       if (!resultLimit) {
-        // An outage between refusals is not the node refusing: the tries and the window start again after it.
-        this.#refusals = this.#refusedBlock === from && !this.#failedOtherwiseSinceRefusal ? this.#refusals + 1 : 1;
+        // An outage between refusals is not the node refusing: the tries and the window start again after it. Nor is a
+        // node that refused everything alike meanwhile (a rate limit in a limit's words): no call got a result and no
+        // head came since the last try (found from outside, h73: "limit exceeded" on every call ended every logs
+        // subscriber, told to resume past a block whose logs the node served 3 s later). A new head then brings the
+        // next try, as after an outage.
+        const served = this.ctx.network.lastResultAt > this.#lastRefusalAt || (this.#heads.position ?? -1) > this.#headAtLastRefusal;
+        this.#lastRefusalAt = performance.now();
+        this.#headAtLastRefusal = this.#heads.position ?? -1;
+        if (!served) this.#lastFailRefusal = false;
+        this.#refusals = this.#refusedBlock === from && !this.#failedOtherwiseSinceRefusal && served ? this.#refusals + 1 : 1;
         this.#failedOtherwiseSinceRefusal = false;
         if (this.#refusals === 1) this.#firstRefusalAt = performance.now();
         this.#refusedBlock = from;

@@ -210,6 +210,8 @@ export class Network {
   failovers = 0;
   /** When an upstream of this network last answered (a result or a node error), by performance.now(); -Infinity = never. */
   lastAnswerAt = Number.NEGATIVE_INFINITY;
+  /** When a call last got a result (not a node error): the node serving, as a refusal of one call cannot say. */
+  lastResultAt = Number.NEGATIVE_INFINITY;
   /** When an upstream of this network was last seen down (a call with no answer at all, a WebSocket dropped), by performance.now(); -Infinity = never. */
   lastOutageAt = Number.NEGATIVE_INFINITY;
   readonly #outageListeners = new Set<() => void>();
@@ -324,6 +326,7 @@ export class Network {
         onSent: options.onSent,
       });
       this.#answered(member, started, method);
+      this.lastResultAt = performance.now();
       return result;
     } catch (err) {
       const ownDeadlineRanOut = ownDeadline && err instanceof GatewayError && err.grpcCode === Code.DeadlineExceeded;

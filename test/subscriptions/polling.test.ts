@@ -330,6 +330,43 @@ describe("a block with more logs than eth_getLogs answers", () => {
     }
   }, 40_000);
 
+  it("refused while the node refuses every call alike (a rate limit in a limit's words) ends no one: the block's logs come once it serves again", async () => {
+    // Found from outside (h73): -32005 "limit exceeded" on every call, head polls included, counted as this block's
+    // refusal, ended every logs subscriber after 10 s, told to resume past a block the node served 3 s later.
+    const s = await openNativeSubscriber(capped.wsUrl);
+    subscribers.push(s);
+    const id = await s.subscribe("logs", { address: probe.address });
+    const refused = (await chain.blockNumber()) + 1;
+    let mode: "its logs" | "every call" | "none" = "its logs";
+    const refusedAt: number[] = [];
+    upstream.handler = (r) => {
+      const [filter] = (r.params ?? []) as [{ fromBlock?: string; toBlock?: string }];
+      const coversIt = r.method === "eth_getLogs" && Number(filter.fromBlock) <= refused && Number(filter.toBlock) >= refused;
+      if (mode === "every call" || (mode === "its logs" && coversIt)) {
+        if (coversIt) refusedAt.push(performance.now());
+        // Its logs refused while the node serves the rest (answers between the tries), then every call refused.
+        if (refusedAt.length === 4) mode = "every call";
+        return { error: { code: -32005, message: "limit exceeded" } };
+      }
+      return { forward: anvil.url };
+    };
+    const mining = setInterval(() => void chain.mine(1).catch(() => {}), 300);
+    try {
+      expect(await probe.store(46n)).toBe(refused);
+      // Tries while every call is refused, up to one past the refusals' 10 s; then the node serves again.
+      let closed: unknown;
+      void s.closed.then((c) => (closed = c));
+      const pastTheWindow = () => closed ?? (refusedAt.length > 0 && (refusedAt.at(-1) as number) - (refusedAt[0] as number) > 11_000);
+      await expect.poll(pastTheWindow, { timeout: 30_000, interval: 100 }).toBe(true); // the subscriber not closed meanwhile
+      mode = "none";
+      const [log] = await s.waitFor(id, 1, 8000);
+      expect(Number(log.blockNumber)).toBe(refused);
+    } finally {
+      clearInterval(mining);
+      upstream.handler = () => ({ forward: anvil.url });
+    }
+  }, 50_000);
+
   it("refused under a query timeout for a moment, then read, is sent: a timeout may pass on a retry", async () => {
     // Found from outside: three quick retries ended everyone when the node was loaded for a moment.
     const s = await openNativeSubscriber(capped.wsUrl);
