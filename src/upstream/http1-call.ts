@@ -82,6 +82,13 @@ export const KEPT_ALIVE_CLOSED = "EKEPTALIVECLOSED";
  */
 export const KEPT_ALIVE_CLOSED_RESTING = "EKEPTALIVERESTING";
 
+/**
+ * The code of the error a reply fails with when the node closed the connection (a clean close, not a reset) part way
+ * through it: said as such, not as "connection reset" (found from outside: an operator looked for resets that never
+ * happened).
+ */
+export const REPLY_CUT_SHORT = "EREPLYCUTSHORT";
+
 /** The code of the error a reply fails with when the shared ReplyBudget has no room for it. */
 export const OVER_REPLY_BUDGET = "EREPLYBUDGET";
 
