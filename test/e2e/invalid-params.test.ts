@@ -8,8 +8,7 @@
 import http2 from "node:http2";
 import { gzipSync } from "node:zlib";
 import { create, type DescMethod, type Message } from "@bufbuild/protobuf";
-import { Code, createClient } from "@connectrpc/connect";
-import { createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import { Code } from "@connectrpc/connect";
 import { status as GrpcStatus } from "@grpc/grpc-js";
 import { BaseError, createPublicClient, http, type PublicClient, RpcRequestError } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -30,6 +29,7 @@ import { BlockTag } from "../../gen/nodegate/eth/v1/primitives_pb.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { type CountingUpstream, startCountingUpstream } from "../support/counting-upstream.js";
 import { connectErrorOf, grpcErrorOf, jsonRpcErrorOfConnect, jsonRpcErrorOfGrpc } from "../support/grpc-status.js";
+import { connectClient } from "../support/grpc-clients.js";
 import { type JsonRpcReply, postJson } from "../support/json-rpc.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { connectCaller, grpcJsCaller, type TypedCaller } from "../support/typed-callers.js";
@@ -502,14 +502,8 @@ describe("a proto JSON caller", () => {
   });
 
   it("what a proto JSON writer sends on those paths is read as before: connect-es with the JSON codec, and base64 that looks like hex", async () => {
-    for (const transportOf of [createGrpcWebTransport, createGrpcTransport]) {
-      const transport = transportOf({
-        baseUrl: ng.url,
-        httpVersion: transportOf === createGrpcTransport ? "2" : "1.1",
-        useBinaryFormat: false,
-        interceptors: [(next) => (req) => (req.header.set("x-api-key", ng.key), next(req))],
-      });
-      const client = createClient(EthService, transport);
+    for (const protocol of ["grpc-web", "grpc"] as const) {
+      const client = connectClient(ng.url, EthService, ng.key, protocol, "json");
       const balance = await client.getBalance(create(GetBalanceRequestSchema, { address: Buffer.from(ADDRESS.slice(2), "hex"), block: { kind: { case: "tag", value: BlockTag.LATEST } } }));
       expect(balance.balance).toBeDefined();
     }

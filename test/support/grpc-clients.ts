@@ -69,11 +69,12 @@ export function grpcJsClient(address: string, service: DescService): GrpcJsClien
 
 export type Protocol = "connect" | "grpc" | "grpc-web";
 
-/** A connect-es client over the given protocol, with the API key header set. */
-export function connectClient<S extends DescService>(baseUrl: string, service: S, key: string, protocol: Protocol = "connect"): Client<S> {
+/** A connect-es client over the given protocol, with the API key header set; `format` "json" is the protocol's JSON codec. */
+export function connectClient<S extends DescService>(baseUrl: string, service: S, key: string, protocol: Protocol = "connect", format: "binary" | "json" = "binary"): Client<S> {
   const options = {
     baseUrl,
     httpVersion: protocol === "grpc" ? ("2" as const) : ("1.1" as const),
+    useBinaryFormat: format === "binary",
     interceptors: [
       (next: Parameters<import("@connectrpc/connect").Interceptor>[0]) =>
         async (req: Parameters<Parameters<import("@connectrpc/connect").Interceptor>[0]>[0]) => {
