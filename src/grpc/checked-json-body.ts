@@ -7,8 +7,9 @@
  *   Connect POST, gRPC-Web JSON and every stream's request were read as other bytes or with a field dropped,
  *   where the same JSON sent uncompressed to a unary RPC was refused (found from outside).
  * Plain Connect JSON (what reaches Connect of it: compressed POSTs) is checked whole, once inflated; gRPC,
- * gRPC-Web and Connect streams with a JSON codec carry length-prefixed messages, each checked on its own, once
- * inflated when the message is compressed.
+ * gRPC-Web and Connect streams with a JSON codec carry length-prefixed messages, checked once inflated when
+ * compressed: a unary or server-stream call's one message before Connect reads the body, a client or bidi stream's
+ * messages as each arrives.
  */
 import type { DescMessage, DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -65,25 +66,20 @@ export function withCheckedJsonBody(request: UniversalServerRequest, method: Des
         ? refusalOf(await inflated(whole, encoding ?? "identity", readMaxBytes), input)
         : // Unary and server-stream methods take one message: Connect refuses a second, so only the first is read here
           // (found from outside, h74: 1000 frames of 5 KB, each 5 MB once inflated, held a core for 24 s).
-          await refusalOfMessages(whole, encoding, input, readMaxBytes, true);
+          await refusalOfMessage(whole, encoding, input, readMaxBytes);
     if (refusal !== undefined) throw refusal;
     yield whole;
   }
   return { ...request, body: checked() };
 }
 
-/** The first refusal among the length-prefixed messages of `body`; framing or data Connect refuses is left to it. */
-async function refusalOfMessages(body: Uint8Array, encoding: string | null, input: DescMessage, readMaxBytes: number, firstOnly = false): Promise<ConnectError | undefined> {
-  const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
-  for (let at = 0; at + FRAME_HEADER <= body.length; ) {
-    const end = at + FRAME_HEADER + view.getUint32(at + 1);
-    if (end > body.length) return undefined;
-    const message = body.subarray(at + FRAME_HEADER, end);
-    const refusal = refusalOf(((body[at] as number) & 1) === 0 ? message : await inflated(message, encoding ?? "", readMaxBytes), input);
-    if (refusal !== undefined || firstOnly) return refusal;
-    at = end;
-  }
-  return undefined;
+/** Why the first length-prefixed message of `body` is refused; framing or data Connect refuses is left to it. */
+async function refusalOfMessage(body: Uint8Array, encoding: string | null, input: DescMessage, readMaxBytes: number): Promise<ConnectError | undefined> {
+  if (body.length < FRAME_HEADER) return undefined;
+  const end = FRAME_HEADER + new DataView(body.buffer, body.byteOffset, body.byteLength).getUint32(1);
+  if (end > body.length) return undefined;
+  const message = body.subarray(FRAME_HEADER, end);
+  return refusalOf(((body[0] as number) & 1) === 0 ? message : await inflated(message, encoding ?? "", readMaxBytes), input);
 }
 
 /** A stream's length-prefixed messages passed on as each completes, each checked first; a message past `readMaxBytes` (and all after it) is left to Connect. */
@@ -103,7 +99,7 @@ async function* checkedAsTheyCome(body: AsyncIterable<Uint8Array>, encoding: str
         return;
       }
       if (pending.length - at - FRAME_HEADER < length) break;
-      const refusal = await refusalOfMessages(pending.subarray(at, at + FRAME_HEADER + length), encoding, input, readMaxBytes);
+      const refusal = await refusalOfMessage(pending.subarray(at, at + FRAME_HEADER + length), encoding, input, readMaxBytes);
       if (refusal !== undefined) throw refusal;
       at += FRAME_HEADER + length;
     }
