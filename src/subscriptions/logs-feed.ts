@@ -25,6 +25,8 @@ import type { CallSignal } from "../call-signal.js";
  */
 const ONE_BLOCK_TRIES = 3;
 const ONE_BLOCK_REFUSED_MS = 10_000;
+/** A result to any call this recently (or two head polls, if longer) says the node serves other calls. */
+const SERVED_LATELY_MS = 5000;
 /** The retried work of reading the logs up to the head after a read failed. */
 const CATCHING_UP = "catching up on logs";
 
@@ -79,8 +81,7 @@ export class LogsFeed extends Feed {
   #firstRefusalAt = 0;
   /** Whether a read failed otherwise (a node down) since the last refusal: the refusal window starts again at the next. */
   #failedOtherwiseSinceRefusal = false;
-  /** When the last refusal came, and the head then: whether the node served anything between two refusals. */
-  #lastRefusalAt = Number.NEGATIVE_INFINITY;
+  /** The head when the last refusal came: whether one came between two refusals. */
   #headAtLastRefusal = -1;
   #subscription: UpstreamSubscription | undefined;
   #stopFollowing: (() => void) | undefined;
@@ -387,20 +388,24 @@ export class LogsFeed extends Feed {
       const nodeText = err.message;
       const resultLimit = isLogResultLimitError(err);
       if (!resultLimit) {
-        // An outage between refusals is not the node refusing: the tries and the window start again after it. Nor is a
-        // node that refused everything alike meanwhile (a rate limit in a limit's words): no call got a result and no
-        // head came since the last try (found from outside, h73: "limit exceeded" on every call ended every logs
-        // subscriber, told to resume past a block whose logs the node served 3 s later). A new head then brings the
-        // next try, as after an outage.
-        const served = this.ctx.network.lastResultAt > this.#lastRefusalAt || (this.#heads.position ?? -1) > this.#headAtLastRefusal;
-        this.#lastRefusalAt = performance.now();
+        // An outage between refusals is not the node refusing: the tries and the window start again after it. A try
+        // when no call has got a result lately and no head came since the try before (a node refusing everything
+        // alike: a rate limit in a limit's words) is not the block's refusal either: it neither counts nor ends anyone
+        // (found from outside, h73: "limit exceeded" on every call ended every logs subscriber, told to resume past a
+        // block the node served 3 s later), nor starts the count again. "Lately" spans two head polls: judged against
+        // the try before alone, most tries, quicker than the polls, saw nothing served, and the count never reached
+        // ONE_BLOCK_TRIES (h75). A new head then brings the next try, as after an outage.
+        const now = performance.now();
+        const lately = now - Math.max(SERVED_LATELY_MS, 2 * this.ctx.settings.pollIntervalMs);
+        const served = this.ctx.network.lastResultAt > lately || (this.#heads.position ?? -1) > this.#headAtLastRefusal;
         this.#headAtLastRefusal = this.#heads.position ?? -1;
+        const same = this.#refusedBlock === from && !this.#failedOtherwiseSinceRefusal;
+        this.#refusals = !same ? 1 : served ? this.#refusals + 1 : Math.max(this.#refusals, 1);
         if (!served) this.#lastFailRefusal = false;
-        this.#refusals = this.#refusedBlock === from && !this.#failedOtherwiseSinceRefusal && served ? this.#refusals + 1 : 1;
         this.#failedOtherwiseSinceRefusal = false;
         if (this.#refusals === 1) this.#firstRefusalAt = performance.now();
         this.#refusedBlock = from;
-        if (this.#refusals < ONE_BLOCK_TRIES || performance.now() - this.#firstRefusalAt < ONE_BLOCK_REFUSED_MS) throw err;
+        if (!served || this.#refusals < ONE_BLOCK_TRIES || performance.now() - this.#firstRefusalAt < ONE_BLOCK_REFUSED_MS) throw err;
       }
       this.#refusals = 0;
       this.ctx.log.warn({ network: this.ctx.network.name, block: from, err: nodeText }, "the node refuses one block's logs: ending the logs subscribers");

@@ -284,6 +284,33 @@ describe("a block with more logs than eth_getLogs answers", () => {
     upstream.handler = () => ({ forward: anvil.url });
   }, 30_000);
 
+  it("refused at every try while heads are polled less often than the feed retries still ends the subscribers, at a backed-off pace", async () => {
+    // Found from outside (h75): with heads polled every 2 s, most tries saw nothing served since the one before, the
+    // count started again at each, and the block was asked about 2.4 times a second for good, no one ended.
+    const slowPoll = await startNodegate({
+      upstreamUrl: upstream.url,
+      config: { subscriptions: { ...DEFAULT_SUBSCRIPTIONS, pollIntervalMs: 2000 } },
+    });
+    try {
+      const s = await openNativeSubscriber(slowPoll.wsUrl);
+      subscribers.push(s);
+      await s.subscribe("logs", { address: probe.address });
+      const refused = (await chain.blockNumber()) + 1;
+      const { tries } = refuseWithTimeout(refused, Number.POSITIVE_INFINITY);
+      const started = performance.now();
+      expect(await probe.store(47n)).toBe(refused);
+      const mining = setInterval(() => void chain.mine(1).catch(() => {}), 500);
+      const closed = await s.closed.finally(() => clearInterval(mining));
+      const seconds = (performance.now() - started) / 1000;
+      expect([closed.code, closed.reason]).toEqual([1011, expect.stringContaining(`the node refuses the logs of block ${refused} for this filter at every try`)]);
+      expect(seconds).toBeLessThan(30);
+      expect(tries() / seconds).toBeLessThan(1);
+    } finally {
+      upstream.handler = () => ({ forward: anvil.url });
+      await slowPoll.close();
+    }
+  }, 45_000);
+
   it.each(["answering 503 to eth_getLogs", "hung, answering nothing"] as const)("refused once, then the node down (%s) for a while as heads keep coming, then refused twice more: logs resume, and no one is ended", async (outage) => {
     // Found from outside (re-check): after one refusal, an outage's failures kept new heads from trying, and the retry's
     // backoff grew toward 30 s, so logs came 12-13 s after the node was back; and the outage's time counted in the
