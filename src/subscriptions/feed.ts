@@ -54,12 +54,13 @@ export abstract class Feed {
   abstract start(): Promise<void>;
 
   /**
-   * Delivers the events from block `fromBlock` up to where the feed is now,
-   * in order (a client resuming after its own reconnect), to `recipient`
-   * alone; resolves with the block it went up to, undefined when there was
-   * nothing to deliver.
+   * Delivers the events from block `fromBlock` up to where the feed is now
+   * and at least to `atLeastTo` (blocks of live events the recipient let
+   * go), in order (a client resuming after its own reconnect), to
+   * `recipient` alone; resolves with the block it went up to, undefined
+   * when there was nothing to deliver.
    */
-  abstract history(fromBlock: number, deliver: Deliver, signal: CallSignal, recipient: Consumer): Promise<number | undefined>;
+  abstract history(fromBlock: number, deliver: Deliver, signal: CallSignal, recipient: Consumer, atLeastTo: number | undefined): Promise<number | undefined>;
 
   /** The latest block the feed has passed, undefined before it started. */
   abstract get position(): number | undefined;

@@ -80,6 +80,27 @@ export class HeadsFeed extends Feed {
   }
 
   /**
+   * Resolves once the feed has passed block `number`, `signal` aborts, or
+   * `maxMs` went by, whichever comes first.
+   */
+  reached(number: number, signal: CallSignal, maxMs: number): Promise<void> {
+    if ((this.position ?? -1) >= number || signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        stopListening();
+        signal.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = setTimeout(done, maxMs);
+      const stopListening = this.onChain(() => {
+        if ((this.position ?? -1) >= number) done();
+      });
+      signal.addEventListener("abort", done, { once: true });
+    });
+  }
+
+  /**
    * Catches up with the node's head, then calls `then`: by that time every
    * chain change the catch-up found (a reorganization while the node's
    * connection was down) has reached the chain listeners. A logs feed fills

@@ -93,7 +93,7 @@ export class SubscriptionHub {
     try {
       await entry.started;
       if (gate !== undefined && options.fromBlock !== undefined) {
-        await gate.sendHistory((from, deliver, signal) => entry.feed.history(from, deliver, signal, gate), options.signal ?? NEVER_CANCELLED);
+        await gate.sendHistory((from, deliver, signal, atLeastTo) => entry.feed.history(from, deliver, signal, gate, atLeastTo), options.signal ?? NEVER_CANCELLED);
       }
     } catch (err) {
       subscription.close();

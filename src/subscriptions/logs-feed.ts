@@ -27,6 +27,8 @@ const ONE_BLOCK_TRIES = 3;
 const ONE_BLOCK_REFUSED_MS = 10_000;
 /** A result to any call this recently (or two head polls, if longer) says the node serves other calls. */
 const SERVED_LATELY_MS = 5000;
+/** How long a history waits for the head of a block whose logs were pushed (two head polls, if longer). */
+const HEAD_AFTER_LOGS_MS = 5000;
 /** The retried work of reading the logs up to the head after a read failed. */
 const CATCHING_UP = "catching up on logs";
 
@@ -223,9 +225,14 @@ export class LogsFeed extends Feed {
     await this.#subscription?.close();
   }
 
-  async history(fromBlock: number, deliver: Deliver, signal: CallSignal, recipient: Consumer): Promise<number | undefined> {
-    const to = this.#heads.position;
-    if (to === undefined || fromBlock > to) return undefined;
+  async history(fromBlock: number, deliver: Deliver, signal: CallSignal, recipient: Consumer, atLeastTo: number | undefined): Promise<number | undefined> {
+    // A node pushes a block's logs before its head, so the logs a resuming client let go may be of a block the heads
+    // have not reached: its head is waited for a while, and if it does not come the logs are read up to it anyway.
+    if (atLeastTo !== undefined) await this.#heads.reached(atLeastTo, signal, Math.max(HEAD_AFTER_LOGS_MS, 2 * this.ctx.settings.pollIntervalMs));
+    const position = this.#heads.position;
+    if (position === undefined) return undefined;
+    const to = Math.max(position, atLeastTo ?? position);
+    if (fromBlock > to) return undefined;
     // First, so that the logs read next are judged against the chain as the feed follows it, down to fromBlock.
     await this.#heads.reachDownTo(fromBlock);
     const pages = logPages(fromBlock, to, (from, upTo) => this.ctx.reader.logs(this.#filter, from, upTo, false), {

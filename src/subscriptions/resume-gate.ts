@@ -10,7 +10,10 @@
  * from the lowest block they were at, in another round, until a round ends
  * with nothing let go (found from outside: a client reading as fast as the
  * history came was ended as too slow once the blocks mined meanwhile filled
- * the hold). Removals are always held: they take back logs the client may
+ * the hold). Each later round reads at least up to the highest block let
+ * go: a node pushes a block's logs before its head, so a round ending where
+ * the feed's head is lost the logs let go above it (a CI run lost the last
+ * one so). Removals are always held: they take back logs the client may
  * already have, which no later history would say.
  */
 import type { CallSignal } from "../call-signal.js";
@@ -23,8 +26,17 @@ import type { Deliver } from "./feed.js";
 /** History rounds a resume may take before its client is taken as slower than the chain: each round is overtaken again. */
 export const MAX_HISTORY_ROUNDS = 16;
 
-/** A feed's history from a block (Feed.history): resolves with the block it went up to. */
-export type History = (fromBlock: number, deliver: Deliver, signal: CallSignal) => Promise<number | undefined>;
+/**
+ * A feed's history from a block (Feed.history), up to where the feed is and at least to `atLeastTo`: resolves with
+ * the block it went up to.
+ */
+export type History = (fromBlock: number, deliver: Deliver, signal: CallSignal, atLeastTo: number | undefined) => Promise<number | undefined>;
+
+/** The next history round: from a block, at least up to another. */
+export interface Round {
+  readonly from: number;
+  readonly atLeastTo: number;
+}
 
 function identity(event: FeedEvent): string {
   return event.kind === "log" ? logKey(event) : event.hash;
@@ -40,6 +52,8 @@ export class ResumeGate implements Consumer {
   #sent = new Set<string>();
   /** The lowest block of a live event let go (the hold was full): the next history round starts there at the latest. */
   #letGoFrom: number | undefined;
+  /** The highest block of a live event let go: the next history round goes up to it at least. */
+  #letGoTo: number | undefined;
 
   /**
    * `rememberFrom`: the lowest block a held live event can be at (the feed's
@@ -65,6 +79,7 @@ export class ResumeGate implements Consumer {
     const block = blockOf(event);
     if (this.#held.length >= this.#capacity && !(event.kind === "log" && event.removed) && block !== undefined) {
       this.#letGoFrom = Math.min(this.#letGoFrom ?? block, block);
+      this.#letGoTo = Math.max(this.#letGoTo ?? block, block);
       // Its history waits for room, so its own queue never fills: a client that stopped reading is judged by what is
       // held for it too, as a live one is (found from outside: one that stopped mid-history was never ended).
       this.#target.judgePace?.(this.#held.length);
@@ -92,10 +107,11 @@ export class ResumeGate implements Consumer {
    * releases the held events. Throws when MAX_HISTORY_ROUNDS were not enough.
    */
   async sendHistory(history: History, signal: CallSignal): Promise<void> {
-    let from: number | undefined = this.#fromBlock;
-    for (let round = 1; from !== undefined && !signal.aborted; round++) {
+    let next: Round | undefined = { from: this.#fromBlock, atLeastTo: this.#fromBlock };
+    const deliver = (event: FeedEvent) => this.deliverHistory(event);
+    for (let round = 1; next !== undefined && !signal.aborted; round++) {
       if (round > MAX_HISTORY_ROUNDS) throw resumeOvertaken(this.#fromBlock, MAX_HISTORY_ROUNDS);
-      from = this.roundDone(await history(from, (event) => this.deliverHistory(event), signal));
+      next = this.roundDone(await history(next.from, deliver, signal, round === 1 ? undefined : next.atLeastTo));
     }
   }
 
@@ -111,25 +127,31 @@ export class ResumeGate implements Consumer {
   }
 
   /**
-   * A history round sent everything up to block `to` (undefined: there was nothing to send). Returns the block the
-   * next round starts at, when live events were let go meanwhile; else releases the held events (release()).
+   * A history round sent everything up to block `to` (undefined: there was nothing to send). Returns the next round,
+   * when live events were let go meanwhile; else releases the held events (release()).
    */
-  roundDone(to: number | undefined): number | undefined {
-    let next = this.#letGoFrom;
-    if (next === undefined) {
+  roundDone(to: number | undefined): Round | undefined {
+    let from = this.#letGoFrom;
+    let atLeastTo = this.#letGoTo;
+    if (from === undefined || atLeastTo === undefined) {
       this.release();
       return undefined;
     }
     this.#letGoFrom = undefined;
+    this.#letGoTo = undefined;
     // The next round sends again what the hold has, so the hold is emptied for the events that come meanwhile; only
-    // removals stay (no history says them). A held event no round sent yet moves the next round's start down to it.
+    // removals stay (no history says them). A held event no round sent yet is the next round's to send.
     const removals: FeedEvent[] = [];
     for (const event of this.#held ?? []) {
+      const block = blockOf(event);
       if (event.kind === "log" && event.removed) removals.push(event);
-      else if (!this.#sent.has(identity(event))) next = Math.min(next, blockOf(event) ?? next);
+      else if (block !== undefined && !this.#sent.has(identity(event))) {
+        from = Math.min(from, block);
+        atLeastTo = Math.max(atLeastTo, block);
+      }
     }
     this.#held = removals;
-    return to === undefined ? next : Math.min(to + 1, next);
+    return { from: to === undefined ? from : Math.min(to + 1, from), atLeastTo };
   }
 
   /** History is done: releases the held live events and passes the rest straight on. */
