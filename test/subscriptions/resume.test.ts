@@ -20,6 +20,7 @@ import { type GrpcJsStream, grpcJsStreamClient, openGrpcJsStream } from "../supp
 import { waitForLiveSubscriptions, waitForNoLiveSubscriptions } from "../support/live-subscriptions.js";
 import { openNativeSubscriber } from "../support/native-subscriber.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+import { startWsRelay } from "../support/ws-relay.js";
 import { ANVIL_KEY_0 } from "../support/probe.js";
 
 const MAX_BACKFILL = 300;
@@ -259,6 +260,51 @@ describe("SubscribeLogs from_block", () => {
     } finally {
       client.close();
       await small.close();
+    }
+  });
+
+  it.each([
+    ["a second after the history's first round", 1000],
+    ["only after the history (the logs are read past the heads nodegate has, after a wait)", undefined],
+  ])("live logs let go while the history is sent are fetched though their heads come later: %s", async (_, headsAfterMs) => {
+    // Found in CI: a node pushes a block's logs before its head, and the round that fetched the logs let go from a
+    // full hold went only up to the heads nodegate had, so the logs of blocks whose head was late were never sent.
+    const BUFFER = 2;
+    const relay = await startWsRelay(anvil.wsUrl);
+    const small = await startNodegate({ upstreamUrl: relay.url, config: { subscriptions: { ...DEFAULT_SUBSCRIPTIONS, clientBufferSize: BUFFER } } });
+    const client = grpcJsStreamClient(small.address);
+    try {
+      const note = toHex(new Uint8Array(24 * 1024).fill(0xab));
+      const from = (await chain.blockNumber()) + 1;
+      for (let i = 0n; i < 20n; i++) await probe.store(i, note);
+      const filter = create(LogFilterSchema, { address: [decodeData(probe.address)] });
+      const stream = openGrpcJsStream(client, EthService.method.subscribeLogs, create(SubscribeLogsRequestSchema, { filter, fromBlock: BigInt(from) }), { "x-api-key": small.key });
+      stream.call.pause();
+      await expect.poll(() => relay.logsSubscribed).toBe(true);
+      relay.holdHeads(true);
+      for (let i = 300n; i < 300n + BigInt(3 * BUFFER); i++) await probe.store(i);
+      await expect.poll(() => relay.pushedLogs.length).toBeGreaterThanOrEqual(3 * BUFFER);
+      stream.call.resume();
+      // The history's first round ends at the heads nodegate has; the heads of the live logs come later.
+      if (headsAfterMs !== undefined) setTimeout(() => relay.holdHeads(false), headsAfterMs);
+      const want = await chain.logs({ address: probe.address, fromBlock: toHex(from), toBlock: "latest" });
+      expect(want).toHaveLength(20 + 3 * BUFFER);
+      await stream.waitFor(want.length);
+      relay.holdHeads(false);
+      await waitForLiveSubscriptions(small.gateway, "logs", 1);
+      await probe.store(400n);
+      await stream.waitFor(want.length + 1);
+      const last = await chain.logs({ address: probe.address, fromBlock: "latest", toBlock: "latest" });
+      expect(stream.received.map((m) => [hex(m.log?.blockHash), Number(m.log?.logIndex), m.log?.removed])).toEqual(
+        [...want, ...last].map((l) => [l.blockHash, Number(l.logIndex), false]),
+      );
+      stream.cancel();
+      await stream.ended;
+    } finally {
+      relay.holdHeads(false);
+      client.close();
+      await small.close();
+      await relay.close();
     }
   });
 });

@@ -34,8 +34,15 @@ export interface WsRelay {
   readonly spoiled: number;
   /** Notifications the node pushed (eth_subscription), on every subscription. */
   readonly pushed: number;
+  /** Whether the node has answered a logs subscription of nodegate's (its logs are pushed from then on). */
+  readonly logsSubscribed: boolean;
   /** The logs the node pushed on nodegate's logs subscriptions, in order. */
   readonly pushedLogs: readonly Record<string, unknown>[];
+  /**
+   * While on, the heads the node pushes are held back (its logs still pass), as when a block's logs come well before
+   * its head; turned off, the held heads go on in order.
+   */
+  holdHeads(hold: boolean): void;
   /** Pushes `log` on nodegate's latest logs subscription, as the node would (a geth-style removal, say). */
   pushLog(log: Record<string, unknown>): void;
   close(): Promise<void>;
@@ -58,6 +65,9 @@ export async function startWsRelay(targetUrl: string): Promise<WsRelay> {
   let refusing = false;
   const failing = new Map<string, number>();
   let toSpoil = 0;
+  let holdingHeads = false;
+  const heldHeads: { client: WebSocket; text: string }[] = [];
+  const isHeadPush = (text: string): boolean => text.includes('"eth_subscription"') && text.includes('"parentHash"');
   let spoiled = 0;
   const pushedLogs: Record<string, unknown>[] = [];
   let pushed = 0;
@@ -133,7 +143,8 @@ export async function startWsRelay(targetUrl: string): Promise<WsRelay> {
     node.on("message", (data: Buffer) => {
       const text = data.toString("utf8");
       watchLogs(client, text);
-      if (client.readyState === WebSocket.OPEN) client.send(spoil(text));
+      if (holdingHeads && isHeadPush(text)) heldHeads.push({ client, text });
+      else if (client.readyState === WebSocket.OPEN) client.send(spoil(text));
     });
     const drop = (): void => {
       pairs.delete(pair);
@@ -173,6 +184,11 @@ export async function startWsRelay(targetUrl: string): Promise<WsRelay> {
     failNext(method, times) {
       failing.set(method, times);
     },
+    holdHeads(hold) {
+      holdingHeads = hold;
+      if (hold) return;
+      for (const { client, text } of heldHeads.splice(0)) if (client.readyState === WebSocket.OPEN) client.send(text);
+    },
     spoilNextLogs(times) {
       toSpoil = times;
     },
@@ -181,6 +197,9 @@ export async function startWsRelay(targetUrl: string): Promise<WsRelay> {
     },
     get pushed() {
       return pushed;
+    },
+    get logsSubscribed() {
+      return logsSubscription !== undefined;
     },
     get pushedLogs() {
       return pushedLogs;
