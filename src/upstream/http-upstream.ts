@@ -12,7 +12,7 @@ import { cancelled, keptAliveClosedWhileResting, keptAliveConnectionClosed, noCo
 import { GatewayError } from "../errors/gateway-error.js";
 import { MAX_RETRY_AFTER_PAUSE_MS } from "./circuit-breaker.js";
 import { ANOTHER_REQUESTS_REPLY, sentWithIdNull, readChunkedReply, readReply, requestBody, type UpstreamResult } from "./reply.js";
-import { BODY_TOO_LARGE, CIRCUIT_OPENED_UNSENT, Http1Error, type Http1Reply, KEPT_ALIVE_CLOSED, KEPT_ALIVE_CLOSED_RESTING, LARGE_REQUEST_UNANSWERED, OVER_REPLY_BUDGET, QUEUED_PAST_DEADLINE, REPLY_CUT_SHORT } from "./http1-call.js";
+import { BODY_TOO_LARGE, CIRCUIT_OPENED_UNSENT, Http1Error, type Http1Reply, KEPT_ALIVE_CLOSED, KEPT_ALIVE_CLOSED_RESTING, LARGE_REQUEST_UNANSWERED, NODE_CLOSED, OVER_REPLY_BUDGET, QUEUED_PAST_DEADLINE } from "./http1-call.js";
 import { Http1Pool } from "./http1-pool.js";
 import type { ReplyBudget } from "./reply-budget.js";
 import type { CallOptions, Upstream } from "./upstream.js";
@@ -298,7 +298,7 @@ export class HttpUpstream implements Upstream {
     if (err instanceof Http1Error && err.code === KEPT_ALIVE_CLOSED) return keptAliveConnectionClosed(method);
     if (err instanceof Http1Error && err.code === KEPT_ALIVE_CLOSED_RESTING) return keptAliveClosedWhileResting(method);
     if (err instanceof Http1Error && err.code === BODY_TOO_LARGE) return replyTooLarge(err.message);
-    if (err instanceof Http1Error && err.code === REPLY_CUT_SHORT) return upstreamUnavailable(err.message, err);
+    if (err instanceof Http1Error && err.code === NODE_CLOSED) return upstreamUnavailable(err.message, err);
     const words = networkErrorWords(err);
     if (words !== undefined) return upstreamUnavailable(words, err);
     if (err instanceof Http1Error) return upstreamBadResponse(`invalid HTTP reply: ${err.message}`, err);

@@ -83,11 +83,11 @@ export const KEPT_ALIVE_CLOSED = "EKEPTALIVECLOSED";
 export const KEPT_ALIVE_CLOSED_RESTING = "EKEPTALIVERESTING";
 
 /**
- * The code of the error a reply fails with when the node closed the connection (a clean close, not a reset) part way
- * through it: said as such, not as "connection reset" (found from outside: an operator looked for resets that never
- * happened).
+ * The code of the error a call fails with when the node closed the connection (a clean close, not a reset) before its
+ * reply ended, or before any of it: said as such, not as "connection reset" (found from outside: an operator looked
+ * for resets that never happened).
  */
-export const REPLY_CUT_SHORT = "EREPLYCUTSHORT";
+export const NODE_CLOSED = "ENODECLOSED";
 
 /** The code of the error a reply fails with when the shared ReplyBudget has no room for it. */
 export const OVER_REPLY_BUDGET = "EREPLYBUDGET";

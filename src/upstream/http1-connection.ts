@@ -4,7 +4,7 @@
  * by content-length, chunked encoding or the connection's end.
  */
 import type net from "node:net";
-import { bodyTooLarge, type Http1Call, Http1Error, type Http1Reply, KEPT_ALIVE_CLOSED, KEPT_ALIVE_CLOSED_RESTING, LARGE_REQUEST_UNANSWERED, OVER_REPLY_BUDGET, REPLY_CUT_SHORT } from "./http1-call.js";
+import { bodyTooLarge, type Http1Call, Http1Error, type Http1Reply, KEPT_ALIVE_CLOSED, KEPT_ALIVE_CLOSED_RESTING, LARGE_REQUEST_UNANSWERED, NODE_CLOSED, OVER_REPLY_BUDGET } from "./http1-call.js";
 import type { Http1Pool } from "./http1-pool.js";
 
 /** Node's `onread` option: reads go into `buffer`, and `callback` gets how many bytes came (tls.connect takes it too, since Node 15.1). */
@@ -346,7 +346,7 @@ export class Connection {
       this.#finish(false);
       return;
     }
-    this.#lost(this.#received ? new Http1Error(REPLY_CUT_SHORT, "the connection closed before the reply ended") : new Http1Error("ECONNRESET", "the connection closed before a reply"));
+    this.#lost(new Http1Error(NODE_CLOSED, this.#received ? "the connection closed before the reply ended" : "the connection closed before a reply"));
   }
 
   /**
