@@ -77,6 +77,9 @@ export class ResumeGate implements Consumer {
       return;
     }
     const block = blockOf(event);
+    // Older than the resume point: never passed on (#forward), so neither held nor fetched again. Let go, it started
+    // the next round below the resume point, whose history sent the client blocks it did not ask for.
+    if (block !== undefined && block < this.#fromBlock) return;
     if (this.#held.length >= this.#capacity && !(event.kind === "log" && event.removed) && block !== undefined) {
       this.#letGoFrom = Math.min(this.#letGoFrom ?? block, block);
       this.#letGoTo = Math.max(this.#letGoTo ?? block, block);
@@ -151,7 +154,7 @@ export class ResumeGate implements Consumer {
       }
     }
     this.#held = removals;
-    return { from: to === undefined ? from : Math.min(to + 1, from), atLeastTo };
+    return { from: Math.max(this.#fromBlock, to === undefined ? from : Math.min(to + 1, from)), atLeastTo };
   }
 
   /** History is done: releases the held live events and passes the rest straight on. */

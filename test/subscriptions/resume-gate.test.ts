@@ -148,3 +148,21 @@ it(`a client the chain overtakes in every round is ended after ${MAX_HISTORY_ROU
   expect(numbers).toEqual([...numbers].sort((a, b) => a - b));
   expect(new Set(numbers).size).toBe(numbers.length);
 });
+
+it("live events older than the resume point (a logs feed behind the heads) neither start a round below it nor reach the client", async () => {
+  // Found from outside (h76): logs of blocks below from_block came live while the history was sent, were let go from
+  // the full hold, and the next round read the history from the lowest of them: the client got logs it did not ask for.
+  const t = target();
+  const gate = new ResumeGate(t, 10, 2, 0);
+  await gate.deliverHistory(log(10));
+  for (const n of [6, 7, 8, 9]) gate.push(log(n));
+  gate.push(log(12));
+  gate.push(log(13));
+  gate.push(log(14));
+  await gate.deliverHistory(log(11));
+  const next = gate.roundDone(11);
+  expect(next?.from).toBeGreaterThanOrEqual(10);
+  for (const n of [12, 13, 14]) await gate.deliverHistory(log(n));
+  expect(gate.roundDone(14)).toBeUndefined();
+  expect(t.got).toEqual(["log a10", "log a11", "log a12", "log a13", "log a14"]);
+});
