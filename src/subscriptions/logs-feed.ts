@@ -39,6 +39,8 @@ export class LogsFeed extends Feed {
   readonly #sent = new SentLogs((removal) => this.#emitRemoval(removal));
   /** Logs of recent blocks that a resuming client alone was sent, as its history: taken back from it alone. */
   readonly #historySent = new Map<Consumer, SentLogs>();
+  /** The lowest block a resuming client's history was read from: its history ledger knows nothing below it. */
+  readonly #historyFrom = new Map<Consumer, number>();
   readonly #sentOnly = [this.#sent];
   /**
    * Logs the feed had sent everyone before a resuming client joined, which
@@ -235,6 +237,7 @@ export class LogsFeed extends Feed {
     if (fromBlock > to) return undefined;
     // First, so that the logs read next are judged against the chain as the feed follows it, down to fromBlock.
     await this.#heads.reachDownTo(fromBlock);
+    this.#historyFrom.set(recipient, Math.min(this.#historyFrom.get(recipient) ?? fromBlock, fromBlock));
     const pages = logPages(fromBlock, to, (from, upTo) => this.ctx.reader.logs(this.#filter, from, upTo, false), {
       pageBlocks: this.ctx.settings.logPageBlocks,
       maxResults: this.ctx.limits.getLogsMaxResults,
@@ -253,7 +256,10 @@ export class LogsFeed extends Feed {
    * never taken back when anvil_reorg replaced their blocks). Nor when the
    * feed has sent the log's removal since: a node pushes its removals before
    * the new branch's heads, and a log sent then, read before the
-   * reorganization, was never taken back (found from outside).
+   * reorganization, was never taken back (found from outside). A log of a
+   * block the feed has not passed yet is remembered too: its live copy,
+   * when it comes, does not go to this client again (found from outside,
+   * h76: logs that came after their heads reached a resumed client twice).
    */
   #sendsAsHistory(log: LogEvent, recipient: Consumer): boolean {
     const canonical = this.#heads.canonicalHash(log.blockNumber);
@@ -262,9 +268,8 @@ export class LogsFeed extends Feed {
     const sentHash = this.#sent.hashAt(log.blockNumber);
     if (sentHash !== undefined && sentHash !== log.blockHash) return false;
     this.#notSentTo.get(recipient)?.delete(logKey(log));
-    // A block the feed has not passed yet sends its logs live, and remembers them then; one sent to everyone is taken
-    // back from everyone, this client included.
-    if (log.blockNumber > this.#scannedTo || !this.#withinWindow(log.blockNumber) || this.#sent.has(log)) return true;
+    // One sent to everyone is taken back from everyone, this client included.
+    if (!this.#withinWindow(log.blockNumber) || this.#sent.has(log)) return true;
     let sent = this.#historySent.get(recipient);
     if (sent === undefined) {
       sent = new SentLogs((removal) => {
@@ -287,6 +292,7 @@ export class LogsFeed extends Feed {
   override detach(consumer: Consumer): void {
     super.detach(consumer);
     this.#historySent.delete(consumer);
+    this.#historyFrom.delete(consumer);
     this.#notSentTo.delete(consumer);
   }
 
@@ -480,15 +486,10 @@ export class LogsFeed extends Feed {
     }
     if (this.#sent.has(log)) return; // sent already
     const within = this.#withinWindow(log.blockNumber);
-    for (const sent of this.#ledgers()) {
-      const hash = sent.hashAt(log.blockNumber);
-      // Another block at this height replaced the one whose logs were sent, and so every block sent above it: nodes
-      // send a branch's logs in block order, so none of those can belong to the new branch yet.
-      if (hash !== undefined && hash !== log.blockHash) sent.takeBackFrom(log.blockNumber);
-      // The first log of a height below blocks already sent: for the same reason those blocks left the chain (a new,
-      // shorter branch whose first blocks had no matching logs; the node pushes its logs before its head).
-      else if (hash === undefined && within) sent.takeBackAbove(log.blockNumber);
-    }
+    this.#takeBackOvertaken(this.#sent, log, within);
+    // A client's history ledger knows nothing below the block its history was read from: a log there, come late, is
+    // no sign that the history's blocks left the chain (found from outside, h76: it took back a whole history).
+    for (const [recipient, sent] of this.#historySent) if (log.blockNumber >= (this.#historyFrom.get(recipient) ?? 0)) this.#takeBackOvertaken(sent, log, within);
     this.#sent.add(log);
     // A log back on the canonical chain after it was taken back may be taken back again.
     this.#removed.delete(logKey({ ...log, removed: true }));
@@ -496,7 +497,26 @@ export class LogsFeed extends Feed {
       const key = logKey(log);
       for (const notSent of this.#notSentTo.values()) notSent.delete(key);
     }
-    this.emit(log);
+    // A resumed client whose history sent it already is not sent it again; it is in the feed's ledger from now on, so
+    // its removal goes to everyone, this client included.
+    let skip: Set<Consumer> | undefined;
+    for (const [recipient, sent] of this.#historySent) {
+      if (!sent.has(log)) continue;
+      sent.forget(log);
+      (skip ??= new Set()).add(recipient);
+    }
+    this.emit(log, skip);
+  }
+
+  /** Takes back from `sent` what a new log of another branch at its height, or below, says left the chain. */
+  #takeBackOvertaken(sent: SentLogs, log: LogEvent, within: boolean): void {
+    const hash = sent.hashAt(log.blockNumber);
+    // Another block at this height replaced the one whose logs were sent, and so every block sent above it: nodes
+    // send a branch's logs in block order, so none of those can belong to the new branch yet.
+    if (hash !== undefined && hash !== log.blockHash) sent.takeBackFrom(log.blockNumber);
+    // The first log of a height below blocks already sent: for the same reason those blocks left the chain (a new,
+    // shorter branch whose first blocks had no matching logs; the node pushes its logs before its head).
+    else if (hash === undefined && within) sent.takeBackAbove(log.blockNumber);
   }
 
   /** Whether block `number` is recent enough that logs sent for it are still remembered (a log older is a late repeat). */

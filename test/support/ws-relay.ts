@@ -43,6 +43,8 @@ export interface WsRelay {
    * its head; turned off, the held heads go on in order.
    */
   holdHeads(hold: boolean): void;
+  /** The same for the logs the node pushes (its heads still pass), as when a block's logs come after its head. */
+  holdLogs(hold: boolean): void;
   /** Pushes `log` on nodegate's latest logs subscription, as the node would (a geth-style removal, say). */
   pushLog(log: Record<string, unknown>): void;
   close(): Promise<void>;
@@ -68,6 +70,9 @@ export async function startWsRelay(targetUrl: string): Promise<WsRelay> {
   let holdingHeads = false;
   const heldHeads: { client: WebSocket; text: string }[] = [];
   const isHeadPush = (text: string): boolean => text.includes('"eth_subscription"') && text.includes('"parentHash"');
+  let holdingLogs = false;
+  const heldLogs: { client: WebSocket; text: string }[] = [];
+  const isLogPush = (text: string): boolean => text.includes('"eth_subscription"') && text.includes('"logIndex"');
   let spoiled = 0;
   const pushedLogs: Record<string, unknown>[] = [];
   let pushed = 0;
@@ -144,6 +149,7 @@ export async function startWsRelay(targetUrl: string): Promise<WsRelay> {
       const text = data.toString("utf8");
       watchLogs(client, text);
       if (holdingHeads && isHeadPush(text)) heldHeads.push({ client, text });
+      else if (holdingLogs && isLogPush(text)) heldLogs.push({ client, text });
       else if (client.readyState === WebSocket.OPEN) client.send(spoil(text));
     });
     const drop = (): void => {
@@ -188,6 +194,11 @@ export async function startWsRelay(targetUrl: string): Promise<WsRelay> {
       holdingHeads = hold;
       if (hold) return;
       for (const { client, text } of heldHeads.splice(0)) if (client.readyState === WebSocket.OPEN) client.send(text);
+    },
+    holdLogs(hold) {
+      holdingLogs = hold;
+      if (hold) return;
+      for (const { client, text } of heldLogs.splice(0)) if (client.readyState === WebSocket.OPEN) client.send(text);
     },
     spoilNextLogs(times) {
       toSpoil = times;
