@@ -87,6 +87,8 @@ export class LogsFeed extends Feed {
   #failedOtherwiseSinceRefusal = false;
   /** The head when the last refusal came: whether one came between two refusals. */
   #headAtLastRefusal = -1;
+  /** When the last refusal came: a result counts toward the node serving other calls only when it came since. */
+  #lastRefusalAt = Number.NEGATIVE_INFINITY;
   #subscription: UpstreamSubscription | undefined;
   #stopFollowing: (() => void) | undefined;
   /**
@@ -408,17 +410,23 @@ export class LogsFeed extends Feed {
         // block the node served 3 s later), nor starts the count again. "Lately" spans two head polls: judged against
         // the try before alone, most tries, quicker than the polls, saw nothing served, and the count never reached
         // ONE_BLOCK_TRIES (h75). A new head then brings the next try, as after an outage.
+        // A try counts only when the node served something since the try before as well (h77): the tries made in the
+        // first seconds of the node refusing every call saw a result from before that began, counted, and the first
+        // refusal once the node served again, past the 10 s, ended everyone, though the next try read the block.
         const now = performance.now();
         const lately = now - Math.max(SERVED_LATELY_MS, 2 * this.ctx.settings.pollIntervalMs);
-        const served = this.ctx.network.lastResultAt > lately || (this.#heads.position ?? -1) > this.#headAtLastRefusal;
+        const headCame = (this.#heads.position ?? -1) > this.#headAtLastRefusal;
+        const served = this.ctx.network.lastResultAt > lately || headCame;
+        const servedSince = headCame || (served && this.ctx.network.lastResultAt > this.#lastRefusalAt);
         this.#headAtLastRefusal = this.#heads.position ?? -1;
+        this.#lastRefusalAt = now;
         const same = this.#refusedBlock === from && !this.#failedOtherwiseSinceRefusal;
-        this.#refusals = !same ? 1 : served ? this.#refusals + 1 : Math.max(this.#refusals, 1);
+        this.#refusals = !same ? 1 : servedSince ? this.#refusals + 1 : Math.max(this.#refusals, 1);
         if (!served) this.#lastFailRefusal = false;
         this.#failedOtherwiseSinceRefusal = false;
         if (this.#refusals === 1) this.#firstRefusalAt = performance.now();
         this.#refusedBlock = from;
-        if (!served || this.#refusals < ONE_BLOCK_TRIES || performance.now() - this.#firstRefusalAt < ONE_BLOCK_REFUSED_MS) throw err;
+        if (!servedSince || this.#refusals < ONE_BLOCK_TRIES || performance.now() - this.#firstRefusalAt < ONE_BLOCK_REFUSED_MS) throw err;
       }
       this.#refusals = 0;
       this.ctx.log.warn({ network: this.ctx.network.name, block: from, err: nodeText }, "the node refuses one block's logs: ending the logs subscribers");

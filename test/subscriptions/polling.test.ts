@@ -394,6 +394,45 @@ describe("a block with more logs than eth_getLogs answers", () => {
     }
   }, 50_000);
 
+  it("refused as every call is refused for a while (a rate limit in a limit's words), then once more under a query timeout while the node serves again: no one is ended, the block's logs come", async () => {
+    // Found from outside (h77): the tries made in the first 5 s of the node refusing every call counted as the block's
+    // refusals (a result had come within 5 s), so the first refusal after the node served again, 12 s on, was the
+    // third in a row over 10 s: every logs subscriber was ended, told to resume past a block the next try read.
+    const s = await openNativeSubscriber(capped.wsUrl);
+    subscribers.push(s);
+    const id = await s.subscribe("logs", { address: probe.address });
+    const refused = (await chain.blockNumber()) + 1;
+    let everyCallUntil = 0;
+    let timeoutsLeft = 1;
+    upstream.handler = (r) => {
+      const [filter] = (r.params ?? []) as [{ fromBlock?: string; toBlock?: string }];
+      const coversIt = r.method === "eth_getLogs" && Number(filter.fromBlock) <= refused && Number(filter.toBlock) >= refused;
+      // Every call refused for 12 s from the moment the block's logs are first asked for.
+      if (coversIt && everyCallUntil === 0) everyCallUntil = performance.now() + 12_000;
+      if (performance.now() < everyCallUntil) return { error: { code: -32005, message: "limit exceeded" } };
+      if (coversIt && everyCallUntil > 0 && timeoutsLeft > 0) {
+        timeoutsLeft--;
+        return { error: { code: -32005, message: "query timeout exceeded" } };
+      }
+      return { forward: anvil.url };
+    };
+    let closed: { code: number; reason: string } | undefined;
+    void s.closed.then((c) => (closed = c));
+    const mining = setInterval(() => void chain.mine(1).catch(() => {}), 300);
+    try {
+      expect(await probe.store(48n)).toBe(refused);
+      const [log] = await s.waitFor(id, 1, 30_000).catch((err) => {
+        throw new Error(`${(err as Error).message}; closed: ${JSON.stringify(closed)}`);
+      });
+      expect(Number(log.blockNumber)).toBe(refused);
+      expect(timeoutsLeft).toBe(0);
+      expect(closed).toBeUndefined();
+    } finally {
+      clearInterval(mining);
+      upstream.handler = () => ({ forward: anvil.url });
+    }
+  }, 45_000);
+
   it("refused under a query timeout for a moment, then read, is sent: a timeout may pass on a retry", async () => {
     // Found from outside: three quick retries ended everyone when the node was loaded for a moment.
     const s = await openNativeSubscriber(capped.wsUrl);
