@@ -136,8 +136,20 @@ export abstract class Feed {
     return this.#retryTimers.has(what);
   }
 
-  /** Like run, but a failed task is queued again after a backoff until it succeeds or the feed stops. */
-  protected runUntilDone(what: string, task: () => Promise<void>, attempt = 0): void {
+  /**
+   * The longest wait between two tries of work that holds every subscriber's events back (a reconnect's gap fill):
+   * two head polls, at least a second (found from outside, h77: backed off to 30 s, logs came 15 s after the node
+   * served again).
+   */
+  protected get holdingRetryMaxMs(): number {
+    return Math.max(1000, 2 * this.ctx.settings.pollIntervalMs);
+  }
+
+  /**
+   * Like run, but a failed task is queued again after a backoff (up to `maxDelayMs`) until it succeeds or the feed
+   * stops.
+   */
+  protected runUntilDone(what: string, task: () => Promise<void>, maxDelayMs = RETRY.maxDelayMs, attempt = 0): void {
     clearTimeout(this.#retryTimers.get(what));
     this.#retryTimers.delete(what);
     void this.run(what, async () => {
@@ -146,7 +158,7 @@ export abstract class Feed {
         return undefined;
       } catch (err) {
         if (this.#stopped || isHistoryLost(err)) throw err;
-        const delay = backoffDelay(attempt, RETRY);
+        const delay = backoffDelay(attempt, { minDelayMs: RETRY.minDelayMs, maxDelayMs });
         // Said at warn once until it works again, as #failed says a failing poll (found from outside: a WebSocket
         // upstream that kept dropping wrote 116 of these in 50 s).
         const fields = { network: this.ctx.network.name, feed: this.topic.kind, err: (err as Error).message, retryMs: delay };
@@ -155,7 +167,7 @@ export abstract class Feed {
         this.#failing.add(what);
         this.#retryTimers.set(
           what,
-          setTimeout(() => this.runUntilDone(what, task, attempt + 1), delay),
+          setTimeout(() => this.runUntilDone(what, task, maxDelayMs, attempt + 1), delay),
         );
         return RETRYING;
       }

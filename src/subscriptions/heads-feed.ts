@@ -121,7 +121,7 @@ export class HeadsFeed extends Feed {
         throw err;
       }
       notify();
-    });
+    }, this.holdingRetryMaxMs);
   }
 
   start(): Promise<void> {

@@ -155,7 +155,7 @@ export class LogsFeed extends Feed {
             const drops = this.#drops;
             // The gap is filled once the heads feed has caught up: a reorganization while disconnected reaches
             // #onChain (queued here meanwhile) and is taken back before the new branch's logs go out.
-            const fillGap = () => this.#heads.resync(() => this.runUntilDone("filling the gap after a reconnect", () => this.#fillGap(drops)));
+            const fillGap = () => this.#heads.resync(() => this.runUntilDone("filling the gap after a reconnect", () => this.#fillGap(drops), this.holdingRetryMaxMs));
             try {
               await this.#subscription?.renew();
             } catch (err) {

@@ -306,6 +306,43 @@ describe("when the upstream socket drops", () => {
     }
   }, 60_000);
 
+  it("a gap fill the node keeps refusing is tried again at least every two head polls, so logs flow soon after it serves again", async () => {
+    // Found from outside (h77): the fill's retry backed off to 30 s while the node refused it, and logs came 15 s after
+    // the node served again. Seven refusals wait 31 s in all under that backoff, about 6 s under two 250 ms polls.
+    const ownRelay = await startWsRelay(anvil.wsUrl);
+    const ng = await startNodegate({
+      upstreamUrl: ownRelay.url,
+      config: {
+        logLevel: "debug",
+        websocket: { ...DEFAULT_WEBSOCKET, reconnectMinDelayMs: 20, reconnectMaxDelayMs: 100, pongTimeoutMs: 60_000 },
+        subscriptions: { ...DEFAULT_SUBSCRIPTIONS, pollIntervalMs: 250 },
+      },
+    });
+    const native = await openNativeSubscriber(ng.wsUrl);
+    try {
+      const id = await native.subscribe("logs", { address: probe.address });
+      await waitForLiveSubscriptions(ng.gateway, "logs", 1);
+      const start = await chain.blockNumber();
+      ownRelay.failNext("eth_getLogs", 7);
+      ownRelay.refuse(true);
+      ownRelay.sever();
+      await probe.store(3101n);
+      ownRelay.refuse(false);
+      const want = await chain.logs({ address: probe.address, fromBlock: toHex(start + 1), toBlock: "latest" });
+      expect(want).toHaveLength(1);
+      const [got] = await native.waitFor(id, 1, 25_000);
+      expect(got?.blockHash).toBe(want[0]?.blockHash);
+      const waits = ng.logs.filter((l) => String(l.msg).startsWith("filling the gap after a reconnect failed")).map((l) => Number(l.retryMs));
+      expect(waits.length).toBeGreaterThanOrEqual(5);
+      expect(Math.max(...waits)).toBeLessThanOrEqual(1000);
+    } finally {
+      ownRelay.failNext("eth_getLogs", 0);
+      await native.close();
+      await ng.close();
+      await ownRelay.close();
+    }
+  }, 40_000);
+
   it("a log the node pushes while the gap fill waits to retry comes after the gap's logs", async () => {
     // Seen once under load: the renewed subscription's pushes overtook the older logs of a gap fill that had failed.
     const s = await subscribe();
