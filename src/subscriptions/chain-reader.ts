@@ -70,16 +70,24 @@ export class ChainReader {
     return this.#header("eth_getBlockByHash", `["${hash}",false]`);
   }
 
-  /** The headers of blocks from..to (as numbers resolve now), keyed by hash; missing ones are left out. */
-  async headsByNumber(from: number, to: number): Promise<Map<string, HeadEvent>> {
-    const found = new Map<string, HeadEvent>();
-    for (let start = from; start <= to; start += PREFETCH_CONCURRENCY) {
-      const numbers = Array.from({ length: Math.min(PREFETCH_CONCURRENCY, to - start + 1) }, (_, i) => start + i);
-      for (const head of await Promise.all(numbers.map((n) => this.headByNumber(n)))) {
-        if (head !== undefined) found.set(head.hash, head);
+  /**
+   * Fetches the headers of blocks from..to (as numbers resolve now) into `into`, by number, but for those it has;
+   * missing ones are left out. A batch with a failed call throws once the headers it did get are in `into`: a node
+   * serving only part of the calls (a rate limit) still lets the caller get on over several tries (found from
+   * outside, h77: every try's whole batch was thrown away, and heads and logs stalled while the limit lasted).
+   */
+  async headsByNumber(from: number, to: number, into: Map<number, HeadEvent>): Promise<void> {
+    const numbers: number[] = [];
+    for (let n = from; n <= to; n++) if (!into.has(n)) numbers.push(n);
+    for (let start = 0; start < numbers.length; start += PREFETCH_CONCURRENCY) {
+      const batch = numbers.slice(start, start + PREFETCH_CONCURRENCY);
+      let failure: unknown;
+      for (const outcome of await Promise.allSettled(batch.map((n) => this.headByNumber(n)))) {
+        if (outcome.status === "rejected") failure ??= outcome.reason;
+        else if (outcome.value !== undefined) into.set(outcome.value.number, outcome.value);
       }
+      if (failure !== undefined) throw failure;
     }
-    return found;
   }
 
   /** The latest block number. */

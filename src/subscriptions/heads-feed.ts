@@ -49,6 +49,8 @@ export class HeadsFeed extends Feed {
   #firstPassed: number | undefined;
   #subscription: UpstreamSubscription | undefined;
   #poller: Poller | undefined;
+  /** Headers fetched for a gap not linked yet, by number: kept across tries (ChainReader.headsByNumber). */
+  readonly #gapHeaders = new Map<number, HeadEvent>();
   /** Called once the next catch-up asked for by resync() is done. */
   readonly #resyncWaiters: (() => void)[] = [];
   /**
@@ -394,6 +396,7 @@ export class HeadsFeed extends Feed {
     this.ctx.log.warn({ network: this.ctx.network.name, from: this.#current?.number, to: head.number, err: lost.message }, why);
     this.endAll(lost);
     this.#window.clear();
+    this.#gapHeaders.clear();
     this.#firstPassed = undefined;
     this.#accept(head);
     const change: ChainChange = { head, branch: [head], startedOver: lost };
@@ -487,6 +490,12 @@ export class HeadsFeed extends Feed {
    * there, and `forkedBelowWindow` says so).
    */
   async #linkToWindow(head: HeadEvent): Promise<{ branch: HeadEvent[]; forkedBelowWindow: boolean }> {
+    const linked = await this.#walkToWindow(head);
+    this.#gapHeaders.clear();
+    return linked;
+  }
+
+  async #walkToWindow(head: HeadEvent): Promise<{ branch: HeadEvent[]; forkedBelowWindow: boolean }> {
     const branch = [head];
     const highest = this.#window.highest;
     const lowest = this.#window.lowest;
@@ -496,9 +505,12 @@ export class HeadsFeed extends Feed {
     // A header whose number does not follow its parent's is the node's error, not a gap of that length: taken for one,
     // it ended every subscriber as history lost, or went out to them (found from outside, with a pushed header).
     if (missed > max) this.#checkFollows(head, await this.ctx.reader.headByHash(head.parentHash));
-    if (missed > max) throw historyLost(missed, max);
+    if (missed > max) {
+      this.#gapHeaders.clear();
+      throw historyLost(missed, max);
+    }
     // A long gap is fetched by number up front (in parallel); the walk by parent hash then proves the links.
-    const prefetched = missed > 1 ? await this.ctx.reader.headsByNumber(highest.number + 1, head.number - 1) : undefined;
+    if (missed > 1) await this.ctx.reader.headsByNumber(highest.number + 1, head.number - 1, this.#gapHeaders);
     let child = head;
     for (;;) {
       const parentNumber = child.number - 1;
@@ -509,9 +521,11 @@ export class HeadsFeed extends Feed {
         return { branch, forkedBelowWindow: child.number < lowest || (replaced !== undefined && replaced !== child.hash) };
       }
       if (branch.length > max) throw historyLost(branch.length, max);
-      const parent = prefetched?.get(child.parentHash) ?? (await this.ctx.reader.headByHash(child.parentHash));
+      const fetched = this.#gapHeaders.get(parentNumber);
+      const parent = fetched?.hash === child.parentHash ? fetched : await this.ctx.reader.headByHash(child.parentHash);
       if (parent === undefined) throw upstreamBadResponse(`the node does not know block ${child.parentHash}, the parent of block ${child.number}`);
       this.#checkFollows(child, parent);
+      this.#gapHeaders.set(parent.number, parent);
       branch.unshift(parent);
       child = parent;
     }

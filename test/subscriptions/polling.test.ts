@@ -65,6 +65,33 @@ async function subscriber(): Promise<NativeSubscriber> {
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
 describe("newHeads by polling", () => {
+  it("a gap the node serves only part of at each poll (a rate limit) closes over several polls: the headers it served are kept", async () => {
+    // Found from outside (h77): each poll asked for the gap's headers in parallel and threw away the ones served when
+    // any was refused, so a node serving a few calls a second gave no head (and no log) while the limit lasted.
+    const native = await subscriber();
+    const id = await native.subscribe("newHeads");
+    await waitForLiveSubscriptions(nodegate.gateway, "newHeads", 1);
+    const start = await chain.blockNumber();
+    // At most 4 calls answered in any 200 ms; the rest refused in a provider's rate-limit words.
+    let windowStart = 0;
+    let used = 0;
+    let refused = 0;
+    upstream.handler = () => {
+      const now = performance.now();
+      if (now - windowStart >= 200) {
+        windowStart = now;
+        used = 0;
+      }
+      if (++used <= 4) return { forward: anvil.url };
+      refused++;
+      return { error: { code: -32005, message: "limit exceeded" } };
+    };
+    await chain.mine(12);
+    const heads = await native.waitFor(id, 12, 20_000);
+    expect(heads.map((h: { number: string }) => Number(h.number))).toEqual(range(start + 1, start + 12));
+    expect(refused).toBeGreaterThan(0);
+  });
+
   it("both doors get every block, once and in order, even when several arrive between two polls", async () => {
     const native = await subscriber();
     const id = await native.subscribe("newHeads");
