@@ -39,8 +39,8 @@ export class LogsFeed extends Feed {
   readonly #sent = new SentLogs((removal) => this.#emitRemoval(removal));
   /** Logs of recent blocks that a resuming client alone was sent, as its history: taken back from it alone. */
   readonly #historySent = new Map<Consumer, SentLogs>();
-  /** The lowest block a resuming client's history was read from: its history ledger knows nothing below it. */
-  readonly #historyFrom = new Map<Consumer, number>();
+  /** The blocks a resuming client's history was read over, lowest to highest: its history ledger knows nothing below. */
+  readonly #historyRange = new Map<Consumer, { from: number; to: number }>();
   readonly #sentOnly = [this.#sent];
   /**
    * Logs the feed had sent everyone before a resuming client joined, which
@@ -239,7 +239,8 @@ export class LogsFeed extends Feed {
     if (fromBlock > to) return undefined;
     // First, so that the logs read next are judged against the chain as the feed follows it, down to fromBlock.
     await this.#heads.reachDownTo(fromBlock);
-    this.#historyFrom.set(recipient, Math.min(this.#historyFrom.get(recipient) ?? fromBlock, fromBlock));
+    const range = this.#historyRange.get(recipient);
+    this.#historyRange.set(recipient, { from: Math.min(range?.from ?? fromBlock, fromBlock), to: Math.max(range?.to ?? to, to) });
     const pages = logPages(fromBlock, to, (from, upTo) => this.ctx.reader.logs(this.#filter, from, upTo, false), {
       pageBlocks: this.ctx.settings.logPageBlocks,
       maxResults: this.ctx.limits.getLogsMaxResults,
@@ -294,7 +295,7 @@ export class LogsFeed extends Feed {
   override detach(consumer: Consumer): void {
     super.detach(consumer);
     this.#historySent.delete(consumer);
-    this.#historyFrom.delete(consumer);
+    this.#historyRange.delete(consumer);
     this.#notSentTo.delete(consumer);
   }
 
@@ -497,7 +498,7 @@ export class LogsFeed extends Feed {
     this.#takeBackOvertaken(this.#sent, log, within);
     // A client's history ledger knows nothing below the block its history was read from: a log there, come late, is
     // no sign that the history's blocks left the chain (found from outside, h76: it took back a whole history).
-    for (const [recipient, sent] of this.#historySent) if (log.blockNumber >= (this.#historyFrom.get(recipient) ?? 0)) this.#takeBackOvertaken(sent, log, within);
+    for (const [recipient, sent] of this.#historySent) if (log.blockNumber >= (this.#historyRange.get(recipient)?.from ?? 0)) this.#takeBackOvertaken(sent, log, within);
     this.#sent.add(log);
     // A log back on the canonical chain after it was taken back may be taken back again.
     this.#removed.delete(logKey({ ...log, removed: true }));
@@ -506,12 +507,16 @@ export class LogsFeed extends Feed {
       for (const notSent of this.#notSentTo.values()) notSent.delete(key);
     }
     // A resumed client whose history sent it already is not sent it again; it is in the feed's ledger from now on, so
-    // its removal goes to everyone, this client included.
+    // its removal goes to everyone, this client included. Below the window no ledger remembers it: a history that read
+    // its block sent it (found from outside, h78: logs pushed more than the window behind their heads went out twice).
     let skip: Set<Consumer> | undefined;
     for (const [recipient, sent] of this.#historySent) {
       if (!sent.has(log)) continue;
       sent.forget(log);
       (skip ??= new Set()).add(recipient);
+    }
+    if (!within) {
+      for (const [recipient, range] of this.#historyRange) if (range.from <= log.blockNumber && log.blockNumber <= range.to) (skip ??= new Set()).add(recipient);
     }
     this.emit(log, skip);
   }

@@ -263,11 +263,14 @@ describe("SubscribeLogs from_block", () => {
     }
   });
 
-  it("logs that come after their heads, once the history has sent them, reach a resumed client once, and take nothing back", async () => {
+  it.each([
+    ["within the reorganization window", undefined],
+    ["below it (a window of 3 blocks; found from outside, h78: those went out twice)", 3],
+  ])("logs that come after their heads, once the history has sent them, reach a resumed client once, and take nothing back: %s", async (_, reorgWindowBlocks) => {
     // Found from outside (h76): the late live copies of logs the history had sent went out again, and a late log of a
     // block below the resume point took back the whole history (removed: true) though no reorganization happened.
     const relay = await startWsRelay(anvil.wsUrl);
-    const ng = await startNodegate({ upstreamUrl: relay.url });
+    const ng = await startNodegate({ upstreamUrl: relay.url, config: { subscriptions: { ...DEFAULT_SUBSCRIPTIONS, ...(reorgWindowBlocks === undefined ? {} : { reorgWindowBlocks }) } } });
     const client = grpcJsStreamClient(ng.address);
     const live = await openNativeSubscriber(ng.wsUrl);
     try {
@@ -276,20 +279,20 @@ describe("SubscribeLogs from_block", () => {
       await expect.poll(() => relay.logsSubscribed).toBe(true);
       relay.holdLogs(true);
       const blocks: number[] = [];
-      for (let i = 500n; i < 506n; i++) blocks.push(await probe.store(i));
+      for (let i = 500n; i < 510n; i++) blocks.push(await probe.store(i));
       const from = blocks[2] as number;
-      // nodegate has the heads of all six blocks and none of their logs when the client resumes from the third.
-      await expect.poll(() => live.results(headsId).some((h: { number: string }) => Number(h.number) === blocks[5])).toBe(true);
+      // nodegate has the heads of all ten blocks and none of their logs when the client resumes from the third.
+      await expect.poll(() => live.results(headsId).some((h: { number: string }) => Number(h.number) === blocks[9])).toBe(true);
       const filter = create(LogFilterSchema, { address: [decodeData(probe.address)] });
       const stream = openGrpcJsStream(client, EthService.method.subscribeLogs, create(SubscribeLogsRequestSchema, { filter, fromBlock: BigInt(from) }), { "x-api-key": ng.key });
       const want = await chain.logs({ address: probe.address, fromBlock: toHex(from), toBlock: "latest" });
-      expect(want).toHaveLength(4);
+      expect(want).toHaveLength(8);
       await stream.waitFor(want.length);
       await waitForLiveSubscriptions(ng.gateway, "logs", 2);
       expect(live.results(liveId)).toHaveLength(0);
       relay.holdLogs(false);
-      await expect.poll(() => live.results(liveId).length).toBe(6);
-      await probe.store(506n);
+      await expect.poll(() => live.results(liveId).length).toBe(10);
+      await probe.store(510n);
       await stream.waitFor(want.length + 1);
       const last = await chain.logs({ address: probe.address, fromBlock: "latest", toBlock: "latest" });
       expect(stream.received.map((m) => [hex(m.log?.blockHash), Number(m.log?.logIndex), m.log?.removed])).toEqual(
