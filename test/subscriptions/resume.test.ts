@@ -70,6 +70,16 @@ function probeLogs(fromBlock: number) {
   return stream;
 }
 
+/** Stores one more log and checks that `stream` got `want`, then that log: each once, in order, none taken back. */
+async function expectThenOneMore(stream: ReturnType<typeof probeLogs>, want: readonly { blockHash: string; logIndex: string }[], value: bigint): Promise<void> {
+  await probe.store(value);
+  await stream.waitFor(want.length + 1);
+  const last = await chain.logs({ address: probe.address, fromBlock: "latest", toBlock: "latest" });
+  expect(stream.received.map((m) => [hex(m.log?.blockHash), Number(m.log?.logIndex), m.log?.removed])).toEqual(
+    [...want, ...last].map((l) => [l.blockHash, Number(l.logIndex), false]),
+  );
+}
+
 const numbersOf = (stream: ReturnType<typeof heads>) => stream.received.map((m) => Number(m.header?.number));
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
@@ -249,12 +259,7 @@ describe("SubscribeLogs from_block", () => {
       expect(want).toHaveLength(20 + 3 * BUFFER);
       await stream.waitFor(want.length);
       await waitForLiveSubscriptions(small.gateway, "logs", 1);
-      await probe.store(200n);
-      await stream.waitFor(want.length + 1);
-      const last = await chain.logs({ address: probe.address, fromBlock: "latest", toBlock: "latest" });
-      expect(stream.received.map((m) => [hex(m.log?.blockHash), Number(m.log?.logIndex), m.log?.removed])).toEqual(
-        [...want, ...last].map((l) => [l.blockHash, Number(l.logIndex), false]),
-      );
+      await expectThenOneMore(stream, want, 200n);
       stream.cancel();
       await stream.ended;
     } finally {
@@ -292,12 +297,7 @@ describe("SubscribeLogs from_block", () => {
       expect(live.results(liveId)).toHaveLength(0);
       relay.holdLogs(false);
       await expect.poll(() => live.results(liveId).length).toBe(10);
-      await probe.store(510n);
-      await stream.waitFor(want.length + 1);
-      const last = await chain.logs({ address: probe.address, fromBlock: "latest", toBlock: "latest" });
-      expect(stream.received.map((m) => [hex(m.log?.blockHash), Number(m.log?.logIndex), m.log?.removed])).toEqual(
-        [...want, ...last].map((l) => [l.blockHash, Number(l.logIndex), false]),
-      );
+      await expectThenOneMore(stream, want, 510n);
       stream.cancel();
       await stream.ended;
     } finally {
@@ -338,12 +338,7 @@ describe("SubscribeLogs from_block", () => {
       await stream.waitFor(want.length);
       relay.holdHeads(false);
       await waitForLiveSubscriptions(small.gateway, "logs", 1);
-      await probe.store(400n);
-      await stream.waitFor(want.length + 1);
-      const last = await chain.logs({ address: probe.address, fromBlock: "latest", toBlock: "latest" });
-      expect(stream.received.map((m) => [hex(m.log?.blockHash), Number(m.log?.logIndex), m.log?.removed])).toEqual(
-        [...want, ...last].map((l) => [l.blockHash, Number(l.logIndex), false]),
-      );
+      await expectThenOneMore(stream, want, 400n);
       stream.cancel();
       await stream.ended;
     } finally {
