@@ -28,6 +28,8 @@ export interface ChainChange {
   reorg?: { ancestor: number } | undefined;
   /** Blocks the feed had passed above `head` that a shorter new branch left out, with their (old) hashes. */
   dropped?: readonly { number: number; hash: string }[] | undefined;
+  /** Blocks the feed had passed that `branch` replaced at their heights, with their (old) hashes. */
+  replaced?: readonly { number: number; hash: string }[] | undefined;
   /**
    * Set when the feed could not follow the chain up to `head` (a new branch forked below the remembered window, or
    * more blocks went by than maxBackfillBlocks): its subscribers were ended with this error, and the feed goes on
@@ -376,12 +378,17 @@ export class HeadsFeed extends Feed {
       this.ctx.log.warn({ network: this.ctx.network.name, ancestor, to: head.number }, "chain reorganization deeper than the window: ending the subscribers");
       this.endAll(tooDeep);
     }
+    const replaced: { number: number; hash: string }[] = [];
+    for (const header of branch) {
+      const old = this.#window.hash(header.number);
+      if (old !== undefined && old !== header.hash) replaced.push({ number: header.number, hash: old });
+    }
     // The new branch is taken either way, so the feed goes on from it for whoever subscribes next.
     for (const header of branch) {
       this.#accept(header);
       this.emit(header);
     }
-    const change: ChainChange = { head, branch, reorg: reorged ? { ancestor } : undefined, dropped, startedOver: tooDeep };
+    const change: ChainChange = { head, branch, reorg: reorged ? { ancestor } : undefined, dropped, replaced, startedOver: tooDeep };
     for (const listener of this.#chainListeners) listener(change);
   }
 

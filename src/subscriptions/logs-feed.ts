@@ -55,6 +55,16 @@ export class LogsFeed extends Feed {
   /** Every log of the blocks up to here has been sent. */
   #scannedTo = 0;
   /**
+   * Every log of the blocks up to here has come, read by a scan or followed by a push of a later block. Over
+   * WebSocket a head moves #scannedTo on the word that its block's logs came with it; a node whose logs lag its heads
+   * has not pushed them yet, and a scan that starts above this would send a later block's logs before them (found
+   * from outside, h78: a reorganization's scan sent the new branch's log, then the late pushes of the blocks below it
+   * took it back, and the new branch's log never came again).
+   */
+  #arrivedTo = 0;
+  /** Blocks the chain left (replaced or dropped by a reorganization), hash -> number: their late pushes are dropped. */
+  readonly #leftBlocks = new Map<string, number>();
+  /**
    * The node's connection dropped and the gap is not filled yet: logs must
    * come from the reconnect's scan, not from head advances or pushes (which
    * would overtake the gap's older logs).
@@ -116,6 +126,7 @@ export class LogsFeed extends Feed {
     return this.queue(async () => {
       const from = this.#heads.position ?? (await this.ctx.reader.blockNumber());
       this.#scannedTo = from;
+      this.#arrivedTo = from;
       if (this.ctx.ws !== undefined) {
         await this.#subscribe(this.ctx.ws);
         try {
@@ -184,7 +195,7 @@ export class LogsFeed extends Feed {
 
   async #fillGap(drops: number): Promise<void> {
     const head = await this.ctx.reader.blockNumber();
-    await this.#scan(this.#scannedTo + 1, Math.max(head, this.#pushedWhileStaleTo));
+    await this.#scan(this.#unscannedFrom(), Math.max(head, this.#pushedWhileStaleTo));
     if (this.#drops !== drops) return; // dropped again meanwhile: that reconnect's fill ends it
     if (this.#unreadPushAt !== undefined && this.#scannedTo <= this.#unreadPushAt) {
       // An unread push's block may be above what was scanned: a head above it ends the gap (#onChain).
@@ -210,7 +221,7 @@ export class LogsFeed extends Feed {
   async #fillUnreadPush(head: number): Promise<void> {
     const drops = this.#drops;
     try {
-      await this.#scan(this.#scannedTo + 1, Math.max(head, this.#pushedWhileStaleTo));
+      await this.#scan(this.#unscannedFrom(), Math.max(head, this.#pushedWhileStaleTo));
     } catch (err) {
       this.ctx.log.warn({ network: this.ctx.network.name, err: (err as Error).message }, "fetching the logs of an unreadable push failed; the next head retries");
       return;
@@ -326,6 +337,8 @@ export class LogsFeed extends Feed {
       this.#notSentTo.clear();
       this.#removed.clear();
       this.#scannedTo = change.head.number;
+      this.#arrivedTo = change.head.number;
+      this.#leftBlocks.clear();
       this.#heldFrom = undefined;
       this.#heldTo = -1;
       return;
@@ -334,6 +347,10 @@ export class LogsFeed extends Feed {
       sent.takeBackReplaced(change.branch);
       sent.takeBackDropped(change.dropped ?? []);
     }
+    for (const block of change.replaced ?? []) this.#leftBlocks.set(block.hash, block.number);
+    for (const block of change.dropped ?? []) this.#leftBlocks.set(block.hash, block.number);
+    // A branch the chain comes back to is followed again.
+    if (this.#leftBlocks.size > 0) for (const header of change.branch) this.#leftBlocks.delete(header.hash);
     if (change.reorg !== undefined) this.#scannedTo = Math.min(this.#scannedTo, change.reorg.ancestor);
     // Held pushes are read by the scan below, now that the replaced blocks' logs are taken back.
     const held = this.#heldFrom;
@@ -356,11 +373,11 @@ export class LogsFeed extends Feed {
     } else if (this.ctx.ws === undefined || this.#polling || change.reorg !== undefined || held !== undefined) {
       // Polling, or a new branch whose logs the node may not push: fetch them.
       try {
-        await this.#scan(this.#scannedTo + 1, change.head.number);
+        await this.#scan(this.#unscannedFrom(), change.head.number);
       } catch (err) {
         // Not left for the next block to fix: it may be a while coming.
         this.ctx.log.warn({ network: this.ctx.network.name, err: (err as Error).message }, "fetching new logs failed; retrying");
-        this.runUntilDone(CATCHING_UP, () => this.#scan(this.#scannedTo + 1, this.#heads.position ?? this.#scannedTo));
+        this.runUntilDone(CATCHING_UP, () => this.#scan(this.#unscannedFrom(), this.#heads.position ?? this.#scannedTo));
       }
     } else {
       // The node pushes the head's logs around the head itself; everything before it has arrived.
@@ -371,11 +388,15 @@ export class LogsFeed extends Feed {
 
   #onPushed(log: LogEvent): void {
     if (!this.#stale) {
+      // A late push of a block the chain left: its logs, if sent, were taken back when it was left.
+      if (!log.removed && this.#leftBlocks.has(log.blockHash)) return;
       if (!log.removed && (this.#heldFrom !== undefined || this.#replacesKnownBlock(log))) {
         this.#heldFrom = Math.min(this.#heldFrom ?? log.blockNumber, log.blockNumber);
         this.#heldTo = Math.max(this.#heldTo, log.blockNumber);
         return;
       }
+      // Nodes push a branch's logs in block order: the blocks below this one have had theirs.
+      if (!log.removed) this.#arrivedTo = Math.max(this.#arrivedTo, log.blockNumber - 1);
       this.#accept(log);
       return;
     }
@@ -459,7 +480,19 @@ export class LogsFeed extends Feed {
     for await (const page of pages) {
       for (const log of page.logs) if (this.#onFollowedBranch(log)) this.#accept(log);
       this.#scannedTo = Math.max(this.#scannedTo, page.to);
+      this.#arrivedTo = Math.max(this.#arrivedTo, page.to);
     }
+  }
+
+  /**
+   * Where a scan starts: above what was sent, and, within the window, above only what is known to have come. Blocks
+   * between the two whose logs the node pushes late are read again; their late pushes are then repeats, dropped.
+   * Below the window a late push is no sign of a reorganization (#withinWindow), and the ledgers that drop repeats
+   * have forgotten it, so a scan reaches no lower.
+   */
+  #unscannedFrom(): number {
+    const floor = (this.#heads.position ?? this.#scannedTo) - this.ctx.settings.reorgWindowBlocks;
+    return Math.min(this.#scannedTo, Math.max(this.#arrivedTo, floor)) + 1;
   }
 
   /**
@@ -489,6 +522,8 @@ export class LogsFeed extends Feed {
       const key = logKey(log);
       if (this.#removed.has(key)) return;
       const added = { ...log, removed: false };
+      // A removal of a log no one was sent (its push came late, after its block was left) is not sent either.
+      if (this.#withinWindow(log.blockNumber) && !this.#ledgers().some((sent) => sent.has(added))) return;
       for (const sent of this.#ledgers()) sent.forget(added);
       this.#emitRemoval(log);
       return;
@@ -540,6 +575,7 @@ export class LogsFeed extends Feed {
   #forgetBefore(number: number): void {
     for (const sent of this.#ledgers()) sent.forgetBefore(number);
     for (const [key, n] of this.#removed) if (n < number) this.#removed.delete(key);
+    for (const [hash, n] of this.#leftBlocks) if (n < number) this.#leftBlocks.delete(hash);
     for (const notSent of this.#notSentTo.values()) for (const [key, n] of notSent) if (n < number) notSent.delete(key);
   }
 }

@@ -45,6 +45,8 @@ export interface WsRelay {
   holdHeads(hold: boolean): void;
   /** The same for the logs the node pushes (its heads still pass), as when a block's logs come after its head. */
   holdLogs(hold: boolean): void;
+  /** Each log the node pushes goes on `ms` after it came, in order (0: at once), as from a node whose logs lag its heads. */
+  delayLogs(ms: number): void;
   /** Pushes `log` on nodegate's latest logs subscription, as the node would (a geth-style removal, say). */
   pushLog(log: Record<string, unknown>): void;
   close(): Promise<void>;
@@ -73,6 +75,7 @@ export async function startWsRelay(targetUrl: string): Promise<WsRelay> {
   let holdingLogs = false;
   const heldLogs: { client: WebSocket; text: string }[] = [];
   const isLogPush = (text: string): boolean => text.includes('"eth_subscription"') && text.includes('"logIndex"');
+  let logDelayMs = 0;
   let spoiled = 0;
   const pushedLogs: Record<string, unknown>[] = [];
   let pushed = 0;
@@ -150,6 +153,10 @@ export async function startWsRelay(targetUrl: string): Promise<WsRelay> {
       watchLogs(client, text);
       if (holdingHeads && isHeadPush(text)) heldHeads.push({ client, text });
       else if (holdingLogs && isLogPush(text)) heldLogs.push({ client, text });
+      else if (logDelayMs > 0 && isLogPush(text))
+        setTimeout(() => {
+          if (client.readyState === WebSocket.OPEN) client.send(spoil(text));
+        }, logDelayMs);
       else if (client.readyState === WebSocket.OPEN) client.send(spoil(text));
     });
     const drop = (): void => {
@@ -199,6 +206,9 @@ export async function startWsRelay(targetUrl: string): Promise<WsRelay> {
       holdingLogs = hold;
       if (hold) return;
       for (const { client, text } of heldLogs.splice(0)) if (client.readyState === WebSocket.OPEN) client.send(text);
+    },
+    delayLogs(ms) {
+      logDelayMs = ms;
     },
     spoilNextLogs(times) {
       toSpoil = times;
