@@ -89,8 +89,9 @@ for (const nodeRemoves of [false, true]) {
       expect(applied(native.results(id))).toEqual(want);
       // And the feed goes on: one more log, with no lag now.
       relay.delayLogs(0);
+      const before = native.results(id).length;
       const later = await probe.store(7n);
-      const all = await native.waitFor(id, native.results(id).length + 1, 10_000);
+      const all = await native.waitFor(id, before + 1, 10_000);
       expect(Number(all.at(-1).blockNumber)).toBe(later);
       expect(applied(native.results(id))).toEqual([...want, key(all.at(-1))]);
     } finally {
@@ -99,3 +100,28 @@ for (const nodeRemoves of [false, true]) {
     }
   });
 }
+
+it("a dropped connection loses no log whose push was still on its way: the reconnect's fill reads them", async () => {
+  const native = await openNativeSubscriber(nodegate.wsUrl);
+  try {
+    relay.delayLogs(LAG_MS);
+    const id = await native.subscribe("logs", { address: probe.address });
+    await waitForLiveSubscriptions(nodegate.gateway, "logs", 1);
+    const start = await chain.blockNumber();
+    for (let v = 11n; v <= 13n; v++) await probe.store(v);
+    // Their heads have come, their logs not yet: the connection drops with the logs on their way, lost.
+    const accepted = relay.accepted;
+    relay.sever();
+    for (let waited = 0; relay.accepted === accepted && waited < 10_000; waited += 20) await new Promise((r) => setTimeout(r, 20));
+    relay.delayLogs(0);
+    const want = (await chain.logs({ address: probe.address, fromBlock: toHex(start + 1), toBlock: "latest" })).map((l) => `${l.blockHash}/${Number(l.logIndex)}`);
+    expect(want).toHaveLength(3);
+    const later = await probe.store(14n);
+    const all = await native.waitFor(id, 4, 15_000);
+    expect(Number(all.at(-1).blockNumber)).toBe(later);
+    expect(applied(all)).toEqual([...want, key(all.at(-1))]);
+  } finally {
+    relay.delayLogs(0);
+    await native.close();
+  }
+});
