@@ -114,6 +114,8 @@ export function grpcCodeForJsonRpc(code: number, family: CodeFamily = "eth"): Co
 }
 
 export interface ServerErrorRule {
+  /** The node's code the rule reads the message of; unset: geth's generic -32000. */
+  code?: number;
   /** How the node's message starts (compared in lower case). */
   prefixes: readonly string[];
   grpc: Code;
@@ -181,16 +183,67 @@ export const SERVER_ERROR_RULES: readonly ServerErrorRule[] = [
     meaning: "refused for the chain's or the pool's state",
   },
   { prefixes: ["txpool is full", "in-flight transaction limit reached"], grpc: Code.ResourceExhausted, meaning: "the node's pool is full: try later" },
+  // The call's own failure, as a revert (code 3) is: no fault of the node's or nodegate's, and the same call fails
+  // again (geth's core/vm/errors.go; an older node's revert without data).
+  {
+    prefixes: [
+      "execution reverted",
+      "out of gas",
+      "contract creation code storage out of gas",
+      "invalid opcode",
+      "invalid jump destination",
+      "stack underflow",
+      "stack limit reached",
+      "write protection",
+      "return data out of bounds",
+      "max call depth exceeded",
+      "insufficient balance for transfer",
+      "contract address collision",
+      "max code size exceeded",
+      "invalid code: must not begin with 0xef",
+    ],
+    grpc: Code.FailedPrecondition,
+    meaning: "the call failed in the EVM",
+  },
+  // Anvil answers a call that halts (out of gas, say) with -32603 "EVM error <revm's halt reason>" (found from
+  // outside: an eth_call out of gas was INTERNAL on the typed door, as if the node or nodegate had failed).
+  {
+    code: -32603,
+    prefixes: [
+      "evm error outofgas",
+      "evm error memoryoog",
+      "evm error memorylimitoog",
+      "evm error precompileoog",
+      "evm error invalidoperandoog",
+      "evm error opcodenotfound",
+      "evm error invalidfeopcode",
+      "evm error invalidjump",
+      "evm error stackunderflow",
+      "evm error stackoverflow",
+      "evm error calltoodeep",
+      "evm error outoffunds",
+      "evm error statechangeduringstaticcall",
+      "evm error callnotallowedinsidestatic",
+      "evm error outofoffset",
+      "evm error createcollision",
+      "evm error nonceoverflow",
+      "evm error createcontractsizelimit",
+      "evm error createcontractstartingwithef",
+      "evm error createinitcodesizelimit",
+    ],
+    grpc: Code.FailedPrecondition,
+    meaning: "the call failed in the EVM (Anvil's words)",
+  },
 ];
 
 /**
  * The gRPC code for an error a node answered: by its code, and for geth's
- * generic -32000 by its message (SERVER_ERROR_RULES).
+ * generic -32000 (and Anvil's -32603 EVM halts) by its message (SERVER_ERROR_RULES).
  */
 export function grpcCodeForNodeError(code: number, message: string, family: CodeFamily = "eth"): Code {
-  if (code === -32000) {
+  if (code === -32000 || code === -32603) {
     const lower = message.toLowerCase();
-    for (const rule of SERVER_ERROR_RULES) if (rule.prefixes.some((p) => lower.startsWith(p))) return rule.grpc;
+    for (const rule of SERVER_ERROR_RULES) if ((rule.code ?? -32000) === code && rule.prefixes.some((p) => lower.startsWith(p))) return rule.grpc;
   }
   return grpcCodeForJsonRpc(code, family);
 }

@@ -193,13 +193,13 @@ describe("JSON-RPC error code -> gRPC status (one test per row)", () => {
   });
 });
 
-describe("-32000 by its message (one test per rule)", () => {
+describe("-32000 (and Anvil's -32603) by its message (one test per rule)", () => {
   for (const rule of SERVER_ERROR_RULES) {
-    it(`${rule.prefixes.join(", ")} -> ${Code[rule.grpc]}`, async () => {
+    it(`${rule.code ?? -32000} ${rule.prefixes.join(", ")} -> ${Code[rule.grpc]}`, async () => {
       for (const [i, prefix] of rule.prefixes.entries()) {
         // geth writes details after the text; another client may capitalise it.
         const text = i % 2 === 0 ? `${prefix}${prefix.endsWith(" ") ? "" : ": "}details 0x01` : `${prefix[0]?.toUpperCase()}${prefix.slice(1)}`;
-        const error = { code: -32000, message: text, data: "0x" };
+        const error = { code: rule.code ?? -32000, message: text, data: "0x" };
         answer = { error };
         const err = await typed();
         expect(err.code, text).toBe(rule.grpc);
@@ -216,6 +216,8 @@ describe("-32000 by its message (one test per rule)", () => {
       { code: -32000, message: "execution failed: nonce too low" },
       { code: -32000, message: "something else" },
       { code: -32603, message: "header not found" },
+      { code: -32603, message: "EVM error FatalExternalError" },
+      { code: -32000, message: "EVM error OutOfGas" },
       { code: -32001, message: "nonce too low" },
     ]) {
       answer = { error };
@@ -380,7 +382,7 @@ const PINNED_NODE_CODES: [number, string, Code][] = [
   [67, "any", Code.InvalidArgument],
   [68, "any", Code.InvalidArgument],
 ];
-const PINNED_SERVER_ERROR_RULES: [string[], Code][] = [
+const PINNED_SERVER_ERROR_RULES: ([string[], Code] | [number, string[], Code])[] = [
   [["header not found","unknown block","block not found"], Code.NotFound],
   [["missing trie node","historical state "], Code.NotFound],
   [["filter not found"], Code.NotFound],
@@ -388,6 +390,8 @@ const PINNED_SERVER_ERROR_RULES: [string[], Code][] = [
   [["invalid sender","intrinsic gas too low","intrinsic gas too high -- callgascostmorethangaslimit","intrinsic gas too high -- gasfloormorethangaslimit","insufficient gas for floor data gas cost","oversized data","transaction type not supported","max priority fee per gas higher than max fee per gas","max priority fee per gas higher than 2^256-1","max fee per gas higher than 2^256-1","max initcode size exceeded","gas uint64 overflow","negative value","rlp: ","typed transaction too short","invalid transaction v, r, s values"], Code.InvalidArgument],
   [["nonce too low","nonce too high","nonce has max value","insufficient funds","replacement transaction underpriced","transaction underpriced","max fee per gas less than block base fee","exceeds block gas limit","intrinsic gas too high","gas required exceeds allowance","account limit exceeded","future transaction tries to replace pending","sender not an eoa","only replay-protected"], Code.FailedPrecondition],
   [["txpool is full","in-flight transaction limit reached"], Code.ResourceExhausted],
+  [["execution reverted","out of gas","contract creation code storage out of gas","invalid opcode","invalid jump destination","stack underflow","stack limit reached","write protection","return data out of bounds","max call depth exceeded","insufficient balance for transfer","contract address collision","max code size exceeded","invalid code: must not begin with 0xef"], Code.FailedPrecondition],
+  [-32603, ["evm error outofgas","evm error memoryoog","evm error memorylimitoog","evm error precompileoog","evm error invalidoperandoog","evm error opcodenotfound","evm error invalidfeopcode","evm error invalidjump","evm error stackunderflow","evm error stackoverflow","evm error calltoodeep","evm error outoffunds","evm error statechangeduringstaticcall","evm error callnotallowedinsidestatic","evm error outofoffset","evm error createcollision","evm error nonceoverflow","evm error createcontractsizelimit","evm error createcontractstartingwithef","evm error createinitcodesizelimit"], Code.FailedPrecondition],
 ];
 const PINNED_GRPC_TO_JSONRPC: [Code, number][] = [
   [Code.InvalidArgument, -32602],
@@ -405,7 +409,7 @@ describe("the mapping tables are the documented ones", () => {
     expect(JSONRPC_TO_GRPC.map((r) => [r.jsonrpc, r.family ?? "any", r.grpc])).toEqual(PINNED_NODE_CODES);
   });
   it("-32000 messages -> gRPC", () => {
-    expect(SERVER_ERROR_RULES.map((r) => [[...r.prefixes], r.grpc])).toEqual(PINNED_SERVER_ERROR_RULES);
+    expect(SERVER_ERROR_RULES.map((r) => (r.code === undefined ? [[...r.prefixes], r.grpc] : [r.code, [...r.prefixes], r.grpc]))).toEqual(PINNED_SERVER_ERROR_RULES);
   });
   it("gRPC -> the JSON-RPC code a typed failure's details carry when nodegate made it", () => {
     expect([...GRPC_TO_JSONRPC]).toEqual(PINNED_GRPC_TO_JSONRPC);

@@ -194,3 +194,26 @@ describe("RevertError on the typed door", () => {
     expect((await nodeError("eth_call", custom.input())).message).toContain(`custom error ${data.slice(0, 10)}: \u0000`);
   });
 });
+
+describe("a call that runs out of gas", () => {
+  // storeMany(50) writes 50 slots: far more than 60,000 gas.
+  const input = () => encodeFunctionData({ abi: s.probe.abi, functionName: "storeMany", args: [50n] });
+  const GAS = 60_000;
+
+  it("is the node's own error on the native path, and FAILED_PRECONDITION with it on the typed door (not INTERNAL: the call failed, not the node)", async () => {
+    // Anvil's words for it: -32603 "EVM error OutOfGas" (geth says -32000 "out of gas"; both are read by the same table).
+    const direct = await rpcReply(anvil.url, "eth_call", [{ from: s.sender, to: s.address, input: input(), gas: `0x${GAS.toString(16)}` }, "latest"]);
+    expect(direct.error).toEqual({ code: -32603, message: "EVM error OutOfGas" });
+    const reply = await postJson(ng.rpcUrl, { jsonrpc: "2.0", id: 5, method: "eth_call", params: [{ from: s.sender, to: s.address, input: input(), gas: `0x${GAS.toString(16)}` }, "latest"] });
+    expect(reply.json).toEqual({ jsonrpc: "2.0", id: 5, error: direct.error });
+    const transaction = { from: hexToBytes(s.sender), to: hexToBytes(s.address), input: hexToBytes(input()), gas: BigInt(GAS) };
+    const request = create(CallRequestSchema, { transaction });
+    const grpcErr = await grpcErrorOf(grpcJs.call(EthService.method.call, request));
+    expect(grpcErr.code).toBe(GrpcStatus.FAILED_PRECONDITION);
+    expect(grpcErr.details).toBe("EVM error OutOfGas");
+    expect(jsonRpcErrorOfGrpc(grpcErr).code).toBe(-32603n);
+    const connectErr = await connectErrorOf(connect.call(EthService.method.call, request));
+    expect(connectErr.code).toBe(Code.FailedPrecondition);
+    expect(jsonRpcErrorOfConnect(connectErr).message).toBe("EVM error OutOfGas");
+  });
+});
