@@ -72,7 +72,6 @@ export interface ProbeOutcome {
 
 const METHOD_NOT_FOUND = -32601;
 
-/** Failures that mean the upstream is down (not that it answered with an error). */
 /** Errors of calls whose own deadline (NetworkCallOptions.timeoutMs) ran out before the network's. */
 const ownDeadlineExpiries = new WeakSet<GatewayError>();
 
@@ -81,6 +80,7 @@ export function ranOutOfOwnDeadline(err: GatewayError): boolean {
   return ownDeadlineExpiries.has(err);
 }
 
+/** Failures that mean the upstream is down (not that it answered with an error). */
 export function isOutage(err: unknown): boolean {
   return err instanceof GatewayError && err.outage;
 }
