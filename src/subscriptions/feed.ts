@@ -31,6 +31,9 @@ export interface FeedContext {
 export type Deliver = (event: FeedEvent) => Promise<void>;
 
 const RETRY = { minDelayMs: 250, maxDelayMs: 30_000 };
+/** Tries of one read for a resuming client's history, and the wait before the second (see Feed.historyRead). */
+const HISTORY_READ_TRIES = 5;
+const HISTORY_READ_FIRST_DELAY_MS = 250;
 /** What a runUntilDone task that failed, and is tried again later, resolves to. */
 const RETRYING = Symbol("retrying");
 
@@ -143,6 +146,25 @@ export abstract class Feed {
    */
   protected get holdingRetryMaxMs(): number {
     return Math.max(1000, 2 * this.ctx.settings.pollIntervalMs);
+  }
+
+  /**
+   * `read` for a resuming client's history, tried again after a failure `retry` accepts (a node's passing refusal:
+   * a 429, a dropped reply) up to HISTORY_READ_TRIES times, waiting from HISTORY_READ_FIRST_DELAY_MS doubling up to
+   * holdingRetryMaxMs, while the client waits: as the live feed waits such refusals out, rather than ending the
+   * stream before its first event (found from outside, h80: resumes under a flaky node ended RESOURCE_EXHAUSTED or
+   * UNAVAILABLE with nothing sent).
+   */
+  protected async historyRead<T>(read: () => Promise<T>, signal: CallSignal, retry: (err: unknown) => boolean = (err) => err instanceof GatewayError): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await read();
+      } catch (err) {
+        if (attempt >= HISTORY_READ_TRIES || signal.aborted || this.#stopped || !retry(err)) throw err;
+        await new Promise((resolve) => setTimeout(resolve, Math.min(HISTORY_READ_FIRST_DELAY_MS * 2 ** (attempt - 1), this.holdingRetryMaxMs)));
+        if (signal.aborted) throw err;
+      }
+    }
   }
 
   /**

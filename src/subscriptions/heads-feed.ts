@@ -214,7 +214,7 @@ export class HeadsFeed extends Feed {
     };
     reading: for (let start = fromBlock; start <= head.number && !signal.aborted; start += HISTORY_BATCH) {
       const numbers = Array.from({ length: Math.min(HISTORY_BATCH, head.number - start + 1) }, (_, i) => start + i);
-      const batch = await Promise.all(numbers.map((n) => this.ctx.reader.headByNumber(n)));
+      const batch = await Promise.all(numbers.map((n) => this.historyRead(() => this.ctx.reader.headByNumber(n), signal)));
       for (const [i, header] of batch.entries()) {
         if (header === undefined) {
           // A shorter branch replaced the blocks being read: the feed's own branch follows (see below).

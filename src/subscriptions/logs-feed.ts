@@ -7,6 +7,7 @@
  * logs of blocks a reorganization dropped, whether or not the node says so.
  */
 import { blockLogsRefused } from "../errors/catalogue.js";
+import { GatewayError } from "../errors/gateway-error.js";
 import type { WsUpstream } from "../upstream/ws-upstream.js";
 import type { Consumer } from "./consumer.js";
 import { type LogEvent, logKey, readLog } from "./events.js";
@@ -252,7 +253,9 @@ export class LogsFeed extends Feed {
     await this.#heads.reachDownTo(fromBlock);
     const range = this.#historyRange.get(recipient);
     this.#historyRange.set(recipient, { from: Math.min(range?.from ?? fromBlock, fromBlock), to: Math.max(range?.to ?? to, to) });
-    const pages = logPages(fromBlock, to, (from, upTo) => this.ctx.reader.logs(this.#filter, from, upTo, false), {
+    // A passing refusal is tried again; a limit a narrower page avoids goes to logPages, which halves the page.
+    const read = (from: number, upTo: number) => this.historyRead(() => this.ctx.reader.logs(this.#filter, from, upTo, false), signal, (err) => err instanceof GatewayError && !isLogLimitError(err));
+    const pages = logPages(fromBlock, to, read, {
       pageBlocks: this.ctx.settings.logPageBlocks,
       maxResults: this.ctx.limits.getLogsMaxResults,
       signal,
