@@ -427,6 +427,14 @@ export class LogsFeed extends Feed {
       if (from !== to || !isLogLimitError(err)) throw err;
       const nodeText = err.message;
       const resultLimit = isLogResultLimitError(err);
+      // One block is no range a range limit can refuse: a one-block query refused in neither a result limit's nor a
+      // query timeout's words ("limit exceeded") is a rate limit's refusal, which a later try passes. Counted, a node
+      // serving 2 calls a second, whose free calls the polls took first, ended every logs subscriber (found from
+      // outside, h79): it is retried as an outage is.
+      if (!resultLimit && !/timeout|timed out/i.test(nodeText)) {
+        this.#lastFailRefusal = false;
+        throw err;
+      }
       if (!resultLimit) {
         // An outage between refusals is not the node refusing: the tries and the window start again after it. A try
         // when no call has got a result lately and no head came since the try before (a node refusing everything
