@@ -350,7 +350,10 @@ export class HeadsFeed extends Feed {
     try {
       linked = await this.#linkToWindow(head);
     } catch (err) {
-      if (!isHistoryLost(err)) throw err;
+      if (!isHistoryLost(err)) {
+        this.#takeLinkedPart();
+        throw err;
+      }
       if (await this.#isFreshChain()) this.#startAfresh(head);
       else this.#startOver(head, err, "more blocks went by than subscriptions fetch from history: ending the subscribers");
       return;
@@ -481,6 +484,30 @@ export class HeadsFeed extends Feed {
     this.#firstPassed ??= head.number;
     this.#window.set(head.number, head.hash);
     this.#current = head;
+  }
+
+  /**
+   * Takes the part of a gap the node served, from the window's highest block up, as far as its headers link by parent
+   * hash: heads and logs flow while a rate-limited node serves the rest over several polls (found from outside, h79:
+   * a node serving 2 calls a second gave no head and no log for 31 s, nothing going out until the whole gap linked).
+   */
+  #takeLinkedPart(): void {
+    let parent = this.#window.highest;
+    if (parent === undefined || this.#gapHeaders.size === 0) return;
+    const branch: HeadEvent[] = [];
+    for (let next = this.#gapHeaders.get(parent.number + 1); next !== undefined && next.parentHash === parent.hash; next = this.#gapHeaders.get(parent.number + 1)) {
+      branch.push(next);
+      parent = next;
+    }
+    const head = branch.at(-1);
+    if (head === undefined) return;
+    for (const header of branch) {
+      this.#gapHeaders.delete(header.number);
+      this.#accept(header);
+      this.emit(header);
+    }
+    const change: ChainChange = { head, branch };
+    for (const listener of this.#chainListeners) listener(change);
   }
 
   /** Throws the node's error when `parent` (the block `child` names as its parent) is not numbered one below it. */

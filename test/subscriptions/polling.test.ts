@@ -92,6 +92,41 @@ describe("newHeads by polling", () => {
     expect(refused).toBeGreaterThan(0);
   });
 
+  it("while the node refuses one header of a gap, the part below it that links goes out at once, with its logs", async () => {
+    // Found from outside (h79): nothing went out until the whole gap linked, so a node serving 2 calls a second gave
+    // no head and no log for 31 s.
+    const native = await subscriber();
+    const heads = await native.subscribe("newHeads");
+    const logs = await native.subscribe("logs", { address: probe.address });
+    await waitForLiveSubscriptions(nodegate.gateway, "logs", 1);
+    const start = await chain.blockNumber();
+    let refusing = true;
+    let refused = 0;
+    const held = toHex(start + 8);
+    upstream.handler = (r) => {
+      const [param] = (r.params ?? []) as unknown[];
+      if (refusing && r.method === "eth_getBlockByNumber" && param === held) {
+        refused++;
+        return { error: { code: -32005, message: "rate limit exceeded" } };
+      }
+      return { forward: anvil.url };
+    };
+    // Ten blocks between two polls, a log in the fourth; block start + 8 is refused.
+    await chain.mine(3);
+    await probe.store(3n);
+    await chain.mine(6);
+    const hashes = await chain.hashes(start + 1, start + 10);
+    const below = await native.waitFor(heads, 7, 10_000);
+    expect(below.map((h: { number: string; hash: string }) => [Number(h.number), h.hash])).toEqual(range(start + 1, start + 7).map((n, i) => [n, hashes[i]]));
+    const [log] = await native.waitFor(logs, 1, 10_000);
+    expect(Number(log.blockNumber)).toBe(start + 4);
+    expect(refused).toBeGreaterThan(0);
+    expect(native.results(heads)).toHaveLength(7);
+    refusing = false;
+    const all = await native.waitFor(heads, 10, 10_000);
+    expect(all.map((h: { number: string; hash: string }) => [Number(h.number), h.hash])).toEqual(range(start + 1, start + 10).map((n, i) => [n, hashes[i]]));
+  });
+
   it("both doors get every block, once and in order, even when several arrive between two polls", async () => {
     const native = await subscriber();
     const id = await native.subscribe("newHeads");
