@@ -48,6 +48,11 @@ export function isLogResultLimitError(err: unknown): boolean {
 /** Refusals that depend on how many logs the blocks hold (their size, the time to read them), not on the range alone. */
 const DENSITY_WORDING = /timeout|timed out/i;
 
+/** Of the limit errors, those that say the query took too long: one block may pass on a try when the node is less busy. */
+export function isLogTimeoutError(err: unknown): boolean {
+  return err instanceof GatewayError && DENSITY_WORDING.test(err.message);
+}
+
 /** Pages of from..to in order; throws the limit error when a single block alone exceeds it. */
 export async function* logPages<L>(
   from: number,
@@ -71,7 +76,7 @@ export async function* logPages<L>(
         // A range limit refuses the same width again whatever the blocks hold: pages stay at the widest read below it
         // rather than grow back into it after every sparse page (found from outside: against a limit of 10 blocks,
         // half of the calls were refused, alternating 16 and 8).
-        if (widestRead > 0 && widestRead < end - start + 1 && !isLogResultLimitError(err) && !DENSITY_WORDING.test(err.message)) widest = widestRead;
+        if (widestRead > 0 && widestRead < end - start + 1 && !isLogResultLimitError(err) && !isLogTimeoutError(err)) widest = widestRead;
         size = Math.max(1, Math.floor((end - start + 1) / 2));
         widestRead = 0;
         continue;

@@ -13,7 +13,7 @@ import type { Consumer } from "./consumer.js";
 import { type LogEvent, logKey, readLog } from "./events.js";
 import { type Deliver, Feed, type FeedContext, nodeRefused } from "./feed.js";
 import type { ChainChange, HeadsFeed } from "./heads-feed.js";
-import { isLogLimitError, isLogResultLimitError, logPages } from "./log-pages.js";
+import { isLogLimitError, isLogResultLimitError, isLogTimeoutError, logPages } from "./log-pages.js";
 import { type LogTopicFilter, subscribeParams, type Topic } from "./topic.js";
 import { SentLogs } from "./sent-logs.js";
 import { UpstreamSubscription } from "./upstream-subscription.js";
@@ -431,7 +431,7 @@ export class LogsFeed extends Feed {
       // query timeout's words ("limit exceeded") is a rate limit's refusal, which a later try passes. Counted, a node
       // serving 2 calls a second, whose free calls the polls took first, ended every logs subscriber (found from
       // outside, h79): it is retried as an outage is.
-      if (!resultLimit && !/timeout|timed out/i.test(nodeText)) {
+      if (!resultLimit && !isLogTimeoutError(err)) {
         this.#lastFailRefusal = false;
         throw err;
       }
