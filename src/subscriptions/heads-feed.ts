@@ -293,9 +293,10 @@ export class HeadsFeed extends Feed {
    * followed from its fork point (found from outside: a resumed client's
    * history blocks replaced by anvil_reorg were never sent again, and their
    * logs never taken back); see #rememberSent for what counts as sent.
-   * `known`: headers already read; the others the window needs are read here.
+   * `known`: headers already read; the others the window needs are read here, each tried again after a passing
+   * refusal while `signal` (the resuming client's call) is live.
    */
-  async reachDownTo(fromBlock: number, known: ReadonlyMap<number, HeadEvent> = new Map()): Promise<void> {
+  async reachDownTo(fromBlock: number, signal: CallSignal, known: ReadonlyMap<number, HeadEvent> = new Map()): Promise<void> {
     const lowest = this.#window.lowest;
     const highest = this.#window.highest;
     const headers = new Map(known);
@@ -303,7 +304,10 @@ export class HeadsFeed extends Feed {
       const floor = Math.max(fromBlock, highest.number - this.ctx.settings.reorgWindowBlocks + 1);
       const missing: number[] = [];
       for (let n = floor; n <= lowest; n++) if (!headers.has(n)) missing.push(n);
-      for (const header of await Promise.all(missing.map((n) => this.ctx.reader.headByNumber(n)))) if (header !== undefined) headers.set(header.number, header);
+      // A passing refusal is tried again, as the history's own reads are (found from outside, h81: one 429 among these
+      // reads ended a logs resume UNAVAILABLE with nothing sent).
+      const read = (n: number) => this.historyRead(() => this.ctx.reader.headByNumber(n), signal);
+      for (const header of await Promise.all(missing.map(read))) if (header !== undefined) headers.set(header.number, header);
     }
     // Behind the feed's other work: a reorganization it is following sees the window as it was, or as it is now.
     await this.queue(async () => this.#rememberSent(fromBlock, headers));

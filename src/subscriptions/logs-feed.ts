@@ -250,7 +250,7 @@ export class LogsFeed extends Feed {
     const to = Math.max(position, atLeastTo ?? position);
     if (fromBlock > to) return undefined;
     // First, so that the logs read next are judged against the chain as the feed follows it, down to fromBlock.
-    await this.#heads.reachDownTo(fromBlock);
+    await this.#heads.reachDownTo(fromBlock, signal);
     const range = this.#historyRange.get(recipient);
     this.#historyRange.set(recipient, { from: Math.min(range?.from ?? fromBlock, fromBlock), to: Math.max(range?.to ?? to, to) });
     // A passing refusal is tried again; a limit a narrower page avoids goes to logPages, which halves the page.
