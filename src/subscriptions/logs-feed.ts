@@ -88,11 +88,16 @@ export class LogsFeed extends Feed {
   #polling = false;
   /** The drop whose gap a fill was asked for while polling (one fill per drop, however many renewals fail). */
   #fillAskedFor = -1;
-  /** The one block whose logs the node refused last with another limit (a timeout), and how many times in a row. */
+  /**
+   * The one block whose logs the node refused last with another limit (a timeout), and how many times in a row; or
+   * (#rateLimited) with a rate limit's words, not counted: either way the next scan asks that block alone first.
+   */
   #refusedBlock = -1;
   #refusals = 0;
   /** Whether the last read of the feed failed as the node's refusal of one block (not a node down). */
   #lastFailRefusal = false;
+  /** Whether the last read of the feed failed as a rate limit's refusal of one block (not counted toward ending anyone). */
+  #rateLimited = false;
   #firstRefusalAt = 0;
   /** Whether a read failed otherwise (a node down) since the last refusal: the refusal window starts again at the next. */
   #failedOtherwiseSinceRefusal = false;
@@ -370,9 +375,10 @@ export class LogsFeed extends Feed {
       if (unreadAt !== undefined && this.#unreadPushDrops === this.#drops && change.head.number > unreadAt) await this.#fillUnreadPush(change.head.number);
       return;
     }
-    if (this.#lastFailRefusal && this.#refusals > 0 && change.reorg === undefined && this.retryPending(CATCHING_UP)) {
+    if (((this.#lastFailRefusal && this.#refusals > 0) || this.#rateLimited) && change.reorg === undefined && this.retryPending(CATCHING_UP)) {
       // A block the node refuses waits for its retry, which reads on to the head then: a new head does not make the
-      // node take it, and trying at every head undid the backoff (found from outside: about 3 calls a second).
+      // node take it, and trying at every head undid the backoff (found from outside: about 3 calls a second; under a
+      // rate limit, h81: 30 a second at a 200 ms poll).
     } else if (this.ctx.ws === undefined || this.#polling || change.reorg !== undefined || held !== undefined) {
       // Polling, or a new branch whose logs the node may not push: fetch them.
       try {
@@ -380,7 +386,9 @@ export class LogsFeed extends Feed {
       } catch (err) {
         // Not left for the next block to fix: it may be a while coming.
         this.ctx.log.warn({ network: this.ctx.network.name, err: (err as Error).message }, "fetching new logs failed; retrying");
-        this.runUntilDone(CATCHING_UP, () => this.#scan(this.#unscannedFrom(), this.#heads.position ?? this.#scannedTo));
+        // A rate limit passes within seconds: its retry waits at most as a gap fill does, not the 30 s an overloaded node gets.
+        const maxDelayMs = this.#rateLimited ? this.holdingRetryMaxMs : undefined;
+        this.runUntilDone(CATCHING_UP, () => this.#scan(this.#unscannedFrom(), this.#heads.position ?? this.#scannedTo), maxDelayMs);
       }
     } else {
       // The node pushes the head's logs around the head itself; everything before it has arrived.
@@ -419,6 +427,7 @@ export class LogsFeed extends Feed {
     try {
       const logs = await this.ctx.reader.logs(this.#filter, from, to, false);
       this.#lastFailRefusal = false;
+      this.#rateLimited = false;
       if (from <= this.#refusedBlock && this.#refusedBlock <= to) this.#refusals = 0;
       return logs;
     } catch (err) {
@@ -433,6 +442,8 @@ export class LogsFeed extends Feed {
       // outside, h79): it is retried as an outage is.
       if (!resultLimit && !isLogTimeoutError(err)) {
         this.#lastFailRefusal = false;
+        this.#rateLimited = true;
+        this.#refusedBlock = from;
         throw err;
       }
       if (!resultLimit) {
@@ -472,7 +483,7 @@ export class LogsFeed extends Feed {
   async #scan(from: number, to: number): Promise<void> {
     // A block the node refused last is asked alone, not in pages halved down to it again at every try (found from
     // outside: 8 calls a second to a node saying it was overloaded).
-    const refused = this.#refusals > 0 ? this.#refusedBlock : -1;
+    const refused = this.#refusals > 0 || this.#rateLimited ? this.#refusedBlock : -1;
     if (from <= refused && refused <= to) {
       await this.#scanPages(from, refused - 1);
       await this.#scanPages(refused, refused);
