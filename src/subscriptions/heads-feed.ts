@@ -40,6 +40,13 @@ export interface ChainChange {
 
 export type ChainListener = (change: ChainChange) => void;
 
+/**
+ * A gap's headers asked at one poll once the node served only some of them (a rate limit), lowest first; doubled at
+ * each poll it serves them all, until GAP_STEP_WHOLE, from where the whole gap is asked again.
+ */
+const GAP_STEP_AFTER_REFUSAL = 2;
+const GAP_STEP_WHOLE = 64;
+
 /** Headers fetched at once when a resuming client needs many. */
 const HISTORY_BATCH = 8;
 
@@ -53,6 +60,8 @@ export class HeadsFeed extends Feed {
   #poller: Poller | undefined;
   /** Headers fetched for a gap not linked yet, by number: kept across tries (ChainReader.headsByNumber). */
   readonly #gapHeaders = new Map<number, HeadEvent>();
+  /** How many of a gap's missing headers a poll asks for (GAP_STEP_AFTER_REFUSAL): all but after a partial refusal. */
+  #gapStep = Number.POSITIVE_INFINITY;
   /** Called once the next catch-up asked for by resync() is done. */
   readonly #resyncWaiters: (() => void)[] = [];
   /**
@@ -350,7 +359,7 @@ export class HeadsFeed extends Feed {
     const previous = this.#window.highest;
     if (previous !== undefined && head.number < previous.number && !(await this.#isShorterBranch(previous.number))) return;
     const dropped = previous !== undefined && head.number < previous.number ? this.#window.above(head.number) : undefined;
-    let linked: { branch: HeadEvent[]; forkedBelowWindow: boolean };
+    let linked: { branch: HeadEvent[]; forkedBelowWindow: boolean } | undefined;
     try {
       linked = await this.#linkToWindow(head);
     } catch (err) {
@@ -360,6 +369,11 @@ export class HeadsFeed extends Feed {
       }
       if (await this.#isFreshChain()) this.#startAfresh(head);
       else this.#startOver(head, err, "more blocks went by than subscriptions fetch from history: ending the subscribers");
+      return;
+    }
+    if (linked === undefined) {
+      // Only the gap's lowest headers were asked: what links goes out, the rest at the next polls.
+      this.#takeLinkedPart();
       return;
     }
     const { branch, forkedBelowWindow } = linked;
@@ -527,13 +541,37 @@ export class HeadsFeed extends Feed {
    * the bottom of the window: a reorganization deeper than it is taken from
    * there, and `forkedBelowWindow` says so).
    */
-  async #linkToWindow(head: HeadEvent): Promise<{ branch: HeadEvent[]; forkedBelowWindow: boolean }> {
+  /** The branch from the window to `head`, or undefined when only the gap's lowest headers were asked (#askGap). */
+  async #linkToWindow(head: HeadEvent): Promise<{ branch: HeadEvent[]; forkedBelowWindow: boolean } | undefined> {
     const linked = await this.#walkToWindow(head);
-    this.#gapHeaders.clear();
+    if (linked !== undefined) this.#gapHeaders.clear();
     return linked;
   }
 
-  async #walkToWindow(head: HeadEvent): Promise<{ branch: HeadEvent[]; forkedBelowWindow: boolean }> {
+  /**
+   * Asks the node for the gap's missing headers below `head`, all of them, or after it served only some (a rate limit)
+   * the lowest #gapStep: the whole gap asked in parallel at every poll took the node's allowance, and the logs of the
+   * blocks that linked waited for the gap to close (found from outside, h81: a log 25 s after its head). Whether every
+   * missing header was asked.
+   */
+  async #askGap(from: number, head: HeadEvent): Promise<boolean> {
+    const missing: number[] = [];
+    for (let n = from; n < head.number; n++) if (!this.#gapHeaders.has(n)) missing.push(n);
+    const asked = missing.slice(0, this.#gapStep);
+    if (asked.length === 0) return true;
+    const had = this.#gapHeaders.size;
+    try {
+      await this.ctx.reader.headsByNumber(asked[0] as number, asked.at(-1) as number, this.#gapHeaders);
+    } catch (err) {
+      // Some served and some refused is a rate limit's mark; none served is an outage, after which the gap is asked whole.
+      if (this.#gapHeaders.size > had) this.#gapStep = Number.isFinite(this.#gapStep) ? Math.max(1, Math.floor(this.#gapStep / 2)) : GAP_STEP_AFTER_REFUSAL;
+      throw err;
+    }
+    if (Number.isFinite(this.#gapStep)) this.#gapStep = this.#gapStep * 2 >= GAP_STEP_WHOLE ? Number.POSITIVE_INFINITY : this.#gapStep * 2;
+    return asked.length === missing.length;
+  }
+
+  async #walkToWindow(head: HeadEvent): Promise<{ branch: HeadEvent[]; forkedBelowWindow: boolean } | undefined> {
     const branch = [head];
     const highest = this.#window.highest;
     const lowest = this.#window.lowest;
@@ -548,7 +586,7 @@ export class HeadsFeed extends Feed {
       throw historyLost(missed, max);
     }
     // A long gap is fetched by number up front (in parallel); the walk by parent hash then proves the links.
-    if (missed > 1) await this.ctx.reader.headsByNumber(highest.number + 1, head.number - 1, this.#gapHeaders);
+    if (missed > 1 && !(await this.#askGap(highest.number + 1, head))) return undefined;
     let child = head;
     for (;;) {
       const parentNumber = child.number - 1;

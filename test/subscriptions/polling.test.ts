@@ -127,6 +127,41 @@ describe("newHeads by polling", () => {
     expect(all.map((h: { number: string; hash: string }) => [Number(h.number), h.hash])).toEqual(range(start + 1, start + 10).map((n, i) => [n, hashes[i]]));
   });
 
+  it("once the node serves only some of a gap's headers, each poll asks only the lowest few, leaving its allowance to the logs", async () => {
+    // Found from outside (h81): every poll asked the whole gap in parallel, took a rate-limited node's allowance, and
+    // the logs of the blocks that linked waited for the whole gap (25 s at 2 calls a second).
+    const native = await subscriber();
+    const id = await native.subscribe("newHeads");
+    await waitForLiveSubscriptions(nodegate.gateway, "newHeads", 1);
+    const start = await chain.blockNumber();
+    // Every other numbered header read is refused, in a provider's rate-limit words.
+    let numbered = 0;
+    const log: string[] = [];
+    upstream.handler = (r) => {
+      const [param] = (r.params ?? []) as unknown[];
+      if (r.method === "eth_getBlockByNumber" && param === "latest") log.push("poll");
+      else if (r.method === "eth_getBlockByNumber" && typeof param === "string" && param.startsWith("0x")) {
+        if (++numbered % 2 === 0) {
+          log.push("refused");
+          return { error: { code: -32005, message: "rate limit exceeded" } };
+        }
+        log.push("served");
+      }
+      return { forward: anvil.url };
+    };
+    await chain.mine(24);
+    const heads = await native.waitFor(id, 24, 20_000);
+    expect(heads.map((h: { number: string }) => Number(h.number))).toEqual(range(start + 1, start + 24));
+    // Header reads per poll, from the poll after the first refusal on.
+    const perPoll: number[] = [];
+    for (const entry of log.slice(log.indexOf("refused") + 1)) {
+      if (entry === "poll") perPoll.push(0);
+      else if (perPoll.length > 0) perPoll[perPoll.length - 1] = (perPoll.at(-1) as number) + 1;
+    }
+    expect(perPoll.length).toBeGreaterThan(0);
+    expect(Math.max(...perPoll), JSON.stringify(perPoll)).toBeLessThanOrEqual(2);
+  });
+
   it("both doors get every block, once and in order, even when several arrive between two polls", async () => {
     const native = await subscriber();
     const id = await native.subscribe("newHeads");
