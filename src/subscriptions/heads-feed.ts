@@ -539,9 +539,9 @@ export class HeadsFeed extends Feed {
    * The headers from the first one the feed has not passed up to `head`,
    * found by walking parent hashes down to a block the window knows (or to
    * the bottom of the window: a reorganization deeper than it is taken from
-   * there, and `forkedBelowWindow` says so).
+   * there, and `forkedBelowWindow` says so); undefined when only the gap's
+   * lowest headers were asked (#askGap).
    */
-  /** The branch from the window to `head`, or undefined when only the gap's lowest headers were asked (#askGap). */
   async #linkToWindow(head: HeadEvent): Promise<{ branch: HeadEvent[]; forkedBelowWindow: boolean } | undefined> {
     const linked = await this.#walkToWindow(head);
     if (linked !== undefined) this.#gapHeaders.clear();
