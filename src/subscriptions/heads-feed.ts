@@ -316,7 +316,10 @@ export class HeadsFeed extends Feed {
       // A passing refusal is tried again, as the history's own reads are (found from outside, h81: one 429 among these
       // reads ended a logs resume UNAVAILABLE with nothing sent).
       const read = (n: number) => this.historyRead(() => this.ctx.reader.headByNumber(n), signal);
-      for (const header of await Promise.all(missing.map(read))) if (header !== undefined) headers.set(header.number, header);
+      // As many at a time as the history reads: all of a window's at once was a burst a rate limit refused whole (h82).
+      for (let i = 0; i < missing.length && !signal.aborted; i += HISTORY_BATCH) {
+        for (const header of await Promise.all(missing.slice(i, i + HISTORY_BATCH).map(read))) if (header !== undefined) headers.set(header.number, header);
+      }
     }
     // Behind the feed's other work: a reorganization it is following sees the window as it was, or as it is now.
     await this.queue(async () => this.#rememberSent(fromBlock, headers));

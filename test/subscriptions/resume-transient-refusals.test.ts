@@ -102,3 +102,42 @@ for (const fault of FAULTS) {
     expect(refusals).toBe(1);
   }, 30_000);
 }
+
+it("a resume whose header reads the node refuses for longer than a few tries (a rate limit's spell) waits it out and sends every header", async () => {
+  const chain = chainDriver(anvil.url);
+  await chain.mine(30);
+  const head = await chain.blockNumber();
+  const from = head - 25;
+  const hashes = await chain.hashes(from, head);
+  const SPELL_MS = 4000;
+  let spellEnds: number | undefined;
+  let refused = 0;
+  // Every header read by number is refused for SPELL_MS from the first one: longer than the 5 tries in 2.75 s that
+  // used to end the resume (found from outside, h82, under a steady 5 calls a second).
+  const node = await startProgrammableUpstream((r): Answer => {
+    if (r.method === "eth_getBlockByNumber" && Array.isArray(r.params) && typeof r.params[0] === "string" && r.params[0].startsWith("0x")) {
+      spellEnds ??= Date.now() + SPELL_MS;
+      if (Date.now() < spellEnds) {
+        refused++;
+        return { raw: JSON.stringify({ jsonrpc: "2.0", id: r.id, error: { code: -32005, message: "project ID request rate exceeded" } }), status: 429 };
+      }
+    }
+    return { forward: anvil.url };
+  });
+  const ng = await startNodegate({ upstreamUrl: node.url, config: { subscriptions: { ...DEFAULT_SUBSCRIPTIONS, pollIntervalMs: 200 } } });
+  const client = grpcJsStreamClient(ng.address);
+  try {
+    const stream = openGrpcJsStream(client, EthService.method.subscribeNewHeads, create(SubscribeNewHeadsRequestSchema, { fromBlock: BigInt(from) }), { "x-api-key": ng.key });
+    try {
+      expect(await outcomeOf(stream, hashes.length)).toBe("received");
+      expect(stream.received.slice(0, hashes.length).map((m) => [Number(m.header?.number), hex(m.header?.hash)])).toEqual(range(from, head).map((n, i) => [n, hashes[i]]));
+    } finally {
+      stream.cancel();
+    }
+  } finally {
+    client.close();
+    await ng.close();
+    await node.close();
+  }
+  expect(refused).toBeGreaterThan(8);
+}, 30_000);
