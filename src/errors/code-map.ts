@@ -230,6 +230,12 @@ export const SERVER_ERROR_RULES: readonly ServerErrorRule[] = [
       "evm error createcontractsizelimit",
       "evm error createcontractstartingwithef",
       "evm error createinitcodesizelimit",
+      // A precompile refusing its input (a bad curve point, a wrong length), an opcode the chain's fork has not
+      // activated (PUSH0 before Shanghai), and an SSTORE with no more than EIP-2200's 2,300 gas left: the call's own
+      // failure too (found from outside: all three were INTERNAL).
+      "evm error precompileerror",
+      "evm error notactivated",
+      "evm error reentrancysentryoog",
     ],
     grpc: Code.FailedPrecondition,
     meaning: "the call failed in the EVM (Anvil's words)",

@@ -217,3 +217,73 @@ describe("a call that runs out of gas", () => {
     expect(jsonRpcErrorOfConnect(connectErr).message).toBe("EVM error OutOfGas");
   });
 });
+
+describe("a call a precompile refuses, an opcode the fork has not activated, an SSTORE below the 2,300 gas sentry", () => {
+  // Anvil's words: -32603 "EVM error PrecompileError" (the pairing precompile, 0x08, takes a multiple of 192 bytes),
+  // "EVM error NotActivated" (PUSH0 on a London chain) and "EVM error ReentrancySentryOOG" (EIP-2200). The call's own
+  // failure, as out of gas is: never INTERNAL.
+  let london: AnvilNode;
+  let londonNg: TestNodegate;
+  let londonGrpc: TypedCaller;
+
+  beforeAll(async () => {
+    london = await startAnvil({ args: ["--hardfork", "london"] });
+    londonNg = await startNodegate({ upstreamUrl: london.url });
+    londonGrpc = grpcJsCaller(londonNg, EthService, londonNg.key);
+  });
+
+  afterAll(async () => {
+    londonGrpc?.close();
+    await londonNg?.close();
+    await london?.stop();
+  });
+
+  const PAIRING = "0x0000000000000000000000000000000000000008";
+
+  it("a precompile's refusal is the node's own error on the native path, and FAILED_PRECONDITION with it on the typed door", async () => {
+    const call = { from: s.sender, to: PAIRING, input: "0x01" };
+    const direct = await rpcReply(anvil.url, "eth_call", [call, "latest"]);
+    expect(direct.error).toEqual({ code: -32603, message: "EVM error PrecompileError" });
+    const reply = await postJson(ng.rpcUrl, { jsonrpc: "2.0", id: 6, method: "eth_call", params: [call, "latest"] });
+    expect(reply.json).toEqual({ jsonrpc: "2.0", id: 6, error: direct.error });
+    const transaction = { from: hexToBytes(s.sender), to: hexToBytes(PAIRING), input: hexToBytes("0x01") };
+    for (const request of [create(CallRequestSchema, { transaction }), create(EstimateGasRequestSchema, { transaction })]) {
+      const rpc = request.$typeName === CallRequestSchema.typeName ? EthService.method.call : EthService.method.estimateGas;
+      const grpcErr = await grpcErrorOf(grpcJs.call(rpc, request));
+      expect(grpcErr.code).toBe(GrpcStatus.FAILED_PRECONDITION);
+      expect(grpcErr.details).toBe("EVM error PrecompileError");
+      expect(jsonRpcErrorOfGrpc(grpcErr).code).toBe(-32603n);
+    }
+  });
+
+  it("an opcode the fork has not activated is FAILED_PRECONDITION on the typed door", async () => {
+    // Code holding PUSH0 alone, given to an empty account by a state override.
+    const account = "0x00000000000000000000000000000000000000aa";
+    const direct = await rpcReply(london.url, "eth_call", [{ to: account }, "latest", { [account]: { code: "0x5f" } }]);
+    expect(direct.error).toEqual({ code: -32603, message: "EVM error NotActivated" });
+    const request = create(CallRequestSchema, {
+      transaction: { to: hexToBytes(account) },
+      stateOverride: { accounts: [{ address: hexToBytes(account), override: { code: hexToBytes("0x5f") } }] },
+    });
+    const grpcErr = await grpcErrorOf(londonGrpc.call(EthService.method.call, request));
+    expect(grpcErr.code).toBe(GrpcStatus.FAILED_PRECONDITION);
+    expect(grpcErr.details).toBe("EVM error NotActivated");
+    expect(jsonRpcErrorOfGrpc(grpcErr).message).toBe("EVM error NotActivated");
+  });
+
+  it("an SSTORE left with 2,300 gas or less is FAILED_PRECONDITION on the typed door", async () => {
+    // PUSH1 1 PUSH1 0 SSTORE: 6 gas of pushes, so a limit of 21,000 + 6 + 2,300 leaves the SSTORE exactly the sentry.
+    const account = "0x00000000000000000000000000000000000000aa";
+    const code = "0x6001600055";
+    const gas = 21_000 + 6 + 2_300;
+    const direct = await rpcReply(anvil.url, "eth_call", [{ from: s.sender, to: account, gas: `0x${gas.toString(16)}` }, "latest", { [account]: { code } }]);
+    expect(direct.error).toEqual({ code: -32603, message: "EVM error ReentrancySentryOOG" });
+    const request = create(CallRequestSchema, {
+      transaction: { from: hexToBytes(s.sender), to: hexToBytes(account), gas: BigInt(gas) },
+      stateOverride: { accounts: [{ address: hexToBytes(account), override: { code: hexToBytes(code) } }] },
+    });
+    const grpcErr = await grpcErrorOf(grpcJs.call(EthService.method.call, request));
+    expect(grpcErr.code).toBe(GrpcStatus.FAILED_PRECONDITION);
+    expect(grpcErr.details).toBe("EVM error ReentrancySentryOOG");
+  });
+});
