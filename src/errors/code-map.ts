@@ -236,6 +236,17 @@ export const SERVER_ERROR_RULES: readonly ServerErrorRule[] = [
       "evm error precompileerror",
       "evm error notactivated",
       "evm error reentrancysentryoog",
+      // The rest of revm's halting InstructionResult names (EOF and payment ones); FatalExternalError is left out:
+      // that is the node's own state failing, not the call.
+      "evm error overflowpayment",
+      "evm error createinitcodestartingef00",
+      "evm error invalideofinitcode",
+      "evm error invalidextdelegatecalltarget",
+      "evm error invalidextcalltarget",
+      "evm error eofopcodedisabledinlegacy",
+      "evm error subroutinestackoverflow",
+      "evm error eoffunctionstackoverflow",
+      "evm error returncontractinnonreturningeof",
     ],
     grpc: Code.FailedPrecondition,
     meaning: "the call failed in the EVM (Anvil's words)",
