@@ -137,6 +137,9 @@ export const SERVER_ERROR_RULES: readonly ServerErrorRule[] = [
   { prefixes: ["missing trie node", "historical state "], grpc: Code.NotFound, meaning: "the state asked for is pruned" },
   { prefixes: ["filter not found"], grpc: Code.NotFound, meaning: "the filter is not known to the node" },
   { prefixes: ["already known", "known transaction"], grpc: Code.AlreadyExists, meaning: "the transaction is in the pool already" },
+  // Anvil's words for the same, under EIP-1474's "transaction rejected" (found from outside, h84: FAILED_PRECONDITION
+  // there, ALREADY_EXISTS on geth, so a typed caller could not tell a resend from a refusal by the node it met).
+  { code: -32003, prefixes: ["transaction already imported"], grpc: Code.AlreadyExists, meaning: "the transaction is in the pool already (Anvil's words)" },
   {
     prefixes: [
       "invalid sender",
@@ -255,10 +258,10 @@ export const SERVER_ERROR_RULES: readonly ServerErrorRule[] = [
 
 /**
  * The gRPC code for an error a node answered: by its code, and for geth's
- * generic -32000 (and Anvil's -32603 EVM halts) by its message (SERVER_ERROR_RULES).
+ * generic -32000 (and Anvil's -32603 EVM halts and -32003 resend) by its message (SERVER_ERROR_RULES).
  */
 export function grpcCodeForNodeError(code: number, message: string, family: CodeFamily = "eth"): Code {
-  if (code === -32000 || code === -32603) {
+  if (code === -32000 || code === -32603 || code === -32003) {
     const lower = message.toLowerCase();
     for (const rule of SERVER_ERROR_RULES) if ((rule.code ?? -32000) === code && rule.prefixes.some((p) => lower.startsWith(p))) return rule.grpc;
   }

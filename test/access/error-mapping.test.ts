@@ -387,6 +387,7 @@ const PINNED_SERVER_ERROR_RULES: ([string[], Code] | [number, string[], Code])[]
   [["missing trie node","historical state "], Code.NotFound],
   [["filter not found"], Code.NotFound],
   [["already known","known transaction"], Code.AlreadyExists],
+  [-32003, ["transaction already imported"], Code.AlreadyExists],
   [["invalid sender","intrinsic gas too low","intrinsic gas too high -- callgascostmorethangaslimit","intrinsic gas too high -- gasfloormorethangaslimit","insufficient gas for floor data gas cost","oversized data","transaction type not supported","max priority fee per gas higher than max fee per gas","max priority fee per gas higher than 2^256-1","max fee per gas higher than 2^256-1","max initcode size exceeded","gas uint64 overflow","negative value","rlp: ","typed transaction too short","invalid transaction v, r, s values"], Code.InvalidArgument],
   [["nonce too low","nonce too high","nonce has max value","insufficient funds","replacement transaction underpriced","transaction underpriced","max fee per gas less than block base fee","exceeds block gas limit","intrinsic gas too high","gas required exceeds allowance","account limit exceeded","future transaction tries to replace pending","sender not an eoa","only replay-protected"], Code.FailedPrecondition],
   [["txpool is full","in-flight transaction limit reached"], Code.ResourceExhausted],
