@@ -6,9 +6,10 @@
  * with RedisUnavailableError, so callers can fall back instead of queueing
  * requests behind an outage; a command left unanswered past its deadline
  * fails the same way and the connection is replaced, since a silent server
- * cannot be told apart from a dead one. Silent means next to nothing read for
- * the deadline, judged after the socket has been read: a busy event loop, or a
- * large value arriving ahead of the command's reply, is no silence.
+ * cannot be told apart from a dead one. Silent means next to nothing moved for
+ * the deadline, judged after the socket has been read: a busy event loop, a
+ * large value arriving ahead of the command's reply, or the command's own large
+ * value still leaving, is no silence.
  */
 import net from "node:net";
 import tls from "node:tls";
@@ -19,13 +20,16 @@ import { encodeCommand, type RedisArgument, type RedisReply, RedisReplyError, Re
 export { parseRedisUrl, redactRedisUrl, type RedisEndpoint } from "./redis-url.js";
 export { RedisReplyError, type RedisArgument, type RedisReply } from "./resp.js";
 
-/** Redis could not take or answer the command (down, connecting, timed out, closed). */
 /**
- * What a connection must read within a command's deadline for the command to wait another one: a large value ahead
- * of its reply arriving at 128 KiB/s or more (at the default 500 ms).
+ * What must move within a command's deadline for the command to wait another one: a large value ahead of its reply
+ * arriving, or its own leaving, at 128 KiB/s or more (at the default 500 ms).
  */
 const MIN_PROGRESS_BYTES = 64 * 1024;
 
+/** A command larger than this is handed to the socket in slices of it (a net.Socket's default high-water mark). */
+const OUTGOING_SLICE_BYTES = 16 * 1024;
+
+/** Redis could not take or answer the command (down, connecting, timed out, closed). */
 export class RedisUnavailableError extends Error {
   override name = "RedisUnavailableError";
 }
@@ -49,8 +53,10 @@ interface Pending {
   reject(err: Error): void;
   timer: NodeJS.Timeout | undefined;
   settled?: boolean;
-  /** How much the connection had read when the command's last deadline was set (see #checkSilence). */
-  readMark?: number;
+  /** Where the command's bytes end in what the connection has written (see #progress). */
+  sentEnd?: number;
+  /** The command's progress when its last deadline was set (see #checkSilence). */
+  progressMark?: number;
 }
 
 interface Waiting {
@@ -79,6 +85,14 @@ export class RedisClient {
   #proven = false;
   /** What the current connection has read, in bytes. */
   #readBytes = 0;
+  /** What has been given to the current connection to write, in bytes (some may still wait in the outbox or its buffer). */
+  #queuedBytes = 0;
+  /** Commands not yet handed to the socket, oldest first; the first may be partly handed (up to #outboxOffset). */
+  #outbox: Buffer[] = [];
+  #outboxOffset = 0;
+  #outboxBytes = 0;
+  /** The socket has more than it takes at once; the outbox waits for its 'drain'. */
+  #awaitingDrain = false;
   #retryTimer: NodeJS.Timeout | undefined;
   #connectTimer: NodeJS.Timeout | undefined;
   #corked = false;
@@ -170,6 +184,11 @@ export class RedisClient {
       : net.connect({ host, port });
     this.#socket = socket;
     this.#proven = false;
+    this.#queuedBytes = 0;
+    this.#outbox = [];
+    this.#outboxOffset = 0;
+    this.#outboxBytes = 0;
+    this.#awaitingDrain = false;
     this.#parser.reset();
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 10_000);
@@ -226,7 +245,11 @@ export class RedisClient {
 
   #write(payload: Buffer, pending: Pending): void {
     const socket = this.#socket as net.Socket;
-    pending.readMark = this.#readBytes;
+    this.#queuedBytes += payload.length;
+    this.#outbox.push(payload);
+    this.#outboxBytes += payload.length;
+    pending.sentEnd = this.#queuedBytes;
+    pending.progressMark = this.#progress(socket, pending);
     pending.timer = setTimeout(() => this.#checkSilence(socket, pending), this.#commandTimeoutMs);
     this.#inFlight.push(pending);
     // Commands issued in the same tick leave in one write (one TCP segment where they fit).
@@ -238,27 +261,65 @@ export class RedisClient {
         socket.uncork();
       });
     }
-    socket.write(payload);
+    if (!this.#awaitingDrain) this.#sendOutbox(socket);
   }
 
   /**
-   * A command's deadline passed: the connection is replaced unless a large value ahead of its reply is still arriving
-   * (at least MIN_PROGRESS_BYTES read since the deadline was set), in which case it waits one more deadline. Judged
-   * once the socket has been read (setImmediate runs after the loop's poll phase): timers run first after a long task,
-   * and a reply waiting unread would be taken for silence (found from outside: a healthy Redis declared down, and
-   * shared rate limits turned per-instance, whenever a busy instance's loop was held over 500 ms). A trickle is no
-   * progress (found from outside: a Redis sending a byte every 400 ms held requests for minutes).
+   * Hands the outbox to the socket a slice at a time, the next once the socket has taken the last: a value written
+   * whole is counted as waiting until its last byte has gone, so its progress could not be seen (see #progress).
+   */
+  #sendOutbox(socket: net.Socket): void {
+    this.#awaitingDrain = false;
+    while (this.#outbox.length > 0 && socket === this.#socket) {
+      const head = this.#outbox[0] as Buffer;
+      const start = this.#outboxOffset;
+      const end = Math.min(head.length, start + OUTGOING_SLICE_BYTES);
+      const slice = start === 0 && end === head.length ? head : head.subarray(start, end);
+      this.#outboxOffset = end;
+      if (end === head.length) {
+        this.#outbox.shift();
+        this.#outboxOffset = 0;
+      }
+      this.#outboxBytes -= slice.length;
+      if (!socket.write(slice)) {
+        this.#awaitingDrain = true;
+        socket.once("drain", () => this.#sendOutbox(socket));
+        return;
+      }
+    }
+  }
+
+  /**
+   * A command's deadline passed: the connection is replaced unless something moved for it (at least MIN_PROGRESS_BYTES
+   * since the deadline was set), in which case it waits one more deadline. Judged once the socket has been read
+   * (setImmediate runs after the loop's poll phase): timers run first after a long task, and a reply waiting unread
+   * would be taken for silence (found from outside: a healthy Redis declared down, and shared rate limits turned
+   * per-instance, whenever a busy instance's loop was held over 500 ms). A trickle is no progress (found from outside:
+   * a Redis sending a byte every 400 ms held requests for minutes).
    */
   #checkSilence(socket: net.Socket, pending: Pending): void {
     setImmediate(() => {
       if (pending.settled === true || socket !== this.#socket) return;
-      if (this.#readBytes - (pending.readMark ?? 0) < MIN_PROGRESS_BYTES) {
+      const progress = this.#progress(socket, pending);
+      if (progress - (pending.progressMark ?? 0) < MIN_PROGRESS_BYTES) {
         socket.destroy(new Error(`no reply within ${this.#commandTimeoutMs} ms`));
         return;
       }
-      pending.readMark = this.#readBytes;
+      pending.progressMark = progress;
       pending.timer = setTimeout(() => this.#checkSilence(socket, pending), this.#commandTimeoutMs);
     });
+  }
+
+  /**
+   * What has moved for a command: bytes read (the replies ahead of its own, then its own), and bytes of it and of the
+   * commands before it handed to the kernel, which happens only as fast as Redis reads them. A large SET is no reply
+   * until Redis has all of it (found in CI: an 8 MiB SET through a loaded proxy failed at its 100 ms deadline, and a
+   * cached answer of a few MiB would on a link slower than about 10 MB/s at 500 ms). Commands written after it are not
+   * counted, so a Redis that reads but answers nothing (CLIENT PAUSE) is still found silent while others keep writing.
+   */
+  #progress(socket: net.Socket, pending: Pending): number {
+    const handedOver = this.#queuedBytes - this.#outboxBytes - socket.writableLength;
+    return this.#readBytes + Math.min(handedOver, pending.sentEnd ?? 0);
   }
 
   #onData(socket: net.Socket, chunk: Buffer): void {

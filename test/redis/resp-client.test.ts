@@ -201,6 +201,65 @@ describeRequiring(redisRequirement, "RedisClient against redis-server", () => {
     }
   });
 
+  it("a large value still leaving, and a small command behind it, wait for it while the event loop is held", async () => {
+    // Found in CI: an 8 MiB SET through a proxy on a loaded machine failed at its 100 ms deadline, since Redis answers
+    // a SET only once it has all of it and the value was still leaving: what the socket takes counts as progress.
+    const proxy = await startTcpProxy(redis.port);
+    const slow = new RedisClient({ url: `redis://127.0.0.1:${proxy.port}`, commandTimeoutMs: 100, reconnect: FAST_RECONNECT });
+    try {
+      await slow.ready();
+      const large = Buffer.alloc(8 * 1024 * 1024, 5);
+      const stored = slow.command(["SET", "t:slow-leaving", large]);
+      const pong = slow.command(["PING"]);
+      await new Promise((resolve) => setImmediate(resolve)); // the value has started to leave
+      for (const until = performance.now() + 300; performance.now() < until; );
+      expect(await stored).toBe("OK");
+      expect(await pong).toBe("PONG");
+      expect(proxy.accepted).toBe(1);
+      expect(((await slow.command(["GET", "t:slow-leaving"])) as Buffer).equals(large)).toBe(true);
+    } finally {
+      await slow.close();
+      await proxy.close();
+    }
+  });
+
+  it("a command waiting on a Redis that reads but answers nothing fails, though later commands keep leaving", async () => {
+    // Only a command's own bytes and those before it count as its progress: otherwise a paused Redis (CLIENT PAUSE,
+    // which still reads) would hold every command for as long as others keep being written.
+    const server = net.createServer((socket) => {
+      let answered = false;
+      socket.on("data", () => {
+        if (!answered) socket.write("+PONG\r\n"); // the handshake's PING, then silence
+        answered = true;
+      });
+      socket.on("error", () => undefined);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const port = (server.address() as net.AddressInfo).port;
+    const client = new RedisClient({ url: `redis://127.0.0.1:${port}`, commandTimeoutMs: 100, reconnect: { minDelayMs: 10_000, maxDelayMs: 10_000 } });
+    let writes = 0;
+    let settled = false;
+    try {
+      await client.ready();
+      const waiting = client.command(["GET", "x"]).catch((e: unknown) => e);
+      void waiting.then(() => (settled = true));
+      const value = Buffer.alloc(256 * 1024, 1);
+      // 256 KiB every 20 ms (12.8 MB/s) of later commands, for up to 200 rounds (4 s) or until the GET fails.
+      while (!settled && writes < 200) {
+        client.command(["SET", "y", value]).catch(() => undefined);
+        writes++;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const err = await waiting;
+      expect(err).toBeInstanceOf(RedisUnavailableError);
+      expect((err as Error).message).toContain("no reply within 100 ms");
+      expect(writes).toBeLessThan(200);
+    } finally {
+      await client.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
   it("fails commands still waiting when it is closed, and refuses new ones", async () => {
     const closing = new RedisClient({ url: redis.url });
     const pending = expect(closing.command(["PING"])).rejects.toThrow("redis client closed");
