@@ -19,7 +19,7 @@ export function createUpstream(url: string, label: string, websocket: WebSocketS
     return new WsUpstream({
       url,
       label,
-      pingIntervalMs: websocket.pingIntervalMs,
+      pingIntervalMs: websocket.upstreamPingIntervalMs,
       pongTimeoutMs: websocket.pongTimeoutMs,
       reconnectMinDelayMs: websocket.reconnectMinDelayMs,
       reconnectMaxDelayMs: websocket.reconnectMaxDelayMs,

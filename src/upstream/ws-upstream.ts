@@ -14,6 +14,7 @@ import type { Logger } from "pino";
 import WebSocket from "ws";
 import { cancelled, capacityExceeded, replyTooLarge, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamConnectionLost, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
+import { DEFAULT_WEBSOCKET } from "../config/config.js";
 import { backoffDelay } from "./backoff.js";
 import { readSubscriptionNotification, type SubscriptionNotification } from "./notification.js";
 import { peekReplyId, readReply, requestBody, type UpstreamResult } from "./reply.js";
@@ -24,9 +25,9 @@ export interface WsUpstreamOptions {
   url: string;
   /** Safe-to-log name. */
   label: string;
-  /** How often the connection is pinged, in ms. Default 30 000. */
+  /** How often the connection is pinged, in ms. Default 5 000 (websocket.upstreamPingIntervalMs). */
   pingIntervalMs?: number | undefined;
-  /** A ping unanswered for this long counts as a dropped connection, in ms; also the handshake deadline. Default 10 000. */
+  /** A ping unanswered for this long counts as a dropped connection, in ms; also the handshake deadline. Default 5 000. */
   pongTimeoutMs?: number | undefined;
   /** First reconnect delay, doubled per failed attempt, in ms. Default 250. */
   reconnectMinDelayMs?: number | undefined;
@@ -161,8 +162,8 @@ export class WsUpstream implements Upstream {
     if (url.protocol !== "ws:" && url.protocol !== "wss:") throw new Error(`upstream ${options.label}: want a ws(s) URL`);
     this.label = options.label;
     this.#url = options.url;
-    this.#pingIntervalMs = options.pingIntervalMs ?? 30_000;
-    this.#pongTimeoutMs = options.pongTimeoutMs ?? 10_000;
+    this.#pingIntervalMs = options.pingIntervalMs ?? DEFAULT_WEBSOCKET.upstreamPingIntervalMs;
+    this.#pongTimeoutMs = options.pongTimeoutMs ?? DEFAULT_WEBSOCKET.pongTimeoutMs;
     this.#reconnect = { minDelayMs: options.reconnectMinDelayMs ?? 250, maxDelayMs: options.reconnectMaxDelayMs ?? 1000 };
     this.#maxMessageBytes = options.maxMessageBytes ?? 256 * 1024 * 1024;
     this.#maxReplyBytes = options.maxReplyBytes ?? Number.POSITIVE_INFINITY;

@@ -247,6 +247,11 @@ describe("method names no call matches: warnings, with the line", () => {
     expect(() => loadConfig({}, file(withUpstream("limits:\n  headersTimeoutMs: 10000\n  requestTimeoutMs: 10000\n")))).not.toThrow();
   });
 
+  it("pings WebSocket upstreams every 5 s by default, apart from the native clients' 30 s keep-alive, and reads both", () => {
+    expect(loadConfig({}, file(withUpstream(""))).websocket).toMatchObject({ pingIntervalMs: 30_000, upstreamPingIntervalMs: 5_000, pongTimeoutMs: 5_000 });
+    expect(loadConfig({}, file(withUpstream("websocket:\n  upstreamPingIntervalMs: 2000\n  pingIntervalMs: 45000\n"))).websocket).toMatchObject({ pingIntervalMs: 45_000, upstreamPingIntervalMs: 2_000 });
+  });
+
   it("the shipped example configuration has none", () => {
     const env = { PROVIDER_KEY: "p", PARTNER_URL: "https://partner.example/rpc", CLIENT_KEY_1: "client-key-1-xyz", CLIENT_KEY_2: "client-key-2-xyz", CLIENT_SECRET_2: "s" };
     expect(loadConfig(env, join(import.meta.dirname, "../../examples/nodegate.example.yaml")).warnings).toEqual([]);

@@ -22,7 +22,7 @@ import {
   type GetBlockByNumberResponse,
 } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { ApiKeyStore } from "../../src/auth/api-keys.js";
-import { DEFAULT_LIMITS, DEFAULT_PLANS } from "../../src/config/config.js";
+import { DEFAULT_LIMITS, DEFAULT_PLANS, DEFAULT_WEBSOCKET } from "../../src/config/config.js";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { GatewayError } from "../../src/errors/gateway-error.js";
 import { Gateway } from "../../src/gateway.js";
@@ -32,6 +32,7 @@ import { createCodecRegistry } from "../../src/methods/default-table.js";
 import { ethMethods } from "../../src/methods/eth-methods.js";
 import { MethodTable } from "../../src/methods/method-table.js";
 import { createNodegateServer } from "../../src/server.js";
+import { createUpstream } from "../../src/upstream/create-upstream.js";
 import { Network } from "../../src/upstream/network.js";
 import { resultJson, resultText } from "../../src/upstream/reply.js";
 import { type WsStateChange, WsUpstream, type WsUpstreamOptions } from "../../src/upstream/ws-upstream.js";
@@ -380,6 +381,22 @@ describe("WsUpstream: dropped connections", () => {
     expect(failed.message).toMatch(
       /^upstream unavailable: no connection to the node within 300 ms \(connecting: the node has not completed the WebSocket handshake in \d+ ms; before it: closed with code 1006\)$/,
     );
+  });
+
+  it("is pinged at websocket.upstreamPingIntervalMs, not at the native clients' keep-alive, so a silent node is found and left", async () => {
+    // Found from outside: on the shared 30 s keep-alive, subscriptions on a node whose connection went silent for 2 s
+    // stayed silent 34 s. The native clients' interval here is a minute; the node's connection is still found dead.
+    const p = await proxy();
+    const u = createUpstream(`ws://127.0.0.1:${p.port}`, "silent", { ...DEFAULT_WEBSOCKET, pingIntervalMs: 60_000, upstreamPingIntervalMs: 50, pongTimeoutMs: 100, reconnectMinDelayMs: 20, reconnectMaxDelayMs: 200 }) as WsUpstream;
+    cleanups.push(() => u.close());
+    await u.call("eth_chainId", "[]", opts());
+    const states = recordStates(u);
+    p.holdReplies(true);
+    await vi.waitFor(() => expect(states.map((s) => s.state)).not.toEqual([]), { timeout: 5_000 });
+    p.holdReplies(false);
+    await vi.waitFor(() => expect(u.state).toBe("open"));
+    expect(states.some((s) => s.state === "open" && s.reconnected)).toBe(true);
+    expect(resultText(await u.call("eth_chainId", "[]", opts()))).toBe('"0x7a69"');
   });
 
   it("treats a connection whose pongs stop as dropped, and reconnects", async () => {
