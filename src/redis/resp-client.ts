@@ -270,6 +270,16 @@ export class RedisClient {
    */
   #sendOutbox(socket: net.Socket): void {
     this.#awaitingDrain = false;
+    // Small commands queued behind a large value leave together once it has gone, not one write each.
+    socket.cork();
+    try {
+      this.#sendSlices(socket);
+    } finally {
+      socket.uncork();
+    }
+  }
+
+  #sendSlices(socket: net.Socket): void {
     while (this.#outbox.length > 0 && socket === this.#socket) {
       const head = this.#outbox[0] as Buffer;
       const start = this.#outboxOffset;
