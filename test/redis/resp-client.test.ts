@@ -359,6 +359,12 @@ describe.skipIf(redisRequirement.skip || redisRequirement.missing !== undefined)
     try {
       expect(client.endpoint.tls).toBe(true);
       expect(await client.command(["ECHO", "over tls"])).toEqual(Buffer.from("over tls"));
+      // A large value goes out in slices through the tunnel too, with commands behind it answered in order.
+      const large = Buffer.alloc(8 * 1024 * 1024 + 3, 0xa5);
+      const [stored, echoed, read] = await Promise.all([client.command(["SET", "t:tls-large", large]), client.command(["ECHO", "behind"]), client.command(["GET", "t:tls-large"])]);
+      expect(stored).toBe("OK");
+      expect(echoed).toEqual(Buffer.from("behind"));
+      expect((read as Buffer).equals(large)).toBe(true);
     } finally {
       await client.close();
     }
