@@ -31,7 +31,7 @@ export class ChainReader {
   }
 
   async #header(method: string, params: string): Promise<HeadEvent | undefined> {
-    const result = await this.#network.call(method, params, { idempotent: true });
+    const result = await this.#network.call(method, params, { idempotent: true, ownRead: true });
     try {
       return readResult(result, (text) => (text === "null" ? undefined : readHead(text)));
     } catch (err) {
@@ -92,7 +92,7 @@ export class ChainReader {
 
   /** The latest block number. */
   async blockNumber(): Promise<number> {
-    const result = await this.#network.call("eth_blockNumber", "[]", { idempotent: true });
+    const result = await this.#network.call("eth_blockNumber", "[]", { idempotent: true, ownRead: true });
     const text = resultText(result);
     const m = /^"0x([0-9a-fA-F]{1,13})"$/.exec(text);
     if (m === null) throw upstreamBadResponse(`eth_blockNumber: ${text.slice(0, 40)} is not a block number`);
@@ -106,6 +106,7 @@ export class ChainReader {
     try {
       result = await this.#network.call("eth_getLogs", `[${logFilterJson(filter, { from, to })}]`, {
         idempotent: true,
+        ownRead: true,
         timeoutMs: this.#limits.getLogsTimeoutMs,
       });
     } catch (err) {

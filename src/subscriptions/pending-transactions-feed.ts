@@ -151,7 +151,7 @@ export class PendingTransactionsFeed extends Feed {
     this.#filterId ??= await this.#newFilter();
     let result: UpstreamResult;
     try {
-      result = await this.ctx.network.call("eth_getFilterChanges", `[${JSON.stringify(this.#filterId)}]`, { idempotent: true });
+      result = await this.ctx.network.call("eth_getFilterChanges", `[${JSON.stringify(this.#filterId)}]`, { idempotent: true, ownRead: true });
     } catch (err) {
       // Nodes drop filters nobody polled for a while (and restarted nodes know none): make a new one next time.
       if (err instanceof GatewayError && err.origin === "upstream") this.#filterId = undefined;

@@ -12,11 +12,13 @@ import type { FailoverPolicy, Plan } from "../config/config.js";
 import { isSpareRefused, ranOutWaitingForConnection, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { grpcCodeForJsonRpc } from "../errors/code-map.js";
 import { GatewayError } from "../errors/gateway-error.js";
+import { isRateLimitRefusal } from "../errors/rate-limit-refusal.js";
 import type { ChainFamily } from "../methods/method-table.js";
 import type { Metrics } from "../observability/metrics.js";
 import { AnswerPace } from "./answer-pace.js";
 import { ChainHead } from "./chain-head.js";
 import { CircuitBreaker, type CircuitBreakerOptions } from "./circuit-breaker.js";
+import { OwnReadPace } from "./own-read-pace.js";
 import { CHAIN_ID_METHOD, PartnerChains } from "./partner-chains.js";
 import type { UpstreamResult } from "./reply.js";
 import type { Upstream } from "./upstream.js";
@@ -62,6 +64,11 @@ export interface NetworkCallOptions {
    * naming them, as the gas-limit reading they need could not).
    */
   headReading?: boolean | undefined;
+  /**
+   * nodegate's own read for its subscription feeds (a poll, a gap fill, a resume's history): paced while the node
+   * refuses calls for its rate limit, so that callers' calls keep a share of what it serves (OwnReadPace).
+   */
+  ownRead?: boolean | undefined;
 }
 
 /** What a readiness probe heard; methodUnknownAt: the upstream that answered, but did not know the probe's method (a node of another family). */
@@ -222,6 +229,7 @@ export class Network {
   readonly head: ChainHead;
   /** Final answers and in-flight calls, shared by both front doors. */
   readonly cache: CallCache | undefined;
+  readonly #ownReads: OwnReadPace;
   #closed = false;
 
   constructor(options: NetworkOptions) {
@@ -239,6 +247,11 @@ export class Network {
     this.#failover = options.failover;
     this.#log = options.log;
     this.#metrics = options.metrics;
+    this.#ownReads = new OwnReadPace({
+      started: (perSecond) =>
+        this.#log?.warn({ network: this.name, perSecond }, "the node refuses calls for its rate limit: nodegate's own reads for subscriptions are paced (from half of what it served), so callers' calls keep a share"),
+      ended: () => this.#log?.info({ network: this.name }, "no rate-limit refusal for 30 s: nodegate's own reads for subscriptions go unpaced again"),
+    });
     this.#chains = new PartnerChains(this.name, this.family, options.upstreams, options.log);
     this.head = new ChainHead(this, undefined, options.finalizedMaxAgeMs, (tag, gasLimit) =>
       this.#log?.warn({ network: this.name, block: tag, gasLimit }, "the node's block has no gas limit nodegate can read: eth_call's gas cap and eth_estimateGas's bound are skipped (said once)"),
@@ -327,8 +340,11 @@ export class Network {
       });
       this.#answered(member, started, method);
       this.lastResultAt = performance.now();
+      // Own reads go to the primary alone (they name no plan a failover policy could allow): its pace is theirs.
+      if (member === this.#members[0]) this.#ownReads.served();
       return result;
     } catch (err) {
+      if (member === this.#members[0] && isRateLimitRefusal(err, method)) this.#ownReads.refused();
       const ownDeadlineRanOut = ownDeadline && err instanceof GatewayError && err.grpcCode === Code.DeadlineExceeded;
       if (ownDeadlineRanOut) ownDeadlineExpiries.add(err);
       // A caller that gave up (or the call's own deadline, eth_getLogs' query timeout) says nothing about the node:
@@ -562,6 +578,10 @@ export class Network {
   }
 
   async call(method: string, paramsText: string, options: NetworkCallOptions = {}): Promise<UpstreamResult> {
+    if (options.ownRead === true) {
+      const turn = this.#ownReads.turn(options.signal);
+      if (turn !== undefined) await turn;
+    }
     const primary = this.#members[0] as Member;
     const arrived = performance.now();
     let outage: unknown;
@@ -672,6 +692,7 @@ export class Network {
 
   async close(): Promise<void> {
     this.#closed = true;
+    this.#ownReads.close();
     for (const member of this.#members) clearTimeout(member.watchdog);
     await Promise.all(this.#members.map((m) => m.upstream.close()));
   }
