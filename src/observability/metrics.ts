@@ -124,6 +124,27 @@ export class Metrics {
     this.#caches.set(network, read);
   }
 
+  /** Each network's pace of nodegate's own reads, read at each scrape. */
+  readonly #ownReadPaces = new Map<string, () => number>();
+  readonly ownReadsPace = new Gauge({
+    name: "nodegate_own_reads_paced_per_second",
+    help: "Calls a second nodegate's own subscription reads (polls, gap fills, catch-ups, resumes' histories) may make of a network's primary while it refuses calls for its rate limit; 0 when they are not paced.",
+    labelNames: ["network"] as const,
+    registers: [this.registry],
+    collect: () => {
+      this.ownReadsPace.reset();
+      for (const [network, read] of this.#ownReadPaces) {
+        const perSecond = read();
+        this.ownReadsPace.set({ network }, Number.isFinite(perSecond) ? perSecond : 0);
+      }
+    },
+  });
+
+  /** Reports a network's pace of own reads (OwnReadPace.perSecond: Infinity when not paced), read at each scrape. */
+  watchOwnReadsPace(network: string, read: () => number): void {
+    this.#ownReadPaces.set(network, read);
+  }
+
   #registered<T extends CallCounter | CallHistogram>(metric: T): T {
     // The registry reads a metric through name, help, type, get() and reset(): these have them.
     this.registry.registerMetric(metric as unknown as Parameters<Registry["registerMetric"]>[0]);

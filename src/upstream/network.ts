@@ -252,6 +252,7 @@ export class Network {
         this.#log?.warn({ network: this.name, perSecond }, "the node refuses calls for its rate limit: nodegate's own reads for subscriptions are paced (from half of what it served), so callers' calls keep a share"),
       ended: () => this.#log?.info({ network: this.name }, "no rate-limit refusal for 30 s: nodegate's own reads for subscriptions go unpaced again"),
     });
+    options.metrics?.watchOwnReadsPace(this.name, () => this.#ownReads.perSecond);
     this.#chains = new PartnerChains(this.name, this.family, options.upstreams, options.log);
     this.head = new ChainHead(this, undefined, options.finalizedMaxAgeMs, (tag, gasLimit) =>
       this.#log?.warn({ network: this.name, block: tag, gasLimit }, "the node's block has no gas limit nodegate can read: eth_call's gas cap and eth_estimateGas's bound are skipped (said once)"),
@@ -339,9 +340,10 @@ export class Network {
         onSent: options.onSent,
       });
       this.#answered(member, started, method);
-      this.lastResultAt = performance.now();
+      const servedAt = performance.now();
+      this.lastResultAt = servedAt;
       // Own reads go to the primary alone (they name no plan a failover policy could allow): its pace is theirs.
-      if (member === this.#members[0]) this.#ownReads.served();
+      if (member === this.#members[0]) this.#ownReads.served(servedAt);
       return result;
     } catch (err) {
       if (member === this.#members[0] && isRateLimitRefusal(err, method)) this.#ownReads.refused();

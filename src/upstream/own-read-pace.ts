@@ -75,9 +75,8 @@ export class OwnReadPace {
     return this.#perSecond;
   }
 
-  /** The node gave a call its result. */
-  served(): void {
-    const now = this.#now();
+  /** The node gave a call its result (at `now`, when the caller has read the clock already). */
+  served(now = this.#now()): void {
     if (now - this.#servedSpanStart >= SERVED_SPAN_MS) {
       const spanMs = now - this.#servedSpanStart;
       this.#servedBefore = spanMs < 2 * SERVED_SPAN_MS ? (this.#servedNow * SERVED_SPAN_MS) / spanMs : 0;

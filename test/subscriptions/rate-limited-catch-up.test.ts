@@ -41,6 +41,13 @@ function rateLimitedNode() {
   return { state, handle };
 }
 
+/** nodegate_own_reads_paced_per_second for the test's network, as a scrape reads it. */
+async function ownReadsPace(): Promise<number> {
+  const text = await (await fetch(`${nodegate.url}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith('nodegate_own_reads_paced_per_second{network="ethereum"}'));
+  return Number(line?.split(" ")[1]);
+}
+
 beforeAll(async () => {
   anvil = await startAnvil();
   chain = chainDriver(anvil.url);
@@ -66,6 +73,7 @@ it("after a spell of refusals, callers' calls are served while the feeds catch u
     }
   };
   try {
+    expect(await ownReadsPace()).toBe(0); // nothing refused yet: not paced
     const logsId = await s.subscribe("logs", { address: probe.address });
     // Other filters: each is a feed of its own, reading its logs as blocks come.
     const others = ["0x00000000000000000000000000000000000000a1", "0x00000000000000000000000000000000000000a2", "0x00000000000000000000000000000000000000a3"];
@@ -75,6 +83,7 @@ it("after a spell of refusals, callers' calls are served while the feeds catch u
     await storing(3);
     node.state.refuseAll = true;
     await storing(6);
+    expect(await ownReadsPace()).toBeGreaterThan(0);
     node.state.refuseAll = false;
     const catchUpFrom = performance.now();
     // Callers' calls during the catch-up: 2 a second of the node's 5, while blocks keep coming one a second.
