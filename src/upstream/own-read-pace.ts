@@ -31,7 +31,6 @@ const SERVED_SPAN_MS = 1000;
 
 interface Waiter {
   resolve: () => void;
-  reject: (err: unknown) => void;
   signal: CallSignal | undefined;
   onAbort: (() => void) | undefined;
 }
@@ -119,7 +118,7 @@ export class OwnReadPace {
     }
     if (signal?.aborted === true) return Promise.reject(cancelled());
     return new Promise<void>((resolve, reject) => {
-      const waiter: Waiter = { resolve, reject, signal, onAbort: undefined };
+      const waiter: Waiter = { resolve, signal, onAbort: undefined };
       if (signal !== undefined) {
         waiter.onAbort = () => {
           this.#waiting.delete(waiter);
