@@ -93,6 +93,23 @@ export function upstreamUnavailable(reason: string, cause?: unknown, retryAfterS
   });
 }
 
+/** The bare HTTP 429s (no JSON-RPC body) upstreamRateLimited made: told apart by identity, not by their words. */
+const bareRateLimits = new WeakSet<GatewayError>();
+
+/**
+ * The node's front answered HTTP 429 with no JSON-RPC body: an outage for the circuit (paused for its Retry-After,
+ * `retryAfterSeconds`), and a rate-limit refusal for the pace of nodegate's own reads (isUpstreamRateLimited).
+ */
+export function upstreamRateLimited(retryAfterSeconds?: number): GatewayError {
+  const err = upstreamUnavailable("HTTP 429", undefined, retryAfterSeconds);
+  bareRateLimits.add(err);
+  return err;
+}
+
+export function isUpstreamRateLimited(err: GatewayError): boolean {
+  return bareRateLimits.has(err);
+}
+
 /**
  * The upstream connection dropped while the request was in flight, and the
  * request was not retried: its method may already have taken effect, or its

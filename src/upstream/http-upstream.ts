@@ -8,7 +8,7 @@
 import { networkErrorWords } from "./network-errors.js";
 import type { ConnectionOptions } from "node:tls";
 import { Code } from "@connectrpc/connect";
-import { cancelled, keptAliveClosedWhileResting, keptAliveConnectionClosed, noConnectionInTime, notSentCircuitOpened, capacityExceeded, spareRefused, replyTooLarge, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
+import { cancelled, keptAliveClosedWhileResting, keptAliveConnectionClosed, noConnectionInTime, notSentCircuitOpened, capacityExceeded, spareRefused, replyTooLarge, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamRateLimited, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { MAX_RETRY_AFTER_PAUSE_MS } from "./circuit-breaker.js";
 import { ANOTHER_REQUESTS_REPLY, sentWithIdNull, readChunkedReply, readReply, requestBody, type UpstreamResult } from "./reply.js";
@@ -270,7 +270,7 @@ export class HttpUpstream implements Upstream {
     }
     // The provider's back-off hint (429, or 503 with Retry-After: maintenance) goes on to callers, and pauses the
     // circuit that long: nodegate cannot answer sooner either.
-    if (statusCode === 429) throw upstreamUnavailable("HTTP 429", undefined, askedPause(reply));
+    if (statusCode === 429) throw upstreamRateLimited(askedPause(reply));
     if (statusCode >= 500) throw upstreamUnavailable(`HTTP ${statusCode}`, undefined, statusCode === 503 ? askedPause(reply) : undefined);
     if (statusCode === 401 || statusCode === 403) throw refusedCredentials(statusCode);
     // The node's front refused this request for its size (nginx answers 413 past 1 MiB): the caller's, not an outage.

@@ -5,7 +5,7 @@
 import { Code } from "@connectrpc/connect";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { CallCancellation } from "../../src/call-signal.js";
-import { upstreamTimeout, upstreamUnavailable } from "../../src/errors/catalogue.js";
+import { upstreamRateLimited, upstreamTimeout, upstreamUnavailable } from "../../src/errors/catalogue.js";
 import { GatewayError } from "../../src/errors/gateway-error.js";
 import { isRateLimitRefusal } from "../../src/errors/rate-limit-refusal.js";
 import { MIN_CALLS_PER_SECOND, OwnReadPace, PACED_FOR_MS } from "../../src/upstream/own-read-pace.js";
@@ -142,7 +142,7 @@ describe("isRateLimitRefusal", () => {
   it.each([
     ["Infura's 429 with -32005", nodeError(-32005, "project ID request rate exceeded", 429), "eth_getLogs", true],
     ["a 429 in other words", nodeError(-32000, "limit exceeded", 429), "eth_getLogs", true],
-    ["a bare HTTP 429", upstreamUnavailable("HTTP 429", undefined, 1), "eth_blockNumber", true],
+    ["a bare HTTP 429", upstreamRateLimited(1), "eth_blockNumber", true],
     ["code 429 (the status as a code)", nodeError(429, "Your app has exceeded its compute units per second capacity"), "eth_call", true],
     ["-32005 limit exceeded on a header read", nodeError(-32005, "limit exceeded"), "eth_getBlockByNumber", true],
     ["rate words with another code", nodeError(-32000, "rate limit exceeded"), "eth_getBalance", true],
