@@ -160,6 +160,13 @@ export const SERVER_ERROR_RULES: readonly ServerErrorRule[] = [
       "rlp: ",
       "typed transaction too short",
       "invalid transaction v, r, s values",
+      // geth's checks of a call's or transaction's arguments (internal/ethapi/transaction_args.go), before any state
+      // is read: the same arguments fail again (found from outside, execution-apis' fork-inactive cases: INTERNAL).
+      "maxfeepergas and maxpriorityfeepergas are not valid before london is active",
+      "both gasprice and (maxfeepergas or maxpriorityfeepergas) specified",
+      "maxfeepergas (",
+      "gasprice must be non-zero after london fork",
+      'both "data" and "input" are set',
     ],
     grpc: Code.InvalidArgument,
     meaning: "the transaction is malformed, whatever the state",
@@ -257,13 +264,22 @@ export const SERVER_ERROR_RULES: readonly ServerErrorRule[] = [
 ];
 
 /**
+ * What geth writes before the failure's own text when it cannot run a call: eth_call's "err: <failure> (supplied gas
+ * N)" and eth_estimateGas's "failed with N gas: <failure>" (internal/ethapi, eth/gasestimator). Read past, so
+ * "err: insufficient funds for gas * price + value: …" is read as "insufficient funds" is (found from outside, the
+ * execution-apis fork-inactive cases: INTERNAL, as if the node had failed).
+ */
+const GETH_CALL_WRAPPER = /^(?:err: |failed with \d+ gas: )/;
+
+/**
  * The gRPC code for an error a node answered: by its code, and for geth's
  * generic -32000 (and Anvil's -32603 EVM halts and -32003 resend) by its message (SERVER_ERROR_RULES).
  */
 export function grpcCodeForNodeError(code: number, message: string, family: CodeFamily = "eth"): Code {
   if (code === -32000 || code === -32603 || code === -32003) {
     const lower = message.toLowerCase();
-    for (const rule of SERVER_ERROR_RULES) if ((rule.code ?? -32000) === code && rule.prefixes.some((p) => lower.startsWith(p))) return rule.grpc;
+    const unwrapped = code === -32000 ? lower.replace(GETH_CALL_WRAPPER, "") : lower;
+    for (const rule of SERVER_ERROR_RULES) if ((rule.code ?? -32000) === code && rule.prefixes.some((p) => unwrapped.startsWith(p))) return rule.grpc;
   }
   return grpcCodeForJsonRpc(code, family);
 }

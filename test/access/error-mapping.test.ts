@@ -211,6 +211,28 @@ describe("-32000 (and Anvil's -32603) by its message (one test per rule)", () =>
     });
   }
 
+  it("geth's call wrappers ('err: … (supplied gas N)' on eth_call, 'failed with N gas: …' on eth_estimateGas) are read past", async () => {
+    // The first three are recorded answers of geth (github.com/ethereum/execution-apis tests/eth_call and
+    // tests/eth_estimateGas, the fork-inactive cases); the fourth is eth_call's wrapper around a rule's text.
+    for (const [message, status] of [
+      ["err: transaction type not supported: access list tx (sender 0x0c2c51a0990AeE1d73C1228de158688341557508) (supplied gas 50000000)", Code.InvalidArgument],
+      ["failed with 50000000 gas: transaction type not supported: blob tx (sender 0x0c2c51a0990AeE1d73C1228de158688341557508)", Code.InvalidArgument],
+      ["maxFeePerGas and maxPriorityFeePerGas are not valid before London is active", Code.InvalidArgument],
+      ["err: insufficient funds for gas * price + value: address 0x0c2c51a0990AeE1d73C1228de158688341557508 have 0 want 1 (supplied gas 50000000)", Code.FailedPrecondition],
+      // A wrapper around no rule's text is still INTERNAL; another code's message is not unwrapped.
+      ["err: something else (supplied gas 50000000)", Code.Internal],
+      ["failed with gas: nonce too low", Code.Internal],
+    ] as const) {
+      const error = { code: -32000, message };
+      answer = { error };
+      const err = await typed();
+      expect(err.code, message).toBe(status);
+      expect(err.findDetails(JsonRpcErrorSchema)[0]?.message).toBe(message);
+    }
+    answer = { error: { code: -32603, message: "err: EVM error OutOfGas" } };
+    expect((await typed()).code).toBe(Code.Internal);
+  });
+
   it("a -32000 whose message starts with no rule's text is INTERNAL, and other codes are read by their code alone", async () => {
     for (const error of [
       { code: -32000, message: "execution failed: nonce too low" },
@@ -388,7 +410,7 @@ const PINNED_SERVER_ERROR_RULES: ([string[], Code] | [number, string[], Code])[]
   [["filter not found"], Code.NotFound],
   [["already known","known transaction"], Code.AlreadyExists],
   [-32003, ["transaction already imported"], Code.AlreadyExists],
-  [["invalid sender","intrinsic gas too low","intrinsic gas too high -- callgascostmorethangaslimit","intrinsic gas too high -- gasfloormorethangaslimit","insufficient gas for floor data gas cost","oversized data","transaction type not supported","max priority fee per gas higher than max fee per gas","max priority fee per gas higher than 2^256-1","max fee per gas higher than 2^256-1","max initcode size exceeded","gas uint64 overflow","negative value","rlp: ","typed transaction too short","invalid transaction v, r, s values"], Code.InvalidArgument],
+  [["invalid sender","intrinsic gas too low","intrinsic gas too high -- callgascostmorethangaslimit","intrinsic gas too high -- gasfloormorethangaslimit","insufficient gas for floor data gas cost","oversized data","transaction type not supported","max priority fee per gas higher than max fee per gas","max priority fee per gas higher than 2^256-1","max fee per gas higher than 2^256-1","max initcode size exceeded","gas uint64 overflow","negative value","rlp: ","typed transaction too short","invalid transaction v, r, s values","maxfeepergas and maxpriorityfeepergas are not valid before london is active","both gasprice and (maxfeepergas or maxpriorityfeepergas) specified","maxfeepergas (","gasprice must be non-zero after london fork","both \"data\" and \"input\" are set"], Code.InvalidArgument],
   [["nonce too low","nonce too high","nonce has max value","insufficient funds","replacement transaction underpriced","transaction underpriced","max fee per gas less than block base fee","exceeds block gas limit","intrinsic gas too high","gas required exceeds allowance","account limit exceeded","future transaction tries to replace pending","sender not an eoa","only replay-protected"], Code.FailedPrecondition],
   [["txpool is full","in-flight transaction limit reached"], Code.ResourceExhausted],
   [["execution reverted","out of gas","contract creation code storage out of gas","invalid opcode","invalid jump destination","stack underflow","stack limit reached","write protection","return data out of bounds","max call depth exceeded","insufficient balance for transfer","contract address collision","max code size exceeded","invalid code: must not begin with 0xef"], Code.FailedPrecondition],
