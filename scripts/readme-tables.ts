@@ -28,7 +28,7 @@ export function renderTables(): Record<string, string> {
     "|---|---|---|",
     ...JSONRPC_TO_GRPC.map((r) => `| \`${r.jsonrpc}\` | ${r.meaning} | \`${grpcName(r.grpc)}\` |`),
     "",
-    "geth, and so most providers, answer most failures with `-32000` and say which in the message. For typed callers its message decides the status (first match; case does not matter; the `JsonRpcError` detail keeps the node's code and message, and the JSON-RPC door passes the error on unchanged); any other `-32000` is `INTERNAL`. Anvil answers a call the EVM halted (out of gas, say) with `-32603 EVM error <reason>`: those rows name their code, and any other `-32603` is `INTERNAL`:",
+    "geth, and so most providers, answer most failures with `-32000` and say which in the message. For typed callers its message decides the status (first match; case does not matter; geth's call wrappers, `err: ` before an `eth_call` failure and `failed with N gas: ` before an `eth_estimateGas` one, are read past; the `JsonRpcError` detail keeps the node's code and message, and the JSON-RPC door passes the error on unchanged); any other `-32000` is `INTERNAL`. Anvil answers a call the EVM halted (out of gas, say) with `-32603 EVM error <reason>`: those rows name their code, and any other `-32603` is `INTERNAL`:",
     "",
     "| Message starts with (code `-32000` unless named) | Meaning | gRPC status |",
     "|---|---|---|",
