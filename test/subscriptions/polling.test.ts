@@ -400,13 +400,17 @@ describe("a block with more logs than eth_getLogs answers", () => {
       const closed = await s.closed.finally(() => clearInterval(mining));
       const seconds = (performance.now() - started) / 1000;
       expect([closed.code, closed.reason]).toEqual([1011, expect.stringContaining(`the node refuses the logs of block ${refused} for this filter at every try`)]);
-      expect(seconds).toBeLessThan(30);
+      // The end comes with the first counted try 10 s or more after the first refusal. The feed's retries back off
+      // from 250 ms, doubling, each drawn in [half, full] of its step: the fifth lands 7.9-15.8 s in, and when it is
+      // early the sixth comes 8-16 s later, so up to about 26 s after the first refusal, a poll (2 s) after the store.
+      // Seen: 13.5-16 s alone, 25-26 s with the other core busy. Never ending is what this bound rules out.
+      expect(seconds).toBeLessThan(40);
       expect(tries() / seconds).toBeLessThan(1);
     } finally {
       upstream.handler = () => ({ forward: anvil.url });
       await slowPoll.close();
     }
-  }, 45_000);
+  }, 60_000);
 
   it.each(["answering 503 to eth_getLogs", "hung, answering nothing"] as const)("refused once, then the node down (%s) for a while as heads keep coming, then refused twice more: logs resume, and no one is ended", async (outage) => {
     // Found from outside (re-check): after one refusal, an outage's failures kept new heads from trying, and the retry's
