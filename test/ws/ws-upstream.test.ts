@@ -454,27 +454,34 @@ describe("WsUpstream: a request larger than a node reads", () => {
   });
 });
 
+/** 4 MiB of bytes to hash, distinct per i: a call the node answers at once whatever its size. */
+const sha3Params = (i: number) => `["0x${"ab".repeat(2 * 1024 * 1024)}${i.toString(16).padStart(8, "0")}"]`;
+
+/** A WsUpstream to Anvil through a TCP proxy that can hold the node's reading, its connection already open. */
+async function readingProxyUpstream() {
+  const p = await proxy();
+  const u = upstream(p);
+  await u.call("eth_chainId", "[]", opts());
+  return { p, u };
+}
+
 describe("WsUpstream: a node that stops reading", () => {
   it("takes any burst while the node reads; once 64 MiB wait and it has read nothing for 2 s, refuses more with -32005 (no outage) until it reads again", async () => {
     // Found from outside: 100 calls of 4 MiB to a node that had stopped reading held 1 GB in nodegate for 40 s; and a
     // bound on bytes alone refused a burst of 20 calls of 4.4 MiB to a node reading at full speed.
-    const p = await proxy();
-    const u = upstream(p);
-    await u.call("eth_chainId", "[]", opts());
-    // 4 MiB of bytes to hash: a call the node answers at once whatever its size.
-    const params = (i: number) => `["0x${"ab".repeat(2 * 1024 * 1024)}${i.toString(16).padStart(8, "0")}"]`;
+    const { p, u } = await readingProxyUpstream();
     const hashes = (texts: string[]) => {
       for (const t of texts) expect(t).toMatch(/^"0x[0-9a-f]{64}"$/);
       return new Set(texts).size;
     };
     // 80 MiB at once to a node that reads: all answered.
-    const burst = await Promise.all(Array.from({ length: 20 }, (_, i) => u.call("web3_sha3", params(i), opts({ timeoutMs: 30_000 })).then(resultText)));
+    const burst = await Promise.all(Array.from({ length: 20 }, (_, i) => u.call("web3_sha3", sha3Params(i), opts({ timeoutMs: 30_000 })).then(resultText)));
     expect(hashes(burst)).toBe(20);
     p.holdRequests(true);
-    const sent = Array.from({ length: 20 }, (_, i) => u.call("web3_sha3", params(100 + i), opts({ timeoutMs: 30_000 })).catch((e: unknown) => e));
+    const sent = Array.from({ length: 20 }, (_, i) => u.call("web3_sha3", sha3Params(100 + i), opts({ timeoutMs: 30_000 })).catch((e: unknown) => e));
     // 2 s of the watch's turns (100 ms each) after the last send the node took, and a margin for the timer.
     await new Promise((resolve) => setTimeout(resolve, 2600));
-    const refused = await rejection(u.call("web3_sha3", params(200), opts({ timeoutMs: 30_000 })));
+    const refused = await rejection(u.call("web3_sha3", sha3Params(200), opts({ timeoutMs: 30_000 })));
     expect(refused).toMatchObject({ code: -32005, grpcCode: 8, httpStatus: 503, retryAfterSeconds: 1, outage: false });
     expect(refused.message).toMatch(/^limit exceeded: \d+ bytes of requests wait to be sent to the node, which has read none of them for \d+ ms; try again shortly$/);
     p.holdRequests(false);
@@ -488,14 +495,11 @@ describe("WsUpstream: nodegate's own event loop held up", () => {
   it("a burst of calls made in one go, taking over 2 s before the loop can write, is sent whole to a node that reads", async () => {
     // Found in the suite on a loaded machine: the stall was read off the clock, so the time nodegate itself took to make
     // the burst counted against the node, and the last calls of 80 MiB were refused (-32005) though the node read at once.
-    const p = await proxy();
-    const u = upstream(p);
-    await u.call("eth_chainId", "[]", opts());
-    const params = (i: number) => `["0x${"ab".repeat(2 * 1024 * 1024)}${i.toString(16).padStart(8, "0")}"]`;
+    const { u } = await readingProxyUpstream();
     const calls: Promise<unknown>[] = [];
     const started = performance.now();
     for (let i = 0; i < 20; i++) {
-      calls.push(u.call("web3_sha3", params(i), opts({ timeoutMs: 30_000 })).then(resultText, (e: unknown) => e));
+      calls.push(u.call("web3_sha3", sha3Params(i), opts({ timeoutMs: 30_000 })).then(resultText, (e: unknown) => e));
       // The loop held up, as by a busy process: 20 calls over 2.5 s in which nothing can be written.
       while (performance.now() - started < ((i + 1) * 2500) / 20);
     }
