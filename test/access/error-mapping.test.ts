@@ -219,7 +219,7 @@ describe("-32000 (and Anvil's -32603) by its message (one test per rule)", () =>
       ["failed with 50000000 gas: transaction type not supported: blob tx (sender 0x0c2c51a0990AeE1d73C1228de158688341557508)", Code.InvalidArgument],
       ["maxFeePerGas and maxPriorityFeePerGas are not valid before London is active", Code.InvalidArgument],
       ["err: insufficient funds for gas * price + value: address 0x0c2c51a0990AeE1d73C1228de158688341557508 have 0 want 1 (supplied gas 50000000)", Code.FailedPrecondition],
-      // A wrapper around no rule's text is still INTERNAL; another code's message is not unwrapped.
+      // A wrapper around no rule's text, or text only like a wrapper (no gas figure), is still INTERNAL.
       ["err: something else (supplied gas 50000000)", Code.Internal],
       ["failed with gas: nonce too low", Code.Internal],
     ] as const) {
@@ -229,6 +229,7 @@ describe("-32000 (and Anvil's -32603) by its message (one test per rule)", () =>
       expect(err.code, message).toBe(status);
       expect(err.findDetails(JsonRpcErrorSchema)[0]?.message).toBe(message);
     }
+    // Only -32000 is unwrapped: another code's message is read as it stands.
     answer = { error: { code: -32603, message: "err: EVM error OutOfGas" } };
     expect((await typed()).code).toBe(Code.Internal);
   });
