@@ -8,8 +8,7 @@
  */
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Client, request } from "undici";
@@ -17,6 +16,7 @@ import { connect } from "node:net";
 import { type AnvilNode, freePort, startAnvil } from "../../src/embedded/anvil.js";
 import { startProgrammableUpstream } from "../support/programmable-upstream.js";
 import { processAlive, startWorkersPrimary, type WorkersPrimary } from "../support/workers-primary.js";
+import { testTempDir } from "../support/temp-dir.js";
 
 const KEY = "lifecycle-key-0123456789";
 const COUNTED = 'nodegate_requests_total{door="jsonrpc-http",method="eth_chainId",outcome="ok"}';
@@ -144,7 +144,7 @@ describe.runIf(process.platform === "linux")("NODEGATE_WORKERS: /metrics counts"
 
 describe.runIf(process.platform === "linux")("NODEGATE_WORKERS: one configuration", () => {
   it("a replacement worker serves with the configuration its primary checked, whatever the file says by then", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "nodegate-workers-"));
+    const dir = testTempDir("nodegate-workers-");
     const file = join(dir, "nodegate.yaml");
     writeFileSync(file, "limits:\n  maxBatchSize: 5\n");
     // A fixed port, as in production: with port 0, a worker that starts after every listener is gone gets another.
@@ -171,7 +171,7 @@ describe.runIf(process.platform === "linux")("NODEGATE_WORKERS: a large configur
   it("a file over 128 KiB (3,000 keys) starts with workers, and each serves its keys", async () => {
     // Found from outside: the file's text went to each worker in an environment variable, which Linux caps at 128 KiB;
     // a file check-config called valid failed to start with "spawn E2BIG".
-    const dir = mkdtempSync(join(tmpdir(), "nodegate-workers-"));
+    const dir = testTempDir("nodegate-workers-");
     const file = join(dir, "nodegate.yaml");
     const keys = Array.from({ length: 3000 }, (_, i) => `  - key: large-config-key-${String(i).padStart(6, "0")}-abcdefghijklmnop\n    plan: growth\n`);
     writeFileSync(file, `keys:\n${keys.join("")}`);
@@ -309,7 +309,7 @@ describe.runIf(process.platform === "linux")("NODEGATE_WORKERS: a stop while the
   ];
   it.each(cases)("%s: every worker drains and exits, then the primary, with the code a stop once all listen gives", async (_name, trigger, expectedCode) => {
     const slow = await startProgrammableUpstream((r) => (r.method === "eth_getBalance" ? { delayMs: 1500, then: { result: "0x2a" } } : { result: "0x7a69" }));
-    const dir = mkdtempSync(join(tmpdir(), "nodegate-workers-"));
+    const dir = testTempDir("nodegate-workers-");
     const release = join(dir, "release");
     const config = join(dir, "nodegate.yaml");
     writeFileSync(config, "drainMs: 500\n");
