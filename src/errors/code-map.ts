@@ -33,6 +33,19 @@ export const JSONRPC_TO_GRPC: readonly CodeMapping[] = [
   { jsonrpc: -32006, grpc: Code.InvalidArgument, meaning: "JSON-RPC version not supported" },
   { jsonrpc: 3, grpc: Code.FailedPrecondition, meaning: "execution reverted (data: revert bytes)" },
   { jsonrpc: 4444, grpc: Code.NotFound, meaning: "pruned history unavailable" },
+  // Codes other nodes and providers give outside EIP-1474's table (found from outside, h87: each was UNKNOWN): Besu's
+  // (RpcErrorType.java), Nethermind's (ErrorCodes.cs), and a provider's HTTP status written as the code.
+  { jsonrpc: -32007, grpc: Code.PermissionDenied, meaning: "sender account not authorized to send transactions (Besu)" },
+  { jsonrpc: -32008, grpc: Code.Unavailable, meaning: "initial sync is still in progress (Besu)" },
+  { jsonrpc: -32009, grpc: Code.FailedPrecondition, meaning: "gas price below the node's minimum or the base fee (Besu)" },
+  { jsonrpc: -32010, grpc: Code.FailedPrecondition, meaning: "transaction rejected (Nethermind; unless its message says more: below)" },
+  { jsonrpc: -32015, grpc: Code.FailedPrecondition, meaning: "VM execution error (Nethermind)" },
+  { jsonrpc: -32016, grpc: Code.DeadlineExceeded, meaning: "the request ran past the node's own time limit (Nethermind)" },
+  { jsonrpc: -32017, grpc: Code.DeadlineExceeded, meaning: "the module ran past the node's own time limit (Nethermind)" },
+  { jsonrpc: -32604, grpc: Code.Unimplemented, meaning: "method not enabled (Besu)" },
+  { jsonrpc: -39001, grpc: Code.NotFound, meaning: "unknown block (Besu, Nethermind)" },
+  { jsonrpc: 429, grpc: Code.ResourceExhausted, meaning: "rate limited (a provider's HTTP 429 as the code, as Alchemy answers over WebSocket)" },
+  { jsonrpc: 402, grpc: Code.ResourceExhausted, meaning: "payment required: the plan's quota is spent (Infura)" },
   // execution-apis' error groups (src/error-groups: execution 1-199, gas 800-999, txpool 1000-1199; transaction
   // validation -38010..-38025), as geth answers eth_sendRawTransaction with them. A transaction the node refuses for its
   // own state is FAILED_PRECONDITION (never UNAVAILABLE: a client retries that, and the write would never succeed);
@@ -113,9 +126,15 @@ export function grpcCodeForJsonRpc(code: number, family: CodeFamily = "eth"): Co
   return byFamily[family].get(code) ?? Code.Unknown;
 }
 
+/**
+ * The codes under which nodes say in the message which failure it was: geth's (and so most providers') generic
+ * -32000, EIP-1474's -32003 "transaction rejected" (reth, Anvil) and Nethermind's -32010 "transaction rejected".
+ */
+export const MESSAGE_CODES: readonly number[] = [-32000, -32003, -32010];
+
 export interface ServerErrorRule {
-  /** The node's code the rule reads the message of; unset: geth's generic -32000. */
-  code?: number;
+  /** The node codes whose messages the rule reads; unset: MESSAGE_CODES. */
+  codes?: readonly number[];
   /** How the node's message starts (compared in lower case). */
   prefixes: readonly string[];
   grpc: Code;
@@ -129,17 +148,51 @@ export interface ServerErrorRule {
  * INTERNAL, which tells a typed caller nothing it can act on: a missing block
  * or a refused transaction is no server fault. These rules, first match wins,
  * give the status the message means (geth's own texts: core/error.go,
- * core/txpool/errors.go, internal/ethapi). The JsonRpcError detail still
- * carries the node's code and message, and the native door is unchanged.
+ * core/txpool/errors.go, internal/ethapi; reth's, Erigon's, Nethermind's and
+ * Besu's where they differ). The JsonRpcError detail still carries the node's
+ * code and message, and the native door is unchanged.
  */
 export const SERVER_ERROR_RULES: readonly ServerErrorRule[] = [
-  { prefixes: ["header not found", "unknown block", "block not found"], grpc: Code.NotFound, meaning: "the block is not known to the node" },
-  { prefixes: ["missing trie node", "historical state "], grpc: Code.NotFound, meaning: "the state asked for is pruned" },
-  { prefixes: ["filter not found"], grpc: Code.NotFound, meaning: "the filter is not known to the node" },
-  { prefixes: ["already known", "known transaction"], grpc: Code.AlreadyExists, meaning: "the transaction is in the pool already" },
-  // Anvil's words for the same, under EIP-1474's "transaction rejected" (found from outside, h84: FAILED_PRECONDITION
-  // there, ALREADY_EXISTS on geth, so a typed caller could not tell a resend from a refusal by the node it met).
-  { code: -32003, prefixes: ["transaction already imported"], grpc: Code.AlreadyExists, meaning: "the transaction is in the pool already (Anvil's words)" },
+  {
+    prefixes: [
+      "header not found",
+      "unknown block",
+      "block not found",
+      // Besu's.
+      "parent block not found",
+    ],
+    grpc: Code.NotFound,
+    meaning: "the block is not known to the node",
+  },
+  {
+    prefixes: [
+      "missing trie node",
+      "historical state ",
+      // geth's state_accessor (and its forks'), Erigon's, Besu's (found from outside, h87: INTERNAL).
+      "required historical state unavailable",
+      "old data not available due to pruning",
+      "world state unavailable",
+    ],
+    grpc: Code.NotFound,
+    meaning: "the state asked for is pruned",
+  },
+  { prefixes: ["filter not found", "logs filter not found", "subscription not found"], grpc: Code.NotFound, meaning: "the filter is not known to the node" },
+  // reth says so under -32602 (EthFilterError::FilterNotFound).
+  { codes: [-32602], prefixes: ["filter not found"], grpc: Code.NotFound, meaning: "the filter is not known to the node (reth's code)" },
+  {
+    prefixes: [
+      "already known",
+      "known transaction",
+      // Anvil's words for the same, under EIP-1474's "transaction rejected" (found from outside, h84: FAILED_PRECONDITION
+      // there, ALREADY_EXISTS on geth, so a typed caller could not tell a resend from a refusal by the node it met).
+      "transaction already imported",
+      // Erigon's pool (DiscardReason DuplicateHash) and Nethermind's older AcceptTxResult name.
+      "existing txn with same hash",
+      "alreadyknown",
+    ],
+    grpc: Code.AlreadyExists,
+    meaning: "the transaction is in the pool already",
+  },
   {
     prefixes: [
       "invalid sender",
@@ -167,10 +220,43 @@ export const SERVER_ERROR_RULES: readonly ServerErrorRule[] = [
       "maxfeepergas (",
       "gasprice must be non-zero after london fork",
       'both "data" and "input" are set',
+      // The chain id the transaction was signed for (Erigon's "invalid chain id, expected: 1 got: 5", reth's, Besu's).
+      "invalid chain id",
+      "wrong chainid",
+      "chainid is required",
+      "chainid not supported",
+      // Besu's, Nethermind's, Erigon's words for the same malformations (found from outside, h87: INTERNAL).
+      "max priority fee per gas exceeds max fee per gas",
+      "failed to recover sender",
+      "failedtoresolvesender",
+      "transaction too large",
+      "unsupported transaction type",
+      "transaction cost overflow",
+      "int256overflow",
+      "intrinsicgas",
+      "gasuintoverflow",
+      "rlptoolong",
+      "initcode too large",
+      "fork supporting this transaction type is not activated yet",
+      "eip-4844 & 7702 transactions cannot have the form of a create transaction",
+      "eip-7702 transactions with an empty authorization list are invalid",
+      "blob transactions must have at least one blob",
+      "max number of blobs exceeded",
+      "blob_versioned_hashes, blobs, commitments and proofs must have equal number",
+      "kzgcommitment",
     ],
     grpc: Code.InvalidArgument,
     meaning: "the transaction is malformed, whatever the state",
   },
+  // Nethermind's older pool answers, by AcceptTxResult name under -32010 ("Invalid, …"; "Invalid RLP.").
+  { codes: [-32010], prefixes: ["invalid"], grpc: Code.InvalidArgument, meaning: "the transaction is malformed (Nethermind's words)" },
+  // Besu's transaction refusals, each under its own code (RpcErrorType.java), which EIP-1474's table reads otherwise
+  // (found from outside, h87: "Nonce too low" was NOT_FOUND, "Invalid signature" UNAVAILABLE, which clients retry).
+  { codes: [-32002], prefixes: ["invalid signature"], grpc: Code.InvalidArgument, meaning: "the transaction's signature is invalid (Besu's code)" },
+  { codes: [-32003], prefixes: ["intrinsic gas exceeds gas limit"], grpc: Code.InvalidArgument, meaning: "the gas limit is below the intrinsic cost (Besu's code)" },
+  { codes: [-32001, -32006], prefixes: ["nonce too low", "nonce too high", "incorrect nonce"], grpc: Code.FailedPrecondition, meaning: "the nonce is not the account's next (Besu's codes)" },
+  { codes: [-32004], prefixes: ["upfront cost exceeds account balance"], grpc: Code.FailedPrecondition, meaning: "insufficient funds (Besu's code)" },
+  { codes: [-32005], prefixes: ["transaction gas limit exceeds block gas limit"], grpc: Code.FailedPrecondition, meaning: "the gas limit exceeds the block gas limit (Besu's code)" },
   {
     prefixes: [
       "nonce too low",
@@ -188,11 +274,54 @@ export const SERVER_ERROR_RULES: readonly ServerErrorRule[] = [
       "future transaction tries to replace pending",
       "sender not an eoa",
       "only replay-protected",
+      // The node's fee cap (geth's RPCTxFeeCap as its forks and reth word it: "tx fee (1.50 ether) exceeds the
+      // configured cap"; Besu's), and other nodes' words for a nonce, price or gas limit the state or the pool refuses
+      // (found from outside, h87: INTERNAL).
+      "tx fee (",
+      "transaction fee cap exceeded",
+      "gas limit reached",
+      "exceeds max transaction gas limit",
+      "nonce too far in future",
+      "transaction nonce is too distant from current sender nonce",
+      "an invalid transaction with a lower nonce exists",
+      "pending transaction type conflict",
+      "delegation nonce gap",
+      "delegation authority has pending transaction",
+      "address already reserved",
+      "eip-7702 transaction with authority already reserved",
+      "underpriced",
+      "fee too low",
+      "could not replace existing tx",
+      "gas limit is too high",
+      "can't replace blob-txn with a non-blob-txn",
+      "spammer",
+      // op-geth's refusal of a transaction its filter drops.
+      "transaction filtered out",
     ],
     grpc: Code.FailedPrecondition,
     meaning: "refused for the chain's or the pool's state",
   },
-  { prefixes: ["txpool is full", "in-flight transaction limit reached"], grpc: Code.ResourceExhausted, meaning: "the node's pool is full: try later" },
+  {
+    prefixes: [
+      "txpool is full",
+      "in-flight transaction limit reached",
+      // Erigon's sub-pools.
+      "pending sub-pool is full",
+      "basefee sub-pool is full",
+      "queued sub-pool is full",
+      "blobs limit in txpool is full",
+    ],
+    grpc: Code.ResourceExhausted,
+    meaning: "the node's pool is full: try later",
+  },
+  // 1RPC's limits (docs.1rpc.io), under codes that otherwise mean other things.
+  { prefixes: ["response size should not greater than"], grpc: Code.ResourceExhausted, meaning: "the answer is over the provider's size limit" },
+  { codes: [-32001], prefixes: ["exceeded the quota usage"], grpc: Code.ResourceExhausted, meaning: "the provider's quota is spent" },
+  // The node is there but cannot serve yet (Nethermind while syncing; an Arbitrum node whose sequencer is away).
+  { prefixes: ["node is syncing", "sequencer temporarily not available"], grpc: Code.Unavailable, meaning: "the node cannot serve this now: try later" },
+  // The node's own time limit for the call (geth's and reth's RPCEVMTimeout, Besu's TIMEOUT_ERROR).
+  { prefixes: ["execution aborted (timeout = "], grpc: Code.DeadlineExceeded, meaning: "the call ran past the node's own time limit" },
+  { codes: [-32603], prefixes: ["timeout expired"], grpc: Code.DeadlineExceeded, meaning: "the call ran past the node's own time limit (Besu's words)" },
   // The call's own failure, as a revert (code 3) is: no fault of the node's or nodegate's, and the same call fails
   // again (geth's core/vm/errors.go; an older node's revert without data).
   {
@@ -218,7 +347,7 @@ export const SERVER_ERROR_RULES: readonly ServerErrorRule[] = [
   // Anvil answers a call that halts (out of gas, say) with -32603 "EVM error <revm's halt reason>" (found from
   // outside: an eth_call out of gas was INTERNAL on the typed door, as if the node or nodegate had failed).
   {
-    code: -32603,
+    codes: [-32603],
     prefixes: [
       "evm error outofgas",
       "evm error memoryoog",
@@ -263,23 +392,52 @@ export const SERVER_ERROR_RULES: readonly ServerErrorRule[] = [
   },
 ];
 
-/**
- * What geth writes before the failure's own text when it cannot run a call: eth_call's "err: <failure> (supplied gas
- * N)" and eth_estimateGas's "failed with N gas: <failure>" (internal/ethapi, eth/gasestimator). Read past, so
- * "err: insufficient funds for gas * price + value: …" is read as "insufficient funds" is (found from outside, the
- * execution-apis fork-inactive cases: INTERNAL, as if the node had failed).
- */
-const GETH_CALL_WRAPPER = /^(?:err: |failed with \d+ gas: )/;
+/** The rules that read each code's messages, in order. */
+const RULES_BY_CODE = new Map<number, ServerErrorRule[]>();
+for (const rule of SERVER_ERROR_RULES) {
+  for (const code of rule.codes ?? MESSAGE_CODES) {
+    const list = RULES_BY_CODE.get(code) ?? [];
+    list.push(rule);
+    RULES_BY_CODE.set(code, list);
+  }
+}
 
 /**
- * The gRPC code for an error a node answered: by its code, and for geth's
- * generic -32000 (and Anvil's -32603 EVM halts and -32003 resend) by its message (SERVER_ERROR_RULES).
+ * What a node writes before the failure's own text, read past under -32000: geth's when it cannot run a call
+ * (eth_call's "err: <failure> (supplied gas N)", eth_estimateGas's "failed with N gas: <failure>"; internal/ethapi,
+ * eth/gasestimator), and Erigon's pool result name before a refused transaction's reason ("FEE_TOO_LOW: underpriced";
+ * rpc/jsonrpc/send_transaction.go). So "err: insufficient funds for gas * price + value: …" is read as "insufficient
+ * funds" is (found from outside: the execution-apis fork-inactive cases, and every Erigon refusal (h87), were INTERNAL).
+ */
+const NODE_WRAPPER = /^(?:err: |failed with \d+ gas: |(already_exists|fee_too_low|stale|invalid|internal_error): )/;
+
+/** The status Erigon's pool result name means when no rule reads the reason after it. */
+const ERIGON_RESULTS: Readonly<Record<string, Code>> = {
+  already_exists: Code.AlreadyExists,
+  fee_too_low: Code.FailedPrecondition,
+  stale: Code.FailedPrecondition,
+  invalid: Code.InvalidArgument,
+};
+
+/**
+ * The gRPC code for an error a node answered: by its message where a rule reads its code's messages
+ * (SERVER_ERROR_RULES), else by its code.
  */
 export function grpcCodeForNodeError(code: number, message: string, family: CodeFamily = "eth"): Code {
-  if (code === -32000 || code === -32603 || code === -32003) {
-    const lower = message.toLowerCase();
-    const unwrapped = code === -32000 ? lower.replace(GETH_CALL_WRAPPER, "") : lower;
-    for (const rule of SERVER_ERROR_RULES) if ((rule.code ?? -32000) === code && rule.prefixes.some((p) => unwrapped.startsWith(p))) return rule.grpc;
+  const rules = RULES_BY_CODE.get(code);
+  if (rules !== undefined) {
+    let text = message.toLowerCase();
+    let erigonResult: string | undefined;
+    if (code === -32000) {
+      const wrapper = NODE_WRAPPER.exec(text);
+      if (wrapper !== null) {
+        text = text.slice(wrapper[0].length);
+        erigonResult = wrapper[1];
+      }
+    }
+    for (const rule of rules) if (rule.prefixes.some((p) => text.startsWith(p))) return rule.grpc;
+    const byResult = erigonResult === undefined ? undefined : ERIGON_RESULTS[erigonResult];
+    if (byResult !== undefined) return byResult;
   }
   return grpcCodeForJsonRpc(code, family);
 }

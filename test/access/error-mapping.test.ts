@@ -12,7 +12,7 @@ import { StarknetService } from "../../gen/nodegate/starknet/v1/starknet_service
 import { BlockTag as StarknetBlockTag } from "../../gen/nodegate/starknet/v1/primitives_pb.js";
 import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
 import { freePort } from "../../src/embedded/anvil.js";
-import { GRPC_TO_JSONRPC, JSONRPC_TO_GRPC, jsonRpcCodeForGrpc, SERVER_ERROR_RULES } from "../../src/errors/code-map.js";
+import { GRPC_TO_JSONRPC, JSONRPC_TO_GRPC, jsonRpcCodeForGrpc, MESSAGE_CODES, SERVER_ERROR_RULES } from "../../src/errors/code-map.js";
 import { NODEGATE_CODES } from "../../src/errors/catalogue.js";
 import { fromConnectError } from "../../src/grpc/errors.js";
 import { connectClient } from "../support/grpc-clients.js";
@@ -193,13 +193,14 @@ describe("JSON-RPC error code -> gRPC status (one test per row)", () => {
   });
 });
 
-describe("-32000 (and Anvil's -32603) by its message (one test per rule)", () => {
+describe("-32000 (and the other codes a rule names) by its message (one test per rule)", () => {
   for (const rule of SERVER_ERROR_RULES) {
-    it(`${rule.code ?? -32000} ${rule.prefixes.join(", ")} -> ${Code[rule.grpc]}`, async () => {
+    const codes = rule.codes ?? MESSAGE_CODES;
+    it(`${codes.join("/")} ${rule.prefixes.join(", ")} -> ${Code[rule.grpc]}`, async () => {
       for (const [i, prefix] of rule.prefixes.entries()) {
-        // geth writes details after the text; another client may capitalise it.
+        // geth writes details after the text; another client may capitalise it. Each of the rule's codes in turn.
         const text = i % 2 === 0 ? `${prefix}${prefix.endsWith(" ") ? "" : ": "}details 0x01` : `${prefix[0]?.toUpperCase()}${prefix.slice(1)}`;
-        const error = { code: rule.code ?? -32000, message: text, data: "0x" };
+        const error = { code: codes[i % codes.length] as number, message: text, data: "0x" };
         answer = { error };
         const err = await typed();
         expect(err.code, text).toBe(rule.grpc);
@@ -234,6 +235,64 @@ describe("-32000 (and Anvil's -32603) by its message (one test per rule)", () =>
     expect((await typed()).code).toBe(Code.Internal);
   });
 
+  it("other nodes' and providers' words for the same failures get the same status as geth's (h87)", async () => {
+    // Texts as each node writes them: Besu's RpcErrorType.java, Erigon's send_transaction.go ("<ImportResult>:
+    // <DiscardReason>"), Nethermind's ErrorCodes.cs / AcceptTxResult.cs (older) and TxPoolErrorMessages.cs (newer),
+    // reth's rpc-eth-types error, Nitro's sequencer, geth's state_accessor and checkTxFee as its forks keep them.
+    const cases: [number, string, Code][] = [
+      [-32001, "Nonce too low", Code.FailedPrecondition],
+      [-32006, "Nonce too high", Code.FailedPrecondition],
+      [-32002, "Invalid signature", Code.InvalidArgument],
+      [-32003, "Intrinsic gas exceeds gas limit", Code.InvalidArgument],
+      [-32004, "Upfront cost exceeds account balance", Code.FailedPrecondition],
+      [-32005, "Transaction gas limit exceeds block gas limit", Code.FailedPrecondition],
+      [-32005, "Requested range exceeds maximum RPC range limit", Code.ResourceExhausted],
+      [-32009, "Gas price below current base fee", Code.FailedPrecondition],
+      [-39001, "Unknown block", Code.NotFound],
+      [-32000, "Wrong chainId", Code.InvalidArgument],
+      [-32000, "Transaction nonce is too distant from current sender nonce", Code.FailedPrecondition],
+      [-32000, "World state unavailable", Code.NotFound],
+      [-32603, "Timeout expired", Code.DeadlineExceeded],
+      [-32000, "ALREADY_EXISTS: already known", Code.AlreadyExists],
+      [-32000, "INTERNAL_ERROR: nonce too low", Code.FailedPrecondition],
+      [-32000, "FEE_TOO_LOW: underpriced", Code.FailedPrecondition],
+      [-32000, "INVALID: oversized data", Code.InvalidArgument],
+      [-32000, "INTERNAL_ERROR: IntrinsicGas", Code.InvalidArgument],
+      [-32000, "INVALID: RLPTooLong", Code.InvalidArgument],
+      // No row reads these reasons: Erigon's result name decides, and its internal error stays INTERNAL.
+      [-32000, "STALE: mined", Code.FailedPrecondition],
+      [-32000, "INTERNAL_ERROR: not set", Code.Internal],
+      [-32000, "invalid chain id, expected: 1 got: 5", Code.InvalidArgument],
+      [-32000, "old data not available due to pruning", Code.NotFound],
+      [-32000, "required historical state unavailable (reexec=128)", Code.NotFound],
+      [-32000, "tx fee (1.50 ether) exceeds the configured cap (1.00 ether)", Code.FailedPrecondition],
+      [-32010, "OldNonce, Current nonce: 5, nonce of rejected tx: 3", Code.FailedPrecondition],
+      [-32010, "AlreadyKnown", Code.AlreadyExists],
+      [-32010, "FailedToResolveSender", Code.InvalidArgument],
+      [-32010, "insufficient funds for gas * price + value", Code.FailedPrecondition],
+      [-32015, "VM execution error.", Code.FailedPrecondition],
+      [-32016, "eth_getLogs request was canceled due to enabled timeout.", Code.DeadlineExceeded],
+      [-32000, "node is syncing", Code.Unavailable],
+      [-32000, "nonce too far in future", Code.FailedPrecondition],
+      [-32000, "transaction too large", Code.InvalidArgument],
+      [-32003, "txpool is full", Code.ResourceExhausted],
+      [-32602, "filter not found", Code.NotFound],
+      [-32000, "execution aborted (timeout = 10s)", Code.DeadlineExceeded],
+      [-32000, "sequencer temporarily not available", Code.Unavailable],
+      [429, "Your app has exceeded its compute units per second capacity.", Code.ResourceExhausted],
+    ];
+    const got: [number, string, Code][] = [];
+    for (const [code, message] of cases) {
+      const error = { code, message };
+      answer = { error };
+      const err = await typed();
+      got.push([code, message, err.code]);
+      const [d] = err.findDetails(JsonRpcErrorSchema);
+      expect({ code: Number(d?.code), message: d?.message }, message).toEqual(error);
+    }
+    expect(got).toEqual(cases);
+  });
+
   it("a -32000 whose message starts with no rule's text is INTERNAL, and other codes are read by their code alone", async () => {
     for (const error of [
       { code: -32000, message: "execution failed: nonce too low" },
@@ -241,7 +300,8 @@ describe("-32000 (and Anvil's -32603) by its message (one test per rule)", () =>
       { code: -32603, message: "header not found" },
       { code: -32603, message: "EVM error FatalExternalError" },
       { code: -32000, message: "EVM error OutOfGas" },
-      { code: -32001, message: "nonce too low" },
+      // Besu's "Nonce too low" is read under -32001; another text there is read by the code.
+      { code: -32001, message: "insufficient funds" },
     ]) {
       answer = { error };
       expect((await typed()).code, JSON.stringify(error)).toBe(error.code === -32001 ? Code.NotFound : Code.Internal);
@@ -342,6 +402,17 @@ const PINNED_NODE_CODES: [number, string, Code][] = [
   [-32006, "any", Code.InvalidArgument],
   [3, "any", Code.FailedPrecondition],
   [4444, "any", Code.NotFound],
+  [-32007, "any", Code.PermissionDenied],
+  [-32008, "any", Code.Unavailable],
+  [-32009, "any", Code.FailedPrecondition],
+  [-32010, "any", Code.FailedPrecondition],
+  [-32015, "any", Code.FailedPrecondition],
+  [-32016, "any", Code.DeadlineExceeded],
+  [-32017, "any", Code.DeadlineExceeded],
+  [-32604, "any", Code.Unimplemented],
+  [-39001, "any", Code.NotFound],
+  [429, "any", Code.ResourceExhausted],
+  [402, "any", Code.ResourceExhausted],
   [1, "eth", Code.FailedPrecondition],
   [2, "eth", Code.FailedPrecondition],
   [4, "eth", Code.FailedPrecondition],
@@ -405,17 +476,28 @@ const PINNED_NODE_CODES: [number, string, Code][] = [
   [67, "any", Code.InvalidArgument],
   [68, "any", Code.InvalidArgument],
 ];
-const PINNED_SERVER_ERROR_RULES: ([string[], Code] | [number, string[], Code])[] = [
-  [["header not found","unknown block","block not found"], Code.NotFound],
-  [["missing trie node","historical state "], Code.NotFound],
-  [["filter not found"], Code.NotFound],
-  [["already known","known transaction"], Code.AlreadyExists],
-  [-32003, ["transaction already imported"], Code.AlreadyExists],
-  [["invalid sender","intrinsic gas too low","intrinsic gas too high -- callgascostmorethangaslimit","intrinsic gas too high -- gasfloormorethangaslimit","insufficient gas for floor data gas cost","oversized data","transaction type not supported","max priority fee per gas higher than max fee per gas","max priority fee per gas higher than 2^256-1","max fee per gas higher than 2^256-1","max initcode size exceeded","gas uint64 overflow","negative value","rlp: ","typed transaction too short","invalid transaction v, r, s values","maxfeepergas and maxpriorityfeepergas are not valid before london is active","both gasprice and (maxfeepergas or maxpriorityfeepergas) specified","maxfeepergas (","gasprice must be non-zero after london fork","both \"data\" and \"input\" are set"], Code.InvalidArgument],
-  [["nonce too low","nonce too high","nonce has max value","insufficient funds","replacement transaction underpriced","transaction underpriced","max fee per gas less than block base fee","exceeds block gas limit","intrinsic gas too high","gas required exceeds allowance","account limit exceeded","future transaction tries to replace pending","sender not an eoa","only replay-protected"], Code.FailedPrecondition],
-  [["txpool is full","in-flight transaction limit reached"], Code.ResourceExhausted],
-  [["execution reverted","out of gas","contract creation code storage out of gas","invalid opcode","invalid jump destination","stack underflow","stack limit reached","write protection","return data out of bounds","max call depth exceeded","insufficient balance for transfer","contract address collision","max code size exceeded","invalid code: must not begin with 0xef"], Code.FailedPrecondition],
-  [-32603, ["evm error outofgas","evm error memoryoog","evm error memorylimitoog","evm error precompileoog","evm error invalidoperandoog","evm error opcodenotfound","evm error invalidfeopcode","evm error invalidjump","evm error stackunderflow","evm error stackoverflow","evm error calltoodeep","evm error outoffunds","evm error statechangeduringstaticcall","evm error callnotallowedinsidestatic","evm error outofoffset","evm error createcollision","evm error nonceoverflow","evm error createcontractsizelimit","evm error createcontractstartingwithef","evm error createinitcodesizelimit","evm error precompileerror","evm error notactivated","evm error reentrancysentryoog","evm error overflowpayment","evm error createinitcodestartingef00","evm error invalideofinitcode","evm error invalidextdelegatecalltarget","evm error invalidextcalltarget","evm error eofopcodedisabledinlegacy","evm error subroutinestackoverflow","evm error eoffunctionstackoverflow","evm error returncontractinnonreturningeof"], Code.FailedPrecondition],
+const PINNED_SERVER_ERROR_RULES: ([string[], Code] | [number[], string[], Code])[] = [
+  [["header not found", "unknown block", "block not found", "parent block not found"], Code.NotFound],
+  [["missing trie node", "historical state ", "required historical state unavailable", "old data not available due to pruning", "world state unavailable"], Code.NotFound],
+  [["filter not found", "logs filter not found", "subscription not found"], Code.NotFound],
+  [[-32602], ["filter not found"], Code.NotFound],
+  [["already known", "known transaction", "transaction already imported", "existing txn with same hash", "alreadyknown"], Code.AlreadyExists],
+  [["invalid sender", "intrinsic gas too low", "intrinsic gas too high -- callgascostmorethangaslimit", "intrinsic gas too high -- gasfloormorethangaslimit", "insufficient gas for floor data gas cost", "oversized data", "transaction type not supported", "max priority fee per gas higher than max fee per gas", "max priority fee per gas higher than 2^256-1", "max fee per gas higher than 2^256-1", "max initcode size exceeded", "gas uint64 overflow", "negative value", "rlp: ", "typed transaction too short", "invalid transaction v, r, s values", "maxfeepergas and maxpriorityfeepergas are not valid before london is active", "both gasprice and (maxfeepergas or maxpriorityfeepergas) specified", "maxfeepergas (", "gasprice must be non-zero after london fork", "both \"data\" and \"input\" are set", "invalid chain id", "wrong chainid", "chainid is required", "chainid not supported", "max priority fee per gas exceeds max fee per gas", "failed to recover sender", "failedtoresolvesender", "transaction too large", "unsupported transaction type", "transaction cost overflow", "int256overflow", "intrinsicgas", "gasuintoverflow", "rlptoolong", "initcode too large", "fork supporting this transaction type is not activated yet", "eip-4844 & 7702 transactions cannot have the form of a create transaction", "eip-7702 transactions with an empty authorization list are invalid", "blob transactions must have at least one blob", "max number of blobs exceeded", "blob_versioned_hashes, blobs, commitments and proofs must have equal number", "kzgcommitment"], Code.InvalidArgument],
+  [[-32010], ["invalid"], Code.InvalidArgument],
+  [[-32002], ["invalid signature"], Code.InvalidArgument],
+  [[-32003], ["intrinsic gas exceeds gas limit"], Code.InvalidArgument],
+  [[-32001,-32006], ["nonce too low", "nonce too high", "incorrect nonce"], Code.FailedPrecondition],
+  [[-32004], ["upfront cost exceeds account balance"], Code.FailedPrecondition],
+  [[-32005], ["transaction gas limit exceeds block gas limit"], Code.FailedPrecondition],
+  [["nonce too low", "nonce too high", "nonce has max value", "insufficient funds", "replacement transaction underpriced", "transaction underpriced", "max fee per gas less than block base fee", "exceeds block gas limit", "intrinsic gas too high", "gas required exceeds allowance", "account limit exceeded", "future transaction tries to replace pending", "sender not an eoa", "only replay-protected", "tx fee (", "transaction fee cap exceeded", "gas limit reached", "exceeds max transaction gas limit", "nonce too far in future", "transaction nonce is too distant from current sender nonce", "an invalid transaction with a lower nonce exists", "pending transaction type conflict", "delegation nonce gap", "delegation authority has pending transaction", "address already reserved", "eip-7702 transaction with authority already reserved", "underpriced", "fee too low", "could not replace existing tx", "gas limit is too high", "can't replace blob-txn with a non-blob-txn", "spammer", "transaction filtered out"], Code.FailedPrecondition],
+  [["txpool is full", "in-flight transaction limit reached", "pending sub-pool is full", "basefee sub-pool is full", "queued sub-pool is full", "blobs limit in txpool is full"], Code.ResourceExhausted],
+  [["response size should not greater than"], Code.ResourceExhausted],
+  [[-32001], ["exceeded the quota usage"], Code.ResourceExhausted],
+  [["node is syncing", "sequencer temporarily not available"], Code.Unavailable],
+  [["execution aborted (timeout = "], Code.DeadlineExceeded],
+  [[-32603], ["timeout expired"], Code.DeadlineExceeded],
+  [["execution reverted", "out of gas", "contract creation code storage out of gas", "invalid opcode", "invalid jump destination", "stack underflow", "stack limit reached", "write protection", "return data out of bounds", "max call depth exceeded", "insufficient balance for transfer", "contract address collision", "max code size exceeded", "invalid code: must not begin with 0xef"], Code.FailedPrecondition],
+  [[-32603], ["evm error outofgas", "evm error memoryoog", "evm error memorylimitoog", "evm error precompileoog", "evm error invalidoperandoog", "evm error opcodenotfound", "evm error invalidfeopcode", "evm error invalidjump", "evm error stackunderflow", "evm error stackoverflow", "evm error calltoodeep", "evm error outoffunds", "evm error statechangeduringstaticcall", "evm error callnotallowedinsidestatic", "evm error outofoffset", "evm error createcollision", "evm error nonceoverflow", "evm error createcontractsizelimit", "evm error createcontractstartingwithef", "evm error createinitcodesizelimit", "evm error precompileerror", "evm error notactivated", "evm error reentrancysentryoog", "evm error overflowpayment", "evm error createinitcodestartingef00", "evm error invalideofinitcode", "evm error invalidextdelegatecalltarget", "evm error invalidextcalltarget", "evm error eofopcodedisabledinlegacy", "evm error subroutinestackoverflow", "evm error eoffunctionstackoverflow", "evm error returncontractinnonreturningeof"], Code.FailedPrecondition],
 ];
 const PINNED_GRPC_TO_JSONRPC: [Code, number][] = [
   [Code.InvalidArgument, -32602],
@@ -432,8 +514,8 @@ describe("the mapping tables are the documented ones", () => {
   it("node codes -> gRPC, by family", () => {
     expect(JSONRPC_TO_GRPC.map((r) => [r.jsonrpc, r.family ?? "any", r.grpc])).toEqual(PINNED_NODE_CODES);
   });
-  it("-32000 messages -> gRPC", () => {
-    expect(SERVER_ERROR_RULES.map((r) => (r.code === undefined ? [[...r.prefixes], r.grpc] : [r.code, [...r.prefixes], r.grpc]))).toEqual(PINNED_SERVER_ERROR_RULES);
+  it("node messages -> gRPC", () => {
+    expect(SERVER_ERROR_RULES.map((r) => (r.codes === undefined ? [[...r.prefixes], r.grpc] : [[...r.codes], [...r.prefixes], r.grpc]))).toEqual(PINNED_SERVER_ERROR_RULES);
   });
   it("gRPC -> the JSON-RPC code a typed failure's details carry when nodegate made it", () => {
     expect([...GRPC_TO_JSONRPC]).toEqual(PINNED_GRPC_TO_JSONRPC);
