@@ -108,7 +108,8 @@ function keyWords(key: Uint8Array): Uint32Array {
 /** sameBytes for the text at `start` (a key of known length, already bounded by a quote). */
 function isKey(src: Uint8Array, start: number, plan: FieldPlan): boolean {
   const words = plan.keyWords;
-  for (let i = 0; i < words.length; i++) if (srcView.getUint32(start + i * 4, true) !== words[i]) return false;
+  const source = srcView;
+  for (let i = 0; i < words.length; i++) if (source.getUint32(start + i * 4, true) !== words[i]) return false;
   const key = plan.keyBytes;
   for (let i = words.length * 4; i < key.length; i++) if (src[start + i] !== key[i]) return false;
   return true;
