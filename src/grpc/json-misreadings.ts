@@ -72,5 +72,6 @@ function checkBase64(value: unknown, at: string): string | undefined {
   const shown = value.length > 20 ? `${value.slice(0, 18)}…` : value;
   if (value.length % 2 === 1) return `${at}: "${shown}" is 0x hex; in JSON, bytes are base64`;
   const base64 = Buffer.from(value.slice(2), "hex").toString("base64");
+  if (base64 === "") return `${at}: "0x" is 0x hex for no bytes; in JSON, bytes are base64 (no bytes is "")`;
   return `${at}: "${shown}" is 0x hex; in JSON, bytes are base64 (these bytes are "${base64.length > 24 ? `${base64.slice(0, 22)}…` : base64}")`;
 }

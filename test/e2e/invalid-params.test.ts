@@ -413,7 +413,7 @@ describe("a proto JSON caller", () => {
     // "0x6d4ce63c" read as base64 is d31e9de1c7badd: a call to another selector, answered without a word.
     const cases: [string, unknown, string][] = [
       ["Call", { transaction: { to: Buffer.alloc(20, 0x44).toString("base64"), data: "0x6d4ce63c" } }, 'transaction.data: "0x6d4ce63c" is 0x hex; in JSON, bytes are base64 (these bytes are "bUzmPA==")'],
-      ["Call", { transaction: { data: "0x" } }, 'transaction.data: "0x" is 0x hex; in JSON, bytes are base64 (these bytes are "")'],
+      ["Call", { transaction: { data: "0x" } }, 'transaction.data: "0x" is 0x hex for no bytes; in JSON, bytes are base64 (no bytes is "")'],
       ["GetBalance", { address: `0x${"44".repeat(20)}` }, 'address: "0x4444444444444444…" is 0x hex; in JSON, bytes are base64 (these bytes are "RERERERERERERERERERERE…")'],
       ["GetLogs", { filter: { topics: [{ anyOf: [`0X${"ab".repeat(32)}`] }] } }, 'filter.topics[0].anyOf[0]: "0Xabababababababab…" is 0x hex; in JSON, bytes are base64 (these bytes are "q6urq6urq6urq6urq6urq6…")'],
       ["Call", { transaction: { data: "0x123" } }, 'transaction.data: "0x123" is 0x hex; in JSON, bytes are base64'],

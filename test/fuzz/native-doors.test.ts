@@ -21,7 +21,7 @@ import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { createMethodTable } from "../../src/methods/default-table.js";
 import { nativeBody } from "../support/fuzz/json-rpc-arbitraries.js";
 import { type Prediction, predictedUpstream, predictNative } from "../support/fuzz/native-oracle.js";
-import { fuzzParameters, fuzzTimeoutMs } from "../support/fuzz/settings.js";
+import { fuzzParameters, fuzzRuns, fuzzTimeoutMs } from "../support/fuzz/settings.js";
 import { post, rpc } from "../support/http.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { type ProgrammableUpstream, startProgrammableUpstream, type UpstreamRequest } from "../support/programmable-upstream.js";
@@ -217,15 +217,15 @@ it(
         }
         const outcome = await overWebSocket(body, res.status !== 204);
         expect(outcome.closedWith, where).toBeUndefined();
-        expect(outcome.answers.map((a) => withoutNewFilterIds(a, prediction)), where).toEqual(res.status === 204 ? [] : [withoutNewFilterIds(text, prediction)]);
+        expect(outcome.answers.map((a) => comparable(a, prediction)), where).toEqual(res.status === 204 ? [] : [comparable(text, prediction)]);
         await upstreamReached(before, predictedUpstream(prediction).length + 1);
         checkUpstream(recorder.requests.slice(before), prediction, `${where} (WebSocket)`, ["eth_chainId"]);
       }),
       fuzzParameters(RUNS),
     );
     // The generators reach both sides of the line.
-    expect(valid).toBeGreaterThan(RUNS / 10);
-    expect(invalid).toBeGreaterThan(RUNS / 10);
+    expect(valid).toBeGreaterThan(fuzzRuns(RUNS) / 10);
+    expect(invalid).toBeGreaterThan(fuzzRuns(RUNS) / 10);
     expect(ng.logs.filter((l) => (l.level as number) >= 50)).toEqual([]);
     expect((await post(`${ng.url}/v3/${KEY}`, rpc("eth_chainId"))).json.result).toBe("0x7a69");
   },
@@ -234,6 +234,18 @@ it(
 
 /** Methods whose answer is new on every call (a filter id): the same text sent twice is answered differently. */
 const NEW_EACH_CALL = new Set(["eth_newFilter", "eth_newBlockFilter", "eth_newPendingTransactionFilter"]);
+
+/**
+ * What nodegate adds to a node's id-null error that came right after another on the same upstream connection (it may
+ * be a stray copy of that one): whether it does depends on what that connection carried before, not on the text sent
+ * (found by FUZZ_RUNS=5000: the HTTP sending's answer had no note, the WebSocket sending's had it).
+ */
+const ID_NULL_NOTE = / \(this error came with id null right after another on the same connection: it may be that one again, and whether [^ ]+ took effect is unknown\)/g;
+
+/** An answer as two sendings of one text must both give it. */
+function comparable(answer: string, prediction: Prediction): string {
+  return withoutNewFilterIds(answer.replace(ID_NULL_NOTE, ""), prediction);
+}
 
 /** An answer text with the results of filter-making calls blanked, so two sendings of one text compare equal. */
 function withoutNewFilterIds(answer: string, prediction: Prediction): string {
