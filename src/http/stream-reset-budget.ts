@@ -23,7 +23,12 @@
  * give up as the answer reaches it and reset a stream already closed here,
  * which Node never sees (found from outside: grpc-js callers with 4-10 ms
  * deadlines, most answered in time, had their connection ended with error
- * code 2 and a subscription on it failed INTERNAL).
+ * code 2 and a subscription on it failed INTERNAL). And while a client is
+ * cancelling calls (it reset one in the last 10 s), each call answered counts
+ * too: it may have been cancelled as its answer reached the client, a reset
+ * Node never sees either (found from outside: a client cancelling calls 0-2 ms
+ * after starting them had about half answered first, the budget saw half the
+ * resets, and nghttp2 ended the connection with error code 2).
  */
 import type http2 from "node:http2";
 import { clientDeadlineMs, DEADLINE_RACE_MS } from "./client-deadline.js";
@@ -33,6 +38,8 @@ const NGHTTP2_RESET_BURST = 1000;
 const NGHTTP2_RESET_RATE_PER_SECOND = 33;
 /** Resets left in nghttp2's allowance when the session is closed: room for those of the calls still under way. */
 const RESETS_KEPT_IN_HAND = 200;
+/** How long after a reset Node saw its client counts as cancelling calls. */
+const CANCELLING_FOR_MS = 10_000;
 
 export interface ResetBudget {
   /** A stream of the session was reset (or ended before its answer): one more of nghttp2's allowance used. */
@@ -78,13 +85,20 @@ export function closeBeforeResetFlood(session: http2.ServerHttp2Session): void {
   // nodegate sent. One listener built once per session, not a closure per stream: this runs for every call.
   // When each stream's client gives up, for streams that have a deadline.
   const deadlines = new WeakMap<http2.ServerHttp2Stream, number>();
+  let lastSeenResetAt = Number.NEGATIVE_INFINITY;
   const countIfReset = function (this: http2.ServerHttp2Stream): void {
-    if (this.aborted || String(sentGrpcStatus(this)) === DEADLINE_EXCEEDED) budget.reset();
-    else {
+    const now = performance.now();
+    if (this.aborted) {
+      lastSeenResetAt = now;
+      budget.reset();
+    } else if (String(sentGrpcStatus(this)) === DEADLINE_EXCEEDED) {
+      budget.reset();
+    } else {
       const givesUpAt = deadlines.get(this);
       // A call answered within a little of its client's deadline (the answer's way to the client, and the client's
-      // lag in reading it): the client may have given up and reset it.
-      if (givesUpAt !== undefined && performance.now() >= givesUpAt - DEADLINE_RACE_MS) budget.reset();
+      // lag in reading it): the client may have given up and reset it. A call answered while its client is
+      // cancelling calls: it may have been cancelled as its answer arrived.
+      if ((givesUpAt !== undefined && now >= givesUpAt - DEADLINE_RACE_MS) || now - lastSeenResetAt < CANCELLING_FOR_MS) budget.reset();
     }
   };
   session.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => {
