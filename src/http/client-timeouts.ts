@@ -112,6 +112,15 @@ function cutOff(stream: http2.ServerHttp2Stream, grpcContentType: string | undef
  * NO_ERROR, HTTP/2's "stop sending". (Node's session.setTimeout is not used:
  * with it set, a stream reset under unread writes no longer ends its
  * handler.)
+ *
+ * A session with streams open that has read nothing for a headers deadline
+ * is sent a PING, and ended (GOAWAY CANCEL) when no answer comes within
+ * another: after a connection error of its client's (a DATA frame on stream
+ * 0, a bad HPACK index), nghttp2 answers GOAWAY and reads nothing more, so
+ * Node never sees the client close, and its streams stayed open with no
+ * event (found from outside: a health Watch held so was there after 4
+ * minutes and held a drain for its whole drainMs; the socket sat in
+ * CLOSE-WAIT). Every HTTP/2 client answers a PING by itself.
  */
 export function guardHttp2Session(session: http2.ServerHttp2Session, t: ClientTimeouts): void {
   let idle: NodeJS.Timeout | undefined;
@@ -123,6 +132,10 @@ export function guardHttp2Session(session: http2.ServerHttp2Session, t: ClientTi
   /** The connection's bytes written at the last sweep, and since when none were while answers waited. */
   let written = 0;
   let stalledSince: number | undefined;
+  /** The connection's bytes read at the last sweep, since when none were, and when a PING went out unanswered. */
+  let read = 0;
+  let quietSince = 0;
+  let pingSentAt: number | undefined;
   const firstStream = setTimeout(() => session.destroy(), t.headersTimeoutMs).unref();
   const startIdle = (): void => {
     idle = setTimeout(() => {
@@ -146,6 +159,21 @@ export function guardHttp2Session(session: http2.ServerHttp2Session, t: ClientTi
       return;
     }
     const now = performance.now();
+    const nowRead = bytesReadOn(session);
+    if (nowRead !== read) {
+      read = nowRead;
+      quietSince = now;
+      pingSentAt = undefined;
+    } else if (pingSentAt !== undefined) {
+      if (now - pingSentAt >= t.headersTimeoutMs) return end(http2.constants.NGHTTP2_CANCEL);
+    } else if (now - quietSince >= t.headersTimeoutMs) {
+      pingSentAt = now;
+      try {
+        session.ping(() => {});
+      } catch {
+        // Too many PINGs out, or the session going: the next sweep judges it.
+      }
+    }
     const late = now - t.requestTimeoutMs;
     let buffered = 0;
     let unsent = 0;
@@ -188,7 +216,12 @@ export function guardHttp2Session(session: http2.ServerHttp2Session, t: ClientTi
     opened.set(stream, performance.now());
     const contentType = headers["content-type"];
     if (contentType?.startsWith("application/grpc")) grpcStreams.set(stream, contentType);
-    sweep ??= setInterval(check, checkInterval(t)).unref();
+    if (sweep === undefined) {
+      read = bytesReadOn(session);
+      quietSince = performance.now();
+      pingSentAt = undefined;
+      sweep = setInterval(check, checkInterval(t)).unref();
+    }
     stream.once("close", () => {
       opened.delete(stream);
       if (opened.size === 0) startIdle();
@@ -266,6 +299,15 @@ function unsentBytes(socket: Socket): number {
  * than this (half a kilobyte a second at the default deadline) is not one.
  */
 const MIN_PROGRESS_BYTES = 16 * 1024;
+
+/** Bytes the session has read from its connection (0 once the socket is gone). */
+function bytesReadOn(session: http2.ServerHttp2Session): number {
+  try {
+    return session.socket?.bytesRead ?? 0;
+  } catch {
+    return 0;
+  }
+}
 
 /** Bytes the session has written to its connection (0 once the socket is gone). */
 function bytesWrittenOn(session: http2.ServerHttp2Session): number {
