@@ -34,6 +34,7 @@ import { endTypedStreams, registerSubscriptionStreams } from "./grpc/subscriptio
 import { createConnectAdapter } from "./grpc/connect-adapter.js";
 import { createConnectUnaryHandler } from "./grpc/connect-unary.js";
 import { refuseMalformedGet, varyForConnectGet } from "./grpc/connect-get.js";
+import { refuseUnsupportedRequest } from "./grpc/unsupported-request.js";
 import { clampDeadlineHeaders } from "./grpc/deadline-headers.js";
 import { answerUnknownRpc, isRpcPath, tagRequestId } from "./grpc/unknown-rpc.js";
 import { createGrpcUnaryHandler } from "./grpc/grpc-unary.js";
@@ -111,6 +112,10 @@ const ANSWER_AT_DEADLINE_MS = 500;
 const FIN_POLL_MS = 50;
 /** How often a graceful close looks whether Node has destroyed the HTTP/2 sessions it closed. */
 const SESSION_POLL_MS = 10;
+
+/** The answer to a path nodegate does not serve: what it does serve (found from outside: a bare "not found" for /v4/<KEY> or / said nothing). */
+const NOT_SERVED = "not found: nodegate serves JSON-RPC at POST /v3/<KEY> (WebSocket: /ws/v3/<KEY>; another network: /<network>/v3/<KEY>), typed calls at /<package>.<Service>/<Method> (gRPC, gRPC-Web, Connect; the key in x-api-key), and /healthz, /readyz, /metrics\n";
+
 export interface NodegateServer {
   /** Starts listening; resolves with the bound address. */
   listen(port: number, host?: string): Promise<AddressInfo>;
@@ -297,7 +302,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
           return;
         }
         res.writeHead(404, { "content-type": "text/plain" });
-        res.end("not found\n");
+        res.end(NOT_SERVED);
         unserved(404);
     }
   };
@@ -353,7 +358,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       tagRequestId(req.headers, res);
       refusalLog.watch(req, res);
       if (req.method === "GET") varyForConnectGet(res, screensUserAgents);
-      if (refuseMalformedGet(req, res, unaryRoutes)) return;
+      if (refuseUnsupportedRequest(req, res) || refuseMalformedGet(req, res, unaryRoutes)) return;
       // A keyed RPC's request holds one of its key's requests while its body arrives (arrival-hold.ts).
       // By its path alone: Connect serves "/pkg.Service/Rpc?anything" as the RPC, so a query must not skip the hold.
       const url = req.url ?? "";

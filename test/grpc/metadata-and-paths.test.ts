@@ -102,8 +102,33 @@ it("the README's curl example behind a prefix (JSON, no connect-protocol-version
   const res = await fetch(`${gate.url}/v3/${gate.key}/nodegate.eth.v1.EthService/ChainId`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
   expect(res.status).toBe(401);
   expect(((await res.json()) as { message: string }).message).toMatch(/typed calls take the API key in the x-api-key metadata/);
-  // A native call to a mistyped path still gets the plain 404.
-  expect((await fetch(`${gate.url}/v4/${gate.key}`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })).status).toBe(404);
+  // A native call to a mistyped path still gets a plain 404, saying where nodegate's doors are (found from outside, h89:
+  // a bare "not found" for /v4/<KEY> and for / said nothing).
+  const mistyped = await fetch(`${gate.url}/v4/${gate.key}`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+  expect(mistyped.status).toBe(404);
+  expect(await mistyped.text()).toMatch(/^not found: nodegate serves JSON-RPC at POST \/v3\/<KEY> .*typed calls at \/<package>\.<Service>\/<Method>/);
+});
+
+it("a typed path asked without a content type, with one no protocol takes, or by a GET without Connect's query: 415 saying what to send", async () => {
+  // Found from outside (h89): Connect's handler answered these with an empty 415, counted as outcome Unknown.
+  const path = `${gate.url}/nodegate.eth.v1.EthService/ChainId`;
+  const answers = [
+    // Bytes, so fetch adds no content type of its own.
+    await fetch(path, { method: "POST", headers: { "x-api-key": gate.key }, body: Buffer.from("{}") }),
+    await fetch(path, { method: "POST", headers: { "x-api-key": gate.key, "content-type": "text/plain" }, body: "{}" }),
+    await fetch(path, { headers: { "x-api-key": gate.key } }),
+  ];
+  for (const res of answers) {
+    expect(res.status).toBe(415);
+    const body = (await res.json()) as { code: string; message: string };
+    expect(body.code).toBe("invalid_argument");
+    expect(body.message).toMatch(/^unsupported request \((no content-type|content-type "text\/plain"|a GET without the encoding and message query parameters)\): POST with content-type application\/json or application\/proto \(Connect\)/);
+  }
+  // Each protocol's own content type still reaches its RPC.
+  const json = await fetch(path, { method: "POST", headers: { "x-api-key": gate.key, "content-type": "application/json; charset=utf-8" }, body: "{}" });
+  expect(json.status).toBe(200);
+  const get = await fetch(`${path}?encoding=json&message=%7B%7D`, { headers: { "x-api-key": gate.key } });
+  expect(get.status).toBe(200);
 });
 
 /** A grpc-js call to `path` with an empty message: its status code and details. */
