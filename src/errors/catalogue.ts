@@ -263,6 +263,14 @@ export function unknownKey(): GatewayError {
   return new GatewayError({ code: -32600, message: AUTH_MESSAGES.unknownKey, grpcCode: Code.Unauthenticated, httpStatus: 401 });
 }
 
+/**
+ * Metadata a typed call sent more than once with different values (HTTP joins repeats with ", "): which one was meant
+ * is not known. The values are not echoed: a key may be among them.
+ */
+export function repeatedMetadata(name: string, values: number, grpcCode: Code, httpStatus: number, fix: string): GatewayError {
+  return new GatewayError({ code: -32600, message: `${name} metadata sent with ${values} different values; ${fix}`, grpcCode, httpStatus });
+}
+
 export function badSecret(): GatewayError {
   return new GatewayError({ code: -32600, message: AUTH_MESSAGES.badSecret, grpcCode: Code.Unauthenticated, httpStatus: 401 });
 }

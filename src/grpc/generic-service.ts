@@ -13,7 +13,7 @@ import { nativeCallContext, runNativeCall } from "../jsonrpc/native-call.js";
 import { resultAlone, resultText } from "../upstream/reply.js";
 import { holdConnectAnswer } from "./connect-answer-hold.js";
 import { handlerError } from "./errors.js";
-import { credentialsFrom, NETWORK_HEADER, singleValue } from "./typed-services.js";
+import { credentialsFrom, namedNetwork, NETWORK_HEADER } from "./typed-services.js";
 
 async function call(gateway: Gateway, request: CallRequest, ctx: HandlerContext): Promise<CallResponse> {
   let release: (() => void) | undefined;
@@ -21,7 +21,7 @@ async function call(gateway: Gateway, request: CallRequest, ctx: HandlerContext)
     const key = gateway.access.authenticate(credentialsFrom(ctx.requestHeader));
     release = gateway.quotas.acquire(key, "requests");
     await gateway.access.count(key, 1);
-    const network = gateway.network(singleValue(ctx.requestHeader, NETWORK_HEADER));
+    const network = gateway.network(namedNetwork(gateway, ctx.requestHeader));
     if (request.method === "") throw invalidParams("method is required");
     const paramsText = request.paramsJson.trim() === "" ? "[]" : request.paramsJson;
     if (paramsText.length > 2 * MAX_JSON_CONTAINERS && holdsMoreJsonContainers(Buffer.from(paramsText))) throw tooManyJsonContainers(MAX_JSON_CONTAINERS);

@@ -5,13 +5,13 @@
  * node's result into the response message.
  */
 import type { Message } from "@bufbuild/protobuf";
-import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
+import { Code, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import type { Credentials } from "../auth/access-control.js";
 import type { ApiKey } from "../auth/api-keys.js";
 import { CodecError } from "../codec/codec-error.js";
 import { decodeKeepingNumbers } from "../codec/exact-numbers.js";
 import { decodeRespelling } from "../codec/lenient-result.js";
-import { invalidParams, noNetworkOfFamily, resultNotTypeable, upstreamBadResponse, wrongNetworkFamily } from "../errors/catalogue.js";
+import { invalidParams, noNetworkOfFamily, repeatedMetadata, resultNotTypeable, upstreamBadResponse, wrongNetworkFamily } from "../errors/catalogue.js";
 import type { Gateway } from "../gateway.js";
 import { invokeMethod } from "../methods/invoke.js";
 import type { ChainFamily, MethodSpec } from "../methods/method-table.js";
@@ -34,18 +34,28 @@ export interface HeaderSource {
 
 /**
  * One metadata value: gRPC allows a key to repeat, and HTTP joins repeats with ", " (an interceptor and the caller's own
- * code may both add x-api-key). Keys and network names hold no comma, so repeats of one value are that value.
+ * code may both add x-api-key). Keys and network names hold no comma, so repeats of one value are that value; repeats
+ * of different values are refused saying so (found from outside: two networks read as the unknown network
+ * "ethereum, sepolia", two keys as an invalid one).
  */
-export function singleValue(headers: HeaderSource, name: string): string | undefined {
+function singleValue(headers: HeaderSource, name: string, refuseRepeats: (values: number) => Error): string | undefined {
   const v = headers.get(name);
   if (v === null || !v.includes(",")) return v ?? undefined;
   const parts = [...new Set(v.split(",").map((p) => p.trim()))];
-  return parts.length === 1 ? parts[0] : v;
+  if (parts.length === 1) return parts[0];
+  throw refuseRepeats(parts.length);
+}
+
+/** The network a typed call names in its metadata, if any. */
+export function namedNetwork(gateway: Gateway, headers: HeaderSource): string | undefined {
+  return singleValue(headers, NETWORK_HEADER, (values) =>
+    repeatedMetadata(NETWORK_HEADER, values, Code.InvalidArgument, 400, `name one network (configured: ${gateway.networks().map((n) => n.name).join(", ")})`),
+  );
 }
 
 export function credentialsFrom(headers: HeaderSource): Credentials {
   return {
-    key: singleValue(headers, API_KEY_HEADER),
+    key: singleValue(headers, API_KEY_HEADER, (values) => repeatedMetadata(API_KEY_HEADER, values, Code.Unauthenticated, 401, "send one key")),
     keyHeader: API_KEY_HEADER,
     authorization: headers.get("authorization") ?? undefined,
     origin: headers.get("origin") ?? undefined,
@@ -55,7 +65,7 @@ export function credentialsFrom(headers: HeaderSource): Credentials {
 
 /** The network a typed call names (x-nodegate-network, else the default), which must serve `method`'s family. */
 export function typedCallNetwork(gateway: Gateway, headers: HeaderSource, method: string, family: ChainFamily): Network {
-  const network = gateway.network(singleValue(headers, NETWORK_HEADER));
+  const network = gateway.network(namedNetwork(gateway, headers));
   if (network.family === family) return network;
   const home = gateway.homeNetwork(family)?.name;
   throw wrongNetworkFamily({

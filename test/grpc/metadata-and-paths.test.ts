@@ -48,11 +48,19 @@ function grpcChainId(metadata: [string, string][]): Promise<{ code: number; deta
   });
 }
 
-it("x-api-key and x-nodegate-network sent twice with one value count as that value", async () => {
+it("x-api-key and x-nodegate-network sent twice with one value count as that value, with two values are refused", async () => {
   expect(await grpcChainId([["x-api-key", gate.key], ["x-api-key", gate.key]])).toBe("ok");
   expect(await grpcChainId([["x-api-key", gate.key], ["x-nodegate-network", "ethereum"], ["x-nodegate-network", "ethereum"]])).toBe("ok");
-  // Two different keys are still no key nodegate knows.
-  expect(await grpcChainId([["x-api-key", gate.key], ["x-api-key", "another-key-0123456789"]])).toMatchObject({ code: grpc.status.UNAUTHENTICATED });
+  // Different values are refused saying so (found from outside, h89: two networks read as the unknown network
+  // "ethereum, sepolia", two keys as an invalid one); the values are not echoed, a key may be among them.
+  expect(await grpcChainId([["x-api-key", gate.key], ["x-api-key", "another-key-0123456789"]])).toEqual({
+    code: grpc.status.UNAUTHENTICATED,
+    details: "x-api-key metadata sent with 2 different values; send one key",
+  });
+  expect(await grpcChainId([["x-api-key", gate.key], ["x-nodegate-network", "ethereum"], ["x-nodegate-network", "sepolia"]])).toEqual({
+    code: grpc.status.INVALID_ARGUMENT,
+    details: "x-nodegate-network metadata sent with 2 different values; name one network (configured: ethereum)",
+  });
 });
 
 it("a base URL holding the native door's /v3/<KEY> gets UNAUTHENTICATED saying where the key goes, on every protocol", async () => {
