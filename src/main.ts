@@ -126,7 +126,11 @@ async function start(configPathArg: string | undefined): Promise<void> {
     // A port in use (or any start failure) must not leave the embedded node running behind it.
     await anvil?.stop();
     const code = (err as { code?: unknown }).code;
-    if (typeof code === "string" && (err as { syscall?: unknown }).syscall !== undefined) fail(`cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`, 1);
+    if (typeof code === "string" && (err as { syscall?: unknown }).syscall !== undefined) {
+      // Found from outside: the line did not say how to pick another address.
+      const hint = code === "EADDRINUSE" || code === "EACCES" || code === "EADDRNOTAVAIL" ? " (choose another with NODEGATE_PORT / NODEGATE_HOST, or listen.port / listen.host in the configuration file)" : "";
+      fail(`cannot listen on ${config.host}:${config.port}: ${(err as Error).message}${hint}`, 1);
+    }
     throw err;
   }
   // A configured key is a secret, and stdout ends up in log stores: only a key generated for this run is shown.

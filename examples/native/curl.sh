@@ -4,7 +4,7 @@
 #   NODEGATE_URL=http://127.0.0.1:8080 NODEGATE_KEY=<key> examples/native/curl.sh
 set -euo pipefail
 url="${NODEGATE_URL:-http://127.0.0.1:8080}"
-key="${NODEGATE_KEY:?set NODEGATE_KEY to an API key (npm start prints one)}"
+key="${NODEGATE_KEY:?set NODEGATE_KEY to an API key (the one in NODEGATE_API_KEYS, or the development key npm start prints when none is set)}"
 address="${NODEGATE_ADDRESS:-0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266}"
 
 rpc() {

@@ -12,7 +12,7 @@ const key = process.env.NODEGATE_KEY;
 const account = (process.env.NODEGATE_ADDRESS ?? "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266") as Address;
 
 async function main(): Promise<void> {
-  if (!key) throw new Error("set NODEGATE_KEY to an API key (npm start prints one)");
+  if (!key) throw new Error("set NODEGATE_KEY to an API key (the one in NODEGATE_API_KEYS, or the development key npm start prints when none is set)");
   const client = createPublicClient({ transport: http(`${url}/v3/${key}`) });
   console.log(`chain id: ${await client.getChainId()}`);
   const block = await client.getBlock({ blockTag: "latest" });

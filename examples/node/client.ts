@@ -56,7 +56,7 @@ function describeError(err: grpc.ServiceError): string {
 }
 
 async function main(): Promise<void> {
-  if (!key) throw new Error("set NODEGATE_KEY to an API key (npm start prints one)");
+  if (!key) throw new Error("set NODEGATE_KEY to an API key (the one in NODEGATE_API_KEYS, or the development key npm start prints when none is set)");
   const secure = url.startsWith("https://");
   const target = url.replace(/^https?:\/\//, "").replace(/\/.*$/, "");
   const client = new grpc.Client(target, secure ? grpc.credentials.createSsl() : grpc.credentials.createInsecure());

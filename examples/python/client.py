@@ -44,7 +44,7 @@ def describe_error(err):
 
 def main():
     if not KEY:
-        sys.exit("set NODEGATE_KEY to an API key (npm start prints one)")
+        sys.exit("set NODEGATE_KEY to an API key (the one in NODEGATE_API_KEYS, or the development key npm start prints when none is set)")
     target = URL.split("://", 1)[-1].split("/", 1)[0]
     if URL.startswith("https://"):
         channel = grpc.secure_channel(target, grpc.ssl_channel_credentials())

@@ -922,7 +922,9 @@ describe("the nodegate command", () => {
       env: { ...process.env, NODEGATE_UPSTREAM_URL: anvil.url, NODEGATE_HOST: "127.0.0.1", NODEGATE_PORT: String(ng.port) },
     }).catch((e: unknown) => e)) as { code: number; stderr: string };
     expect(busy.code).toBe(1);
-    expect(busy.stderr.trim()).toBe(`nodegate: cannot listen on 127.0.0.1:${ng.port}: listen EADDRINUSE: address already in use 127.0.0.1:${ng.port}`);
+    expect(busy.stderr.trim()).toBe(
+      `nodegate: cannot listen on 127.0.0.1:${ng.port}: listen EADDRINUSE: address already in use 127.0.0.1:${ng.port} (choose another with NODEGATE_PORT / NODEGATE_HOST, or listen.port / listen.host in the configuration file)`,
+    );
   });
 
   it("a method name no call matches: check-config warns and exits 0, and the start logs the warning", async () => {
