@@ -91,7 +91,8 @@ export function closeBeforeResetFlood(session: http2.ServerHttp2Session): void {
     if (this.aborted) {
       lastSeenResetAt = now;
       budget.reset();
-    } else if (String(sentGrpcStatus(this)) === DEADLINE_EXCEEDED) {
+    } else if (String(sentGrpcStatus(this)) === DEADLINE_EXCEEDED && deadlines.has(this)) {
+      // The client's own deadline passed (a node's or nodegate's time limit, also DEADLINE_EXCEEDED, is no reset).
       budget.reset();
     } else {
       const givesUpAt = deadlines.get(this);
