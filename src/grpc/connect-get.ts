@@ -11,21 +11,23 @@
  */
 import type { NodeRequest, NodeResponse } from "../http/http-types.js";
 import { misreadJson } from "./json-misreadings.js";
+import { refuseUnsupported } from "./unsupported-request.js";
 import type { UnaryRoute } from "./unary-routes.js";
 
 /** Standard and URL-safe alphabets, with or without padding. */
 const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
 
 /**
- * Answers a Connect GET whose base64 message cannot be decoded, or whose JSON message Connect would misread (0x hex
- * bytes, an enum not named in full: json-misreadings.ts, as for a POST); false for every other request.
+ * Answers a GET of a typed path without Connect's encoding and message parameters (415, saying what to send), and a
+ * Connect GET whose base64 message cannot be decoded, or whose JSON message Connect would misread (0x hex bytes, an
+ * enum not named in full: json-misreadings.ts, as for a POST); false for every other request.
  */
 export function refuseMalformedGet(req: NodeRequest, res: NodeResponse, routes: ReadonlyMap<string, UnaryRoute>): boolean {
   if (req.method !== "GET") return false;
   const url = req.url ?? "";
   const query = url.indexOf("?");
-  if (query < 0) return false;
-  const params = new URLSearchParams(url.slice(query + 1));
+  const params = new URLSearchParams(query < 0 ? "" : url.slice(query + 1));
+  if (!params.has("message") || !params.has("encoding")) return refuseUnsupported(res, "a GET without the encoding and message query parameters");
   const message = params.get("message") ?? "";
   const base64 = params.get("base64") === "1";
   if (base64 && !(BASE64.test(message) && message.replace(/=+$/, "").length % 4 !== 1)) return refuse(res, "the message query parameter is not base64");
