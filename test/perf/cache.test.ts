@@ -329,6 +329,18 @@ describe("answers that may still change always go to the node", () => {
     }
   });
 
+  it("eth_feeHistory, even at a final block: Anvil works its last baseFeePerGas out from its head, not from the block", async () => {
+    // Found from outside (h93): a fee history ending at a final block, stored, no longer matched Anvil's after a block
+    // with another base fee was mined; geth derives that element from the block's own header, Anvil 1.7 does not.
+    const newest = hex((ng.gateway.network(undefined).head.lastFinalized as bigint) - 1n);
+    const params = ["0x2", newest, [50]];
+    expect((await via("eth_feeHistory", params)).result).toEqual(await direct("eth_feeHistory", params));
+    await direct("anvil_setNextBlockBaseFeePerGas", ["0x3b9aca00"]);
+    await direct("anvil_mine", ["0x1"]);
+    expect((await via("eth_feeHistory", params)).result).toEqual(await direct("eth_feeHistory", params));
+    expect(sent("eth_feeHistory", params)).toBe(2);
+  });
+
   it("null for a final block's number (a lagging node's answer), and nulls of any rule", async () => {
     // Found from outside: a partner that lagged answered null for a final block, and that null was served for good.
     override = (r) => (r.method === "eth_getBlockByNumber" && JSON.stringify(r.params) === '["0x15",false]' ? { result: null } : undefined);
