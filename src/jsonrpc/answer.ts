@@ -14,7 +14,7 @@ import type { CallSignal } from "../call-signal.js";
 import type { Gateway } from "../gateway.js";
 import type { Network } from "../upstream/network.js";
 import { HELD_FROM_BYTES, type HeldAnswers } from "../upstream/held-answers.js";
-import { CHECKED_RESULT_BYTES, resultMemory } from "../upstream/reply.js";
+import { CHECKED_RESULT_BYTES, rescannedResult, resultMemory, type UpstreamResult } from "../upstream/reply.js";
 import { isJsonValue } from "./json-check.js";
 import { type NativeCallContext, nativeCallContext, type Outcome, renderResponse, runNativeCall } from "./native-call.js";
 
@@ -36,11 +36,22 @@ export interface AnswerContext extends NativeCallContext {
  * A large result is forwarded unparsed when it is the whole response (a malformed one costs its own caller, as a
  * pass-through proxy's would); one spliced among others, in a batch or on a WebSocket, is checked first: unchecked,
  * it made the whole text unreadable, its siblings' answers lost with it, and a WebSocket client could not tell
- * which call it answered, which then waited for its timeout (found from outside).
+ * which call it answered, which then waited for its timeout (found from outside). A result that fails the check
+ * because a member of the node's own followed it (readReply's fast path takes the text up to the closing brace) is
+ * the result alone, as the typed door reads it and as an HTTP caller reads its response: found from outside (h94),
+ * such a reply was -32052 on a WebSocket only.
  */
 function withCheckedResult(outcome: Outcome): Outcome {
   const r = outcome.result;
   if (r === undefined || r.end - r.start <= CHECKED_RESULT_BYTES || r.jsonChecked === true || isJsonValue(r.body, r.start, r.end)) return outcome;
+  let alone: UpstreamResult | undefined;
+  try {
+    alone = rescannedResult(r);
+  } catch (err) {
+    if (err instanceof GatewayError) return { error: err };
+    throw err;
+  }
+  if (alone !== undefined && isJsonValue(alone.body, alone.start, alone.end)) return { result: alone };
   return { error: upstreamBadResponse("the result is not valid JSON") };
 }
 

@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
 import { post, rpc } from "../support/http.js";
+import { openWsCaller } from "../support/ws-calls.js";
 import { startNodegate, type TestNodegate } from "../support/nodegate.js";
 import { type ProgrammableUpstream, startProgrammableUpstream } from "../support/programmable-upstream.js";
 
@@ -53,4 +54,28 @@ it("a final block whose answer a member of the node's own follows is stored as t
     expect(served.text).toBe(direct.text); // from the store: the result alone, in nodegate's envelope
   }
   expect(asked()).toBe(before);
+});
+
+it("every native door answers such a reply with the result alone, as the typed door reads it: a WebSocket and a batch too, not only a single HTTP call", async () => {
+  // Found from outside (h94): a single HTTP call got the result (the node's member passed on after it), a WebSocket
+  // call got -32052 "the result is not valid JSON". Without a cache, each call reaches the node.
+  const uncached = await startNodegate({ upstreamUrl: front.url, config: { cache: { maxBytes: 0, coalesce: false } } });
+  const ws = await openWsCaller(uncached.wsUrl);
+  try {
+    const direct = (await post(anvil.url, rpc("eth_getBlockByNumber", ["0x1", true]))).json.result as { hash: string };
+    expect(JSON.stringify(direct).length).toBeGreaterThan(4096);
+    const single = await post(uncached.rpcUrl, rpc("eth_getBlockByNumber", ["0x1", true], 1));
+    expect(single.json.result).toEqual(direct);
+    const overWs = await ws.call("eth_getBlockByNumber", ["0x1", true]);
+    expect(overWs.error).toBeUndefined();
+    expect(overWs.result).toEqual(direct);
+    const batch = await post(uncached.rpcUrl, [rpc("eth_getBlockByNumber", ["0x1", true], 7), rpc("eth_chainId", [], 8)]);
+    expect(batch.json).toEqual([
+      { jsonrpc: "2.0", id: 7, result: direct },
+      { jsonrpc: "2.0", id: 8, result: "0x7a69" },
+    ]);
+  } finally {
+    await ws.close();
+    await uncached.close();
+  }
 });
