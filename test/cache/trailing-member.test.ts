@@ -59,7 +59,7 @@ it("a final block whose answer a member of the node's own follows is stored as t
 it("every native door answers such a reply with the result alone, as the typed door reads it: a WebSocket and a batch too, not only a single HTTP call", async () => {
   // Found from outside (h94): a single HTTP call got the result (the node's member passed on after it), a WebSocket
   // call got -32052 "the result is not valid JSON". Without a cache, each call reaches the node.
-  const uncached = await startNodegate({ upstreamUrl: front.url, config: { cache: { maxBytes: 0, coalesce: false } } });
+  const uncached = await startNodegate({ upstreamUrl: front.url, config: { cache: { maxBytes: 0, coalesce: false, coalesceWindowMs: 1000, finalizedMaxAgeMs: 4000 } } });
   const ws = await openWsCaller(uncached.wsUrl);
   try {
     const direct = (await post(anvil.url, rpc("eth_getBlockByNumber", ["0x1", true]))).json.result as { hash: string };
