@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { Metrics } from "./metrics.js";
-import { clientCancelled, nodeRequestOf, transportWasCut, whenResponseCloses } from "../grpc/node-request.js";
+import { clientCancelled, nodeRequestOf, nodeResponseOf, transportWasCut, whenResponseCloses } from "../grpc/node-request.js";
 import { writeRequestLine } from "./request-line.js";
 import { clientDeadlineMs, leftAtDeadline } from "../http/client-deadline.js";
 
@@ -83,6 +83,16 @@ export function requestLogInterceptor(log: Logger, metrics: Metrics): Intercepto
     };
     const failed = (err: unknown): ConnectError => {
       const e = ConnectError.from(err);
+      // grpc-js and grpc-go give a gRPC caller an error's trailers as its status metadata, which is where the README
+      // points them (found from outside: JsonRpcService errors and refused streams had the id only in headers). An
+      // error whose head has not left yet carries it in its trailers alone, as the lean lane's trailers-only answer
+      // does: connect-es merges head and trailers, and an id in both read "id, id". One whose head has left (a stream
+      // failing mid-way) has it there already. gRPC-Web and Connect keep it in the head, as their lean lanes do.
+      const response = door === "grpc" ? nodeResponseOf(req.contextValues) : undefined;
+      if (response !== undefined && !response.headersSent) {
+        e.metadata.set(REQUEST_ID_HEADER, requestId);
+        response.removeHeader(REQUEST_ID_HEADER);
+      }
       // Judged once the response has closed: a client that cancels ends its request, then resets the stream, and
       // Connect fails the call for the request it found cut short before the reset is read (found from outside:
       // cancelled streams logged Unknown "Premature close" at warn, or Unimplemented, InvalidArgument).

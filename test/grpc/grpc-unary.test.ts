@@ -17,6 +17,7 @@ import {
   type GetBlockByNumberResponse,
   GetLogsRequestSchema,
   type GetLogsResponse,
+  SubscribeLogsRequestSchema,
 } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
 import { CallRequestSchema, JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
@@ -286,6 +287,48 @@ describe("the gRPC contract", () => {
     } finally {
       session.close();
     }
+  });
+
+  it("an error from a call Connect serves carries x-request-id in grpc-js's status.metadata over gRPC, and once in the head over Connect and gRPC-Web", async () => {
+    // Found from outside (h94): JsonRpcService errors and a refused subscription reached grpc-js with no id in their
+    // trailers, the place the README points grpc-js callers to.
+    const callPath = `/${JsonRpcService.typeName}/Call`;
+    const nosuch = create(CallRequestSchema, { method: "eth_nosuch", paramsJson: "[]" });
+    const unary = (await grpcCall(callPath, CallRequestSchema, CallRequestSchema, nosuch, { requestId: "failed-call-1" }).catch((e: unknown) => e)) as grpc.ServiceError;
+    expect([unary.code, unary.metadata.get("x-request-id")]).toEqual([grpc.status.UNIMPLEMENTED, ["failed-call-1"]]);
+
+    const client = new grpc.Client(f.ng.address, grpc.credentials.createInsecure());
+    try {
+      const metadata = new grpc.Metadata();
+      metadata.set("x-api-key", f.ng.key);
+      metadata.set("x-request-id", "failed-stream-2");
+      const refused = create(SubscribeLogsRequestSchema, { filter: { blockHash: new Uint8Array(32) } });
+      const stream = client.makeServerStreamRequest(
+        `/${EthService.typeName}/SubscribeLogs`,
+        (m: typeof refused) => Buffer.from(toBinary(SubscribeLogsRequestSchema, m)),
+        (b: Buffer) => b,
+        refused,
+        metadata,
+      );
+      stream.on("data", () => undefined);
+      const err = await new Promise<grpc.ServiceError>((resolve) => stream.on("error", resolve));
+      expect([err.code, err.metadata.get("x-request-id")]).toEqual([grpc.status.INVALID_ARGUMENT, ["failed-stream-2"]]);
+    } finally {
+      client.close();
+    }
+
+    // Connect writes an error's metadata as response headers: one id there, not two.
+    const json = JSON.stringify({ method: "eth_nosuch", paramsJson: "[]" });
+    const connect = await fetch(`${f.ng.url}${callPath}`, { method: "POST", headers: { "content-type": "application/json", "x-api-key": f.ng.key, "x-request-id": "failed-call-3" }, body: json });
+    expect([connect.status, connect.headers.get("x-request-id")]).toEqual([501, "failed-call-3"]);
+    const message = toBinary(CallRequestSchema, nosuch);
+    const web = await fetch(`${f.ng.url}${callPath}`, {
+      method: "POST",
+      headers: { "content-type": "application/grpc-web+proto", "x-api-key": f.ng.key, "x-request-id": "failed-call-4" },
+      body: grpcFrame(message),
+    });
+    await web.arrayBuffer();
+    expect([web.status, web.headers.get("x-request-id")]).toEqual([200, "failed-call-4"]);
   });
 
   it("an unknown method is UNIMPLEMENTED naming it, in each protocol's own form, with x-request-id", async () => {
