@@ -10,7 +10,7 @@ import type { ConnectionOptions } from "node:tls";
 import { Code } from "@connectrpc/connect";
 import { cancelled, keptAliveClosedWhileResting, keptAliveConnectionClosed, noConnectionInTime, notSentCircuitOpened, capacityExceeded, spareRefused, replyTooLarge, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamRateLimited, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
-import { MAX_RETRY_AFTER_PAUSE_MS } from "./circuit-breaker.js";
+import { askedPauseSeconds, retryAfterSeconds } from "./retry-after.js";
 import { ANOTHER_REQUESTS_REPLY, sentWithIdNull, readChunkedReply, readReply, requestBody, type UpstreamResult } from "./reply.js";
 import { BODY_TOO_LARGE, CIRCUIT_OPENED_UNSENT, Http1Error, type Http1Reply, KEPT_ALIVE_CLOSED, KEPT_ALIVE_CLOSED_RESTING, LARGE_REQUEST_UNANSWERED, NODE_CLOSED, OVER_REPLY_BUDGET, QUEUED_PAST_DEADLINE } from "./http1-call.js";
 import { Http1Pool } from "./http1-pool.js";
@@ -28,24 +28,6 @@ export interface HttpUpstreamOptions {
   tls?: ConnectionOptions;
   /** What replies being read may hold at once, shared by the process's upstreams. */
   budget?: ReplyBudget;
-}
-
-/** Retry-After in whole seconds: delay-seconds, or an HTTP-date (RFC 9110 allows both) as seconds from now. */
-export function retryAfterSeconds(header: string | undefined, now = Date.now()): number | undefined {
-  if (header === undefined) return undefined;
-  const text = header.trim();
-  if (/^[0-9]{1,9}$/.test(text)) return Number(text);
-  const at = /^[A-Za-z]{3}, /.test(text) ? Date.parse(text) : Number.NaN;
-  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
-}
-
-/**
- * The back-off a 429 or 503 asks for, held to the longest pause nodegate keeps (the circuit asks again then), so
- * the first answer says what the next do.
- */
-function askedPause(reply: Http1Reply): number | undefined {
-  const seconds = retryAfterSeconds(reply.headers["retry-after"]);
-  return seconds === undefined ? undefined : Math.min(seconds, MAX_RETRY_AFTER_PAUSE_MS / 1000);
 }
 
 /**
@@ -254,7 +236,7 @@ export class HttpUpstream implements Upstream {
         // A provider's front (Alchemy, a load balancer) words its own failures as JSON-RPC errors too: a 5xx is still
         // an outage, and a 401 still a refused key, whatever the body says; passed on as the node's answer, they
         // misled callers and kept the circuit closed and partners unasked.
-        if (statusCode >= 500) throw upstreamUnavailable(`HTTP ${statusCode}${providerSaid(err)}`, err, statusCode === 503 ? askedPause(reply) : undefined);
+        if (statusCode >= 500) throw upstreamUnavailable(`HTTP ${statusCode}${providerSaid(err)}`, err, statusCode === 503 ? askedPauseSeconds(reply.headers["retry-after"]) : undefined);
         if (statusCode === 401) throw refusedCredentials(statusCode, err);
         if (statusCode === 403) throw asProviderAnswer(err, 403);
         throw err;
@@ -270,8 +252,8 @@ export class HttpUpstream implements Upstream {
     }
     // The provider's back-off hint (429, or 503 with Retry-After: maintenance) goes on to callers, and pauses the
     // circuit that long: nodegate cannot answer sooner either.
-    if (statusCode === 429) throw upstreamRateLimited(askedPause(reply));
-    if (statusCode >= 500) throw upstreamUnavailable(`HTTP ${statusCode}`, undefined, statusCode === 503 ? askedPause(reply) : undefined);
+    if (statusCode === 429) throw upstreamRateLimited(askedPauseSeconds(reply.headers["retry-after"]));
+    if (statusCode >= 500) throw upstreamUnavailable(`HTTP ${statusCode}`, undefined, statusCode === 503 ? askedPauseSeconds(reply.headers["retry-after"]) : undefined);
     if (statusCode === 401 || statusCode === 403) throw refusedCredentials(statusCode);
     // The node's front refused this request for its size (nginx answers 413 past 1 MiB): the caller's, not an outage.
     if (REQUEST_TOO_LARGE_STATUSES.has(statusCode)) throw requestTooLargeForNode(`HTTP ${statusCode}`);

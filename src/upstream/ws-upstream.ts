@@ -10,12 +10,14 @@
  * by subscription id) and onStateChange (to resubscribe after a reconnect).
  */
 import { webSocketErrorWords } from "./network-errors.js";
+import type { IncomingMessage } from "node:http";
 import type { Logger } from "pino";
 import WebSocket from "ws";
 import { cancelled, capacityExceeded, replyTooLarge, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamConnectionLost, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { DEFAULT_WEBSOCKET } from "../config/config.js";
 import { backoffDelay } from "./backoff.js";
+import { askedPauseSeconds } from "./retry-after.js";
 import { readSubscriptionNotification, type SubscriptionNotification } from "./notification.js";
 import { peekReplyId, readReply, requestBody, type UpstreamResult } from "./reply.js";
 import type { CallOptions, Upstream } from "./upstream.js";
@@ -118,7 +120,6 @@ const SHORT_LIVED_MS = 5000;
  * Calls meanwhile fail at once with the node's refusal.
  */
 const REFUSED_MAX_DELAY_MS = 30_000;
-const REFUSED_HANDSHAKE = /Unexpected server response: 40[13]\b/;
 
 export class WsUpstream implements Upstream {
   readonly label: string;
@@ -155,6 +156,12 @@ export class WsUpstream implements Upstream {
   #connectingSince = 0;
   /** The last attempt's handshake was refused (401, 403): see REFUSED_MAX_DELAY_MS. */
   #refused = false;
+  /** The last attempt's handshake was answered 429 or 503 with a Retry-After: its seconds (capped), else undefined. */
+  #askedPauseSeconds: number | undefined;
+  /** Until when (performance.now() ms) no attempt is made, as that Retry-After asked. */
+  #pausedUntil = 0;
+  /** The attempt whose handshake the node answered with a status other than 101 (its error event adds nothing). */
+  #answeredAttempt: WebSocket | undefined;
   /** Turns of #unsentWatch since the node last took request bytes (a send left for it), or a send began with nothing waiting. */
   #quietTurns = 0;
   /** Counts #quietTurns while request bytes wait; stopped when none wait. */
@@ -223,7 +230,7 @@ export class WsUpstream implements Upstream {
         },
       };
       this.#pending.set(id, pending);
-      if (this.#state === "disconnected" && this.#refused) this.#fail(id, upstreamUnavailable(`no connection to the node (${this.#lastError})`));
+      if (this.#state === "disconnected" && (this.#refused || this.#pausedUntil > performance.now())) this.#fail(id, this.#refusedError());
       else if (this.#state === "idle") this.#connect();
       else if (this.#state === "open" && this.#socket !== undefined) {
         const waiting = this.#socket.bufferedAmount;
@@ -310,6 +317,15 @@ export class WsUpstream implements Upstream {
     return upstreamUnavailable(`no connection to the node within ${timeoutMs} ms${why}`);
   }
 
+  /**
+   * Why calls fail at once while the node refuses connections (401, 403), or asked for a pause (429, 503 with
+   * Retry-After): the refusal, and the seconds of the pause left, passed on as an HTTP node's are.
+   */
+  #refusedError(): GatewayError {
+    const left = Math.ceil((this.#pausedUntil - performance.now()) / 1000);
+    return upstreamUnavailable(`no connection to the node (${this.#lastError})`, undefined, left > 0 ? left : undefined);
+  }
+
   #allocateId(): number {
     for (;;) {
       const id = this.#nextId;
@@ -331,6 +347,7 @@ export class WsUpstream implements Upstream {
 
   #connect(): void {
     this.#connectingSince = performance.now();
+    this.#askedPauseSeconds = undefined;
     this.#setState("connecting", false);
     const socket = new WebSocket(this.#url, {
       perMessageDeflate: false,
@@ -341,6 +358,7 @@ export class WsUpstream implements Upstream {
     socket.on("upgrade", (response) => {
       if (socket === this.#socket) this.#transport = response.socket;
     });
+    socket.on("unexpected-response", (_request, response) => this.#onHandshakeAnswered(socket, response));
     socket.on("open", () => this.#onOpen(socket));
     socket.on("message", (data) => this.#onMessage(socket, data as Buffer));
     socket.on("pong", () => {
@@ -351,15 +369,34 @@ export class WsUpstream implements Upstream {
     });
     // 'close' follows every error; the listener only keeps the error from being thrown.
     socket.on("error", (err) => {
-      if (socket === this.#socket) {
+      if (socket === this.#socket && socket !== this.#answeredAttempt) {
         this.#lastError = webSocketErrorWords(err);
-        this.#refused = REFUSED_HANDSHAKE.test(err.message);
+        this.#refused = false;
       }
       this.#log?.debug({ err: err.message }, "WebSocket upstream error");
       // Sent again, the answer would be as large again: the calls on this connection fail as a bad reply does on HTTP.
       if ((err as { code?: string }).code === "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH") this.#outOfStep(socket, `a message larger than ${this.#maxMessageBytes} bytes`);
     });
     socket.on("close", (code) => this.#onDropped(socket, `closed with code ${code}`));
+  }
+
+  /**
+   * The node answered the handshake with another status than 101. A 401 or 403 refuses nodegate's credentials (see
+   * REFUSED_MAX_DELAY_MS); a 429 or 503 with Retry-After asks for a pause, which the next attempt waits out and calls
+   * are told of, as an HTTP node's is (found from outside: attempts went on once a second, and callers heard nothing
+   * of the pause). The attempt then ends as ws ends it when nothing listens for this.
+   */
+  #onHandshakeAnswered(socket: WebSocket, response: IncomingMessage): void {
+    response.resume();
+    if (socket === this.#socket) {
+      const status = response.statusCode ?? 0;
+      this.#answeredAttempt = socket;
+      this.#lastError = `the node answered the WebSocket handshake with HTTP ${status}`;
+      this.#refused = status === 401 || status === 403;
+      const header = response.headers["retry-after"];
+      this.#askedPauseSeconds = status === 429 || status === 503 ? askedPauseSeconds(Array.isArray(header) ? header[0] : header) : undefined;
+    }
+    socket.terminate();
   }
 
   #onOpen(socket: WebSocket): void {
@@ -370,6 +407,7 @@ export class WsUpstream implements Upstream {
     this.#openedAt = performance.now();
     this.#lastError = undefined;
     this.#refused = false;
+    this.#pausedUntil = 0;
     this.#attemptsAnnounced = false;
     this.#setState("open", reconnected);
     if (reconnected) this.#log?.[this.#droppedQuietly ? "debug" : "info"]("WebSocket upstream reconnected");
@@ -545,9 +583,12 @@ export class WsUpstream implements Upstream {
     }
     if (shortLived) this.#shortLivedDropTold = true;
     this.#attemptsAnnounced = true;
+    const backoff = backoffDelay(this.#attempt++, this.#refused ? { minDelayMs: this.#reconnect.maxDelayMs, maxDelayMs: REFUSED_MAX_DELAY_MS } : this.#reconnect);
+    const delay = Math.max(backoff, (this.#askedPauseSeconds ?? 0) * 1000);
+    if (this.#askedPauseSeconds !== undefined) this.#pausedUntil = performance.now() + delay;
     for (const [id, pending] of this.#pending) {
       if (attemptFailed && pending.sentOn === undefined) {
-        this.#fail(id, upstreamUnavailable(`no connection to the node (${this.#lastError ?? reason})`));
+        this.#fail(id, this.#askedPauseSeconds === undefined ? upstreamUnavailable(`no connection to the node (${this.#lastError ?? reason})`) : this.#refusedError());
         continue;
       }
       if (pending.sentOn !== socket) continue;
@@ -560,7 +601,6 @@ export class WsUpstream implements Upstream {
     }
     if (this.#state === "closed") return;
     this.#setState("disconnected", false);
-    const delay = backoffDelay(this.#attempt++, this.#refused ? { minDelayMs: this.#reconnect.maxDelayMs, maxDelayMs: REFUSED_MAX_DELAY_MS } : this.#reconnect);
     this.#reconnectTimer = setTimeout(() => {
       this.#reconnectTimer = undefined;
       if (this.#state !== "closed") this.#connect();

@@ -1,6 +1,6 @@
 /** A provider's Retry-After, as nodegate reads it (src/upstream/http-upstream.ts): delay-seconds or an HTTP-date. */
 import { describe, expect, it } from "vitest";
-import { retryAfterSeconds } from "../../src/upstream/http-upstream.js";
+import { retryAfterSeconds } from "../../src/upstream/retry-after.js";
 
 describe("retryAfterSeconds", () => {
   const now = Date.parse("Sun, 29 Nov 2026 04:00:00 GMT");

@@ -86,16 +86,17 @@ async function proxy(): Promise<TcpProxy> {
  */
 async function handshakeGate(
   accepting = false,
-): Promise<{ port: number; refusedAt: number[]; accept(): void; hang(): void; sever(): void }> {
+): Promise<{ port: number; refusedAt: number[]; accept(): void; hang(): void; sever(): void; refuseWith(statusLine: string, headers?: string[]): void }> {
   const refusedAt: number[] = [];
   let hanging = false;
+  let refusal = { statusLine: "401 Unauthorized", headers: [] as string[] };
   const piped = new Set<{ destroy(): void }>();
   const server = createServer();
   server.on("upgrade", (req, socket, head) => {
     if (hanging) return; // the handshake is never answered
     if (!accepting) {
       refusedAt.push(performance.now());
-      socket.end("HTTP/1.1 401 Unauthorized\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+      socket.end(`HTTP/1.1 ${refusal.statusLine}\r\n${refusal.headers.map((h) => `${h}\r\n`).join("")}content-length: 0\r\nconnection: close\r\n\r\n`);
       return;
     }
     const node = connect(anvil.port, "127.0.0.1");
@@ -120,6 +121,7 @@ async function handshakeGate(
     refusedAt,
     accept: () => void (accepting = true),
     hang: () => void (hanging = true),
+    refuseWith: (statusLine, headers = []) => void (refusal = { statusLine, headers }),
     sever: () => {
       for (const s of piped) s.destroy();
       piped.clear();
@@ -365,6 +367,42 @@ describe("WsUpstream: dropped connections", () => {
     node.accept();
     await vi.waitFor(() => expect(u.state).toBe("open"), { timeout: 10_000 });
     expect(resultText(await u.call("eth_chainId", "[]", opts()))).toBe('"0x7a69"');
+  });
+
+  it("a handshake answered 429 or 503 with Retry-After is not asked again before that pause, and calls meanwhile fail at once with it, as an HTTP node's", async () => {
+    // Found from outside (h94): such a node was asked again about once a second, and callers heard of no pause.
+    for (const statusLine of ["429 Too Many Requests", "503 Service Unavailable"]) {
+      const node = await handshakeGate();
+      node.refuseWith(statusLine, ["Retry-After: 2"]);
+      const u = upstream({ port: node.port } as TcpProxy);
+      u.start();
+      await vi.waitFor(() => expect(u.state).toBe("disconnected"));
+      const refused = await rejection(u.call("eth_chainId", "[]", opts({ timeoutMs: 30_000 })));
+      const status = statusLine.slice(0, 3);
+      expect(refused.message, statusLine).toBe(`upstream unavailable: no connection to the node (the node answered the WebSocket handshake with HTTP ${status})`);
+      expect(refused.retryAfterSeconds, statusLine).toBeGreaterThanOrEqual(1);
+      expect(refused.retryAfterSeconds, statusLine).toBeLessThanOrEqual(2);
+      // Without the pause, this test's reconnect schedule (20 to 200 ms) asks again several times a second.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      expect(node.refusedAt.length, statusLine).toBe(1);
+      node.accept();
+      await vi.waitFor(() => expect(u.state).toBe("open"), { timeout: 10_000 });
+      expect(node.refusedAt.length, statusLine).toBe(1);
+      expect(resultText(await u.call("eth_chainId", "[]", opts()))).toBe('"0x7a69"');
+    }
+  });
+
+  it("a handshake answered 503 without Retry-After is asked again on the usual schedule", async () => {
+    const node = await handshakeGate();
+    node.refuseWith("503 Service Unavailable");
+    const u = upstream({ port: node.port } as TcpProxy);
+    u.start();
+    await vi.waitFor(() => expect(node.refusedAt.length).toBeGreaterThanOrEqual(3), { timeout: 10_000 });
+    const refused = await rejection(u.call("eth_chainId", "[]", opts({ timeoutMs: 30_000 })));
+    expect(refused.message).toBe("upstream unavailable: no connection to the node (the node answered the WebSocket handshake with HTTP 503)");
+    expect(refused.retryAfterSeconds).toBeUndefined();
+    node.accept();
+    await vi.waitFor(() => expect(u.state).toBe("open"), { timeout: 10_000 });
   });
 
   it("a call whose deadline passes while the handshake hangs says the node has not completed it, not only how the last connection closed", async () => {
