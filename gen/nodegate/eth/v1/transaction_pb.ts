@@ -267,6 +267,9 @@ export type Transaction = Message<"nodegate.eth.v1.Transaction"> & {
 
   /**
    * JSON-RPC v (QUANTITY): ECDSA recovery id (legacy: 27/28 or EIP-155).
+   * uint64 holds an EIP-155 v (chainId * 2 + 35 or 36) for every chain id up
+   * to EIP-2294's bound (2^63 - 37); a node on a larger chain id (Anvil takes
+   * up to 2^64 - 1) gets -32053 for its legacy transactions here.
    *
    * @generated from field: optional uint64 v = 21;
    */
