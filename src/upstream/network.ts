@@ -144,6 +144,9 @@ function inFamily(err: unknown, family: ChainFamily): unknown {
   });
 }
 
+/** How upstreamUnavailable words begin: left off a last failure quoted inside another such error. */
+const UNAVAILABLE_PREFIX = "upstream unavailable: ";
+
 /** How long nodegate's own chain id question waits for its answer before the upstream is judged at least (see #askChainId). */
 const SILENCE_CHECK_TIMEOUT_MS = 5000;
 /** How long calls may be out to an upstream with nothing heard from it before it is asked its chain id (see #watchForSilence). */
@@ -201,6 +204,8 @@ interface Member {
   questionsOut: number;
   /** When its circuit last opened (performance.now()); -Infinity before. */
   openedAt: number;
+  /** What its last outage said, for the callers its open circuit turns away. */
+  lastFailure: string | undefined;
 }
 
 export class Network {
@@ -236,7 +241,7 @@ export class Network {
     if (options.upstreams.length === 0) throw new Error(`network ${options.name} has no upstream`);
     this.name = options.name;
     this.family = options.family;
-    this.#members = options.upstreams.map((upstream) => ({ upstream, breaker: new CircuitBreaker(options.breaker), answeredAt: Number.NEGATIVE_INFINITY, pace: new AnswerPace(), askedAt: Number.NEGATIVE_INFINITY, questionMs: 0, listening: false, callsOut: 0, watchdog: undefined, questionsOut: 0, openedAt: Number.NEGATIVE_INFINITY }));
+    this.#members = options.upstreams.map((upstream) => ({ upstream, breaker: new CircuitBreaker(options.breaker), answeredAt: Number.NEGATIVE_INFINITY, pace: new AnswerPace(), askedAt: Number.NEGATIVE_INFINITY, questionMs: 0, listening: false, callsOut: 0, watchdog: undefined, questionsOut: 0, openedAt: Number.NEGATIVE_INFINITY, lastFailure: undefined }));
     for (const member of this.#members) member.upstream.restsWhile?.(() => member.breaker.resting());
     // A WebSocket node's dropped connection is an outage seen before any call fails: readiness probes from then on,
     // even with no traffic (found from outside: an idle instance reported a dead node SERVING for 30 s).
@@ -544,10 +549,11 @@ export class Network {
     const retryAfter = err instanceof GatewayError ? err.retryAfterSeconds : undefined;
     if (silent) member.breaker.trip();
     else member.breaker.failure(performance.now(), retryAfter === undefined ? undefined : retryAfter * 1000);
+    const said = silent ? `${err.message} (its chain id question went unanswered, after calls did)` : err.message;
+    member.lastFailure = said.startsWith(UNAVAILABLE_PREFIX) ? said.slice(UNAVAILABLE_PREFIX.length) : said;
     // Once per outage, at warn: with log.level warn an outage would otherwise leave no trace.
     if (wasClosed && member.breaker.state === "open") {
       member.openedAt = performance.now();
-      const said = silent ? `${err.message} (its chain id question went unanswered, after calls did)` : err.message;
       this.#log?.warn({ network: this.name, upstream: member.upstream.label, err: said }, "upstream failing: its circuit is open, calls to it are paused");
       // Opened on its threshold (calls timing out on a hung primary): the calls still out on it that a partner may take
       // go there now, as when the chain id question finds it silent (found from outside: about 600 calls stayed
@@ -625,7 +631,10 @@ export class Network {
         }
       }
     } else {
-      outage = upstreamUnavailable("the primary upstream is failing; calls are paused while it recovers", undefined, primary.breaker.retryAfterSeconds());
+      // With what its last outage said: callers turned away by the circuit otherwise never learn why (found from
+      // outside: a burst on a WebSocket node whose handshake hung heard only "calls are paused"; the cause was in the log).
+      const why = primary.lastFailure === undefined ? "" : ` (its last failure: ${primary.lastFailure})`;
+      outage = upstreamUnavailable(`the primary upstream is failing${why}; calls are paused while it recovers`, undefined, primary.breaker.retryAfterSeconds());
     }
     let partnerError: GatewayError | undefined;
     let partnersPaused = 0;

@@ -664,7 +664,7 @@ describe("circuit breaker", () => {
       expect(hungPartner.count("eth_chainId")).toBeGreaterThanOrEqual(1);
       // Told that the partner is paused too (found from outside: the error then named the primary alone).
       const paused = await post(`${ng.url}/v3/${GROWTH}`, byHash());
-      expect(paused.json.error.message).toMatch(/^upstream unavailable: the primary upstream is failing; calls are paused while it recovers; the partner upstream is failing too \(its circuit open\)$/);
+      expect(paused.json.error.message).toMatch(/^upstream unavailable: the primary upstream is failing \(its last failure: .+\); calls are paused while it recovers; the partner upstream is failing too \(its circuit open\)$/);
     } finally {
       await hungPartner.close();
     }

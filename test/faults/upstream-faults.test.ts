@@ -39,7 +39,8 @@ const KEY = "fault-table-key-5d2a9e71";
 // Generous, so that a healthy answer is never late on a loaded machine; the slow fault waits past it.
 const UPSTREAM_TIMEOUT_MS = 2000;
 const THRESHOLD = DEFAULT_CIRCUIT_BREAKER.threshold;
-const BREAKER_OPEN = "upstream unavailable: the primary upstream is failing; calls are paused while it recovers";
+/** The circuit's refusal, quoting what the upstream's last outage said. */
+const BREAKER_OPEN = /^upstream unavailable: the primary upstream is failing \(its last failure: .+\); calls are paused while it recovers$/;
 const RECOVERY_MS = 1000;
 
 let anvil: AnvilNode;
@@ -375,7 +376,11 @@ function expectDocumented(outcome: Outcome, expected: Expected, door: Door, brea
   expect(outcome.ok, `${door.name}: ${JSON.stringify(outcome, (_, v) => (typeof v === "bigint" ? String(v) : v))}`).toBe(false);
   if (outcome.ok) return;
   expect(outcome.code).toBe(breakerOpen ? -32050 : expected.code);
-  if (breakerOpen) expect(outcome.message).toBe(BREAKER_OPEN);
+  if (breakerOpen) {
+    expect(outcome.message).toMatch(BREAKER_OPEN);
+    // The refusal says why: the outage's own words, as the calls that failed on it were told them.
+    if (typeof expected.message === "string") expect(outcome.message).toContain(`(its last failure: ${expected.message.replace(/^upstream unavailable: /, "")})`);
+  }
   else if (typeof expected.message === "string") expect(outcome.message).toBe(expected.message);
   else expect(outcome.message).toMatch(expected.message);
   if (door.name === "native HTTP") {
@@ -421,7 +426,7 @@ describe.concurrent("upstream faults on every front door", () => {
           await fault.whileInFlight?.(r);
           for (const outcome of await Promise.all(calls)) {
             // A Retry-After pauses the upstream at the first answer: calls not yet sent by then are paused too.
-            const paused = fault.expected.pausedRetryAfter !== undefined && !outcome.ok && outcome.message === BREAKER_OPEN;
+            const paused = fault.expected.pausedRetryAfter !== undefined && !outcome.ok && BREAKER_OPEN.test(outcome.message);
             expectDocumented(outcome, fault.expected, door, paused);
           }
           // One more: an outage has now lasted the breaker's threshold, and the call fails fast without reaching the upstream.
