@@ -12,6 +12,8 @@ import net, { type AddressInfo, type Socket } from "node:net";
 import type { DescService } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
+import * as reflectionV1 from "../gen/grpc/reflection/v1/reflection_pb.js";
+import * as reflectionV1alpha from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { JsonRpcService } from "../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { closeUnlessIdentified, guardHttp2Session, http1TimeoutOptions, ignoreResetBeforeIdentified, watchHttp1Writes } from "./http/client-timeouts.js";
 import { whenResponseDone } from "./http/response-closed.js";
@@ -42,6 +44,7 @@ import { createGrpcWebUnaryHandler } from "./grpc/grpc-web-unary.js";
 import { compileUnaryRoutes } from "./grpc/unary-routes.js";
 import { registerTypedServices } from "./grpc/typed-services.js";
 import { holdWhileArriving } from "./grpc/arrival-hold.js";
+import { KeylessCalls } from "./grpc/keyless-calls.js";
 import type { NodeRequest, NodeResponse } from "./http/http-types.js";
 import { createJsonRpcHttpHandler } from "./jsonrpc/http-handler.js";
 import { matchNativeRoute } from "./jsonrpc/paths.js";
@@ -211,6 +214,9 @@ function keyedServices(gateway: Gateway): DescService[] {
   return [...gateway.table.services(), JsonRpcService];
 }
 
+/** The typed door's services that take no key: their calls count in KeylessCalls. */
+const KEYLESS_SERVICES: readonly DescService[] = [Health, reflectionV1.ServerReflection, reflectionV1alpha.ServerReflection];
+
 /** `/package.Service/Method` of every RPC of `services`. */
 function rpcPaths(services: readonly DescService[]): Set<string> {
   return new Set(services.flatMap((service) => service.methods.map((method) => `/${service.typeName}/${method.name}`)));
@@ -308,6 +314,8 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   };
 
   const keyedPaths = rpcPaths(keyedServices(gateway));
+  const keylessPaths = rpcPaths(KEYLESS_SERVICES);
+  const keylessCalls = new KeylessCalls(gateway.limits.maxKeylessCalls, gateway.limits.maxKeylessCallsPerAddress);
   const connect = createConnectAdapter({
     routes: (router) => {
       registerTypedServices(router, gateway);
@@ -359,11 +367,13 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
       refusalLog.watch(req, res);
       if (req.method === "GET") varyForConnectGet(res, screensUserAgents);
       if (refuseUnsupportedRequest(req, res) || refuseMalformedGet(req, res, unaryRoutes)) return;
-      // A keyed RPC's request holds one of its key's requests while its body arrives (arrival-hold.ts).
+      // A keyed RPC's request holds one of its key's requests while its body arrives (arrival-hold.ts); a keyless one
+      // (health, reflection) one of the process's keyless calls while it is open (keyless-calls.ts).
       // By its path alone: Connect serves "/pkg.Service/Rpc?anything" as the RPC, so a query must not skip the hold.
       const url = req.url ?? "";
       const query = url.indexOf("?");
-      if (keyedPaths.has(query < 0 ? url : url.slice(0, query)) && !holdWhileArriving(gateway, req, res)) return;
+      const path = query < 0 ? url : url.slice(0, query);
+      if (keyedPaths.has(path) ? !holdWhileArriving(gateway, req, res) : keylessPaths.has(path) && !keylessCalls.admit(req, res)) return;
     }
     // As on HTTP/2 (dispatchHttp2Stream): a connection closed under a write that never completes (a stream cut for
     // its reader's pace, a client gone with its window shut) emits neither 'drain' nor 'error' on the response, and

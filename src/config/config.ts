@@ -141,6 +141,10 @@ export interface Limits {
   maxConcurrentRequestsPerKey: number;
   /** Subscriptions one key may hold open at once (eth_subscribe, typed streams). */
   maxSubscriptionsPerKey: number;
+  /** Health and reflection calls (which take no key) open at once in the process (see src/grpc/keyless-calls.ts). */
+  maxKeylessCalls: number;
+  /** Of maxKeylessCalls, those one client address may have open at once. */
+  maxKeylessCallsPerAddress: number;
   /** Answers and notifications waiting for a native WebSocket client, or events queued for a typed stream, in bytes; more ends it. */
   maxWsUnreadBytes: number;
   /**
@@ -243,6 +247,8 @@ export const DEFAULT_LIMITS: Limits = {
   maxWsConnectionsPerKey: 100,
   maxConcurrentRequestsPerKey: 1000,
   maxSubscriptionsPerKey: 1000,
+  maxKeylessCalls: 1000,
+  maxKeylessCallsPerAddress: 100,
   maxWsUnreadBytes: 64 * 1024 * 1024,
   maxReplyBytesInFlight: 1024 * 1024 * 1024,
   maxReplyBytesPerKey: 512 * 1024 * 1024,

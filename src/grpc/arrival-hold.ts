@@ -32,7 +32,7 @@ export function holdWhileArriving(gateway: Gateway, req: NodeRequest, res: NodeR
     const key = gateway.access.authenticate(credentialsFrom(headerSource(req.headers)));
     release = gateway.quotas.acquire(key, "requests");
   } catch (err) {
-    refuse(req, res, toConnectError(err));
+    refuseAtHeaders(req, res, toConnectError(err));
     return false;
   }
   req.once("end", release);
@@ -41,7 +41,7 @@ export function holdWhileArriving(gateway: Gateway, req: NodeRequest, res: NodeR
 }
 
 /** Answers a typed request with `error` before its body is read: trailers-only for gRPC, a trailer frame for gRPC-Web, Connect's error otherwise. */
-function refuse(req: NodeRequest, res: NodeResponse, error: ConnectError): void {
+export function refuseAtHeaders(req: NodeRequest, res: NodeResponse, error: ConnectError): void {
   const contentType = req.headers["content-type"] ?? "";
   if (/^application\/grpc-web/i.test(contentType)) {
     const text = /^application\/grpc-web-text/i.test(contentType);
