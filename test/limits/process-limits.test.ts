@@ -213,6 +213,49 @@ describe("slow and silent clients (HTTP/1.1)", () => {
     expect(JSON.parse(res.body)).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "invalid request: request body exceeds 4096 bytes" } });
     await stillServing();
   });
+
+  it("a body that never ends is answered 413 once it passes the limit, not 408 at the request deadline (HTTP/1.1 chunked, HTTP/2 without a length)", async () => {
+    // Found from outside (h97): an HTTP/2 stream sending for good was read to the request deadline (30 s, 9 GiB) and
+    // answered 408. The sender here keeps writing until it is answered.
+    const piece = Buffer.alloc(1024, 32);
+    const overHttp1 = await new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
+      const req = http.request({ host: "127.0.0.1", port: ng.port, path: `/v3/${KEY}`, method: "POST", headers: { "content-type": "application/json" } }, (r) => {
+        answered = true;
+        r.resume();
+        resolve({ status: r.statusCode ?? 0, connection: r.headers.connection });
+        req.destroy();
+      });
+      let answered = false;
+      req.on("error", (err) => (answered ? undefined : reject(err)));
+      const pump = (): void => {
+        if (!answered && !req.destroyed) req.write(piece, () => setImmediate(pump));
+      };
+      pump();
+    });
+    expect(overHttp1).toEqual({ status: 413, connection: "close" });
+    const session = http2.connect(`http://127.0.0.1:${ng.port}`);
+    session.on("error", () => {});
+    try {
+      const overHttp2 = await new Promise<{ status: unknown; body: string }>((resolve) => {
+        const stream = session.request({ ":method": "POST", ":path": `/v3/${KEY}`, "content-type": "application/json" });
+        stream.on("error", () => {});
+        let status: unknown;
+        let body = "";
+        stream.on("response", (head) => (status = head[":status"]));
+        stream.on("data", (d: Buffer) => (body += d.toString()));
+        stream.on("close", () => resolve({ status, body }));
+        const pump = (): void => {
+          if (status === undefined && !stream.destroyed) stream.write(piece, () => setImmediate(pump));
+        };
+        pump();
+      });
+      expect(overHttp2.status).toBe(413);
+      expect(JSON.parse(overHttp2.body)).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "invalid request: request body exceeds 4096 bytes" } });
+      expect(JSON.parse(await chainIdOver(session))).toMatchObject({ result: "0x7a69" }); // the connection serves on
+    } finally {
+      session.destroy();
+    }
+  });
 });
 
 /** A whole native eth_chainId request on an HTTP/2 session; the answer's text. */
