@@ -45,6 +45,7 @@ import { compileUnaryRoutes } from "./grpc/unary-routes.js";
 import { registerTypedServices } from "./grpc/typed-services.js";
 import { holdWhileArriving } from "./grpc/arrival-hold.js";
 import { KeylessCalls } from "./grpc/keyless-calls.js";
+import { refuseTransferCoding } from "./http/transfer-coding.js";
 import type { NodeRequest, NodeResponse } from "./http/http-types.js";
 import { createJsonRpcHttpHandler } from "./jsonrpc/http-handler.js";
 import { matchNativeRoute } from "./jsonrpc/paths.js";
@@ -358,8 +359,11 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     if (req.url !== undefined && ABSOLUTE_FORM.test(req.url)) req.url = originForm(req.url);
     if (req.method === "OPTIONS") tagRequestId(req.headers, res);
     if (handleCors(gateway.corsOrigins, req, res)) return;
-    // HTTP/2 streams had theirs lowered in dispatchHttp2Stream.
-    if (req.httpVersionMajor === 1) clampDeadlineHeaders(req.headers);
+    if (req.httpVersionMajor === 1) {
+      // HTTP/2 streams had theirs lowered in dispatchHttp2Stream, and have no transfer codings.
+      clampDeadlineHeaders(req.headers);
+      if (refuseTransferCoding(req, res, isRpcPath(req.url ?? "/"))) return;
+    }
     if (connectUnary(req, res) || grpcWebUnary(req, res)) return;
     if (isGrpc(req.headers["content-type"])) settleGrpcStatusOf(res);
     if (isRpcPath(req.url ?? "/")) {

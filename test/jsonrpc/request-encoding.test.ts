@@ -3,6 +3,7 @@
  * body cannot unpack past it); another encoding is 415; a body not valid in its encoding is 400. Found from
  * outside: a gzip body was read as JSON and answered "parse error".
  */
+import net from "node:net";
 import zlib from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
@@ -68,5 +69,30 @@ describe("compressed native bodies", () => {
     const reply = await send(`${ng.url}/v3/not-a-key-0000000000000000`, zlib.gzipSync(Buffer.from(batch)), "gzip");
     expect(reply.status).toBe(401);
     expect((reply.json as { id: number }[]).map((a) => a.id)).toEqual([1, 2]);
+  });
+
+  it("a transfer coding other than chunked (Transfer-Encoding: gzip, chunked) is 501 on both doors, and the connection closes", async () => {
+    // Found from outside (h97): Node's parser framed it by its chunks and the gzip bytes were read as JSON (-32700).
+    const words = 'transfer-encoding "gzip" is not supported: only chunked (send a compressed body with content-encoding gzip, deflate or br)';
+    const json = Buffer.from(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }));
+    for (const [path, contentType, expected] of [
+      [`/v3/${ng.key}`, "application/json", { jsonrpc: "2.0", id: null, error: { code: -32600, message: `invalid request: ${words}` } }],
+      ["/nodegate.eth.v1.EthService/ChainId", "application/json", { code: "unimplemented", message: words }],
+    ] as const) {
+      const socket = net.connect(ng.port, "127.0.0.1");
+      let text = "";
+      socket.on("data", (d: Buffer) => (text += d.toString("latin1")));
+      const closed = new Promise((resolve) => socket.on("close", resolve));
+      socket.write(`POST ${path} HTTP/1.1\r\nhost: x\r\ncontent-type: ${contentType}\r\nx-api-key: ${ng.key}\r\ntransfer-encoding: gzip, chunked\r\n\r\n`);
+      const gz = zlib.gzipSync(path.startsWith("/v3") ? json : Buffer.from("{}"));
+      socket.write(`${gz.length.toString(16)}\r\n`);
+      socket.write(gz);
+      socket.write("\r\n0\r\n\r\n");
+      await closed;
+      const [head = "", body = ""] = text.split("\r\n\r\n");
+      expect(head, path).toMatch(/^HTTP\/1\.1 501 /);
+      expect(head.toLowerCase(), path).toContain("connection: close");
+      expect(JSON.parse(body), path).toEqual(expected);
+    }
   });
 });
