@@ -391,8 +391,10 @@ export class WsUpstream implements Upstream {
     if (socket === this.#socket) {
       const status = response.statusCode ?? 0;
       this.#answeredAttempt = socket;
-      this.#lastError = `the node answered the WebSocket handshake with HTTP ${status}`;
       this.#refused = status === 401 || status === 403;
+      // Worded as an HTTP node's refusal is, with what to check (found from outside: the WebSocket words gave no hint).
+      const hint = this.#refused ? ": the provider refused nodegate's credentials (check the key in the upstream URL)" : "";
+      this.#lastError = `the node answered the WebSocket handshake with HTTP ${status}${hint}`;
       const header = response.headers["retry-after"];
       this.#askedPauseSeconds = status === 429 || status === 503 ? askedPauseSeconds(Array.isArray(header) ? header[0] : header) : undefined;
     }

@@ -361,7 +361,9 @@ describe("WsUpstream: dropped connections", () => {
     await vi.waitFor(() => expect(u.state).toBe("disconnected"));
     const attempts = node.refusedAt.length;
     const refused = await rejection(u.call("eth_chainId", "[]", opts({ timeoutMs: 30_000 })));
-    expect(refused.message).toBe("upstream unavailable: no connection to the node (the node answered the WebSocket handshake with HTTP 401)");
+    expect(refused.message).toBe(
+      "upstream unavailable: no connection to the node (the node answered the WebSocket handshake with HTTP 401: the provider refused nodegate's credentials (check the key in the upstream URL))",
+    );
     // Failed on what the last attempt heard, not at another attempt.
     expect(node.refusedAt.length).toBe(attempts);
     node.accept();
