@@ -23,11 +23,6 @@ export class KeylessCalls {
     this.#maxPerAddress = maxPerAddress;
   }
 
-  /** Calls open now, in the process. */
-  get open(): number {
-    return this.#open;
-  }
-
   /** Counts the call until its response closes; false when it has been refused instead. */
   admit(req: NodeRequest, res: NodeResponse): boolean {
     const address = req.socket.remoteAddress ?? "";
