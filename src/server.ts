@@ -24,6 +24,7 @@ import { closeBeforeResetFlood } from "./http/stream-reset-budget.js";
 import { tlsListener } from "./http/tls-listener.js";
 import { passedDeadlineInterceptor } from "./grpc/passed-deadline.js";
 import { clusterMetricsReader } from "./observability/cluster-metrics.js";
+import { sharedScrape } from "./observability/shared-scrape.js";
 import type { Gateway } from "./gateway.js";
 import { settleGrpcStatusOf } from "./grpc/status-size.js";
 import { compressionBrotli, compressionDeflate, compressionGzip } from "./grpc/compressions.js";
@@ -238,6 +239,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   let draining = false;
   // In a cluster worker, a scrape reads every worker's metrics through the primary.
   const scrapeCluster = clusterMetricsReader(gateway.metrics.registry);
+  const scrapeMetrics = sharedScrape(scrapeCluster ?? (() => gateway.metrics.registry.metrics()));
 
   const fallback = (req: Req, res: Res): void => {
     const started = performance.now();
@@ -285,7 +287,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
         );
         return;
       case "/metrics":
-        (scrapeCluster ?? (() => gateway.metrics.registry.metrics()))().then(
+        scrapeMetrics().then(
           (text) => {
             res.writeHead(200, { "content-type": gateway.metrics.registry.contentType });
             res.end(text);

@@ -4,7 +4,7 @@
  * connections as they like (found from outside: 10 connections of headers-only Health/Check streams grew the process
  * from 347 MiB to 1.4 GiB, and other callers' calls waited seconds). They are counted here instead: at most
  * limits.maxKeylessCalls at once in the process, and limits.maxKeylessCallsPerAddress from one client address, so
- * one client cannot take them all from the probes and load balancers that use them. Past either, a call is refused
+ * one client address cannot take them all from the probes and load balancers that use them. Past either, a call is refused
  * RESOURCE_EXHAUSTED at its headers, before anything is built for it; each is given back when its response closes.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
