@@ -395,8 +395,7 @@ export class WsUpstream implements Upstream {
       // Worded as an HTTP node's refusal is, with what to check (found from outside: the WebSocket words gave no hint).
       const hint = this.#refused ? ": the provider refused nodegate's credentials (check the key in the upstream URL)" : "";
       this.#lastError = `the node answered the WebSocket handshake with HTTP ${status}${hint}`;
-      const header = response.headers["retry-after"];
-      this.#askedPauseSeconds = status === 429 || status === 503 ? askedPauseSeconds(Array.isArray(header) ? header[0] : header) : undefined;
+      this.#askedPauseSeconds = status === 429 || status === 503 ? askedPauseSeconds(response.headers["retry-after"]) : undefined;
     }
     socket.terminate();
   }

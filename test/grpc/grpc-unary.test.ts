@@ -20,7 +20,7 @@ import {
   SubscribeLogsRequestSchema,
 } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
 import { JsonRpcErrorSchema } from "../../gen/nodegate/jsonrpc/v1/error_pb.js";
-import { CallRequestSchema, JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
+import { CallRequestSchema, CallResponseSchema, JsonRpcService } from "../../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { Health, type HealthCheckResponse, HealthCheckRequestSchema, HealthCheckResponse_ServingStatus, HealthCheckResponseSchema } from "../../gen/grpc/health/v1/health_pb.js";
 import { connectClient } from "../support/grpc-clients.js";
 import { post, rpc } from "../support/http.js";
@@ -294,7 +294,7 @@ describe("the gRPC contract", () => {
     // trailers, the place the README points grpc-js callers to.
     const callPath = `/${JsonRpcService.typeName}/Call`;
     const nosuch = create(CallRequestSchema, { method: "eth_nosuch", paramsJson: "[]" });
-    const unary = (await grpcCall(callPath, CallRequestSchema, CallRequestSchema, nosuch, { requestId: "failed-call-1" }).catch((e: unknown) => e)) as grpc.ServiceError;
+    const unary = (await grpcCall(callPath, CallRequestSchema, CallResponseSchema, nosuch, { requestId: "failed-call-1" }).catch((e: unknown) => e)) as grpc.ServiceError;
     expect([unary.code, unary.metadata.get("x-request-id")]).toEqual([grpc.status.UNIMPLEMENTED, ["failed-call-1"]]);
 
     const client = new grpc.Client(f.ng.address, grpc.credentials.createInsecure());
