@@ -272,6 +272,8 @@ export class Network {
     // A rewind may be another chain behind the URL (a dev node restarted afresh): its genesis is asked again, so a
     // shared store's keys name the chain the node serves now (see ChainIdentity.forget).
     this.head.onFinalityRewind(() => identity.forget());
+    // And it may be another chain id, which partners are judged by (see PartnerChains.forgetPrimary).
+    this.head.onFinalityRewind(() => chains.forgetPrimary());
     const cache = options.cache
       ? new CallCache({
           ...options.cache,

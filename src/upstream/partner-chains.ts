@@ -1,10 +1,19 @@
 /**
- * Which chain each upstream of a network serves, asked once: a partner on
- * another chain than its primary's (a mainnet URL among testnet ones, a copy
- * and paste slip) never takes a failed-over call. Found from outside: such a
- * partner answered eth_chainId "0x5" on a network that had answered "0x7a69"
- * a moment before, and its blocks were stored in the cache as final, served
- * to every key once the primary was back.
+ * Which chain each upstream of a network serves: a partner on another chain
+ * than its primary's (a mainnet URL among testnet ones, a copy and paste slip)
+ * never takes a failed-over call. Found from outside: such a partner answered
+ * eth_chainId "0x5" on a network that had answered "0x7a69" a moment before,
+ * and its blocks were stored in the cache as final, served to every key once
+ * the primary was back.
+ *
+ * Chain ids are not fixed for a process's life: a node behind the same URL
+ * may restart on another chain (a dev node restarted with another chain id).
+ * Found from outside: a primary restarted as chain 999 failed over to its
+ * chain-31337 partner, whose blocks reached callers, and a partner judged on
+ * another chain at start stayed refused after the primary came back on its
+ * chain. So the primary's is asked again when the node's finality goes back
+ * (forgetPrimary), and every answer is asked again once it is CHAIN_ID_MAX_AGE_MS
+ * old, while the primary serves calls.
  */
 import type { Logger } from "pino";
 import type { ChainFamily } from "../methods/method-table.js";
@@ -20,13 +29,24 @@ const ASK_TIMEOUT_MS = 5000;
 const ASK_AGAIN_AFTER_MS = 30_000;
 /** The primary's, once it answers a call: it names the chain in the shared cache's keys. */
 const PRIMARY_ASK_AGAIN_AFTER_MS = 1000;
+/**
+ * A chain id answered this long ago is asked again (in the background, the answer kept meanwhile) when the primary
+ * answers a call: one question a minute per upstream, while calls flow.
+ */
+export const CHAIN_ID_MAX_AGE_MS = 60_000;
 
 interface Known {
   /** The chain id as a number's hex digits (eth_chainId's quantity, starknet_chainId's felt); undefined until answered. */
   chainId: string | undefined;
   asking: Promise<string | undefined> | undefined;
   askedAt: number;
+  answeredAt: number;
+  /** Bumped by forgetPrimary: an answer to a question asked before it is not used. */
+  generation: number;
 }
+
+/** What a partner was last judged, so that each change is said once (and nothing while it stays). */
+type Verdict = "same chain" | "other chain" | "unchecked";
 
 export class PartnerChains {
   readonly #upstreams: readonly Upstream[];
@@ -34,24 +54,39 @@ export class PartnerChains {
   readonly #network: string;
   readonly #log: Logger | undefined;
   readonly #known: Known[];
-  /** Partners already reported as on another chain, or as unchecked: each is said once. */
-  readonly #reported = new Set<string>();
+  /** Each partner's last verdict (index 0, the primary, unused). */
+  readonly #verdicts: (Verdict | undefined)[];
+  readonly #maxAgeMs: number;
 
-  constructor(network: string, family: ChainFamily, upstreams: readonly Upstream[], log: Logger | undefined) {
+  constructor(network: string, family: ChainFamily, upstreams: readonly Upstream[], log: Logger | undefined, maxAgeMs = CHAIN_ID_MAX_AGE_MS) {
     this.#network = network;
     this.#upstreams = upstreams;
     this.#method = CHAIN_ID_METHOD[family];
     this.#log = log;
-    this.#known = upstreams.map(() => ({ chainId: undefined, asking: undefined, askedAt: Number.NEGATIVE_INFINITY }));
+    this.#maxAgeMs = maxAgeMs;
+    this.#known = upstreams.map(() => ({ chainId: undefined, asking: undefined, askedAt: Number.NEGATIVE_INFINITY, answeredAt: Number.NEGATIVE_INFINITY, generation: 0 }));
+    this.#verdicts = upstreams.map(() => undefined);
   }
 
   /** Asks every upstream its chain id, in the background (at start, so a primary that fails early is known). */
   learn(): void {
     if (this.#upstreams.length < 2) return;
     // Judged once all have answered (or not), so a partner answering before its primary is not reported unchecked.
-    void Promise.all(this.#upstreams.map((_, i) => this.#chainIdOf(i))).then(() => {
-      for (let i = 1; i < this.#upstreams.length; i++) this.#verdict(i);
-    });
+    void Promise.all(this.#upstreams.map((_, i) => this.#chainIdOf(i))).then(() => this.#judgeAll());
+  }
+
+  /**
+   * The node's finality went back (see ChainHead.onFinalityRewind): the primary may serve another chain now (a node
+   * restarted afresh, perhaps with another chain id), so its chain id is asked again at once, and partners are judged
+   * by the answer. Until it comes, partners take failed-over calls unchecked, as at start.
+   */
+  forgetPrimary(): void {
+    const primary = this.#known[0] as Known;
+    primary.generation++;
+    primary.chainId = undefined;
+    primary.asking = undefined;
+    primary.askedAt = Number.NEGATIVE_INFINITY;
+    void this.#chainIdOf(0).then(() => this.#judgeAll());
   }
 
   /** The primary's chain id (hex digits), asked for in the background when not known yet (see #chainIdOf); undefined until answered. */
@@ -72,7 +107,18 @@ export class PartnerChains {
       primary.askedAt = Number.NEGATIVE_INFINITY;
       void this.#chainIdOf(0);
     }
-    if (this.#upstreams.length < 2 || this.#known.every((k) => k.chainId !== undefined || k.asking !== undefined)) return;
+    const now = performance.now();
+    let stale = false;
+    for (let i = 0; i < this.#known.length; i++) {
+      const known = this.#known[i] as Known;
+      // A question that failed is not asked again on every call: no sooner than the answer's own age allows.
+      if (known.chainId !== undefined && known.asking === undefined && now - known.answeredAt >= this.#maxAgeMs && now - known.askedAt >= this.#maxAgeMs) {
+        // Asked again with the answer kept meanwhile (a partner down now has not changed its chain for that).
+        void this.#ask(i, known).then(() => this.#judgeAll());
+        stale = true;
+      }
+    }
+    if (stale || this.#upstreams.length < 2 || this.#known.every((k) => k.chainId !== undefined || k.asking !== undefined)) return;
     for (let i = 0; i < this.#upstreams.length; i++) void this.#chainIdOf(i);
   }
 
@@ -88,23 +134,32 @@ export class PartnerChains {
     return this.#verdict(index);
   }
 
-  #verdict(index: number): boolean {
-    const primary = (this.#known[0] as Known).chainId;
-    const partner = (this.#known[index] as Known).chainId;
-    if (index === 0 || primary === undefined || partner === undefined || primary === partner) {
-      if (index > 0 && (primary === undefined || partner === undefined)) {
-        const hex = (id: string | undefined) => (id === undefined ? undefined : `0x${id}`);
-        this.#once(`unchecked ${index}`, "info", index, { primaryChainId: hex(primary), partnerChainId: hex(partner) }, "a partner's chain could not be checked against the primary's (one of them has not answered its chain id); it takes failed-over calls unchecked");
-      }
-      return true;
-    }
-    this.#once(`other chain ${index}`, "error", index, { primaryChainId: `0x${primary}`, partnerChainId: `0x${partner}` }, `a partner serves another chain than the primary's (${this.#method}): it takes no failed-over calls; check its URL`);
-    return false;
+  #judgeAll(): void {
+    for (let i = 1; i < this.#upstreams.length; i++) this.#verdict(i);
   }
 
-  #once(what: string, level: "info" | "error", index: number, fields: Record<string, unknown>, message: string): void {
-    if (this.#reported.has(what)) return;
-    this.#reported.add(what);
+  #verdict(index: number): boolean {
+    if (index === 0) return true;
+    const primary = (this.#known[0] as Known).chainId;
+    const partner = (this.#known[index] as Known).chainId;
+    const verdict: Verdict = primary === undefined || partner === undefined ? "unchecked" : primary === partner ? "same chain" : "other chain";
+    const before = this.#verdicts[index];
+    if (verdict !== before) {
+      this.#verdicts[index] = verdict;
+      const hex = (id: string | undefined) => (id === undefined ? undefined : `0x${id}`);
+      const fields = { primaryChainId: hex(primary), partnerChainId: hex(partner) };
+      if (verdict === "other chain") {
+        this.#say("error", index, fields, `a partner serves another chain than the primary's (${this.#method}): it takes no failed-over calls; check its URL`);
+      } else if (verdict === "unchecked") {
+        this.#say("info", index, fields, "a partner's chain could not be checked against the primary's (one of them has not answered its chain id); it takes failed-over calls unchecked");
+      } else if (before === "other chain") {
+        this.#say("info", index, fields, "a partner judged on another chain now serves the primary's: it takes failed-over calls again");
+      }
+    }
+    return verdict !== "other chain";
+  }
+
+  #say(level: "info" | "error", index: number, fields: Record<string, unknown>, message: string): void {
     this.#log?.[level]({ network: this.#network, upstream: this.#upstreams[index]?.label, ...fields }, message);
   }
 
@@ -112,22 +167,31 @@ export class PartnerChains {
     const known = this.#known[index] as Known;
     if (known.chainId !== undefined) return Promise.resolve(known.chainId);
     if (known.asking === undefined && performance.now() - known.askedAt < ASK_AGAIN_AFTER_MS) return Promise.resolve(undefined);
-    known.askedAt = performance.now();
-    known.asking ??= this.#ask(index).finally(() => {
-      known.asking = undefined;
-    });
-    return known.asking;
+    return this.#ask(index, known);
   }
 
-  async #ask(index: number): Promise<string | undefined> {
-    const known = this.#known[index] as Known;
-    try {
-      const result = await (this.#upstreams[index] as Upstream).call(this.#method, "[]", { timeoutMs: ASK_TIMEOUT_MS, idempotent: true });
-      const id = JSON.parse(resultText(result)) as unknown;
-      if (typeof id === "string" && /^0x[0-9a-fA-F]+$/.test(id)) known.chainId = BigInt(id).toString(16);
-    } catch {
-      // Not known yet: asked again, once ASK_AGAIN_AFTER_MS has passed, at start of a failed-over call.
-    }
-    return known.chainId;
+  /** Asks upstream `index` its chain id (one question at a time); an answer replaces the one known, a failure keeps it. */
+  #ask(index: number, known: Known): Promise<string | undefined> {
+    if (known.asking !== undefined) return known.asking;
+    known.askedAt = performance.now();
+    const generation = known.generation;
+    const asking = (async () => {
+      try {
+        const result = await (this.#upstreams[index] as Upstream).call(this.#method, "[]", { timeoutMs: ASK_TIMEOUT_MS, idempotent: true });
+        const id = JSON.parse(resultText(result)) as unknown;
+        if (generation === known.generation && typeof id === "string" && /^0x[0-9a-fA-F]+$/.test(id)) {
+          known.chainId = BigInt(id).toString(16);
+          known.answeredAt = performance.now();
+        }
+      } catch {
+        // Not known yet (or kept): asked again, once ASK_AGAIN_AFTER_MS has passed, at start of a failed-over call.
+      }
+      return known.chainId;
+    })();
+    known.asking = asking;
+    void asking.finally(() => {
+      if (known.asking === asking) known.asking = undefined;
+    });
+    return asking;
   }
 }

@@ -260,6 +260,61 @@ describe("failover to a partner during a primary outage", () => {
     }
   });
 
+  it("a primary restarted on another chain id fails over to no partner on its old chain; restarted on the partner's chain again, it does", async () => {
+    // Found from outside: chain ids were asked once per process. A primary restarted as chain 999, then hung, failed
+    // over to its chain-31337 partner, whose chain id and blocks reached callers; and a partner judged on another chain
+    // at start stayed refused after the primary came back on the partner's chain. The finality going back (a node
+    // restarted afresh) has the primary asked again.
+    const first = await startAnvil({ args: ["--timestamp", "1700000000"] });
+    const other = await startAnvil({ args: ["--chain-id", "999", "--timestamp", "1600000000"] });
+    const again = await startAnvil({ args: ["--timestamp", "1500000000"] });
+    let behind = first.url;
+    let down = false;
+    const front = await startProgrammableUpstream(() => (down ? { raw: "unavailable", status: 503 } : { forward: behind }));
+    try {
+      await post(first.url, rpc("anvil_mine", ["0x64"]));
+      const ng = await gatewayWith({
+        primaryUrl: front.url,
+        failover: { methods: ["eth_chainId", "eth_getBlockByNumber"], plans: ["growth"] },
+        config: { cache: { maxBytes: 1 << 20, coalesce: true, coalesceWindowMs: 60_000, finalizedMaxAgeMs: 50 } },
+      });
+      const network = ng.gateway.network(undefined);
+      const call = async (method: string, params: unknown[] = []) => (await post(`${ng.url}/v3/${GROWTH}`, rpc(method, params))).json;
+      const logged = (start: string) => ng.logs.filter((l) => String(l.msg).startsWith(start)).length;
+      /** Reads a final block until the node's finality has been read anew (a rewind is seen at a reading). */
+      const readFinality = async (until: () => boolean) => {
+        await expect
+          .poll(async () => {
+            await call("eth_getBlockByNumber", ["0x0", false]);
+            return until();
+          })
+          .toBe(true);
+      };
+      expect((await call("eth_chainId")).result).toBe("0x7a69");
+      await readFinality(() => network.head.lastFinalized === 36n);
+
+      // Restarted as chain 999 (block 0 again): the finality goes back, the primary is asked its chain id again.
+      behind = other.url;
+      await readFinality(() => logged("a partner serves another chain") === 1);
+      down = true;
+      const refused = await call("eth_chainId");
+      expect(refused.error?.code).toBe(NODEGATE_CODES.upstreamUnavailable);
+      expect((await call("eth_getBlockByNumber", ["0x1", false])).error?.code).toBe(NODEGATE_CODES.upstreamUnavailable);
+      expect(network.failovers).toBe(0);
+
+      // Restarted on chain 31337 afresh (another genesis block at the same height): the partner takes failed-over calls again.
+      down = false;
+      behind = again.url;
+      await readFinality(() => logged("a partner judged on another chain now serves the primary's") === 1);
+      down = true;
+      expect((await call("eth_chainId")).result).toBe("0x7a69");
+      expect(network.failovers).toBe(1);
+    } finally {
+      await front.close();
+      for (const node of [first, other, again]) await node.stop();
+    }
+  }, 30_000);
+
   it("a partner's answers are not cached: once the primary is back, its own blocks are served, not the partner's", async () => {
     // Found from outside: a by-number read failed over to a partner on the same chain id but with other blocks (a dev
     // node, or one lagging) was stored as final by the primary's finalized block, and served after the primary came back.
