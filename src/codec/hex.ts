@@ -123,32 +123,37 @@ export interface DataRules {
 
 /** Decodes DATA ("0x", "0xdeadbeef": two hex digits per byte) into bytes. */
 export function decodeData(value: unknown, rules?: DataRules): Uint8Array {
+  return decodeDataAs(value, rules, value);
+}
+
+/** decodeData, naming `written` (what the node wrote) in its errors when it reads a re-spelling of it. */
+function decodeDataAs(value: unknown, rules: DataRules | undefined, written: unknown): Uint8Array {
   if (typeof value !== "string") {
-    throw new HexError(`want a hex data string, got ${describe(value)}`);
+    throw new HexError(`want a hex data string, got ${describe(written)}`);
   }
   if (!hasHexPrefix(value)) {
-    throw new HexError(`invalid hex data ${describe(value)}: want 0x prefix`);
+    throw new HexError(`invalid hex data ${describe(written)}: want 0x prefix`);
   }
   const digits = value.length - 2;
   if (digits % 2 !== 0) {
-    if (lenient) return decodeData(`0x0${value.slice(2)}`, rules);
-    throw new HexError(`invalid hex data ${describe(value)}: odd number of digits`);
+    if (lenient) return decodeDataAs(`0x0${value.slice(2)}`, rules, written);
+    throw new HexError(`invalid hex data ${describe(written)}: odd number of digits`);
   }
   const length = rules?.length ?? 0;
   if (length && digits !== length * 2 && !(digits === 0 && rules?.emptyAllowed)) {
     // A short block nonce ("0x00"): nonce-like fields of a few bytes are numbers, so zeros in front keep the value.
     // Longer fixed-size data (hashes, addresses, blooms) is not padded: a short one is not a number with zeros dropped.
-    if (lenient && digits > 0 && digits < length * 2 && length <= MAX_PADDED_BYTES) return decodeData(`0x${value.slice(2).padStart(length * 2, "0")}`, rules);
-    throw new HexError(`invalid hex data ${describe(value)}: want ${length} bytes, got ${digits / 2}`);
+    if (lenient && digits > 0 && digits < length * 2 && length <= MAX_PADDED_BYTES) return decodeDataAs(`0x${value.slice(2).padStart(length * 2, "0")}`, rules, written);
+    throw new HexError(`invalid hex data ${describe(written)}: want ${length} bytes, got ${digits / 2}`);
   }
   const maxLength = rules?.maxLength ?? 0;
   if (maxLength && digits > maxLength * 2) {
-    throw new HexError(`invalid hex data ${describe(value)}: want at most ${maxLength} bytes, got ${digits / 2}`);
+    throw new HexError(`invalid hex data ${describe(written)}: want at most ${maxLength} bytes, got ${digits / 2}`);
   }
   // Buffer.from stops at the first invalid pair, so a short result means bad input.
   const bytes = Buffer.from(value.slice(2), "hex");
   if (bytes.length * 2 !== digits) {
-    throw new HexError(`invalid hex data ${describe(value)}: not hex`);
+    throw new HexError(`invalid hex data ${describe(written)}: not hex`);
   }
   return bytes;
 }

@@ -23,6 +23,7 @@ import {
   encodeQuantityBytes,
   encodeStorageSlot,
   HexError,
+  readingLeniently,
 } from "../../src/codec/hex.js";
 import type { Uint256 } from "../../gen/nodegate/eth/v1/primitives_pb.js";
 
@@ -264,6 +265,14 @@ describe("DATA", () => {
       }),
       RUNS,
     );
+  });
+
+  it("read leniently (a node's answer), a re-spelt value that still fails is quoted as the node wrote it", () => {
+    // Found from outside: a blockHash written "0x0" was refused as 'invalid hex data "0x00"', a text the node never sent.
+    expect(() => readingLeniently(() => decodeData("0x0", { length: 32 }))).toThrow('invalid hex data "0x0": want 32 bytes, got 1');
+    expect(() => readingLeniently(() => decodeData("0xabc", { length: 20 }))).toThrow('invalid hex data "0xabc"');
+    expect(() => readingLeniently(() => decodeData("0xz", { length: 32 }))).toThrow('invalid hex data "0xz"');
+    expect(plain(readingLeniently(() => decodeData("0x1", { length: 8 })))).toEqual([0, 0, 0, 0, 0, 0, 0, 1]);
   });
 });
 
