@@ -9,6 +9,7 @@
  * aside).
  */
 import { create, getOption, ScalarType, type DescField, type DescMessage, type Message } from "@bufbuild/protobuf";
+import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import { type JsonExtras, JsonExtrasSchema } from "../../gen/nodegate/jsonrpc/v1/json_extras_pb.js";
 import { Encoding, field as fieldRulesExt, message as messageRulesExt } from "../../gen/nodegate/jsonrpc/v1/options_pb.js";
 import { CodecError, locate, UNSAFE_JSON_INTEGER } from "./codec-error.js";
@@ -42,6 +43,8 @@ interface FieldPlan {
   localName: string;
   list: boolean;
   omitEmpty: boolean;
+  /** A scalar without presence (no `optional`): a key the node sent null leaves it at its zero value. */
+  implicit: boolean;
   item: ValueCodec;
 }
 
@@ -50,6 +53,13 @@ function describeJson(value: unknown): string {
   if (Array.isArray(value)) return "an array";
   if (typeof value === "string") return value.length > 40 ? `a string "${value.slice(0, 37)}..."` : `"${value}"`;
   return typeof value === "object" ? "an object" : `${typeof value} ${String(value)}`;
+}
+
+const IMPLICIT_PRESENCE = FeatureSet_FieldPresence.IMPLICIT;
+
+/** Whether a scalar or enum value is its type's zero value (what a field without presence holds when unset). */
+function isZero(v: unknown): boolean {
+  return v === 0 || v === 0n || v === "" || v === false || (v instanceof Uint8Array && v.length === 0);
 }
 
 function fail(reason: string): never {
@@ -250,6 +260,7 @@ export class CodecRegistry {
         localName: field.localName,
         list: field.fieldKind === "list",
         omitEmpty: rules?.omitEmpty ?? false,
+        implicit: (field.fieldKind === "scalar" || field.fieldKind === "enum") && field.presence === IMPLICIT_PRESENCE,
         item: this.field(field),
       });
     }
@@ -391,7 +402,8 @@ function objectMessageCodec(schema: DescMessage, fields: FieldPlan[], hasExtras:
               if (!write) continue;
             }
             out += `${out.length > 1 ? "," : ""}"${plan.key}":${encodeList(plan, list)}`;
-          } else if (v !== undefined) {
+          } else if (v !== undefined && !(plan.implicit && isZero(v) && extras?.nullKeys.includes(plan.key))) {
+            // A field without presence holds its zero value for a key the node sent null: null is written below.
             out += `${out.length > 1 ? "," : ""}"${plan.key}":${plan.item.encode(v)}`;
           }
         }
@@ -401,7 +413,8 @@ function objectMessageCodec(schema: DescMessage, fields: FieldPlan[], hasExtras:
       if (extras !== undefined) {
         for (const key of extras.nullKeys) {
           const known = byKey.get(key);
-          if (known !== undefined && (known.list ? (message[known.localName] as unknown[]).length > 0 : message[known.localName] !== undefined)) continue;
+          const v = known === undefined ? undefined : message[known.localName];
+          if (known !== undefined && (known.list ? (v as unknown[]).length > 0 : v !== undefined && !(known.implicit && isZero(v)))) continue;
           out += `${out.length > 1 ? "," : ""}${JSON.stringify(key)}:null`;
         }
         for (const key in extras.unknownFields) {

@@ -62,3 +62,22 @@ describe("a list field a node sends as null", () => {
     expect(JSON.parse(text)).toEqual(block);
   });
 });
+
+describe("a field without presence (no `optional`) a node sends as null", () => {
+  it("round-trips as null, not its zero value, once", () => {
+    // Found from outside (h101): an access list entry's "address": null was kept (jsonExtras.nullKeys) but written back as
+    // the field's zero value, refused as "want 20 bytes, got 0", so the typed answer could not be turned back into JSON.
+    const spec = table.byJsonRpc("eth_getTransactionByHash") as MethodSpec;
+    const tx = {
+      hash: `0x${"11".repeat(32)}`,
+      type: "0x1",
+      accessList: [
+        { address: null, storageKeys: null },
+        { address: `0x${"22".repeat(20)}`, storageKeys: [] },
+      ],
+    };
+    const text = spec.result.encode(spec.result.decode(tx));
+    expect(text.match(/"address"/g)).toHaveLength(2);
+    expect(JSON.parse(text)).toEqual(tx);
+  });
+});
