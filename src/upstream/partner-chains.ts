@@ -39,8 +39,8 @@ interface Known {
   /** The chain id as a number's hex digits (eth_chainId's quantity, starknet_chainId's felt); undefined until answered. */
   chainId: string | undefined;
   asking: Promise<string | undefined> | undefined;
+  /** When it was last asked (answered or not): an answer is as old as its question. */
   askedAt: number;
-  answeredAt: number;
   /** Bumped by forgetPrimary: an answer to a question asked before it is not used. */
   generation: number;
 }
@@ -64,7 +64,7 @@ export class PartnerChains {
     this.#method = CHAIN_ID_METHOD[family];
     this.#log = log;
     this.#maxAgeMs = maxAgeMs;
-    this.#known = upstreams.map(() => ({ chainId: undefined, asking: undefined, askedAt: Number.NEGATIVE_INFINITY, answeredAt: Number.NEGATIVE_INFINITY, generation: 0 }));
+    this.#known = upstreams.map(() => ({ chainId: undefined, asking: undefined, askedAt: Number.NEGATIVE_INFINITY, generation: 0 }));
     this.#verdicts = upstreams.map(() => undefined);
   }
 
@@ -101,18 +101,18 @@ export class PartnerChains {
     // The primary's own, unanswered at start (the node was down), is asked again as soon as the node answers, not
     // ASK_AGAIN_AFTER_MS later: the shared cache waits for it (found from outside: off for 28 s after the node came up).
     // Only one asked before and unanswered: one nobody asked for yet is asked when wanted.
+    const now = performance.now();
     const primary = this.#known[0] as Known;
-    const unanswered = primary.askedAt > Number.NEGATIVE_INFINITY && performance.now() - primary.askedAt >= PRIMARY_ASK_AGAIN_AFTER_MS;
+    const unanswered = primary.askedAt > Number.NEGATIVE_INFINITY && now - primary.askedAt >= PRIMARY_ASK_AGAIN_AFTER_MS;
     if (primary.chainId === undefined && primary.asking === undefined && unanswered) {
       primary.askedAt = Number.NEGATIVE_INFINITY;
       void this.#chainIdOf(0);
     }
-    const now = performance.now();
     let stale = false;
     for (let i = 0; i < this.#known.length; i++) {
       const known = this.#known[i] as Known;
-      // A question that failed is not asked again on every call: no sooner than the answer's own age allows.
-      if (known.chainId !== undefined && known.asking === undefined && now - known.answeredAt >= this.#maxAgeMs && now - known.askedAt >= this.#maxAgeMs) {
+      // Judged by the last question, answered or not: one that failed is not asked again on every call.
+      if (known.chainId !== undefined && known.asking === undefined && now - known.askedAt >= this.#maxAgeMs) {
         // Asked again with the answer kept meanwhile (a partner down now has not changed its chain for that).
         void this.#ask(i, known).then(() => this.#judgeAll());
         stale = true;
@@ -179,10 +179,7 @@ export class PartnerChains {
       try {
         const result = await (this.#upstreams[index] as Upstream).call(this.#method, "[]", { timeoutMs: ASK_TIMEOUT_MS, idempotent: true });
         const id = JSON.parse(resultText(result)) as unknown;
-        if (generation === known.generation && typeof id === "string" && /^0x[0-9a-fA-F]+$/.test(id)) {
-          known.chainId = BigInt(id).toString(16);
-          known.answeredAt = performance.now();
-        }
+        if (generation === known.generation && typeof id === "string" && /^0x[0-9a-fA-F]+$/.test(id)) known.chainId = BigInt(id).toString(16);
       } catch {
         // Not known yet (or kept): asked again, once ASK_AGAIN_AFTER_MS has passed, at start of a failed-over call.
       }
