@@ -93,6 +93,18 @@ describe("edge values", () => {
     expect(both("eth_getBalance", text)).toBe("gave up");
   });
 
+  // The writer of a fixed-length value looks for its closing quote where the length puts it; a shorter or longer
+  // value with a quote at that place (the next member's) must still be refused, as the object path refuses it.
+  it.each([
+    ["a short blockHash, the next key's quote where a whole one would end", `{"blockHash":"0x${"ab".repeat(26)}","y":"${"c".repeat(5)}"}`],
+    ["a long address", `{"address":"0x${"ab".repeat(21)}"}`],
+    ["an address cut short before the next key's quote", `{"address":"0x${"ab".repeat(10)}","data":"0x${"00".repeat(4)}"}`],
+  ])("%s is left to the object path", (_label, log) => {
+    const text = `[${log}]`;
+    expect(objectPath(table.byJsonRpc("eth_getLogs") as MethodSpec, text)).toBeUndefined();
+    expect(both("eth_getLogs", text)).toBe("gave up");
+  });
+
   it("a null result leaves field 1 unset", () => {
     const got = both("eth_getBlockByHash", "null") as unknown as { block?: unknown };
     expect(got.block).toBeUndefined();
