@@ -15,6 +15,7 @@ import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import * as reflectionV1 from "../gen/grpc/reflection/v1/reflection_pb.js";
 import * as reflectionV1alpha from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { JsonRpcService } from "../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
+import { answerClientErrorsInTurn } from "./http/client-errors.js";
 import { closeUnlessIdentified, guardHttp2Session, http1TimeoutOptions, ignoreResetBeforeIdentified, watchHttp1Writes } from "./http/client-timeouts.js";
 import { whenResponseDone } from "./http/response-closed.js";
 import { InFlight } from "./http/in-flight.js";
@@ -511,6 +512,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     );
     Object.assign(secure, http1TimeoutOptions(gateway.limits));
     secure.on("checkContinue", checkContinue);
+    answerClientErrorsInTurn(secure);
     // Node's compatibility layer listens to 'stream' (installed with the 'request' listener, which
     // HTTP/1.1 over TLS still uses); HTTP/2 streams go to the dispatcher instead, as without TLS.
     secure.removeAllListeners("stream");
@@ -519,6 +521,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     // Over TLS too (found from outside: such a request got an empty reply): a server of its own, handed the connection.
     upgradesAsPlain = http.createServer(http1TimeoutOptions(gateway.limits), handle);
     upgradesAsPlain.on("checkContinue", checkContinue);
+    answerClientErrorsInTurn(upgradesAsPlain);
     upgradesAsPlain.emit("listening");
     secure.on("secureConnection", track);
     secure.on("session", trackSession);
@@ -531,6 +534,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
   } else {
     plain = http.createServer(http1TimeoutOptions(gateway.limits), handle);
     plain.on("checkContinue", checkContinue);
+    answerClientErrorsInTurn(plain);
     // Node starts checking the headers and request deadlines when a server listens; this one is handed
     // its connections instead, so it is told to start.
     plain.emit("listening");

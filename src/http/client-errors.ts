@@ -1,0 +1,105 @@
+/**
+ * What the HTTP/1.1 servers do with bytes they cannot read as a request, in
+ * place of Node's default, which writes its error status at once and
+ * destroys the connection, so that the answers to complete requests
+ * pipelined before the bad bytes never went out (found from outside: a valid
+ * call followed by garbage, or by a request after one with `Connection:
+ * close`, got a bare 400 or nothing, and its answer was logged as a client
+ * that left).
+ *
+ * - After a request that carried `Connection: close`, further bytes are not
+ *   read (RFC 9112 §9.6): that request's answer closes the connection, and
+ *   no error status is written after it.
+ * - A request that cannot be parsed while earlier ones are being answered:
+ *   their answers go out in order (RFC 9112 §9.3.2), then the status Node
+ *   would have written, and the connection closes.
+ * - A request cut inside its own body (its answer cannot come), and
+ *   everything with no answer under way, is answered as Node answers it.
+ *
+ * CONNECT, which Node's servers drop without a word when nothing listens for
+ * it, gets the native door's 405 (found from outside: zero bytes and a FIN).
+ */
+import type { Server } from "node:http";
+import type { Http2SecureServer } from "node:http2";
+import { Socket } from "node:net";
+import { invalidRequest } from "../errors/catalogue.js";
+
+/** What Node's HTTP server keeps on a connection (lib/_http_server.js): the answer being written, and the parser with the request it is reading. */
+interface ServedSocket extends Socket {
+  _httpMessage?: { once(event: "close", fn: () => void): unknown } | null;
+  /** `incoming`: the last request whose head it read, kept until that request is answered. */
+  parser?: { incoming?: { complete?: boolean } | null } | null;
+}
+
+/** Node's own error answers (lib/_http_server.js), by the error's code. */
+const STATUS_LINES: Record<string, string> = {
+  HPE_HEADER_OVERFLOW: "431 Request Header Fields Too Large",
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: "413 Payload Too Large",
+  ERR_HTTP_REQUEST_TIMEOUT: "408 Request Timeout",
+};
+
+function errorAnswer(err: NodeJS.ErrnoException): string {
+  return `HTTP/1.1 ${STATUS_LINES[err.code ?? ""] ?? "400 Bad Request"}\r\nConnection: close\r\n\r\n`;
+}
+
+const CONNECT_BODY = `{"jsonrpc":"2.0","id":null,"error":${invalidRequest("use POST").toJson()}}`;
+const CONNECT_ANSWER =
+  "HTTP/1.1 405 Method Not Allowed\r\n" +
+  "allow: POST\r\n" +
+  "content-type: application/json\r\n" +
+  `content-length: ${Buffer.byteLength(CONNECT_BODY)}\r\n` +
+  "connection: close\r\n\r\n" +
+  CONNECT_BODY;
+
+/** Connections whose error answer waits for the answers before it (Node reports the error again as more bytes come). */
+const waiting = new WeakSet<Socket>();
+
+/** Calls `then` once every answer under way on the connection is written, unless it closes first. */
+function afterAnswers(socket: ServedSocket, then: () => void): void {
+  const message = socket._httpMessage;
+  if (socket.destroyed) return;
+  if (message == null) return then();
+  // Node hands the connection to the next pipelined answer as one finishes; 'close' also comes when one fails.
+  message.once("close", () => setImmediate(() => afterAnswers(socket, then)));
+}
+
+function onClientError(err: NodeJS.ErrnoException, raw: Socket): void {
+  const socket = raw as ServedSocket;
+  if (waiting.has(socket)) return;
+  // The request's own (its bytes, its deadline); a broken connection (ECONNRESET, EPIPE) comes here too, and takes its answers with it.
+  const aboutTheRequest = err.code === "ERR_HTTP_REQUEST_TIMEOUT" || err.code?.startsWith("HPE_") === true;
+  const answering = aboutTheRequest && socket._httpMessage != null;
+  const read = socket.parser?.incoming;
+  const midRequest = read != null && read.complete !== true;
+  if (aboutTheRequest && err.code === "HPE_CLOSED_CONNECTION" && !midRequest) {
+    // The answer to the request that asked to close ends the connection; none under way: it has ended it.
+    waiting.add(socket);
+    if (!answering) socket.destroySoon();
+    return;
+  }
+  if (answering && !midRequest) {
+    waiting.add(socket);
+    afterAnswers(socket, () => {
+      if (socket.writable) socket.end(errorAnswer(err));
+      else socket.destroy();
+    });
+    return;
+  }
+  // Node's default (lib/_http_server.js socketOnError): a status unless an answer has begun, then the connection goes.
+  const message = socket._httpMessage as { _headerSent?: boolean } | null | undefined;
+  if (socket.writable && (message == null || !message._headerSent)) socket.write(errorAnswer(err));
+  socket.destroy(err);
+}
+
+function onConnect(_req: unknown, socket: Socket): void {
+  // Only HTTP/1.1 brings its connection here (nodegate's HTTP/2 streams never reach Node's compatibility layer).
+  if (!(socket instanceof Socket)) return;
+  socket.on("error", () => {});
+  socket.end(CONNECT_ANSWER);
+}
+
+/** Installs both on an HTTP/1.1 server (or an HTTP/2 one that also serves HTTP/1.1). */
+export function answerClientErrorsInTurn(server: Server | Http2SecureServer): void {
+  server.on("clientError", onClientError);
+  server.on("connect", onConnect);
+}
