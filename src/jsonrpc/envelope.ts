@@ -3,6 +3,7 @@
  * keeping each id and params as the caller's raw text. Invalid members become
  * entries with their error, answered individually.
  */
+import { isUtf8 } from "node:buffer";
 import { holdsMoreJsonContainers, MAX_JSON_CONTAINERS } from "../codec/json-weight.js";
 import { invalidRequest, parseError, tooManyJsonContainers } from "../errors/catalogue.js";
 import type { GatewayError } from "../errors/gateway-error.js";
@@ -25,9 +26,15 @@ export interface Envelope {
   entries: Entry[];
 }
 
-/** Throws parseError() for unparsable text, invalidRequest() for an empty batch and tooManyJsonContainers() before parsing a text too costly to parse. */
+/**
+ * Throws parseError() for unparsable text (bytes that are not UTF-8 included), invalidRequest() for an empty batch
+ * and tooManyJsonContainers() before parsing a text too costly to parse.
+ */
 export function readEnvelope(body: Buffer): Envelope {
   if (holdsMoreJsonContainers(body)) throw tooManyJsonContainers(MAX_JSON_CONTAINERS);
+  // JSON text is UTF-8 (RFC 8259 §8.1). Decoded as it is, a stray byte became U+FFFD: a call went to the node changed,
+  // and an id came back other than the caller sent, which no client matches (found from outside; Anvil refuses it).
+  if (!isUtf8(body)) throw parseError();
   let parsed: unknown;
   try {
     parsed = JSON.parse(body.toString("utf8"));

@@ -221,6 +221,30 @@ describe("native WebSocket: envelope errors", () => {
   });
 });
 
+describe("bytes that are not UTF-8", () => {
+  // JSON text is UTF-8 (RFC 8259 §8.1); a stray byte was read as U+FFFD, so the call went to the node changed and
+  // the id came back as the caller never wrote it (found from outside). Anvil refuses such a body too.
+  const notUtf8 = Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":"a'), Buffer.from([0xc3, 0x28]), Buffer.from('","method":"eth_chainId","params":[]}')]);
+
+  it("-32700 with id null in a binary WebSocket message (a text frame that is not UTF-8 is closed 1007 by the WebSocket layer)", async () => {
+    session.send(notUtf8);
+    expect(await session.nextJson<Reply>()).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "parse error" } });
+    session.send(request("5", "eth_chainId"));
+    expect(await session.nextJson<Reply>()).toMatchObject({ id: 5, result: "0x7a69" });
+  });
+
+  it("-32700 with id null over HTTP (status 200), as for any unparsable text", async () => {
+    const res = await fetch(`${ng.url}/v3/${ng.key}`, { method: "POST", headers: { "content-type": "application/json" }, body: notUtf8 });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "parse error" } });
+  });
+
+  it("UTF-8 text beyond ASCII is read as before", async () => {
+    session.send(request('"é€😀"', "eth_chainId"));
+    expect(await session.nextJson<Reply>()).toEqual({ jsonrpc: "2.0", id: "é€😀", result: "0x7a69" });
+  });
+});
+
 describe("native WebSocket: concurrency", () => {
   it("answers a fast request sent after a slow one first; each carries its own id", async () => {
     // Under the gas cap (10x the block gas limit), so the call completes rather than being cut short.

@@ -53,11 +53,14 @@ function predictMember(member: unknown, table: MethodTable, passThrough: Readonl
   return { kind: "error", code: -32601, id: replyId, reply };
 }
 
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
 /** The prediction for a body sent to an Ethereum network. */
 export function predictNative(body: Buffer, table: MethodTable, passThrough: ReadonlySet<string>): Prediction {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(body.toString("utf8"));
+    // JSON text is UTF-8 (RFC 8259 §8.1): bytes that are not are unparsable text, not text with U+FFFD in it.
+    parsed = JSON.parse(STRICT_UTF8.decode(body));
   } catch {
     return { kind: "parse-error" };
   }
