@@ -278,6 +278,10 @@ export async function answerJsonRpc(text: Buffer, ctx: AnswerContext): Promise<A
   }
   if (parts.length === 0) {
     holds?.release();
+    // Only notifications, refused as a whole: one error under id null, as refusalAnswer gives a text refused for its key,
+    // so the caller learns none of them ran (found from outside: over the rate limit or the batch maximum, HTTP 204
+    // and WebSocket silence, as if they had).
+    if (refused !== undefined) return { body: renderResponse("null", { error: refused }), status, retryAfterSeconds, calls };
     return { body: undefined, status, calls };
   }
   if (envelope.batch) parts.push(Buffer.from("]"));

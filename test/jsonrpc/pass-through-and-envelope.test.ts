@@ -241,6 +241,12 @@ describe("JSON-RPC 2.0 envelope on HTTP", () => {
     expect([big.status, big.json]).toEqual([200, members.map((m) => ({ jsonrpc: "2.0", id: m.id, error }))]);
   });
 
+  it("a batch of notifications over the maximum: one -32600 under id null, not a 204 as if they had run", async () => {
+    const notifications = Array.from({ length: 7 }, () => ({ jsonrpc: "2.0", method: "eth_chainId" }));
+    const res = await post(ng.rpcUrl, notifications);
+    expect([res.status, res.json]).toEqual([200, { jsonrpc: "2.0", id: null, error: { code: -32600, message: "invalid request: batch of 7 exceeds the maximum of 5" } }]);
+  });
+
   it("echoes ids as their raw text and answers no notification", async () => {
     const text = '[{"jsonrpc":"2.0","id":12345678901234567890123,"method":"eth_chainId"},{"jsonrpc":"2.0","id":1.50,"method":"eth_chainId"},{"jsonrpc":"2.0","method":"eth_chainId"}]';
     const res = await post(ng.rpcUrl, text);

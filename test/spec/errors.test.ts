@@ -207,6 +207,13 @@ specRule("errors.http-status", async () => {
   const limited = burst.find((r) => r.status === 429);
   expect(limited, "the key's rate limit").toBeDefined();
   expect(Number(limited?.headers.get("retry-after"))).toBeGreaterThan(0);
+  // Notifications refused for the rate limit are told so (429, one error under id null), not answered 204 as if run.
+  const notifications = await Promise.all(Array.from({ length: 10 }, () => g.http.post({ jsonrpc: "2.0", method: "eth_chainId", params: [] }, at(`/v3/${BURST_KEY}`))));
+  const refusedNotification = notifications.find((r) => r.status === 429);
+  expect(refusedNotification, "a notification over the key's rate limit").toBeDefined();
+  expect(refusedNotification?.json).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32005 } });
+  expect(Number(refusedNotification?.headers.get("retry-after"))).toBeGreaterThan(0);
+  expect(notifications.filter((r) => r.status !== 429).map((r) => r.status)).toEqual(notifications.filter((r) => r.status !== 429).map(() => 204));
   expect((await g.on("down").http.post(chainId)).json.error.code).toBe(-32050);
   expect((await g.on("slow").http.post(chainId)).json.error.code).toBe(-32051);
   expect((await g.on("garbage").http.post(chainId)).json.error.code).toBe(-32052);
