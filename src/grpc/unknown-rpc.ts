@@ -13,8 +13,8 @@ import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.j
 import { encodeGrpcMessage } from "./grpc-message.js";
 import type { NodeResponse } from "../http/http-types.js";
 
-/** The first path segment names a package (it has a dot); native and plain paths never do. */
-const RPC_PATH = /^\/[^/?]*\./;
+/** The first path segment names a package (it has a dot, not at its start: "." and ".." are dot segments); native and plain paths never do. */
+const RPC_PATH = /^\/[^/?.][^/?]*\./;
 
 export function isRpcPath(url: string): boolean {
   return RPC_PATH.test(url);
@@ -39,7 +39,10 @@ function prefixedRpcPath(url: string): string | null {
   if (parts.length < 4) return null;
   const service = parts[parts.length - 2] as string;
   const method = parts[parts.length - 1] as string;
-  return service.includes(".") && method !== "" ? `${service}/${method}` : null;
+  // A package-qualified service name; not a dot segment (/v3/./<KEY> was read as the RPC "./<KEY>" and its answer
+  // quoted the key back: found from outside).
+  const qualified = service.includes(".") && !service.startsWith(".") && !service.endsWith(".") && !service.includes("..");
+  return qualified && method !== "" ? `${service}/${method}` : null;
 }
 
 /** Paths quoted in an answer's message are cut: a 60 KB path echoed in grpc-message passed clients' metadata limits (found from outside). */

@@ -6,6 +6,7 @@
  * caller's protocol with what to do instead, not a bare HTTP 404. Found from
  * outside (Python grpcio, buf curl, connect-es).
  */
+import http from "node:http";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import http2 from "node:http2";
@@ -81,6 +82,28 @@ it("a base URL holding the native door's /v3/<KEY> gets UNAUTHENTICATED saying w
   // Logged under the typed door with the status answered, and the key in the path is not logged.
   await expect.poll(() => gate.logs.filter((l) => l.method === "(unserved)" && l.status === "Unauthenticated").map((l) => l.door)).toEqual(["connect", "connect", "grpc", "grpc-web"]);
   expect(JSON.stringify(gate.logs)).not.toContain(`/v3/${gate.key}`);
+});
+
+it("a native path with a dot segment (/v3/./<KEY>) is not read as a typed call behind a prefix, and its answer does not quote the key", async () => {
+  // Found from outside: "." passed for a package-qualified service, so the JSON-RPC POST got the typed door's 401
+  // telling it to "call /./<KEY> at the server's root".
+  // node:http sends the path as written (fetch would resolve the dot segment first).
+  const post = (path: string) =>
+    new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = http.request({ host: "127.0.0.1", port: gate.port, path, method: "POST", headers: { "content-type": "application/json" } }, (res) => {
+        let text = "";
+        res.on("data", (d: Buffer) => (text += d.toString()));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+      });
+      req.on("error", reject);
+      req.end('{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}');
+    });
+  for (const path of [`/v3/./${gate.key}`, `/./v3/${gate.key}`]) {
+    const { status, text } = await post(path);
+    expect(status, path).toBe(404);
+    expect(text, path).not.toContain(gate.key);
+    expect(text, path).not.toContain("server's root");
+  }
 });
 
 it("a base URL holding a network name gets UNIMPLEMENTED pointing at x-nodegate-network", async () => {
