@@ -15,7 +15,7 @@ import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import * as reflectionV1 from "../gen/grpc/reflection/v1/reflection_pb.js";
 import * as reflectionV1alpha from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { JsonRpcService } from "../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
-import { answerClientErrorsInTurn } from "./http/client-errors.js";
+import { answerClientErrorsInTurn, upgradeInTurn } from "./http/answers-in-turn.js";
 import { closeUnlessIdentified, guardHttp2Session, http1TimeoutOptions, ignoreResetBeforeIdentified, watchHttp1Writes } from "./http/client-timeouts.js";
 import { whenResponseDone } from "./http/response-closed.js";
 import { InFlight } from "./http/in-flight.js";
@@ -517,7 +517,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     // HTTP/1.1 over TLS still uses); HTTP/2 streams go to the dispatcher instead, as without TLS.
     secure.removeAllListeners("stream");
     secure.on("stream", dispatchHttp2Stream);
-    secure.on("upgrade", onUpgrade);
+    secure.on("upgrade", upgradeInTurn(onUpgrade));
     // Over TLS too (found from outside: such a request got an empty reply): a server of its own, handed the connection.
     upgradesAsPlain = http.createServer(http1TimeoutOptions(gateway.limits), handle);
     upgradesAsPlain.on("checkContinue", checkContinue);
@@ -542,7 +542,7 @@ export function createNodegateServer(gateway: Gateway, options: NodegateServerOp
     upgradesAsPlain = plain;
     const h2 = http2.createServer(http2ServerOptions(gateway.limits));
     h2.on("stream", dispatchHttp2Stream);
-    plain.on("upgrade", onUpgrade);
+    plain.on("upgrade", upgradeInTurn(onUpgrade));
     h2.on("session", trackSession);
     const h1 = plain;
     const h1Writes = watchHttp1Writes(gateway.limits);

@@ -1,20 +1,22 @@
 /**
- * What the HTTP/1.1 servers do with bytes they cannot read as a request, in
- * place of Node's default, which writes its error status at once and
- * destroys the connection, so that the answers to complete requests
- * pipelined before the bad bytes never went out (found from outside: a valid
- * call followed by garbage, or by a request after one with `Connection:
- * close`, got a bare 400 or nothing, and its answer was logged as a client
- * that left).
+ * HTTP/1.1 answers leave in the order of their requests (RFC 9112 §9.3.2),
+ * also where Node's servers would write out of turn:
  *
- * - After a request that carried `Connection: close`, further bytes are not
- *   read (RFC 9112 §9.6): that request's answer closes the connection, and
- *   no error status is written after it.
- * - A request that cannot be parsed while earlier ones are being answered:
- *   their answers go out in order (RFC 9112 §9.3.2), then the status Node
- *   would have written, and the connection closes.
- * - A request cut inside its own body (its answer cannot come), and
- *   everything with no answer under way, is answered as Node answers it.
+ * - Bytes that cannot be read as a request: Node's default writes its error
+ *   status at once and destroys the connection, so the answers to complete
+ *   requests pipelined before them never went out (found from outside: a
+ *   valid call followed by garbage, or by a request after one with
+ *   `Connection: close`, got a bare 400 or nothing, and was logged as a
+ *   client that left). Here those answers go out first, then the status Node
+ *   would have written, and the connection closes. After a request that
+ *   carried `Connection: close`, further bytes are not read (§9.6): its answer
+ *   closes the connection, and no status follows it. A request cut inside its
+ *   own body (its answer cannot come), and everything with no answer under
+ *   way, is answered as Node answers it.
+ * - An upgrade pipelined behind calls: Node hands it over as soon as its head
+ *   is read, so a WebSocket's 101 went out before the answer to the POST
+ *   before it, which then arrived inside the WebSocket's byte stream (found
+ *   from outside). Here it waits for those answers.
  *
  * CONNECT, which Node's servers drop without a word when nothing listens for
  * it, gets the native door's 405 (found from outside: zero bytes and a FIN).
@@ -98,8 +100,13 @@ function onConnect(_req: unknown, socket: Socket): void {
   socket.end(CONNECT_ANSWER);
 }
 
-/** Installs both on an HTTP/1.1 server (or an HTTP/2 one that also serves HTTP/1.1). */
+/** Installs the error and CONNECT answers on an HTTP/1.1 server (or an HTTP/2 one that also serves HTTP/1.1). */
 export function answerClientErrorsInTurn(server: Server | Http2SecureServer): void {
   server.on("clientError", onClientError);
   server.on("connect", onConnect);
+}
+
+/** An 'upgrade' listener that takes the connection once the answers to the requests before the upgrade have gone. */
+export function upgradeInTurn<R>(onUpgrade: (req: R, socket: Socket, head: Buffer) => void): (req: R, socket: Socket, head: Buffer) => void {
+  return (req, socket, head) => afterAnswers(socket, () => onUpgrade(req, socket, head));
 }

@@ -3,7 +3,8 @@
  * out, in order, before the error status and the close (RFC 9112 §9.3.2), and nothing after a request that asked to
  * close is read or answered (§9.6). Found from outside: Node's default wrote a bare 400 at once and destroyed the
  * connection, so a valid call before garbage, or before a request following one with `Connection: close`, got a 400
- * or nothing, and was logged as a client that left. Also CONNECT, which got zero bytes and a FIN.
+ * or nothing, and was logged as a client that left. Also a WebSocket upgrade pipelined behind a call, whose 101
+ * went out before the call's answer, and CONNECT, which got zero bytes and a FIN.
  */
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -92,6 +93,37 @@ describe("pipelined HTTP/1.1 requests before bytes that are not a request", () =
     expect(text.toLowerCase()).toContain("allow: post");
     expect(text).toContain('"error":{"code":-32600,"message":"invalid request: use POST"}');
     expect(closedByServer).toBe(true);
+  });
+
+  it("a WebSocket upgrade pipelined behind a call: the call's answer first, then the 101, and the WebSocket works", async () => {
+    const upgrade = `GET /ws/v3/${ng.key} HTTP/1.1\r\nhost: x\r\nconnection: Upgrade\r\nupgrade: websocket\r\nsec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`;
+    const text = await new Promise<string>((resolve) => {
+      const socket = net.connect(ng.port, "127.0.0.1", () => socket.write(`${call(1)}${upgrade}`));
+      let read = "";
+      let asked = false;
+      const done = () => {
+        clearTimeout(timer);
+        socket.destroy();
+        resolve(read);
+      };
+      const timer = setTimeout(done, 5000);
+      socket.on("error", () => {});
+      socket.on("data", (chunk) => {
+        read += chunk.toString("latin1");
+        if (!asked && read.includes("HTTP/1.1 101 ")) {
+          asked = true;
+          // One masked text frame: {"jsonrpc":"2.0","id":2,"method":"eth_chainId"}.
+          const payload = Buffer.from('{"jsonrpc":"2.0","id":2,"method":"eth_chainId"}');
+          const mask = Buffer.from([1, 2, 3, 4]);
+          socket.write(Buffer.concat([Buffer.from([0x81, 0x80 | payload.length]), mask, payload.map((b, i) => b ^ (mask[i % 4] as number))]));
+        }
+        if (read.includes('"id":2')) done();
+      });
+    });
+    expect(text.indexOf("HTTP/1.1 200 ")).toBeGreaterThanOrEqual(0);
+    expect(text.indexOf("HTTP/1.1 200 ")).toBeLessThan(text.indexOf("HTTP/1.1 101 "));
+    expect(text).toContain('{"jsonrpc":"2.0","id":1,"result":"0x7a69"}');
+    expect(text).toContain('{"jsonrpc":"2.0","id":2,"result":"0x7a69"}');
   });
 
   it("the server serves on", async () => {
