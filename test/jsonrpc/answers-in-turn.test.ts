@@ -50,7 +50,7 @@ function answers(text: string): string[] {
   return [...text.matchAll(/(HTTP\/1\.1 \d{3} [^\r]*)\r\n|\{"jsonrpc":"2\.0","id":(\d+)/g)].map((m) => (m[1] ?? m[2]) as string);
 }
 
-describe("pipelined HTTP/1.1 requests before bytes that are not a request", () => {
+describe("HTTP/1.1 answers in the order of their requests", () => {
   it("a call, then garbage: the call's answer, then 400, then the close", async () => {
     const { text, closedByServer } = await exchange(`${call(1)}GARBAGE\r\n\r\n`);
     expect(answers(text)).toEqual(["HTTP/1.1 200 OK", "1", "HTTP/1.1 400 Bad Request"]);
