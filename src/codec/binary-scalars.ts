@@ -180,7 +180,7 @@ export function dataWriter(length: number, maxLength: number, emptyAllowed = fal
     if (src[pos] !== QUOTE || src[pos + 1] !== ZERO || ((src[pos + 2] as number) | 0x20) !== LOWER_X) giveUp();
     const start = pos + 3;
     // A hash or an address ends where its length says: one byte to look at, not a search (a wrong guess gives up in
-    // writeHex, at the quote it reads as a digit). A 10,000-log answer has about 70,000 of them.
+    // writeHex, at the quote it reads as a digit). The benchmark's 10,000-log answer has about 50,000 of them.
     const expected = start + length * 2;
     const q = length !== 0 && src[expected] === QUOTE ? expected : src.indexOf(QUOTE, start);
     if (q < 0) giveUp();
