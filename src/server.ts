@@ -16,6 +16,7 @@ import * as reflectionV1 from "../gen/grpc/reflection/v1/reflection_pb.js";
 import * as reflectionV1alpha from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { JsonRpcService } from "../gen/nodegate/jsonrpc/v1/jsonrpc_service_pb.js";
 import { answerClientErrorsInTurn, upgradeInTurn } from "./http/answers-in-turn.js";
+import { closingAnswer } from "./http/closing-answer.js";
 import { closeUnlessIdentified, guardHttp2Session, http1TimeoutOptions, ignoreResetBeforeIdentified, watchHttp1Writes } from "./http/client-timeouts.js";
 import { whenResponseDone } from "./http/response-closed.js";
 import { InFlight } from "./http/in-flight.js";
@@ -203,9 +204,7 @@ async function destroyedByNode(sessions: ReadonlySet<http2.Http2Session>, deadli
 
 const SHUTTING_DOWN_BODY = "nodegate is shutting down\n";
 /** A WebSocket upgrade that comes during the drain is refused: its connection would be closed (1012) at once. */
-const SHUTTING_DOWN_UPGRADE_ANSWER =
-  "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n" +
-  `content-length: ${Buffer.byteLength(SHUTTING_DOWN_BODY)}\r\nconnection: close\r\n\r\n${SHUTTING_DOWN_BODY}`;
+const SHUTTING_DOWN_UPGRADE_ANSWER = closingAnswer(503, "text/plain; charset=utf-8", SHUTTING_DOWN_BODY);
 
 /** The services the typed door offers (the method table's, the generic one, health). */
 function servedServices(gateway: Gateway): DescService[] {

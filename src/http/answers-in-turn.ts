@@ -25,10 +25,11 @@ import type { Server } from "node:http";
 import type { Http2SecureServer } from "node:http2";
 import { Socket } from "node:net";
 import { invalidRequest } from "../errors/catalogue.js";
+import { closingAnswer } from "./closing-answer.js";
 
 /** What Node's HTTP server keeps on a connection (lib/_http_server.js): the answer being written, and the parser with the request it is reading. */
 interface ServedSocket extends Socket {
-  _httpMessage?: { once(event: "close", fn: () => void): unknown } | null;
+  _httpMessage?: { once(event: "close", fn: () => void): unknown; _headerSent?: boolean } | null;
   /** `incoming`: the last request whose head it read, kept until that request is answered. */
   parser?: { incoming?: { complete?: boolean } | null } | null;
 }
@@ -45,13 +46,7 @@ function errorAnswer(err: NodeJS.ErrnoException): string {
 }
 
 const CONNECT_BODY = `{"jsonrpc":"2.0","id":null,"error":${invalidRequest("use POST").toJson()}}`;
-const CONNECT_ANSWER =
-  "HTTP/1.1 405 Method Not Allowed\r\n" +
-  "allow: POST\r\n" +
-  "content-type: application/json\r\n" +
-  `content-length: ${Buffer.byteLength(CONNECT_BODY)}\r\n` +
-  "connection: close\r\n\r\n" +
-  CONNECT_BODY;
+const CONNECT_ANSWER = closingAnswer(405, "application/json", CONNECT_BODY, ["Allow: POST"]);
 
 /** Connections whose error answer waits for the answers before it (Node reports the error again as more bytes come). */
 const waiting = new WeakSet<Socket>();
@@ -73,7 +68,7 @@ function onClientError(err: NodeJS.ErrnoException, raw: Socket): void {
   const answering = aboutTheRequest && socket._httpMessage != null;
   const read = socket.parser?.incoming;
   const midRequest = read != null && read.complete !== true;
-  if (aboutTheRequest && err.code === "HPE_CLOSED_CONNECTION" && !midRequest) {
+  if (err.code === "HPE_CLOSED_CONNECTION" && !midRequest) {
     // The answer to the request that asked to close ends the connection; none under way: it has ended it.
     waiting.add(socket);
     if (!answering) socket.destroySoon();
@@ -88,7 +83,7 @@ function onClientError(err: NodeJS.ErrnoException, raw: Socket): void {
     return;
   }
   // Node's default (lib/_http_server.js socketOnError): a status unless an answer has begun, then the connection goes.
-  const message = socket._httpMessage as { _headerSent?: boolean } | null | undefined;
+  const message = socket._httpMessage;
   if (socket.writable && (message == null || !message._headerSent)) socket.write(errorAnswer(err));
   socket.destroy(err);
 }

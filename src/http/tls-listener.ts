@@ -10,6 +10,7 @@ import http2 from "node:http2";
 import net, { type Socket } from "node:net";
 import type tls from "node:tls";
 import { ignoreResetBeforeIdentified } from "./client-timeouts.js";
+import { closingAnswer } from "./closing-answer.js";
 
 const TLS_HANDSHAKE_RECORD = 0x16;
 const HTTP2_PREFACE_START = Buffer.from("PRI ");
@@ -17,12 +18,7 @@ const HTTP2_PREFACE_START = Buffer.from("PRI ");
 const PLAIN_HTTP_LINGER_MS = 1000;
 
 const PLAIN_HTTP_BODY = "This port speaks TLS: call it with https:// (wss:// for WebSocket).\n";
-const PLAIN_HTTP_ANSWER =
-  "HTTP/1.1 400 Bad Request\r\n" +
-  "content-type: text/plain; charset=utf-8\r\n" +
-  `content-length: ${Buffer.byteLength(PLAIN_HTTP_BODY)}\r\n` +
-  "connection: close\r\n\r\n" +
-  PLAIN_HTTP_BODY;
+const PLAIN_HTTP_ANSWER = closingAnswer(400, "text/plain; charset=utf-8", PLAIN_HTTP_BODY);
 
 /** An RPC's path, /package.Service/Method (a native JSON-RPC path, /v3/<KEY>, is not one). */
 const RPC_PATH = /^\/[A-Za-z_][\w.]*\.[A-Za-z_]\w*\/[A-Za-z_]\w*$/;

@@ -4,7 +4,7 @@
  * network are checked before the upgrade is accepted; after that every text
  * message is answered exactly as the HTTP path answers a POST body.
  */
-import { STATUS_CODES, type IncomingMessage } from "node:http";
+import type { IncomingMessage } from "node:http";
 import { TLSSocket } from "node:tls";
 import type { Duplex } from "node:stream";
 import { WebSocket, WebSocketServer } from "ws";
@@ -19,6 +19,7 @@ import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-log.j
 import { matchNativeRoute } from "./paths.js";
 import { createWsSubscriptionSession } from "./ws-subscriptions.js";
 import { CallCancellation } from "../call-signal.js";
+import { closingAnswer } from "../http/closing-answer.js";
 
 export interface WsHandlerOptions {
   /** Largest message accepted, in bytes; a larger one closes the connection with 1009. */
@@ -58,15 +59,8 @@ export function isWebSocketUpgrade(req: IncomingMessage): boolean {
 
 /** Answers an upgrade request with a plain HTTP response and drops the connection. */
 function refuse(socket: Duplex, status: number, contentType: string, body: string, extraHeaders: string[] = []): void {
-  const head = [
-    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}`,
-    "Connection: close",
-    `Content-Type: ${contentType}`,
-    `Content-Length: ${Buffer.byteLength(body)}`,
-    ...extraHeaders,
-  ];
   socket.once("finish", () => socket.destroy());
-  socket.end(`${head.join("\r\n")}\r\n\r\n${body}`);
+  socket.end(closingAnswer(status, contentType, body, extraHeaders));
 }
 
 /**
