@@ -38,6 +38,9 @@ afterAll(async () => {
 async function sendLegacy(anvilUrl: string): Promise<{ hash: string; direct: Record<string, string> }> {
   const sent = await post(anvilUrl, rpc("eth_sendTransaction", [{ from: SENDER, to: RECIPIENT, value: "0x1", type: "0x0", gasPrice: "0x77359400" }]));
   const hash = sent.json.result as string;
+  // Read once mined: Anvil's automine can answer the hash as pending first (blockHash null), and the native door's later
+  // read then saw it mined (found in CI: the two answers differed by the block fields alone).
+  for (let i = 0; i < 100 && (await post(anvilUrl, rpc("eth_getTransactionReceipt", [hash]))).json.result == null; i++) await new Promise((r) => setTimeout(r, 20));
   const direct = (await post(anvilUrl, rpc("eth_getTransactionByHash", [hash]))).json.result as Record<string, string>;
   return { hash, direct };
 }
