@@ -61,6 +61,35 @@ function answer(res: http.ServerResponse, id: string, result: Buffer): void {
   process.nextTick(() => res.uncork());
 }
 
+interface Call {
+  id?: unknown;
+  method?: string;
+  params?: unknown[];
+}
+
+/** The call's id text and its result, counted. */
+function reply(call: Call): [string, Buffer] {
+  const method = String(call.method);
+  const params = Array.isArray(call.params) ? call.params : [];
+  // Calls at a tag are counted apart ("eth_getBlockByNumber(finalized)"), so nodegate's finality checks are not mistaken for callers.
+  const counted = typeof params[0] === "string" && /^[a-z]+$/.test(params[0]) ? `${method}(${params[0]})` : method;
+  counts[counted] = (counts[counted] ?? 0) + 1;
+  return [JSON.stringify(call.id ?? null), pick(method, params)];
+}
+
+const OPEN = Buffer.from("[");
+const COMMA = Buffer.from(",");
+const CLOSE = Buffer.from("]");
+
+function answerBatch(res: http.ServerResponse, answers: [string, Buffer][]): void {
+  const pieces: Buffer[] = [OPEN];
+  answers.forEach(([id, result], i) => pieces.push(...(i === 0 ? [] : [COMMA]), HEAD, Buffer.from(id), result));
+  pieces.push(CLOSE);
+  const body = Buffer.concat(pieces);
+  res.writeHead(200, { "content-type": "application/json", "content-length": body.length });
+  res.end(body);
+}
+
 const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   if (req.method === "GET" && req.url === "/stats") {
     res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(counts));
@@ -69,22 +98,17 @@ const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   const chunks: Buffer[] = [];
   req.on("data", (c: Buffer) => chunks.push(c));
   req.on("end", () => {
-    let call: { id?: unknown; method?: string; params?: unknown[] };
+    let request: Call | Call[];
     try {
-      call = JSON.parse(Buffer.concat(chunks).toString("utf8")) as typeof call;
+      request = JSON.parse(Buffer.concat(chunks).toString("utf8")) as typeof request;
     } catch {
       res.writeHead(400).end();
       return;
     }
-    const method = String(call.method);
-    const params = Array.isArray(call.params) ? call.params : [];
-    // Calls at a tag are counted apart ("eth_getBlockByNumber(finalized)"), so nodegate's finality checks are not mistaken for callers.
-    const counted = typeof params[0] === "string" && /^[a-z]+$/.test(params[0]) ? `${method}(${params[0]})` : method;
-    counts[counted] = (counts[counted] ?? 0) + 1;
-    const result = pick(method, params);
-    const id = JSON.stringify(call.id ?? null);
-    if (serviceMs > 0) setTimeout(() => answer(res, id, result), serviceMs);
-    else answer(res, id, result);
+    // A batch (nodegate sends the calls that wait for a connection as one) is answered as a node does: an array.
+    const send = Array.isArray(request) ? () => answerBatch(res, request.map(reply)) : () => answer(res, ...reply(request));
+    if (serviceMs > 0) setTimeout(send, serviceMs);
+    else send();
   });
 });
 

@@ -13,21 +13,33 @@ export interface CountingUpstream {
   readonly count: number;
   /** The JSON-RPC methods forwarded, in order. */
   readonly methods: readonly string[];
+  /** Calls in each request forwarded, in order: 0 for a single call (no array), else the batch's length. */
+  readonly batchSizes: readonly number[];
   close(): Promise<void>;
 }
 
-function methodsOf(body: string): string[] {
+function parsed(body: string): unknown {
   try {
-    const parsed = JSON.parse(body) as unknown;
-    const calls = Array.isArray(parsed) ? parsed : [parsed];
-    return calls.map((c) => String((c as { method?: unknown }).method));
+    return JSON.parse(body) as unknown;
   } catch {
-    return ["(unparsable)"];
+    return undefined;
   }
 }
 
-export async function startCountingUpstream(targetUrl: string): Promise<CountingUpstream> {
+function methodsOf(request: unknown): string[] {
+  if (request === undefined) return ["(unparsable)"];
+  const calls = Array.isArray(request) ? request : [request];
+  return calls.map((c) => String((c as { method?: unknown }).method));
+}
+
+export interface CountingOptions {
+  /** Each request is forwarded this long after it arrived, as by a node across a network. */
+  delayMs?: number;
+}
+
+export async function startCountingUpstream(targetUrl: string, options: CountingOptions = {}): Promise<CountingUpstream> {
   const methods: string[] = [];
+  const batchSizes: number[] = [];
   let count = 0;
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -35,8 +47,12 @@ export async function startCountingUpstream(targetUrl: string): Promise<Counting
     req.on("end", () => {
       const body = Buffer.concat(chunks).toString("utf8");
       count++;
-      methods.push(...methodsOf(body));
-      fetch(targetUrl, { method: "POST", headers: { "content-type": "application/json" }, body })
+      const request = parsed(body);
+      methods.push(...methodsOf(request));
+      batchSizes.push(Array.isArray(request) ? request.length : 0);
+      const delayed = options.delayMs === undefined ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, options.delayMs));
+      delayed
+        .then(() => fetch(targetUrl, { method: "POST", headers: { "content-type": "application/json" }, body }))
         .then(async (upstream) => {
           const text = await upstream.text();
           res.writeHead(upstream.status, { "content-type": "application/json" });
@@ -57,6 +73,9 @@ export async function startCountingUpstream(targetUrl: string): Promise<Counting
     },
     get methods() {
       return methods;
+    },
+    get batchSizes() {
+      return batchSizes;
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -20,6 +20,8 @@ export interface UpstreamRequest {
   abandoned: boolean;
   /** The real node's answer, when the request was forwarded to one. */
   forwardedAnswer?: string;
+  /** Set on each call of a JSON-RPC batch (one request per call is recorded, `body` its own text): how many calls the batch held. */
+  batchOf?: number;
 }
 
 export type Answer =
@@ -108,15 +110,18 @@ export async function startProgrammableUpstream(handler: Handler, path = "/"): P
       if (server.listening) await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+  /** Waits `ms`, on a timer `close` clears. */
+  const wait = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const t = setTimeout(() => {
+        timers.delete(t);
+        resolve();
+      }, ms);
+      timers.add(t);
+    });
   const answer = async (req: http.IncomingMessage, res: http.ServerResponse, body: string, request: UpstreamRequest, a: Answer): Promise<void> => {
     if ("delayMs" in a) {
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(() => {
-          timers.delete(t);
-          resolve();
-        }, a.delayMs);
-        timers.add(t);
-      });
+      await wait(a.delayMs);
       if (res.destroyed) return;
       return answer(req, res, body, request, a.then);
     }
@@ -149,6 +154,36 @@ export async function startProgrammableUpstream(handler: Handler, path = "/"): P
     const payload = "result" in a ? `"result":${JSON.stringify(a.result)}` : `"error":${JSON.stringify(a.error)}`;
     res.writeHead(200, { "content-type": "application/json" }).end(`{"jsonrpc":"2.0","id":${id},${payload}}`);
   };
+  /**
+   * A batch, as a node answers one: each call is asked of the handler, and the answers (delays waited out together)
+   * go back as an array. An answer that is not one call's (a cut, a dropped connection, a status other than 200, a
+   * forward to a real node) is given to the whole request.
+   */
+  const answerBatch = async (req: http.IncomingMessage, res: http.ServerResponse, body: string, calls: unknown[]): Promise<void> => {
+    const requests = calls.map((call): UpstreamRequest => {
+      const c = (typeof call === "object" && call !== null ? call : {}) as { method?: string; params?: unknown; id?: unknown };
+      return { method: String(c.method), params: c.params, id: c.id, body: JSON.stringify(call), headers: req.headers, path: req.url ?? "/", abandoned: false, batchOf: calls.length };
+    });
+    res.on("close", () => {
+      if (!res.writableFinished) for (const r of requests) r.abandoned = true;
+    });
+    state.requests.push(...requests);
+    const settle = async (a: Answer): Promise<Answer> => {
+      if (!("delayMs" in a)) return a;
+      await wait(a.delayMs);
+      return settle(a.then);
+    };
+    const answers = await Promise.all(requests.map(async (r) => settle(await state.handler(r))));
+    if (res.destroyed) return;
+    const whole = answers.find((a) => "destroy" in a || "cut" in a || "forward" in a || ("raw" in a && ((a.status ?? 200) !== 200 || a.headers !== undefined)));
+    if (whole !== undefined) return answer(req, res, body, requests[0] as UpstreamRequest, whole);
+    const texts = answers.map((a, i) => {
+      if ("raw" in a) return a.raw;
+      const id = JSON.stringify((requests[i] as UpstreamRequest).id ?? null);
+      return `{"jsonrpc":"2.0","id":${id},${"result" in a ? `"result":${JSON.stringify(a.result)}` : `"error":${JSON.stringify((a as { error: unknown }).error)}`}}`;
+    });
+    res.writeHead(200, { "content-type": "application/json" }).end(`[${texts.join(",")}]`);
+  };
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
@@ -159,6 +194,10 @@ export async function startProgrammableUpstream(handler: Handler, path = "/"): P
         parsed = JSON.parse(body) as typeof parsed;
       } catch {
         // recorded as is; the handler decides
+      }
+      if (Array.isArray(parsed) && parsed.length > 0) {
+        answerBatch(req, res, body, parsed).catch(() => req.socket.destroy());
+        return;
       }
       const request: UpstreamRequest = {
         method: String(parsed.method),
