@@ -68,7 +68,7 @@ export function createApp(config: Config, log: Logger, keys: readonly KeyConfig[
         log,
         cache: config.cache && { store: cacheStore, coalesce: config.cache.coalesce, coalesceWindowMs: config.cache.coalesceWindowMs, rules: n.family === "eth" ? ethFinalityRules : new Map() },
         finalizedMaxAgeMs: config.cache?.finalizedMaxAgeMs,
-        upstreams: n.upstreams.map((u) => createUpstream(u.url, `${n.name}/${u.label}`, config.websocket, log, replyBudget, u.connections)),
+        upstreams: n.upstreams.map((u) => createUpstream(u.url, `${n.name}/${u.label}`, config.websocket, log, replyBudget, u)),
       }),
   );
   const access = new AccessControl(new ApiKeyStore(keys, config.plans), new RateLimiter(deps.rateLimitStore ?? stores.rateLimits));

@@ -13,6 +13,11 @@ export interface UpstreamConfig {
   url: string;
   /** Connections an http(s) upstream's pool keeps open at most (a front may cap them per client). Default 64. */
   connections?: number;
+  /**
+   * Most calls an http(s) upstream is sent as one JSON-RPC batch when calls wait for a free connection (every one
+   * busy). Default 100; 1 sends every call alone.
+   */
+  batchSize?: number;
 }
 
 export interface FailoverPolicy {

@@ -54,9 +54,13 @@ export function applyEnv(config: Config, env: NodeJS.ProcessEnv): void {
     const ws = env.NODEGATE_UPSTREAM_WS_URL ? httpUrl(env.NODEGATE_UPSTREAM_WS_URL, fail("NODEGATE_UPSTREAM_WS_URL"), ["ws:", "wss:"]) : undefined;
     const network = config.networks.find((n) => n.name === config.defaultNetwork) as NetworkConfig;
     // The file's label stays (its partners' labels were checked against it); "primary" when the file named none.
-    // So do its connections, for an http(s) URL.
+    // So do its connections and batch size, for an http(s) URL.
     const connections = ws === undefined ? network.upstreams[0]?.connections : undefined;
-    network.upstreams = [{ label: network.upstreams[0]?.label ?? "primary", url: (ws ?? http) as string, ...(connections === undefined ? {} : { connections }) }, ...network.upstreams.slice(1)];
+    const batchSize = ws === undefined ? network.upstreams[0]?.batchSize : undefined;
+    network.upstreams = [
+      { label: network.upstreams[0]?.label ?? "primary", url: (ws ?? http) as string, ...(connections === undefined ? {} : { connections }), ...(batchSize === undefined ? {} : { batchSize }) },
+      ...network.upstreams.slice(1),
+    ];
   }
   if (env.NODEGATE_UPSTREAM_TRANSPORT) {
     const t = env.NODEGATE_UPSTREAM_TRANSPORT;

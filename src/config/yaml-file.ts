@@ -240,7 +240,7 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
       if (u === 0 && r.has([...p, "upstreams"])) r.fail([...p, "upstreams"], "want at least one upstream (leave upstreams out on the default network to run the embedded Anvil)");
       for (let j = 0; j < u; j++) {
         const up: Path = [...p, "upstreams", j];
-        r.keys(up, ["label", "url", "connections"]);
+        r.keys(up, ["label", "url", "connections", "batchSize"]);
         const url = r.string([...up, "url"]) ?? r.fail([...up, "url"], "required");
         httpUrl(url, (m) => r.fail([...up, "url"], m), ["http:", "https:", "ws:", "wss:"]);
         const label = r.string([...up, "label"]) ?? (j === 0 ? "primary" : `partner-${j}`);
@@ -251,7 +251,9 @@ export function applyConfigFile(config: Config, text: string, file: string, env:
         if (twin >= 0) config.warnings.push(`${r.where([...up, "url"])}: the same URL as upstreams[${twin}]: a call failed over to it goes to the same node`);
         const connections = r.number([...up, "connections"], 1, 4096);
         if (connections !== undefined && /^wss?:/i.test(url)) r.fail([...up, "connections"], "applies to http(s) upstreams only (nodegate speaks to a WebSocket node over one connection)");
-        upstreams.push({ label, url, ...(connections === undefined ? {} : { connections }) });
+        const batchSize = r.number([...up, "batchSize"], 1, 1000);
+        if (batchSize !== undefined && /^wss?:/i.test(url)) r.fail([...up, "batchSize"], "applies to http(s) upstreams only (a WebSocket node's calls never wait for a connection)");
+        upstreams.push({ label, url, ...(connections === undefined ? {} : { connections }), ...(batchSize === undefined ? {} : { batchSize }) });
       }
       const network: NetworkConfig = { name, family, upstreams, definedAt: r.where(p) };
       if (r.has([...p, "failover"])) {

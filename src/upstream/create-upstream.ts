@@ -3,15 +3,15 @@
  * pool, ws(s) the multiplexed WebSocket.
  */
 import type { Logger } from "pino";
-import type { WebSocketSettings } from "../config/config.js";
+import type { UpstreamConfig, WebSocketSettings } from "../config/config.js";
 import { keepSecretsOf } from "../errors/secret-texts.js";
 import { HttpUpstream } from "./http-upstream.js";
 import type { ReplyBudget } from "./reply-budget.js";
 import type { Upstream } from "./upstream.js";
 import { WsUpstream } from "./ws-upstream.js";
 
-/** `connections`: an http(s) upstream's pool size (default 64). */
-export function createUpstream(url: string, label: string, websocket: WebSocketSettings, log?: Logger, budget?: ReplyBudget, connections?: number): Upstream {
+/** `http`: an http(s) upstream's pool size (default 64) and batch size (default 100). */
+export function createUpstream(url: string, label: string, websocket: WebSocketSettings, log?: Logger, budget?: ReplyBudget, http: Pick<UpstreamConfig, "connections" | "batchSize"> = {}): Upstream {
   // A node may quote its URL (its key) in what it answers: that text must not reach callers or logs.
   keepSecretsOf(url);
   const scheme = new URL(url).protocol;
@@ -27,5 +27,12 @@ export function createUpstream(url: string, label: string, websocket: WebSocketS
       log,
     });
   }
-  return new HttpUpstream({ url, label, ...(budget === undefined ? {} : { budget }), ...(connections === undefined ? {} : { connections }) });
+  return new HttpUpstream({
+    url,
+    label,
+    ...(budget === undefined ? {} : { budget }),
+    ...(http.connections === undefined ? {} : { connections: http.connections }),
+    ...(http.batchSize === undefined ? {} : { batchSize: http.batchSize }),
+    ...(log === undefined ? {} : { log }),
+  });
 }

@@ -7,6 +7,7 @@
  */
 import { networkErrorWords } from "./network-errors.js";
 import type { ConnectionOptions } from "node:tls";
+import type { Logger } from "pino";
 import { Code } from "@connectrpc/connect";
 import { cancelled, keptAliveClosedWhileResting, keptAliveConnectionClosed, noConnectionInTime, notSentCircuitOpened, capacityExceeded, spareRefused, replyTooLarge, requestTooLargeForNode, shuttingDown, upstreamBadResponse, upstreamRateLimited, upstreamTimeout, upstreamUnavailable } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
@@ -16,6 +17,7 @@ import { BODY_TOO_LARGE, CIRCUIT_OPENED_UNSENT, Http1Error, type Http1Reply, KEP
 import { Http1Pool } from "./http1-pool.js";
 import type { ReplyBudget } from "./reply-budget.js";
 import type { CallOptions, Upstream } from "./upstream.js";
+import { DEFAULT_BATCH_SIZE, WaitingBatches } from "./waiting-batch.js";
 
 export interface HttpUpstreamOptions {
   /** The node's URL, for example https://mainnet.example/v3/<KEY>. */
@@ -28,6 +30,10 @@ export interface HttpUpstreamOptions {
   tls?: ConnectionOptions;
   /** What replies being read may hold at once, shared by the process's upstreams. */
   budget?: ReplyBudget;
+  /** Most calls sent as one batch when calls wait for a connection (WaitingBatch); below 2, none are. Default 100. */
+  batchSize?: number;
+  /** Where a node's refusal of batches is told. */
+  log?: Logger;
 }
 
 /**
@@ -110,6 +116,7 @@ const SPARE_REFUSED = "the node's front refused a connection past nodegate's con
 export class HttpUpstream implements Upstream {
   readonly label: string;
   readonly #pool: Http1Pool;
+  readonly #batches: WaitingBatches | undefined;
   #closed = false;
 
   constructor(options: HttpUpstreamOptions) {
@@ -133,6 +140,27 @@ export class HttpUpstream implements Upstream {
       ...(options.tls === undefined ? {} : { tls: options.tls }),
       ...(options.budget === undefined ? {} : { budget: options.budget }),
     });
+    const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
+    const pool = this.#pool;
+    this.#batches =
+      batchSize < 2
+        ? undefined
+        : new WaitingBatches(
+            {
+              pool,
+              alone: (method, paramsText, callOptions, timeoutMs) => this.#alone(method, paramsText, callOptions, timeoutMs),
+              nodeWideFailure: (reply, providerError) => (reply.statusCode === 429 || reply.statusCode >= 500 || reply.statusCode === 401 ? this.#statusFailure(reply, providerError) : undefined),
+              transportError: (err, method, callOptions) => this.#transportError(err, method, callOptions),
+            },
+            batchSize,
+            options.label,
+            options.log,
+          );
+  }
+
+  /** Most calls one batch to the node holds now (0 when calls are never batched). */
+  get batchLimit(): number {
+    return this.#batches?.limit ?? 0;
   }
 
   get lastHeardAt(): number | undefined {
@@ -144,15 +172,21 @@ export class HttpUpstream implements Upstream {
     return this.#pool.waiting;
   }
 
-  async call(method: string, paramsText: string, options: CallOptions): Promise<UpstreamResult> {
+  call(method: string, paramsText: string, options: CallOptions): Promise<UpstreamResult> {
+    if (this.#batches?.takes(paramsText, options)) return this.#batches.join(method, paramsText, options);
+    return this.#alone(method, paramsText, options, options.timeoutMs);
+  }
+
+  /** The call in a request of its own, within `timeoutMs`. */
+  async #alone(method: string, paramsText: string, options: CallOptions, timeoutMs: number): Promise<UpstreamResult> {
     const startedAt = performance.now();
     try {
-      return await this.#attempt(method, paramsText, options, options.timeoutMs);
+      return await this.#attempt(method, paramsText, options, timeoutMs);
     } catch (err) {
       if (!(err instanceof OutOfStep)) throw err;
       // The reply read was not this request's (its connection is closed now): an idempotent call is asked once
       // more, on another connection, within the time it has left; the node's stray reply is nobody's answer.
-      const left = options.timeoutMs - (performance.now() - startedAt);
+      const left = timeoutMs - (performance.now() - startedAt);
       if (!options.idempotent || left <= 0) throw err.error;
       try {
         return await this.#attempt(method, paramsText, options, left);
@@ -230,16 +264,7 @@ export class HttpUpstream implements Upstream {
           }
           throw err;
         }
-        // Some providers answer errors (rate limits) with a JSON-RPC body and a non-200 status.
-        // Header lines become an object only here, on the rare failed reply.
-        if (statusCode === 429) throw asProviderAnswer(err, 429, reply.headers["retry-after"]);
-        // A provider's front (Alchemy, a load balancer) words its own failures as JSON-RPC errors too: a 5xx is still
-        // an outage, and a 401 still a refused key, whatever the body says; passed on as the node's answer, they
-        // misled callers and kept the circuit closed and partners unasked.
-        if (statusCode >= 500) throw upstreamUnavailable(`HTTP ${statusCode}${providerSaid(err)}`, err, statusCode === 503 ? askedPauseSeconds(reply.headers["retry-after"]) : undefined);
-        if (statusCode === 401) throw refusedCredentials(statusCode, err);
-        if (statusCode === 403) throw asProviderAnswer(err, 403);
-        throw err;
+        throw this.#statusFailure(reply, err);
       }
       // Another request's id: the node is out of step on this connection, and would hand each later call the one
       // before's reply. A 200 that is no reply at all: the node is confused, and its connection is not used again.
@@ -250,14 +275,32 @@ export class HttpUpstream implements Upstream {
       else if (statusCode === 200) reply.notReused();
       if (statusCode === 200) throw stray ? new OutOfStep(err) : withEncodingHint(err, reply);
     }
+    throw this.#statusFailure(reply, undefined);
+  }
+
+  /** The error a reply with a status other than 200 makes; `providerError`: the JSON-RPC error its body held, if any. */
+  #statusFailure(reply: Http1Reply, providerError: GatewayError | undefined): GatewayError {
+    const { statusCode } = reply;
+    // Header lines become an object only here, on the rare failed reply.
+    if (providerError !== undefined) {
+      // Some providers answer errors (rate limits) with a JSON-RPC body and a non-200 status.
+      if (statusCode === 429) return asProviderAnswer(providerError, 429, reply.headers["retry-after"]);
+      // A provider's front (Alchemy, a load balancer) words its own failures as JSON-RPC errors too: a 5xx is still
+      // an outage, and a 401 still a refused key, whatever the body says; passed on as the node's answer, they
+      // misled callers and kept the circuit closed and partners unasked.
+      if (statusCode >= 500) return upstreamUnavailable(`HTTP ${statusCode}${providerSaid(providerError)}`, providerError, statusCode === 503 ? askedPauseSeconds(reply.headers["retry-after"]) : undefined);
+      if (statusCode === 401) return refusedCredentials(statusCode, providerError);
+      if (statusCode === 403) return asProviderAnswer(providerError, 403);
+      return providerError;
+    }
     // The provider's back-off hint (429, or 503 with Retry-After: maintenance) goes on to callers, and pauses the
     // circuit that long: nodegate cannot answer sooner either.
-    if (statusCode === 429) throw upstreamRateLimited(askedPauseSeconds(reply.headers["retry-after"]));
-    if (statusCode >= 500) throw upstreamUnavailable(`HTTP ${statusCode}`, undefined, statusCode === 503 ? askedPauseSeconds(reply.headers["retry-after"]) : undefined);
-    if (statusCode === 401 || statusCode === 403) throw refusedCredentials(statusCode);
+    if (statusCode === 429) return upstreamRateLimited(askedPauseSeconds(reply.headers["retry-after"]));
+    if (statusCode >= 500) return upstreamUnavailable(`HTTP ${statusCode}`, undefined, statusCode === 503 ? askedPauseSeconds(reply.headers["retry-after"]) : undefined);
+    if (statusCode === 401 || statusCode === 403) return refusedCredentials(statusCode);
     // The node's front refused this request for its size (nginx answers 413 past 1 MiB): the caller's, not an outage.
-    if (REQUEST_TOO_LARGE_STATUSES.has(statusCode)) throw requestTooLargeForNode(`HTTP ${statusCode}`);
-    throw upstreamBadResponse(`HTTP ${statusCode}`);
+    if (REQUEST_TOO_LARGE_STATUSES.has(statusCode)) return requestTooLargeForNode(`HTTP ${statusCode}`);
+    return upstreamBadResponse(`HTTP ${statusCode}`);
   }
 
   /** The reply's body read as the answer to request `id`. */

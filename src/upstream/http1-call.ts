@@ -96,7 +96,12 @@ export const OVER_REPLY_BUDGET = "EREPLYBUDGET";
 export class Http1Call {
   readonly reply: Promise<Http1Reply>;
   /** The request's bytes: head and body, written at once. */
-  readonly text: string;
+  text: string;
+  /**
+   * Builds `text` as the call is first given a connection (Http1Pool.requestComposed): calls that wait for one may
+   * join the request until then (WaitingBatch).
+   */
+  compose: (() => string) | undefined;
   /** May be sent again when its reused connection turns out to be closed. */
   readonly repeatable: boolean;
   /** Whom the call is for (an API key): flows take turns when calls wait for a connection. */

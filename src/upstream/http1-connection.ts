@@ -202,6 +202,10 @@ export class Connection {
     this.exchanges++;
     this.call = call;
     call.connection = this;
+    if (call.compose !== undefined) {
+      call.text = call.compose();
+      call.compose = undefined;
+    }
     if (!call.sent) {
       if (call.queuedAt !== undefined) call.waitedMs = performance.now() - call.queuedAt;
       call.sent = true;

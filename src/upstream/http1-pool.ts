@@ -145,9 +145,31 @@ export class Http1Pool {
     return this.#queue.size;
   }
 
+  /**
+   * Whether a call made now would wait for a connection: none is idle, and no new one may be opened (the cap, or a
+   * hold after the front refused one), or calls already wait (they go first).
+   */
+  get full(): boolean {
+    return this.#idle.length === 0 && (this.#open.size >= this.#connections || performance.now() < this.#holdUntil || this.#queue.size > 0);
+  }
+
   /** Sends `body` (JSON text) as a POST; `repeatable` when the call is safe to send twice; `flow` says whom it is for. */
   request(body: string, repeatable: boolean, flow = "", spare = false): Http1Call {
-    const call = new Http1Call(this, `${this.#prefix}${Buffer.byteLength(body)}\r\n\r\n${body}`, repeatable, flow);
+    return this.#start(new Http1Call(this, this.#frame(body), repeatable, flow), spare);
+  }
+
+  /** Like `request`, with the body made by `body()` only when the call is given a connection (safe to send twice). */
+  requestComposed(body: () => string, flow = ""): Http1Call {
+    const call = new Http1Call(this, "", true, flow);
+    call.compose = () => this.#frame(body());
+    return this.#start(call, false);
+  }
+
+  #frame(body: string): string {
+    return `${this.#prefix}${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  }
+
+  #start(call: Http1Call, spare: boolean): Http1Call {
     if (this.#closed) call.fail(new Http1Error("ECONNREFUSED", "client closed"));
     else if (spare && this.#idle.length === 0 && this.#open.size >= this.#connections && this.#open.size < this.#connections + MAX_SPARE) {
       call.spare = true;

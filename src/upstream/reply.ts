@@ -423,6 +423,21 @@ export function rescannedResult(r: UpstreamResult): UpstreamResult | undefined {
   return span === undefined || (span.start === r.start && span.end === r.end) ? undefined : { body, start: span.start, end: span.end };
 }
 
+/** The error a reply object holds, whatever its id (a node's one answer to a whole batch); undefined when it holds none or is unreadable. */
+export function replyError(body: Buffer): GatewayError | undefined {
+  let error: GatewayError | undefined;
+  try {
+    scanObject(body, skipWhitespace(body, 0), (key, valueStart) => {
+      const end = skipValue(body, valueStart);
+      if (key === "error" && !isNull(body, valueStart, end)) error = readError(body, valueStart, end);
+      return end;
+    });
+  } catch {
+    return undefined;
+  }
+  return error;
+}
+
 function isNull(body: Buffer, start: number, end: number): boolean {
   return end - start === 4 && body.toString("latin1", start, end) === "null";
 }

@@ -88,6 +88,11 @@ describe("configuration file", () => {
     expect(loadConfig({ PROVIDER_KEY: "pk" }, capped).networks[0]?.upstreams[0]?.connections).toBe(8);
     expect(loadConfig({ PROVIDER_KEY: "pk", NODEGATE_UPSTREAM_URL: "http://127.0.0.1:1" }, capped).networks[0]?.upstreams[0]?.connections).toBe(8);
     expect(loadConfig({ PROVIDER_KEY: "pk", NODEGATE_UPSTREAM_WS_URL: "ws://127.0.0.1:1" }, capped).networks[0]?.upstreams[0]?.connections).toBeUndefined();
+    // And its batch size.
+    const unbatched = file(VALID.replace("label: provider", "label: provider\n        batchSize: 1"));
+    expect(loadConfig({ PROVIDER_KEY: "pk" }, unbatched).networks[0]?.upstreams[0]?.batchSize).toBe(1);
+    expect(loadConfig({ PROVIDER_KEY: "pk", NODEGATE_UPSTREAM_URL: "http://127.0.0.1:1" }, unbatched).networks[0]?.upstreams[0]?.batchSize).toBe(1);
+    expect(loadConfig({ PROVIDER_KEY: "pk", NODEGATE_UPSTREAM_WS_URL: "ws://127.0.0.1:1" }, unbatched).networks[0]?.upstreams[0]?.batchSize).toBeUndefined();
     const clash = loadConfig({ PROVIDER_KEY: "pk", NODEGATE_UPSTREAM_URL: "http://127.0.0.1:1" }, file(VALID.replace("label: partner", "label: primary")));
     expect(clash.networks[0]?.upstreams.map((u) => u.label)).toEqual(["provider", "primary"]);
   });
@@ -126,6 +131,8 @@ describe("configuration file", () => {
     ["a bare % in an upstream password", "networks:\n  - name: x\n    upstreams:\n      - url: http://user:50%off@a/\n", /:4:14: networks\[0\]\.upstreams\[0\]\.url: the user or password has a % that starts no %XX escape/],
     ["log.pretty, which nothing reads", "log:\n  pretty: true\n", /:2:3: log\.pretty: unknown setting/],
     ["connections for a WebSocket upstream", "networks:\n  - name: x\n    upstreams:\n      - url: ws://a/\n        connections: 8\n", /:5:22: networks\[0\]\.upstreams\[0\]\.connections: applies to http\(s\) upstreams only/],
+    ["a batch size for a WebSocket upstream", "networks:\n  - name: x\n    upstreams:\n      - url: ws://a/\n        batchSize: 10\n", /:5:20: networks\[0\]\.upstreams\[0\]\.batchSize: applies to http\(s\) upstreams only/],
+    ["a batch size past the largest", "networks:\n  - name: x\n    upstreams:\n      - url: http://a/\n        batchSize: 1001\n", /:5:20: networks\[0\]\.upstreams\[0\]\.batchSize: want an integer from 1 to 1000/],
     ["no connections at all", "networks:\n  - name: x\n    upstreams:\n      - url: http://a/\n        connections: 0\n", /:5:22: networks\[0\]\.upstreams\[0\]\.connections: want an integer from 1 to 4096/],
     ["an empty secret", 'keys:\n  - key: abcdefgh12345678\n    secret: ""\n', /:3:13: keys\[0\]\.secret: an empty secret would accept any request/],
   ])("names the field and line: %s", (_, text, pattern) => {

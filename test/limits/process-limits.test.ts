@@ -713,8 +713,15 @@ describe("a WebSocket client that reads as fast as it can", () => {
     const slow = await startProgrammableUpstream((r) => (r.method === "eth_getCode" ? { delayMs: 300, then: { result: `0x${"ab".repeat(50_000)}` } } : { forward: upstream.url }));
     // Answers go out as the socket takes them: about 2 MB wait at most here (the client reads nothing until they
     // are ready), past the 1 MiB limit and within 4 times it, past which a client is closed at once, reading or not.
-    // (With a 256 KiB limit, the test passed only on some runs: what waited at most passed 4 times that.)
-    const own = await startNodegate({ upstreamUrl: slow.url, keys: [KEY], config: { limits: { ...DEFAULT_LIMITS, maxWsUnreadBytes: 1024 * 1024 } } });
+    // (With a 256 KiB limit, the test passed only on some runs: what waited at most passed 4 times that.) The calls that
+    // wait for a connection are sent one by one (batchSize 1), as this was measured: the answers of a batch arrive
+    // together, up to 100 of them (10 MB here), past 4 times this test's limit at once.
+    const own = await startNodegate({
+      upstreamUrl: slow.url,
+      keys: [KEY],
+      networks: [{ name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: slow.url, batchSize: 1 }] }],
+      config: { limits: { ...DEFAULT_LIMITS, maxWsUnreadBytes: 1024 * 1024 } },
+    });
     const ws = new WebSocket(`ws://127.0.0.1:${own.port}/ws/v3/${KEY}`, { perMessageDeflate: false });
     await new Promise((resolve) => ws.once("open", resolve));
     const answered = new Set<number>();

@@ -5,7 +5,9 @@
  * call that waited its whole deadline for a connection (never sent) is
  * nodegate's own capacity, not the node's silence: -32005, no outage.
  * Against a programmable node answering after a delay; order of arrival,
- * not time, is asserted.
+ * not time, is asserted. Calls that wait are sent one by one here
+ * (`batchSize: 1`), as writes always are: how waiting calls go as batches,
+ * and take turns so, is in waiting-batch.test.ts.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { DEFAULT_PLANS } from "../../src/config/config.js";
@@ -32,6 +34,7 @@ beforeAll(async () => {
   });
   nodegate = await startNodegate({
     upstreamUrl: upstream.url,
+    networks: [{ name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: upstream.url, batchSize: 1 }] }],
     keys: [
       { key: BATCH_KEY, plan: "custom" },
       { key: OTHER_KEY, plan: "custom" },

@@ -38,8 +38,9 @@ async function oneRequestPerConnection(second: "reset" | "408"): Promise<RawNode
   return Object.assign(node, { requests });
 }
 
+/** Calls one by one (batchSize 1): these fronts read each request as one call, as the pool's mechanics are pinned here. */
 function upstreamFor(node: RawNode, connections: number): HttpUpstream {
-  const upstream = new HttpUpstream({ url: node.url, label: "front", connections });
+  const upstream = new HttpUpstream({ url: node.url, label: "front", connections, batchSize: 1 });
   cleanups.push(() => upstream.close());
   return upstream;
 }

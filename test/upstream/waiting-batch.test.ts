@@ -1,0 +1,314 @@
+/**
+ * Calls that would wait for one of nodegate's connections to an HTTP node go
+ * to it together, as JSON-RPC batches (src/upstream/waiting-batch.ts): a
+ * client's batch larger than the connections reaches the node as a few
+ * requests, not one per call, and every call still gets its own answer, from
+ * Anvil, whatever the node does with a batch (caps it, refuses it, leaves a
+ * call out, rate-limits it). Writes are never sent in a batch. The node sits
+ * behind a front on 127.0.0.1 that adds a delay (as a network does, so the
+ * connections are all busy) and does to batches what the test says.
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { create } from "@bufbuild/protobuf";
+import { createPublicClient, http as viemHttp, type Hex, parseGwei } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { EthService, GetBalanceRequestSchema, type GetBalanceResponse } from "../../gen/nodegate/eth/v1/eth_service_pb.js";
+import { type AnvilNode, startAnvil } from "../../src/embedded/anvil.js";
+import { DEFAULT_PASS_THROUGH, type KeyConfig } from "../../src/config/config.js";
+import type { HttpUpstream } from "../../src/upstream/http-upstream.js";
+import { grpcJsClient } from "../support/grpc-clients.js";
+import { startNodegate, type TestNodegate } from "../support/nodegate.js";
+import { ANVIL_KEY_0 } from "../support/probe-chain.js";
+
+const KEY = "batch-test-key-0123456789abcdef";
+const OTHER_KEY = "batch-other-key-0123456789abcdef";
+/** Never refused for their rate: a batch of 200 counts 201 requests. */
+const UNLIMITED: KeyConfig[] = [KEY, OTHER_KEY].map((key) => ({ key, plan: "growth", rateLimit: { requestsPerSecond: 0, requestsPerDay: 0 } }));
+/** nodegate's connections to the node: a batch of 200 waits for them. */
+const CONNECTIONS = 4;
+
+type BatchMode =
+  /** Answers a batch as Anvil does. */
+  | "takes"
+  /** geth past its BatchRequestLimit (here 10): one error object under the first call's id, code -32600. */
+  | "caps"
+  /** Answers only the first half of each batch's calls. */
+  | "leaves-out"
+  /** HTTP 429 with the provider's -32005 for every batch. */
+  | "rate-limits"
+  /** geth past its BatchResponseMaxSize: every answer after the first is -32003 "response too large". */
+  | "too-large";
+
+interface Front {
+  url: string;
+  mode: BatchMode;
+  /** Calls in each request that reached the front: 0 for a call alone. */
+  sizes: number[];
+  /** The methods of each request, in order. */
+  methods: string[][];
+  /** Holds every answer until the function returned is called. */
+  hold(): () => void;
+  close(): Promise<void>;
+}
+
+async function anvilRaw(url: string, body: string): Promise<string> {
+  const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body });
+  return res.text();
+}
+
+/** A front before Anvil that answers 15 ms late and treats batches as `mode` says. */
+async function startFront(anvilUrl: string): Promise<Front> {
+  let held: Promise<void> | undefined;
+  const front: Front = {
+    url: "",
+    mode: "takes",
+    sizes: [],
+    methods: [],
+    hold: () => {
+      let open!: () => void;
+      held = new Promise((resolve) => {
+        open = resolve;
+      });
+      return () => {
+        held = undefined;
+        open();
+      };
+    },
+    close: async () => {},
+  };
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks).toString("utf8");
+      const request = JSON.parse(body) as { id: number; method: string } | { id: number; method: string }[];
+      const calls = Array.isArray(request) ? request : [request];
+      front.sizes.push(Array.isArray(request) ? request.length : 0);
+      front.methods.push(calls.map((c) => c.method));
+      const send = (status: number, text: string) => res.writeHead(status, { "content-type": "application/json" }).end(text);
+      setTimeout(async () => {
+        await held;
+        if (!Array.isArray(request) || front.mode === "takes") return send(200, await anvilRaw(anvilUrl, body));
+        switch (front.mode) {
+          case "caps":
+            if (request.length > 10) return send(200, JSON.stringify({ jsonrpc: "2.0", id: request[0]?.id, error: { code: -32600, message: "batch too large" } }));
+            return send(200, await anvilRaw(anvilUrl, body));
+          case "rate-limits":
+            return send(429, JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32005, message: "project ID request rate exceeded" } }));
+          case "leaves-out": {
+            const answers = JSON.parse(await anvilRaw(anvilUrl, body)) as unknown[];
+            return send(200, JSON.stringify(answers.slice(0, Math.ceil(answers.length / 2))));
+          }
+          case "too-large": {
+            const answers = JSON.parse(await anvilRaw(anvilUrl, body)) as { id: number }[];
+            return send(200, JSON.stringify(answers.map((a, i) => (i === 0 ? a : { jsonrpc: "2.0", id: a.id, error: { code: -32003, message: "response too large" } }))));
+          }
+        }
+      }, 15);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  front.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  front.close = () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+  return front;
+}
+
+let anvil: AnvilNode;
+let front: Front;
+const address = (i: number): Hex => `0x${(0xba7c0000 + i).toString(16).padStart(40, "0")}`;
+/** Each test account's balance, set in Anvil: distinct, so an answer given to the wrong call shows. */
+const balance = (i: number) => 1_000_000n + BigInt(i) * 7919n;
+const ACCOUNTS = 200;
+
+async function startGate(batchSize?: number): Promise<TestNodegate> {
+  return startNodegate({
+    upstreamUrl: front.url,
+    keys: UNLIMITED,
+    // Writes pass through (sent once, as the method table says of methods it does not know as reads).
+    config: { passThrough: { methods: [...DEFAULT_PASS_THROUGH, "eth_sendRawTransaction"], allowWrites: true } },
+    networks: [{ name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: front.url, connections: CONNECTIONS, ...(batchSize === undefined ? {} : { batchSize }) }] }],
+  });
+}
+
+/** `n` balances read in one client batch (viem's, over the native door). */
+async function readBalances(gate: TestNodegate, n = ACCOUNTS): Promise<bigint[]> {
+  const client = createPublicClient({ transport: viemHttp(gate.rpcUrl, { batch: { batchSize: n, wait: 0 }, retryCount: 0 }) });
+  return Promise.all(Array.from({ length: n }, (_, i) => client.getBalance({ address: address(i) })));
+}
+
+const expected = (n = ACCOUNTS) => Array.from({ length: n }, (_, i) => balance(i));
+/** Calls the front passed on, a call alone counting one. */
+const callsSent = (sizes: number[]) => sizes.reduce((sum, size) => sum + Math.max(size, 1), 0);
+
+beforeAll(async () => {
+  anvil = await startAnvil();
+  const setBalances = Array.from({ length: ACCOUNTS }, (_, i) => ({ jsonrpc: "2.0", id: i, method: "anvil_setBalance", params: [address(i), `0x${balance(i).toString(16)}`] }));
+  await anvilRaw(anvil.url, JSON.stringify(setBalances));
+  front = await startFront(anvil.url);
+});
+afterAll(async () => {
+  await front?.close();
+  await anvil?.stop();
+});
+beforeEach(() => {
+  front.mode = "takes";
+  front.sizes.length = 0;
+  front.methods.length = 0;
+});
+
+describe("calls waiting for a connection go to the node as batches", () => {
+  it("sends a client's batch of 200 as a few requests, each call answered with its own balance", async () => {
+    const gate = await startGate();
+    try {
+      expect(await readBalances(gate)).toEqual(expected());
+      expect(callsSent(front.sizes)).toBe(ACCOUNTS);
+      // The first calls take the free connections alone; those that wait go together, at most 100 a batch.
+      expect(front.sizes.filter((s) => s === 0).length).toBeGreaterThanOrEqual(1);
+      expect(front.sizes.filter((s) => s === 0).length).toBeLessThanOrEqual(CONNECTIONS);
+      expect(Math.max(...front.sizes)).toBeLessThanOrEqual(100);
+      expect(front.sizes.length).toBeLessThan(CONNECTIONS + 6);
+    } finally {
+      await gate.close();
+    }
+  });
+
+  it("another key's call is not held behind a big batch's calls: it goes in its own turn, after one of their batches", async () => {
+    const gate = await startGate();
+    const primary = gate.gateway.networks()[0]?.primary as HttpUpstream;
+    const open = front.hold();
+    try {
+      const big = fetch(gate.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(Array.from({ length: 400 }, (_, i) => ({ jsonrpc: "2.0", id: i, method: "eth_getBalance", params: [address(i % ACCOUNTS), "latest"] }))) });
+      // Four calls on the connections, 396 waiting in four batches (100, 100, 100, 96).
+      await expect.poll(() => front.sizes.length).toBe(CONNECTIONS);
+      await expect.poll(() => primary.waiting).toBe(4);
+      const other = fetch(gate.url + `/v3/${OTHER_KEY}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_getTransactionCount", params: [address(1), "latest"] }) });
+      await expect.poll(() => primary.waiting).toBe(5);
+      open();
+      expect(((await (await other).json()) as { result: string }).result).toBe("0x0");
+      const answers = (await (await big).json()) as { id: number; result: string }[];
+      expect(answers.map((a) => BigInt(a.result))).toEqual(Array.from({ length: 400 }, (_, i) => balance(i % ACCOUNTS)));
+    } finally {
+      open();
+      await gate.close();
+    }
+    // Taking turns: the big batch's first waiting batch, then the other key's call; not after all four.
+    expect(front.methods.findIndex((m) => m.includes("eth_getTransactionCount"))).toBe(CONNECTIONS + 1);
+    expect(front.sizes).toEqual([0, 0, 0, 0, 100, 1, 100, 100, 96]);
+  });
+
+  it("batches typed calls too: concurrent grpc-js GetBalance calls past the connections", async () => {
+    const gate = await startGate();
+    const client = grpcJsClient(gate.address, EthService);
+    try {
+      const n = 40;
+      const answers = await Promise.all(
+        Array.from({ length: n }, (_, i) => client.call<GetBalanceResponse>("getBalance", create(GetBalanceRequestSchema, { address: Buffer.from(address(i).slice(2), "hex") }), { "x-api-key": KEY })),
+      );
+      expect(answers.map((a) => BigInt(`0x${Buffer.from(a.balance?.value ?? []).toString("hex") || "0"}`))).toEqual(expected(n));
+      expect(callsSent(front.sizes)).toBe(n);
+      expect(Math.max(...front.sizes)).toBeGreaterThan(1);
+    } finally {
+      client.close();
+      await gate.close();
+    }
+  });
+
+  it("sends every call alone with batchSize: 1", async () => {
+    const gate = await startGate(1);
+    try {
+      expect(await readBalances(gate, 40)).toEqual(expected(40));
+      expect(front.sizes).toEqual(Array(40).fill(0));
+    } finally {
+      await gate.close();
+    }
+  });
+
+  it("never puts a write in a batch: raw transactions waiting for a connection go alone", async () => {
+    const gate = await startGate();
+    try {
+      const account = privateKeyToAccount(ANVIL_KEY_0);
+      const nonce = await createPublicClient({ transport: viemHttp(anvil.url) }).getTransactionCount({ address: account.address });
+      const signed = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => account.signTransaction({ chainId: 31337, type: "eip1559", to: account.address, value: 1n, nonce: nonce + i, gas: 21_000n, maxFeePerGas: parseGwei("10"), maxPriorityFeePerGas: 1n })),
+      );
+      const batch = signed.map((tx, i) => ({ jsonrpc: "2.0", id: i, method: "eth_sendRawTransaction", params: [tx] }));
+      const res = await fetch(gate.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(batch) });
+      const answers = (await res.json()) as { id: number; result?: string; error?: unknown }[];
+      expect(answers.map((a) => a.error)).toEqual(Array(12).fill(undefined));
+      expect(answers.every((a) => /^0x[0-9a-f]{64}$/.test(a.result ?? ""))).toBe(true);
+      const writes = front.methods.filter((m) => m.includes("eth_sendRawTransaction"));
+      expect(writes.length).toBe(12);
+      expect(writes.every((m) => m.length === 1)).toBe(true);
+      expect(front.sizes.every((s) => s === 0)).toBe(true);
+    } finally {
+      await gate.close();
+    }
+  });
+});
+
+describe("whatever the node does with a batch, each call gets its own answer", () => {
+  it("a node capping its batches (geth's 'batch too large'): the refused calls go alone, later batches shrink until taken", async () => {
+    front.mode = "caps";
+    const gate = await startGate();
+    try {
+      // Each refusal halves the batches (100, 50, 25, 12, then 6, which the node takes); every read is answered in full.
+      const upstream = gate.gateway.networks()[0]?.primary as HttpUpstream;
+      const limits: number[] = [];
+      for (let read = 0; read < 6 && upstream.batchLimit > 10; read++) {
+        expect(await readBalances(gate)).toEqual(expected());
+        limits.push(upstream.batchLimit);
+      }
+      expect(upstream.batchLimit).toBeLessThanOrEqual(10);
+      expect(upstream.batchLimit).toBeGreaterThanOrEqual(2);
+      expect(gate.logs.some((l) => l.level === 40 && /the node refused a batch of \d+ calls \(batch too large\)/.test(String(l.msg)))).toBe(true);
+      // A second client batch: no batch over the cap is sent now.
+      const before = front.sizes.length;
+      expect(await readBalances(gate)).toEqual(expected());
+      expect(Math.max(...front.sizes.slice(before))).toBeLessThanOrEqual(10);
+      expect(front.sizes.slice(before).some((s) => s > 1)).toBe(true);
+    } finally {
+      await gate.close();
+    }
+  });
+
+  it.each([
+    ["a node leaving calls out of its answer (the first half of each batch answered)", "leaves-out"],
+    ["geth's -32003 'response too large' for the calls after a batch's first", "too-large"],
+  ] as const)("%s: those calls are asked alone", async (_, mode) => {
+    front.mode = mode;
+    const gate = await startGate();
+    try {
+      expect(await readBalances(gate)).toEqual(expected());
+      expect(front.sizes.some((s) => s > 1)).toBe(true);
+      // Each such call went once more, alone.
+      expect(callsSent(front.sizes)).toBeGreaterThan(ACCOUNTS);
+    } finally {
+      await gate.close();
+    }
+  });
+
+  it("a rate-limited batch: each of its calls gets the provider's -32005, and none is sent again alone", async () => {
+    const gate = await startGate();
+    try {
+      front.mode = "rate-limits";
+      const body = JSON.stringify(Array.from({ length: 40 }, (_, i) => ({ jsonrpc: "2.0", id: i, method: "eth_getBalance", params: [address(i), "latest"] })));
+      const res = await fetch(gate.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body });
+      const answers = (await res.json()) as { id: number; result?: string; error?: { code: number; message: string } }[];
+      const batched = front.sizes.filter((s) => s > 1);
+      expect(batched.length).toBeGreaterThan(0);
+      const refused = answers.filter((a) => a.error !== undefined);
+      // Calls alone are answered by Anvil; every call that went in a batch got the provider's refusal, unchanged.
+      expect(refused.length).toBe(batched.reduce((a, b) => a + b, 0));
+      for (const a of refused) expect(a.error).toMatchObject({ code: -32005, message: "project ID request rate exceeded" });
+      expect(callsSent(front.sizes)).toBe(40);
+    } finally {
+      await gate.close();
+    }
+  });
+});
