@@ -126,12 +126,12 @@ const address = (i: number): Hex => `0x${(0xba7c0000 + i).toString(16).padStart(
 const balance = (i: number) => 1_000_000n + BigInt(i) * 7919n;
 const ACCOUNTS = 200;
 
-async function startGate(batchSize?: number): Promise<TestNodegate> {
+async function startGate(batchSize?: number, upstreamTimeoutMs = 30_000): Promise<TestNodegate> {
   return startNodegate({
     upstreamUrl: front.url,
     keys: UNLIMITED,
     // Writes pass through (sent once, as the method table says of methods it does not know as reads).
-    config: { passThrough: { methods: [...DEFAULT_PASS_THROUGH, "eth_sendRawTransaction"], allowWrites: true } },
+    config: { passThrough: { methods: [...DEFAULT_PASS_THROUGH, "eth_sendRawTransaction"], allowWrites: true }, upstreamTimeoutMs },
     networks: [{ name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: front.url, connections: CONNECTIONS, ...(batchSize === undefined ? {} : { batchSize }) }] }],
   });
 }
@@ -247,6 +247,55 @@ describe("calls waiting for a connection go to the node as batches", () => {
       expect(writes.every((m) => m.length === 1)).toBe(true);
       expect(front.sizes.every((s) => s === 0)).toBe(true);
     } finally {
+      await gate.close();
+    }
+  });
+});
+
+describe("a batch still waiting for a connection is never sent once nobody waits for it", () => {
+  const balancesBody = (n: number) => JSON.stringify(Array.from({ length: n }, (_, i) => ({ jsonrpc: "2.0", id: i, method: "eth_getBalance", params: [address(i), "latest"] })));
+  /** The balance reads that reached the front, once answers held until now have gone out and a while has passed. */
+  const balanceReadsSent = async (open: () => void) => {
+    open();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // No batch went at all, not even one emptied of its calls.
+    expect(front.methods.every((m) => m.length === 1)).toBe(true);
+    return front.methods.filter((m) => m.includes("eth_getBalance"));
+  };
+
+  it("at their deadline: the calls sent time out (-32051), those waiting get -32005 unsent, and their batch never reaches the node", async () => {
+    const gate = await startGate(undefined, 1000);
+    const open = front.hold();
+    try {
+      const answers = (await (await fetch(gate.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: balancesBody(50) })).json()) as { error?: { code: number; message: string } }[];
+      const codes = answers.map((a) => a.error?.code);
+      expect(codes.filter((c) => c === -32051)).toHaveLength(CONNECTIONS);
+      expect(codes.filter((c) => c === -32005)).toHaveLength(50 - CONNECTIONS);
+      for (const a of answers.filter((x) => x.error?.code === -32005)) expect(a.error?.message).toMatch(/^limit exceeded: no connection to the node came free within 1000 ms \(\d+ calls were waiting\); try again shortly$/);
+      expect(await balanceReadsSent(open)).toEqual(Array(CONNECTIONS).fill(["eth_getBalance"]));
+    } finally {
+      open();
+      await gate.close();
+    }
+  });
+
+  it("when their caller leaves: the waiting batch leaves the line", async () => {
+    const gate = await startGate();
+    const primary = gate.gateway.networks()[0]?.primary as HttpUpstream;
+    const open = front.hold();
+    try {
+      const caller = new AbortController();
+      const request = fetch(gate.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: balancesBody(50), signal: caller.signal }).catch(() => undefined);
+      await expect.poll(() => primary.waiting).toBe(1);
+      caller.abort();
+      await request;
+      await expect.poll(() => primary.waiting).toBe(0);
+      // (nodegate may ask the node its chain id meanwhile: calls whose caller left say nothing of the node.)
+      expect(await balanceReadsSent(open)).toEqual(Array(CONNECTIONS).fill(["eth_getBalance"]));
+      // The connections are free again: the next batch is answered.
+      expect(await readBalances(gate, 20)).toEqual(expected(20));
+    } finally {
+      open();
       await gate.close();
     }
   });
