@@ -148,6 +148,7 @@ export class HttpUpstream implements Upstream {
         : new WaitingBatches(
             {
               pool,
+              connections: options.connections ?? 64,
               alone: (method, paramsText, callOptions, timeoutMs) => this.#alone(method, paramsText, callOptions, timeoutMs),
               nodeWideFailure: (reply, providerError) => (reply.statusCode === 429 || reply.statusCode >= 500 || reply.statusCode === 401 ? this.#statusFailure(reply, providerError) : undefined),
               transportError: (err, method, callOptions) => this.#transportError(err, method, callOptions),

@@ -102,6 +102,11 @@ export class Http1Call {
    * join the request until then (WaitingBatch).
    */
   compose: (() => string) | undefined;
+  /**
+   * Asked as the call leaves the line of calls waiting for a connection: whether anyone it carries still waits with at
+   * least `minLeftMs` of their time left. A call answering no is failed unsent (QUEUED_PAST_DEADLINE), as one past its deadlineAt.
+   */
+  wanted: ((minLeftMs: number) => boolean) | undefined;
   /** May be sent again when its reused connection turns out to be closed. */
   readonly repeatable: boolean;
   /** Whom the call is for (an API key): flows take turns when calls wait for a connection. */

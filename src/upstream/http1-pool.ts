@@ -50,7 +50,7 @@ export interface Http1PoolOptions {
 }
 
 /** A queued call with less time left than this is not sent: no node answers across a network that fast. */
-const MIN_TIME_LEFT_MS = 10;
+export const MIN_TIME_LEFT_MS = 10;
 /** At most this share of a pool's connections may be reading replies nobody waits for (see Http1Call.cancel). */
 const UNWANTED_SHARE = 0.25;
 
@@ -214,7 +214,8 @@ export class Http1Pool {
     let skipped: Http1Call[] | undefined;
     let next: Http1Call | undefined;
     for (let call = this.#queue.shift(); call !== undefined; call = this.#queue.shift()) {
-      if (call.deadlineAt === Number.POSITIVE_INFINITY || call.deadlineAt - (now ??= performance.now()) >= MIN_TIME_LEFT_MS) {
+      const live = call.deadlineAt === Number.POSITIVE_INFINITY || call.deadlineAt - (now ??= performance.now()) >= MIN_TIME_LEFT_MS;
+      if (live && (call.wanted === undefined || call.wanted(MIN_TIME_LEFT_MS))) {
         if (fresh && this.#keepsOffNew(call)) {
           (skipped ??= []).push(call);
           continue;

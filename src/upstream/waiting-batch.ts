@@ -1,10 +1,11 @@
 /**
  * Calls that would wait for a connection to the node go to it together: the
- * calls of one flow (API key) waiting in line are sent as one JSON-RPC batch
- * on the next connection that frees, and each takes its answer from the
- * batch's by id. Found from outside (h105): a client's batch of 1,000 against
- * a node 50 ms away took 0.85-0.91 s as 1,000 calls over 64 connections,
- * against 0.06 s sent to the node directly as one batch.
+ * calls of one flow (API key) waiting in line are shared out over requests in
+ * the pool's line, one per connection at most, each sent as a JSON-RPC batch
+ * of its share when a connection frees for it; each call takes its answer
+ * from its batch's by id. Found from outside (h105): a client's batch of
+ * 1,000 against a node 50 ms away took 0.85-0.91 s as 1,000 calls over 64
+ * connections, against 0.06 s sent to the node directly as one batch.
  *
  * Only calls safe to send twice wait so: whatever the node does with a batch
  * (refuses it, caps it, leaves a call out), each call may still be sent alone,
@@ -16,13 +17,15 @@ import { GatewayError } from "../errors/gateway-error.js";
 import { isRateLimitRefusal } from "../errors/rate-limit-refusal.js";
 import { RawJsonError, skipValue, skipWhitespace } from "../jsonrpc/raw-json.js";
 import { BODY_TOO_LARGE, CIRCUIT_OPENED_UNSENT, Http1Error, type Http1Call, type Http1Reply, OVER_REPLY_BUDGET, QUEUED_PAST_DEADLINE } from "./http1-call.js";
-import type { Http1Pool } from "./http1-pool.js";
+import { type Http1Pool, MIN_TIME_LEFT_MS } from "./http1-pool.js";
 import { peekReplyId, readReply, replyError, requestBody, type UpstreamResult } from "./reply.js";
 import type { CallOptions } from "./upstream.js";
 
 /** What WaitingBatches needs of the upstream that owns it. */
 export interface BatchHost {
   readonly pool: Http1Pool;
+  /** The pool's connections: waiting calls are spread over as many requests. */
+  readonly connections: number;
   /** Sends one call by itself within `timeoutMs`: a call of a batch the node refused, or one whose answer it left out. */
   alone(method: string, paramsText: string, options: CallOptions, timeoutMs: number): Promise<UpstreamResult>;
   /** The error a reply other than 200 makes for every call it answers (429, 5xx, 401); undefined when each call is to be sent alone instead. */
@@ -55,9 +58,11 @@ const ALL_LEFT = new Error("every call of the batch left");
 const RESPONSE_TOO_LARGE = -32003;
 
 class Member {
-  /** The id it has in the batch's body (set when the body is built). */
+  /** The id it has in its batch's body (set when the body is built). */
   id = 0;
   settled = false;
+  /** The batch it went in; undefined while it waits in its flow's line. */
+  batch: Batch | undefined;
   /** When its time is up (performance.now()). */
   readonly deadlineAt: number;
   readonly joinedAt: number;
@@ -69,6 +74,7 @@ class Member {
   readonly promise: Promise<UpstreamResult>;
 
   constructor(
+    readonly line: Line,
     readonly method: string,
     readonly paramsText: string,
     readonly options: CallOptions,
@@ -82,20 +88,35 @@ class Member {
   }
 }
 
-class Batch {
+/**
+ * One flow's calls waiting for a connection, oldest first, and its requests in the pool's line that will carry them
+ * (each takes its share of the calls waiting when a connection is given to it).
+ */
+class Line {
   readonly members: Member[] = [];
-  /** Members that have not left. */
+  /** Where the oldest member still to be taken is in `members`. */
+  head = 0;
+  /** Members waiting: not left, not yet in a batch. */
   live = 0;
-  chars = 2;
-  /** Its body was built and written: no one joins it now. */
-  sent = false;
-  /** Members in the body, by the id text they were sent with. */
-  readonly byId = new Map<string, Member>();
-  call!: Http1Call;
-  /** How the last member to leave left: its exchange ends as a single call's would. */
-  finishMs = 0;
+  /** Its requests in the pool's line, not yet given a connection, oldest first. */
+  readonly tickets: Http1Call[] = [];
+  /** The latest deadline of the calls that joined it: the pool fails its requests still in line then (unsent). */
+  deadlineAt = 0;
 
   constructor(readonly flow: string) {}
+}
+
+/** The calls one request carried, by the id text each was sent with. */
+class Batch {
+  readonly byId = new Map<string, Member>();
+  /** Members that have not left. */
+  live: number;
+  /** The request that carries it (set once the pool has handed it over: it may give it a connection at once). */
+  call!: Http1Call;
+
+  constructor(readonly members: Member[]) {
+    this.live = members.length;
+  }
 }
 
 export class WaitingBatches {
@@ -104,11 +125,10 @@ export class WaitingBatches {
   readonly #label: string;
   /** Most calls in one batch; the node's refusals lower it, and below 2 no batch is made. */
   #limit: number;
-  /** The batch of each flow that calls may still join. */
-  readonly #open = new Map<string, Batch>();
-  /** Members of batches not yet sent, and those batches: how many calls wait, told to a call that waited in vain. */
-  #waitingMembers = 0;
-  #waitingBatches = 0;
+  readonly #lines = new Map<string, Line>();
+  /** Calls waiting in every flow's line, and the requests in the pool's line for them: how many calls wait, told to a call that waited in vain. */
+  #waiting = 0;
+  #tickets = 0;
 
   constructor(host: BatchHost, limit: number, label: string, log?: Logger) {
     this.#host = host;
@@ -129,82 +149,198 @@ export class WaitingBatches {
 
   join(method: string, paramsText: string, options: CallOptions): Promise<UpstreamResult> {
     if (options.signal?.aborted) return Promise.reject(cancelled());
-    const member = new Member(method, paramsText, options);
-    const chars = method.length + paramsText.length + ENVELOPE_CHARS;
     const flow = options.flow ?? "";
-    let batch = this.#open.get(flow);
-    const fresh = batch === undefined || batch.members.length >= this.#limit || batch.chars + chars > MAX_BODY_CHARS;
-    if (fresh) {
-      batch = new Batch(flow);
-      this.#open.set(flow, batch);
+    let line = this.#lines.get(flow);
+    if (line === undefined) {
+      line = new Line(flow);
+      this.#lines.set(flow, line);
     }
-    const joined = batch as Batch;
-    joined.members.push(member);
-    joined.live++;
-    joined.chars += chars;
-    this.#waitingMembers++;
-    member.timer = setTimeout(() => this.#leave(joined, member, false), options.timeoutMs).unref();
+    const member = new Member(line, method, paramsText, options);
+    line.members.push(member);
+    line.live++;
+    this.#waiting++;
+    if (member.deadlineAt > line.deadlineAt) {
+      line.deadlineAt = member.deadlineAt;
+      for (const ticket of line.tickets) ticket.deadlineAt = member.deadlineAt;
+    }
+    member.timer = setTimeout(() => this.#leave(member, false), options.timeoutMs).unref();
     if (options.signal !== undefined) {
-      member.onAbort = () => this.#leave(joined, member, true);
+      member.onAbort = () => this.#leave(member, true);
       options.signal.addEventListener("abort", member.onAbort, { once: true });
     }
-    if (fresh) {
-      this.#waitingBatches++;
-      joined.call = this.#host.pool.requestComposed(() => this.#compose(joined), flow);
-      joined.call.reply.then(
-        (reply) => this.#answer(joined, reply),
-        (err: unknown) => this.#failed(joined, err),
-      );
-    }
-    // The pool fails a call still in line at its deadline: the batch's is its last member's.
-    if (!joined.sent) joined.call.deadlineAt = fresh ? member.deadlineAt : Math.max(joined.call.deadlineAt, member.deadlineAt);
+    this.#replenish(line);
     return member.promise;
   }
 
-  /** The batch's body, as a connection takes it: its members that have not left, each under an id of its own. */
-  #compose(batch: Batch): string {
-    this.#close(batch);
+  /**
+   * Puts requests for `line` in the pool's line: one per waiting call up to the pool's connections (so the calls
+   * spread over every connection that frees, and a node answering a batch's calls one after another, as geth does,
+   * still answers them side by side), and enough to carry them all, a batch holding at most `limit`.
+   */
+  #replenish(line: Line): void {
+    const { pool, connections } = this.#host;
+    while (line.tickets.length < Math.min(line.live, connections) || line.tickets.length * this.#limit < line.live) {
+      let ticket: Http1Call | undefined;
+      let batch: Batch | undefined;
+      const call = pool.requestComposed(() => {
+        const composed = this.#compose(line, ticket);
+        batch = composed.batch;
+        if (ticket !== undefined) batch.call = ticket;
+        return composed.body;
+      }, line.flow);
+      if (batch !== undefined) (batch as Batch).call = call;
+      call.reply.then(
+        (reply) => (batch === undefined ? undefined : this.#answer(batch, reply)),
+        (err: unknown) => (batch === undefined ? this.#ticketFailed(line, call, err) : this.#failed(batch, err)),
+      );
+      // Failed at once (nodegate stops): its failure fails what waits.
+      if (call.settled) return;
+      // Given a connection at once (one was opened for it), it carried its share; else it waits in line.
+      if (!call.sent) {
+        call.deadlineAt = line.deadlineAt;
+        call.wanted = (minLeftMs) => this.#wanted(line, minLeftMs);
+        ticket = call;
+        line.tickets.push(call);
+        this.#tickets++;
+      }
+    }
+  }
+
+  /**
+   * The body of the request a connection was given for `line`: its share of the calls waiting (those waiting, over the
+   * requests in line for them, this one included; at most `limit`), each under an id of its own.
+   */
+  #compose(line: Line, ticket: Http1Call | undefined): { body: string; batch: Batch } {
+    const shares = 1 + line.tickets.length - (ticket === undefined ? 0 : 1);
+    if (ticket !== undefined) {
+      line.tickets.splice(line.tickets.indexOf(ticket), 1);
+      this.#tickets--;
+    }
+    const most = Math.min(this.#limit, Math.max(1, Math.ceil(line.live / shares)));
     const now = performance.now();
     const base = 1 + Math.floor(Math.random() * 0x3fffffff);
+    const taken: Member[] = [];
     let body = "[";
-    let n = 0;
-    for (const member of batch.members) {
-      if (member.settled) continue;
-      member.id = base + n;
-      member.waitedMs = now - member.joinedAt;
+    let chars = 2;
+    while (taken.length < most && line.head < line.members.length) {
+      const member = line.members[line.head] as Member;
+      if (!member.settled) {
+        const text = requestBody(base + taken.length, member.method, member.paramsText);
+        if (taken.length > 0 && chars + text.length > MAX_BODY_CHARS) break;
+        member.id = base + taken.length;
+        member.waitedMs = now - member.joinedAt;
+        body += `${taken.length === 0 ? "" : ","}${text}`;
+        chars += text.length + 1;
+        taken.push(member);
+      }
+      line.head++;
+    }
+    line.live -= taken.length;
+    this.#waiting -= taken.length;
+    if (line.head === line.members.length) {
+      line.members.length = 0;
+      line.head = 0;
+    } else if (line.head >= 1024) {
+      line.members.splice(0, line.head);
+      line.head = 0;
+    }
+    const batch = new Batch(taken);
+    for (const member of taken) {
+      member.batch = batch;
       batch.byId.set(String(member.id), member);
-      body += `${n === 0 ? "" : ","}${requestBody(member.id, member.method, member.paramsText)}`;
-      n++;
       member.options.onSent?.();
     }
-    return `${body}]`;
+    // Calls out of time, or a batch cut short by its size, may leave the requests in line out of step with the calls
+    // waiting: set right once the pool is done giving this one its connection.
+    if (line.tickets.length > line.live || line.tickets.length * this.#limit < line.live) queueMicrotask(() => this.#tidy(line));
+    return { body: `${body}]`, batch };
   }
 
-  /** No one joins `batch` from now on (it is being sent, or failed unsent). */
-  #close(batch: Batch): void {
-    if (batch.sent) return;
-    batch.sent = true;
-    if (this.#open.get(batch.flow) === batch) this.#open.delete(batch.flow);
-    this.#waitingBatches--;
-    this.#waitingMembers -= batch.live;
+  /**
+   * Whether a call waiting in `line` has `minLeftMs` of its time left, for the pool as it gives a connection to a request
+   * of `line`: calls with less are failed now, unsent (no node answers across a network that fast), and when none is
+   * left the request goes unsent rather than carry nothing.
+   */
+  #wanted(line: Line, minLeftMs: number): boolean {
+    const now = performance.now();
+    for (let i = line.head; i < line.members.length; i++) {
+      const member = line.members[i] as Member;
+      if (member.settled) continue;
+      if (member.deadlineAt - now >= minLeftMs) return true;
+      this.#settle(member, undefined, noConnectionInTime(member.options.timeoutMs, this.#waitingCalls()));
+      line.live--;
+      this.#waiting--;
+    }
+    return false;
   }
 
-  /** A member's deadline came, or its caller left: it gets its error now, and the batch goes on without it. */
-  #leave(batch: Batch, member: Member, callerLeft: boolean): void {
+  /** A member's deadline came, or its caller left: it gets its error now, and the rest go on without it. */
+  #leave(member: Member, callerLeft: boolean): void {
     if (member.settled) return;
-    let err: GatewayError;
-    if (callerLeft) err = cancelled();
-    else if (!batch.sent) err = noConnectionInTime(member.options.timeoutMs, Math.max(1, this.#waitingMembers + this.#host.pool.waiting - this.#waitingBatches));
-    else err = upstreamTimeout(member.options.timeoutMs, member.waitedMs > 0 ? member.waitedMs : undefined);
-    this.#settle(member, undefined, err);
+    const batch = member.batch;
+    if (batch === undefined) {
+      this.#settle(member, undefined, callerLeft ? cancelled() : noConnectionInTime(member.options.timeoutMs, this.#waitingCalls()));
+      this.#leftLine(member.line);
+      return;
+    }
+    this.#settle(member, undefined, callerLeft ? cancelled() : upstreamTimeout(member.options.timeoutMs, member.waitedMs > 0 ? member.waitedMs : undefined));
     batch.live--;
-    if (!batch.sent) this.#waitingMembers--;
     if (batch.live > 0) return;
-    // Nobody waits for the batch now: unsent, it leaves the line; sent, its connection reads the reply to its end when
-    // its last caller left (so it is used again), and closes when the deadline came (the node is slow).
-    batch.finishMs = callerLeft ? Math.min(CALLER_LEFT_FINISH_MS, member.deadlineAt - performance.now()) : 0;
-    this.#close(batch);
-    batch.call.cancel(ALL_LEFT, batch.finishMs);
+    // Nobody waits for the batch now: its connection reads the reply to its end when its last caller left (so it is
+    // used again), and closes when the deadline came (the node is slow).
+    batch.call.cancel(ALL_LEFT, callerLeft ? Math.min(CALLER_LEFT_FINISH_MS, member.deadlineAt - performance.now()) : 0);
+  }
+
+  /** Calls waiting for a connection: those in flows' lines, and the pool's own (a request of a line's counts for none). */
+  #waitingCalls(): number {
+    return Math.max(1, this.#waiting + this.#host.pool.waiting - this.#tickets);
+  }
+
+  /** A call waiting in `line` left it. */
+  #leftLine(line: Line): void {
+    line.live--;
+    this.#waiting--;
+    this.#tidy(line);
+  }
+
+  /** Sets the requests in line for `line` to the calls waiting: none past one per call, and enough to carry them all. */
+  #tidy(line: Line): void {
+    while (line.tickets.length > line.live) {
+      const ticket = line.tickets.pop() as Http1Call;
+      this.#tickets--;
+      ticket.cancel(ALL_LEFT);
+    }
+    this.#replenish(line);
+    if (line.live === 0 && line.tickets.length === 0) {
+      line.members.length = 0;
+      line.head = 0;
+      if (this.#lines.get(line.flow) === line) this.#lines.delete(line.flow);
+    }
+  }
+
+  /** A request of `line` failed before a connection took it: the circuit opened (Http1Pool.failQueued), or nodegate stops. */
+  #ticketFailed(line: Line, call: Http1Call, err: unknown): void {
+    const at = line.tickets.indexOf(call);
+    if (at >= 0) {
+      line.tickets.splice(at, 1);
+      this.#tickets--;
+    }
+    if (err === ALL_LEFT) return;
+    const now = performance.now();
+    for (let i = line.head; i < line.members.length; i++) {
+      const member = line.members[i] as Member;
+      if (member.settled || member.batch !== undefined) continue;
+      let error: GatewayError;
+      if (err instanceof Http1Error && err.code === CIRCUIT_OPENED_UNSENT) error = notSentCircuitOpened(member.method);
+      else if (err instanceof Http1Error && err.code === QUEUED_PAST_DEADLINE) {
+        // Out of time in line: those out of time now (a call that joined since waits on, and a request is put in line for it).
+        if (member.deadlineAt - now >= MIN_TIME_LEFT_MS) continue;
+        error = noConnectionInTime(member.options.timeoutMs, this.#waitingCalls());
+      } else error = this.#host.transportError(err, member.method, member.options);
+      this.#settle(member, undefined, error);
+      this.#leftLine(line);
+    }
+    this.#tidy(line);
   }
 
   #settle(member: Member, result: UpstreamResult | undefined, err?: unknown): void {
@@ -217,17 +353,17 @@ export class WaitingBatches {
   }
 
   /** Members that have not left: each is to get an answer or an error from here on. */
-  #waiting(batch: Batch): Member[] {
+  #stillWaiting(batch: Batch): Member[] {
     const out: Member[] = [];
     for (const member of batch.members) if (!member.settled) out.push(member);
     return out;
   }
 
   #failed(batch: Batch, err: unknown): void {
+    // A batch may be back in the pool's line, unsent (a new connection the node's front refused): see Http1Pool.
     const sent = batch.call.sent;
-    this.#close(batch);
     if (err === ALL_LEFT) return;
-    const waiting = this.#waiting(batch);
+    const waiting = this.#stillWaiting(batch);
     // The reply was larger than a reply may be: each call's alone may not be.
     if (err instanceof Http1Error && (err.code === OVER_REPLY_BUDGET || err.code === BODY_TOO_LARGE) && waiting.length > 1) {
       for (const member of waiting) this.#sendAlone(member);
@@ -243,6 +379,8 @@ export class WaitingBatches {
   }
 
   #answer(batch: Batch, reply: Http1Reply): void {
+    // Every call meant for it had left, or had no time left, when it was sent (an empty array): nothing to read.
+    if (batch.members.length === 0) return;
     const body = reply.chunks.length === 1 ? (reply.chunks[0] as Buffer) : Buffer.concat(reply.chunks, reply.length);
     const start = skipWhitespace(body, 0);
     const providerError = body[start] === 0x7b ? replyError(body) : undefined;
@@ -307,11 +445,11 @@ export class WaitingBatches {
       }
     }
     // A call the node left out (a node capping its batches so, an error under id null) is asked alone: its own answer decides.
-    for (const member of this.#waiting(batch)) this.#sendAlone(member);
+    for (const member of this.#stillWaiting(batch)) this.#sendAlone(member);
   }
 
   #failAll(batch: Batch, err: GatewayError): void {
-    for (const member of this.#waiting(batch)) this.#settle(member, undefined, err);
+    for (const member of this.#stillWaiting(batch)) this.#settle(member, undefined, err);
   }
 
   /**
@@ -330,7 +468,7 @@ export class WaitingBatches {
           : `the node refused a batch of ${size} calls (${said.slice(0, 200)}); calls waiting for a connection now go one by one`,
       );
     }
-    for (const member of this.#waiting(batch)) this.#sendAlone(member);
+    for (const member of this.#stillWaiting(batch)) this.#sendAlone(member);
   }
 
   #sendAlone(member: Member): void {

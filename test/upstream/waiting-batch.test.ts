@@ -184,11 +184,11 @@ describe("calls waiting for a connection go to the node as batches", () => {
     const open = front.hold();
     try {
       const big = fetch(gate.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(Array.from({ length: 400 }, (_, i) => ({ jsonrpc: "2.0", id: i, method: "eth_getBalance", params: [address(i % ACCOUNTS), "latest"] }))) });
-      // Four calls on the connections, 396 waiting in four batches (100, 100, 100, 96).
+      // Four calls on the connections, 396 waiting: four requests in line will carry them, 99 each.
       await expect.poll(() => front.sizes.length).toBe(CONNECTIONS);
-      await expect.poll(() => primary.waiting).toBe(4);
+      await expect.poll(() => primary.waiting).toBe(CONNECTIONS);
       const other = fetch(gate.url + `/v3/${OTHER_KEY}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_getTransactionCount", params: [address(1), "latest"] }) });
-      await expect.poll(() => primary.waiting).toBe(5);
+      await expect.poll(() => primary.waiting).toBe(CONNECTIONS + 1);
       open();
       expect(((await (await other).json()) as { result: string }).result).toBe("0x0");
       const answers = (await (await big).json()) as { id: number; result: string }[];
@@ -199,7 +199,7 @@ describe("calls waiting for a connection go to the node as batches", () => {
     }
     // Taking turns: the big batch's first waiting batch, then the other key's call; not after all four.
     expect(front.methods.findIndex((m) => m.includes("eth_getTransactionCount"))).toBe(CONNECTIONS + 1);
-    expect(front.sizes).toEqual([0, 0, 0, 0, 100, 1, 100, 100, 96]);
+    expect(front.sizes).toEqual([0, 0, 0, 0, 99, 1, 99, 99, 99]);
   });
 
   it("batches typed calls too: concurrent grpc-js GetBalance calls past the connections", async () => {
@@ -258,21 +258,26 @@ describe("a batch still waiting for a connection is never sent once nobody waits
   const balanceReadsSent = async (open: () => void) => {
     open();
     await new Promise((resolve) => setTimeout(resolve, 300));
-    // No batch went at all, not even one emptied of its calls.
-    expect(front.methods.every((m) => m.length === 1)).toBe(true);
-    return front.methods.filter((m) => m.includes("eth_getBalance"));
+    // No request went emptied of its calls.
+    expect(front.methods.every((m) => m.length >= 1)).toBe(true);
+    return front.methods.flat().filter((m) => m === "eth_getBalance").length;
   };
 
-  it("at their deadline: the calls sent time out (-32051), those waiting get -32005 unsent, and their batch never reaches the node", async () => {
+  it("at their deadline: the calls sent time out (-32051), those still waiting get -32005 and never reach the node", async () => {
     const gate = await startGate(undefined, 1000);
     const open = front.hold();
     try {
       const answers = (await (await fetch(gate.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: balancesBody(50) })).json()) as { error?: { code: number; message: string } }[];
       const codes = answers.map((a) => a.error?.code);
-      expect(codes.filter((c) => c === -32051)).toHaveLength(CONNECTIONS);
-      expect(codes.filter((c) => c === -32005)).toHaveLength(50 - CONNECTIONS);
+      // The calls on the connections time out; as those connections close at the deadline, the new ones opened in
+      // their place may carry the waiting calls with time left (10 ms or more), which time out in turn.
+      expect(codes.every((c) => c === -32051 || c === -32005)).toBe(true);
+      const timedOut = codes.filter((c) => c === -32051).length;
+      expect(timedOut).toBeGreaterThanOrEqual(CONNECTIONS);
+      expect(codes.filter((c) => c === -32005).length).toBeGreaterThan(0);
       for (const a of answers.filter((x) => x.error?.code === -32005)) expect(a.error?.message).toMatch(/^limit exceeded: no connection to the node came free within 1000 ms \(\d+ calls were waiting\); try again shortly$/);
-      expect(await balanceReadsSent(open)).toEqual(Array(CONNECTIONS).fill(["eth_getBalance"]));
+      // A call told -32005 was never sent: the node got at most the calls that timed out.
+      expect(await balanceReadsSent(open)).toBeLessThanOrEqual(timedOut);
     } finally {
       open();
       await gate.close();
@@ -286,12 +291,12 @@ describe("a batch still waiting for a connection is never sent once nobody waits
     try {
       const caller = new AbortController();
       const request = fetch(gate.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: balancesBody(50), signal: caller.signal }).catch(() => undefined);
-      await expect.poll(() => primary.waiting).toBe(1);
+      await expect.poll(() => primary.waiting).toBe(CONNECTIONS);
       caller.abort();
       await request;
       await expect.poll(() => primary.waiting).toBe(0);
       // (nodegate may ask the node its chain id meanwhile: calls whose caller left say nothing of the node.)
-      expect(await balanceReadsSent(open)).toEqual(Array(CONNECTIONS).fill(["eth_getBalance"]));
+      expect(await balanceReadsSent(open)).toBe(CONNECTIONS);
       // The connections are free again: the next batch is answered.
       expect(await readBalances(gate, 20)).toEqual(expected(20));
     } finally {
