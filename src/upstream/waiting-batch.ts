@@ -43,8 +43,6 @@ export const DEFAULT_BATCH_SIZE = 100;
 const MAX_BODY_CHARS = 512 * 1024;
 /** A call whose params are larger than this is sent alone: it would leave little room in a batch. */
 const MAX_PARAMS_CHARS = 64 * 1024;
-/** The envelope around a call's method and params in the batch body, in characters at most. */
-const ENVELOPE_CHARS = 48;
 /**
  * How long an exchange whose callers all left may read its reply to the end, as a call alone does (HttpUpstream's
  * CALLER_LEFT_FINISH_MS): the connection is then used again.
