@@ -15,10 +15,11 @@ import type { Logger } from "pino";
 import { cancelled, noConnectionInTime, notSentCircuitOpened, upstreamBadResponse, upstreamTimeout } from "../errors/catalogue.js";
 import { GatewayError } from "../errors/gateway-error.js";
 import { isRateLimitRefusal } from "../errors/rate-limit-refusal.js";
-import { RawJsonError, skipValue, skipWhitespace } from "../jsonrpc/raw-json.js";
+import { RawJsonError, skipWhitespace } from "../jsonrpc/raw-json.js";
+import { type BatchAnswer, readBatchAnswer } from "./batch-answer.js";
 import { BODY_TOO_LARGE, CIRCUIT_OPENED_UNSENT, Http1Error, type Http1Call, type Http1Reply, OVER_REPLY_BUDGET, QUEUED_PAST_DEADLINE } from "./http1-call.js";
 import { type Http1Pool, MIN_TIME_LEFT_MS } from "./http1-pool.js";
-import { peekReplyId, readReply, replyError, requestBody, type UpstreamResult } from "./reply.js";
+import { readReply, replyError, requestBody, type UpstreamResult } from "./reply.js";
 import type { CallOptions } from "./upstream.js";
 
 /** What WaitingBatches needs of the upstream that owns it. */
@@ -405,35 +406,17 @@ export class WaitingBatches {
   /** Each call takes its answer from the array by id; a call left out, or refused for the batch's size, goes alone. */
   #split(batch: Batch, reply: Http1Reply, body: Buffer, start: number): void {
     const verify = !reply.framed;
-    const answers: [Member, Buffer][] = [];
-    let strays = 0;
+    let read: BatchAnswer<Member>;
     try {
-      let at = skipWhitespace(body, start + 1);
-      if (body[at] === 0x5d) at = skipWhitespace(body, at + 1);
-      else {
-        for (;;) {
-          const end = skipValue(body, at);
-          const element = body.subarray(at, end);
-          const member = batch.byId.get(peekReplyId(element) ?? "");
-          if (member === undefined) strays++;
-          else answers.push([member, element]);
-          at = skipWhitespace(body, end);
-          if (body[at] === 0x2c) at = skipWhitespace(body, at + 1);
-          else if (body[at] === 0x5d) {
-            at = skipWhitespace(body, at + 1);
-            break;
-          } else throw new RawJsonError("expected ',' or ']' in the batch's answer");
-        }
-      }
-      if (at !== body.length) throw new RawJsonError("text after the batch's answer");
+      read = readBatchAnswer(body, start, batch.byId);
     } catch (err) {
       reply.notReused();
       this.#failAll(batch, upstreamBadResponse(err instanceof RawJsonError ? `the answer to a batch: ${err.message}` : "an unreadable answer to a batch", err));
       return;
     }
     // Not one answer of this batch's, and some of other ids: the node is out of step on this connection.
-    if (answers.length === 0 && strays > 0) reply.outOfStep();
-    for (const [member, element] of answers) {
+    if (read.answers.length === 0 && read.strays > 0) reply.outOfStep();
+    for (const [member, element] of read.answers) {
       if (member.settled) continue;
       try {
         this.#settle(member, readReply(element, member.id, { verify }));
