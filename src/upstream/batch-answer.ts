@@ -5,13 +5,13 @@ import { peekReplyId } from "./reply.js";
 export interface BatchAnswer<T> {
   /** Each element whose id is a call's, with its text (a view of the body), in the node's order. */
   readonly answers: [T, Buffer][];
-  /** Elements whose id is none of the calls' (or that have none). */
+  /** Elements whose id is none of the calls' (or that have none, or are no object). */
   readonly strays: number;
 }
 
 /**
  * The elements of the array that starts at `body[start]` ("["), by the raw id text each call was sent with. Throws
- * RawJsonError when the body is not one array of objects (an element that is no object, a truncated array, text after it).
+ * RawJsonError when the body is not one JSON array (truncated, text after it).
  */
 export function readBatchAnswer<T>(body: Buffer, start: number, byId: ReadonlyMap<string, T>): BatchAnswer<T> {
   const answers: [T, Buffer][] = [];
@@ -22,7 +22,7 @@ export function readBatchAnswer<T>(body: Buffer, start: number, byId: ReadonlyMa
     for (;;) {
       const end = skipValue(body, at);
       const element = body.subarray(at, end);
-      const call = byId.get(peekReplyId(element) ?? "");
+      const call = body[at] === 0x7b ? byId.get(peekReplyId(element) ?? "") : undefined;
       if (call === undefined) strays++;
       else answers.push([call, element]);
       at = skipWhitespace(body, end);

@@ -152,6 +152,7 @@ export class HttpUpstream implements Upstream {
               alone: (method, paramsText, callOptions, timeoutMs) => this.#alone(method, paramsText, callOptions, timeoutMs),
               nodeWideFailure: (reply, providerError) => (reply.statusCode === 429 || reply.statusCode >= 500 || reply.statusCode === 401 ? this.#statusFailure(reply, providerError) : undefined),
               transportError: (err, method, callOptions) => this.#transportError(err, method, callOptions),
+              isClosed: () => this.#closed,
             },
             batchSize,
             options.label,

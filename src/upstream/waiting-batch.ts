@@ -33,6 +33,8 @@ export interface BatchHost {
   nodeWideFailure(reply: Http1Reply, providerError: GatewayError | undefined): GatewayError | undefined;
   /** What a failed exchange tells one of its calls. */
   transportError(err: unknown, method: string, options: CallOptions): GatewayError;
+  /** Whether the upstream was closed (nodegate stops): a lost batch's calls are not sent again then. */
+  isClosed(): boolean;
 }
 
 /** Most calls in one batch unless the configuration says otherwise: ethers' own batches are at most 100 calls. */
@@ -53,6 +55,12 @@ const CALLER_LEFT_FINISH_MS = 2000;
 /** Why nodegate cancelled a batch's exchange (compared by identity, never shown). */
 const ALL_LEFT = new Error("every call of the batch left");
 
+/**
+ * How long a node's refusals keep batches smaller (or off) before the configured size is tried again: a node's front
+ * may have been changed meanwhile, or had a bad minute.
+ */
+const LOWERED_FOR_MS = 10 * 60_000;
+
 /** geth's answer to a batch member past its batch's reply size (BatchResponseMaxSize): the call alone would be answered. */
 const RESPONSE_TOO_LARGE = -32003;
 
@@ -60,6 +68,8 @@ class Member {
   /** The id it has in its batch's body (set when the body is built). */
   id = 0;
   settled = false;
+  /** Sent by itself (WaitingBatches.#sendAlone): that call's own deadline and its caller's leaving end it. */
+  alone = false;
   /** The batch it went in; undefined while it waits in its flow's line. */
   batch: Batch | undefined;
   /** When its time is up (performance.now()). */
@@ -108,6 +118,8 @@ class Line {
 /** The calls one request carried, by the id text each was sent with. */
 class Batch {
   readonly byId = new Map<string, Member>();
+  /** For a half of a refused batch (WaitingBatches.#refused): told whether the node took it (answered with an array). */
+  verdict: ((accepted: boolean) => void) | undefined;
   /** Members that have not left. */
   live: number;
   /** The request that carries it (set once the pool has handed it over: it may give it a connection at once). */
@@ -124,6 +136,9 @@ export class WaitingBatches {
   readonly #label: string;
   /** Most calls in one batch; the node's refusals lower it, and below 2 no batch is made. */
   #limit: number;
+  readonly #configured: number;
+  /** When the node's refusals last lowered `#limit` (performance.now()). */
+  #loweredAt = 0;
   readonly #lines = new Map<string, Line>();
   /** Calls waiting in every flow's line, and the requests in the pool's line for them: how many calls wait, told to a call that waited in vain. */
   #waiting = 0;
@@ -132,6 +147,7 @@ export class WaitingBatches {
   constructor(host: BatchHost, limit: number, label: string, log?: Logger) {
     this.#host = host;
     this.#limit = limit;
+    this.#configured = limit;
     this.#label = label;
     this.#log = log;
   }
@@ -143,6 +159,7 @@ export class WaitingBatches {
 
   /** Whether a call is to wait in a batch: safe to send twice, not nodegate's liveness question, and no connection free. */
   takes(paramsText: string, options: CallOptions): boolean {
+    if (this.#limit < this.#configured && performance.now() - this.#loweredAt >= LOWERED_FOR_MS) this.#limit = this.#configured;
     return this.#limit >= 2 && options.idempotent === true && options.spare !== true && options.finishAtDeadlineMs === undefined && paramsText.length <= MAX_PARAMS_CHARS && this.#host.pool.full;
   }
 
@@ -178,7 +195,8 @@ export class WaitingBatches {
    */
   #replenish(line: Line): void {
     const { pool, connections } = this.#host;
-    while (line.tickets.length < Math.min(line.live, connections) || line.tickets.length * this.#limit < line.live) {
+    const most = Math.max(1, this.#limit);
+    while (line.tickets.length < Math.min(line.live, connections) || line.tickets.length * most < line.live) {
       let ticket: Http1Call | undefined;
       let batch: Batch | undefined;
       const call = pool.requestComposed(() => {
@@ -215,7 +233,7 @@ export class WaitingBatches {
       line.tickets.splice(line.tickets.indexOf(ticket), 1);
       this.#tickets--;
     }
-    const most = Math.min(this.#limit, Math.max(1, Math.ceil(line.live / shares)));
+    const most = Math.max(1, Math.min(this.#limit, Math.ceil(line.live / shares)));
     const now = performance.now();
     const base = 1 + Math.floor(Math.random() * 0x3fffffff);
     const taken: Member[] = [];
@@ -251,7 +269,7 @@ export class WaitingBatches {
     }
     // Calls out of time, or a batch cut short by its size, may leave the requests in line out of step with the calls
     // waiting: set right once the pool is done giving this one its connection.
-    if (line.tickets.length > line.live || line.tickets.length * this.#limit < line.live) queueMicrotask(() => this.#tidy(line));
+    if (line.tickets.length > line.live || line.tickets.length * Math.max(1, this.#limit) < line.live) queueMicrotask(() => this.#tidy(line));
     return { body: `${body}]`, batch };
   }
 
@@ -275,7 +293,7 @@ export class WaitingBatches {
 
   /** A member's deadline came, or its caller left: it gets its error now, and the rest go on without it. */
   #leave(member: Member, callerLeft: boolean): void {
-    if (member.settled) return;
+    if (member.settled || member.alone) return;
     const batch = member.batch;
     if (batch === undefined) {
       this.#settle(member, undefined, callerLeft ? cancelled() : noConnectionInTime(member.options.timeoutMs, this.#waitingCalls()));
@@ -362,15 +380,20 @@ export class WaitingBatches {
     // A batch may be back in the pool's line, unsent (a new connection the node's front refused): see Http1Pool.
     const sent = batch.call.sent;
     if (err === ALL_LEFT) return;
+    batch.verdict?.(false);
     const waiting = this.#stillWaiting(batch);
-    // The reply was larger than a reply may be: each call's alone may not be.
-    if (err instanceof Http1Error && (err.code === OVER_REPLY_BUDGET || err.code === BODY_TOO_LARGE) && waiting.length > 1) {
+    const unsent = !sent && err instanceof Http1Error && (err.code === QUEUED_PAST_DEADLINE || err.code === CIRCUIT_OPENED_UNSENT);
+    // A reply larger than a reply may be, to one call: alone it would be as large.
+    const tooLargeAlone = err instanceof Http1Error && (err.code === OVER_REPLY_BUDGET || err.code === BODY_TOO_LARGE) && batch.byId.size === 1;
+    // Sent, and lost on the way (a reset, a cut reply, a reply larger than a reply may be): each call is asked once more
+    // alone, as a call alone whose kept-alive connection closed would be; a node that is down fails them all again.
+    if (!unsent && !tooLargeAlone && !this.#host.isClosed()) {
       for (const member of waiting) this.#sendAlone(member);
       return;
     }
     for (const member of waiting) {
       let error: GatewayError;
-      if (err instanceof Http1Error && err.code === QUEUED_PAST_DEADLINE && !sent) error = noConnectionInTime(member.options.timeoutMs, Math.max(1, this.#host.pool.waiting));
+      if (err instanceof Http1Error && err.code === QUEUED_PAST_DEADLINE && !sent) error = noConnectionInTime(member.options.timeoutMs, this.#waitingCalls());
       else if (err instanceof Http1Error && err.code === CIRCUIT_OPENED_UNSENT && !sent) error = notSentCircuitOpened(member.method);
       else error = this.#host.transportError(err, member.method, member.options);
       this.#settle(member, undefined, error);
@@ -378,15 +401,18 @@ export class WaitingBatches {
   }
 
   #answer(batch: Batch, reply: Http1Reply): void {
-    // Every call meant for it had left, or had no time left, when it was sent (an empty array): nothing to read.
+    // Every call meant for it had left when it was sent: nothing to read.
     if (batch.members.length === 0) return;
     const body = reply.chunks.length === 1 ? (reply.chunks[0] as Buffer) : Buffer.concat(reply.chunks, reply.length);
     const start = skipWhitespace(body, 0);
     const providerError = body[start] === 0x7b ? replyError(body) : undefined;
     if (reply.statusCode !== 200) {
       const failure = this.#host.nodeWideFailure(reply, providerError);
-      if (failure !== undefined) this.#failAll(batch, failure);
-      else this.#refused(batch, `HTTP ${reply.statusCode}${providerError === undefined ? "" : `: ${providerError.message}`}`);
+      if (failure === undefined) this.#refused(batch, `HTTP ${reply.statusCode}${providerError === undefined ? "" : `: ${providerError.message}`}`);
+      else {
+        batch.verdict?.(false);
+        this.#failAll(batch, failure);
+      }
       return;
     }
     if (body[start] === 0x5b) {
@@ -394,8 +420,10 @@ export class WaitingBatches {
       return;
     }
     // One answer to the whole batch: a rate limit speaks for every call in it; anything else refuses the batch (geth's
-    // "batch too large" past its BatchRequestLimit, a node that takes no batches and answers an error, or anything).
+    // "batch too large" past its BatchRequestLimit, Anvil's "Invalid request" for a call it cannot read, a node that
+    // takes no batches).
     if (providerError !== undefined && isRateLimitRefusal(providerError, "")) {
+      batch.verdict?.(false);
       this.#failAll(batch, providerError);
       return;
     }
@@ -411,11 +439,20 @@ export class WaitingBatches {
       read = readBatchAnswer(body, start, batch.byId);
     } catch (err) {
       reply.notReused();
+      batch.verdict?.(false);
       this.#failAll(batch, upstreamBadResponse(err instanceof RawJsonError ? `the answer to a batch: ${err.message}` : "an unreadable answer to a batch", err));
       return;
     }
-    // Not one answer of this batch's, and some of other ids: the node is out of step on this connection.
-    if (read.answers.length === 0 && read.strays > 0) reply.outOfStep();
+    if (read.answers.length === 0) {
+      // Not one answer of this batch's (an empty array, other ids, ids as strings): with some of other ids, the node is
+      // out of step on this connection. The calls go alone; a node that answers them so takes no batches.
+      if (read.strays > 0) reply.outOfStep();
+      batch.verdict?.(false);
+      const said = read.strays > 0 ? "an array answering none of its calls by id" : "an empty array";
+      for (const member of this.#stillWaiting(batch)) this.#sendAlone(member, (answered) => answered && this.#noBatches(batch.byId.size, said));
+      return;
+    }
+    batch.verdict?.(true);
     for (const [member, element] of read.answers) {
       if (member.settled) continue;
       try {
@@ -425,7 +462,8 @@ export class WaitingBatches {
         else this.#settle(member, undefined, err);
       }
     }
-    // A call the node left out (a node capping its batches so, an error under id null) is asked alone: its own answer decides.
+    // A call the node left out (a node capping its batches so, an error under id null, an element it garbled) is asked
+    // alone: its own answer decides.
     for (const member of this.#stillWaiting(batch)) this.#sendAlone(member);
   }
 
@@ -434,33 +472,106 @@ export class WaitingBatches {
   }
 
   /**
-   * The node refused the batch as a whole: its calls go alone, and later batches hold at most half as many calls
-   * (none below 2), so a node capping its batches soon gets ones it takes, and one taking none gets calls alone.
+   * The node refused the batch as a whole. Its calls go again as two batches of half as many, each refused one halved
+   * in turn, down to calls alone: a call the node cannot read (which makes Anvil refuse its whole batch) is found in a few
+   * round trips, the others answered in their halves. Only a node that takes both halves of the batch it refused caps its
+   * batches: later batches hold at most a half's calls. One that refuses a single call in an array and answers it alone
+   * takes no batches: calls then go one by one. Either lasts LOWERED_FOR_MS.
    */
   #refused(batch: Batch, said: string): void {
-    const size = batch.byId.size;
-    const limit = Math.floor(size / 2);
-    if (limit < this.#limit) {
-      this.#limit = limit;
-      this.#log?.warn(
-        { upstream: this.#label, batchSize: size },
-        limit >= 2
-          ? `the node refused a batch of ${size} calls (${said.slice(0, 200)}); calls waiting for a connection now go in batches of at most ${limit}`
-          : `the node refused a batch of ${size} calls (${said.slice(0, 200)}); calls waiting for a connection now go one by one`,
-      );
+    batch.verdict?.(false);
+    const waiting = this.#stillWaiting(batch);
+    if (waiting.length === 0) return;
+    if (waiting.length === 1) {
+      const lone = batch.byId.size === 1;
+      this.#sendAlone(waiting[0] as Member, (answered) => answered && lone && this.#noBatches(1, said));
+      return;
     }
-    for (const member of this.#stillWaiting(batch)) this.#sendAlone(member);
+    const half = Math.ceil(waiting.length / 2);
+    let taken = 0;
+    const verdict = (accepted: boolean): void => {
+      if (!accepted) taken = Number.NEGATIVE_INFINITY;
+      else if (++taken === 2) this.#lower(half, batch.byId.size, said);
+    };
+    this.#sendFixed(waiting.slice(0, half), verdict);
+    this.#sendFixed(waiting.slice(half), verdict);
   }
 
-  #sendAlone(member: Member): void {
+  /** Sends `members` (a half of a refused batch) as a batch of their own, out of their line's turn: they were sent once. */
+  #sendFixed(members: Member[], verdict: (accepted: boolean) => void): void {
+    const batch = new Batch(members);
+    batch.verdict = verdict;
+    const base = 1 + Math.floor(Math.random() * 0x3fffffff);
+    let body = "[";
+    let deadlineAt = 0;
+    members.forEach((member, i) => {
+      member.id = base + i;
+      member.batch = batch;
+      batch.byId.set(String(member.id), member);
+      body += `${i === 0 ? "" : ","}${requestBody(member.id, member.method, member.paramsText)}`;
+      deadlineAt = Math.max(deadlineAt, member.deadlineAt);
+    });
+    batch.call = this.#host.pool.request(`${body}]`, true, (members[0] as Member).line.flow);
+    if (!batch.call.sent) batch.call.deadlineAt = deadlineAt;
+    batch.call.reply.then(
+      (reply) => this.#answer(batch, reply),
+      (err: unknown) => this.#failed(batch, err),
+    );
+  }
+
+  /** The node took batches of `half` calls but refused one of `size`: later batches hold at most `half`. */
+  #lower(half: number, size: number, said: string): void {
+    if (half >= this.#limit) return;
+    if (half < 2) {
+      this.#noBatches(size, said);
+      return;
+    }
+    this.#limit = half;
+    this.#loweredAt = performance.now();
+    this.#log?.warn({ upstream: this.#label, batchSize: size }, `the node refused a batch of ${size} calls (${said.slice(0, 200)}) and took its halves: calls waiting for a connection now go in batches of at most ${half} for ${LOWERED_FOR_MS / 60_000} minutes`);
+  }
+
+  /** The node takes no batches: calls waiting now go alone, and calls that would wait go alone too, for LOWERED_FOR_MS. */
+  #noBatches(size: number, said: string): void {
+    if (this.#limit < 2) return;
+    this.#limit = 1;
+    this.#loweredAt = performance.now();
+    this.#log?.warn({ upstream: this.#label, batchSize: size }, `the node refused a batch of ${size} calls (${said.slice(0, 200)}) and answered them alone: calls waiting for a connection now go one by one for ${LOWERED_FOR_MS / 60_000} minutes`);
+    for (const line of [...this.#lines.values()]) {
+      for (const ticket of line.tickets.splice(0)) {
+        this.#tickets--;
+        ticket.cancel(ALL_LEFT);
+      }
+      for (let i = line.head; i < line.members.length; i++) {
+        const member = line.members[i] as Member;
+        if (member.settled || member.batch !== undefined) continue;
+        line.live--;
+        this.#waiting--;
+        this.#sendAlone(member);
+      }
+      line.members.length = 0;
+      line.head = 0;
+      this.#lines.delete(line.flow);
+    }
+  }
+
+  /** `member` by itself, within its time left; `answered` is told whether the node answered it with a result. */
+  #sendAlone(member: Member, answered?: (result: boolean) => void): void {
     const left = member.deadlineAt - performance.now();
     if (left < 1) {
       this.#settle(member, undefined, upstreamTimeout(member.options.timeoutMs, member.waitedMs > 0 ? member.waitedMs : undefined));
       return;
     }
+    member.alone = true;
     this.#host.alone(member.method, member.paramsText, member.options, Math.round(left)).then(
-      (result) => this.#settle(member, result),
-      (err: unknown) => this.#settle(member, undefined, err),
+      (result) => {
+        this.#settle(member, result);
+        answered?.(true);
+      },
+      (err: unknown) => {
+        this.#settle(member, undefined, err);
+        answered?.(false);
+      },
     );
   }
 }

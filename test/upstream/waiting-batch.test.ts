@@ -39,7 +39,13 @@ type BatchMode =
   /** HTTP 429 with the provider's -32005 for every batch. */
   | "rate-limits"
   /** geth past its BatchResponseMaxSize: every answer after the first is -32003 "response too large". */
-  | "too-large";
+  | "too-large"
+  /** A node that takes no batches: one -32600 error object for every array. */
+  | "no-batches"
+  /** Answers every batch with an empty array. */
+  | "empty"
+  /** Drops the connection of the first batch it is sent, then answers batches as Anvil does. */
+  | "drops-first";
 
 interface Front {
   url: string;
@@ -105,6 +111,14 @@ async function startFront(anvilUrl: string): Promise<Front> {
             const answers = JSON.parse(await anvilRaw(anvilUrl, body)) as { id: number }[];
             return send(200, JSON.stringify(answers.map((a, i) => (i === 0 ? a : { jsonrpc: "2.0", id: a.id, error: { code: -32003, message: "response too large" } }))));
           }
+          case "no-batches":
+            return send(200, JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "batch requests are not supported" } }));
+          case "empty":
+            return send(200, "[]");
+          case "drops-first":
+            front.mode = "takes";
+            req.socket.destroy();
+            return;
         }
       }, 15);
     });
@@ -342,6 +356,63 @@ describe("whatever the node does with a batch, each call gets its own answer", (
       expect(front.sizes.some((s) => s > 1)).toBe(true);
       // Each such call went once more, alone.
       expect(callsSent(front.sizes)).toBeGreaterThan(ACCOUNTS);
+    } finally {
+      await gate.close();
+    }
+  });
+
+  it("a node that takes no batches: every call is answered alone, and calls that wait go one by one from then on", async () => {
+    front.mode = "no-batches";
+    const gate = await startGate();
+    try {
+      expect(await readBalances(gate)).toEqual(expected());
+      const upstream = gate.gateway.networks()[0]?.primary as HttpUpstream;
+      expect(upstream.batchLimit).toBe(1);
+      expect(gate.logs.filter((l) => l.level === 40 && /answered them alone: calls waiting for a connection now go one by one for 10 minutes/.test(String(l.msg)))).toHaveLength(1);
+      const before = front.sizes.length;
+      expect(await readBalances(gate)).toEqual(expected());
+      expect(front.sizes.slice(before).every((s) => s === 0)).toBe(true);
+    } finally {
+      await gate.close();
+    }
+  });
+
+  it("a node answering batches with an empty array: the calls are asked alone, and batches stop", async () => {
+    front.mode = "empty";
+    const gate = await startGate();
+    try {
+      expect(await readBalances(gate)).toEqual(expected());
+      expect((gate.gateway.networks()[0]?.primary as HttpUpstream).batchLimit).toBe(1);
+    } finally {
+      await gate.close();
+    }
+  });
+
+  it("a batch whose connection drops: its calls are asked once more alone, all answered", async () => {
+    front.mode = "drops-first";
+    const gate = await startGate();
+    try {
+      expect(await readBalances(gate)).toEqual(expected());
+      expect(gate.gateway.networks()[0]?.primaryCircuit).toBe("closed");
+    } finally {
+      await gate.close();
+    }
+  });
+
+  it("Anvil refusing a whole batch for one call it cannot read: the halves find that call, the others are answered, and batches keep their size", async () => {
+    const gate = await startGate();
+    try {
+      const nested = (depth: number): unknown => (depth === 0 ? 1 : [nested(depth - 1)]);
+      const reads = Array.from({ length: 40 }, (_, i) => ({ jsonrpc: "2.0", id: i, method: "eth_getBalance", params: [address(i), "latest"] }));
+      // A call object with a member nested past what Anvil reads (it answers such a request, alone or in a batch, with one -32600).
+      const unreadable = { jsonrpc: "2.0", id: 40, method: "eth_call", params: [{ to: address(0), data: "0x", extra: nested(130) }, "latest"] };
+      const res = await fetch(gate.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify([...reads, unreadable]) });
+      const answers = (await res.json()) as { id: number; result?: string; error?: { code: number; message: string } }[];
+      expect(answers.slice(0, 40).map((a) => BigInt(a.result ?? "-1"))).toEqual(expected(40));
+      expect(answers[40]?.error).toEqual({ code: -32600, message: "Invalid request" });
+      expect(front.sizes.some((s) => s > 1)).toBe(true);
+      expect((gate.gateway.networks()[0]?.primary as HttpUpstream).batchLimit).toBe(100);
+      expect(gate.logs.filter((l) => (l.level as number) >= 40)).toEqual([]);
     } finally {
       await gate.close();
     }
