@@ -8,8 +8,10 @@
  * connections, against 0.06 s sent to the node directly as one batch.
  *
  * Only calls safe to send twice wait so: whatever the node does with a batch
- * (refuses it, caps it, leaves a call out), each call may still be sent alone,
- * and is. A call that finds a connection free is sent alone at once, as ever.
+ * (refuses it, caps it, loses it, leaves a call out), each call may still be
+ * sent again, in halves of a refused batch or alone, and is. What the node's
+ * refusals teach (it caps batches, or takes none) lowers the batches for a
+ * while. A call that finds a connection free is sent alone at once, as ever.
  */
 import type { Logger } from "pino";
 import { cancelled, noConnectionInTime, notSentCircuitOpened, upstreamBadResponse, upstreamTimeout } from "../errors/catalogue.js";
@@ -386,8 +388,9 @@ export class WaitingBatches {
     // A reply larger than a reply may be, to one call: alone it would be as large.
     const tooLargeAlone = err instanceof Http1Error && (err.code === OVER_REPLY_BUDGET || err.code === BODY_TOO_LARGE) && batch.byId.size === 1;
     // Sent, and lost on the way (a reset, a cut reply, a reply larger than a reply may be): each call is asked once more
-    // alone, as a call alone whose kept-alive connection closed would be; a node that is down fails them all again.
-    if (!unsent && !tooLargeAlone && !this.#host.isClosed()) {
+    // alone, as a call alone whose kept-alive connection closed would be; a node that is down fails them all again. Not
+    // while the node's circuit rests (its provider's Retry-After, a cooldown): it asked not to be called.
+    if (!unsent && !tooLargeAlone && !this.#host.isClosed() && !this.#host.pool.resting()) {
       for (const member of waiting) this.#sendAlone(member);
       return;
     }
