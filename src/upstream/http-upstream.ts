@@ -160,9 +160,9 @@ export class HttpUpstream implements Upstream {
           );
   }
 
-  /** Most calls one batch to the node holds now (0 when calls are never batched). */
-  get batchLimit(): number {
-    return this.#batches?.limit ?? 0;
+  /** The batch sizes the node's refusals set for flows now (1: calls alone), by flow. */
+  get loweredBatchSizes(): Record<string, number> {
+    return this.#batches?.lowered ?? {};
   }
 
   get lastHeardAt(): number | undefined {

@@ -62,9 +62,23 @@ const ALL_LEFT = new Error("every call of the batch left");
  * may have been changed meanwhile, or had a bad minute.
  */
 const LOWERED_FOR_MS = 10 * 60_000;
+/**
+ * A refusal is taken as the node's cap on batches (or its not taking any) only when it took no batch as large within
+ * this long: a node that took one refuses a batch for something else (a call it cannot read, a bad moment). Found from
+ * outside (h108): a caller's call that Anvil refuses in an array but answers alone turned batching off for every key.
+ */
+const ACCEPTED_MEMORY_MS = 60_000;
 
 /** geth's answer to a batch member past its batch's reply size (BatchResponseMaxSize): the call alone would be answered. */
 const RESPONSE_TOO_LARGE = -32003;
+
+/** A JSON-RPC id for a call in a batch, none of `taken`: random, so a node answering with shifted ids answers none. */
+function freshId(taken: ReadonlySet<number>): number {
+  for (;;) {
+    const id = 1 + Math.floor(Math.random() * 0x3fffffff);
+    if (!taken.has(id)) return id;
+  }
+}
 
 class Member {
   /** The id it has in its batch's body (set when the body is built). */
@@ -136,11 +150,13 @@ export class WaitingBatches {
   readonly #host: BatchHost;
   readonly #log: Logger | undefined;
   readonly #label: string;
-  /** Most calls in one batch; the node's refusals lower it, and below 2 no batch is made. */
-  #limit: number;
+  /** Most calls in one batch, unless the node's refusals lowered it for a flow (below 2, none are made for it). */
   readonly #configured: number;
-  /** When the node's refusals last lowered `#limit` (performance.now()). */
-  #loweredAt = 0;
+  /** What the node's refusals taught of one flow's batches: at most `limit` calls, until `until` (performance.now()). */
+  readonly #lowered = new Map<string, { limit: number; until: number }>();
+  /** The largest batch the node took lately, and when (see ACCEPTED_MEMORY_MS). */
+  #acceptedSize = 0;
+  #acceptedAt = Number.NEGATIVE_INFINITY;
   readonly #lines = new Map<string, Line>();
   /** Calls waiting in every flow's line, and the requests in the pool's line for them: how many calls wait, told to a call that waited in vain. */
   #waiting = 0;
@@ -148,21 +164,30 @@ export class WaitingBatches {
 
   constructor(host: BatchHost, limit: number, label: string, log?: Logger) {
     this.#host = host;
-    this.#limit = limit;
     this.#configured = limit;
     this.#label = label;
     this.#log = log;
   }
 
-  /** Most calls one batch holds now (the node's refusals lower it). */
-  get limit(): number {
-    return this.#limit;
+  /** The batch sizes the node's refusals set for flows now (1: calls alone), by flow. */
+  get lowered(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const flow of this.#lowered.keys()) out[flow] = this.#limitFor(flow);
+    return out;
+  }
+
+  /** Most calls one batch of `flow` holds now. */
+  #limitFor(flow: string): number {
+    const lowered = this.#lowered.get(flow);
+    if (lowered === undefined) return this.#configured;
+    if (performance.now() < lowered.until) return lowered.limit;
+    this.#lowered.delete(flow);
+    return this.#configured;
   }
 
   /** Whether a call is to wait in a batch: safe to send twice, not nodegate's liveness question, and no connection free. */
   takes(paramsText: string, options: CallOptions): boolean {
-    if (this.#limit < this.#configured && performance.now() - this.#loweredAt >= LOWERED_FOR_MS) this.#limit = this.#configured;
-    return this.#limit >= 2 && options.idempotent === true && options.spare !== true && options.finishAtDeadlineMs === undefined && paramsText.length <= MAX_PARAMS_CHARS && this.#host.pool.full;
+    return options.idempotent === true && options.spare !== true && options.finishAtDeadlineMs === undefined && paramsText.length <= MAX_PARAMS_CHARS && this.#host.pool.full && this.#limitFor(options.flow ?? "") >= 2;
   }
 
   join(method: string, paramsText: string, options: CallOptions): Promise<UpstreamResult> {
@@ -197,7 +222,7 @@ export class WaitingBatches {
    */
   #replenish(line: Line): void {
     const { pool, connections } = this.#host;
-    const most = Math.max(1, this.#limit);
+    const most = Math.max(1, this.#limitFor(line.flow));
     while (line.tickets.length < Math.min(line.live, connections) || line.tickets.length * most < line.live) {
       let ticket: Http1Call | undefined;
       let batch: Batch | undefined;
@@ -235,18 +260,21 @@ export class WaitingBatches {
       line.tickets.splice(line.tickets.indexOf(ticket), 1);
       this.#tickets--;
     }
-    const most = Math.max(1, Math.min(this.#limit, Math.ceil(line.live / shares)));
+    const limit = this.#limitFor(line.flow);
+    const most = Math.max(1, Math.min(limit, Math.ceil(line.live / shares)));
     const now = performance.now();
-    const base = 1 + Math.floor(Math.random() * 0x3fffffff);
+    const ids = new Set<number>();
     const taken: Member[] = [];
     let body = "[";
     let chars = 2;
     while (taken.length < most && line.head < line.members.length) {
       const member = line.members[line.head] as Member;
       if (!member.settled) {
-        const text = requestBody(base + taken.length, member.method, member.paramsText);
+        const id = freshId(ids);
+        const text = requestBody(id, member.method, member.paramsText);
         if (taken.length > 0 && chars + text.length > MAX_BODY_CHARS) break;
-        member.id = base + taken.length;
+        ids.add(id);
+        member.id = id;
         member.waitedMs = now - member.joinedAt;
         body += `${taken.length === 0 ? "" : ","}${text}`;
         chars += text.length + 1;
@@ -271,7 +299,7 @@ export class WaitingBatches {
     }
     // Calls out of time, or a batch cut short by its size, may leave the requests in line out of step with the calls
     // waiting: set right once the pool is done giving this one its connection.
-    if (line.tickets.length > line.live || line.tickets.length * Math.max(1, this.#limit) < line.live) queueMicrotask(() => this.#tidy(line));
+    if (line.tickets.length > line.live || line.tickets.length * Math.max(1, limit) < line.live) queueMicrotask(() => this.#tidy(line));
     return { body: `${body}]`, batch };
   }
 
@@ -452,10 +480,12 @@ export class WaitingBatches {
       if (read.strays > 0) reply.outOfStep();
       batch.verdict?.(false);
       const said = read.strays > 0 ? "an array answering none of its calls by id" : "an empty array";
-      for (const member of this.#stillWaiting(batch)) this.#sendAlone(member, (answered) => answered && this.#noBatches(batch.byId.size, said));
+      const flow = (batch.members[0] as Member).line.flow;
+      for (const member of this.#stillWaiting(batch)) this.#sendAlone(member, (answered) => answered && this.#noBatches(flow, batch.byId.size, said));
       return;
     }
     batch.verdict?.(true);
+    this.#accepted(batch.byId.size);
     for (const [member, element] of read.answers) {
       if (member.settled) continue;
       try {
@@ -485,16 +515,22 @@ export class WaitingBatches {
     batch.verdict?.(false);
     const waiting = this.#stillWaiting(batch);
     if (waiting.length === 0) return;
+    const flow = (waiting[0] as Member).line.flow;
+    // Batches of this flow stopped meanwhile (another of its batches taught so): its calls go alone.
+    if (this.#limitFor(flow) < 2) {
+      for (const member of waiting) this.#sendAlone(member);
+      return;
+    }
     if (waiting.length === 1) {
       const lone = batch.byId.size === 1;
-      this.#sendAlone(waiting[0] as Member, (answered) => answered && lone && this.#noBatches(1, said));
+      this.#sendAlone(waiting[0] as Member, (answered) => answered && lone && this.#noBatches(flow, 1, said));
       return;
     }
     const half = Math.ceil(waiting.length / 2);
     let taken = 0;
     const verdict = (accepted: boolean): void => {
       if (!accepted) taken = Number.NEGATIVE_INFINITY;
-      else if (++taken === 2) this.#lower(half, batch.byId.size, said);
+      else if (++taken === 2) this.#lower(flow, half, batch.byId.size, said);
     };
     this.#sendFixed(waiting.slice(0, half), verdict);
     this.#sendFixed(waiting.slice(half), verdict);
@@ -504,11 +540,12 @@ export class WaitingBatches {
   #sendFixed(members: Member[], verdict: (accepted: boolean) => void): void {
     const batch = new Batch(members);
     batch.verdict = verdict;
-    const base = 1 + Math.floor(Math.random() * 0x3fffffff);
+    const ids = new Set<number>();
     let body = "[";
     let deadlineAt = 0;
     members.forEach((member, i) => {
-      member.id = base + i;
+      member.id = freshId(ids);
+      ids.add(member.id);
       member.batch = batch;
       batch.byId.set(String(member.id), member);
       body += `${i === 0 ? "" : ","}${requestBody(member.id, member.method, member.paramsText)}`;
@@ -522,25 +559,47 @@ export class WaitingBatches {
     );
   }
 
-  /** The node took batches of `half` calls but refused one of `size`: later batches hold at most `half`. */
-  #lower(half: number, size: number, said: string): void {
-    if (half >= this.#limit) return;
-    if (half < 2) {
-      this.#noBatches(size, said);
-      return;
+  /** The node took a batch of `size` calls (answered it with an array). */
+  #accepted(size: number): void {
+    const now = performance.now();
+    if (size >= this.#acceptedSize || now - this.#acceptedAt >= ACCEPTED_MEMORY_MS) {
+      this.#acceptedSize = size;
+      this.#acceptedAt = now;
     }
-    this.#limit = half;
-    this.#loweredAt = performance.now();
-    this.#log?.warn({ upstream: this.#label, batchSize: size }, `the node refused a batch of ${size} calls (${said.slice(0, 200)}) and took its halves: calls waiting for a connection now go in batches of at most ${half} for ${LOWERED_FOR_MS / 60_000} minutes`);
   }
 
-  /** The node takes no batches: calls waiting now go alone, and calls that would wait go alone too, for LOWERED_FOR_MS. */
-  #noBatches(size: number, said: string): void {
-    if (this.#limit < 2) return;
-    this.#limit = 1;
-    this.#loweredAt = performance.now();
-    this.#log?.warn({ upstream: this.#label, batchSize: size }, `the node refused a batch of ${size} calls (${said.slice(0, 200)}) and answered them alone: calls waiting for a connection now go one by one for ${LOWERED_FOR_MS / 60_000} minutes`);
-    for (const line of [...this.#lines.values()]) {
+  /** The largest batch the node took within ACCEPTED_MEMORY_MS (0: none). */
+  #recentlyAccepted(): number {
+    return performance.now() - this.#acceptedAt < ACCEPTED_MEMORY_MS ? this.#acceptedSize : 0;
+  }
+
+  /**
+   * The node took batches of `half` calls but refused one of `size`: later batches of `flow` hold at most `half` (or the
+   * largest it took lately, when more), unless it took one of `size` or more lately (then something else was refused).
+   */
+  #lower(flow: string, half: number, size: number, said: string): void {
+    const recent = this.#recentlyAccepted();
+    if (recent >= size) return;
+    const limit = Math.max(half, recent);
+    if (limit >= this.#limitFor(flow)) return;
+    if (limit < 2) {
+      this.#noBatches(flow, size, said);
+      return;
+    }
+    this.#lowered.set(flow, { limit, until: performance.now() + LOWERED_FOR_MS });
+    this.#log?.warn({ upstream: this.#label, flow, batchSize: size }, `the node refused a batch of ${size} calls (${said.slice(0, 200)}) and took its halves: calls of ${flow || "nodegate's own"} waiting for a connection now go in batches of at most ${limit} for ${LOWERED_FOR_MS / 60_000} minutes`);
+  }
+
+  /**
+   * The node takes no batches (it refused one of `size`, and answered its calls alone): calls of `flow` waiting now go
+   * alone, and those that would wait go alone too, for LOWERED_FOR_MS; unless the node took a batch lately.
+   */
+  #noBatches(flow: string, size: number, said: string): void {
+    if (this.#recentlyAccepted() > 0 || this.#limitFor(flow) < 2) return;
+    this.#lowered.set(flow, { limit: 1, until: performance.now() + LOWERED_FOR_MS });
+    this.#log?.warn({ upstream: this.#label, flow, batchSize: size }, `the node refused a batch of ${size} calls (${said.slice(0, 200)}) and answered them alone: calls of ${flow || "nodegate's own"} waiting for a connection now go one by one for ${LOWERED_FOR_MS / 60_000} minutes`);
+    const line = this.#lines.get(flow);
+    if (line !== undefined) {
       for (const ticket of line.tickets.splice(0)) {
         this.#tickets--;
         ticket.cancel(ALL_LEFT);
@@ -554,7 +613,7 @@ export class WaitingBatches {
       }
       line.members.length = 0;
       line.head = 0;
-      this.#lines.delete(line.flow);
+      this.#lines.delete(flow);
     }
   }
 

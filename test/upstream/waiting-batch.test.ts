@@ -45,7 +45,9 @@ type BatchMode =
   /** Answers every batch with an empty array. */
   | "empty"
   /** Drops the connection of the first batch it is sent, then answers batches as Anvil does. */
-  | "drops-first";
+  | "drops-first"
+  /** Refuses every third batch with one -32603 error object, and answers the others as Anvil does. */
+  | "flaky";
 
 interface Front {
   url: string;
@@ -67,6 +69,7 @@ async function anvilRaw(url: string, body: string): Promise<string> {
 /** A front before Anvil that answers 15 ms late and treats batches as `mode` says. */
 async function startFront(anvilUrl: string): Promise<Front> {
   let held: Promise<void> | undefined;
+  let arrays = 0;
   const front: Front = {
     url: "",
     mode: "takes",
@@ -119,6 +122,9 @@ async function startFront(anvilUrl: string): Promise<Front> {
             front.mode = "takes";
             req.socket.destroy();
             return;
+          case "flaky":
+            if (++arrays % 3 === 0) return send(200, JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32603, message: "internal error" } }));
+            return send(200, await anvilRaw(anvilUrl, body));
         }
       }, 15);
     });
@@ -328,12 +334,15 @@ describe("whatever the node does with a batch, each call gets its own answer", (
       // Each refusal halves the batches (100, 50, 25, 12, then 6, which the node takes); every read is answered in full.
       const upstream = gate.gateway.networks()[0]?.primary as HttpUpstream;
       const limits: number[] = [];
-      for (let read = 0; read < 6 && upstream.batchLimit > 10; read++) {
+      const limit = () => Object.values(upstream.loweredBatchSizes)[0] ?? 100;
+      for (let read = 0; read < 6 && limit() > 10; read++) {
         expect(await readBalances(gate)).toEqual(expected());
-        limits.push(upstream.batchLimit);
+        limits.push(limit());
       }
-      expect(upstream.batchLimit).toBeLessThanOrEqual(10);
-      expect(upstream.batchLimit).toBeGreaterThanOrEqual(2);
+      // Lowered for this key alone, to what the node took.
+      expect(Object.keys(upstream.loweredBatchSizes)).toHaveLength(1);
+      expect(limit()).toBeLessThanOrEqual(10);
+      expect(limit()).toBeGreaterThanOrEqual(2);
       expect(gate.logs.some((l) => l.level === 40 && /the node refused a batch of \d+ calls \(batch too large\)/.test(String(l.msg)))).toBe(true);
       // A second client batch: no batch over the cap is sent now.
       const before = front.sizes.length;
@@ -367,8 +376,8 @@ describe("whatever the node does with a batch, each call gets its own answer", (
     try {
       expect(await readBalances(gate)).toEqual(expected());
       const upstream = gate.gateway.networks()[0]?.primary as HttpUpstream;
-      expect(upstream.batchLimit).toBe(1);
-      expect(gate.logs.filter((l) => l.level === 40 && /answered them alone: calls waiting for a connection now go one by one for 10 minutes/.test(String(l.msg)))).toHaveLength(1);
+      expect(Object.values(upstream.loweredBatchSizes)).toEqual([1]);
+      expect(gate.logs.filter((l) => l.level === 40 && /answered them alone: calls of key:[0-9a-f]{10} waiting for a connection now go one by one for 10 minutes/.test(String(l.msg)))).toHaveLength(1);
       const before = front.sizes.length;
       expect(await readBalances(gate)).toEqual(expected());
       expect(front.sizes.slice(before).every((s) => s === 0)).toBe(true);
@@ -382,7 +391,7 @@ describe("whatever the node does with a batch, each call gets its own answer", (
     const gate = await startGate();
     try {
       expect(await readBalances(gate)).toEqual(expected());
-      expect((gate.gateway.networks()[0]?.primary as HttpUpstream).batchLimit).toBe(1);
+      expect(Object.values((gate.gateway.networks()[0]?.primary as HttpUpstream).loweredBatchSizes)).toEqual([1]);
     } finally {
       await gate.close();
     }
@@ -411,8 +420,52 @@ describe("whatever the node does with a batch, each call gets its own answer", (
       expect(answers.slice(0, 40).map((a) => BigInt(a.result ?? "-1"))).toEqual(expected(40));
       expect(answers[40]?.error).toEqual({ code: -32600, message: "Invalid request" });
       expect(front.sizes.some((s) => s > 1)).toBe(true);
-      expect((gate.gateway.networks()[0]?.primary as HttpUpstream).batchLimit).toBe(100);
+      expect((gate.gateway.networks()[0]?.primary as HttpUpstream).loweredBatchSizes).toEqual({});
       expect(gate.logs.filter((l) => (l.level as number) >= 40)).toEqual([]);
+    } finally {
+      await gate.close();
+    }
+  });
+
+  it("a node refusing a batch now and then, as large as ones it took: nothing is lowered, every call answered", async () => {
+    front.mode = "flaky";
+    const gate = await startGate();
+    try {
+      for (let read = 0; read < 4; read++) expect(await readBalances(gate)).toEqual(expected());
+      expect((gate.gateway.networks()[0]?.primary as HttpUpstream).loweredBatchSizes).toEqual({});
+    } finally {
+      await gate.close();
+    }
+  });
+
+  it("a call Anvil refuses in a batch but answers alone stops batches for its caller alone, and not at all once the node took batches lately", async () => {
+    // The nesting depth of a call object's extra member at which Anvil answers the call alone but refuses any array
+    // holding it (found from outside, h108: 124 with this Anvil); looked for here, so another Anvil's limit is found too.
+    const nested = (depth: number): unknown => (depth === 0 ? 1 : [nested(depth - 1)]);
+    const call = (depth: number, id: number) => ({ jsonrpc: "2.0", id, method: "eth_call", params: [{ to: address(0), data: "0x", extra: nested(depth) }, "latest"] });
+    let depth = 0;
+    for (let d = 100; d <= 140 && depth === 0; d++) {
+      const alone = JSON.parse(await anvilRaw(anvil.url, JSON.stringify(call(d, 1)))) as { result?: string };
+      const inArray = JSON.parse(await anvilRaw(anvil.url, JSON.stringify([call(d, 1)]))) as unknown;
+      if (alone.result !== undefined && !Array.isArray(inArray)) depth = d;
+    }
+    expect(depth, "no nesting depth at which Anvil answers a call alone and refuses it in an array").toBeGreaterThan(0);
+    const gate = await startGate();
+    const upstream = gate.gateway.networks()[0]?.primary as HttpUpstream;
+    const send = async (key: string, calls: unknown[]) =>
+      (await (await fetch(`${gate.url}/v3/${key}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(calls) })).json()) as { result?: string }[];
+    try {
+      // Nothing taken lately: the first key's batches stop, and only its own.
+      const answers = await send(KEY, Array.from({ length: 12 }, (_, i) => call(depth, i)));
+      expect(answers.map((a) => a.result)).toEqual(Array(12).fill("0x"));
+      expect(Object.values(upstream.loweredBatchSizes)).toEqual([1]);
+      const before = front.sizes.length;
+      const client = createPublicClient({ transport: viemHttp(`${gate.url}/v3/${OTHER_KEY}`, { batch: { batchSize: 200, wait: 0 }, retryCount: 0 }) });
+      expect(await Promise.all(Array.from({ length: 200 }, (_, i) => client.getBalance({ address: address(i) })))).toEqual(expected());
+      expect(front.sizes.slice(before).some((s) => s > 1)).toBe(true);
+      // The node took those batches: the same calls from the other key now lower nothing.
+      expect((await send(OTHER_KEY, Array.from({ length: 12 }, (_, i) => call(depth, i)))).map((a) => a.result)).toEqual(Array(12).fill("0x"));
+      expect(Object.values(upstream.loweredBatchSizes)).toEqual([1]);
     } finally {
       await gate.close();
     }
