@@ -1,8 +1,8 @@
 /**
  * Calls waiting for a connection to the node, taken in turns by flow (the
- * API key a call is for): one caller's thousand calls (a JSON-RPC batch is
- * sent member by member) do not all go ahead of another caller's one. Within
- * a flow, first come, first served.
+ * API key a call is for): one caller's thousand calls (a JSON-RPC batch's,
+ * sent alone or, when they wait, as a few batches: WaitingBatches) do not all
+ * go ahead of another caller's one. Within a flow, first come, first served.
  */
 export interface Queued {
   readonly flow: string;

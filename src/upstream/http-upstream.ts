@@ -30,7 +30,7 @@ export interface HttpUpstreamOptions {
   tls?: ConnectionOptions;
   /** What replies being read may hold at once, shared by the process's upstreams. */
   budget?: ReplyBudget;
-  /** Most calls sent as one batch when calls wait for a connection (WaitingBatch); below 2, none are. Default 100. */
+  /** Most calls sent as one batch when calls wait for a connection (WaitingBatches); below 2, none are. Default 100. */
   batchSize?: number;
   /** Where a node's refusal of batches is told. */
   log?: Logger;
