@@ -153,6 +153,13 @@ export class Http1Pool {
     return this.#idle.length === 0 && (this.#open.size >= this.#connections || performance.now() < this.#holdUntil || this.#queue.size > 0);
   }
 
+  /** How many requests made now would be given a connection at once (idle, or opened for them): 0 while calls wait. */
+  get free(): number {
+    if (this.#closed || this.#queue.size > 0) return 0;
+    const openable = performance.now() < this.#holdUntil ? 0 : Math.max(0, this.#connections - this.#open.size);
+    return this.#idle.length + openable;
+  }
+
   /** Sends `body` (JSON text) as a POST; `repeatable` when the call is safe to send twice; `flow` says whom it is for. */
   request(body: string, repeatable: boolean, flow = "", spare = false): Http1Call {
     return this.#start(new Http1Call(this, this.#frame(body), repeatable, flow), spare);

@@ -11,7 +11,10 @@
  * (refuses it, caps it, loses it, leaves a call out), each call may still be
  * sent again, in halves of a refused batch or alone, and is. What the node's
  * refusals teach (it caps batches, or takes none) lowers the batches for a
- * while. A call that finds a connection free is sent alone at once, as ever.
+ * while. A call that finds a connection free is sent alone at once, as ever,
+ * unless it comes in a burst: past ALONE_PER_TURN calls sent alone in one
+ * turn of the event loop, the turn's further calls are gathered and shared out
+ * over the connections free at its end.
  */
 import type { Logger } from "pino";
 import { cancelled, noConnectionInTime, notSentCircuitOpened, upstreamBadResponse, upstreamTimeout } from "../errors/catalogue.js";
@@ -38,6 +41,15 @@ export interface BatchHost {
   /** Whether the upstream was closed (nodegate stops): a lost batch's calls are not sent again then. */
   isClosed(): boolean;
 }
+
+/**
+ * Calls sent alone at once in one turn of the event loop, after which that turn's further calls (a client's batch, many
+ * callers at once) are gathered and shared out when it ends (WaitingBatches.#shareOut): sent alone as they came, a
+ * burst past the free connections took two round trips to the node, those past the connections waiting for the first
+ * (measured: a client's batch of 100 against a node 50 ms away, 118-134 ms, and 67-82 ms gathered, against 53-58 ms direct). A few go at once, so a
+ * call that comes alone, or with a few others, is never held for the turn's end.
+ */
+const ALONE_PER_TURN = 16;
 
 /** Most calls in one batch unless the configuration says otherwise: ethers' own batches are at most 100 calls. */
 export const DEFAULT_BATCH_SIZE = 100;
@@ -94,7 +106,7 @@ class Member {
   waitedMs = 0;
   timer: NodeJS.Timeout | undefined;
   onAbort: (() => void) | undefined;
-  resolve!: (result: UpstreamResult) => void;
+  resolve!: (result: UpstreamResult | Promise<UpstreamResult>) => void;
   reject!: (err: unknown) => void;
   readonly promise: Promise<UpstreamResult>;
 
@@ -127,6 +139,10 @@ class Line {
   readonly tickets: Http1Call[] = [];
   /** The latest deadline of the calls that joined it: the pool fails its requests still in line then (unsent). */
   deadlineAt = 0;
+  /** Gathering the calls of this turn of the event loop: no request is put in line for them before it ends. */
+  gathering = false;
+  /** Requests still to be made for the calls gathered, given a connection at once (set while #shareOut makes them). */
+  spread = 0;
 
   constructor(readonly flow: string) {}
 }
@@ -161,6 +177,10 @@ export class WaitingBatches {
   /** Calls waiting in every flow's line, and the requests in the pool's line for them: how many calls wait, told to a call that waited in vain. */
   #waiting = 0;
   #tickets = 0;
+  /** Calls sent alone at once in this turn of the event loop (see ALONE_PER_TURN). */
+  #aloneThisTurn = 0;
+  /** Lines gathering this turn's calls. */
+  readonly #gathering: Line[] = [];
 
   constructor(host: BatchHost, limit: number, label: string, log?: Logger) {
     this.#host = host;
@@ -185,9 +205,73 @@ export class WaitingBatches {
     return this.#configured;
   }
 
-  /** Whether a call is to wait in a batch: safe to send twice, not nodegate's liveness question, and no connection free. */
+  /**
+   * Whether a call is to wait in a batch: safe to send twice, not nodegate's liveness question, and no connection free,
+   * or more calls than ALONE_PER_TURN came before it in this turn of the event loop (it is gathered until the turn ends).
+   */
   takes(paramsText: string, options: CallOptions): boolean {
-    return options.idempotent === true && options.spare !== true && options.finishAtDeadlineMs === undefined && paramsText.length <= MAX_PARAMS_CHARS && this.#host.pool.full && this.#limitFor(options.flow ?? "") >= 2;
+    if (options.idempotent !== true || options.spare === true || options.finishAtDeadlineMs !== undefined || paramsText.length > MAX_PARAMS_CHARS) return false;
+    if (!this.#host.pool.full) {
+      if (this.#aloneThisTurn === 0) setImmediate(this.#endTurn);
+      if (++this.#aloneThisTurn <= ALONE_PER_TURN) return false;
+    }
+    return this.#limitFor(options.flow ?? "") >= 2;
+  }
+
+  /** Ends `member`'s wait at its deadline or when its caller leaves. */
+  #watch(member: Member): void {
+    if (member.timer !== undefined) return;
+    member.timer = setTimeout(() => this.#leave(member, false), member.deadlineAt - performance.now()).unref();
+    const signal = member.options.signal;
+    if (signal !== undefined) {
+      member.onAbort = () => this.#leave(member, true);
+      signal.addEventListener("abort", member.onAbort, { once: true });
+    }
+  }
+
+  /** The turn of the event loop ended: the calls gathered in it go out. */
+  readonly #endTurn = (): void => {
+    this.#aloneThisTurn = 0;
+    for (const line of this.#gathering.splice(0)) this.#shareOut(line);
+  };
+
+  /**
+   * The calls `line` gathered in a turn of the event loop: each goes alone when as many connections are free; else they
+   * are shared out over the connections free, at least two calls to a request (geth answers a batch's calls one after
+   * another: spread so, they are answered side by side), and what the free connections cannot carry waits in line.
+   */
+  #shareOut(line: Line): void {
+    line.gathering = false;
+    // Its calls went alone meanwhile (#noBatches), or all left.
+    if (this.#lines.get(line.flow) !== line) return;
+    const free = this.#host.pool.free;
+    if (line.live > free) {
+      for (let i = line.head; i < line.members.length; i++) {
+        const member = line.members[i] as Member;
+        if (member.settled) continue;
+        if (member.options.signal?.aborted) {
+          this.#settle(member, undefined, cancelled());
+          line.live--;
+          this.#waiting--;
+        } else this.#watch(member);
+      }
+      line.spread = Math.min(free, Math.floor(line.live / 2));
+      this.#tidy(line);
+      line.spread = 0;
+      return;
+    }
+    const now = performance.now();
+    for (let i = line.head; i < line.members.length; i++) {
+      const member = line.members[i] as Member;
+      if (member.settled) continue;
+      line.live--;
+      this.#waiting--;
+      if (member.options.signal?.aborted) this.#settle(member, undefined, cancelled());
+      else this.#settle(member, this.#host.alone(member.method, member.paramsText, member.options, Math.max(1, Math.round(member.deadlineAt - now))));
+    }
+    line.members.length = 0;
+    line.head = 0;
+    this.#tidy(line);
   }
 
   join(method: string, paramsText: string, options: CallOptions): Promise<UpstreamResult> {
@@ -206,11 +290,14 @@ export class WaitingBatches {
       line.deadlineAt = member.deadlineAt;
       for (const ticket of line.tickets) ticket.deadlineAt = member.deadlineAt;
     }
-    member.timer = setTimeout(() => this.#leave(member, false), options.timeoutMs).unref();
-    if (options.signal !== undefined) {
-      member.onAbort = () => this.#leave(member, true);
-      options.signal.addEventListener("abort", member.onAbort, { once: true });
+    // With connections free, it came in a burst (see ALONE_PER_TURN): it waits for the turn's end, which comes before any
+    // deadline or caller's leaving is to be heard (they are watched from then, #shareOut).
+    if (!line.gathering && !this.#host.pool.full) {
+      line.gathering = true;
+      this.#gathering.push(line);
     }
+    if (line.gathering) return member.promise;
+    this.#watch(member);
     this.#replenish(line);
     return member.promise;
   }
@@ -221,6 +308,7 @@ export class WaitingBatches {
    * still answers them side by side), and enough to carry them all, a batch holding at most `limit`.
    */
   #replenish(line: Line): void {
+    if (line.gathering) return;
     const { pool, connections } = this.#host;
     const most = Math.max(1, this.#limitFor(line.flow));
     while (line.tickets.length < Math.min(line.live, connections) || line.tickets.length * most < line.live) {
@@ -255,7 +343,8 @@ export class WaitingBatches {
    * requests in line for them, this one included; at most `limit`), each under an id of its own.
    */
   #compose(line: Line, ticket: Http1Call | undefined): { body: string; batch: Batch } {
-    const shares = 1 + line.tickets.length - (ticket === undefined ? 0 : 1);
+    // Shared out as a turn ends (#shareOut): over the requests still to be made, each given a connection at once.
+    const shares = ticket === undefined && line.spread > 0 ? line.spread-- : 1 + line.tickets.length - (ticket === undefined ? 0 : 1);
     if (ticket !== undefined) {
       line.tickets.splice(line.tickets.indexOf(ticket), 1);
       this.#tickets--;
@@ -390,7 +479,7 @@ export class WaitingBatches {
     this.#tidy(line);
   }
 
-  #settle(member: Member, result: UpstreamResult | undefined, err?: unknown): void {
+  #settle(member: Member, result: UpstreamResult | Promise<UpstreamResult> | undefined, err?: unknown): void {
     if (member.settled) return;
     member.settled = true;
     clearTimeout(member.timer);

@@ -146,13 +146,13 @@ const address = (i: number): Hex => `0x${(0xba7c0000 + i).toString(16).padStart(
 const balance = (i: number) => 1_000_000n + BigInt(i) * 7919n;
 const ACCOUNTS = 200;
 
-async function startGate(batchSize?: number, upstreamTimeoutMs = 30_000): Promise<TestNodegate> {
+async function startGate(batchSize?: number, upstreamTimeoutMs = 30_000, connections = CONNECTIONS): Promise<TestNodegate> {
   return startNodegate({
     upstreamUrl: front.url,
     keys: UNLIMITED,
     // Writes pass through (sent once, as the method table says of methods it does not know as reads).
     config: { passThrough: { methods: [...DEFAULT_PASS_THROUGH, "eth_sendRawTransaction"], allowWrites: true }, upstreamTimeoutMs },
-    networks: [{ name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: front.url, connections: CONNECTIONS, ...(batchSize === undefined ? {} : { batchSize }) }] }],
+    networks: [{ name: "ethereum", family: "eth", upstreams: [{ label: "primary", url: front.url, connections, ...(batchSize === undefined ? {} : { batchSize }) }] }],
   });
 }
 
@@ -486,6 +486,65 @@ describe("whatever the node does with a batch, each call gets its own answer", (
       for (const a of refused) expect(a.error).toMatchObject({ code: -32005, message: "project ID request rate exceeded" });
       expect(callsSent(front.sizes)).toBe(40);
     } finally {
+      await gate.close();
+    }
+  });
+});
+
+describe("a burst of calls past the connections free goes to the node in one round", () => {
+  /** More connections than the calls sent alone in one turn of the event loop (16) before the rest are gathered. */
+  const FREE = 24;
+
+  it("a client's batch of 100 with 24 connections free: every call reaches the node before any is answered, in at most 24 requests", async () => {
+    const gate = await startGate(undefined, 30_000, FREE);
+    const release = front.hold();
+    try {
+      const reading = readBalances(gate, 100);
+      // One call per connection, as before, would leave 76 calls waiting for the first answers.
+      await expect.poll(() => callsSent(front.sizes), { timeout: 5000 }).toBe(100);
+      expect(front.sizes.length).toBeLessThanOrEqual(FREE);
+      // The calls gathered go at least two to a request (a batch of one would cost the node a request for nothing).
+      expect(front.sizes.every((s) => s !== 1)).toBe(true);
+      expect(front.sizes.some((s) => s >= 2)).toBe(true);
+      release();
+      expect(await reading).toEqual(expected(100));
+    } finally {
+      release();
+      await gate.close();
+    }
+  });
+
+  it("a burst the free connections can carry: each call goes alone, all at once", async () => {
+    const gate = await startGate(undefined, 30_000, FREE);
+    const release = front.hold();
+    try {
+      const reading = readBalances(gate, 22);
+      await expect.poll(() => callsSent(front.sizes), { timeout: 5000 }).toBe(22);
+      expect(front.sizes).toEqual(Array(22).fill(0));
+      release();
+      expect(await reading).toEqual(expected(22));
+    } finally {
+      release();
+      await gate.close();
+    }
+  });
+
+  it("a burst's caller leaving before the node answers: nothing is left waiting, and the next burst is answered in full", async () => {
+    const gate = await startGate(undefined, 30_000, FREE);
+    const release = front.hold();
+    try {
+      const aborted = new AbortController();
+      const body = JSON.stringify(Array.from({ length: 100 }, (_, i) => ({ jsonrpc: "2.0", id: i, method: "eth_getBalance", params: [address(i), "latest"] })));
+      const leaving = fetch(gate.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body, signal: aborted.signal }).catch(() => undefined);
+      await expect.poll(() => callsSent(front.sizes), { timeout: 5000 }).toBe(100);
+      aborted.abort();
+      await leaving;
+      release();
+      const upstream = gate.gateway.networks()[0]?.primary as HttpUpstream;
+      await expect.poll(() => upstream.waiting).toBe(0);
+      expect(await readBalances(gate, 100)).toEqual(expected(100));
+    } finally {
+      release();
       await gate.close();
     }
   });
