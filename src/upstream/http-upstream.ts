@@ -150,6 +150,14 @@ export class HttpUpstream implements Upstream {
               pool,
               connections: options.connections ?? 64,
               alone: (method, paramsText, callOptions, timeoutMs) => this.#alone(method, paramsText, callOptions, timeoutMs),
+              readAlone: (reply, id, method) => {
+                try {
+                  return this.#answerOf(reply, id, method, true);
+                } catch (err) {
+                  if (err instanceof OutOfStep) return undefined;
+                  throw err;
+                }
+              },
               nodeWideFailure: (reply, providerError) => (reply.statusCode === 429 || reply.statusCode >= 500 || reply.statusCode === 401 ? this.#statusFailure(reply, providerError) : undefined),
               transportError: (err, method, callOptions) => this.#transportError(err, method, callOptions),
               isClosed: () => this.#closed,
@@ -240,6 +248,15 @@ export class HttpUpstream implements Upstream {
     }
     const { statusCode } = reply;
     if (exchange.spare && (statusCode === 429 || statusCode === 503)) throw spareRefused(`${SPARE_REFUSED} (HTTP ${statusCode})`);
+    return this.#answerOf(reply, id, method, options.idempotent === true);
+  }
+
+  /**
+   * `reply` read as the answer to the call sent alone with `id`: its result, or its error thrown; OutOfStep when the
+   * reply may not be its answer and an idempotent call is to be asked once more.
+   */
+  #answerOf(reply: Http1Reply, id: number, method: string, idempotent: boolean): UpstreamResult {
+    const { statusCode } = reply;
     try {
       return this.#read(reply, id);
     } catch (err) {
@@ -253,7 +270,7 @@ export class HttpUpstream implements Upstream {
           if (sentWithIdNull(err) && !reply.followsIdNullError) reply.markIdNullError();
           else if (sentWithIdNull(err)) {
             reply.notReused();
-            if (options.idempotent) throw new OutOfStep(err);
+            if (idempotent) throw new OutOfStep(err);
             // Not to be asked again: the node's error goes on, saying it may not be this call's.
             throw new GatewayError({
               code: err.code,

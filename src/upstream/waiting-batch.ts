@@ -34,6 +34,11 @@ export interface BatchHost {
   readonly connections: number;
   /** Sends one call by itself within `timeoutMs`: a call of a batch the node refused, or one whose answer it left out. */
   alone(method: string, paramsText: string, options: CallOptions, timeoutMs: number): Promise<UpstreamResult>;
+  /**
+   * A reply read as the answer to the call sent as itself with `id`, as a call alone's reply is read: its result, or its
+   * error thrown; undefined when it may not be that call's answer (another request's id, a repeated id-null error).
+   */
+  readAlone(reply: Http1Reply, id: number, method: string): UpstreamResult | undefined;
   /** The error a reply other than 200 makes for every call it answers (429, 5xx, 401); undefined when each call is to be sent alone instead. */
   nodeWideFailure(reply: Http1Reply, providerError: GatewayError | undefined): GatewayError | undefined;
   /** What a failed exchange tells one of its calls. */
@@ -154,6 +159,8 @@ class Batch {
   verdict: ((accepted: boolean) => void) | undefined;
   /** Members that have not left. */
   live: number;
+  /** Its one call sent as itself, not in an array (#compose): a provider counts an array of one as two requests. */
+  plain = false;
   /** The request that carries it (set once the pool has handed it over: it may give it a connection at once). */
   call!: Http1Call;
 
@@ -389,7 +396,10 @@ export class WaitingBatches {
     // Calls out of time, or a batch cut short by its size, may leave the requests in line out of step with the calls
     // waiting: set right once the pool is done giving this one its connection.
     if (line.tickets.length > line.live || line.tickets.length * Math.max(1, limit) < line.live) queueMicrotask(() => this.#tidy(line));
-    return { body: `${body}]`, batch };
+    // One call's share goes as itself (#answerPlain), not as an array of one: a provider counting a batch of N as N + 1
+    // requests counts that as two, and a node taking no batches refuses it.
+    batch.plain = taken.length === 1;
+    return { body: batch.plain ? body.slice(1) : `${body}]`, batch };
   }
 
   /**
@@ -523,6 +533,10 @@ export class WaitingBatches {
   #answer(batch: Batch, reply: Http1Reply): void {
     // Every call meant for it had left when it was sent: nothing to read.
     if (batch.members.length === 0) return;
+    if (batch.plain) {
+      this.#answerPlain(batch.members[0] as Member, reply);
+      return;
+    }
     const body = reply.chunks.length === 1 ? (reply.chunks[0] as Buffer) : Buffer.concat(reply.chunks, reply.length);
     const start = skipWhitespace(body, 0);
     const providerError = body[start] === 0x7b ? replyError(body) : undefined;
@@ -549,6 +563,23 @@ export class WaitingBatches {
     }
     if (body[start] !== 0x7b) reply.notReused();
     this.#refused(batch, providerError?.message ?? `an answer that is no array: ${JSON.stringify(body.toString("utf8", start, start + 80))}`);
+  }
+
+  /**
+   * The reply to a call sent as itself from its line: its answer, read as a call alone's (a 429 or 5xx is its error as
+   * it would be alone); a reply that may not be its own and it is asked once more alone, as a call alone would be.
+   */
+  #answerPlain(member: Member, reply: Http1Reply): void {
+    if (member.settled) return;
+    let result: UpstreamResult | undefined;
+    try {
+      result = this.#host.readAlone(reply, member.id, member.method);
+    } catch (err) {
+      this.#settle(member, undefined, err);
+      return;
+    }
+    if (result === undefined) this.#sendAlone(member);
+    else this.#settle(member, result);
   }
 
   /** Each call takes its answer from the array by id; a call left out, or refused for the batch's size, goes alone. */

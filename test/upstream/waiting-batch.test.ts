@@ -217,9 +217,10 @@ describe("calls waiting for a connection go to the node as batches", () => {
       open();
       await gate.close();
     }
-    // Taking turns: the big batch's first waiting batch, then the other key's call; not after all four.
+    // Taking turns: the big batch's first waiting batch, then the other key's call; not after all four. That call, its
+    // request's only one, goes as itself (0), not as an array of one.
     expect(front.methods.findIndex((m) => m.includes("eth_getTransactionCount"))).toBe(CONNECTIONS + 1);
-    expect(front.sizes).toEqual([0, 0, 0, 0, 99, 1, 99, 99, 99]);
+    expect(front.sizes).toEqual([0, 0, 0, 0, 99, 0, 99, 99, 99]);
   });
 
   it("batches typed calls too: concurrent grpc-js GetBalance calls past the connections", async () => {
@@ -235,6 +236,34 @@ describe("calls waiting for a connection go to the node as batches", () => {
       expect(Math.max(...front.sizes)).toBeGreaterThan(1);
     } finally {
       client.close();
+      await gate.close();
+    }
+  });
+
+  it("a request carrying one waiting call sends it as itself: the node's answer or error is the call's, sent once", async () => {
+    const gate = await startGate();
+    const primary = gate.gateway.networks()[0]?.primary as HttpUpstream;
+    const open = front.hold();
+    const single = (params: unknown[]) =>
+      fetch(gate.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "eth_getBalance", params }) }).then(
+        async (res) => (await res.json()) as { result?: string; error?: { code: number; message: string } },
+      );
+    try {
+      const busy = Array.from({ length: CONNECTIONS }, (_, i) => single([address(i), "latest"]));
+      await expect.poll(() => front.sizes.length).toBe(CONNECTIONS);
+      // Past the block Anvil has: its -32602 is that call's answer, as it would be alone.
+      const waiting = [single([address(10), "latest"]), single([address(11), "0xffffff"])];
+      await expect.poll(() => primary.waiting).toBe(2);
+      open();
+      expect((await Promise.all(busy)).map((a) => BigInt(a.result ?? "-1"))).toEqual(expected(CONNECTIONS));
+      const [good, outOfRange] = await Promise.all(waiting);
+      expect(BigInt(good?.result ?? "-1")).toBe(balance(10));
+      expect(outOfRange?.error?.code).toBe(-32602);
+      expect(outOfRange?.error?.message).toMatch(/BlockOutOfRange/);
+      // Each went as a call of its own (0), not as an array of one, and none was sent twice.
+      expect(front.sizes).toEqual(Array(CONNECTIONS + 2).fill(0));
+    } finally {
+      open();
       await gate.close();
     }
   });
