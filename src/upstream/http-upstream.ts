@@ -269,6 +269,9 @@ export class HttpUpstream implements Upstream {
           // is one, comes again. (Any id-null error after any reply would re-ask every call a node cannot parse.)
           if (sentWithIdNull(err) && !reply.followsIdNullError) reply.markIdNullError();
           else if (sentWithIdNull(err)) {
+            // Marked too: a third copy, after this one, is as suspect (found from outside, h110: a node writing each
+            // batch refusal twice handed a call alone the copy after the copy a call before it had been asked again for).
+            reply.markIdNullError();
             reply.notReused();
             if (idempotent) throw new OutOfStep(err);
             // Not to be asked again: the node's error goes on, saying it may not be this call's.

@@ -179,6 +179,9 @@ export function readReply(body: Buffer, expectedId: number, options: ReadReplyOp
   let error: GatewayError | undefined;
   try {
     const start = skipWhitespace(body, 0);
+    // An array answers a batch, never the one call this request carried: the reply of a batch sent before on this
+    // connection (a node writing it twice), so the node is out of step here, as with another request's id.
+    if (body[start] === 0x5b) throw upstreamBadResponse("an array (a batch's answer) where one call's reply was due", ANOTHER_REQUESTS_REPLY);
     if (body[start] !== 0x7b) throw new RawJsonError("not a JSON object");
     let fastEnd = -1;
     const end = scanObject(body, start, (key, valueStart) => {

@@ -24,7 +24,7 @@ import { RawJsonError, skipWhitespace } from "../jsonrpc/raw-json.js";
 import { type BatchAnswer, readBatchAnswer } from "./batch-answer.js";
 import { BODY_TOO_LARGE, CIRCUIT_OPENED_UNSENT, Http1Error, type Http1Call, type Http1Reply, OVER_REPLY_BUDGET, QUEUED_PAST_DEADLINE } from "./http1-call.js";
 import { type Http1Pool, MIN_TIME_LEFT_MS } from "./http1-pool.js";
-import { readReply, replyError, requestBody, type UpstreamResult } from "./reply.js";
+import { peekReplyId, readReply, replyError, requestBody, type UpstreamResult } from "./reply.js";
 import type { CallOptions } from "./upstream.js";
 
 /** What WaitingBatches needs of the upstream that owns it. */
@@ -88,6 +88,15 @@ const ACCEPTED_MEMORY_MS = 60_000;
 
 /** geth's answer to a batch member past its batch's reply size (BatchResponseMaxSize): the call alone would be answered. */
 const RESPONSE_TOO_LARGE = -32003;
+
+/** A reply object's id as its text (undefined when it has none, or cannot be read). */
+function idOf(body: Buffer): string | undefined {
+  try {
+    return peekReplyId(body);
+  } catch {
+    return undefined;
+  }
+}
 
 /** A JSON-RPC id for a call in a batch, none of `taken`: random, so a node answering with shifted ids answers none. */
 function freshId(taken: ReadonlySet<number>): number {
@@ -553,6 +562,19 @@ export class WaitingBatches {
       this.#split(batch, reply, body, start);
       return;
     }
+    const id = body[start] === 0x7b ? idOf(body) : undefined;
+    // Another request's reply (an id none of the batch's, nor null): the node is out of step on this connection (it
+    // wrote a reply twice), and the batch's own answer may come on it still. The calls go alone; nothing is concluded.
+    if (id !== undefined && id !== "null" && !batch.byId.has(id)) {
+      reply.outOfStep();
+      batch.verdict?.(false);
+      for (const member of this.#stillWaiting(batch)) this.#sendAlone(member);
+      return;
+    }
+    // An error with id null for the array: a copy of it written twice would come as the next request's reply on this
+    // connection, which reads it as such only when told (HttpUpstream.#answerOf; found from outside, h110: a waiting call
+    // sent next, by itself, took "batch requests are not supported" meant for the array as its own answer).
+    if (providerError !== undefined && id === "null") reply.markIdNullError();
     // One answer to the whole batch: a rate limit speaks for every call in it; anything else refuses the batch (geth's
     // "batch too large" past its BatchRequestLimit, Anvil's "Invalid request" for a call it cannot read, a node that
     // takes no batches).

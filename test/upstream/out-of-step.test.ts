@@ -196,3 +196,40 @@ it("a reply the node compressed, unasked, says so", async () => {
   cleanups.push(() => upstream.close());
   expect(await call(upstream, "first")).toBe('error -32052: upstream returned an invalid response: the node sent its reply with content-encoding "gzip", which nodegate does not ask for or read');
 });
+
+it.each([
+  ["its answer", "answers"],
+  ["its refusal, an error with id null", "refuses"],
+])("a batch's reply written twice (%s) is no answer to the call sent by itself next on that connection", async (_what, mode) => {
+  // Found from outside (h110): a waiting call sent by itself after another key's batch took the batch's refusal, or
+  // an array, as its own answer. One connection: the batch and the call after it share it.
+  const node = await rawNode((socket) => {
+    // The copy comes on the same connection when the next request does (as strayNode's), before that request's reply.
+    let copy: string | undefined;
+    onRequests(socket, (request) => {
+      const sent = request as unknown as { id: number; method: string } | { id: number; method: string }[];
+      if (copy !== undefined) socket.write(copy);
+      copy = undefined;
+      if (Array.isArray(sent)) {
+        const body = mode === "answers" ? JSON.stringify(sent.map((c) => ({ jsonrpc: "2.0", id: c.id, result: c.method }))) : '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batch requests are not supported"}}';
+        copy = `HTTP/1.1 200 OK\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+        socket.write(copy);
+        return;
+      }
+      // The first call holds the connection a while, so that the others wait for it and go in the pool's line.
+      setTimeout(() => socket.destroyed || socket.write(reply(sent.id, sent.method)), sent.method === "first" ? 40 : 20);
+    });
+  });
+  const upstream = new HttpUpstream({ url: node.url, label: "twice", connections: 1 });
+  cleanups.push(() => upstream.close());
+  const callFor = (flow: string, method: string) =>
+    upstream.call(method, "[]", { timeoutMs: 5000, idempotent: true, flow }).then(
+      (r) => resultText(r),
+      (e: unknown) => (e instanceof GatewayError ? `error ${e.code}: ${e.message}` : `thrown ${String(e)}`),
+    );
+  const first = callFor("a", "first");
+  // Key a's two waiting calls go in one array; key b's, next in turn, by itself.
+  const answers = [callFor("a", "a1"), callFor("a", "a2"), callFor("b", "b1")];
+  expect(await first).toBe('"first"');
+  expect(await Promise.all(answers)).toEqual(['"a1"', '"a2"', '"b1"']);
+});
